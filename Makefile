@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Thin wrapper around meson for the two commands a newcomer needs: `make demo` and `make check`.
+BUILD ?= build
+BUILD_ASAN ?= build-asan
+MESON_OPTS ?=
+
+.PHONY: all deps build check check-unit check-integration check-asan demo bench clean
+
+all: build
+
+deps:
+	@tools/install-deps
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+build: deps $(BUILD)/build.ninja
+	meson compile -C $(BUILD)
+
+check: build
+	meson test -C $(BUILD) --print-errorlogs $(TESTS)
+	$(MAKE) check-asan
+
+check-unit: build
+	meson test -C $(BUILD) --suite unit --print-errorlogs
+
+check-integration: build
+	meson test -C $(BUILD) --suite integration --print-errorlogs
+
+# ASan+UBSan over the unit tests and the daemon under the harness.
+check-asan: deps
+	@[ -f $(BUILD_ASAN)/build.ninja ] || meson setup $(BUILD_ASAN) -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug $(MESON_OPTS)
+	meson compile -C $(BUILD_ASAN)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C $(BUILD_ASAN) --print-errorlogs $(ASAN_TESTS)
+
+demo: build
+	tests/harness/sandbox-harness --build $(BUILD) -- tools/demo
+
+bench: build
+	bench/run --build $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

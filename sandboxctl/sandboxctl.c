@@ -1,0 +1,1461 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* sandboxctl: the command-line client of sandboxd, in the spirit of systemctl and systemd-run.
+ *
+ * It speaks the HTTP API of docs/http-api.md over the daemon's unix socket with libcurl, and json-c
+ * on both sides. "run" waits for the verdict and then behaves like the program itself: the
+ * program's output on our stdout/stderr byte for byte, its verdict as our exit status. The other
+ * commands inspect and control executions and the daemon.
+ *
+ * Everything read is bounded: code files (16 MiB), answers (64 MiB). Answers are parsed strictly
+ * and every field's type is checked before use, so a confused or hostile peer on the socket gets a
+ * clear error message, never a crash or a misleading exit status. */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* sigabbrev_np(), asprintf() */
+#endif
+
+#include <assert.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/un.h>
+#include <sysexits.h>
+
+#include "utf8.h"
+#include "util.h"
+
+#define DEFAULT_SOCKET "/run/sandboxd/api.sock"
+
+/* An execution's answer carries at most 2×128 KiB of output per stream plus metadata, so 64 MiB is
+ * generous; the bound only exists so that a broken peer cannot make us allocate without limit. */
+#define ANSWER_MAX ((size_t) 64 * 1024 * 1024)
+
+/* The daemon refuses much smaller code (MaxCodeBytes=, 1 MiB by default) and says so with its own
+ * message; this cap only keeps us from reading a runaway pipe into memory. */
+#define CODE_MAX ((size_t) 16 * 1024 * 1024)
+
+/* Requests that do not wait for an execution should be answered at once; do not hang forever on a
+ * wedged daemon. Requests that wait (run, status --wait) have no timeout unless asked for. */
+#define DEFAULT_CLIENT_TIMEOUT_MS UINT64_C(30000)
+
+/* Exit statuses. Verdicts follow the shell's conventions (timeout(1): 124, 128+SIGKILL for the OOM
+ * killer, 128+SIGINT for cancellation) and sysexits.h otherwise; "not found" is 4 as in systemctl. */
+enum {
+        EXIT_NOT_FOUND = 4,
+        EXIT_COMPILE_ERROR = EX_DATAERR,     /* 65 */
+        EXIT_RESOURCE_LIMIT = EX_TEMPFAIL,   /* 75 */
+        EXIT_INTERNAL_ERROR = EX_SOFTWARE,   /* 70 */
+        EXIT_TIMEOUT = 124,
+        EXIT_CANCELLED = 130,
+        EXIT_OOM = 137,
+};
+
+static const char *arg_socket = NULL;
+static bool arg_json = false;
+static bool arg_wait = false;
+static bool arg_client_timeout_set = false;
+static uint64_t arg_client_timeout_ms = 0;
+static const char *arg_language = NULL;
+static const char *arg_code = NULL;
+static const char *arg_session = NULL;
+static const char *arg_id = NULL;
+static bool arg_timeout_ms_set = false, arg_memory_mb_set = false, arg_disk_mb_set = false,
+            arg_cpu_cores_set = false;
+static uint64_t arg_timeout_ms = 0, arg_memory_mb = 0, arg_disk_mb = 0;
+static double arg_cpu_cores = 0;
+static json_object *arg_env = NULL;
+
+/* Options that only make sense for some commands; remembered so that e.g. "status --memory-mb=1"
+ * is refused instead of silently ignored. */
+enum {
+        OPTION_GROUP_EXECUTE = 1U << 0, /* run, submit */
+        OPTION_GROUP_WAIT = 1U << 1,    /* status */
+};
+static unsigned arg_option_groups = 0;
+static const char *arg_option_group_first[2] = {};
+
+static inline const char *strempty(const char *s) {
+        return s ?: "";
+}
+
+static inline void json_object_putp(json_object **j) {
+        if (*j)
+                json_object_put(*j);
+}
+static inline void json_tokener_freep(json_tokener **t) {
+        if (*t)
+                json_tokener_free(*t);
+}
+static inline void curl_easy_cleanupp(CURL **c) {
+        if (*c)
+                curl_easy_cleanup(*c);
+}
+static inline void curl_slist_free_allp(struct curl_slist **l) {
+        if (*l)
+                curl_slist_free_all(*l);
+}
+
+/* Log "sandboxctl: <message>" to stderr, with %m expanding to the error r. Returns r (negative). */
+_printf_(2, 3) static int log_error_errno(int r, const char *format, ...) {
+        va_list ap;
+
+        errno = r < 0 ? -r : r;
+        fputs("sandboxctl: ", stderr);
+        va_start(ap, format);
+        vfprintf(stderr, format, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        return r < 0 ? r : -EINVAL;
+}
+#define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
+
+/* Allocation failures are local system errors; everything else in a phase gets that phase's status. */
+static int exit_status_for(int r, int otherwise) {
+        return r == -ENOMEM || r == -EIO ? EX_OSERR : otherwise;
+}
+
+static int flush_stdout(void) {
+        if (fflush(stdout) != 0 || ferror(stdout))
+                return log_error_errno(-EIO, "Failed to write to standard output: %s", strerror(errno));
+        return 0;
+}
+
+/* Program output and daemon strings come from untrusted code: in the human-readable views, show
+ * control characters (C0, DEL, and C1 in their UTF-8 form) as escapes instead of letting them drive
+ * the terminal. "run" and --json pass everything through unchanged, as they must. */
+static void fputs_escaped(FILE *f, const char *s, size_t n, bool multiline) {
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) s[i];
+
+                if (multiline && (c == '\n' || c == '\t'))
+                        fputc(c, f);
+                else if (c < 0x20 || c == 0x7f)
+                        fprintf(f, "\\x%02x", c);
+                else if (c == 0xc2 && i + 1 < n && (unsigned char) s[i + 1] >= 0x80 &&
+                         (unsigned char) s[i + 1] <= 0x9f) {
+                        fprintf(f, "\\u%04x", (unsigned char) s[i + 1]);
+                        i++;
+                } else
+                        fputc(c, f);
+        }
+}
+
+/* ---- Answers: strict parsing and typed field access ---- */
+
+typedef struct String {
+        const char *s; /* NULL: absent or null */
+        size_t len;
+} String;
+
+typedef struct Integer {
+        bool set;
+        int64_t value;
+} Integer;
+
+typedef struct Number {
+        bool set;
+        double value;
+} Number;
+
+typedef enum FieldType {
+        FIELD_STRING,
+        FIELD_INTEGER,
+        FIELD_NUMBER,
+        FIELD_BOOLEAN,
+} FieldType;
+
+typedef struct Field {
+        const char *name;
+        FieldType type;
+        size_t offset;
+        bool required; /* present and not null */
+} Field;
+
+static const char *const field_type_name[] = {
+        [FIELD_STRING] = "a string",
+        [FIELD_INTEGER] = "an integer",
+        [FIELD_NUMBER] = "a number",
+        [FIELD_BOOLEAN] = "a boolean",
+};
+
+/* Copy the listed fields of the JSON object j into the struct at userdata, checking each type.
+ * Unknown keys are ignored: newer daemons may add fields. The String pointers stay valid as long
+ * as j does. */
+static int json_dispatch(json_object *j, const char *what, const Field *fields, size_t n_fields,
+                         void *userdata) {
+        if (!json_object_is_type(j, json_type_object))
+                return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: %s is not a JSON object.",
+                                       what);
+
+        for (size_t i = 0; i < n_fields; i++) {
+                const Field *f = fields + i;
+                uint8_t *p = (uint8_t *) userdata + f->offset;
+                json_object *v = NULL;
+                bool ok;
+
+                /* json-c represents a JSON null as a NULL pointer, so absent and null look alike. */
+                if (!json_object_object_get_ex(j, f->name, &v) || !v) {
+                        if (f->required)
+                                return log_error_errno(-EBADMSG,
+                                                       "Malformed answer from sandboxd: %s lacks '%s'.",
+                                                       what, f->name);
+                        continue;
+                }
+
+                switch (f->type) {
+                case FIELD_STRING:
+                        ok = json_object_is_type(v, json_type_string);
+                        if (ok) {
+                                String *s = (String *) p;
+                                int len = json_object_get_string_len(v);
+
+                                s->s = json_object_get_string(v);
+                                s->len = len > 0 ? (size_t) len : 0;
+                        }
+                        break;
+                case FIELD_INTEGER:
+                        ok = json_object_is_type(v, json_type_int);
+                        if (ok)
+                                *(Integer *) p = (Integer) { true, json_object_get_int64(v) };
+                        break;
+                case FIELD_NUMBER:
+                        ok = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+                        if (ok)
+                                *(Number *) p = (Number) { true, json_object_get_double(v) };
+                        break;
+                case FIELD_BOOLEAN:
+                        ok = json_object_is_type(v, json_type_boolean);
+                        if (ok)
+                                *(bool *) p = json_object_get_boolean(v);
+                        break;
+                default:
+                        ok = false;
+                }
+                if (!ok)
+                        return log_error_errno(-EBADMSG,
+                                               "Malformed answer from sandboxd: '%s' in %s is not %s.",
+                                               f->name, what, field_type_name[f->type]);
+        }
+        return 0;
+}
+
+/* Parse a whole buffer as exactly one JSON value: strict syntax, valid UTF-8, nothing but
+ * whitespace after it. */
+static int json_parse_strict(const char *data, size_t size, json_object **ret) {
+        _cleanup_(json_tokener_freep) json_tokener *tok = NULL;
+        enum json_tokener_error e;
+        json_object *j;
+        size_t end;
+
+        assert(size <= INT_MAX); /* guaranteed by ANSWER_MAX */
+
+        tok = json_tokener_new();
+        if (!tok)
+                return -ENOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+
+        j = json_tokener_parse_ex(tok, data, (int) size);
+        e = json_tokener_get_error(tok);
+        if (e != json_tokener_success) {
+                if (j)
+                        json_object_put(j);
+                /* An answer cut short leaves the parser waiting for more. */
+                if (e == json_tokener_continue)
+                        return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: JSON is incomplete.");
+                return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: %s.",
+                                       json_tokener_error_desc(e));
+        }
+        if (!j) /* a bare "null" */
+                return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: null.");
+
+        end = json_tokener_get_parse_end(tok);
+        for (; end < size; end++)
+                if (!strchr(" \t\r\n", data[end])) {
+                        json_object_put(j);
+                        return log_error_errno(-EBADMSG,
+                                               "Malformed answer from sandboxd: "
+                                               "trailing data after the JSON value.");
+                }
+
+        *ret = j;
+        return 0;
+}
+
+/* ---- HTTP ---- */
+
+typedef struct Buffer {
+        char *data;
+        size_t size, allocated;
+        bool too_large, oom;
+} Buffer;
+
+static void buffer_done(Buffer *b) {
+        b->data = mfree(b->data);
+}
+
+static size_t buffer_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        Buffer *b = userdata;
+        size_t n = size * nmemb; /* size is always 1 for write callbacks */
+
+        /* Returning less than n makes libcurl abort with CURLE_WRITE_ERROR; the flags say why. */
+        if (n > ANSWER_MAX - b->size) {
+                b->too_large = true;
+                return 0;
+        }
+        if (b->size + n > b->allocated) {
+                size_t a = MIN(MAX(MAX(b->allocated * 2, b->size + n), (size_t) 16384), ANSWER_MAX);
+                char *p = realloc(b->data, a);
+
+                if (!p) {
+                        b->oom = true;
+                        return 0;
+                }
+                b->data = p;
+                b->allocated = a;
+        }
+        memcpy(b->data + b->size, ptr, n);
+        b->size += n;
+        return n;
+}
+
+static int log_curl_error(CURL *c, CURLcode cc, const Buffer *b, const char *errbuf, uint64_t timeout_ms) {
+        long os_errno = 0;
+
+        switch (cc) {
+        case CURLE_COULDNT_CONNECT:
+                /* libcurl's own text names "localhost port 80", which is meaningless for a socket. */
+                (void) curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
+                if (os_errno > 0)
+                        return log_error_errno(-ECONNREFUSED,
+                                               "Failed to connect to sandboxd at %s: %s (is sandboxd running? "
+                                               "see --socket=, $SANDBOXD_SOCKET)",
+                                               arg_socket, strerror((int) os_errno));
+                return log_error_errno(-ECONNREFUSED,
+                                       "Failed to connect to sandboxd at %s (is sandboxd running?)",
+                                       arg_socket);
+        case CURLE_FILESIZE_EXCEEDED:
+                return log_error_errno(-EFBIG, "Answer from sandboxd is larger than %zu MiB, refusing it.",
+                                       ANSWER_MAX / 1024 / 1024);
+        case CURLE_WRITE_ERROR:
+                if (b->oom)
+                        return log_oom();
+                if (b->too_large)
+                        return log_error_errno(-EFBIG,
+                                               "Answer from sandboxd is larger than %zu MiB, refusing it.",
+                                               ANSWER_MAX / 1024 / 1024);
+                break;
+        case CURLE_OPERATION_TIMEDOUT:
+                return log_error_errno(-ETIMEDOUT,
+                                       "No answer from sandboxd within %" PRIu64 " ms, giving up "
+                                       "(an execution is not cancelled by this).",
+                                       timeout_ms);
+        case CURLE_OUT_OF_MEMORY:
+                return log_oom();
+        default:
+                break;
+        }
+        return log_error_errno(-EPROTO, "Failed to talk to sandboxd at %s: %s", arg_socket,
+                               !isempty(errbuf) ? errbuf : curl_easy_strerror(cc));
+}
+
+static int http_header_append(struct curl_slist **headers, const char *header) {
+        struct curl_slist *l = curl_slist_append(*headers, header);
+
+        if (!l)
+                return -ENOMEM;
+        *headers = l;
+        return 0;
+}
+
+/* One request. body (optional) is sent as JSON with POST; otherwise GET. waits: the daemon may hold
+ * the request until an execution is final, so no client-side timeout unless asked for.
+ * On return 0, *ret_status is the HTTP status and *ret_answer the parsed answer: always a JSON
+ * value for 2xx, possibly NULL for errors (a body that is not JSON is not worth more than the
+ * status then). Connection and protocol failures are logged and returned as negative errno. */
+static int http_call(const char *method, const char *path, json_object *body, bool waits, long *ret_status,
+                     json_object **ret_answer) {
+        _cleanup_(curl_easy_cleanupp) CURL *c = NULL;
+        _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
+        _cleanup_(buffer_done) Buffer b = {};
+        _cleanup_free_ char *url = NULL;
+        char errbuf[CURL_ERROR_SIZE] = "";
+        json_object *answer = NULL;
+        const char *payload = NULL;
+        size_t payload_len = 0;
+        uint64_t timeout_ms;
+        CURLcode cc;
+        long status = 0;
+        int r;
+
+        timeout_ms = arg_client_timeout_set ? arg_client_timeout_ms : waits ? 0 : DEFAULT_CLIENT_TIMEOUT_MS;
+
+        if (asprintf(&url, "http://localhost%s", path) < 0) {
+                url = NULL;
+                return log_oom();
+        }
+
+        if (body) {
+                payload = json_object_to_json_string_length(
+                                body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &payload_len);
+                if (!payload)
+                        return log_oom();
+        }
+
+        c = curl_easy_init();
+        if (!c)
+                return log_error_errno(-EIO, "Failed to initialize libcurl.");
+
+        /* "Expect:" turns off libcurl's "Expect: 100-continue" for large bodies: the daemon answers
+         * 413 before reading a body that is too large anyway, and the round trip only costs time. */
+        r = http_header_append(&headers, "Accept: application/json");
+        if (r >= 0 && body)
+                r = http_header_append(&headers, "Content-Type: application/json");
+        if (r >= 0 && body)
+                r = http_header_append(&headers, "Expect:");
+        if (r < 0)
+                return log_oom();
+
+        if (curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, arg_socket) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK ||
+            /* The socket is the only way to the daemon: never route through a proxy from $http_proxy. */
+            curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            /* Error answers carry the daemon's message in their body: read every status ourselves. */
+            curl_easy_setopt(c, CURLOPT_FAILONERROR, 0L) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_USERAGENT, "sandboxctl/" PACKAGE_VERSION) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buffer_write) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_WRITEDATA, &b) != CURLE_OK ||
+            /* Refuses a too large Content-Length before reading; chunked answers are cut by
+             * buffer_write(). */
+            curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) ANSWER_MAX) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long) MIN(timeout_ms, (uint64_t) LONG_MAX)) != CURLE_OK)
+                return log_error_errno(-EIO, "Failed to configure libcurl.");
+
+        if (body) {
+                if (curl_easy_setopt(c, CURLOPT_POST, 1L) != CURLE_OK ||
+                    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) payload_len) != CURLE_OK ||
+                    curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload) != CURLE_OK)
+                        return log_error_errno(-EIO, "Failed to configure libcurl.");
+        } else if (curl_easy_setopt(c, CURLOPT_HTTPGET, 1L) != CURLE_OK)
+                return log_error_errno(-EIO, "Failed to configure libcurl.");
+        assert(streq(method, body ? "POST" : "GET"));
+
+        cc = curl_easy_perform(c);
+        if (cc != CURLE_OK)
+                return log_curl_error(c, cc, &b, errbuf, timeout_ms);
+
+        if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status < 100 || status > 599)
+                return log_error_errno(-EPROTO, "Malformed answer from sandboxd: no valid HTTP status.");
+
+        if (status >= 200 && status < 300) {
+                r = json_parse_strict(b.data ?: "", b.size, &answer);
+                if (r < 0)
+                        return r == -ENOMEM ? log_oom() : r;
+        } else if (b.size > 0) {
+                /* Best effort: an error without a JSON body is still reported by its status. */
+                _cleanup_(json_tokener_freep) json_tokener *tok = json_tokener_new();
+
+                if (!tok)
+                        return log_oom();
+                json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+                answer = json_tokener_parse_ex(tok, b.data, (int) b.size);
+        }
+
+        *ret_status = status;
+        *ret_answer = answer;
+        return 0;
+}
+
+/* Report a non-2xx answer as "sandboxctl: <message>" (naming the offending field when the message
+ * does not already) and return the exit status for it. */
+static int log_http_error(long status, json_object *answer, bool not_found_is_status) {
+        struct {
+                String code, message, field;
+        } e = {};
+        static const Field fields[] = {
+                { "code", FIELD_STRING, offsetof(typeof(e), code), false },
+                { "message", FIELD_STRING, offsetof(typeof(e), message), false },
+                { "field", FIELD_STRING, offsetof(typeof(e), field), false },
+        };
+        json_object *error = NULL;
+        int exit_status = not_found_is_status && status == 404 ? EXIT_NOT_FOUND : EX_UNAVAILABLE;
+
+        /* Not json_dispatch(): a malformed error body must not hide the status behind a parse error. */
+        if (answer && json_object_is_type(answer, json_type_object) &&
+            json_object_object_get_ex(answer, "error", &error) && error &&
+            json_object_is_type(error, json_type_object))
+                for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                        json_object *v = NULL;
+
+                        if (json_object_object_get_ex(error, fields[i].name, &v) && v &&
+                            json_object_is_type(v, json_type_string))
+                                *(String *) ((uint8_t *) &e + fields[i].offset) =
+                                        (String) { json_object_get_string(v), 0 };
+                }
+
+        if (isempty(e.message.s))
+                (void) log_error_errno(-EPROTO, "sandboxd answered HTTP %ld%s%s%s.", status,
+                                       e.code.s ? " (" : "", strempty(e.code.s), e.code.s ? ")" : "");
+        else if (!isempty(e.field.s) && !strstr(e.message.s, e.field.s))
+                (void) log_error_errno(-EPROTO, "%s (field: %s)", e.message.s, e.field.s);
+        else
+                (void) log_error_errno(-EPROTO, "%s", e.message.s);
+
+        return exit_status;
+}
+
+static int print_json(json_object *j) {
+        const char *s = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                  JSON_C_TO_STRING_NOSLASHESCAPE);
+
+        if (!s)
+                return log_oom();
+        fputs(s, stdout);
+        fputc('\n', stdout);
+        return flush_stdout();
+}
+
+/* ---- The execution object ---- */
+
+typedef struct Execution {
+        String execution_id, session_id, language, status, error_type, unit, reason, out, err;
+        Integer exit_code, signal, duration_ms, cpu_time_ms, stdout_bytes, stdout_lines, stderr_bytes,
+                stderr_lines;
+        Number peak_memory_mb;
+        bool stdout_truncated, stderr_truncated;
+} Execution;
+
+static int execution_parse(json_object *j, Execution *ret) {
+        static const Field fields[] = {
+                { "execution_id", FIELD_STRING, offsetof(Execution, execution_id), true },
+                { "status", FIELD_STRING, offsetof(Execution, status), true },
+                { "session_id", FIELD_STRING, offsetof(Execution, session_id), false },
+                { "language", FIELD_STRING, offsetof(Execution, language), false },
+                { "error_type", FIELD_STRING, offsetof(Execution, error_type), false },
+                { "unit", FIELD_STRING, offsetof(Execution, unit), false },
+                { "reason", FIELD_STRING, offsetof(Execution, reason), false },
+                { "stdout", FIELD_STRING, offsetof(Execution, out), false },
+                { "stderr", FIELD_STRING, offsetof(Execution, err), false },
+                { "exit_code", FIELD_INTEGER, offsetof(Execution, exit_code), false },
+                { "signal", FIELD_INTEGER, offsetof(Execution, signal), false },
+                { "duration_ms", FIELD_INTEGER, offsetof(Execution, duration_ms), false },
+                { "cpu_time_ms", FIELD_INTEGER, offsetof(Execution, cpu_time_ms), false },
+                { "stdout_bytes", FIELD_INTEGER, offsetof(Execution, stdout_bytes), false },
+                { "stdout_lines", FIELD_INTEGER, offsetof(Execution, stdout_lines), false },
+                { "stderr_bytes", FIELD_INTEGER, offsetof(Execution, stderr_bytes), false },
+                { "stderr_lines", FIELD_INTEGER, offsetof(Execution, stderr_lines), false },
+                { "peak_memory_mb", FIELD_NUMBER, offsetof(Execution, peak_memory_mb), false },
+                { "stdout_truncated", FIELD_BOOLEAN, offsetof(Execution, stdout_truncated), false },
+                { "stderr_truncated", FIELD_BOOLEAN, offsetof(Execution, stderr_truncated), false },
+        };
+        Execution e = {};
+        int r;
+
+        r = json_dispatch(j, "the execution", fields, ELEMENTSOF(fields), &e);
+        if (r < 0)
+                return r;
+
+        /* These end up in our exit status: out of range values must not turn into a wrong one. */
+        if (e.exit_code.set && (e.exit_code.value < 0 || e.exit_code.value > 255))
+                return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: exit_code %" PRIi64
+                                       " is out of range.", e.exit_code.value);
+        if (e.signal.set && (e.signal.value < 1 || e.signal.value > 127))
+                return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: signal %" PRIi64
+                                       " is out of range.", e.signal.value);
+
+        *ret = e;
+        return 0;
+}
+
+static bool execution_is_final(const Execution *e) {
+        return streq_ptr(e->status.s, "success") || streq_ptr(e->status.s, "failed") ||
+               streq_ptr(e->status.s, "cancelled");
+}
+
+/* The verdict as an exit status, see EXIT STATUS in sandboxctl(1). */
+static int execution_exit_status(const Execution *e) {
+        static const struct {
+                const char *error_type;
+                int exit_status;
+        } table[] = {
+                { "compile_error", EXIT_COMPILE_ERROR },
+                { "timeout", EXIT_TIMEOUT },
+                { "oom", EXIT_OOM },
+                { "resource_limit", EXIT_RESOURCE_LIMIT },
+                { "internal_error", EXIT_INTERNAL_ERROR },
+        };
+
+        if (streq_ptr(e->status.s, "success"))
+                return EXIT_SUCCESS;
+        if (streq_ptr(e->status.s, "cancelled"))
+                return EXIT_CANCELLED;
+
+        if (streq_ptr(e->error_type.s, "runtime_error")) {
+                /* A failed run must never exit 0, even if the daemon reports exit_code 0 (it decided
+                 * the failure from something else). */
+                if (e->exit_code.set && e->exit_code.value > 0)
+                        return (int) e->exit_code.value;
+                if (e->signal.set)
+                        return 128 + (int) e->signal.value;
+                return EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (streq_ptr(e->error_type.s, table[i].error_type))
+                        return table[i].exit_status;
+
+        /* An error type this version does not know yet: still a failure. */
+        return EXIT_FAILURE;
+}
+
+/* ---- Commands ---- */
+
+static bool id_is_valid_for_path(const char *id) {
+        /* The API's id syntax, and nothing that could change the meaning of the URL path. */
+        return id_is_valid(id, 64);
+}
+
+static int read_code(const char *path, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        const char *name = streq(path, "-") ? "standard input" : path;
+        size_t size = 0, allocated = 0;
+        int in = STDIN_FILENO;
+
+        if (!streq(path, "-")) {
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        return log_error_errno(-errno, "Failed to open %s: %m", path);
+                in = fd;
+        }
+
+        for (;;) {
+                ssize_t k;
+
+                if (size == allocated) {
+                        /* One byte beyond the cap is enough to know the input is too large. */
+                        size_t a = MIN(MAX(allocated * 2, (size_t) 65536), CODE_MAX + 1);
+                        char *p = realloc(buf, a);
+
+                        if (!p)
+                                return log_oom();
+                        buf = p;
+                        allocated = a;
+                }
+
+                k = read(in, buf + size, allocated - size);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return log_error_errno(-errno, "Failed to read %s: %m", name);
+                }
+                if (k == 0)
+                        break;
+                size += (size_t) k;
+                if (size > CODE_MAX)
+                        return log_error_errno(-EFBIG, "%s: code is larger than %zu MiB, refusing it.", name,
+                                               CODE_MAX / 1024 / 1024);
+        }
+
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+static const char *language_from_path(const char *path) {
+        static const struct {
+                const char *suffix, *language;
+        } table[] = {
+                { ".py", "python" },
+                { ".js", "node" },
+                { ".sh", "bash" },
+        };
+        const char *base, *dot;
+
+        if (!path || streq(path, "-"))
+                return "python";
+        base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        dot = strrchr(base, '.');
+        if (dot)
+                for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                        if (streq(dot, table[i].suffix))
+                                return table[i].language;
+        return "python";
+}
+
+/* Add val to obj under key, taking ownership of val in all cases. */
+static int json_add(json_object *obj, const char *key, json_object *val) {
+        if (!val)
+                return -ENOMEM;
+        if (json_object_object_add(obj, key, val) < 0) {
+                json_object_put(val);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The POST /v1/executions body from the command line. Input problems are logged and returned as
+ * -EINVAL (usage), allocation failures as -ENOMEM. */
+static int build_request(const char *path, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *req = NULL, *limits = NULL;
+        _cleanup_free_ char *code = NULL;
+        const char *name;
+        size_t size = 0;
+        int r;
+
+        if (arg_code) {
+                size = strlen(arg_code);
+                if (size > CODE_MAX)
+                        return log_error_errno(-EINVAL, "-c: code is larger than %zu MiB, refusing it.",
+                                               CODE_MAX / 1024 / 1024);
+                name = "-c";
+        } else {
+                r = read_code(path, &code, &size);
+                if (r < 0)
+                        return r == -ENOMEM ? r : -EINVAL;
+                name = streq(path, "-") ? "standard input" : path;
+        }
+
+        /* The API carries code as a JSON string, which must be text; the daemon could only refuse
+         * it, so say so here, and clearly. */
+        if (!utf8_is_valid(arg_code ?: code, size))
+                return log_error_errno(-EINVAL, "%s: code is not valid UTF-8 text (or contains NUL bytes), "
+                                       "refusing it.", name);
+
+        req = json_object_new_object();
+        limits = json_object_new_object();
+        if (!req || !limits)
+                return log_oom();
+
+        r = json_add(req, "language", json_object_new_string(arg_language ?: language_from_path(path)));
+        if (r >= 0)
+                r = json_add(req, "code", json_object_new_string_len(arg_code ?: code, (int) size));
+        if (r >= 0 && arg_id)
+                r = json_add(req, "execution_id", json_object_new_string(arg_id));
+        if (r >= 0 && arg_session)
+                r = json_add(req, "session_id", json_object_new_string(arg_session));
+        if (r >= 0 && arg_timeout_ms_set)
+                r = json_add(limits, "timeout_ms", json_object_new_int64((int64_t) arg_timeout_ms));
+        if (r >= 0 && arg_memory_mb_set)
+                r = json_add(limits, "memory_mb", json_object_new_int64((int64_t) arg_memory_mb));
+        if (r >= 0 && arg_cpu_cores_set)
+                r = json_add(limits, "cpu_cores", json_object_new_double(arg_cpu_cores));
+        if (r >= 0 && arg_disk_mb_set)
+                r = json_add(limits, "disk_mb", json_object_new_int64((int64_t) arg_disk_mb));
+        if (r >= 0 && json_object_object_length(limits) > 0)
+                r = json_add(req, "limits", TAKE_PTR(limits));
+        if (r >= 0 && arg_env)
+                r = json_add(req, "env", json_object_get(arg_env));
+        if (r < 0)
+                return log_oom();
+
+        *ret = TAKE_PTR(req);
+        return 0;
+}
+
+static int verb_execute(char **args, size_t n_args, bool wait) {
+        _cleanup_(json_object_putp) json_object *req = NULL, *answer = NULL;
+        Execution e;
+        long status;
+        int r;
+
+        if (arg_code && n_args > 0) {
+                (void) log_error_errno(-EINVAL, "Specify either FILE, '-' or -c CODE, not several.");
+                return EX_USAGE;
+        }
+        if (!arg_code && n_args == 0) {
+                (void) log_error_errno(-EINVAL, "Expected FILE, '-' (standard input) or -c CODE.");
+                return EX_USAGE;
+        }
+
+        r = build_request(n_args > 0 ? args[0] : NULL, &req);
+        if (r < 0)
+                return exit_status_for(r, EX_USAGE);
+
+        r = http_call("POST", wait ? "/v1/executions?wait=true" : "/v1/executions", req, wait, &status,
+                      &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, false);
+
+        r = execution_parse(answer, &e);
+        if (r < 0)
+                return EX_UNAVAILABLE;
+
+        if (!wait) {
+                if (arg_json)
+                        r = print_json(answer);
+                else {
+                        fwrite(e.execution_id.s, 1, e.execution_id.len, stdout);
+                        fputc('\n', stdout);
+                        r = flush_stdout();
+                }
+                return r < 0 ? exit_status_for(r, EX_OSERR) : EXIT_SUCCESS;
+        }
+
+        if (!execution_is_final(&e)) {
+                (void) log_error_errno(-EBADMSG,
+                                       "sandboxd answered before execution %s was final (status: %s).",
+                                       e.execution_id.s, e.status.s);
+                return EX_UNAVAILABLE;
+        }
+
+        if (arg_json) {
+                r = print_json(answer);
+                if (r < 0)
+                        return EX_OSERR;
+                return execution_exit_status(&e);
+        }
+
+        /* Byte for byte: this is the program's output, not ours. */
+        if (e.out.s && e.out.len > 0)
+                fwrite(e.out.s, 1, e.out.len, stdout);
+        r = flush_stdout();
+        if (r < 0)
+                return EX_OSERR;
+        if (e.err.s && e.err.len > 0) {
+                fwrite(e.err.s, 1, e.err.len, stderr);
+                fflush(stderr);
+        }
+
+        /* A verdict that is not the program's own doing would otherwise show up as a bare exit
+         * status. Tell a human at a terminal why; leave captured stderr exactly the program's. */
+        if (!streq(e.status.s, "success") && !streq_ptr(e.error_type.s, "runtime_error") &&
+            !streq_ptr(e.error_type.s, "compile_error") && isatty(STDERR_FILENO)) {
+                if ((e.err.len > 0 && e.err.s[e.err.len - 1] != '\n') ||
+                    (e.out.len > 0 && e.out.s[e.out.len - 1] != '\n'))
+                        fputc('\n', stderr);
+                fprintf(stderr, "sandboxctl: %s: %s", e.execution_id.s, e.error_type.s ?: e.status.s);
+                if (e.reason.s) {
+                        fputs(": ", stderr);
+                        fputs_escaped(stderr, e.reason.s, e.reason.len, false);
+                }
+                fputc('\n', stderr);
+        }
+
+        return execution_exit_status(&e);
+}
+
+static int verb_run(char **args, size_t n_args) {
+        return verb_execute(args, n_args, true);
+}
+
+static int verb_submit(char **args, size_t n_args) {
+        return verb_execute(args, n_args, false);
+}
+
+static void print_key(const char *key) {
+        /* Right-aligned like systemctl status; the width of the longest key, "Peak memory". */
+        printf("%11s: ", key);
+}
+
+static void print_string_field(const char *key, const String *s) {
+        if (!s->s)
+                return;
+        print_key(key);
+        fputs_escaped(stdout, s->s, s->len, false);
+        fputc('\n', stdout);
+}
+
+static void print_duration_field(const char *key, const Integer *i) {
+        if (!i->set)
+                return;
+        print_key(key);
+        if (i->value < 1000)
+                printf("%" PRIi64 "ms\n", i->value);
+        else
+                printf("%" PRIi64 ".%03" PRIi64 "s\n", i->value / 1000, i->value % 1000);
+}
+
+static void print_output_section(const char *name, const String *s, const Integer *bytes, const Integer *lines,
+                                 bool truncated) {
+        if (!s->s || (s->len == 0 && (!bytes->set || bytes->value == 0)))
+                return;
+
+        printf("\n-- %s", name);
+        if (bytes->set)
+                printf(": %" PRIi64 " byte%s", bytes->value, bytes->value == 1 ? "" : "s");
+        if (lines->set)
+                printf(", %" PRIi64 " line%s", lines->value, lines->value == 1 ? "" : "s");
+        if (truncated)
+                printf(", truncated");
+        printf(" --\n");
+        fputs_escaped(stdout, s->s, s->len, true);
+        if (s->len > 0 && s->s[s->len - 1] != '\n')
+                fputc('\n', stdout);
+}
+
+static int execution_print(const Execution *e) {
+        print_string_field("Execution", &e->execution_id);
+        print_string_field("Session", &e->session_id);
+        print_string_field("Language", &e->language);
+        print_string_field("Status", &e->status);
+        print_string_field("Error", &e->error_type);
+        if (e->exit_code.set) {
+                print_key("Exit code");
+                printf("%" PRIi64 "\n", e->exit_code.value);
+        }
+        if (e->signal.set) {
+                const char *name = sigabbrev_np((int) e->signal.value);
+
+                print_key("Signal");
+                if (name)
+                        printf("%" PRIi64 " (SIG%s)\n", e->signal.value, name);
+                else
+                        printf("%" PRIi64 "\n", e->signal.value);
+        }
+        print_duration_field("Duration", &e->duration_ms);
+        print_duration_field("CPU time", &e->cpu_time_ms);
+        if (e->peak_memory_mb.set) {
+                print_key("Peak memory");
+                printf("%.1fM\n", e->peak_memory_mb.value);
+        }
+        print_string_field("Unit", &e->unit);
+        print_string_field("Reason", &e->reason);
+
+        print_output_section("stdout", &e->out, &e->stdout_bytes, &e->stdout_lines, e->stdout_truncated);
+        print_output_section("stderr", &e->err, &e->stderr_bytes, &e->stderr_lines, e->stderr_truncated);
+
+        return flush_stdout();
+}
+
+static int verb_status(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        _cleanup_free_ char *path = NULL;
+        Execution e;
+        long status;
+        int r;
+
+        if (!id_is_valid_for_path(args[0])) {
+                (void) log_error_errno(-EINVAL, "Invalid execution ID '%s'.", args[0]);
+                return EX_USAGE;
+        }
+        if (asprintf(&path, "/v1/executions/%s%s", args[0], arg_wait ? "?wait=true" : "") < 0) {
+                path = NULL;
+                (void) log_oom();
+                return EX_OSERR;
+        }
+
+        r = http_call("GET", path, NULL, arg_wait, &status, &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, true);
+
+        r = execution_parse(answer, &e);
+        if (r < 0)
+                return EX_UNAVAILABLE;
+
+        r = arg_json ? print_json(answer) : execution_print(&e);
+        return r < 0 ? EX_OSERR : EXIT_SUCCESS;
+}
+
+static int verb_cancel(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL, *body = NULL;
+        _cleanup_free_ char *path = NULL;
+        Execution e;
+        long status;
+        int r;
+
+        if (!id_is_valid_for_path(args[0])) {
+                (void) log_error_errno(-EINVAL, "Invalid execution ID '%s'.", args[0]);
+                return EX_USAGE;
+        }
+        if (asprintf(&path, "/v1/executions/%s/cancel", args[0]) < 0) {
+                path = NULL;
+                (void) log_oom();
+                return EX_OSERR;
+        }
+
+        /* An empty object rather than no body: the daemon refuses POSTs that are not JSON (415). */
+        body = json_object_new_object();
+        if (!body) {
+                (void) log_oom();
+                return EX_OSERR;
+        }
+
+        r = http_call("POST", path, body, false, &status, &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, true);
+
+        r = execution_parse(answer, &e);
+        if (r < 0)
+                return EX_UNAVAILABLE;
+
+        /* Like systemctl stop: quiet on success. */
+        if (arg_json && print_json(answer) < 0)
+                return EX_OSERR;
+        return EXIT_SUCCESS;
+}
+
+typedef struct Language {
+        String name, source;
+        bool compiled, available;
+        char *aliases; /* comma-separated, owned */
+} Language;
+
+static void language_array_free(Language *l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(l[i].aliases);
+        free(l);
+}
+
+static int language_parse(json_object *j, Language *ret) {
+        static const Field fields[] = {
+                { "name", FIELD_STRING, offsetof(Language, name), true },
+                { "source", FIELD_STRING, offsetof(Language, source), false },
+                { "compiled", FIELD_BOOLEAN, offsetof(Language, compiled), false },
+                { "available", FIELD_BOOLEAN, offsetof(Language, available), false },
+        };
+        json_object *aliases = NULL;
+        Language l = {};
+        size_t n, len = 0;
+        int r;
+
+        r = json_dispatch(j, "a language", fields, ELEMENTSOF(fields), &l);
+        if (r < 0)
+                return r;
+
+        if (json_object_object_get_ex(j, "aliases", &aliases) && aliases) {
+                if (!json_object_is_type(aliases, json_type_array))
+                        return log_error_errno(-EBADMSG,
+                                               "Malformed answer from sandboxd: 'aliases' is not an array.");
+                n = json_object_array_length(aliases);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *a = json_object_array_get_idx(aliases, i);
+
+                        if (!a || !json_object_is_type(a, json_type_string))
+                                return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: "
+                                                       "an alias is not a string.");
+                        len += (size_t) json_object_get_string_len(a) + 1;
+                }
+                l.aliases = calloc(1, len + 1);
+                if (!l.aliases)
+                        return log_oom();
+                for (size_t i = 0; i < n; i++) {
+                        if (i > 0)
+                                strcat(l.aliases, ",");
+                        strcat(l.aliases, json_object_get_string(json_object_array_get_idx(aliases, i)));
+                }
+        }
+
+        *ret = l;
+        return 0;
+}
+
+static int verb_languages(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        json_object *list = NULL;
+        Language *languages = NULL;
+        size_t n = 0, w_name = 4, w_aliases = 7, w_source = 6;
+        long status;
+        int r;
+
+        r = http_call("GET", "/v1/languages", NULL, false, &status, &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, false);
+
+        if (!json_object_is_type(answer, json_type_object) ||
+            !json_object_object_get_ex(answer, "languages", &list) || !list ||
+            !json_object_is_type(list, json_type_array)) {
+                (void) log_error_errno(-EBADMSG, "Malformed answer from sandboxd: no 'languages' array.");
+                return EX_UNAVAILABLE;
+        }
+
+        /* Check all of it before printing anything, also with --json. */
+        n = json_object_array_length(list);
+        languages = calloc(MAX(n, (size_t) 1), sizeof(Language));
+        if (!languages) {
+                (void) log_oom();
+                return EX_OSERR;
+        }
+        for (size_t i = 0; i < n; i++) {
+                r = language_parse(json_object_array_get_idx(list, i), languages + i);
+                if (r < 0) {
+                        language_array_free(languages, n);
+                        return exit_status_for(r, EX_UNAVAILABLE);
+                }
+                w_name = MAX(w_name, languages[i].name.len);
+                w_aliases = MAX(w_aliases, strlen(strempty(languages[i].aliases)));
+                w_source = MAX(w_source, languages[i].source.len);
+        }
+
+        if (arg_json)
+                r = print_json(answer);
+        else {
+                printf("%-*s %-*s %-*s %-8s %s\n", (int) w_name, "NAME", (int) w_aliases, "ALIASES",
+                       (int) w_source, "SOURCE", "COMPILED", "AVAILABLE");
+                for (size_t i = 0; i < n; i++)
+                        printf("%-*s %-*s %-*s %-8s %s\n", (int) w_name, languages[i].name.s, (int) w_aliases,
+                               strempty(languages[i].aliases), (int) w_source, strempty(languages[i].source.s),
+                               languages[i].compiled ? "yes" : "no", languages[i].available ? "yes" : "no");
+                r = flush_stdout();
+        }
+        language_array_free(languages, n);
+        return r < 0 ? EX_OSERR : EXIT_SUCCESS;
+}
+
+static int verb_health(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        struct {
+                String status, version;
+                Integer running, queued, slots, queue_max;
+        } h = {};
+        static const Field fields[] = {
+                { "status", FIELD_STRING, offsetof(typeof(h), status), true },
+                { "version", FIELD_STRING, offsetof(typeof(h), version), false },
+                { "running", FIELD_INTEGER, offsetof(typeof(h), running), false },
+                { "queued", FIELD_INTEGER, offsetof(typeof(h), queued), false },
+                { "slots", FIELD_INTEGER, offsetof(typeof(h), slots), false },
+                { "queue_max", FIELD_INTEGER, offsetof(typeof(h), queue_max), false },
+        };
+        long status;
+        int r;
+
+        r = http_call("GET", "/v1/health", NULL, false, &status, &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, false);
+
+        r = json_dispatch(answer, "the health answer", fields, ELEMENTSOF(fields), &h);
+        if (r < 0)
+                return EX_UNAVAILABLE;
+
+        if (arg_json)
+                r = print_json(answer);
+        else {
+                printf("%7s: ", "Status");
+                fputs_escaped(stdout, h.status.s, h.status.len, false);
+                fputc('\n', stdout);
+                if (h.version.s) {
+                        printf("%7s: ", "Version");
+                        fputs_escaped(stdout, h.version.s, h.version.len, false);
+                        fputc('\n', stdout);
+                }
+                if (h.running.set) {
+                        printf("%7s: %" PRIi64, "Running", h.running.value);
+                        if (h.slots.set)
+                                printf(" of %" PRIi64 " slots", h.slots.value);
+                        fputc('\n', stdout);
+                }
+                if (h.queued.set) {
+                        printf("%7s: %" PRIi64, "Queued", h.queued.value);
+                        if (h.queue_max.set)
+                                printf(" of at most %" PRIi64, h.queue_max.value);
+                        fputc('\n', stdout);
+                }
+                r = flush_stdout();
+        }
+        if (r < 0)
+                return EX_OSERR;
+
+        /* Usable as a probe: "sandboxctl health && ..." */
+        return streq(h.status.s, "ok") ? EXIT_SUCCESS : EX_UNAVAILABLE;
+}
+
+/* ---- Command line ---- */
+
+typedef struct Verb {
+        const char *name;
+        size_t min_args, max_args;
+        unsigned option_groups; /* which command-specific options it takes */
+        int (*dispatch)(char **args, size_t n_args);
+} Verb;
+
+static const Verb verbs[] = {
+        { "run", 0, 1, OPTION_GROUP_EXECUTE, verb_run },
+        { "submit", 0, 1, OPTION_GROUP_EXECUTE, verb_submit },
+        { "status", 1, 1, OPTION_GROUP_WAIT, verb_status },
+        { "cancel", 1, 1, 0, verb_cancel },
+        { "languages", 0, 0, 0, verb_languages },
+        { "health", 0, 0, 0, verb_health },
+};
+
+static void help(void) {
+        printf("%1$s [OPTIONS...] COMMAND ...\n"
+               "\n"
+               "Run untrusted code in sandboxd and control its executions.\n"
+               "\n"
+               "Commands:\n"
+               "  run FILE|-|-c CODE        Run code, wait, and exit like the program did\n"
+               "  submit FILE|-|-c CODE     Queue code and print the execution ID\n"
+               "  status ID                 Show an execution\n"
+               "  cancel ID                 Cancel a queued or running execution\n"
+               "  languages                 List the languages sandboxd runs\n"
+               "  health                    Show whether sandboxd is up, and its load\n"
+               "\n"
+               "Options:\n"
+               "  -h --help                 Show this help\n"
+               "     --version              Show package version\n"
+               "     --socket=PATH          sandboxd's API socket (default: $SANDBOXD_SOCKET,\n"
+               "                            else %2$s)\n"
+               "     --json                 Print the daemon's JSON answer\n"
+               "     --client-timeout-ms=N  Give up waiting for an answer after N ms (default:\n"
+               "                            none for run and status --wait, else 30000)\n"
+               "\n"
+               "Options for run and submit:\n"
+               "  -c --code=CODE            The code itself instead of FILE\n"
+               "  -l --language=LANG        Language (default: from FILE's extension: .py python,\n"
+               "                            .js node, .sh bash; otherwise python)\n"
+               "     --timeout-ms=N         Wall clock limit\n"
+               "     --memory-mb=N          Memory limit\n"
+               "     --cpu-cores=F          CPU limit, in cores\n"
+               "     --disk-mb=N            Size limit of the writable file system\n"
+               "     --env=NAME=VALUE       Set an environment variable (repeatable)\n"
+               "     --session=ID           Session ID to record\n"
+               "     --id=ID                Execution ID (an idempotency key)\n"
+               "\n"
+               "Options for status:\n"
+               "     --wait                 Wait until the execution is final\n"
+               "\n"
+               "See the sandboxctl(1) man page for details.\n",
+               program_invocation_short_name, DEFAULT_SOCKET);
+}
+
+static int parse_u64(const char *option, const char *value, uint64_t *ret) {
+        uint64_t v;
+        int r;
+
+        r = safe_atou64(value, &v);
+        if (r < 0 || v > INT64_MAX)
+                return log_error_errno(-EINVAL, "%s: '%s' is not a valid non-negative integer.", option, value);
+        *ret = v;
+        return 0;
+}
+
+static void note_option_group(unsigned group, const char *option) {
+        size_t i = group == OPTION_GROUP_EXECUTE ? 0 : 1;
+
+        if (!arg_option_group_first[i])
+                arg_option_group_first[i] = option;
+        arg_option_groups |= group;
+}
+
+/* Returns < 0 on error (logged), 0 to exit successfully (--help, --version), > 0 to go on. */
+static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret_args, size_t *ret_n_args) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_SOCKET,
+                ARG_JSON,
+                ARG_CLIENT_TIMEOUT_MS,
+                ARG_TIMEOUT_MS,
+                ARG_MEMORY_MB,
+                ARG_CPU_CORES,
+                ARG_DISK_MB,
+                ARG_ENV,
+                ARG_SESSION,
+                ARG_ID,
+                ARG_WAIT,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "client-timeout-ms", required_argument, NULL, ARG_CLIENT_TIMEOUT_MS },
+                { "code", required_argument, NULL, 'c' },
+                { "language", required_argument, NULL, 'l' },
+                { "timeout-ms", required_argument, NULL, ARG_TIMEOUT_MS },
+                { "memory-mb", required_argument, NULL, ARG_MEMORY_MB },
+                { "cpu-cores", required_argument, NULL, ARG_CPU_CORES },
+                { "disk-mb", required_argument, NULL, ARG_DISK_MB },
+                { "env", required_argument, NULL, ARG_ENV },
+                { "session", required_argument, NULL, ARG_SESSION },
+                { "id", required_argument, NULL, ARG_ID },
+                { "wait", no_argument, NULL, ARG_WAIT },
+                {}
+        };
+        const Verb *verb = NULL;
+        const char *eq;
+        char *end;
+        int c, r;
+
+        /* GNU getopt permutes: options may come before or after the command and its arguments,
+         * as with systemctl. */
+        while ((c = getopt_long(argc, argv, "hc:l:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("sandboxctl %s\n", PACKAGE_VERSION);
+                        return 0;
+                case ARG_SOCKET:
+                        if (isempty(optarg))
+                                return log_error_errno(-EINVAL, "--socket: empty path.");
+                        arg_socket = optarg;
+                        break;
+                case ARG_JSON:
+                        arg_json = true;
+                        break;
+                case ARG_CLIENT_TIMEOUT_MS:
+                        r = parse_u64("--client-timeout-ms", optarg, &arg_client_timeout_ms);
+                        if (r < 0)
+                                return r;
+                        arg_client_timeout_set = true;
+                        break;
+                case 'c':
+                        arg_code = optarg;
+                        note_option_group(OPTION_GROUP_EXECUTE, "-c/--code");
+                        break;
+                case 'l':
+                        if (isempty(optarg))
+                                return log_error_errno(-EINVAL, "--language: empty language name.");
+                        arg_language = optarg;
+                        note_option_group(OPTION_GROUP_EXECUTE, "-l/--language");
+                        break;
+                case ARG_TIMEOUT_MS:
+                        r = parse_u64("--timeout-ms", optarg, &arg_timeout_ms);
+                        if (r < 0)
+                                return r;
+                        arg_timeout_ms_set = true;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--timeout-ms");
+                        break;
+                case ARG_MEMORY_MB:
+                        r = parse_u64("--memory-mb", optarg, &arg_memory_mb);
+                        if (r < 0)
+                                return r;
+                        arg_memory_mb_set = true;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--memory-mb");
+                        break;
+                case ARG_DISK_MB:
+                        r = parse_u64("--disk-mb", optarg, &arg_disk_mb);
+                        if (r < 0)
+                                return r;
+                        arg_disk_mb_set = true;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--disk-mb");
+                        break;
+                case ARG_CPU_CORES:
+                        /* Range checks are the daemon's (it knows the ceilings); only refuse what JSON
+                         * cannot carry or what is not a number at all. */
+                        errno = 0;
+                        arg_cpu_cores = strtod(optarg, &end);
+                        if (isempty(optarg) || *end || errno != 0 || !isfinite(arg_cpu_cores))
+                                return log_error_errno(-EINVAL, "--cpu-cores: '%s' is not a valid number.",
+                                                       optarg);
+                        arg_cpu_cores_set = true;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--cpu-cores");
+                        break;
+                case ARG_ENV: {
+                        _cleanup_free_ char *name = NULL;
+
+                        eq = strchr(optarg, '=');
+                        if (!eq || eq == optarg)
+                                return log_error_errno(-EINVAL, "--env: expected NAME=VALUE, got '%s'.",
+                                                       optarg);
+                        name = strndup(optarg, (size_t) (eq - optarg));
+                        if (!name)
+                                return log_oom();
+                        if (!utf8_is_valid(optarg, strlen(optarg)))
+                                return log_error_errno(-EINVAL, "--env: '%s' is not valid UTF-8.", name);
+                        if (!arg_env) {
+                                arg_env = json_object_new_object();
+                                if (!arg_env)
+                                        return log_oom();
+                        }
+                        /* Repeating a name replaces it, as in env(1). */
+                        r = json_add(arg_env, name, json_object_new_string(eq + 1));
+                        if (r < 0)
+                                return log_oom();
+                        note_option_group(OPTION_GROUP_EXECUTE, "--env");
+                        break;
+                }
+                case ARG_SESSION:
+                        arg_session = optarg;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--session");
+                        break;
+                case ARG_ID:
+                        arg_id = optarg;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--id");
+                        break;
+                case ARG_WAIT:
+                        arg_wait = true;
+                        note_option_group(OPTION_GROUP_WAIT, "--wait");
+                        break;
+                case '?':
+                        return -EINVAL; /* getopt_long() said why */
+                default:
+                        return log_error_errno(-EINVAL, "Unhandled option %d.", c);
+                }
+
+        if (optind >= argc)
+                return log_error_errno(-EINVAL, "Missing command. See '%s --help'.",
+                                       program_invocation_short_name);
+
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(argv[optind], verbs[i].name)) {
+                        verb = verbs + i;
+                        break;
+                }
+        if (!verb)
+                return log_error_errno(-EINVAL, "Unknown command '%s'. See '%s --help'.", argv[optind],
+                                       program_invocation_short_name);
+
+        *ret_n_args = (size_t) (argc - optind - 1);
+        if (*ret_n_args < verb->min_args)
+                return log_error_errno(-EINVAL, "Too few arguments for '%s'.", verb->name);
+        if (*ret_n_args > verb->max_args)
+                return log_error_errno(-EINVAL, "Too many arguments for '%s'.", verb->name);
+
+        if ((arg_option_groups & OPTION_GROUP_EXECUTE) && !(verb->option_groups & OPTION_GROUP_EXECUTE))
+                return log_error_errno(-EINVAL, "Option %s only applies to 'run' and 'submit'.",
+                                       arg_option_group_first[0]);
+        if ((arg_option_groups & OPTION_GROUP_WAIT) && !(verb->option_groups & OPTION_GROUP_WAIT))
+                return log_error_errno(-EINVAL, "Option %s only applies to 'status'.",
+                                       arg_option_group_first[1]);
+
+        *ret_verb = verb;
+        *ret_args = argv + optind + 1;
+        return 1;
+}
+
+int main(int argc, char *argv[]) {
+        const Verb *verb = NULL;
+        char **args = NULL;
+        size_t n_args = 0;
+        int r;
+
+        r = parse_argv(argc, argv, &verb, &args, &n_args);
+        if (r <= 0) {
+                json_object_put(arg_env);
+                return r < 0 ? exit_status_for(r, EX_USAGE) : EXIT_SUCCESS;
+        }
+
+        if (!arg_socket)
+                arg_socket = getenv("SANDBOXD_SOCKET");
+        if (isempty(arg_socket))
+                arg_socket = DEFAULT_SOCKET;
+        if (strlen(arg_socket) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
+                json_object_put(arg_env);
+                (void) log_error_errno(-EINVAL, "Socket path '%s' is too long for a unix socket.", arg_socket);
+                return EX_USAGE;
+        }
+
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                json_object_put(arg_env);
+                (void) log_error_errno(-EIO, "Failed to initialize libcurl.");
+                return EX_OSERR;
+        }
+
+        r = verb->dispatch(args, n_args);
+
+        curl_global_cleanup();
+        json_object_put(arg_env);
+        return r;
+}

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "api.h"
+#include "job.h"
+#include "log.h"
+#include "request.h"
+#include "result.h"
+
+/* A request held open until its execution is final (POST ?wait=true, GET ?wait=true). */
+typedef struct ApiWait {
+        HttpRequest *req;
+        Job *job;
+        JobWaiter *waiter;
+} ApiWait;
+
+static bool query_true(HttpRequest *req, const char *key) {
+        const char *v = http_request_query(req, key);
+        return v && (streq(v, "true") || streq(v, "1") || streq(v, "yes") || *v == 0);
+}
+
+static void on_request_gone(HttpRequest *req, void *userdata) {
+        ApiWait *w = userdata;
+
+        if (w->waiter)
+                job_remove_waiter(w->job, w->waiter);
+        free(w);
+}
+
+static void on_job_done(Job *j, void *userdata) {
+        ApiWait *w = userdata;
+        Manager *m = j->manager;
+
+        w->waiter = NULL;       /* the job frees it after this call */
+        http_request_set_gone_cb(w->req, NULL, NULL);
+        if (!job_is_final(j) && m->stopping)
+                http_respond_error(w->req, 503, "shutting_down", NULL, "sandboxd is stopping; execution %s did not finish",
+                                   j->exec->id);
+        else
+                http_respond_json(w->req, 200, execution_to_json(j->exec));
+        free(w);
+}
+
+static void wait_for(HttpRequest *req, Job *j) {
+        ApiWait *w = calloc(1, sizeof(ApiWait));
+        int r;
+
+        if (!w) {
+                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                return;
+        }
+        w->req = req;
+        w->job = j;
+        /* Suspend first: the callback may answer at once. */
+        http_request_suspend(req);
+        r = job_add_waiter(j, on_job_done, w, &w->waiter);
+        if (r < 0) {
+                free(w);
+                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                return;
+        }
+        if (r > 0)
+                http_request_set_gone_cb(req, on_request_gone, w);
+}
+
+static void respond_accepted(HttpRequest *req, Job *j, unsigned status) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "execution_id", json_object_new_string(j->exec->id));
+        json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(j->exec->status)));
+        http_respond_json(req, status, o);
+}
+
+static void handle_submit(Manager *m, HttpRequest *req) {
+        _cleanup_(exec_request_freep) ExecRequest *er = NULL;
+        const char *ct, *body;
+        RequestError err;
+        size_t len = 0;
+        Job *j;
+        int r;
+
+        if (http_request_too_large(req)) {
+                http_respond_error(req, 413, "too_large", NULL, "request body exceeds MaxRequestBytes=%" PRIu64,
+                                   m->config->max_request_bytes);
+                return;
+        }
+        ct = http_request_header(req, "Content-Type");
+        if (!ct || !startswith(ct, "application/json")) {
+                http_respond_error(req, 415, "unsupported_media_type", NULL, "Content-Type must be application/json");
+                return;
+        }
+        body = http_request_body(req, &len);
+        r = exec_request_parse(body, len, m->config, &er, &err);
+        if (r == -ENOMEM) {
+                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                return;
+        }
+        if (r < 0) {
+                http_respond_error(req, (unsigned) err.http_status, err.code, err.field, "%s", err.message);
+                return;
+        }
+
+        if (er->execution_id) {
+                j = manager_find_job(m, er->execution_id);
+                if (j) {
+                        if (memcmp(j->fingerprint, er->fingerprint, sizeof(j->fingerprint)) != 0) {
+                                http_respond_error(req, 409, "conflict", "execution_id",
+                                                   "execution_id '%s' was already used for a different request",
+                                                   er->execution_id);
+                                return;
+                        }
+                        /* The same request again: the same execution, never a second run. */
+                        if (query_true(req, "wait"))
+                                wait_for(req, j);
+                        else
+                                respond_accepted(req, j, job_is_final(j) ? 200 : 202);
+                        return;
+                }
+        }
+
+        if (m->stopping) {
+                http_respond_error(req, 503, "shutting_down", NULL, "sandboxd is stopping");
+                return;
+        }
+        if (m->n_queued >= m->config->max_queued && m->n_running >= m->config->max_concurrent) {
+                http_respond_error(req, 429, "queue_full", NULL, "%u executions queued (MaxQueued=%" PRIu64 "); retry later",
+                                   m->n_queued, m->config->max_queued);
+                return;
+        }
+
+        r = job_new(m, TAKE_PTR(er), &j);
+        if (r < 0) {
+                http_respond_error(req, 500, "internal", NULL, "cannot create the execution: %s", strerror(-r));
+                return;
+        }
+        log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
+        manager_dispatch_queue(m);
+        manager_notify_status(m);
+
+        if (query_true(req, "wait"))
+                wait_for(req, j);
+        else
+                respond_accepted(req, j, 202);
+}
+
+static void handle_get(Manager *m, HttpRequest *req, const char *id) {
+        Job *j = manager_find_job(m, id);
+
+        if (!j) {
+                http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
+                return;
+        }
+        if (query_true(req, "wait") && !job_is_final(j)) {
+                wait_for(req, j);
+                return;
+        }
+        http_respond_json(req, 200, execution_to_json(j->exec));
+}
+
+static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
+        Job *j = manager_find_job(m, id);
+        int r;
+
+        if (!j) {
+                http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
+                return;
+        }
+        r = job_cancel(j);
+        if (r == -EALREADY) {
+                http_respond_error(req, 409, "conflict", NULL, "execution '%s' has already finished", id);
+                return;
+        }
+        log_info("%s: cancel requested", id);
+        http_respond_json(req, 202, execution_to_json(j->exec));
+}
+
+static void handle_languages(HttpRequest *req) {
+        json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+        for (size_t i = 0; i < language_count(); i++) {
+                const Language *l = language_get(i);
+                json_object *e = json_object_new_object(), *al = json_object_new_array();
+
+                json_object_object_add(e, "name", json_object_new_string(l->name));
+                for (const char *const *x = l->aliases; x && *x; x++)
+                        json_object_array_add(al, json_object_new_string(*x));
+                json_object_object_add(e, "aliases", al);
+                json_object_object_add(e, "source", json_object_new_string(l->source_name));
+                json_object_object_add(e, "compiled", json_object_new_boolean(l->compile_argv != NULL));
+                json_object_object_add(e, "available", json_object_new_boolean(language_available(l)));
+                json_object_array_add(a, e);
+        }
+        json_object_object_add(o, "languages", a);
+        http_respond_json(req, 200, o);
+}
+
+static void handle_health(Manager *m, HttpRequest *req) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "status", json_object_new_string(m->stopping ? "stopping" : "ok"));
+        json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
+        json_object_object_add(o, "running", json_object_new_int((int) m->n_running));
+        json_object_object_add(o, "queued", json_object_new_int((int) m->n_queued));
+        json_object_object_add(o, "slots", json_object_new_uint64(m->config->max_concurrent));
+        json_object_object_add(o, "queue_max", json_object_new_uint64(m->config->max_queued));
+        json_object_object_add(o, "finished", json_object_new_uint64(m->counter_finished));
+        json_object_object_add(o, "cgroup", json_object_new_string(m->cgroup_v2 ? "v2" : "v1"));
+        http_respond_json(req, 200, o);
+}
+
+void api_handle(HttpRequest *req, void *userdata) {
+        Manager *m = userdata;
+        const char *method = http_request_method(req), *path = http_request_path(req), *rest;
+        bool get = streq(method, "GET"), post = streq(method, "POST");
+
+        if (streq(path, "/v1/executions")) {
+                if (!post) {
+                        http_respond_error(req, 405, "method_not_allowed", NULL, "use POST");
+                        return;
+                }
+                handle_submit(m, req);
+                return;
+        }
+        if ((rest = startswith(path, "/v1/executions/"))) {
+                char id[REQUEST_ID_MAX + 1];
+                const char *slash = strchr(rest, '/');
+                size_t n = slash ? (size_t) (slash - rest) : strlen(rest);
+
+                if (n == 0 || n > REQUEST_ID_MAX) {
+                        http_respond_error(req, 404, "not_found", NULL, "no such execution");
+                        return;
+                }
+                memcpy(id, rest, n);
+                id[n] = 0;
+                if (!slash) {
+                        if (!get) {
+                                http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
+                                return;
+                        }
+                        handle_get(m, req, id);
+                        return;
+                }
+                if (streq(slash, "/cancel")) {
+                        if (!post) {
+                                http_respond_error(req, 405, "method_not_allowed", NULL, "use POST");
+                                return;
+                        }
+                        handle_cancel(m, req, id);
+                        return;
+                }
+        }
+        if (streq(path, "/v1/languages") && get) {
+                handle_languages(req);
+                return;
+        }
+        if (streq(path, "/v1/health") && get) {
+                handle_health(m, req);
+                return;
+        }
+        http_respond_error(req, 404, "not_found", NULL, "no route for %s %.128s", method, path);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Bounded capture of one output stream: the first head_max bytes and the last tail_max bytes are
+ * kept, everything between is counted and dropped. Memory use is fixed at init. Pure: no I/O. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CAPTURE_DEFAULT_HEAD (64U * 1024U)
+#define CAPTURE_DEFAULT_TAIL (64U * 1024U)
+
+typedef struct Capture {
+        uint8_t *head;
+        size_t head_max, head_len;
+        uint8_t *tail;           /* ring buffer of tail_max bytes */
+        size_t tail_max, tail_pos, tail_len;
+        uint64_t total_bytes;    /* everything ever appended */
+        uint64_t total_lines;    /* '\n' count, plus one for a final unterminated line */
+        bool last_newline;       /* last byte appended was '\n' */
+} Capture;
+
+/* 0 or -ENOMEM. head_max and tail_max may be 0. */
+int capture_init(Capture *c, size_t head_max, size_t tail_max);
+void capture_done(Capture *c);
+
+void capture_append(Capture *c, const void *data, size_t n);
+
+/* Bytes not kept (0 when everything fits in head + tail). */
+uint64_t capture_elided(const Capture *c);
+
+/* The kept text as valid UTF-8 (invalid sequences and NULs become U+FFFD): the head, then, if
+ * bytes were dropped, the marker "\n[... sandboxd: N bytes elided ...]\n", then the tail.
+ * Returns 0 or -ENOMEM; *ret is malloc'ed and NUL-terminated. */
+int capture_render(const Capture *c, char **ret);

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <syslog.h>
+
+#include "conf.h"
+
+#define CONF_FILE_MAX (1024 * 1024)
+
+Config *config_new(void) {
+        Config *c = calloc(1, sizeof(Config));
+
+        if (!c)
+                return NULL;
+        c->api_socket = strdup("/run/sandboxd/api.sock");
+        c->socket_group = strdup("sandboxd");
+        c->state_dir = strdup("/var/lib/sandboxd");
+        c->runtime_dir = strdup("/run/sandboxd");
+        c->helper = strdup(SANDBOX_EXEC_PATH);
+        if (!c->api_socket || !c->socket_group || !c->state_dir || !c->runtime_dir || !c->helper)
+                return config_free(c);
+
+        c->max_concurrent = 8;
+        c->max_queued = 256;
+        c->max_request_bytes = 2 * 1024 * 1024;
+        c->max_code_bytes = 1024 * 1024;
+        c->keep_finished = 1024;
+        c->sweep_interval_sec = 300;
+        c->max_connections = 256;
+        c->log_level = LOG_INFO;
+
+        c->defaults = (Limits) { .timeout_ms = 30000, .memory_mb = 512, .cpu_cores = 1.0, .disk_mb = 1024,
+                                 .tasks = 128 };
+        c->ceilings = (Limits) { .timeout_ms = 600000, .memory_mb = 8192, .cpu_cores = 2.0, .disk_mb = 8192,
+                                 .tasks = 1024 };
+
+        c->output_head_bytes = 64 * 1024;
+        c->output_tail_bytes = 64 * 1024;
+        c->nofile = 1024;
+        c->kill_grace_ms = 1000;
+        return c;
+}
+
+Config *config_free(Config *c) {
+        if (!c)
+                return NULL;
+        free(c->api_socket);
+        free(c->socket_group);
+        free(c->state_dir);
+        free(c->runtime_dir);
+        free(c->helper);
+        free(c);
+        return NULL;
+}
+
+_printf_(2, 3) static int set_error(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+
+        if (ret_error) {
+                free(*ret_error);
+                *ret_error = NULL;
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return -EINVAL;
+}
+
+int parse_size(const char *s, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                uint64_t factor;
+        } table[] = {
+                { "",  1ULL },
+                { "B", 1ULL },
+                { "K", 1ULL << 10 }, { "KiB", 1ULL << 10 }, { "KB", 1ULL << 10 },
+                { "M", 1ULL << 20 }, { "MiB", 1ULL << 20 }, { "MB", 1ULL << 20 },
+                { "G", 1ULL << 30 }, { "GiB", 1ULL << 30 }, { "GB", 1ULL << 30 },
+                { "T", 1ULL << 40 }, { "TiB", 1ULL << 40 }, { "TB", 1ULL << 40 },
+        };
+        char *end;
+        unsigned long long v;
+
+        if (isempty(s) || !isdigit((unsigned char) s[0]))
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (streq(end, table[i].suffix)) {
+                        if (v > UINT64_MAX / table[i].factor)
+                                return -ERANGE;
+                        *ret = v * table[i].factor;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+typedef enum ValueType {
+        V_STRING,
+        V_PATH,          /* absolute path */
+        V_U64,
+        V_SIZE,
+        V_CORES,
+        V_LOGLEVEL,
+} ValueType;
+
+typedef struct ConfKey {
+        const char *section;
+        const char *key;
+        ValueType type;
+        size_t offset;
+        uint64_t min, max;       /* for numbers; 0/0 = unbounded */
+} ConfKey;
+
+#define K(sec, k, t, field, mn, mx) { sec, k, t, offsetof(Config, field), mn, mx }
+
+/* Every key there is. Anything else is an error. */
+static const ConfKey conf_keys[] = {
+        K("Daemon", "APISocket",        V_PATH,     api_socket,          0, 0),
+        K("Daemon", "SocketGroup",      V_STRING,   socket_group,        0, 0),
+        K("Daemon", "StateDirectory",   V_PATH,     state_dir,           0, 0),
+        K("Daemon", "RuntimeDirectory", V_PATH,     runtime_dir,         0, 0),
+        K("Daemon", "MaxConcurrent",    V_U64,      max_concurrent,      1, 4096),
+        K("Daemon", "MaxQueued",        V_U64,      max_queued,          0, 1000000),
+        K("Daemon", "MaxRequestBytes",  V_SIZE,     max_request_bytes,   1024, 1ULL << 30),
+        K("Daemon", "MaxCodeBytes",     V_SIZE,     max_code_bytes,      1, 64ULL << 20),
+        K("Daemon", "KeepFinished",     V_U64,      keep_finished,       0, 1000000),
+        K("Daemon", "SweepIntervalSec", V_U64,      sweep_interval_sec,  1, 86400),
+        K("Daemon", "MaxConnections",   V_U64,      max_connections,     1, 65536),
+        K("Daemon", "LogLevel",         V_LOGLEVEL, log_level,           0, 0),
+
+        K("Limits", "DefaultTimeoutMS", V_U64,      defaults.timeout_ms, 100, 86400000),
+        K("Limits", "DefaultMemoryMB",  V_U64,      defaults.memory_mb,  16, 1 << 20),
+        K("Limits", "DefaultCPUCores",  V_CORES,    defaults.cpu_cores,  0, 0),
+        K("Limits", "DefaultDiskMB",    V_U64,      defaults.disk_mb,    1, 1 << 20),
+        K("Limits", "DefaultTasks",     V_U64,      defaults.tasks,      4, 1 << 20),
+        K("Limits", "MaxTimeoutMS",     V_U64,      ceilings.timeout_ms, 100, 86400000),
+        K("Limits", "MaxMemoryMB",      V_U64,      ceilings.memory_mb,  16, 1 << 20),
+        K("Limits", "MaxCPUCores",      V_CORES,    ceilings.cpu_cores,  0, 0),
+        K("Limits", "MaxDiskMB",        V_U64,      ceilings.disk_mb,    1, 1 << 20),
+        K("Limits", "MaxTasks",         V_U64,      ceilings.tasks,      4, 1 << 20),
+
+        K("Sandbox", "Helper",          V_PATH,     helper,              0, 0),
+        K("Sandbox", "OutputHeadBytes", V_SIZE,     output_head_bytes,   0, 16ULL << 20),
+        K("Sandbox", "OutputTailBytes", V_SIZE,     output_tail_bytes,   0, 16ULL << 20),
+        K("Sandbox", "LimitNOFILE",     V_U64,      nofile,              16, 1 << 20),
+        K("Sandbox", "KillGraceMS",     V_U64,      kill_grace_ms,       0, 60000),
+};
+
+static int parse_loglevel(const char *v) {
+        static const char *const names[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (streq(v, names[i]))
+                        return (int) i;
+        return -EINVAL;
+}
+
+static int assign(Config *c, const ConfKey *k, const char *value, const char *where, char **ret_error) {
+        void *p = (uint8_t *) c + k->offset;
+        uint64_t u;
+        int r;
+
+        switch (k->type) {
+        case V_PATH:
+                if (value[0] != '/')
+                        return set_error(ret_error, "%s: %s= must be an absolute path, got '%s'", where, k->key, value);
+                _fallthrough_;
+        case V_STRING:
+                if (isempty(value))
+                        return set_error(ret_error, "%s: %s= must not be empty", where, k->key);
+                if (free_and_strdup((char **) p, value) < 0)
+                        return -ENOMEM;
+                return 0;
+        case V_U64:
+        case V_SIZE:
+                r = k->type == V_SIZE ? parse_size(value, &u) : safe_atou64(value, &u);
+                if (r < 0)
+                        return set_error(ret_error, "%s: %s= takes %s, got '%s'", where, k->key,
+                                         k->type == V_SIZE ? "a size (e.g. 64K, 2M)" : "a whole number", value);
+                if ((k->min || k->max) && (u < k->min || u > k->max))
+                        return set_error(ret_error, "%s: %s=%s is outside [%" PRIu64 ", %" PRIu64 "]", where,
+                                         k->key, value, k->min, k->max);
+                *(uint64_t *) p = u;
+                return 0;
+        case V_CORES: {
+                char *end;
+                double d;
+
+                errno = 0;
+                d = strtod(value, &end);
+                if (errno != 0 || *end || end == value || !isfinite(d) || d <= 0 || d > 4096)
+                        return set_error(ret_error, "%s: %s= takes a number of cores in (0, 4096], got '%s'",
+                                         where, k->key, value);
+                *(double *) p = d;
+                return 0;
+        }
+        case V_LOGLEVEL:
+                r = parse_loglevel(value);
+                if (r < 0)
+                        return set_error(ret_error, "%s: %s= takes a syslog level name (err, info, debug...), got '%s'",
+                                         where, k->key, value);
+                *(int *) p = r;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static char *strip(char *s) {
+        char *e;
+
+        while (*s && isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = 0;
+        return s;
+}
+
+int config_parse_text(Config *c, const char *text, const char *filename, char **ret_error) {
+        _cleanup_free_ char *copy = strdup(text);
+        char section[64] = "";
+        unsigned line = 0;
+        char *l;
+
+        if (!copy)
+                return -ENOMEM;
+
+        /* strtok_r would skip empty lines and mess up the count: split by hand. */
+        for (char *p = copy; p; ) {
+                char where[512], *eq, *key, *value;
+                const ConfKey *found = NULL;
+                bool section_known = false;
+
+                l = p;
+                p = strchr(p, '\n');
+                if (p)
+                        *p++ = 0;
+                line++;
+                l = strip(l);
+
+                if (!*l || *l == '#' || *l == ';')
+                        continue;
+
+                snprintf(where, sizeof(where), "%s:%u", filename, line);
+
+                if (*l == '[') {
+                        size_t n = strlen(l);
+                        if (n < 3 || l[n - 1] != ']' || n - 2 >= sizeof(section))
+                                return set_error(ret_error, "%s: invalid section header '%s'", where, l);
+                        memcpy(section, l + 1, n - 2);
+                        section[n - 2] = 0;
+                        for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
+                                if (streq(conf_keys[i].section, section))
+                                        section_known = true;
+                        if (!section_known)
+                                return set_error(ret_error, "%s: unknown section [%s]", where, section);
+                        continue;
+                }
+
+                eq = strchr(l, '=');
+                if (!eq)
+                        return set_error(ret_error, "%s: expected KEY=VALUE, got '%s'", where, l);
+                *eq = 0;
+                key = strip(l);
+                value = strip(eq + 1);
+
+                if (!*section)
+                        return set_error(ret_error, "%s: assignment '%s=' outside of a section", where, key);
+
+                for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
+                        if (streq(conf_keys[i].section, section) && streq(conf_keys[i].key, key)) {
+                                found = &conf_keys[i];
+                                break;
+                        }
+                if (!found)
+                        return set_error(ret_error, "%s: unknown key '%s' in section [%s]", where, key, section);
+
+                int r = assign(c, found, value, where, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int read_file_bounded(const char *path, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        ssize_t n;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if (st.st_size > CONF_FILE_MAX)
+                return -EFBIG;
+        buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        n = loop_read(fd, buf, (size_t) st.st_size);
+        if (n < 0)
+                return (int) n;
+        buf[n] = 0;
+        if (strlen(buf) != (size_t) n)
+                return -EBADMSG;        /* a NUL byte in a config file */
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int load_one(Config *c, const char *path, bool optional, char **ret_error) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_file_bounded(path, &text);
+        if (r == -ENOENT && optional)
+                return 0;
+        if (r < 0) {
+                errno = -r;
+                (void) set_error(ret_error, "%s: cannot read: %m", path);
+                return r;
+        }
+        return config_parse_text(c, text, path, ret_error);
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+int config_load(Config *c, const char *dir, char **ret_error) {
+        _cleanup_free_ char *main_path = NULL, *dropin_dir = NULL;
+        char **names = NULL;
+        size_t n_names = 0;
+        DIR *d;
+        int r;
+
+        if (asprintf(&main_path, "%s/sandboxd.conf", dir) < 0 ||
+            asprintf(&dropin_dir, "%s/sandboxd.conf.d", dir) < 0)
+                return -ENOMEM;
+
+        r = load_one(c, main_path, true, ret_error);
+        if (r < 0)
+                return r;
+
+        d = opendir(dropin_dir);
+        if (!d) {
+                if (errno != ENOENT) {
+                        r = -errno;
+                        (void) set_error(ret_error, "%s: cannot open: %m", dropin_dir);
+                        return r;
+                }
+        } else {
+                struct dirent *de;
+
+                while ((de = readdir(d))) {
+                        size_t l = strlen(de->d_name);
+                        char **nn;
+
+                        if (de->d_name[0] == '.' || l < 6 || !streq(de->d_name + l - 5, ".conf"))
+                                continue;
+                        if (n_names >= 1024)
+                                break;
+                        nn = realloc(names, sizeof(char *) * (n_names + 1));
+                        if (!nn) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        names = nn;
+                        names[n_names] = strdup(de->d_name);
+                        if (!names[n_names]) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        n_names++;
+                }
+                closedir(d);
+                if (r >= 0 && n_names > 0)
+                        qsort(names, n_names, sizeof(char *), cmp_str);
+                for (size_t i = 0; r >= 0 && i < n_names; i++) {
+                        _cleanup_free_ char *p = NULL;
+
+                        if (asprintf(&p, "%s/%s", dropin_dir, names[i]) < 0)
+                                r = -ENOMEM;
+                        else
+                                r = load_one(c, p, false, ret_error);
+                }
+                for (size_t i = 0; i < n_names; i++)
+                        free(names[i]);
+                free(names);
+                if (r < 0)
+                        return r;
+        }
+
+        return config_validate(c, ret_error);
+}
+
+int config_validate(const Config *c, char **ret_error) {
+        const Limits *d = &c->defaults, *m = &c->ceilings;
+
+        if (d->timeout_ms > m->timeout_ms)
+                return set_error(ret_error, "DefaultTimeoutMS=%" PRIu64 " exceeds MaxTimeoutMS=%" PRIu64,
+                                 d->timeout_ms, m->timeout_ms);
+        if (d->memory_mb > m->memory_mb)
+                return set_error(ret_error, "DefaultMemoryMB=%" PRIu64 " exceeds MaxMemoryMB=%" PRIu64,
+                                 d->memory_mb, m->memory_mb);
+        if (d->cpu_cores > m->cpu_cores)
+                return set_error(ret_error, "DefaultCPUCores=%g exceeds MaxCPUCores=%g", d->cpu_cores, m->cpu_cores);
+        if (d->disk_mb > m->disk_mb)
+                return set_error(ret_error, "DefaultDiskMB=%" PRIu64 " exceeds MaxDiskMB=%" PRIu64,
+                                 d->disk_mb, m->disk_mb);
+        if (d->tasks > m->tasks)
+                return set_error(ret_error, "DefaultTasks=%" PRIu64 " exceeds MaxTasks=%" PRIu64, d->tasks, m->tasks);
+        return 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Configuration: /etc/sandboxd/sandboxd.conf, then /etc/sandboxd/sandboxd.conf.d/\*.conf in lexical
+ * order, ini style like systemd's own files. Later assignments override earlier ones. Unknown
+ * sections and keys, bad values and limits that contradict each other are errors that name the file
+ * and line. The result is immutable once loaded; a reload builds a new one and swaps it in. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+typedef struct Limits {
+        uint64_t timeout_ms;
+        uint64_t memory_mb;
+        double cpu_cores;
+        uint64_t disk_mb;
+        uint64_t tasks;
+} Limits;
+
+typedef struct Config {
+        /* [Daemon] */
+        char *api_socket;            /* APISocket= */
+        char *socket_group;          /* SocketGroup= (may be absent on the host: then root only) */
+        char *state_dir;             /* StateDirectory= /var/lib/sandboxd */
+        char *runtime_dir;           /* RuntimeDirectory= /run/sandboxd */
+        uint64_t max_concurrent;     /* MaxConcurrent= slots */
+        uint64_t max_queued;         /* MaxQueued= */
+        uint64_t max_request_bytes;  /* MaxRequestBytes= */
+        uint64_t max_code_bytes;     /* MaxCodeBytes= */
+        uint64_t keep_finished;      /* KeepFinished= results kept in memory */
+        uint64_t sweep_interval_sec; /* SweepIntervalSec= */
+        uint64_t max_connections;    /* MaxConnections= */
+        int log_level;               /* LogLevel= */
+
+        /* [Limits] */
+        Limits defaults;             /* DefaultTimeoutMS= ... */
+        Limits ceilings;             /* MaxTimeoutMS= ... */
+
+        /* [Sandbox] */
+        char *helper;                /* Helper= path of sandbox-exec on the host */
+        uint64_t output_head_bytes;  /* OutputHeadBytes= */
+        uint64_t output_tail_bytes;  /* OutputTailBytes= */
+        uint64_t nofile;             /* LimitNOFILE= inside the sandbox */
+        uint64_t kill_grace_ms;      /* KillGraceMS= sandboxd's own deadline beyond timeout_ms */
+} Config;
+
+Config *config_new(void);          /* defaults */
+Config *config_free(Config *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+
+/* Parse one file's text into c. On error returns -EINVAL and sets *ret_error (malloc'ed)
+ * to "FILE:LINE: message". */
+int config_parse_text(Config *c, const char *text, const char *filename, char **ret_error);
+
+/* Load dir/sandboxd.conf (optional) and dir/sandboxd.conf.d/\*.conf, then validate. */
+int config_load(Config *c, const char *dir, char **ret_error);
+
+/* Cross-field checks (defaults ≤ ceilings, non-zero slots, ...). */
+int config_validate(const Config *c, char **ret_error);
+
+/* "2M" → 2097152. Suffixes K, M, G, T (1024-based), optional "B"/"iB". */
+int parse_size(const char *s, uint64_t *ret);

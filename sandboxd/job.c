@@ -1,0 +1,790 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <systemd/sd-journal.h>
+#include <time.h>
+
+#include "job.h"
+#include "log.h"
+#include "sysd.h"
+#include "unit-props.h"
+
+#define OUTPUT_READ_CHUNK (64U * 1024U)
+#define PIPE_SIZE (1024 * 1024)
+#define DRAIN_TIMEOUT_USEC (2ULL * 1000000ULL)
+
+struct JobWaiter {
+        JobWaiter *next;
+        void (*cb)(Job *j, void *userdata);
+        void *userdata;
+};
+
+static void job_finalize(Job *j);
+static void queue_remove(Manager *m, Job *j);
+static void job_maybe_finalize(Job *j);
+static int on_active_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
+
+static uint64_t now_mono(Job *j) {
+        uint64_t t = 0;
+        (void) sd_event_now(j->manager->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+bool job_is_final(const Job *j) {
+        return j->state == JOB_DONE;
+}
+
+int job_new(Manager *m, ExecRequest *req, Job **ret) {
+        _cleanup_(exec_request_freep) ExecRequest *request = req;
+        char idbuf[64];
+        const char *id;
+        Job *j;
+        int r;
+
+        if (request->execution_id)
+                id = request->execution_id;
+        else {
+                r = id_generate(idbuf, sizeof(idbuf), "exec");
+                if (r < 0)
+                        return r;
+                id = idbuf;
+        }
+
+        j = calloc(1, sizeof(Job));
+        if (!j)
+                return -ENOMEM;
+        j->manager = m;
+        j->ctl_fd = j->out_fd = j->err_fd = -EBADF;
+        j->exec = execution_new(id);
+        if (!j->exec)
+                goto oom;
+        j->exec->language = request->language->name;
+        j->exec->limits = request->limits;
+        j->exec->created_usec = now_usec(CLOCK_REALTIME);
+        if (request->session_id && !(j->exec->session_id = strdup(request->session_id)))
+                goto oom;
+        j->exec->unit = execution_unit_name(id);
+        j->unit_name = execution_unit_name(id);
+        if (!j->exec->unit || !j->unit_name)
+                goto oom;
+        j->unit_path = sysd_unit_path(j->unit_name);
+        if (asprintf(&j->workspace, "%s/%s", m->workspaces_dir, id) < 0) {
+                j->workspace = NULL;
+                goto oom;
+        }
+        j->mount_name = mount_unit_name_from_path(j->workspace);
+        if (!j->unit_path || !j->mount_name)
+                goto oom;
+        if (capture_init(&j->out_cap, m->config->output_head_bytes, m->config->output_tail_bytes) < 0 ||
+            capture_init(&j->err_cap, m->config->output_head_bytes, m->config->output_tail_bytes) < 0)
+                goto oom;
+        memcpy(j->fingerprint, request->fingerprint, sizeof(j->fingerprint));
+        j->request = TAKE_PTR(request);
+        j->state = JOB_QUEUED;
+        j->queued_mono = now_mono(j);
+
+        /* Newest first in the list of all jobs; last in the FIFO queue. */
+        j->next = m->jobs;
+        if (m->jobs)
+                m->jobs->prev = j;
+        m->jobs = j;
+        m->n_jobs++;
+        j->linked = true;
+        if (m->queue_tail)
+                m->queue_tail->queue_next = j;
+        else
+                m->queue_head = j;
+        m->queue_tail = j;
+        m->n_queued++;
+
+        *ret = j;
+        return 0;
+oom:
+        job_free(j);
+        return -ENOMEM;
+}
+
+static void job_close_io(Job *j) {
+        j->ctl_src = sd_event_source_disable_unref(j->ctl_src);
+        j->out_src = sd_event_source_disable_unref(j->out_src);
+        j->err_src = sd_event_source_disable_unref(j->err_src);
+        j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
+        j->drain_src = sd_event_source_disable_unref(j->drain_src);
+        j->ctl_fd = safe_close(j->ctl_fd);
+        j->out_fd = safe_close(j->out_fd);
+        j->err_fd = safe_close(j->err_fd);
+        j->ctl_buf = mfree(j->ctl_buf);
+}
+
+Job *job_free(Job *j) {
+        Manager *m;
+
+        if (!j)
+                return NULL;
+        m = j->manager;
+        if (m && j->linked) {
+                if (j->prev)
+                        j->prev->next = j->next;
+                else
+                        m->jobs = j->next;
+                if (j->next)
+                        j->next->prev = j->prev;
+                m->n_jobs--;
+                if (j->state == JOB_QUEUED)
+                        queue_remove(m, j);
+        }
+        job_close_io(j);
+        j->slot_mount = sd_bus_slot_unref(j->slot_mount);
+        j->slot_start = sd_bus_slot_unref(j->slot_start);
+        j->slot_props = sd_bus_slot_unref(j->slot_props);
+        capture_done(&j->out_cap);
+        capture_done(&j->err_cap);
+        while (j->waiters) {
+                JobWaiter *w = j->waiters;
+                j->waiters = w->next;
+                free(w);
+        }
+        exec_request_free(j->request);
+        execution_free(j->exec);
+        free(j->unit_name);
+        free(j->unit_path);
+        free(j->mount_name);
+        free(j->workspace);
+        free(j->result);
+        free(j);
+        return NULL;
+}
+
+static void queue_remove(Manager *m, Job *j) {
+        Job *prev = NULL;
+
+        for (Job *i = m->queue_head; i; prev = i, i = i->queue_next) {
+                if (i != j)
+                        continue;
+                if (prev)
+                        prev->queue_next = i->queue_next;
+                else
+                        m->queue_head = i->queue_next;
+                if (m->queue_tail == i)
+                        m->queue_tail = prev;
+                i->queue_next = NULL;
+                m->n_queued--;
+                return;
+        }
+}
+
+static void job_fail_internal(Job *j, const char *why) {
+        log_error("%s: %s", j->exec->id, why);
+        j->outcome.daemon_error = true;
+        j->unit_gone = j->props_read = true;
+        j->out_eof = j->err_eof = j->ctl_eof = true;
+        job_finalize(j);
+}
+
+/* ---- output and control channel ---------------------------------------------------------- */
+
+static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Job *j = userdata;
+        bool is_out = fd == j->out_fd;
+        uint8_t buf[OUTPUT_READ_CHUNK];
+        ssize_t n;
+
+        n = read(fd, buf, sizeof(buf));
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                        return 0;
+                log_warning_errno(errno, "%s: reading %s failed: %m", j->exec->id, is_out ? "stdout" : "stderr");
+                n = 0;
+        }
+        if (n == 0) {
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                if (is_out)
+                        j->out_eof = true;
+                else
+                        j->err_eof = true;
+                job_maybe_finalize(j);
+                return 0;
+        }
+        capture_append(is_out ? &j->out_cap : &j->err_cap, buf, (size_t) n);
+        return 0;
+}
+
+static int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Job *j = userdata;
+
+        if ((revents & EPOLLOUT) && j->ctl_off < j->ctl_len) {
+                ssize_t n = send(fd, j->ctl_buf + j->ctl_off, j->ctl_len - j->ctl_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno != EAGAIN && errno != EINTR) {
+                                /* The helper is gone before reading everything: the report will say. */
+                                j->ctl_off = j->ctl_len;
+                        }
+                } else
+                        j->ctl_off += (size_t) n;
+                if (j->ctl_off >= j->ctl_len) {
+                        j->ctl_buf = mfree(j->ctl_buf);
+                        (void) shutdown(fd, SHUT_WR);
+                        (void) sd_event_source_set_io_events(s, EPOLLIN);
+                }
+        }
+
+        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                size_t room = sizeof(j->report_buf) - 1 - j->report_len;
+                ssize_t n;
+
+                if (room == 0) {
+                        j->report_overflow = true;
+                        n = 0;
+                } else {
+                        n = recv(fd, j->report_buf + j->report_len, room, MSG_DONTWAIT);
+                        if (n < 0) {
+                                if (errno == EAGAIN || errno == EINTR)
+                                        return 0;
+                                n = 0;
+                        }
+                }
+                if (n == 0) {
+                        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                        j->ctl_eof = true;
+                        job_maybe_finalize(j);
+                        return 0;
+                }
+                j->report_len += (size_t) n;
+                j->report_buf[j->report_len] = 0;
+        }
+        return 0;
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        log_info("%s: deadline passed (timeout %" PRIu64 " ms + grace), killing the unit", j->exec->id,
+                 j->exec->limits.timeout_ms);
+        j->outcome.deadline_hit = true;
+        (void) sysd_kill_unit(j->manager->bus, j->unit_name, SIGKILL);
+        return 0;
+}
+
+static int on_drain_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        log_warning("%s: output did not end after the unit stopped, finishing anyway", j->exec->id);
+        j->out_eof = j->err_eof = j->ctl_eof = true;
+        job_maybe_finalize(j);
+        return 0;
+}
+
+/* ---- starting ------------------------------------------------------------------------------ */
+
+static int prepare_workspace(Job *j) {
+        static const struct {
+                const char *name;
+                mode_t mode;
+        } dirs[] = {
+                { "workspace", 0777 },   /* the dynamic user writes here; nobody else can reach it */
+                { "tmp", 01777 },
+        };
+        _cleanup_close_ int fd = -EBADF;
+        struct statfs sfs;
+        struct stat st, parent;
+
+        /* The mount unit is ours and nothing has run in it yet, but open it as if it were hostile. */
+        fd = open(j->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "%s: cannot open workspace '%s': %m", j->exec->id, j->workspace);
+        if (fstatfs(fd, &sfs) < 0 || fstat(fd, &st) < 0 || stat(j->manager->workspaces_dir, &parent) < 0)
+                return -errno;
+        /* It must be the tmpfs itself, not the directory under it: if the mount did not reach this
+         * mount namespace (propagation), writing here would fill /run instead. */
+        if (sfs.f_type != TMPFS_MAGIC || st.st_dev == parent.st_dev)
+                return log_error_errno(EMEDIUMTYPE, "%s: workspace '%s' is not a mounted tmpfs in sandboxd's mount "
+                                       "namespace", j->exec->id, j->workspace);
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                if (mkdirat(fd, dirs[i].name, 0700) < 0)
+                        return log_error_errno(errno, "%s: mkdir %s: %m", j->exec->id, dirs[i].name);
+                if (fchmodat(fd, dirs[i].name, dirs[i].mode, AT_SYMLINK_NOFOLLOW) < 0 &&
+                    fchmodat(fd, dirs[i].name, dirs[i].mode, 0) < 0)
+                        return log_error_errno(errno, "%s: chmod %s: %m", j->exec->id, dirs[i].name);
+        }
+        return 0;
+}
+
+static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Job *j = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        j->slot_start = sd_bus_slot_unref(j->slot_start);
+        if (e) {
+                log_error("%s: StartTransientUnit(%s) failed: %s", j->exec->id, j->unit_name, e->message);
+                j->outcome.start_failed = true;
+                j->unit_gone = j->props_read = true;
+                j->out_eof = j->err_eof = j->ctl_eof = true;
+                job_finalize(j);
+                return 0;
+        }
+        j->unit_started = true;
+        return 0;
+}
+
+static int build_control_payload(Job *j) {
+        Manager *m = j->manager;
+        char header[96];
+        int hl;
+
+        hl = snprintf(header, sizeof(header), "SANDBOXD-EXEC 1 %zu %zu\n", m->bpf_len, j->request->code_len);
+        j->ctl_len = (size_t) hl + m->bpf_len + j->request->code_len;
+        j->ctl_buf = malloc(j->ctl_len);
+        if (!j->ctl_buf)
+                return -ENOMEM;
+        memcpy(j->ctl_buf, header, (size_t) hl);
+        memcpy(j->ctl_buf + hl, m->bpf, m->bpf_len);
+        memcpy(j->ctl_buf + hl + m->bpf_len, j->request->code, j->request->code_len);
+        j->ctl_off = 0;
+        return 0;
+}
+
+static void start_service(Job *j) {
+        Manager *m = j->manager;
+        _cleanup_close_pair_ int out[2] = { -EBADF, -EBADF }, err[2] = { -EBADF, -EBADF },
+                                 ctl[2] = { -EBADF, -EBADF };
+        CgroupBind cg[3];
+        UnitProps props = {};
+        UnitPlan plan;
+        int r;
+
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+            socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+                log_error_errno(errno, "%s: cannot create pipes: %m", j->exec->id);
+                job_fail_internal(j, "cannot create pipes");
+                return;
+        }
+        (void) fcntl(out[0], F_SETPIPE_SZ, PIPE_SIZE);
+        (void) fcntl(err[0], F_SETPIPE_SZ, PIPE_SIZE);
+        (void) fcntl(out[0], F_SETFL, O_NONBLOCK);
+        (void) fcntl(err[0], F_SETFL, O_NONBLOCK);
+        (void) fcntl(ctl[0], F_SETFL, O_NONBLOCK);
+
+        for (size_t i = 0; i < m->n_cgroups; i++) {
+                char *p = NULL;
+                if (asprintf(&p, "%s/%s", m->cgroups[i].slice_dir, j->unit_name) < 0) {
+                        for (size_t k = 0; k < i; k++)
+                                free((char *) cg[k].source);
+                        job_fail_internal(j, "out of memory");
+                        return;
+                }
+                cg[i] = (CgroupBind) { .source = p, .name = m->cgroups[i].name };
+        }
+
+        plan = (UnitPlan) {
+                .execution_id = j->exec->id,
+                .language = j->request->language,
+                .limits = j->request->limits,
+                .user_env = j->request->env,
+                .n_user_env = j->request->n_env,
+                .seed = j->request->seed,
+                .root_dir = m->root_dir,
+                .empty_dir = m->empty_dir,
+                .helper = m->helper_override ?: m->config->helper,
+                .workspace = j->workspace,
+                .cgroups = cg,
+                .n_cgroups = m->n_cgroups,
+                .nofile = m->config->nofile,
+                .max_code_bytes = m->config->max_code_bytes,
+                .stdin_fd = ctl[1],
+                .stdout_fd = out[1],
+                .stderr_fd = err[1],
+        };
+        r = unit_props_build(&plan, &props);
+        for (size_t i = 0; i < m->n_cgroups; i++)
+                free((char *) cg[i].source);
+        if (r < 0) {
+                job_fail_internal(j, "cannot build unit properties");
+                return;
+        }
+        r = build_control_payload(j);
+        if (r >= 0)
+                r = sysd_start_transient(m->bus, j->unit_name, &props, on_start_reply, j, &j->slot_start);
+        unit_props_done(&props);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot call StartTransientUnit: %m", j->exec->id);
+                job_fail_internal(j, "cannot start the unit");
+                return;
+        }
+        /* sd-bus duplicated the child ends into the message; ours close here. */
+        j->ctl_fd = TAKE_FD(ctl[0]);
+        j->out_fd = TAKE_FD(out[0]);
+        j->err_fd = TAKE_FD(err[0]);
+        j->request->code = mfree(j->request->code);
+
+        if (sd_event_add_io(m->event, &j->out_src, j->out_fd, EPOLLIN, on_output, j) < 0 ||
+            sd_event_add_io(m->event, &j->err_src, j->err_fd, EPOLLIN, on_output, j) < 0 ||
+            sd_event_add_io(m->event, &j->ctl_src, j->ctl_fd, EPOLLIN | EPOLLOUT, on_control, j) < 0) {
+                j->state = JOB_STARTING;
+                (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
+                log_error("%s: cannot watch the unit's pipes", j->exec->id);
+                j->outcome.daemon_error = true;
+                return;
+        }
+        j->state = JOB_STARTING;
+}
+
+static int on_mount_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Job *j = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        j->slot_mount = sd_bus_slot_unref(j->slot_mount);
+        if (e) {
+                log_error("%s: starting workspace mount %s failed: %s", j->exec->id, j->mount_name, e->message);
+                job_fail_internal(j, "the workspace could not be mounted");
+                return 0;
+        }
+        j->mount_started = true;
+        return 0;
+}
+
+void job_start(Job *j) {
+        Manager *m = j->manager;
+        int r;
+
+        queue_remove(m, j);
+        m->n_running++;
+        j->state = JOB_PREPARING;
+        j->start_mono = now_mono(j);
+
+        r = sysd_start_tmpfs(m->bus, j->mount_name, j->workspace, sandbox_workspace_bytes(&j->exec->limits),
+                             on_mount_reply, j, &j->slot_mount);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot start the workspace mount: %m", j->exec->id);
+                job_fail_internal(j, "cannot start the workspace mount");
+        }
+}
+
+void job_on_job_removed(Job *j, const char *unit, const char *result) {
+        Manager *m = j->manager;
+
+        if (j->state == JOB_PREPARING && streq(unit, j->mount_name)) {
+                j->mount_started = true;
+                if (!streq(result, "done")) {
+                        log_error("%s: workspace mount job ended with '%s'", j->exec->id, result);
+                        job_fail_internal(j, "the workspace could not be mounted");
+                        return;
+                }
+                if (j->cancel_requested) {
+                        j->unit_gone = j->props_read = true;
+                        j->out_eof = j->err_eof = j->ctl_eof = true;
+                        job_finalize(j);
+                        return;
+                }
+                if (prepare_workspace(j) < 0) {
+                        job_fail_internal(j, "the workspace could not be prepared");
+                        return;
+                }
+                start_service(j);
+                return;
+        }
+
+        if (j->state == JOB_STARTING && streq(unit, j->unit_name)) {
+                if (streq(result, "done")) {
+                        uint64_t deadline;
+
+                        j->state = JOB_RUNNING;
+                        j->exec->status = EXEC_RUNNING;
+                        j->exec->started_usec = now_usec(CLOCK_REALTIME);
+                        deadline = now_mono(j) + j->exec->limits.timeout_ms * 1000ULL +
+                                   m->config->kill_grace_ms * 1000ULL;
+                        (void) sd_event_add_time(m->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000,
+                                                 on_deadline, j);
+                        if (j->cancel_requested)
+                                (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
+                        /* The unit may have ended before we listened for its state changes. */
+                        (void) sd_bus_call_method_async(m->bus, &j->slot_props, SYSD_DEST, j->unit_path,
+                                                        "org.freedesktop.DBus.Properties", "Get", on_active_state,
+                                                        j, "ss", "org.freedesktop.systemd1.Unit", "ActiveState");
+                } else {
+                        log_error("%s: start job of %s ended with '%s'", j->exec->id, j->unit_name, result);
+                        j->outcome.start_failed = true;
+                        job_on_unit_inactive(j);
+                }
+        }
+}
+
+static int on_active_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Job *j = userdata;
+        const char *state;
+
+        j->slot_props = sd_bus_slot_unref(j->slot_props);
+        if (sd_bus_message_is_method_error(reply, NULL))
+                return 0;
+        if (sd_bus_message_read(reply, "v", "s", &state) < 0)
+                return 0;
+        job_on_active_state(j, state);
+        return 0;
+}
+
+void job_on_active_state(Job *j, const char *state) {
+        if (j->state != JOB_RUNNING)
+                return;
+        if (streq(state, "inactive") || streq(state, "failed"))
+                job_on_unit_inactive(j);
+}
+
+void job_flush_waiters(Job *j) {
+        JobWaiter *w;
+
+        while ((w = j->waiters)) {
+                j->waiters = w->next;
+                w->cb(j, w->userdata);
+                free(w);
+        }
+}
+
+/* ---- finishing ----------------------------------------------------------------------------- */
+
+static int on_service_props(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Job *j = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        int r;
+
+        j->slot_props = sd_bus_slot_unref(j->slot_props);
+        j->props_read = true;
+        if (e) {
+                log_warning("%s: cannot read the unit's result: %s", j->exec->id, e->message);
+                goto done;
+        }
+
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        if (r < 0)
+                goto done;
+        for (;;) {
+                const char *name, *s;
+
+                r = sd_bus_message_enter_container(reply, 'e', "sv");
+                if (r <= 0)
+                        break;
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r < 0)
+                        break;
+                if (streq(name, "Result")) {
+                        r = sd_bus_message_read(reply, "v", "s", &s);
+                        if (r >= 0)
+                                (void) free_and_strdup(&j->result, s);
+                } else if (streq(name, "ExecMainCode"))
+                        r = sd_bus_message_read(reply, "v", "i", &j->outcome.exec_main_code);
+                else if (streq(name, "ExecMainStatus"))
+                        r = sd_bus_message_read(reply, "v", "i", &j->outcome.exec_main_status);
+                else if (streq(name, "ExecMainStartTimestampMonotonic"))
+                        r = sd_bus_message_read(reply, "v", "t", &j->exec_start_mono);
+                else if (streq(name, "ExecMainExitTimestampMonotonic"))
+                        r = sd_bus_message_read(reply, "v", "t", &j->exec_exit_mono);
+                else if (streq(name, "CPUUsageNSec"))
+                        r = sd_bus_message_read(reply, "v", "t", &j->cpu_nsec);
+                else
+                        r = sd_bus_message_skip(reply, "v");
+                if (r < 0)
+                        break;
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        break;
+        }
+done:
+        job_maybe_finalize(j);
+        return 0;
+}
+
+void job_on_unit_inactive(Job *j) {
+        Manager *m = j->manager;
+        int r;
+
+        if (j->unit_gone || j->state == JOB_DONE)
+                return;
+        j->unit_gone = true;
+        if (j->state == JOB_RUNNING || j->state == JOB_STARTING)
+                j->state = JOB_FINISHING;
+        j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
+
+        j->slot_props = sd_bus_slot_unref(j->slot_props);
+        r = sd_bus_call_method_async(m->bus, &j->slot_props, SYSD_DEST, j->unit_path, "org.freedesktop.DBus.Properties",
+                                     "GetAll", on_service_props, j, "s", "org.freedesktop.systemd1.Service");
+        if (r < 0) {
+                log_warning_errno(r, "%s: cannot ask for the unit's result: %m", j->exec->id);
+                j->props_read = true;
+        }
+        /* Every process of the unit is dead now, so the pipes reach EOF as soon as they are drained. */
+        (void) sd_event_add_time_relative(m->event, &j->drain_src, CLOCK_MONOTONIC, DRAIN_TIMEOUT_USEC, 0,
+                                          on_drain_timeout, j);
+        job_maybe_finalize(j);
+}
+
+static void job_maybe_finalize(Job *j) {
+        if (j->state == JOB_DONE)
+                return;
+        if (j->unit_gone && j->props_read && j->out_eof && j->err_eof && j->ctl_eof)
+                job_finalize(j);
+}
+
+static void fill_stream(OutputStream *o, const Capture *c) {
+        free(o->text);
+        o->text = NULL;
+        (void) capture_render(c, &o->text);
+        o->bytes = c->total_bytes;
+        o->lines = c->total_lines;
+        o->truncated = capture_elided(c) > 0;
+}
+
+static void log_execution(Job *j) {
+        const Execution *e = j->exec;
+        char peak[32] = "";
+
+        if (e->have_peak)
+                snprintf(peak, sizeof(peak), "%.1f", (double) e->peak_memory_bytes / (1024.0 * 1024.0));
+
+        (void) sd_journal_send("MESSAGE=Execution %s finished: %s%s%s (%" PRIu64 " ms)", e->id,
+                               exec_status_to_string(e->status), e->error_type != ERROR_NONE ? "/" : "",
+                               e->error_type != ERROR_NONE ? error_type_to_string(e->error_type) : "",
+                               e->duration_ms,
+                               "PRIORITY=%i", e->error_type == ERROR_INTERNAL ? LOG_ERR : LOG_INFO,
+                               "SANDBOXD_EXECUTION_ID=%s", e->id,
+                               "SANDBOXD_SESSION_ID=%s", e->session_id ?: "",
+                               "SANDBOXD_LANGUAGE=%s", e->language,
+                               "SANDBOXD_STATUS=%s", exec_status_to_string(e->status),
+                               "SANDBOXD_ERROR_TYPE=%s", error_type_to_string(e->error_type) ?: "",
+                               "SANDBOXD_EXIT_CODE=%i", e->exit_code,
+                               "SANDBOXD_DURATION_MS=%" PRIu64, e->duration_ms,
+                               "SANDBOXD_PEAK_MEMORY_MB=%s", peak,
+                               "SANDBOXD_REASON=%s", strna(e->reason),
+                               "UNIT=%s", j->unit_name,
+                               "OBJECT_SYSTEMD_UNIT=%s", j->unit_name,
+                               NULL);
+}
+
+static void job_finalize(Job *j) {
+        Manager *m = j->manager;
+        HelperReport report = {};
+        Verdict v;
+        bool was_running = j->state != JOB_QUEUED;
+
+        if (j->state == JOB_DONE)
+                return;
+
+        if (j->report_len > 0 && !j->report_overflow)
+                (void) helper_report_parse(j->report_buf, j->report_len, &report);
+        j->outcome.result = j->result;
+        j->outcome.cancelled = j->cancel_requested;
+        verdict_decide(&j->outcome, &report, &v);
+
+        Execution *e = j->exec;
+        e->status = v.status;
+        e->error_type = v.error_type;
+        e->exit_code = v.exit_code;
+        e->signal = v.signal;
+        e->reason = v.reason;
+        fill_stream(&e->out, &j->out_cap);
+        fill_stream(&e->err, &j->err_cap);
+        if (j->exec_start_mono > 0 && j->exec_exit_mono >= j->exec_start_mono)
+                e->duration_ms = (j->exec_exit_mono - j->exec_start_mono) / 1000;
+        else if (j->start_mono > 0)
+                e->duration_ms = (now_mono(j) - j->start_mono) / 1000;
+        if (report.valid && report.cpu_usec > 0) {
+                e->cpu_usec = report.cpu_usec;
+                e->have_cpu = true;
+        } else if (j->cpu_nsec > 0 && j->cpu_nsec != UINT64_MAX) {
+                e->cpu_usec = j->cpu_nsec / 1000;
+                e->have_cpu = true;
+        }
+        if (report.valid && report.memory_peak > 0) {
+                e->peak_memory_bytes = report.memory_peak;
+                e->have_peak = true;
+        }
+        e->finished_usec = now_usec(CLOCK_REALTIME);
+
+        job_close_io(j);
+        j->slot_mount = sd_bus_slot_unref(j->slot_mount);
+        j->slot_start = sd_bus_slot_unref(j->slot_start);
+        j->slot_props = sd_bus_slot_unref(j->slot_props);
+        capture_done(&j->out_cap);
+        capture_done(&j->err_cap);
+        j->request = exec_request_free(j->request);
+        if (m->bus) {
+                if (j->unit_started)
+                        (void) sysd_unref_unit(m->bus, j->unit_name);
+                if (j->mount_started || j->state == JOB_PREPARING)
+                        (void) sysd_stop_unit(m->bus, j->mount_name);
+        }
+
+        if (j->state == JOB_QUEUED)
+                queue_remove(m, j);
+        j->state = JOB_DONE;
+        if (was_running && m->n_running > 0)
+                m->n_running--;
+        m->n_finished++;
+        m->counter_finished++;
+
+        if (e->error_type == ERROR_INTERNAL)
+                log_error("%s: internal error: %s", e->id, strna(e->reason));
+        log_execution(j);
+
+        job_flush_waiters(j);
+
+        manager_dispatch_queue(m);
+        manager_evict_finished(m);
+        manager_notify_status(m);
+}
+
+int job_cancel(Job *j) {
+        Manager *m = j->manager;
+
+        switch (j->state) {
+        case JOB_QUEUED:
+                j->cancel_requested = true;
+                j->unit_gone = j->props_read = true;
+                j->out_eof = j->err_eof = j->ctl_eof = true;
+                job_finalize(j);
+                return 0;
+        case JOB_PREPARING:
+                j->cancel_requested = true;     /* acted upon when the mount job completes */
+                return 0;
+        case JOB_STARTING:
+        case JOB_RUNNING:
+                j->cancel_requested = true;
+                (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
+                return 0;
+        case JOB_FINISHING:
+        case JOB_DONE:
+                return -EALREADY;
+        }
+        return -EINVAL;
+}
+
+int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret) {
+        JobWaiter *w;
+
+        if (j->state == JOB_DONE) {
+                cb(j, userdata);
+                if (ret)
+                        *ret = NULL;
+                return 0;
+        }
+        w = calloc(1, sizeof(JobWaiter));
+        if (!w)
+                return -ENOMEM;
+        w->cb = cb;
+        w->userdata = userdata;
+        w->next = j->waiters;
+        j->waiters = w;
+        if (ret)
+                *ret = w;
+        return 1;
+}
+
+void job_remove_waiter(Job *j, JobWaiter *w) {
+        for (JobWaiter **p = &j->waiters; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        free(w);
+                        return;
+                }
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* One execution's life: queued → preparing (workspace mount unit) → starting (service) →
+ * running → finishing (unit gone, pipes drained) → done. Every step is an event on the loop. */
+
+#include "capture.h"
+#include "execution.h"
+#include "manager.h"
+#include "request.h"
+
+typedef enum JobState {
+        JOB_QUEUED,
+        JOB_PREPARING,
+        JOB_STARTING,
+        JOB_RUNNING,
+        JOB_FINISHING,
+        JOB_DONE,
+} JobState;
+
+typedef struct JobWaiter JobWaiter;
+
+struct Job {
+        Manager *manager;
+        Job *prev, *next;                /* manager->jobs */
+        Job *queue_next;                 /* manager->queue */
+        JobState state;
+
+        Execution *exec;
+        ExecRequest *request;            /* until the unit is started */
+        uint8_t fingerprint[32];
+
+        char *unit_name, *unit_path;
+        char *mount_name, *workspace;
+
+        sd_bus_slot *slot_mount, *slot_start, *slot_props;
+        bool linked;
+        int ctl_fd, out_fd, err_fd;
+        sd_event_source *ctl_src, *out_src, *err_src, *deadline_src, *drain_src;
+        uint8_t *ctl_buf;
+        size_t ctl_len, ctl_off;
+        char report_buf[HELPER_REPORT_MAX + 1];
+        size_t report_len;
+        bool report_overflow;
+        Capture out_cap, err_cap;
+
+        bool mount_started, unit_started;
+        bool out_eof, err_eof, ctl_eof, unit_gone, props_read;
+        bool cancel_requested;
+        UnitOutcome outcome;
+        char *result;                    /* owned copy of Result= */
+        uint64_t exec_start_mono, exec_exit_mono, cpu_nsec;
+        uint64_t queued_mono, start_mono;
+
+        JobWaiter *waiters;
+};
+
+/* Create a queued job from a validated request (takes ownership of req). */
+int job_new(Manager *m, ExecRequest *req, Job **ret);
+Job *job_free(Job *j);
+
+/* Leave the queue and start: mount the workspace, then the service. */
+void job_start(Job *j);
+/* Cancel: a queued job ends at once; a running one is killed. 0, or -EALREADY if final. */
+int job_cancel(Job *j);
+
+bool job_is_final(const Job *j);
+
+/* Call cb(j, userdata) once the job is final (at once if it already is). */
+int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret);
+void job_remove_waiter(Job *j, JobWaiter *w);
+
+/* Handlers for the manager's bus matches. */
+void job_on_job_removed(Job *j, const char *unit, const char *result);
+void job_on_unit_inactive(Job *j);
+void job_on_active_state(Job *j, const char *state);
+/* Shutdown: answer every waiter now (they see the job unfinished). */
+void job_flush_waiters(Job *j);

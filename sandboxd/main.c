@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <getopt.h>
+
+#include "log.h"
+#include "manager.h"
+
+static void help(void) {
+        printf("sandboxd [OPTIONS...]\n\n"
+               "Runs untrusted code in hardened transient systemd units.\n\n"
+               "  -h --help             Show this help\n"
+               "     --version          Show the version\n"
+               "     --config-dir=DIR   Read DIR/sandboxd.conf and DIR/sandboxd.conf.d/ (default %s/sandboxd)\n"
+               "     --helper=PATH      Use PATH as sandbox-exec (overrides Helper=)\n"
+               "     --check-config     Load and validate the configuration, then exit\n",
+               SYSCONFDIR);
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100, ARG_CONFIG_DIR, ARG_HELPER, ARG_CHECK };
+        static const struct option options[] = {
+                { "help",         no_argument,       NULL, 'h' },
+                { "version",      no_argument,       NULL, ARG_VERSION },
+                { "config-dir",   required_argument, NULL, ARG_CONFIG_DIR },
+                { "helper",       required_argument, NULL, ARG_HELPER },
+                { "check-config", no_argument,       NULL, ARG_CHECK },
+                {}
+        };
+        _cleanup_(manager_freep) Manager *m = NULL;
+        const char *config_dir = SYSCONFDIR "/sandboxd", *helper = NULL;
+        bool check = false;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        puts("sandboxd " PACKAGE_VERSION);
+                        return 0;
+                case ARG_CONFIG_DIR:
+                        config_dir = optarg;
+                        break;
+                case ARG_HELPER:
+                        helper = optarg;
+                        break;
+                case ARG_CHECK:
+                        check = true;
+                        break;
+                default:
+                        return 2;
+                }
+        if (optind < argc) {
+                log_error("This program takes no arguments.");
+                return 2;
+        }
+
+        if (check) {
+                _cleanup_(config_freep) Config *cfg = config_new();
+                _cleanup_free_ char *error = NULL;
+
+                if (!cfg)
+                        return 1;
+                r = config_load(cfg, config_dir, &error);
+                if (r < 0) {
+                        fprintf(stderr, "%s\n", error ?: "out of memory");
+                        return 1;
+                }
+                printf("Configuration in %s is valid.\n", config_dir);
+                return 0;
+        }
+
+        r = manager_new(config_dir, helper, &m);
+        if (r < 0)
+                return 1;
+        r = manager_run(m);
+        return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <systemd/sd-daemon.h>
+
+#include "api.h"
+#include "job.h"
+#include "log.h"
+#include "manager.h"
+#include "seccomp-policy.h"
+#include "sysd.h"
+
+static int mkdir_checked(const char *path, mode_t mode) {
+        struct stat st;
+
+        if (mkdir(path, mode) < 0 && errno != EEXIST)
+                return -errno;
+        if (lstat(path, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
+                return -EPERM;          /* something else was planted there */
+        if ((st.st_mode & 07777) != mode && chmod(path, mode) < 0)
+                return -errno;
+        return 0;
+}
+
+static int symlink_checked(const char *target, const char *path) {
+        char buf[256];
+        ssize_t n;
+
+        if (symlink(target, path) >= 0)
+                return 0;
+        if (errno != EEXIST)
+                return -errno;
+        n = readlink(path, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        return streq(buf, target) ? 0 : -EEXIST;
+}
+
+/* The skeleton every sandbox sees as "/": empty directories and the merged-/usr symlinks; all the
+ * content comes from read-only bind mounts. Root-owned and not writable by anyone else. */
+static int setup_directories(Manager *m) {
+        static const char *const dirs[] = { "usr", "etc", "proc", "dev", "run", "sys", "tmp", "var", "var/tmp",
+                                            "workspace" };
+        static const char *const links[][2] = {
+                { "usr/bin", "bin" }, { "usr/sbin", "sbin" }, { "usr/lib", "lib" }, { "usr/lib64", "lib64" },
+        };
+        const Config *c = m->config;
+        int r;
+
+        free(m->root_dir);
+        free(m->empty_dir);
+        free(m->workspaces_dir);
+        if (asprintf(&m->root_dir, "%s/root", c->state_dir) < 0 ||
+            asprintf(&m->empty_dir, "%s/empty", c->state_dir) < 0 ||
+            asprintf(&m->workspaces_dir, "%s/workspaces", c->runtime_dir) < 0)
+                return log_oom();
+
+        r = mkdir_checked(c->state_dir, 0755);
+        if (r >= 0)
+                r = mkdir_checked(c->runtime_dir, 0755);
+        if (r >= 0)
+                r = mkdir_checked(m->root_dir, 0755);
+        if (r >= 0)
+                r = mkdir_checked(m->empty_dir, 0555);
+        if (r >= 0)
+                r = mkdir_checked(m->workspaces_dir, 0700);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create sandboxd's directories under '%s' and '%s': %m",
+                                       c->state_dir, c->runtime_dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%s", m->root_dir, dirs[i]) < 0)
+                        return log_oom();
+                r = mkdir_checked(p, 0755);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to create '%s': %m", p);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%s", m->root_dir, links[i][1]) < 0)
+                        return log_oom();
+                r = symlink_checked(links[i][0], p);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to create symlink '%s': %m", p);
+        }
+        return 0;
+}
+
+/* Where the execution units' cgroups will be, per hierarchy, so sandbox-exec can be given its own.
+ * sandboxd runs as a service in a top-level slice, so its cgroup's grandparent is systemd's root. */
+static int setup_cgroups(Manager *m) {
+        static const char *const v1[] = { "memory", "pids", "cpuacct" };
+        _cleanup_fclose_ FILE *f = NULL;
+        struct statfs sfs;
+        char line[1024];
+
+        m->cgroup_v2 = statfs("/sys/fs/cgroup", &sfs) >= 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
+        f = fopen("/proc/self/cgroup", "re");
+        if (!f)
+                return log_error_errno(errno, "Cannot read /proc/self/cgroup: %m");
+
+        while (fgets(line, sizeof(line), f)) {
+                char *ctrl, *path, *slash;
+
+                line[strcspn(line, "\n")] = 0;
+                ctrl = strchr(line, ':');
+                if (!ctrl)
+                        continue;
+                ctrl++;
+                path = strchr(ctrl, ':');
+                if (!path)
+                        continue;
+                *path++ = 0;
+                /* grandparent of our own cgroup */
+                for (int k = 0; k < 2; k++) {
+                        slash = strrchr(path, '/');
+                        if (slash)
+                                *slash = 0;
+                }
+
+                if (m->cgroup_v2) {
+                        if (*ctrl != 0)
+                                continue;
+                        m->cgroups[0].name = "unified";
+                        if (asprintf(&m->cgroups[0].slice_dir, "/sys/fs/cgroup%s/sandboxd.slice", path) < 0)
+                                return log_oom();
+                        m->n_cgroups = 1;
+                        break;
+                }
+                for (size_t i = 0; i < ELEMENTSOF(v1); i++) {
+                        char cl[256], *tok, *save = NULL;
+                        bool match = false;
+
+                        snprintf(cl, sizeof(cl), "%s", ctrl);
+                        for (tok = strtok_r(cl, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+                                if (streq(tok, v1[i]))
+                                        match = true;
+                        if (!match || m->n_cgroups >= ELEMENTSOF(m->cgroups))
+                                continue;
+                        m->cgroups[m->n_cgroups].name = v1[i];
+                        if (asprintf(&m->cgroups[m->n_cgroups].slice_dir, "/sys/fs/cgroup/%s%s/sandboxd.slice",
+                                     v1[i], path) < 0)
+                                return log_oom();
+                        m->n_cgroups++;
+                }
+        }
+        log_info("cgroup %s; %zu hierarchies handed to sandbox-exec%s%s", m->cgroup_v2 ? "v2" : "v1/hybrid",
+                 m->n_cgroups, m->n_cgroups ? ", e.g. " : "", m->n_cgroups ? m->cgroups[0].slice_dir : "");
+        return 0;
+}
+
+Job *manager_find_job(Manager *m, const char *id) {
+        for (Job *j = m->jobs; j; j = j->next)
+                if (streq(j->exec->id, id))
+                        return j;
+        return NULL;
+}
+
+static Job *find_job_by_unit(Manager *m, const char *unit) {
+        if (!startswith(unit, "sandboxd-") && !startswith(unit, "run-sandboxd"))
+                return NULL;
+        for (Job *j = m->jobs; j; j = j->next)
+                if (j->state != JOB_DONE && (streq(j->unit_name, unit) || streq(j->mount_name, unit)))
+                        return j;
+        return NULL;
+}
+
+void manager_dispatch_queue(Manager *m) {
+        while (!m->stopping && m->queue_head && m->n_running < m->config->max_concurrent)
+                job_start(m->queue_head);
+}
+
+void manager_evict_finished(Manager *m) {
+        while (m->n_finished > m->config->keep_finished) {
+                Job *oldest = NULL;
+
+                for (Job *j = m->jobs; j; j = j->next)
+                        if (j->state == JOB_DONE && !j->waiters)
+                                oldest = j;
+                if (!oldest)
+                        return;
+                job_free(oldest);
+                m->n_finished--;
+        }
+}
+
+void manager_notify_status(Manager *m) {
+        (void) sd_notifyf(false, "STATUS=%u running, %u queued, %" PRIu64 " finished", m->n_running, m->n_queued,
+                          m->counter_finished);
+}
+
+static int on_job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const char *path, *unit, *result;
+        uint32_t id;
+        Job *j;
+
+        if (sd_bus_message_read(msg, "uoss", &id, &path, &unit, &result) < 0)
+                return 0;
+        j = find_job_by_unit(m, unit);
+        if (j)
+                job_on_job_removed(j, unit, result);
+        return 0;
+}
+
+static int on_properties_changed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const char *path = sd_bus_message_get_path(msg), *iface;
+        int r;
+
+        if (!path || !startswith(path, SYSD_PATH "/unit/sandboxd_2d"))
+                return 0;
+        if (sd_bus_message_read(msg, "s", &iface) < 0 || !streq(iface, "org.freedesktop.systemd1.Unit"))
+                return 0;
+        r = sd_bus_message_enter_container(msg, 'a', "{sv}");
+        if (r < 0)
+                return 0;
+        while (sd_bus_message_enter_container(msg, 'e', "sv") > 0) {
+                const char *name, *state;
+
+                if (sd_bus_message_read(msg, "s", &name) < 0)
+                        return 0;
+                if (streq(name, "ActiveState")) {
+                        if (sd_bus_message_read(msg, "v", "s", &state) < 0)
+                                return 0;
+                        for (Job *j = m->jobs; j; j = j->next)
+                                if (j->state != JOB_DONE && streq(j->unit_path, path)) {
+                                        job_on_active_state(j, state);
+                                        break;
+                                }
+                        return 0;
+                }
+                if (sd_bus_message_skip(msg, "v") < 0 || sd_bus_message_exit_container(msg) < 0)
+                        return 0;
+        }
+        return 0;
+}
+
+/* Leftovers: units of executions nobody tracks (a crash, a restart) are killed and stopped. */
+static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const char *name, *desc, *load, *active, *sub, *follow, *jtype, *jpath;
+        const char *upath;
+        uint32_t jid;
+        unsigned killed = 0;
+
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                log_warning("Sweep: ListUnitsByPatterns failed: %s", sd_bus_message_get_error(reply)->message);
+                return 0;
+        }
+        if (sd_bus_message_enter_container(reply, 'a', "(ssssssouso)") < 0)
+                return 0;
+        while (sd_bus_message_read(reply, "(ssssssouso)", &name, &desc, &load, &active, &sub, &follow, &upath, &jid,
+                                   &jtype, &jpath) > 0) {
+                if (find_job_by_unit(m, name))
+                        continue;
+                if (streq(active, "inactive") && !endswith(name, ".mount"))
+                        continue;
+                log_info("Sweep: stopping leftover unit %s (%s/%s)", name, active, sub);
+                if (startswith(name, "sandboxd-"))
+                        (void) sysd_kill_unit(m->bus, name, SIGKILL);
+                (void) sysd_stop_unit(m->bus, name);
+                killed++;
+        }
+        if (killed)
+                log_info("Sweep: %u leftover units stopped", killed);
+        return 0;
+}
+
+static void sweep_workspace_dirs(Manager *m) {
+        _cleanup_close_ int dfd = -EBADF;
+        DIR *d;
+        struct dirent *de;
+
+        dfd = open(m->workspaces_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return;
+        d = fdopendir(dfd);
+        if (!d)
+                return;
+        dfd = -EBADF;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                if (manager_find_job(m, de->d_name) && !job_is_final(manager_find_job(m, de->d_name)))
+                        continue;
+                /* Only an empty, unmounted mount point goes: rmdir refuses anything else. */
+                (void) unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+}
+
+static void manager_sweep(Manager *m) {
+        const char *patterns[] = { "sandboxd-*.service", "run-sandboxd-*.mount", NULL };
+        sd_bus_message *msg = NULL;
+        int r;
+
+        sweep_workspace_dirs(m);
+        r = sd_bus_message_new_method_call(m->bus, &msg, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "ListUnitsByPatterns");
+        if (r >= 0)
+                r = sd_bus_message_append_strv(msg, (char **) (const char *[]) { NULL });
+        if (r >= 0)
+                r = sd_bus_message_append_strv(msg, (char **) patterns);
+        if (r >= 0)
+                r = sd_bus_call_async(m->bus, NULL, msg, on_list_units, m, 0);
+        sd_bus_message_unref(msg);
+        if (r < 0)
+                log_warning_errno(r, "Sweep: cannot list units: %m");
+}
+
+static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        manager_sweep(m);
+        (void) sd_event_source_set_time_relative(s, m->config->sweep_interval_sec * 1000000ULL);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        if (si->ssi_signo == SIGHUP) {
+                (void) manager_reload(m);
+                return 0;
+        }
+        log_info("Received %s, stopping.", si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        m->stopping = true;
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
+        return sd_event_exit(m->event, 0);
+}
+
+static int load_config(const char *dir, Config **ret) {
+        _cleanup_(config_freep) Config *c = config_new();
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (!c)
+                return log_oom();
+        r = config_load(c, dir, &error);
+        if (r < 0)
+                return log_error_errno(r, "Configuration error: %s", error ?: "out of memory");
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int manager_reload(Manager *m) {
+        _cleanup_(config_freep) Config *c = NULL;
+        int r;
+
+        (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading configuration.");
+        r = load_config(m->config_dir, &c);
+        if (r < 0) {
+                log_warning("Reload failed, keeping the previous configuration.");
+                (void) sd_notify(false, "READY=1");
+                manager_notify_status(m);
+                return r;
+        }
+        if (!streq(c->api_socket, m->config->api_socket) || !streq(c->state_dir, m->config->state_dir) ||
+            !streq(c->runtime_dir, m->config->runtime_dir))
+                log_notice("APISocket=, StateDirectory= and RuntimeDirectory= take effect at the next restart.");
+        /* Keep the paths the running parts depend on. */
+        SWAP_STR(c->api_socket, m->config->api_socket);
+        SWAP_STR(c->state_dir, m->config->state_dir);
+        SWAP_STR(c->runtime_dir, m->config->runtime_dir);
+        config_free(m->config);
+        m->config = TAKE_PTR(c);
+        log_set_max_level(m->config->log_level);
+        log_info("Configuration reloaded from %s.", m->config_dir);
+        (void) sd_notify(false, "READY=1");
+        manager_notify_status(m);
+        manager_dispatch_queue(m);
+        return 0;
+}
+
+int manager_new(const char *config_dir, const char *helper_override, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        HttpSettings hs;
+        struct group *g;
+        sigset_t ss;
+        int r;
+
+        m = calloc(1, sizeof(Manager));
+        if (!m)
+                return log_oom();
+        m->config_dir = strdup(config_dir);
+        if (!m->config_dir)
+                return log_oom();
+        if (helper_override && !(m->helper_override = strdup(helper_override)))
+                return log_oom();
+
+        r = load_config(config_dir, &m->config);
+        if (r < 0)
+                return r;
+        log_set_max_level(m->config->log_level);
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate event loop: %m");
+        (void) sd_event_set_watchdog(m->event, true);
+
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        r = sd_event_add_signal(m->event, &m->sigterm, SIGTERM, on_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sigint, SIGINT, on_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_signal, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handling: %m");
+
+        r = seccomp_policy_build(&m->bpf, &m->bpf_len);
+        if (r < 0)
+                return log_error_errno(r, "Failed to compile the system call filter: %m");
+
+        r = setup_directories(m);
+        if (r < 0)
+                return r;
+        r = setup_cgroups(m);
+        if (r < 0)
+                return r;
+        if (access(m->helper_override ?: m->config->helper, X_OK) < 0)
+                return log_error_errno(errno, "Helper '%s' is not executable: %m", m->helper_override ?: m->config->helper);
+
+        r = sd_bus_open_system_with_description(&m->bus, "sandboxd");
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to the system bus: %m");
+        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        /* Losing the bus means losing track of every unit: exit, and be restarted to re-adopt. */
+        (void) sd_bus_set_exit_on_disconnect(m->bus, true);
+
+        r = sd_bus_match_signal_async(m->bus, &m->match_job_removed, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "JobRemoved",
+                                      on_job_removed, NULL, m);
+        if (r >= 0)
+                r = sd_bus_add_match_async(m->bus, &m->match_props,
+                                           "type='signal',sender='org.freedesktop.systemd1',"
+                                           "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                                           "path_namespace='/org/freedesktop/systemd1/unit',"
+                                           "arg0='org.freedesktop.systemd1.Unit'",
+                                           on_properties_changed, NULL, m);
+        if (r >= 0)
+                r = sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "Subscribe", NULL, NULL, "");
+        if (r < 0)
+                return log_error_errno(r, "Failed to subscribe to systemd's signals: %m");
+
+        g = getgrnam(m->config->socket_group);
+        hs = (HttpSettings) {
+                .socket_path = m->config->api_socket,
+                .socket_mode = 0660,
+                .socket_gid = g ? g->gr_gid : (gid_t) -1,
+                .max_body = m->config->max_request_bytes,
+                .max_connections = (unsigned) m->config->max_connections,
+        };
+        if (!g)
+                log_notice("Group '%s' does not exist: the API socket is for root only.", m->config->socket_group);
+        r = http_new(m->event, &hs, api_handle, m, &m->http);
+        if (r < 0)
+                return r;
+
+        r = sd_event_add_time_relative(m->event, &m->sweep_timer, CLOCK_MONOTONIC,
+                                       m->config->sweep_interval_sec * 1000000ULL, 1000000ULL, on_sweep_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the sweep timer: %m");
+
+        manager_sweep(m);
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        int r;
+
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Listening on %s.", m->config->api_socket);
+        log_info("sandboxd " PACKAGE_VERSION " running, API on %s, %" PRIu64 " slots.", m->config->api_socket,
+                 m->config->max_concurrent);
+        r = sd_event_loop(m->event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return r;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        m->stopping = true;
+
+        /* Executions still running are ended: nothing would read their output. */
+        for (Job *j = m->jobs; j; j = j->next) {
+                if (job_is_final(j))
+                        continue;
+                if (m->bus && (j->state == JOB_RUNNING || j->state == JOB_STARTING))
+                        (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
+                if (m->bus && j->state != JOB_QUEUED)
+                        (void) sysd_stop_unit(m->bus, j->mount_name);
+                job_flush_waiters(j);
+        }
+        if (m->bus)
+                (void) sd_bus_flush(m->bus);
+        m->http = http_free(m->http);
+        while (m->jobs)
+                job_free(m->jobs);
+
+        sd_bus_slot_unref(m->match_job_removed);
+        sd_bus_slot_unref(m->match_props);
+        sd_bus_flush_close_unref(m->bus);
+        sd_event_source_disable_unref(m->sigterm);
+        sd_event_source_disable_unref(m->sigint);
+        sd_event_source_disable_unref(m->sighup);
+        sd_event_source_disable_unref(m->sweep_timer);
+        sd_event_unref(m->event);
+        for (size_t i = 0; i < m->n_cgroups; i++)
+                free(m->cgroups[i].slice_dir);
+        config_free(m->config);
+        free(m->bpf);
+        free(m->root_dir);
+        free(m->empty_dir);
+        free(m->workspaces_dir);
+        free(m->config_dir);
+        free(m->helper_override);
+        free(m);
+        return NULL;
+}

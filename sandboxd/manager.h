@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "conf.h"
+#include "http.h"
+
+typedef struct Job Job;
+
+typedef struct CgroupRoot {
+        const char *name;        /* "memory", "pids", "cpuacct" (v1) or "unified" (v2) */
+        char *slice_dir;         /* host path of sandboxd.slice in that hierarchy */
+} CgroupRoot;
+
+typedef struct Manager {
+        sd_event *event;
+        sd_bus *bus;
+        sd_bus_slot *match_job_removed, *match_props;
+        sd_event_source *sigterm, *sigint, *sighup, *sweep_timer;
+
+        char *config_dir;
+        char *helper_override;   /* --helper= on the command line wins over Helper= */
+        Config *config;
+
+        Http *http;
+
+        uint8_t *bpf;            /* the seccomp filter, compiled once */
+        size_t bpf_len;
+
+        char *root_dir;          /* skeleton used as RootDirectory= */
+        char *empty_dir;         /* empty directory bound over /sys */
+        char *workspaces_dir;    /* where the per-execution tmpfs mount units go */
+
+        CgroupRoot cgroups[3];
+        size_t n_cgroups;
+        bool cgroup_v2;
+
+        /* All jobs, newest first; the queue in FIFO order. */
+        Job *jobs;
+        Job *queue_head, *queue_tail;
+        unsigned n_jobs, n_running, n_queued, n_finished;
+        uint64_t counter_finished;
+
+        bool stopping;
+} Manager;
+
+int manager_new(const char *config_dir, const char *helper_override, Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+int manager_run(Manager *m);
+
+/* (Re)load the configuration; on error the old one stays. */
+int manager_reload(Manager *m);
+
+Job *manager_find_job(Manager *m, const char *id);
+/* Start queued jobs while slots are free. */
+void manager_dispatch_queue(Manager *m);
+/* Drop the oldest finished jobs beyond KeepFinished=. */
+void manager_evict_finished(Manager *m);
+void manager_notify_status(Manager *m);

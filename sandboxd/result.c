@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <time.h>
+
+#include "result.h"
+
+void format_timestamp(uint64_t usec, char *buf, size_t size) {
+        time_t t = (time_t) (usec / 1000000ULL);
+        struct tm tm;
+
+        if (!gmtime_r(&t, &tm)) {
+                snprintf(buf, size, "invalid");
+                return;
+        }
+        snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                 tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned) ((usec / 1000ULL) % 1000ULL));
+}
+
+static json_object *str_or_null(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *time_or_null(uint64_t usec) {
+        char buf[64];
+
+        if (usec == 0)
+                return NULL;
+        format_timestamp(usec, buf, sizeof(buf));
+        return json_object_new_string(buf);
+}
+
+static void add_stream(json_object *o, const char *name, const OutputStream *s, bool final) {
+        char key[32];
+
+        json_object_object_add(o, name, final ? json_object_new_string(s->text ?: "") : NULL);
+        snprintf(key, sizeof(key), "%s_bytes", name);
+        json_object_object_add(o, key, final ? json_object_new_uint64(s->bytes) : NULL);
+        snprintf(key, sizeof(key), "%s_lines", name);
+        json_object_object_add(o, key, final ? json_object_new_uint64(s->lines) : NULL);
+        snprintf(key, sizeof(key), "%s_truncated", name);
+        json_object_object_add(o, key, final ? json_object_new_boolean(s->truncated) : NULL);
+}
+
+json_object *execution_to_json(const Execution *e) {
+        json_object *o = json_object_new_object(), *l;
+        bool final = exec_status_is_final(e->status);
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "execution_id", json_object_new_string(e->id));
+        json_object_object_add(o, "session_id", str_or_null(e->session_id));
+        json_object_object_add(o, "language", str_or_null(e->language));
+        json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(e->status)));
+        json_object_object_add(o, "error_type", str_or_null(error_type_to_string(e->error_type)));
+        json_object_object_add(o, "exit_code", final && e->exit_code >= 0 ? json_object_new_int(e->exit_code) : NULL);
+        json_object_object_add(o, "signal", final && e->signal > 0 ? json_object_new_int(e->signal) : NULL);
+        add_stream(o, "stdout", &e->out, final);
+        add_stream(o, "stderr", &e->err, final);
+        json_object_object_add(o, "duration_ms", final && e->started_usec ? json_object_new_uint64(e->duration_ms) : NULL);
+        json_object_object_add(o, "cpu_time_ms", final && e->have_cpu ? json_object_new_uint64(e->cpu_usec / 1000) : NULL);
+        json_object_object_add(o, "peak_memory_mb",
+                               final && e->have_peak ? json_object_new_double(
+                                       (double) (e->peak_memory_bytes * 10 / (1024 * 1024)) / 10.0) : NULL);
+        json_object_object_add(o, "created_at", time_or_null(e->created_usec));
+        json_object_object_add(o, "started_at", time_or_null(e->started_usec));
+        json_object_object_add(o, "finished_at", time_or_null(e->finished_usec));
+
+        l = json_object_new_object();
+        json_object_object_add(l, "timeout_ms", json_object_new_uint64(e->limits.timeout_ms));
+        json_object_object_add(l, "memory_mb", json_object_new_uint64(e->limits.memory_mb));
+        json_object_object_add(l, "cpu_cores", json_object_new_double(e->limits.cpu_cores));
+        json_object_object_add(l, "disk_mb", json_object_new_uint64(e->limits.disk_mb));
+        json_object_object_add(l, "tasks", json_object_new_uint64(e->limits.tasks));
+        json_object_object_add(o, "limits", l);
+
+        json_object_object_add(o, "unit", str_or_null(e->unit));
+        json_object_object_add(o, "reason", str_or_null(e->reason));
+        return o;
+}

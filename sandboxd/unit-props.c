@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <math.h>
+#include <signal.h>
+#include <sys/mount.h>
+
+#include "unit-props.h"
+
+/* /etc entries the language runtimes need, bound read-only one by one: nothing else of the
+ * host's /etc (secrets, sandboxd's own configuration) is visible. Missing entries are skipped. */
+static const char *const etc_entries[] = {
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/nsswitch.conf",
+        "/etc/passwd",
+        "/etc/group",
+        "/etc/hosts",
+        "/etc/localtime",
+        "/etc/alternatives",
+        "/etc/ssl",
+        "/etc/ca-certificates",
+        "/etc/mime.types",
+        "/etc/python3",
+        "/etc/python3.11",
+};
+
+static UnitProp *add(UnitProps *p, const char *name, PropKind kind, const char *reason) {
+        UnitProp *x;
+
+        if (p->n >= p->allocated) {
+                size_t na = p->allocated ? p->allocated * 2 : 64;
+                UnitProp *np = realloc(p->props, na * sizeof(UnitProp));
+                if (!np)
+                        return NULL;
+                p->props = np;
+                p->allocated = na;
+        }
+        x = &p->props[p->n++];
+        *x = (UnitProp) { .name = name, .kind = kind, .reason = reason, .fd = -1 };
+        return x;
+}
+
+#define ADD_OR_OOM(x, ...)                      \
+        do {                                    \
+                x = add(__VA_ARGS__);           \
+                if (!x)                         \
+                        return -ENOMEM;         \
+        } while (0)
+
+static int add_bool(UnitProps *p, const char *name, bool b, const char *reason) {
+        UnitProp *x;
+        ADD_OR_OOM(x, p, name, PK_BOOL, reason);
+        x->b = b;
+        return 0;
+}
+
+static int add_u64(UnitProps *p, const char *name, uint64_t u, const char *reason) {
+        UnitProp *x;
+        ADD_OR_OOM(x, p, name, PK_U64, reason);
+        x->u = u;
+        return 0;
+}
+
+static int add_u32(UnitProps *p, const char *name, uint32_t u, const char *reason) {
+        UnitProp *x;
+        ADD_OR_OOM(x, p, name, PK_U32, reason);
+        x->u = u;
+        return 0;
+}
+
+static int add_i32(UnitProps *p, const char *name, int32_t i, const char *reason) {
+        UnitProp *x;
+        ADD_OR_OOM(x, p, name, PK_I32, reason);
+        x->i = i;
+        return 0;
+}
+
+static int add_string(UnitProps *p, const char *name, const char *s, const char *reason) {
+        UnitProp *x;
+        ADD_OR_OOM(x, p, name, PK_STRING, reason);
+        x->s = strdup(s);
+        return x->s ? 0 : -ENOMEM;
+}
+
+static int add_fd(UnitProps *p, const char *name, int fd, const char *reason) {
+        UnitProp *x;
+        ADD_OR_OOM(x, p, name, PK_FD, reason);
+        x->fd = fd;
+        return 0;
+}
+
+static int strv_push(char ***l, size_t *n, const char *s) {
+        char **nl = realloc(*l, sizeof(char *) * (*n + 2));
+
+        if (!nl)
+                return -ENOMEM;
+        *l = nl;
+        nl[*n] = strdup(s);
+        if (!nl[*n])
+                return -ENOMEM;
+        (*n)++;
+        nl[*n] = NULL;
+        return 0;
+}
+
+static int bind_push(UnitProp *x, const char *src, const char *dst, bool ignore_missing) {
+        if (strv_push(&x->strv, &x->n, src) < 0 || strv_push(&x->strv, &x->n, dst) < 0 ||
+            strv_push(&x->strv, &x->n, ignore_missing ? "-" : "") < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+char *execution_unit_name(const char *execution_id) {
+        char *s;
+
+        if (asprintf(&s, "sandboxd-%s.service", execution_id) < 0)
+                return NULL;
+        return s;
+}
+
+char *mount_unit_name_from_path(const char *path) {
+        /* systemd's path escaping for the characters our paths can hold: '/' separates, '-' and a
+         * leading '.' are hex-escaped, everything else in [A-Za-z0-9_.] stays. */
+        size_t n = strlen(path);
+        char *r = malloc(n * 4 + sizeof(".mount")), *o = r;
+        bool start = true;
+
+        if (!r)
+                return NULL;
+        while (*path == '/')
+                path++;
+        for (const char *c = path; *c; c++) {
+                if (*c == '/') {
+                        while (c[1] == '/')
+                                c++;
+                        if (c[1] == 0)
+                                break;
+                        *o++ = '-';
+                        start = true;
+                        continue;
+                }
+                if (*c == '-' || (*c == '.' && start) ||
+                    !((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+                      *c == '.')) {
+                        o += sprintf(o, "\\x%02x", (unsigned char) *c);
+                } else
+                        *o++ = *c;
+                start = false;
+        }
+        strcpy(o, ".mount");
+        return r;
+}
+
+/* Set KEY=VALUE, replacing an earlier assignment of KEY: systemd refuses duplicate names. */
+static int env_set(char ***l, size_t *n, const char *assignment) {
+        size_t k = strcspn(assignment, "=");
+
+        for (size_t i = 0; i < *n; i++)
+                if (strncmp((*l)[i], assignment, k + 1) == 0) {
+                        char *c = strdup(assignment);
+                        if (!c)
+                                return -ENOMEM;
+                        free((*l)[i]);
+                        (*l)[i] = c;
+                        return 0;
+                }
+        return strv_push(l, n, assignment);
+}
+
+int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n) {
+        char **env = NULL, seed[64];
+        size_t n = 0;
+        /* Reproducibility: the same request sees the same environment, in the same order. */
+        static const char *const fixed[] = {
+                "PATH=/usr/local/bin:/usr/bin:/bin",
+                "HOME=" SANDBOX_WORKSPACE,
+                "PWD=" SANDBOX_WORKSPACE,
+                "TMPDIR=/tmp",
+                "USER=sandbox",
+                "LOGNAME=sandbox",
+                "TZ=UTC",
+                "LANG=C.UTF-8",
+                "LC_ALL=C.UTF-8",
+                "PYTHONHASHSEED=0",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                if (strv_push(&env, &n, fixed[i]) < 0)
+                        goto oom;
+        snprintf(seed, sizeof(seed), "SANDBOX_SEED=%" PRIu64, plan->seed);
+        if (strv_push(&env, &n, seed) < 0)
+                goto oom;
+        for (const char *const *e = plan->language->env; e && *e; e++)
+                if (env_set(&env, &n, *e) < 0)
+                        goto oom;
+        for (size_t i = 0; i < plan->n_user_env; i++)
+                if (env_set(&env, &n, plan->user_env[i]) < 0)
+                        goto oom;
+        *ret = env;
+        *ret_n = n;
+        return 0;
+oom:
+        for (size_t i = 0; i < n; i++)
+                free(env[i]);
+        free(env);
+        return -ENOMEM;
+}
+
+static int add_exec(UnitProps *p, const UnitPlan *plan) {
+        const Language *l = plan->language;
+        UnitProp *x;
+        char buf[64];
+        int r = 0;
+
+        ADD_OR_OOM(x, p, "ExecStart", PK_EXEC, "sandbox-exec loads the filter, runs the program, reports the phase");
+        x->s = strdup(SANDBOX_HELPER);
+        if (!x->s)
+                return -ENOMEM;
+        r |= strv_push(&x->strv, &x->n, SANDBOX_HELPER);
+        r |= strv_push(&x->strv, &x->n, "--source");
+        r |= strv_push(&x->strv, &x->n, l->source_name);
+        snprintf(buf, sizeof(buf), "--max-source=%" PRIu64, plan->max_code_bytes);
+        r |= strv_push(&x->strv, &x->n, buf);
+        r |= strv_push(&x->strv, &x->n, "--cgroup-dir=" SANDBOX_CGROUP_DIR);
+        snprintf(buf, sizeof(buf), "--rlimit-nofile=%" PRIu64, plan->nofile);
+        r |= strv_push(&x->strv, &x->n, buf);
+        /* No single file may be larger than the whole workspace. */
+        snprintf(buf, sizeof(buf), "--rlimit-fsize=%" PRIu64, plan->limits.disk_mb * 1024 * 1024);
+        r |= strv_push(&x->strv, &x->n, buf);
+        for (const char *const *a = l->compile_argv; a && *a; a++) {
+                _cleanup_free_ char *arg = NULL;
+                if (asprintf(&arg, "--compile-arg=%s", *a) < 0)
+                        return -ENOMEM;
+                r |= strv_push(&x->strv, &x->n, arg);
+        }
+        if (l->syntax_fd)
+                r |= strv_push(&x->strv, &x->n, "--syntax-fd");
+        r |= strv_push(&x->strv, &x->n, "--");
+        for (const char *const *a = l->run_argv; *a; a++)
+                r |= strv_push(&x->strv, &x->n, *a);
+        return r < 0 ? -ENOMEM : 0;
+}
+
+uint64_t sandbox_shm_bytes(const Limits *l) {
+        return MIN(l->disk_mb * 1024 * 1024 / 8, 64ULL * 1024 * 1024);
+}
+
+uint64_t sandbox_workspace_bytes(const Limits *l) {
+        return l->disk_mb * 1024 * 1024 - sandbox_shm_bytes(l);
+}
+
+static int add_binds(UnitProps *p, const UnitPlan *plan) {
+        _cleanup_free_ char *ws = NULL, *tmp = NULL, *shm_opts = NULL;
+        UnitProp *ro, *rw, *t;
+        int r = 0;
+
+        if (asprintf(&ws, "%s/workspace", plan->workspace) < 0 || asprintf(&tmp, "%s/tmp", plan->workspace) < 0 ||
+            asprintf(&shm_opts, "mode=1777,nosuid,nodev,noexec,size=%" PRIu64, sandbox_shm_bytes(&plan->limits)) < 0)
+                return -ENOMEM;
+
+        ADD_OR_OOM(ro, p, "BindReadOnlyPaths", PK_BINDS,
+                   "the runtime's files, read-only; the rest of the host tree does not exist in the sandbox");
+        r |= bind_push(ro, "/usr", "/usr", false);
+        for (size_t i = 0; i < ELEMENTSOF(etc_entries); i++)
+                r |= bind_push(ro, etc_entries[i], etc_entries[i], true);
+        /* An empty /sys: MountAPIVFS= would show the host's devices and every other sandbox's cgroup.
+         * A bind mount outranks systemd's own /sys mount. */
+        r |= bind_push(ro, plan->empty_dir, "/sys", false);
+        r |= bind_push(ro, plan->helper, SANDBOX_HELPER, false);
+        for (size_t i = 0; i < plan->n_cgroups; i++) {
+                _cleanup_free_ char *dst = NULL;
+                if (asprintf(&dst, SANDBOX_CGROUP_DIR "/%s", plan->cgroups[i].name) < 0)
+                        return -ENOMEM;
+                /* The unit's own counters, read by sandbox-exec before the cgroup disappears. */
+                r |= bind_push(ro, plan->cgroups[i].source, dst, true);
+        }
+
+        /* One tmpfs of size disk_mb holds everything the sandbox can write: a bind mount outranks the
+         * PrivateTmp= that DynamicUser= implies (which would put /tmp on the host's disk). */
+        ADD_OR_OOM(rw, p, "BindPaths", PK_BINDS,
+                   "workspace, /tmp and /var/tmp all live on the execution's size-bounded tmpfs");
+        r |= bind_push(rw, ws, SANDBOX_WORKSPACE, false);
+        r |= bind_push(rw, tmp, "/tmp", false);
+        r |= bind_push(rw, tmp, "/var/tmp", false);
+
+        /* PrivateDevices= would bind the host's /dev/shm: a tmpfs of its own, sized from disk_mb. */
+        ADD_OR_OOM(t, p, "TemporaryFileSystem", PK_TMPFS, "a private, size-bounded /dev/shm");
+        r |= strv_push(&t->strv, &t->n, "/dev/shm");
+        r |= strv_push(&t->strv, &t->n, shm_opts);
+        return r < 0 ? -ENOMEM : 0;
+}
+
+int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
+        _cleanup_free_ char *desc = NULL;
+        UnitProps p = {};
+        const Limits *l = &plan->limits;
+        char **env = NULL;
+        size_t n_env = 0;
+        UnitProp *x;
+        int r;
+
+        if (asprintf(&desc, "sandboxd execution %s (%s)", plan->execution_id, plan->language->name) < 0)
+                return -ENOMEM;
+
+#define TRY(expr)                       \
+        do {                            \
+                r = (expr);             \
+                if (r < 0)              \
+                        goto fail;      \
+        } while (0)
+
+        TRY(add_string(&p, "Description", desc, "what systemctl status shows"));
+        TRY(add_string(&p, "Slice", "sandboxd.slice", "all executions share one slice: one place to see and cap them"));
+        TRY(add_bool(&p, "AddRef", true, "the unit is not collected until sandboxd has read its result"));
+        TRY(add_string(&p, "CollectMode", "inactive-or-failed", "a failed execution does not linger as a failed unit"));
+        TRY(add_string(&p, "Type", "simple", "nothing to wait for: the start job completes at fork"));
+        TRY(add_exec(&p, plan));
+        TRY(add_fd(&p, "StandardInputFileDescriptor", plan->stdin_fd, "the control channel: code in, report out"));
+        TRY(add_fd(&p, "StandardOutputFileDescriptor", plan->stdout_fd, "program output goes to sandboxd, never the journal"));
+        TRY(add_fd(&p, "StandardErrorFileDescriptor", plan->stderr_fd, "likewise: a forged journal line is impossible"));
+
+        TRY(sandbox_environment(plan, &env, &n_env));
+        ADD_OR_OOM(x, &p, "Environment", PK_STRV, "a fixed environment: nothing of the daemon's reaches the sandbox");
+        x->strv = env;
+        x->n = n_env;
+        TRY(add_string(&p, "WorkingDirectory", SANDBOX_WORKSPACE, "a fixed working directory"));
+        TRY(add_u32(&p, "UMask", 0022, "a fixed umask"));
+        TRY(add_bool(&p, "IgnoreSIGPIPE", false, "programs see SIGPIPE as in a shell"));
+
+        /* Identity and privileges. */
+        TRY(add_bool(&p, "DynamicUser", true, "a fresh UID per execution: no two sandboxes can signal or ptrace each other"));
+        TRY(add_bool(&p, "NoNewPrivileges", true, "setuid binaries and file capabilities grant nothing"));
+        TRY(add_u64(&p, "CapabilityBoundingSet", 0, "no capabilities at all"));
+        TRY(add_u64(&p, "AmbientCapabilities", 0, "no capabilities at all"));
+        TRY(add_bool(&p, "RestrictSUIDSGID", true, "cannot create setuid/setgid files"));
+
+        /* The file system: a minimal root. ProtectSystem=strict alone leaves the host tree readable. */
+        TRY(add_string(&p, "RootDirectory", plan->root_dir, "an empty skeleton as /: the host tree is absent, not hidden"));
+        TRY(add_bool(&p, "MountAPIVFS", true, "a /proc and /dev of the sandbox's own"));
+        TRY(add_binds(&p, plan));
+        TRY(add_string(&p, "ProtectProc", "invisible", "other users' processes (the host, other sandboxes) are invisible"));
+        TRY(add_string(&p, "ProcSubset", "pid", "no system-wide /proc files (host memory, cpu, kernel details)"));
+        TRY(add_bool(&p, "PrivateDevices", true, "only null, zero, random, urandom, tty; no device nodes of the host"));
+        TRY(add_bool(&p, "PrivateIPC", true, "SysV IPC and POSIX message queues are not shared with the host"));
+        TRY(add_bool(&p, "PrivateNetwork", true, "no network: only a loopback device of its own"));
+        TRY(add_bool(&p, "ProtectHostname", true, "cannot change the host name"));
+
+        /* Limits. */
+        TRY(add_bool(&p, "MemoryAccounting", true, "peak memory is measured"));
+        TRY(add_u64(&p, "MemoryMax", l->memory_mb * 1024 * 1024, "memory_mb: the OOM killer ends the program at the limit"));
+        TRY(add_u64(&p, "MemorySwapMax", 0, "no swap: a memory bomb cannot slow the host by swapping (cgroup v2)"));
+        TRY(add_bool(&p, "CPUAccounting", true, "cpu time is measured"));
+        TRY(add_u64(&p, "CPUQuotaPerSecUSec", (uint64_t) llround(l->cpu_cores * 1000000.0),
+                    "cpu_cores: a fractional share of CPU time"));
+        TRY(add_bool(&p, "TasksAccounting", true, "task count is measured"));
+        TRY(add_u64(&p, "TasksMax", l->tasks, "a fork bomb stops at the task limit"));
+        TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * 1000, "timeout_ms: systemd stops the unit at the deadline"));
+        TRY(add_string(&p, "KillMode", "control-group", "every process of the execution dies with it"));
+        TRY(add_i32(&p, "KillSignal", SIGKILL, "the deadline is hard: a program that ignores SIGTERM dies anyway"));
+        TRY(add_bool(&p, "SendSIGKILL", true, "belt and braces"));
+        TRY(add_u64(&p, "TimeoutStopUSec", 1000000, "never the 90 s default"));
+        TRY(add_u64(&p, "LimitCORE", 0, "no core dumps"));
+        TRY(add_u64(&p, "LimitCORESoft", 0, "no core dumps"));
+        TRY(add_u64(&p, "LimitNOFILE", plan->nofile, "bounded file descriptors"));
+        TRY(add_u64(&p, "LimitNOFILESoft", plan->nofile, "bounded file descriptors"));
+        TRY(add_i32(&p, "OOMScoreAdjust", 500, "on global memory pressure, sandboxes die before host services"));
+#undef TRY
+
+        *ret = p;
+        return 0;
+fail:
+        unit_props_done(&p);
+        return r;
+}
+
+void unit_props_done(UnitProps *p) {
+        for (size_t i = 0; i < p->n; i++) {
+                UnitProp *x = &p->props[i];
+                free(x->s);
+                for (size_t j = 0; j < x->n; j++)
+                        free(x->strv[j]);
+                free(x->strv);
+        }
+        free(p->props);
+        *p = (UnitProps) {};
+}
+
+const UnitProp *unit_props_find(const UnitProps *p, const char *name) {
+        for (size_t i = 0; i < p->n; i++)
+                if (streq(p->props[i].name, name))
+                        return &p->props[i];
+        return NULL;
+}

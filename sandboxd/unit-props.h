@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Request + configuration → the properties of the transient service unit that runs one execution.
+ * Pure and table-driven: the result is a list of (name, D-Bus type, value, reason) that sysd.c
+ * appends to the StartTransientUnit call, and that cmocka checks without a bus. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "language.h"
+
+/* Paths inside the sandbox. */
+#define SANDBOX_WORKSPACE "/workspace"
+#define SANDBOX_HELPER "/run/sandboxd/sandbox-exec"
+#define SANDBOX_CGROUP_DIR "/run/sandboxd/cgroup"
+
+typedef enum PropKind {
+        PK_BOOL,       /* b */
+        PK_STRING,     /* s */
+        PK_U64,        /* t */
+        PK_U32,        /* u */
+        PK_I32,        /* i */
+        PK_STRV,       /* as */
+        PK_FD,         /* h */
+        PK_BINDS,      /* a(ssbt): strv holds triples source, destination, "-" (ignore if missing) or "" */
+        PK_EXEC,       /* a(sasb): strv holds the argv, s the path */
+        PK_TMPFS,      /* a(ss): strv holds pairs path, options */
+} PropKind;
+
+typedef struct UnitProp {
+        const char *name;
+        PropKind kind;
+        bool b;
+        uint64_t u;
+        int32_t i;
+        int fd;
+        char *s;
+        char **strv;
+        size_t n;
+        const char *reason;
+} UnitProp;
+
+typedef struct UnitProps {
+        UnitProp *props;
+        size_t n, allocated;
+} UnitProps;
+
+typedef struct CgroupBind {
+        const char *source;      /* host path of the unit's cgroup directory for one controller */
+        const char *name;        /* "memory", "pids", "cpuacct", "unified" */
+} CgroupBind;
+
+typedef struct UnitPlan {
+        const char *execution_id;
+        const Language *language;
+        Limits limits;
+        char *const *user_env;   /* sorted "KEY=VALUE" */
+        size_t n_user_env;
+        uint64_t seed;
+        const char *root_dir;    /* the empty skeleton used as RootDirectory= */
+        const char *empty_dir;   /* an empty read-only directory, bound over /sys */
+        const char *helper;      /* host path of sandbox-exec */
+        const char *workspace;   /* host path of this execution's tmpfs (a mount unit) */
+        const CgroupBind *cgroups;
+        size_t n_cgroups;
+        uint64_t nofile;
+        uint64_t max_code_bytes;
+        int stdin_fd, stdout_fd, stderr_fd;
+} UnitPlan;
+
+int unit_props_build(const UnitPlan *plan, UnitProps *ret);
+
+/* How disk_mb is split: /dev/shm gets its own small tmpfs (1/8, at most 64 MiB), the workspace
+ * tmpfs (/workspace, /tmp, /var/tmp) the rest, so together they never exceed disk_mb. */
+uint64_t sandbox_shm_bytes(const Limits *l);
+uint64_t sandbox_workspace_bytes(const Limits *l);
+void unit_props_done(UnitProps *p);
+const UnitProp *unit_props_find(const UnitProps *p, const char *name);
+
+/* Build the fixed environment of every sandbox followed by the language's and the request's. */
+int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n);
+
+/* "sandboxd-<id>.service" and the mount unit for the workspace path. */
+char *execution_unit_name(const char *execution_id);
+char *mount_unit_name_from_path(const char *path);

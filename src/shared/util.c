@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sys/random.h>
+#include <time.h>
+
+#include "util.h"
+
+int free_and_strdup(char **dst, const char *src) {
+        char *t = NULL;
+
+        if (src) {
+                t = strdup(src);
+                if (!t)
+                        return -ENOMEM;
+        }
+        free(*dst);
+        *dst = t;
+        return 0;
+}
+
+int safe_atou64(const char *s, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        /* strtoull() would skip white space and accept a sign (and wrap "-1"): digits only. */
+        if (isempty(s) || !(*s >= '0' && *s <= '9'))
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (*end != '\0')
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int safe_atoi(const char *s, int *ret) {
+        char *end;
+        long v;
+
+        if (isempty(s) || !((*s >= '0' && *s <= '9') || (*s == '-' && s[1] >= '0' && s[1] <= '9')))
+                return -EINVAL;
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
+                return -ERANGE;
+        if (*end != '\0')
+                return -EINVAL;
+        *ret = (int) v;
+        return 0;
+}
+
+int loop_write(int fd, const void *buf, size_t n) {
+        const uint8_t *p = buf;
+
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+ssize_t loop_read(int fd, void *buf, size_t n) {
+        uint8_t *p = buf;
+        size_t done = 0;
+
+        while (done < n) {
+                ssize_t k = read(fd, p + done, n - done);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                done += (size_t) k;
+        }
+        return (ssize_t) done;
+}
+
+uint64_t now_usec(int clock) {
+        struct timespec ts;
+
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+bool id_is_valid(const char *s, size_t max) {
+        size_t n;
+
+        if (isempty(s))
+                return false;
+        n = strlen(s);
+        if (n > max)
+                return false;
+        if (s[0] == '.' || s[0] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '-' || c == '.'))
+                        return false;
+        }
+        return true;
+}
+
+int id_generate(char *buf, size_t size, const char *prefix) {
+        uint8_t rnd[8];
+        struct tm tm;
+        time_t t = time(NULL);
+        int n;
+
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd))
+                return -EIO;
+        if (!gmtime_r(&t, &tm))
+                return -EINVAL;
+        n = snprintf(buf, size, "%s_%04d%02d%02d_%02x%02x%02x%02x%02x%02x%02x%02x", prefix,
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+                     rnd[5], rnd[6], rnd[7]);
+        if (n < 0 || (size_t) n >= size)
+                return -ENOBUFS;
+        return 0;
+}
+
+char *unit_name_escape(const char *s) {
+        /* Only the characters id_is_valid() allows reach here: '-' is escaped as \x2d, a leading
+         * '.' never occurs; everything else passes as is. */
+        size_t n = strlen(s);
+        char *r = malloc(n * 4 + 1), *p = r;
+
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == '-') {
+                        memcpy(p, "\\x2d", 4);
+                        p += 4;
+                } else
+                        *p++ = s[i];
+        }
+        *p = 0;
+        return r;
+}

@@ -1,0 +1,144 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# DRAFT. sandboxctl against the real daemon; run by tests/harness/sandbox-harness, which sets
+# SANDBOXD_SOCKET and SANDBOXD_BUILD_DIR. Prints TAP; exits 1 if any test failed.
+set -uo pipefail
+
+ctl=${SANDBOXD_BUILD_DIR:?not run by the harness}/sandboxctl/sandboxctl
+[ -x "$ctl" ] || { echo "Bail out! no sandboxctl binary at $ctl"; exit 1; }
+: "${SANDBOXD_SOCKET:?not run by the harness}"
+
+work=$(mktemp -d /tmp/test-sandboxctl.XXXXXX)
+bg_pid=
+cleanup() {
+        # Only the background run this script started, by its PID.
+        [ -n "$bg_pid" ] && kill "$bg_pid" 2>/dev/null
+        rm -rf "$work"
+}
+trap cleanup EXIT
+
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+        n=$((n + 1)); failed=1
+        echo "not ok $n - $1"
+        shift
+        for line in "$@"; do echo "#   $line"; done
+        [ -s "$work/err" ] && awk '{ print "#   stderr: " $0 }' "$work/err" | head -20
+}
+# check DESCRIPTION EXPECTED_RC CMD...: runs CMD with stdout in $work/out, stderr in $work/err.
+check_rc() {
+        local desc=$1 want=$2 rc=0
+        shift 2
+        "$@" >"$work/out" 2>"$work/err" || rc=$?
+        if [ "$rc" -eq "$want" ]; then ok "$desc"; return 0; fi
+        not_ok "$desc" "exit status $rc, expected $want"
+        return 1
+}
+json_get() { # json_get FILE PYTHON-EXPRESSION-ON-d
+        python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# The daemon may still be starting up.
+for _ in $(seq 50); do "$ctl" health >/dev/null 2>&1 && break; sleep 0.2; done
+
+check_rc "health answers ok" 0 "$ctl" health
+check_rc "health --json" 0 "$ctl" health --json &&
+        { [ "$(json_get "$work/out" 'd["status"]')" = ok ] && ok "health --json status is ok" ||
+                not_ok "health --json status is ok"; }
+
+if check_rc "run -c 'print(1)' exits 0" 0 "$ctl" run -c 'print(1)'; then
+        [ "$(cat "$work/out")" = 1 ] && ok "run -c 'print(1)' prints 1" ||
+                not_ok "run -c 'print(1)' prints 1" "got: $(head -c 200 "$work/out")"
+fi
+
+# Output passes through byte for byte: no newline added, streams kept apart.
+if check_rc "run with output on both streams" 0 "$ctl" run -c \
+        'import sys; sys.stdout.write("out"); sys.stderr.write("err")'; then
+        [ "$(od -An -c "$work/out")" = "$(printf out | od -An -c)" ] &&
+                [ "$(od -An -c "$work/err")" = "$(printf err | od -An -c)" ] &&
+                ok "stdout and stderr exact" ||
+                not_ok "stdout and stderr exact" "out: $(od -An -c "$work/out")" "err: $(od -An -c "$work/err")"
+fi
+
+check_rc "runtime error: exit code passes through" 3 "$ctl" run -c 'import sys; sys.exit(3)'
+check_rc "killed by a signal: 128+signal" 143 "$ctl" run -c 'import os, signal; os.kill(os.getpid(), signal.SIGTERM)'
+# A syntax error is a compile_error when the runner checks the source before running it.
+check_rc "syntax error exits 65" 65 "$ctl" run -c 'def ('
+check_rc "timeout exits 124" 124 "$ctl" run --timeout-ms 500 -c 'import time; time.sleep(30)'
+
+printf 'echo from-file\n' >"$work/x.sh"
+check_rc "language from the file extension (.sh → bash)" 0 "$ctl" run "$work/x.sh" &&
+        { [ "$(cat "$work/out")" = from-file ] && ok "bash file output" || not_ok "bash file output"; }
+check_rc "code from standard input" 0 "$ctl" run - <<<'print(6*7)' &&
+        { [ "$(cat "$work/out")" = 42 ] && ok "stdin code output" || not_ok "stdin code output"; }
+
+if check_rc "run --json of a failing program keeps its exit status" 3 "$ctl" run --json -c \
+        'import sys; print("x"); sys.exit(3)'; then
+        st=$(json_get "$work/out" 'd["status"] + " " + d["error_type"] + " " + str(d["exit_code"])' 2>&1)
+        [ "$st" = "failed runtime_error 3" ] && ok "run --json gives valid JSON with status" ||
+                not_ok "run --json gives valid JSON with status" "got: $st"
+fi
+
+printf 'print(1)\xff\n' >"$work/bad.py"
+check_rc "code that is not UTF-8 is refused (64)" 64 "$ctl" run "$work/bad.py"
+check_rc "a limit above its ceiling is refused (69)" 69 "$ctl" run --memory-mb 99999999 -c 'print(1)' &&
+        { grep -q 'memory_mb' "$work/err" && ok "the error names the field" ||
+                not_ok "the error names the field"; }
+check_rc "status of an unknown execution exits 4" 4 "$ctl" status exec_does_not_exist
+check_rc "usage error exits 64" 64 "$ctl" status
+
+# submit, then status --wait.
+if check_rc "submit prints an id" 0 "$ctl" submit -c 'print("queued")'; then
+        id=$(cat "$work/out")
+        if check_rc "status --wait $id" 0 "$ctl" status --wait --json "$id"; then
+                st=$(json_get "$work/out" 'd["status"] + ":" + d["stdout"]' 2>&1)
+                [ "$st" = "success:queued" ] && ok "submitted execution succeeded" ||
+                        not_ok "submitted execution succeeded" "got: $st"
+        fi
+        check_rc "status (human) $id" 0 "$ctl" status "$id" &&
+                { grep -q "Status: success" "$work/out" && ok "human status shows Status" ||
+                        not_ok "human status shows Status"; }
+        check_rc "cancel of a finished execution exits 69" 69 "$ctl" cancel "$id"
+fi
+
+# Cancel a waiting run from a second process: the run exits 130, the status is cancelled.
+cid=test_cancel_$$
+"$ctl" run --id "$cid" -c 'import time; time.sleep(60)' >"$work/bg-out" 2>"$work/bg-err" &
+bg_pid=$!
+running=
+for _ in $(seq 100); do
+        if "$ctl" status --json "$cid" >"$work/st" 2>/dev/null &&
+           [ "$(json_get "$work/st" 'd["status"]' 2>/dev/null)" = running ]; then
+                running=1
+                break
+        fi
+        sleep 0.1
+done
+[ -n "$running" ] && ok "long run is running" || not_ok "long run is running"
+check_rc "cancel $cid" 0 "$ctl" cancel "$cid"
+rc=0
+wait "$bg_pid" || rc=$?
+bg_pid=
+[ "$rc" -eq 130 ] && ok "cancelled run exits 130" || not_ok "cancelled run exits 130" "exit status $rc"
+check_rc "status of the cancelled execution" 0 "$ctl" status --wait --json "$cid" &&
+        { [ "$(json_get "$work/out" 'd["status"]')" = cancelled ] && ok "status is cancelled" ||
+                not_ok "status is cancelled"; }
+
+check_rc "languages" 0 "$ctl" languages &&
+        { grep -q '^python ' "$work/out" && ok "languages lists python" || not_ok "languages lists python"; }
+check_rc "languages --json" 0 "$ctl" languages --json &&
+        { json_get "$work/out" '[l["name"] for l in d["languages"]]' | grep -q python &&
+                ok "languages --json lists python" || not_ok "languages --json lists python"; }
+
+# SANDBOXD_SOCKET is honoured, and --socket wins over it.
+check_rc "SANDBOXD_SOCKET pointing nowhere exits 69" 69 env SANDBOXD_SOCKET="$work/nope.sock" "$ctl" health &&
+        { grep -q "$work/nope.sock" "$work/err" && ok "the error names the socket" ||
+                not_ok "the error names the socket"; }
+check_rc "--socket overrides SANDBOXD_SOCKET" 0 \
+        env SANDBOXD_SOCKET="$work/nope.sock" "$ctl" --socket "$SANDBOXD_SOCKET" health
+
+echo "1..$n"
+exit $failed

@@ -1,0 +1,444 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Runs the built sandbox-exec directly (no systemd), playing the daemon's part: a socketpair as
+its stdin, a temporary workspace, the real BPF filter and the real language rows (both from
+dump-seccomp-bpf). One case per invocation; exit 0 if it passed. Standard library only.
+
+Usage: sandbox-exec-driver.py SANDBOX_EXEC DUMP_SECCOMP_BPF CASE
+       sandbox-exec-driver.py --list
+
+Run as root, the helper and the program are dropped to nobody (65534), as DynamicUser= would run
+them: root could read any process's memory whatever the helper does, which would make the
+/proc/<pid>/mem case meaningless."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+UNPRIVILEGED = 65534
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what, result=None):
+    if not cond:
+        msg = what
+        if result is not None:
+            msg += '\n' + result.describe()
+        raise Failure(msg)
+
+
+class Result:
+    def __init__(self, report_text, stdout, stderr, returncode):
+        self.report_text = report_text
+        self.report = {}
+        for line in report_text.splitlines():
+            k, sep, v = line.partition('=')
+            if sep:
+                self.report[k] = v
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode = returncode
+
+    def describe(self):
+        return ('# report: %r\n# stdout: %r\n# stderr: %r\n# exit: %d'
+                % (self.report_text, self.stdout[-2000:], self.stderr[-2000:], self.returncode))
+
+
+class Env:
+    def __init__(self, sandbox_exec, dump):
+        self.sandbox_exec = sandbox_exec
+        self.dump = dump
+        self.bpf = subprocess.run([dump], check=True, stdout=subprocess.PIPE).stdout
+        self.drop = os.geteuid() == 0
+        self.tmpdirs = []
+
+    def cleanup(self):
+        for d in self.tmpdirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def mkdtemp(self):
+        d = tempfile.mkdtemp(prefix='sandbox-exec-test.')
+        self.tmpdirs.append(d)
+        if self.drop:
+            os.chown(d, UNPRIVILEGED, UNPRIVILEGED)
+        return d
+
+    def language(self, name):
+        out = subprocess.run([self.dump, '--language', name], check=True,
+                             stdout=subprocess.PIPE).stdout
+        fields = out.split(b'\0')[:-1]
+        row = {'compile': [], 'run': [], 'env': []}
+        for k, v in zip(fields[0::2], fields[1::2]):
+            k, v = k.decode(), v.decode()
+            if k in row and isinstance(row[k], list):
+                row[k].append(v)
+            else:
+                row[k] = v
+        return row
+
+    def run_raw(self, args, payload, workspace=None, timeout=60, extra_env=()):
+        """Start sandbox-exec with args, send payload over the control channel, collect
+        everything."""
+        workspace = workspace or self.mkdtemp()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = {'PATH': '/usr/bin:/bin', 'LANG': 'C.UTF-8', 'HOME': workspace}
+        for kv in extra_env:
+            k, _, v = kv.partition('=')
+            env[k] = v
+
+        def demote():
+            if self.drop:
+                os.setgroups([])
+                os.setgid(UNPRIVILEGED)
+                os.setuid(UNPRIVILEGED)
+
+        argv = [self.sandbox_exec, '--workspace', workspace] + list(args)
+        proc = subprocess.Popen(argv, stdin=theirs.fileno(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, preexec_fn=demote,
+                                close_fds=True)
+        theirs.close()
+
+        def send():
+            try:
+                ours.sendall(payload)
+                # As the daemon does: nothing more will come, so a short payload is an EOF for
+                # the helper rather than a wait until the unit's RuntimeMaxSec.
+                ours.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass  # the helper may refuse early and close; that is what some cases test
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+
+        chunks = []
+
+        def receive():
+            while True:
+                try:
+                    b = ours.recv(65536)
+                except OSError:
+                    break
+                if not b:
+                    break
+                chunks.append(b)
+
+        receiver = threading.Thread(target=receive, daemon=True)
+        receiver.start()
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise Failure('sandbox-exec timed out')
+        receiver.join(timeout)
+        ours.close()
+        return Result(b''.join(chunks).decode(errors='replace'), stdout.decode(errors='replace'),
+                      stderr.decode(errors='replace'), proc.returncode)
+
+    def payload(self, code, bpf=None):
+        bpf = self.bpf if bpf is None else bpf
+        return b'SANDBOXD-EXEC 1 %d %d\n' % (len(bpf), len(code)) + bpf + code
+
+    def run_lang(self, lang, code, extra_args=(), workspace=None):
+        row = self.language(lang)
+        args = ['--source', row['source']]
+        for a in row['compile']:
+            args += ['--compile-arg', a]
+        if row.get('syntax_fd') == '1':
+            args.append('--syntax-fd')
+        args += list(extra_args)
+        args += ['--'] + row['run']
+        if isinstance(code, str):
+            code = code.encode()
+        return self.run_raw(args, self.payload(code), workspace=workspace, extra_env=row['env'])
+
+
+def expect(r, phase, exit_code=None, signal=None):
+    check(r.report.get('phase') == phase, 'expected phase=%s' % phase, r)
+    if exit_code is not None:
+        check(r.report.get('exit') == str(exit_code), 'expected exit=%d' % exit_code, r)
+        if exit_code >= 0:
+            check(r.returncode == exit_code, 'helper exit status should mirror the program', r)
+    if signal is not None:
+        check(r.report.get('signal') == str(signal), 'expected signal=%d' % signal, r)
+    for key in ('oom_kill', 'mem_peak', 'mem_failcnt', 'pids_max', 'disk_full', 'cpu_usec'):
+        check(r.report.get(key, '').isdigit(), 'report lacks %s' % key, r)
+
+
+CASES = {}
+
+
+def case(f):
+    CASES[f.__name__.replace('_', '-')] = f
+    return f
+
+
+@case
+def python_hello(env):
+    r = env.run_lang('python', 'print("hello")\n')
+    expect(r, 'run', 0, 0)
+    check(r.stdout == 'hello\n', 'stdout', r)
+
+
+@case
+def python_main_module(env):
+    code = ('import sys, os\n'
+            'assert __name__ == "__main__"\n'
+            'assert sys.modules["__main__"].__dict__ is globals()\n'
+            'assert sys.argv == ["main.py"], sys.argv\n'
+            'assert sys.path[0] == os.getcwd(), sys.path\n'
+            'assert __file__ == os.path.join(os.getcwd(), "main.py")\n'
+            'assert sys.stdin.read() == ""\n'
+            'assert "_sandboxd_main" not in globals()\n'
+            'print("ok")\n')
+    r = env.run_lang('python', code)
+    expect(r, 'run', 0)
+    check(r.stdout == 'ok\n', 'stdout', r)
+
+
+@case
+def python_syntax_error(env):
+    r = env.run_lang('python', 'print("a"\n')
+    expect(r, 'compile', 1)
+    check('File "main.py", line 1' in r.stderr and 'SyntaxError' in r.stderr,
+          'Python-style syntax error on stderr', r)
+
+
+@case
+def python_exception(env):
+    r = env.run_lang('python', 'def f():\n    raise ValueError("boom")\nf()\n')
+    expect(r, 'run', 1)
+    check('Traceback (most recent call last)' in r.stderr and 'ValueError: boom' in r.stderr,
+          'traceback on stderr', r)
+    check('line 3' in r.stderr and '<string>' not in r.stderr,
+          'traceback without the bootstrap frame', r)
+
+
+@case
+def python_sys_exit(env):
+    r = env.run_lang('python', 'import sys\nprint("x")\nsys.exit(5)\n')
+    expect(r, 'run', 5)
+    check(r.stdout == 'x\n', 'stdout flushed', r)
+
+
+@case
+def node_hello(env):
+    r = env.run_lang('node', 'console.log("hello");\n')
+    expect(r, 'run', 0, 0)
+    check(r.stdout == 'hello\n', 'stdout', r)
+
+
+@case
+def node_commonjs(env):
+    code = ('if (require.main !== module) throw new Error("not main");\n'
+            'console.log(require("path").basename(__filename));\n'
+            'return;\n'
+            'console.log("not reached");\n')
+    r = env.run_lang('node', code)
+    expect(r, 'run', 0)
+    check(r.stdout == 'main.js\n', 'stdout', r)
+
+
+@case
+def node_syntax_error(env):
+    r = env.run_lang('node', 'let a = 1;\nconsole.log(\n')
+    expect(r, 'compile', 1)
+    check('main.js:' in r.stderr and 'SyntaxError' in r.stderr, 'Node-style syntax error', r)
+    check('    at ' not in r.stderr, 'no bootstrap stack frames', r)
+
+
+@case
+def node_exception(env):
+    r = env.run_lang('node', 'throw new Error("boom");\n')
+    expect(r, 'run', 1)
+    check('Error: boom' in r.stderr, 'error on stderr', r)
+
+
+@case
+def bash_exit_3(env):
+    r = env.run_lang('bash', 'echo hi\nexit 3\n')
+    expect(r, 'run', 3, 0)
+    check(r.stdout == 'hi\n', 'stdout', r)
+
+
+@case
+def bash_syntax_error(env):
+    r = env.run_lang('bash', 'echo before\nif then fi (\n')
+    expect(r, 'compile')
+    check(r.report.get('exit') not in ('0', None), 'non-zero compile exit', r)
+    check('before' not in r.stdout, 'the script must not have run', r)
+
+
+@case
+def sigsegv(env):
+    r = env.run_lang('bash', 'kill -SEGV $$\n')
+    expect(r, 'run', -1, 11)
+    check(r.returncode == 128 + 11, 'helper exits 128+signal', r)
+
+
+@case
+def proc_mem_of_helper(env):
+    code = ('import os\n'
+            'for path in ("/proc/%d/mem" % os.getppid(), "/proc/%d/fd/10" % os.getppid()):\n'
+            '    try:\n'
+            '        os.close(os.open(path, os.O_RDONLY))\n'
+            '        print("OPENED", path)\n'
+            '    except OSError as e:\n'
+            '        print("DENIED", e.errno)\n')
+    r = env.run_lang('python', code)
+    expect(r, 'run', 0)
+    check('OPENED' not in r.stdout and r.stdout.count('DENIED') == 2,
+          'the program must not open the helper\'s memory or fds', r)
+
+
+@case
+def no_fd_leak(env):
+    code = ('import os\n'
+            'fds = sorted(int(x) for x in os.listdir("/proc/self/fd"))\n'
+            'print(" ".join(map(str, fds)))\n')
+    r = env.run_lang('python', code)
+    expect(r, 'run', 0)
+    # 0, 1, 2 and the directory fd listdir() itself holds
+    fds = [int(x) for x in r.stdout.split()]
+    check(fds[:3] == [0, 1, 2] and len(fds) == 4, 'only stdio reaches the program', r)
+
+
+@case
+def filter_active(env):
+    code = ('import socket, errno\n'
+            'try:\n'
+            '    socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n'
+            '    print("inet allowed")\n'
+            'except OSError as e:\n'
+            '    print(errno.errorcode[e.errno])\n'
+            'socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()\n')
+    r = env.run_lang('python', code)
+    expect(r, 'run', 0)
+    check(r.stdout == 'EAFNOSUPPORT\n', 'seccomp filter loaded in the program', r)
+
+
+@case
+def source_symlink_not_followed(env):
+    ws = env.mkdtemp()
+    outside = os.path.join(env.mkdtemp(), 'victim')
+    with open(outside, 'w') as f:
+        f.write('untouched')
+    if env.drop:
+        os.chown(outside, UNPRIVILEGED, UNPRIVILEGED)
+    os.symlink(outside, os.path.join(ws, 'main.py'))
+    r = env.run_lang('python', 'print("fresh")\n', workspace=ws)
+    expect(r, 'run', 0)
+    check(r.stdout == 'fresh\n', 'stdout', r)
+    with open(outside) as f:
+        check(f.read() == 'untouched', 'the symlink target must not be written', r)
+    check(not os.path.islink(os.path.join(ws, 'main.py')), 'symlink replaced by the source', r)
+
+
+@case
+def cgroup_counters(env):
+    cg = env.mkdtemp()
+    os.makedirs(os.path.join(cg, 'memory'))
+    os.makedirs(os.path.join(cg, 'pids'))
+    os.makedirs(os.path.join(cg, 'unified'))
+    files = {
+        'memory/memory.oom_control': 'oom_kill_disable 0\nunder_oom 0\noom_kill 2\n',
+        'memory/memory.max_usage_in_bytes': '123456789\n',
+        'memory/memory.failcnt': '7\n',
+        'pids/pids.events': 'max 4\n',
+        'unified/cpu.stat': 'usage_usec 4242\nuser_usec 4000\nsystem_usec 242\n',
+    }
+    for name, text in files.items():
+        with open(os.path.join(cg, name), 'w') as f:
+            f.write(text)
+    r = env.run_lang('bash', 'exit 0\n', extra_args=['--cgroup-dir', cg])
+    expect(r, 'run', 0)
+    want = {'oom_kill': '2', 'mem_peak': '123456789', 'mem_failcnt': '7', 'pids_max': '4',
+            'cpu_usec': '4242'}
+    for k, v in want.items():
+        check(r.report.get(k) == v, 'expected %s=%s' % (k, v), r)
+
+
+@case
+def compile_step_failure_stops(env):
+    row = env.language('bash')
+    args = ['--source', 'main.sh', '--compile-arg', '/bin/sh', '--compile-arg', '-c',
+            '--compile-arg', 'echo compiling; exit 4', '--'] + row['run']
+    r = env.run_raw(args, env.payload(b'echo ran\n'))
+    expect(r, 'compile', 4)
+    check('compiling' in r.stdout and 'ran' not in r.stdout, 'run step skipped', r)
+
+
+@case
+def bad_header(env):
+    r = env.run_raw(['--source', 'main.sh', '--', '/bin/bash', 'main.sh'],
+                    b'SANDBOXD-EXEC 2 8 0\n' + b'\0' * 8)
+    expect(r, 'setup', -1)
+    check(r.returncode == 1 and r.report.get('error'), 'error reported, exit 1', r)
+    for bad in (b'SANDBOXD-EXEC 1 08 0\n', b'SANDBOXD-EXEC 1 +8 0\n', b'SANDBOXD-EXEC 1 8  0\n',
+                b'SANDBOXD-EXEC 1 8 0 \n', b'SANDBOXD-EXEC 1 8\n', b'SANDBOXD-EXEC 1 12 0\n',
+                b'SANDBOXD-EXEC 1 0 0\n', b'SANDBOXD-EXEC 1 99999999999999999999999 0\n',
+                b'SANDBOXD-EXEC 1 8 ' + b'1' * 60 + b'\n', b'SANDBOXD-EXEC 1 8 0'):
+        r = env.run_raw(['--source', 'main.sh', '--', '/bin/bash', 'main.sh'], bad + b'\0' * 8)
+        expect(r, 'setup')
+        check(r.returncode == 1, 'exit 1 for %r' % bad, r)
+
+
+@case
+def short_read(env):
+    r = env.run_raw(['--source', 'main.sh', '--', '/bin/bash', 'main.sh'],
+                    b'SANDBOXD-EXEC 1 %d 100\n' % len(env.bpf) + env.bpf + b'echo')
+    expect(r, 'setup')
+
+
+@case
+def source_too_large(env):
+    code = b'#' * 2048 + b'\n'
+    row = env.language('bash')
+    r = env.run_raw(['--source', 'main.sh', '--max-source', '1024', '--'] + row['run'],
+                    env.payload(code))
+    expect(r, 'setup', -1)
+    check('too large' in r.report.get('error', ''), 'error says why', r)
+
+
+@case
+def exec_failure(env):
+    r = env.run_raw(['--source', 'main.sh', '--', '/nonexistent/runtime', 'main.sh'],
+                    env.payload(b'echo\n'))
+    expect(r, 'setup')
+    check('/nonexistent/runtime' in r.report.get('error', ''), 'error names the program', r)
+
+
+@case
+def relative_program_refused(env):
+    r = env.run_raw(['--source', 'main.sh', '--', 'bash', 'main.sh'], env.payload(b'echo\n'))
+    expect(r, 'setup')
+
+
+def main():
+    if sys.argv[1:] == ['--list']:
+        print('\n'.join(CASES))
+        return 0
+    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
+        print(__doc__, file=sys.stderr)
+        return 2
+    env = Env(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
+    try:
+        CASES[sys.argv[3]](env)
+    except Failure as e:
+        for line in str(e).splitlines():
+            print('# ' + line if not line.startswith('#') else line)
+        return 1
+    finally:
+        env.cleanup()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

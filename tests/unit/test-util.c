@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+static void test_safe_atou64(_unused_ void **state) {
+        static const struct {
+                const char *s;
+                int ret;
+                uint64_t v;
+        } rows[] = {
+                { "0",                     0,       0 },
+                { "1",                     0,       1 },
+                { "007",                   0,       7 },
+                { "4096",                  0,       4096 },
+                { "18446744073709551615",  0,       UINT64_MAX },
+                { "18446744073709551616",  -ERANGE, 0 },
+                { "99999999999999999999999", -ERANGE, 0 },
+                { NULL,                    -EINVAL, 0 },
+                { "",                      -EINVAL, 0 },
+                { "-1",                    -EINVAL, 0 },
+                { "-0",                    -EINVAL, 0 },
+                { "+1",                    -EINVAL, 0 },
+                { " 1",                    -EINVAL, 0 },
+                { "1 ",                    -EINVAL, 0 },
+                { "1\n",                   -EINVAL, 0 },
+                { "12a",                   -EINVAL, 0 },
+                { "0x10",                  -EINVAL, 0 },
+                { "abc",                   -EINVAL, 0 },
+                { "1.5",                   -EINVAL, 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                uint64_t v = 0xdeadbeef;
+                int r = safe_atou64(rows[i].s, &v);
+
+                if (r != rows[i].ret || (r == 0 && v != rows[i].v)) {
+                        print_error("safe_atou64(\"%s\") = %d, %llu\n", strna(rows[i].s), r,
+                                    (unsigned long long) v);
+                        fail();
+                }
+                /* On failure the output is left alone. */
+                if (r < 0)
+                        assert_int_equal(v, 0xdeadbeef);
+        }
+}
+
+static void test_safe_atoi(_unused_ void **state) {
+        static const struct {
+                const char *s;
+                int ret;
+                int v;
+        } rows[] = {
+                { "0",            0,       0 },
+                { "-1",           0,       -1 },
+                { "42",           0,       42 },
+                { "-0",           0,       0 },
+                { "2147483647",   0,       INT32_MAX },
+                { "-2147483648",  0,       INT32_MIN },
+                { "2147483648",   -ERANGE, 0 },
+                { "-2147483649",  -ERANGE, 0 },
+                { "99999999999999999999", -ERANGE, 0 },
+                { NULL,           -EINVAL, 0 },
+                { "",             -EINVAL, 0 },
+                { " 1",           -EINVAL, 0 },
+                { "1 ",           -EINVAL, 0 },
+                { "-",            -EINVAL, 0 },
+                { "1x",           -EINVAL, 0 },
+                { "x1",           -EINVAL, 0 },
+                { "0x10",         -EINVAL, 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                int v = 0x5a5a;
+                int r = safe_atoi(rows[i].s, &v);
+
+                if (r != rows[i].ret || (r == 0 && v != rows[i].v)) {
+                        print_error("safe_atoi(\"%s\") = %d, %d\n", strna(rows[i].s), r, v);
+                        fail();
+                }
+                if (r < 0)
+                        assert_int_equal(v, 0x5a5a);
+        }
+}
+
+static void test_id_is_valid(_unused_ void **state) {
+        static const struct {
+                const char *s;
+                size_t max;
+                bool valid;
+        } rows[] = {
+                { "a",                          64, true },
+                { "exec_20240101_0123456789abcdef", 64, true },
+                { "My.Session-1_x",             64, true },
+                { "a.",                         64, true },
+                { "a-",                         64, true },
+                { "_a",                         64, true },
+                { "0",                          64, true },
+                { "abcd",                       4,  true },  /* exactly max */
+                { "abcde",                      4,  false }, /* max + 1 */
+                { NULL,                         64, false },
+                { "",                           64, false },
+                { ".",                          64, false },
+                { "..",                         64, false },
+                { ".hidden",                    64, false },
+                { "-rf",                        64, false },
+                { "a/b",                        64, false },
+                { "../x",                       64, false },
+                { "a b",                        64, false },
+                { "a\nb",                       64, false },
+                { "a\\x2d",                     64, false },
+                { "a@b",                        64, false },
+                { "a:b",                        64, false },
+                { "caf\xc3\xa9",                64, false },
+                { "a*",                         64, false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++)
+                if (id_is_valid(rows[i].s, rows[i].max) != rows[i].valid) {
+                        print_error("id_is_valid(\"%s\", %zu) should be %s\n", strna(rows[i].s), rows[i].max,
+                                    rows[i].valid ? "true" : "false");
+                        fail();
+                }
+}
+
+static bool is_lower_hex(char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+static void test_id_generate(_unused_ void **state) {
+        char a[64], b[64], today[16], before[16], after[16];
+        struct tm tm;
+        time_t t;
+
+        t = time(NULL);
+        assert_non_null(gmtime_r(&t, &tm));
+        strftime(before, sizeof(before), "%Y%m%d", &tm);
+        assert_int_equal(id_generate(a, sizeof(a), "exec"), 0);
+        assert_int_equal(id_generate(b, sizeof(b), "exec"), 0);
+        t = time(NULL);
+        assert_non_null(gmtime_r(&t, &tm));
+        strftime(after, sizeof(after), "%Y%m%d", &tm);
+
+        /* exec_YYYYMMDD_<16 lowercase hex> */
+        assert_int_equal(strlen(a), 4 + 1 + 8 + 1 + 16);
+        assert_true(startswith(a, "exec_"));
+        assert_int_equal(a[13], '_');
+        memcpy(today, a + 5, 8);
+        today[8] = 0;
+        assert_true(streq(today, before) || streq(today, after));
+        for (size_t i = 14; i < 30; i++)
+                assert_true(is_lower_hex(a[i]));
+        assert_true(id_is_valid(a, 64));
+
+        /* 64 random bits: two ids colliding means the randomness is broken. */
+        assert_string_not_equal(a, b);
+
+        /* 30 characters need 31 bytes. */
+        assert_int_equal(id_generate(a, 31, "exec"), 0);
+        assert_int_equal(strlen(a), 30);
+        assert_int_equal(id_generate(a, 30, "exec"), -ENOBUFS);
+
+        assert_int_equal(id_generate(a, sizeof(a), "sess"), 0);
+        assert_true(startswith(a, "sess_"));
+        assert_int_equal(strlen(a), 30);
+}
+
+static void test_unit_name_escape(_unused_ void **state) {
+        static const struct {
+                const char *in;
+                const char *out;
+        } rows[] = {
+                { "",                    "" },
+                { "abc",                 "abc" },
+                { "exec_20240101_ab.c",  "exec_20240101_ab.c" },
+                { "a-b",                 "a\\x2db" },
+                { "a--b-",               "a\\x2d\\x2db\\x2d" },
+                { "-",                   "\\x2d" },
+                { "A_Z.0",               "A_Z.0" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                _cleanup_free_ char *s = unit_name_escape(rows[i].in);
+
+                assert_non_null(s);
+                if (!streq(s, rows[i].out)) {
+                        print_error("unit_name_escape(\"%s\") = \"%s\", expected \"%s\"\n", rows[i].in, s,
+                                    rows[i].out);
+                        fail();
+                }
+        }
+}
+
+static void test_free_and_strdup(_unused_ void **state) {
+        _cleanup_free_ char *s = NULL;
+
+        assert_int_equal(free_and_strdup(&s, "one"), 0);
+        assert_string_equal(s, "one");
+        assert_int_equal(free_and_strdup(&s, "two"), 0);
+        assert_string_equal(s, "two");
+        assert_int_equal(free_and_strdup(&s, NULL), 0);
+        assert_null(s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_safe_atou64),
+                cmocka_unit_test(test_safe_atoi),
+                cmocka_unit_test(test_id_is_valid),
+                cmocka_unit_test(test_id_generate),
+                cmocka_unit_test(test_unit_name_escape),
+                cmocka_unit_test(test_free_and_strdup),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
