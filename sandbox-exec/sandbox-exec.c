@@ -413,6 +413,7 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
                 .len = (unsigned short) (bpf_len / 8),
                 .filter = (struct sock_filter *) (void *) bpf,
         };
+        sigset_t mask;
         int fd, r;
 
         /* Resource limits first, while nothing of the program runs. RLIMIT_CORE: no core dumps
@@ -454,6 +455,25 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
         r = close_all_from(syntax_w >= 0 ? 4 : 3, err_fd);
         if (r < 0)
                 child_fail(err_fd, "Cannot close inherited file descriptors: %s", strerror(-r));
+
+        /* A normal process environment for the program: systemd starts services with SIGPIPE
+         * ignored (IgnoreSIGPIPE=), and an ignored disposition would survive the exec, turning
+         * "yes | head" into write errors. Nothing of ours is blocked, but make sure. */
+        (void) signal(SIGPIPE, SIG_DFL);
+        (void) sigemptyset(&mask);
+        (void) sigprocmask(SIG_SETMASK, &mask, NULL);
+
+        /* systemd adds per-invocation variables (a random INVOCATION_ID, the PID): the same request
+         * must see the same environment, and these say nothing the program needs. */
+        (void) unsetenv("INVOCATION_ID");
+        (void) unsetenv("SYSTEMD_EXEC_PID");
+        (void) unsetenv("JOURNAL_STREAM");
+        (void) unsetenv("NOTIFY_SOCKET");
+        (void) unsetenv("WATCHDOG_PID");
+        (void) unsetenv("WATCHDOG_USEC");
+        (void) unsetenv("LISTEN_PID");
+        (void) unsetenv("LISTEN_FDS");
+        (void) unsetenv("LISTEN_FDNAMES");
 
         /* The filter is the last thing before exec that could fail; without it nothing runs. */
         if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
@@ -634,8 +654,10 @@ static void gather(Report *r, int cg_fd, int workspace_fd, int tmp_fd) {
         /* Without a cgroup: what the kernel accounted to our waited-for children. */
         if ((!have_cpu || !have_peak) && getrusage(RUSAGE_CHILDREN, &ru) >= 0) {
                 if (!have_cpu)
-                        r->cpu_usec = (uint64_t) ru.ru_utime.tv_sec * 1000000 + (uint64_t) ru.ru_utime.tv_usec +
-                                      (uint64_t) ru.ru_stime.tv_sec * 1000000 + (uint64_t) ru.ru_stime.tv_usec;
+                        r->cpu_usec = (uint64_t) ru.ru_utime.tv_sec * 1000000 +
+                                      (uint64_t) ru.ru_utime.tv_usec +
+                                      (uint64_t) ru.ru_stime.tv_sec * 1000000 +
+                                      (uint64_t) ru.ru_stime.tv_usec;
                 if (!have_peak)
                         r->mem_peak = (uint64_t) ru.ru_maxrss * 1024;
         }
@@ -679,6 +701,17 @@ int main(int argc, char *argv[]) {
                 fail_setup("Cannot make sandbox-exec non-dumpable: %s", strerror(errno));
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 fail_setup("Cannot set no_new_privs: %s", strerror(errno));
+
+        /* fds 1 and 2 are the unit's output pipes. Should either be missing, park /dev/null there,
+         * so no fd we open later (the workspace, a pipe) can end up as a child's stdout. */
+        for (int i = STDOUT_FILENO; i <= STDERR_FILENO; i++)
+                if (fcntl(i, F_GETFD) < 0 && errno == EBADF) {
+                        fd = open("/dev/null", O_WRONLY | O_NOCTTY);
+                        if (fd >= 0 && fd != i) {
+                                (void) dup2(fd, i);
+                                (void) close(fd);
+                        }
+                }
 
         parse_argv(argc, argv, &o);
 

@@ -141,15 +141,24 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                 }
                 *con_cls = r;
 
-                /* Refuse an announced oversized body before reading a byte of it. */
+                /* An announced oversized body is never buffered. Up to 16 times the cap it is read and
+                 * dropped, so that a client which sends before it listens still gets the 413; beyond
+                 * that (or a bogus length) the answer comes at once and the connection is closed. A
+                 * client that sends "Expect: 100-continue" gets the 413 without sending anything. */
                 cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 if (cl) {
                         uint64_t n;
-                        if (safe_atou64(cl, &n) < 0 || n > h->max_body) {
+                        int k = safe_atou64(cl, &n);
+
+                        if (k < 0 || n > h->max_body)
                                 r->too_large = true;
-                                r->handled = true;
-                                h->handler(r, h->userdata);
-                                return r->pending ? queue_pending(r) : MHD_YES;
+                        if (k < 0 || n / 16 > h->max_body ||
+                            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT)) {
+                                if (r->too_large) {
+                                        r->handled = true;
+                                        h->handler(r, h->userdata);
+                                        return r->pending ? queue_pending(r) : MHD_YES;
+                                }
                         }
                 }
                 return MHD_YES;

@@ -18,46 +18,46 @@
  * bootstrap is the same for any row. Tracebacks skip the bootstrap's own frame. fd 3 is the syntax
  * pipe (see Language.syntax_fd); it is closed before user code runs so the program cannot fake a
  * compile error. (excepthook prints e.__traceback__, not its tb argument, hence with_traceback().) */
-#define PYTHON_BOOTSTRAP                                                                          \
-        "import sys, os\n"                                                                        \
-        "def _sandboxd_main():\n"                                                                 \
-        "    name = sys.argv[1]\n"                                                                \
-        "    cwd = os.getcwd()\n"                                                                 \
-        "    try:\n"                                                                              \
-        "        with open(name, 'rb') as f:\n"                                                   \
-        "            src = f.read()\n"                                                            \
-        "        code = compile(src, name, 'exec', dont_inherit=True)\n"                          \
-        "    except (SyntaxError, ValueError) as e:\n"                                            \
-        "        import traceback\n"                                                              \
-        "        try:\n"                                                                          \
-        "            os.write(3, b'C')\n"                                                         \
-        "        except OSError:\n"                                                               \
-        "            pass\n"                                                                      \
-        "        sys.stderr.write(''.join(traceback.format_exception_only(type(e), e)))\n"        \
-        "        sys.stderr.flush()\n"                                                            \
-        "        sys.exit(1)\n"                                                                   \
-        "    try:\n"                                                                              \
-        "        os.close(3)\n"                                                                   \
-        "    except OSError:\n"                                                               \
-        "        pass\n"                                                                          \
-        "    import types\n"                                                                      \
-        "    m = types.ModuleType('__main__')\n"                                                  \
-        "    m.__file__ = os.path.join(cwd, name)\n"                                              \
-        "    m.__cached__ = None\n"                                                               \
-        "    sys.modules['__main__'] = m\n"                                                       \
-        "    sys.argv[:] = [name]\n"                                                              \
-        "    if sys.path and sys.path[0] == '':\n"                                                \
-        "        sys.path[0] = cwd\n"                                                             \
-        "    else:\n"                                                                             \
-        "        sys.path.insert(0, cwd)\n"                                                       \
-        "    try:\n"                                                                              \
-        "        exec(code, m.__dict__)\n"                                                        \
-        "    except SystemExit:\n"                                                                \
-        "        raise\n"                                                                         \
-        "    except BaseException as e:\n"                                                        \
-        "        tb = e.__traceback__.tb_next\n"                                                  \
-        "        sys.excepthook(type(e), e.with_traceback(tb), tb)\n"                             \
-        "        sys.exit(1)\n"                                                                   \
+#define PYTHON_BOOTSTRAP                                                                                     \
+        "import sys, os\n"                                                                                   \
+        "def _sandboxd_main():\n"                                                                            \
+        "    name = sys.argv[1]\n"                                                                           \
+        "    cwd = os.getcwd()\n"                                                                            \
+        "    try:\n"                                                                                         \
+        "        with open(name, 'rb') as f:\n"                                                              \
+        "            src = f.read()\n"                                                                       \
+        "        code = compile(src, name, 'exec', dont_inherit=True)\n"                                     \
+        "    except (SyntaxError, ValueError) as e:\n"                                                       \
+        "        import traceback\n"                                                                         \
+        "        try:\n"                                                                                     \
+        "            os.write(3, b'C')\n"                                                                    \
+        "        except OSError:\n"                                                                          \
+        "            pass\n"                                                                                 \
+        "        sys.stderr.write(''.join(traceback.format_exception_only(type(e), e)))\n"                   \
+        "        sys.stderr.flush()\n"                                                                       \
+        "        sys.exit(1)\n"                                                                              \
+        "    try:\n"                                                                                         \
+        "        os.close(3)\n"                                                                              \
+        "    except OSError:\n"                                                                              \
+        "        pass\n"                                                                                     \
+        "    import types\n"                                                                                 \
+        "    m = types.ModuleType('__main__')\n"                                                             \
+        "    m.__file__ = os.path.join(cwd, name)\n"                                                         \
+        "    m.__cached__ = None\n"                                                                          \
+        "    sys.modules['__main__'] = m\n"                                                                  \
+        "    sys.argv[:] = [name]\n"                                                                         \
+        "    if sys.path and sys.path[0] == '':\n"                                                           \
+        "        sys.path[0] = cwd\n"                                                                        \
+        "    else:\n"                                                                                        \
+        "        sys.path.insert(0, cwd)\n"                                                                  \
+        "    try:\n"                                                                                         \
+        "        exec(code, m.__dict__)\n"                                                                   \
+        "    except SystemExit:\n"                                                                           \
+        "        raise\n"                                                                                    \
+        "    except BaseException as e:\n"                                                                   \
+        "        tb = e.__traceback__.tb_next\n"                                                             \
+        "        sys.excepthook(type(e), e.with_traceback(tb), tb)\n"                                        \
+        "        sys.exit(1)\n"                                                                              \
         "_sandboxd_main()\n"
 
 /* Node: check the file as a CommonJS module body with vm.compileFunction and the module wrapper's
@@ -69,39 +69,39 @@
  * left to Node's loader, which detects module syntax itself; a real syntax error in such a file
  * then surfaces at run time. The program is started with Module.runMain(), as the node binary
  * does, so require.main === module holds. */
-#define NODE_BOOTSTRAP                                                                            \
-        "'use strict';\n"                                                                         \
-        "(() => {\n"                                                                              \
-        "  const fs = require('fs'), path = require('path'), vm = require('vm');\n"               \
-        "  const Module = require('module');\n"                                                   \
-        "  const file = path.resolve(process.argv[1]);\n"                                         \
-        "  const src = fs.readFileSync(file, 'utf8');\n"                                          \
-        "  const esm = [\n"                                                                       \
-        "    'Cannot use import statement outside a module',\n"                                   \
-        "    \"Unexpected token 'export'\",\n"                                                    \
-        "    \"Cannot use 'import.meta' outside a module\",\n"                                    \
-        "    \"Identifier 'module' has already been declared\",\n"                                \
-        "    \"Identifier 'exports' has already been declared\",\n"                               \
-        "    \"Identifier 'require' has already been declared\",\n"                               \
-        "    \"Identifier '__filename' has already been declared\",\n"                            \
-        "    \"Identifier '__dirname' has already been declared\",\n"                             \
-        "    'await is only valid in async functions and the top level bodies of modules',\n"     \
-        "  ];\n"                                                                                  \
-        "  try {\n"                                                                               \
-        "    vm.compileFunction(src, ['exports', 'require', 'module', '__filename', '__dirname'],\n" \
-        "                       { filename: file });\n"                                           \
-        "  } catch (e) {\n"                                                                       \
-        "    if (!(e instanceof SyntaxError)) throw e;\n"                                         \
-        "    if (!esm.includes(e.message)) {\n"                                                   \
-        "      try { fs.writeSync(3, 'C'); } catch {}\n"                                          \
-        "      const text = String(e.stack).split('\\n').filter(l => !/^    at /.test(l));\n"     \
-        "      fs.writeSync(2, text.join('\\n') + '\\n');\n"                                      \
-        "      process.exit(1);\n"                                                                \
-        "    }\n"                                                                                 \
-        "  }\n"                                                                                   \
-        "  try { fs.closeSync(3); } catch {}\n"                                                   \
-        "  process.argv[1] = file;\n"                                                             \
-        "  Module.runMain();\n"                                                                   \
+#define NODE_BOOTSTRAP                                                                                       \
+        "'use strict';\n"                                                                                    \
+        "(() => {\n"                                                                                         \
+        "  const fs = require('fs'), path = require('path'), vm = require('vm');\n"                          \
+        "  const Module = require('module');\n"                                                              \
+        "  const file = path.resolve(process.argv[1]);\n"                                                    \
+        "  const src = fs.readFileSync(file, 'utf8');\n"                                                     \
+        "  const esm = [\n"                                                                                  \
+        "    'Cannot use import statement outside a module',\n"                                              \
+        "    \"Unexpected token 'export'\",\n"                                                               \
+        "    \"Cannot use 'import.meta' outside a module\",\n"                                               \
+        "    \"Identifier 'module' has already been declared\",\n"                                           \
+        "    \"Identifier 'exports' has already been declared\",\n"                                          \
+        "    \"Identifier 'require' has already been declared\",\n"                                          \
+        "    \"Identifier '__filename' has already been declared\",\n"                                       \
+        "    \"Identifier '__dirname' has already been declared\",\n"                                        \
+        "    'await is only valid in async functions and the top level bodies of modules',\n"                \
+        "  ];\n"                                                                                             \
+        "  try {\n"                                                                                          \
+        "    vm.compileFunction(src, ['exports', 'require', 'module', '__filename', '__dirname'],\n"         \
+        "                       { filename: file });\n"                                                      \
+        "  } catch (e) {\n"                                                                                  \
+        "    if (!(e instanceof SyntaxError)) throw e;\n"                                                    \
+        "    if (!esm.includes(e.message)) {\n"                                                              \
+        "      try { fs.writeSync(3, 'C'); } catch {}\n"                                                     \
+        "      const text = String(e.stack).split('\\n').filter(l => !/^    at /.test(l));\n"                \
+        "      fs.writeSync(2, text.join('\\n') + '\\n');\n"                                                 \
+        "      process.exit(1);\n"                                                                           \
+        "    }\n"                                                                                            \
+        "  }\n"                                                                                              \
+        "  try { fs.closeSync(3); } catch {}\n"                                                              \
+        "  process.argv[1] = file;\n"                                                                        \
+        "  Module.runMain();\n"                                                                              \
         "})();\n"
 
 static const Language languages[] = {

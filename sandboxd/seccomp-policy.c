@@ -11,7 +11,6 @@
 #endif
 
 #include <errno.h>
-#include <linux/personality.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>

@@ -197,6 +197,7 @@ def python_main_module(env):
             'assert __file__ == os.path.join(os.getcwd(), "main.py")\n'
             'assert sys.stdin.read() == ""\n'
             'assert "_sandboxd_main" not in globals()\n'
+            'assert open("/proc/self/oom_score_adj").read().strip() == "1000"\n'
             'print("ok")\n')
     r = env.run_lang('python', code)
     expect(r, 'run', 0)
@@ -286,12 +287,16 @@ def sigsegv(env):
 @case
 def proc_mem_of_helper(env):
     code = ('import os\n'
-            'for path in ("/proc/%d/mem" % os.getppid(), "/proc/%d/fd/10" % os.getppid()):\n'
-            '    try:\n'
-            '        os.close(os.open(path, os.O_RDONLY))\n'
-            '        print("OPENED", path)\n'
-            '    except OSError as e:\n'
-            '        print("DENIED", e.errno)\n')
+            'ppid = os.getppid()\n'
+            'try:\n'
+            '    os.close(os.open("/proc/%d/mem" % ppid, os.O_RDONLY))\n'
+            '    print("OPENED mem")\n'
+            'except OSError as e:\n'
+            '    print("DENIED", e.errno)\n'
+            'try:\n'
+            '    print("OPENED fd", os.listdir("/proc/%d/fd" % ppid))\n'
+            'except OSError as e:\n'
+            '    print("DENIED", e.errno)\n')
     r = env.run_lang('python', code)
     expect(r, 'run', 0)
     check('OPENED' not in r.stdout and r.stdout.count('DENIED') == 2,

@@ -20,6 +20,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -283,6 +284,26 @@ static void test_mount(void **state) {
         assert_probe_ok(probe_mount);
 }
 
+static int probe_ioctl(void) {
+        int p[2], n = -1;
+        char c = 'x';
+
+        /* Denied before the kernel even looks at the fd; also with junk in the upper bits. */
+        EXPECT_ERRNO(syscall(SYS_ioctl, 0, TIOCSTI, &c), EPERM);
+        EXPECT_ERRNO(syscall(SYS_ioctl, 0, (1UL << 32) | TIOCSTI, &c), EPERM);
+        EXPECT_ERRNO(syscall(SYS_ioctl, 0, TIOCLINUX, &c), EPERM);
+
+        /* Every other ioctl is untouched. */
+        if (pipe(p) < 0 || write(p[1], "ab", 2) != 2)
+                return __LINE__;
+        if (ioctl(p[0], FIONREAD, &n) < 0 || n != 2)
+                return __LINE__;
+        return 0;
+}
+static void test_ioctl(void **state) {
+        assert_probe_ok(probe_ioctl);
+}
+
 /* The 32-bit entry point (int 0x80) with a 32-bit system call number must kill the process: the
  * filter's rules are for x86-64 numbers only. */
 static int probe_int80(void) {
@@ -341,6 +362,7 @@ int main(void) {
                 cmocka_unit_test(test_ptrace),
                 cmocka_unit_test(test_bpf),
                 cmocka_unit_test(test_mount),
+                cmocka_unit_test(test_ioctl),
                 cmocka_unit_test(test_foreign_arch),
                 cmocka_unit_test(test_x32),
         };

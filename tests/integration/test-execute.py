@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Real programs in real units: every verdict a program can earn, the protocol's validation, the
+# reproducible environment and idempotency.
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import *  # noqa: E402,F401,F403
+
+t = Tap()
+
+# --- verdicts -------------------------------------------------------------------------------
+r = run("print('hello')")
+t.verdict(r, "success", None, "python hello")
+t.eq(r["stdout"], "hello\n", "python stdout")
+t.eq(r["exit_code"], 0, "python exit code 0")
+t.eq((r["stdout_bytes"], r["stdout_lines"], r["stdout_truncated"]), (6, 1, False), "stdout counts")
+t.ok(r["unit"] == f"sandboxd-{r['execution_id']}.service", "unit name is sandboxd-<id>.service", r["unit"])
+t.ok(isinstance(r["duration_ms"], int) and r["duration_ms"] >= 0, "duration_ms reported", r["duration_ms"])
+t.ok(isinstance(r["peak_memory_mb"], (int, float)) and r["peak_memory_mb"] > 0, "peak_memory_mb reported",
+     r["peak_memory_mb"])
+t.ok(isinstance(r["cpu_time_ms"], int), "cpu_time_ms reported", r["cpu_time_ms"])
+
+r = run("print('unclosed'")
+t.verdict(r, "failed", "compile_error", "python SyntaxError")
+t.ok("SyntaxError" in r["stderr"], "python syntax error message on stderr", r["stderr"])
+
+r = run("def f():\n    raise ValueError('boom')\nf()\n")
+t.verdict(r, "failed", "runtime_error", "python exception")
+t.ok("ValueError: boom" in r["stderr"] and r["exit_code"] == 1, "traceback and exit 1", r["stderr"])
+
+r = run("echo out; echo err >&2; exit 3", language="bash")
+t.verdict(r, "failed", "runtime_error", "bash exit 3")
+t.eq((r["exit_code"], r["stdout"], r["stderr"]), (3, "out\n", "err\n"), "bash exit code and streams")
+
+r = run("if then fi", language="bash")
+t.verdict(r, "failed", "compile_error", "bash syntax error")
+
+r = run("import ctypes\nctypes.string_at(0)\n")
+t.verdict(r, "failed", "runtime_error", "segfault")
+t.eq((r["signal"], r["exit_code"]), (11, None), "segfault: signal 11, no exit code")
+
+r = run("console.log('hi from node', 1 + 1)", language="node")
+t.verdict(r, "success", None, "node hello")
+t.eq(r["stdout"], "hi from node 2\n", "node stdout")
+
+r = run("function (", language="node")
+t.verdict(r, "failed", "compile_error", "node SyntaxError")
+
+r = run("throw new Error('nope')", language="javascript")
+t.verdict(r, "failed", "runtime_error", "node exception (alias javascript)")
+t.ok("Error: nope" in r["stderr"], "node error on stderr", r["stderr"])
+
+r = run("import sys; sys.exit(0)")
+t.verdict(r, "success", None, "explicit exit 0")
+
+# --- reproducible environment ----------------------------------------------------------------
+code = ("import os, time, json\n"
+        "print(json.dumps({'cwd': os.getcwd(), 'env': dict(os.environ), 'tz': time.tzname[0]}))\n")
+r = run(code, env={"MY_VAR": "x y", "A_FIRST": "1"}, seed=42)
+t.verdict(r, "success", None, "environment probe")
+import json as _json  # noqa: E402
+info = _json.loads(r["stdout"])
+env = info["env"]
+t.eq(info["cwd"], "/workspace", "cwd is /workspace")
+for k, v in {"TZ": "UTC", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "SANDBOX_SEED": "42", "HOME": "/workspace",
+             "MY_VAR": "x y", "A_FIRST": "1", "TMPDIR": "/tmp"}.items():
+    t.eq(env.get(k), v, f"env {k}")
+leaked = [k for k in env if k in ("INVOCATION_ID", "NOTIFY_SOCKET", "SANDBOXD_SOCKET", "SANDBOXD_BUILD_DIR",
+                                  "WATCHDOG_USEC", "JOURNAL_STREAM", "LISTEN_FDS", "SANDBOX_HARNESS")
+          or k.startswith("SANDBOXD_")]
+t.eq(leaked, [], "no daemon or harness environment reaches the sandbox")
+r2 = run(code, env={"MY_VAR": "x y", "A_FIRST": "1"}, seed=42)
+env2 = _json.loads(r2["stdout"])["env"]
+t.eq(list(env2.items()), list(env.items()), "same request, same environment in the same order")
+
+# --- protocol validation: nothing is started --------------------------------------------------
+before = health()["finished"]
+cases = [
+    ({"language": "python", "code": "1", "bogus": 1}, 400, "bogus"),
+    ({"language": "python"}, 400, "code"),
+    ({"language": "cobol", "code": "1"}, 400, "language"),
+    ({"language": "python", "code": 5}, 400, "code"),
+    ({"language": "python", "code": "1", "limits": {"memory_mb": 10 ** 9}}, 400, "limits.memory_mb"),
+    ({"language": "python", "code": "1", "limits": {"timeout_ms": "fast"}}, 400, "limits.timeout_ms"),
+    ({"language": "python", "code": "1", "limits": {"cpu_cores": 64}}, 400, "limits.cpu_cores"),
+    ({"language": "python", "code": "1", "limits": {"nope": 1}}, 400, "limits"),
+    ({"language": "python", "code": "1", "env": {"LD_PRELOAD": "x"}}, 400, "env.LD_PRELOAD"),
+    ({"language": "python", "code": "1", "env": {"1BAD": "x"}}, 400, "env.1BAD"),
+    ({"language": "python", "code": "1", "execution_id": "../etc"}, 400, "execution_id"),
+    ({"language": "python", "code": "1", "files": []}, 422, "files"),
+    ({"language": "python", "code": "1", "callback_url": "http://x"}, 422, "callback_url"),
+]
+for body, want_status, field in cases:
+    st, res = request("POST", "/v1/executions", body)
+    err = res.get("error", {})
+    t.ok(st == want_status and err.get("field") == field, f"refused {field} with {want_status}", f"{st} {res}")
+st, res = request("POST", "/v1/executions", raw=b'{"language": "python", "code": ')
+t.ok(st == 400 and res["error"]["code"] == "invalid_json", "truncated JSON refused", res)
+st, res = request("POST", "/v1/executions", raw=b'{"language": "python", "code": "\xff"}')
+t.ok(st == 400 and res["error"]["code"] == "invalid_json", "non-UTF-8 JSON refused", res)
+st, res = request("POST", "/v1/executions", raw=b"[" * 100 + b"]" * 100)
+t.ok(st == 400, "deeply nested JSON refused", res)
+st, res = request("POST", "/v1/executions", body={"language": "python", "code": "1"},
+                  headers={"Content-Type": "text/plain"})
+t.eq(st, 415, "wrong content type refused")
+st, res = request("POST", "/v1/executions", raw=b'{"language":"python","code":"' + b"#" * (3 << 20) + b'"}')
+t.ok(st == 413 and res["error"]["code"] == "too_large", "oversized body refused with 413", (st, res))
+st, res = request("GET", "/v1/executions/does-not-exist")
+t.eq(st, 404, "unknown execution is 404")
+st, res = request("DELETE", "/v1/executions")
+t.eq(st, 405, "wrong method is 405")
+t.eq(health()["finished"], before, "no refused request started an execution")
+t.eq([u for u in sandboxd_units() if u.startswith("sandboxd-")], [], "no unit left behind")
+
+# --- idempotency --------------------------------------------------------------------------
+eid = "exec_idem_1"
+st1, a = submit("import time; time.sleep(0.3); print('once')", execution_id=eid)
+st2, b = submit("import time; time.sleep(0.3); print('once')", execution_id=eid)
+t.ok(st1 == 202 and st2 in (200, 202) and a["execution_id"] == b["execution_id"] == eid,
+     "resubmitting an execution_id returns the same execution", (st1, a, st2, b))
+st, final = get(eid, wait=True)
+t.verdict(final, "success", None, "idempotent execution ran")
+st3, c = submit("print('different')", execution_id=eid)
+t.eq(st3, 409, "same execution_id with a different request is a conflict")
+fin_before = health()["finished"]
+st4, d = request("POST", "/v1/executions?wait=true",
+                 {"language": "python", "code": "import time; time.sleep(0.3); print('once')", "execution_id": eid})
+t.ok(st4 == 200 and d["stdout"] == "once\n" and health()["finished"] == fin_before,
+     "resubmitting a finished execution returns its result without a second run", (st4, d))
+
+# --- languages and health ---------------------------------------------------------------------
+st, langs = request("GET", "/v1/languages")
+names = {l["name"]: l for l in langs["languages"]}
+t.ok(st == 200 and {"python", "node", "bash"} <= set(names), "languages lists python, node, bash", langs)
+t.ok(all(names[n]["available"] for n in ("python", "node", "bash")), "runtimes available", langs)
+h = health()
+t.ok(h["status"] == "ok" and h["slots"] >= 1, "health", h)
+
+t.done()
