@@ -69,7 +69,9 @@ class Api:
         self.lock = threading.Lock()
         self.connections = 0
         self.reconnects = 0
-        self.server_ms = []   # duration_ms as reported by sandboxd
+        self.server_ms = []   # duration_ms as reported by sandboxd (ExecMainStart -> exit)
+        self.phase = "warmup"
+        self.phases = {}      # phase -> {"queued_to_started": [...], "started_to_finished": [...], "finished_to_client": [...]}
 
     def _conn(self):
         c = getattr(self.local, "conn", None)
@@ -116,6 +118,7 @@ class Api:
         return json.loads(payload)
 
     def run_once(self):
+        t0 = time.time()
         status, payload = self.request("POST", "/v1/executions?wait=true",
                                        {"language": "python", "code": CODE})
         if status != 200:
@@ -124,9 +127,25 @@ class Api:
         if e.get("status") != "success" or e.get("stdout") != EXPECTED:
             raise BenchError(f"status={e.get('status')} error_type={e.get('error_type')} "
                              f"reason={e.get('reason')!r} stdout={e.get('stdout')!r} stderr={str(e.get('stderr'))[:200]!r}")
-        if isinstance(e.get("duration_ms"), (int, float)):
-            with self.lock:
+        t_end = time.time()
+        with self.lock:
+            if isinstance(e.get("duration_ms"), (int, float)):
                 self.server_ms.append(float(e["duration_ms"]))
+            try:
+                c, st, fi = (parse_ts(e[k]) for k in ("created_at", "started_at", "finished_at"))
+            except (KeyError, TypeError, ValueError):
+                return
+            ph = self.phases.setdefault(self.phase, {"client_to_created": [], "created_to_started": [],
+                                                     "started_to_finished": [], "finished_to_client": []})
+            ph["client_to_created"].append((c - t0) * 1000.0)
+            ph["created_to_started"].append((st - c) * 1000.0)
+            ph["started_to_finished"].append((fi - st) * 1000.0)
+            ph["finished_to_client"].append((t_end - fi) * 1000.0)
+
+
+def parse_ts(s):
+    # "2026-11-30T03:20:00.123Z" (UTC, millisecond precision)
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 # --------------------------------------------------------------------------------------------
@@ -468,12 +487,15 @@ def main():
     sampler.start()
     t0 = time.monotonic()
     print(f"bench: concurrency 1, {n1} runs each, interleaved", file=sys.stderr, flush=True)
+    api.phase = "c1"
     res_c1 = b.latency_c1(runners, n1)
     res_cn = {}
     for conc in (2, 8):
+        api.phase = f"c{conc}"
         print(f"bench: concurrency {conc}, {nc} runs each", file=sys.stderr, flush=True)
         res_cn[conc] = b.throughput(runners, nc, conc)
     load_s = time.monotonic() - t0
+    api.phase = "after"
     sampler.stop_ev.set()
     sampler.join()
 
@@ -552,9 +574,20 @@ def main():
           f"c=8 throughput {fmt(res_cn[8]['sandboxd_api']['throughput_per_s'], 0)}/s vs "
           f"{fmt(tp8_naive, 0)}/s = ×{fmt(ratio(res_cn[8]['sandboxd_api']['throughput_per_s'], tp8_naive), 0, 2)}")
     if api.server_ms:
-        P(f"sandboxd's own duration_ms (creation to final, all API runs): p50 {fmt(pct(api.server_ms, 50), 0)} ms, "
+        P(f"sandboxd's duration_ms (unit ExecMainStart→exit, all API runs): p50 {fmt(pct(api.server_ms, 50), 0)} ms, "
           f"p95 {fmt(pct(api.server_ms, 95), 0)} ms; HTTP connections opened: {api.connections}, "
           f"reconnects: {api.reconnects}")
+    if api.phases:
+        P("")
+        P("where sandboxd's time goes (HTTP API runs; the daemon's timestamps have 1 ms resolution), p50 / p95 ms:")
+        cols = (("client_to_created", "send→created"), ("created_to_started", "created→started"),
+                ("started_to_finished", "started→finished"), ("finished_to_client", "finished→answer"))
+        P(f"  {'':5}" + "".join(f"{name:>20}" for _, name in cols))
+        for phk in ("c1", "c2", "c8"):
+            ph = api.phases.get(phk)
+            if not ph:
+                continue
+            P(f"  {phk:5}" + "".join(f"{fmt(pct(ph[c], 50), 9)} /{fmt(pct(ph[c], 95), 8)} " for c, _ in cols))
     for k, why in skipped.items():
         P(f"{k}: {why}")
     P("")
@@ -615,6 +648,8 @@ def main():
                        "c8_throughput_vs_naive": ratio(res_cn[8][k]["throughput_per_s"], tp8_naive)} for k in keys},
         "sandboxd": {
             "server_duration_ms": {"p50": pct(api.server_ms, 50), "p95": pct(api.server_ms, 95), "n": len(api.server_ms)},
+            "phases_ms": {phk: {c: {"p50": pct(v, 50), "p95": pct(v, 95), "max": max(v) if v else None, "n": len(v)}
+                                for c, v in ph.items()} for phk, ph in api.phases.items()},
             "http_connections": api.connections, "http_reconnects": api.reconnects,
             "footprint": {"start": fp_start, "idle": fp_idle, "after": fp_after,
                           "peak_rss_kib": sampler.max_rss, "peak_fds": sampler.max_fds,

@@ -170,7 +170,16 @@ static int parse_limits(json_object *limits, const Config *c, Limits *ret, Reque
 }
 
 static int cmp_env(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
+        const char *x = *(char *const *) a, *y = *(char *const *) b;
+        size_t lx = strcspn(x, "="), ly = strcspn(y, "=");
+        int r;
+
+        /* By name, not by the whole "KEY=VALUE": '=' sorts after the digits, so strcmp() would put
+         * "A1=..." before "A=...". */
+        r = strncmp(x, y, MIN(lx, ly));
+        if (r != 0)
+                return r;
+        return (lx > ly) - (lx < ly);
 }
 
 static int parse_env(json_object *env, ExecRequest *req, RequestError *err) {
@@ -249,6 +258,11 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                 return fail(err, 413, "too_large", NULL, "request body of %zu bytes exceeds MaxRequestBytes=%" PRIu64,
                             len, c->max_request_bytes);
 
+        /* json-c's JSON_TOKENER_VALIDATE_UTF8 lets overlong forms, surrogates and code points above
+         * U+10FFFF through; systemd would then refuse such an Environment= entry. Check it all. */
+        if (!utf8_is_valid(body, len))
+                return fail(err, 400, "invalid_json", NULL, "invalid JSON: not valid UTF-8");
+
         tok = json_tokener_new_ex(REQUEST_JSON_DEPTH_MAX);
         if (!tok)
                 return -ENOMEM;
@@ -317,6 +331,8 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                 goto finish;
         }
         req->language = language_find(json_object_get_string(v));
+        if ((size_t) json_object_get_string_len(v) != strlen(json_object_get_string(v)))
+                req->language = NULL;   /* "python\u0000x" is not "python" */
         if (!req->language) {
                 r = fail(err, 400, "invalid_request", "language", "language: unknown language '%.64s' (see GET /v1/languages)",
                          json_object_get_string(v));

@@ -40,6 +40,16 @@ static void add_stream(json_object *o, const char *name, const OutputStream *s, 
         json_object_object_add(o, key, final ? json_object_new_boolean(s->truncated) : NULL);
 }
 
+/* MiB with one decimal, rounded down. Serialised as written ("9.4"): json-c prints a plain double
+ * with %.17g, i.e. 9.4000000000000004. */
+static json_object *peak_memory_mb(uint64_t bytes) {
+        uint64_t tenths = bytes / (1024 * 1024) * 10 + bytes % (1024 * 1024) * 10 / (1024 * 1024);
+        char buf[32];
+
+        snprintf(buf, sizeof(buf), "%" PRIu64 ".%" PRIu64, tenths / 10, tenths % 10);
+        return json_object_new_double_s((double) tenths / 10.0, buf);
+}
+
 json_object *execution_to_json(const Execution *e) {
         json_object *o = json_object_new_object(), *l;
         bool final = exec_status_is_final(e->status);
@@ -57,9 +67,7 @@ json_object *execution_to_json(const Execution *e) {
         add_stream(o, "stderr", &e->err, final);
         json_object_object_add(o, "duration_ms", final && e->started_usec ? json_object_new_uint64(e->duration_ms) : NULL);
         json_object_object_add(o, "cpu_time_ms", final && e->have_cpu ? json_object_new_uint64(e->cpu_usec / 1000) : NULL);
-        json_object_object_add(o, "peak_memory_mb",
-                               final && e->have_peak ? json_object_new_double(
-                                       (double) (e->peak_memory_bytes * 10 / (1024 * 1024)) / 10.0) : NULL);
+        json_object_object_add(o, "peak_memory_mb", final && e->have_peak ? peak_memory_mb(e->peak_memory_bytes) : NULL);
         json_object_object_add(o, "created_at", time_or_null(e->created_usec));
         json_object_object_add(o, "started_at", time_or_null(e->started_usec));
         json_object_object_add(o, "finished_at", time_or_null(e->finished_usec));

@@ -119,11 +119,11 @@ char *execution_unit_name(const char *execution_id) {
 }
 
 char *mount_unit_name_from_path(const char *path) {
-        /* systemd's path escaping for the characters our paths can hold: '/' separates, '-' and a
-         * leading '.' are hex-escaped, everything else in [A-Za-z0-9_.] stays. */
+        /* systemd's path escaping (unit_name_from_path(), as "systemd-escape --path"): '/' separates,
+         * '-', '\\' and anything outside [A-Za-z0-9:_.] are hex-escaped, and so is a '.' at the very
+         * start of the name (only there: "/a/.b" is "a-.b"); "/" itself is "-". */
         size_t n = strlen(path);
-        char *r = malloc(n * 4 + sizeof(".mount")), *o = r;
-        bool start = true;
+        char *r = malloc(n * 4 + sizeof("-.mount")), *o = r;
 
         if (!r)
                 return NULL;
@@ -136,17 +136,17 @@ char *mount_unit_name_from_path(const char *path) {
                         if (c[1] == 0)
                                 break;
                         *o++ = '-';
-                        start = true;
                         continue;
                 }
-                if (*c == '-' || (*c == '.' && start) ||
+                if (*c == '-' || (*c == '.' && o == r) ||
                     !((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
-                      *c == '.')) {
+                      *c == '.' || *c == ':')) {
                         o += sprintf(o, "\\x%02x", (unsigned char) *c);
                 } else
                         *o++ = *c;
-                start = false;
         }
+        if (o == r)
+                *o++ = '-';
         strcpy(o, ".mount");
         return r;
 }
@@ -284,9 +284,12 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
         r |= bind_push(rw, tmp, "/var/tmp", false);
 
         /* PrivateDevices= would bind the host's /dev/shm: a tmpfs of its own, sized from disk_mb. */
-        ADD_OR_OOM(t, p, "TemporaryFileSystem", PK_TMPFS, "a private, size-bounded /dev/shm");
+        ADD_OR_OOM(t, p, "TemporaryFileSystem", PK_TMPFS, "a private, size-bounded /dev/shm; a read-only /run");
         r |= strv_push(&t->strv, &t->n, "/dev/shm");
         r |= strv_push(&t->strv, &t->n, shm_opts);
+        /* With RootDirectory= systemd mounts a writable tmpfs on /run; a read-only one outranks it. */
+        r |= strv_push(&t->strv, &t->n, "/run");
+        r |= strv_push(&t->strv, &t->n, "ro,mode=0755,nosuid,nodev,noexec,size=1m");
         return r < 0 ? -ENOMEM : 0;
 }
 
@@ -320,7 +323,14 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         TRY(add_fd(&p, "StandardErrorFileDescriptor", plan->stderr_fd, "likewise: a forged journal line is impossible"));
 
         TRY(sandbox_environment(plan, &env, &n_env));
-        ADD_OR_OOM(x, &p, "Environment", PK_STRV, "a fixed environment: nothing of the daemon's reaches the sandbox");
+        x = add(&p, "Environment", PK_STRV, "a fixed environment: nothing of the daemon's reaches the sandbox");
+        if (!x) {
+                for (size_t i = 0; i < n_env; i++)
+                        free(env[i]);
+                free(env);
+                r = -ENOMEM;
+                goto fail;
+        }
         x->strv = env;
         x->n = n_env;
         TRY(add_string(&p, "WorkingDirectory", SANDBOX_WORKSPACE, "a fixed working directory"));

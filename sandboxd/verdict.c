@@ -354,6 +354,10 @@ static const VerdictRule verdict_rules[] = {
           "sandbox setup failed" },
         { match_compile_failed, EXEC_FAILED,    ERROR_COMPILE,        EXIT_KEEP,
           "syntax or compile error" },
+        /* A fork that failed at TasksMax is a limit hit even if the program then exited 0 (a bash fork
+         * bomb does): the caller should raise "tasks", not believe it ran as written. */
+        { match_pids_max,       EXEC_FAILED,    ERROR_RESOURCE_LIMIT, EXIT_KEEP,
+          "fork failed: task limit reached" },
         { match_exit_zero,      EXEC_SUCCESS,   ERROR_NONE,           EXIT_KEEP,
           "program exited with status 0" },
         { match_sigxfsz,        EXEC_FAILED,    ERROR_RESOURCE_LIMIT, EXIT_KEEP,
@@ -362,8 +366,6 @@ static const VerdictRule verdict_rules[] = {
           "killed by SIGXCPU: CPU time limit" },
         { match_disk_full,      EXEC_FAILED,    ERROR_RESOURCE_LIMIT, EXIT_KEEP,
           "write failed: disk limit reached" },
-        { match_pids_max,       EXEC_FAILED,    ERROR_RESOURCE_LIMIT, EXIT_KEEP,
-          "fork failed: task limit reached" },
         { match_sigsys,         EXEC_FAILED,    ERROR_RUNTIME,        EXIT_KEEP,
           "killed by SIGSYS: forbidden system call" },
         { match_signal,         EXEC_FAILED,    ERROR_RUNTIME,        EXIT_KEEP,

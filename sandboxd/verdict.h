@@ -96,6 +96,7 @@ typedef struct Verdict {
  *  no valid report → internal_error if exec_main_status is a systemd spawn failure (CLD_EXITED
  *     with status 200..243) or unknown, else classified from the unit's main status;
  *  report phase=setup → internal_error; phase=compile with failure → compile_error;
- *  exit 0 → success; SIGXFSZ/SIGXCPU, disk_full, pids_max > 0 → resource_limit;
+ *  pids_max > 0 → resource_limit (even with exit 0: a fork failed at the task limit);
+ *  exit 0 → success; SIGXFSZ/SIGXCPU, disk_full → resource_limit;
  *  otherwise runtime_error. */
 void verdict_decide(const UnitOutcome *u, const HelperReport *r, Verdict *ret);

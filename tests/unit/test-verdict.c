@@ -394,8 +394,8 @@ static const VerdictRow verdict_rows[] = {
           REPORT(.exit_code = 0), EXEC_SUCCESS, ERROR_NONE, 0, 0, "program exited with status 0" },
         { "exit 0 with disk_full (the program coped)", EXITED("success", 0),
           REPORT(.exit_code = 0, .disk_full = true), EXEC_SUCCESS, ERROR_NONE, 0, 0, NULL },
-        { "exit 0 with pids_max", EXITED("success", 0),
-          REPORT(.exit_code = 0, .pids_max = 12), EXEC_SUCCESS, ERROR_NONE, 0, 0, NULL },
+        { "exit 0 with pids_max (a fork failed at the task limit)", EXITED("success", 0),
+          REPORT(.exit_code = 0, .pids_max = 12), EXEC_FAILED, ERROR_RESOURCE_LIMIT, 0, 0, NULL },
 
         /* resource_limit */
         { "SIGXFSZ", EXITED("exit-code", 1),

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Limits are enforced by systemd and classified right, and a misbehaving execution never disturbs a
+# concurrent normal one.
+import concurrent.futures as cf
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import *  # noqa: E402,F401,F403
+
+t = Tap()
+timings = {}
+
+
+def timed(name, code, **kw):
+    start = time.monotonic()
+    r = run(code, **kw)
+    timings[name] = time.monotonic() - start
+    return r
+
+
+# Each misbehaving program runs beside a normal one; the normal one must succeed.
+bad = {
+    "infinite loop": (dict(code="while True: pass", limits={"timeout_ms": 1500}), "failed", "timeout"),
+    "SIGTERM-ignoring loop": (dict(code="import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                        "while True: time.sleep(0.01)\n", limits={"timeout_ms": 1500}),
+                              "failed", "timeout"),
+    "forking sleeper": (dict(code="import os, time\nfor i in range(5):\n    if os.fork() == 0:\n"
+                                  "        os.setsid(); time.sleep(1000)\ntime.sleep(1000)\n",
+                             limits={"timeout_ms": 1500}), "failed", "timeout"),
+    "memory bomb": (dict(code="x = []\nwhile True: x.append(bytearray(16 << 20))\n", limits={"memory_mb": 64}),
+                    "failed", "oom"),
+    "fork bomb": (dict(code="import os\nwhile True:\n    os.fork()\n", limits={"tasks": 32, "timeout_ms": 20000}),
+                  "failed", "resource_limit"),
+    "bash fork bomb": (dict(code="f() { f | f & }; f; wait", language="bash",
+                            limits={"tasks": 32, "timeout_ms": 5000}), "failed", None),
+    "disk filler /workspace": (dict(code="f = open('/workspace/fill', 'wb')\nwhile True:\n"
+                                         "    f.write(b'x' * (1 << 20)); f.flush()\n",
+                                    limits={"disk_mb": 16, "memory_mb": 256}), "failed", "resource_limit"),
+    "disk filler /tmp": (dict(code="import os\nfor i in range(10000):\n"
+                                   "    open(f'/tmp/f{i}', 'wb').write(os.urandom(1 << 20))\n",
+                              limits={"disk_mb": 16, "memory_mb": 256}), "failed", "resource_limit"),
+}
+
+with cf.ThreadPoolExecutor(max_workers=4) as ex:
+    for name, (kw, status, etype) in bad.items():
+        fb = ex.submit(timed, name, **kw)
+        fn = ex.submit(run, "import time; time.sleep(0.2); print('fine')")
+        rb, rn = fb.result(), fn.result()
+        if etype is None:
+            # A bash fork bomb dies either at the task limit or at the timeout; both are limits.
+            t.ok(rb["status"] == "failed" and rb["error_type"] in ("resource_limit", "timeout"),
+                 f"{name}: resource_limit or timeout", rb)
+        else:
+            t.verdict(rb, status, etype, name)
+        t.ok(rn["status"] == "success" and rn["stdout"] == "fine\n", f"{name}: concurrent normal execution unharmed",
+             rn)
+
+# Hard deadline: the verdict arrives soon after timeout_ms, even when SIGTERM is ignored or the
+# program forks. (Generous bound: these machines are shared; the real figure is printed.)
+for name in ("infinite loop", "SIGTERM-ignoring loop", "forking sleeper"):
+    t.ok(timings[name] < 1.5 + 4.0, f"{name}: verdict {timings[name]:.2f} s after submission (timeout 1.5 s)",
+         timings[name])
+    print(f"# {name}: {timings[name] * 1000:.0f} ms from submit to verdict with timeout_ms=1500")
+
+# No process survives its unit.
+t.ok(wait_until(lambda: not [u for u in sandboxd_units() if u.startswith("sandboxd-")], 10),
+     "no execution unit left", sandboxd_units())
+ps = subprocess.run(["ps", "-eo", "uid,args"], capture_output=True, text=True).stdout
+survivors = [l for l in ps.splitlines()[1:] if int(l.split()[0]) >= 61184 and int(l.split()[0]) <= 65519]
+t.eq(survivors, [], "no process of any dynamic user is left")
+
+# The OOM verdict carries the memory peak near the limit.
+r = run("x = bytearray(40 << 20)\nprint(len(x))", limits={"memory_mb": 128})
+t.verdict(r, "success", None, "40 MiB under a 128 MiB limit")
+t.ok(r["peak_memory_mb"] is not None and 40 <= r["peak_memory_mb"] <= 128, "peak memory reflects the allocation",
+     r["peak_memory_mb"])
+
+# CPU quota: half a core burns about half the wall time. Reported, not asserted tightly.
+r = run("import time\ns = time.time()\nwhile time.time() - s < 1.0: pass\n", limits={"cpu_cores": 0.5})
+t.verdict(r, "success", None, "busy loop with cpu_cores=0.5")
+if r.get("cpu_time_ms") is not None:
+    print(f"# cpu_cores=0.5: cpu_time_ms={r['cpu_time_ms']} over ~1000 ms wall")
+    t.ok(r["cpu_time_ms"] < 900, "cpu_cores=0.5 caps CPU time below the wall time", r["cpu_time_ms"])
+
+# A single file larger than the workspace is refused by RLIMIT_FSIZE: SIGXFSZ → resource_limit.
+r = run("import signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n"
+        "f = open('/workspace/big', 'wb')\nf.seek(64 << 20)\nf.write(b'x')\n", limits={"disk_mb": 16})
+t.verdict(r, "failed", "resource_limit", "file beyond disk_mb (SIGXFSZ)")
+
+# Limits above the ceilings are refused, not clamped.
+st, res = request("POST", "/v1/executions", {"language": "python", "code": "1", "limits": {"timeout_ms": 10 ** 8}})
+t.ok(st == 400 and "ceiling" in res["error"]["message"], "timeout above ceiling refused", res)
+
+# The host disk did not fill: the workspace was a bounded tmpfs.
+st = os.statvfs("/run")
+t.ok(st.f_bavail * st.f_frsize > 64 << 20, "host /run still has space", st)
+
+t.done()

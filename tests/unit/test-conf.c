@@ -1,0 +1,602 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <syslog.h>
+
+#include <cmocka.h>
+
+#include "conf.h"
+#include "util.h"
+
+/* Each row of each table runs as its own cmocka test, named after the row, so a failure in the TAP
+ * output says which rule broke. */
+
+/* ---- defaults ---- */
+
+static void test_defaults(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = config_new();
+        _cleanup_free_ char *error = NULL;
+
+        assert_non_null(c);
+        assert_string_equal(c->api_socket, "/run/sandboxd/api.sock");
+        assert_string_equal(c->socket_group, "sandboxd");
+        assert_string_equal(c->state_dir, "/var/lib/sandboxd");
+        assert_string_equal(c->runtime_dir, "/run/sandboxd");
+        assert_string_equal(c->helper, SANDBOX_EXEC_PATH);
+        assert_int_equal(c->max_concurrent, 8);
+        assert_int_equal(c->max_queued, 256);
+        assert_int_equal(c->max_request_bytes, 2 * 1024 * 1024);
+        assert_int_equal(c->max_code_bytes, 1024 * 1024);
+        assert_int_equal(c->keep_finished, 1024);
+        assert_int_equal(c->sweep_interval_sec, 300);
+        assert_int_equal(c->max_connections, 256);
+        assert_int_equal(c->log_level, LOG_INFO);
+
+        assert_int_equal(c->defaults.timeout_ms, 30000);
+        assert_int_equal(c->defaults.memory_mb, 512);
+        assert_true(c->defaults.cpu_cores == 1.0);
+        assert_int_equal(c->defaults.disk_mb, 1024);
+        assert_int_equal(c->defaults.tasks, 128);
+        assert_int_equal(c->ceilings.timeout_ms, 600000);
+        assert_int_equal(c->ceilings.memory_mb, 8192);
+        assert_true(c->ceilings.cpu_cores == 2.0);
+        assert_int_equal(c->ceilings.disk_mb, 8192);
+        assert_int_equal(c->ceilings.tasks, 1024);
+
+        assert_int_equal(c->output_head_bytes, 64 * 1024);
+        assert_int_equal(c->output_tail_bytes, 64 * 1024);
+        assert_int_equal(c->nofile, 1024);
+        assert_int_equal(c->kill_grace_ms, 1000);
+
+        /* The defaults are consistent on their own. */
+        assert_int_equal(config_validate(c, &error), 0);
+        assert_null(error);
+
+        assert_null(config_free(NULL));
+}
+
+/* ---- config_parse_text: one valid assignment per row ---- */
+
+typedef enum FieldType {
+        F_STR,
+        F_U64,
+        F_CORES,
+        F_INT,
+} FieldType;
+
+typedef struct KeyRow {
+        const char *name;
+        const char *text;
+        FieldType type;
+        size_t offset;
+        const char *s;
+        uint64_t u;
+        double d;
+} KeyRow;
+
+#define STR(name, text, field, v)   { name, text, F_STR, offsetof(Config, field), .s = v }
+#define U64(name, text, field, v)   { name, text, F_U64, offsetof(Config, field), .u = v }
+#define CORES(name, text, field, v) { name, text, F_CORES, offsetof(Config, field), .d = v }
+#define INT(name, text, field, v)   { name, text, F_INT, offsetof(Config, field), .u = v }
+
+static const KeyRow key_rows[] = {
+        /* [Daemon] */
+        STR("APISocket", "[Daemon]\nAPISocket=/tmp/api.sock\n", api_socket, "/tmp/api.sock"),
+        STR("SocketGroup", "[Daemon]\nSocketGroup=wheel\n", socket_group, "wheel"),
+        STR("StateDirectory", "[Daemon]\nStateDirectory=/srv/sandboxd\n", state_dir, "/srv/sandboxd"),
+        STR("RuntimeDirectory", "[Daemon]\nRuntimeDirectory=/run/sbx\n", runtime_dir, "/run/sbx"),
+        U64("MaxConcurrent", "[Daemon]\nMaxConcurrent=16\n", max_concurrent, 16),
+        U64("MaxConcurrent=1 (minimum)", "[Daemon]\nMaxConcurrent=1\n", max_concurrent, 1),
+        U64("MaxConcurrent=4096 (maximum)", "[Daemon]\nMaxConcurrent=4096\n", max_concurrent, 4096),
+        U64("MaxQueued=0", "[Daemon]\nMaxQueued=0\n", max_queued, 0),
+        U64("MaxQueued", "[Daemon]\nMaxQueued=1000\n", max_queued, 1000),
+        U64("MaxRequestBytes=64K", "[Daemon]\nMaxRequestBytes=64K\n", max_request_bytes, 64 * 1024),
+        U64("MaxRequestBytes=2M", "[Daemon]\nMaxRequestBytes=2M\n", max_request_bytes, 2 * 1024 * 1024),
+        U64("MaxRequestBytes=1G (maximum)", "[Daemon]\nMaxRequestBytes=1G\n", max_request_bytes, 1ULL << 30),
+        U64("MaxRequestBytes=1024 (minimum)", "[Daemon]\nMaxRequestBytes=1024\n", max_request_bytes, 1024),
+        U64("MaxCodeBytes=512KiB", "[Daemon]\nMaxCodeBytes=512KiB\n", max_code_bytes, 512 * 1024),
+        U64("MaxCodeBytes=64MB (maximum)", "[Daemon]\nMaxCodeBytes=64MB\n", max_code_bytes, 64ULL << 20),
+        U64("MaxCodeBytes=1 (minimum)", "[Daemon]\nMaxCodeBytes=1\n", max_code_bytes, 1),
+        U64("KeepFinished", "[Daemon]\nKeepFinished=0\n", keep_finished, 0),
+        U64("SweepIntervalSec", "[Daemon]\nSweepIntervalSec=60\n", sweep_interval_sec, 60),
+        U64("MaxConnections", "[Daemon]\nMaxConnections=65536\n", max_connections, 65536),
+        INT("LogLevel=debug", "[Daemon]\nLogLevel=debug\n", log_level, LOG_DEBUG),
+        INT("LogLevel=err", "[Daemon]\nLogLevel=err\n", log_level, LOG_ERR),
+        INT("LogLevel=emerg", "[Daemon]\nLogLevel=emerg\n", log_level, LOG_EMERG),
+        INT("LogLevel=warning", "[Daemon]\nLogLevel=warning\n", log_level, LOG_WARNING),
+
+        /* [Limits] */
+        U64("DefaultTimeoutMS", "[Limits]\nDefaultTimeoutMS=5000\n", defaults.timeout_ms, 5000),
+        U64("DefaultMemoryMB", "[Limits]\nDefaultMemoryMB=256\n", defaults.memory_mb, 256),
+        CORES("DefaultCPUCores=0.5", "[Limits]\nDefaultCPUCores=0.5\n", defaults.cpu_cores, 0.5),
+        CORES("DefaultCPUCores=2", "[Limits]\nDefaultCPUCores=2\n", defaults.cpu_cores, 2.0),
+        U64("DefaultDiskMB", "[Limits]\nDefaultDiskMB=1\n", defaults.disk_mb, 1),
+        U64("DefaultTasks", "[Limits]\nDefaultTasks=4\n", defaults.tasks, 4),
+        U64("MaxTimeoutMS", "[Limits]\nMaxTimeoutMS=86400000\n", ceilings.timeout_ms, 86400000),
+        U64("MaxMemoryMB", "[Limits]\nMaxMemoryMB=16\n", ceilings.memory_mb, 16),
+        CORES("MaxCPUCores=0.25", "[Limits]\nMaxCPUCores=0.25\n", ceilings.cpu_cores, 0.25),
+        CORES("MaxCPUCores=4096", "[Limits]\nMaxCPUCores=4096\n", ceilings.cpu_cores, 4096.0),
+        U64("MaxDiskMB", "[Limits]\nMaxDiskMB=1048576\n", ceilings.disk_mb, 1 << 20),
+        U64("MaxTasks", "[Limits]\nMaxTasks=4096\n", ceilings.tasks, 4096),
+
+        /* [Sandbox] */
+        STR("Helper", "[Sandbox]\nHelper=/opt/sandboxd/sandbox-exec\n", helper, "/opt/sandboxd/sandbox-exec"),
+        U64("OutputHeadBytes=0", "[Sandbox]\nOutputHeadBytes=0\n", output_head_bytes, 0),
+        U64("OutputHeadBytes=1M", "[Sandbox]\nOutputHeadBytes=1M\n", output_head_bytes, 1024 * 1024),
+        U64("OutputTailBytes=16M (maximum)", "[Sandbox]\nOutputTailBytes=16M\n", output_tail_bytes, 16 << 20),
+        U64("OutputTailBytes=8K", "[Sandbox]\nOutputTailBytes=8K\n", output_tail_bytes, 8192),
+        U64("LimitNOFILE", "[Sandbox]\nLimitNOFILE=16\n", nofile, 16),
+        U64("KillGraceMS", "[Sandbox]\nKillGraceMS=60000\n", kill_grace_ms, 60000),
+
+        /* Syntax around the assignment. */
+        U64("spaces around '=' and the line", "[Daemon]\n   MaxConcurrent =  12  \n", max_concurrent, 12),
+        U64("tabs", "\t[Daemon]\t\n\tMaxConcurrent\t=\t13\n", max_concurrent, 13),
+        U64("CRLF line ends", "[Daemon]\r\nMaxConcurrent=14\r\n", max_concurrent, 14),
+        U64("no newline at the end", "[Daemon]\nMaxConcurrent=15", max_concurrent, 15),
+        U64("comments and blank lines", "# a comment\n; another\n\n   # indented\n[Daemon]\n\n#MaxConcurrent=1\n"
+            "MaxConcurrent=17\n;MaxConcurrent=2\n", max_concurrent, 17),
+        U64("later assignment overrides", "[Daemon]\nMaxConcurrent=4\nMaxConcurrent=6\n", max_concurrent, 6),
+        U64("section reopened", "[Daemon]\nMaxConcurrent=4\n[Limits]\nDefaultTasks=8\n[Daemon]\nMaxConcurrent=5\n",
+            max_concurrent, 5),
+        U64("other sections untouched", "[Limits]\nDefaultTasks=8\n[Sandbox]\nLimitNOFILE=64\n", max_concurrent, 8),
+        STR("value with '=' and spaces inside", "[Daemon]\nSocketGroup=a b=c\n", socket_group, "a b=c"),
+};
+
+static void test_key_row(void **state) {
+        const KeyRow *row = *state;
+        _cleanup_(config_freep) Config *c = config_new();
+        _cleanup_free_ char *error = NULL;
+        const void *p;
+
+        assert_non_null(c);
+        p = (const uint8_t *) c + row->offset;
+        assert_int_equal(config_parse_text(c, row->text, "x.conf", &error), 0);
+        assert_null(error);
+
+        switch (row->type) {
+        case F_STR:
+                assert_string_equal(*(char *const *) p, row->s);
+                break;
+        case F_U64:
+                assert_int_equal(*(const uint64_t *) p, row->u);
+                break;
+        case F_CORES:
+                assert_true(*(const double *) p == row->d);
+                break;
+        case F_INT:
+                assert_int_equal(*(const int *) p, (int) row->u);
+                break;
+        }
+}
+
+/* ---- config_parse_text: errors name FILE:LINE ---- */
+
+typedef struct ErrorRow {
+        const char *name;
+        const char *text;
+        const char *error;
+} ErrorRow;
+
+static const ErrorRow error_rows[] = {
+        { "unknown key", "[Daemon]\n# comment\nFoo=1\n",
+          "x.conf:3: unknown key 'Foo' in section [Daemon]" },
+        { "key of another section", "[Limits]\n\nMaxConcurrent=4\n",
+          "x.conf:3: unknown key 'MaxConcurrent' in section [Limits]" },
+        { "key case matters", "[Daemon]\nmaxconcurrent=4\n",
+          "x.conf:2: unknown key 'maxconcurrent' in section [Daemon]" },
+        { "empty key", "[Daemon]\n=4\n", "x.conf:2: unknown key '' in section [Daemon]" },
+        { "line count over CRLF and comments", "[Daemon]\r\n; c\r\n\r\n# c\r\nFoo=1\r\n",
+          "x.conf:5: unknown key 'Foo' in section [Daemon]" },
+        { "unknown section", "[Daemon]\nMaxConcurrent=4\n\n[Nope]\n", "x.conf:4: unknown section [Nope]" },
+        { "section case matters", "[daemon]\n", "x.conf:1: unknown section [daemon]" },
+        { "section with spaces", "[ Daemon ]\n", "x.conf:1: unknown section [ Daemon ]" },
+        { "unterminated section header", "\n[Daemon\n", "x.conf:2: invalid section header '[Daemon'" },
+        { "empty section header", "[]\n", "x.conf:1: invalid section header '[]'" },
+        { "assignment outside a section", "# top\n\nMaxConcurrent=4\n[Daemon]\n",
+          "x.conf:3: assignment 'MaxConcurrent=' outside of a section" },
+        { "no '='", "[Daemon]\nMaxConcurrent\n", "x.conf:2: expected KEY=VALUE, got 'MaxConcurrent'" },
+        { "bad number", "[Daemon]\nMaxConcurrent=four\n",
+          "x.conf:2: MaxConcurrent= takes a whole number, got 'four'" },
+        { "negative number", "[Daemon]\nMaxQueued=-1\n", "x.conf:2: MaxQueued= takes a whole number, got '-1'" },
+        { "fraction for a whole number", "[Daemon]\nKeepFinished=1.5\n",
+          "x.conf:2: KeepFinished= takes a whole number, got '1.5'" },
+        { "hex number", "[Daemon]\nMaxConnections=0x10\n",
+          "x.conf:2: MaxConnections= takes a whole number, got '0x10'" },
+        { "size suffix on a whole number", "[Daemon]\nMaxQueued=1K\n",
+          "x.conf:2: MaxQueued= takes a whole number, got '1K'" },
+        { "number overflows", "[Daemon]\nMaxQueued=18446744073709551616\n",
+          "x.conf:2: MaxQueued= takes a whole number, got '18446744073709551616'" },
+        { "empty number", "[Daemon]\nMaxQueued=\n", "x.conf:2: MaxQueued= takes a whole number, got ''" },
+        { "below minimum", "[Daemon]\nMaxConcurrent=0\n", "x.conf:2: MaxConcurrent=0 is outside [1, 4096]" },
+        { "above maximum", "[Daemon]\nMaxConcurrent=4097\n", "x.conf:2: MaxConcurrent=4097 is outside [1, 4096]" },
+        { "DefaultMemoryMB below minimum", "[Limits]\nDefaultMemoryMB=15\n",
+          "x.conf:2: DefaultMemoryMB=15 is outside [16, 1048576]" },
+        { "DefaultTasks below minimum", "[Limits]\nDefaultTasks=3\n",
+          "x.conf:2: DefaultTasks=3 is outside [4, 1048576]" },
+        { "MaxTimeoutMS above maximum", "[Limits]\nMaxTimeoutMS=86400001\n",
+          "x.conf:2: MaxTimeoutMS=86400001 is outside [100, 86400000]" },
+        { "KillGraceMS above maximum", "[Sandbox]\nKillGraceMS=60001\n",
+          "x.conf:2: KillGraceMS=60001 is outside [0, 60000]" },
+        { "size below minimum", "[Daemon]\nMaxRequestBytes=1023\n",
+          "x.conf:2: MaxRequestBytes=1023 is outside [1024, 1073741824]" },
+        { "size above maximum", "[Daemon]\nMaxRequestBytes=2G\n",
+          "x.conf:2: MaxRequestBytes=2G is outside [1024, 1073741824]" },
+        { "size above maximum by one", "[Sandbox]\nOutputHeadBytes=16777217\n",
+          "x.conf:2: OutputHeadBytes=16777217 is outside [0, 16777216]" },
+        { "fractional size", "[Daemon]\nMaxCodeBytes=1.5M\n",
+          "x.conf:2: MaxCodeBytes= takes a size (e.g. 64K, 2M), got '1.5M'" },
+        { "size garbage", "[Sandbox]\nOutputTailBytes=lots\n",
+          "x.conf:2: OutputTailBytes= takes a size (e.g. 64K, 2M), got 'lots'" },
+        { "size lowercase suffix", "[Sandbox]\nOutputTailBytes=64k\n",
+          "x.conf:2: OutputTailBytes= takes a size (e.g. 64K, 2M), got '64k'" },
+        { "cores zero", "[Limits]\nDefaultCPUCores=0\n",
+          "x.conf:2: DefaultCPUCores= takes a number of cores in (0, 4096], got '0'" },
+        { "cores negative", "[Limits]\nMaxCPUCores=-1\n",
+          "x.conf:2: MaxCPUCores= takes a number of cores in (0, 4096], got '-1'" },
+        { "cores too many", "[Limits]\nMaxCPUCores=4097\n",
+          "x.conf:2: MaxCPUCores= takes a number of cores in (0, 4096], got '4097'" },
+        { "cores nan", "[Limits]\nMaxCPUCores=nan\n",
+          "x.conf:2: MaxCPUCores= takes a number of cores in (0, 4096], got 'nan'" },
+        { "cores inf", "[Limits]\nMaxCPUCores=inf\n",
+          "x.conf:2: MaxCPUCores= takes a number of cores in (0, 4096], got 'inf'" },
+        { "cores garbage", "[Limits]\nDefaultCPUCores=1.5x\n",
+          "x.conf:2: DefaultCPUCores= takes a number of cores in (0, 4096], got '1.5x'" },
+        { "cores empty", "[Limits]\nDefaultCPUCores=\n",
+          "x.conf:2: DefaultCPUCores= takes a number of cores in (0, 4096], got ''" },
+        { "relative path", "[Daemon]\nAPISocket=run/api.sock\n",
+          "x.conf:2: APISocket= must be an absolute path, got 'run/api.sock'" },
+        { "relative Helper", "[Sandbox]\nHelper=sandbox-exec\n",
+          "x.conf:2: Helper= must be an absolute path, got 'sandbox-exec'" },
+        { "empty path", "[Daemon]\nStateDirectory=\n",
+          "x.conf:2: StateDirectory= must be an absolute path, got ''" },
+        { "empty string", "[Daemon]\nSocketGroup=\n", "x.conf:2: SocketGroup= must not be empty" },
+        { "empty string after spaces", "[Daemon]\nSocketGroup =   \n", "x.conf:2: SocketGroup= must not be empty" },
+        { "bad log level", "[Daemon]\nLogLevel=verbose\n",
+          "x.conf:2: LogLevel= takes a syslog level name (err, info, debug...), got 'verbose'" },
+        { "numeric log level", "[Daemon]\nLogLevel=7\n",
+          "x.conf:2: LogLevel= takes a syslog level name (err, info, debug...), got '7'" },
+        { "first error wins", "[Daemon]\nFoo=1\nBar=2\n", "x.conf:2: unknown key 'Foo' in section [Daemon]" },
+        { "error after valid lines", "[Daemon]\nMaxConcurrent=2\n[Limits]\nDefaultTasks=8\nDefaultTasks=x\n",
+          "x.conf:5: DefaultTasks= takes a whole number, got 'x'" },
+};
+
+static void test_error_row(void **state) {
+        const ErrorRow *row = *state;
+        _cleanup_(config_freep) Config *c = config_new();
+        _cleanup_free_ char *error = NULL;
+
+        assert_non_null(c);
+        assert_int_equal(config_parse_text(c, row->text, "x.conf", &error), -EINVAL);
+        assert_non_null(error);
+        assert_string_equal(error, row->error);
+
+        /* Without a place for the message it fails the same way. */
+        assert_int_equal(config_parse_text(c, row->text, "x.conf", NULL), -EINVAL);
+}
+
+static void test_parse_misc(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = config_new();
+        _cleanup_free_ char *error = NULL;
+
+        assert_non_null(c);
+
+        /* Nothing at all is fine and changes nothing. */
+        assert_int_equal(config_parse_text(c, "", "x.conf", &error), 0);
+        assert_int_equal(config_parse_text(c, "\n\n# only comments\n;\n", "x.conf", &error), 0);
+        assert_int_equal(config_parse_text(c, "[Daemon]\n[Limits]\n[Sandbox]\n", "x.conf", &error), 0);
+        assert_null(error);
+        assert_int_equal(c->max_concurrent, 8);
+
+        /* A second text applied to the same Config overrides the first. */
+        assert_int_equal(config_parse_text(c, "[Daemon]\nMaxConcurrent=3\nSocketGroup=a\n", "a.conf", &error), 0);
+        assert_int_equal(config_parse_text(c, "[Daemon]\nMaxConcurrent=5\n", "b.conf", &error), 0);
+        assert_int_equal(c->max_concurrent, 5);
+        assert_string_equal(c->socket_group, "a");
+
+        /* The file name is used as given. */
+        assert_int_equal(config_parse_text(c, "[Oops]\n", "/etc/sandboxd/sandboxd.conf.d/50-x.conf", &error),
+                         -EINVAL);
+        assert_string_equal(error, "/etc/sandboxd/sandboxd.conf.d/50-x.conf:1: unknown section [Oops]");
+
+        /* A later error replaces an earlier message rather than leaking it. */
+        assert_int_equal(config_parse_text(c, "\n[Oops]\n", "y.conf", &error), -EINVAL);
+        assert_string_equal(error, "y.conf:2: unknown section [Oops]");
+}
+
+/* ---- config_load ---- */
+
+static int rm_one(const char *path, _unused_ const struct stat *st, int type, _unused_ struct FTW *ftw) {
+        return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void rm_rf(const char *path) {
+        (void) nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *make_tmpdir(void) {
+        char *d = NULL;
+
+        assert_true(asprintf(&d, "%s/test-conf.XXXXXX", getenv("TMPDIR") ?: "/tmp") > 0);
+        assert_non_null(mkdtemp(d));
+        return d;
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+        _cleanup_free_ char *p = NULL;
+        _cleanup_close_ int fd = -EBADF;
+
+        assert_true(asprintf(&p, "%s/%s", dir, name) > 0);
+        fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(loop_write(fd, text, strlen(text)), 0);
+}
+
+static void make_dropin_dir(const char *dir) {
+        _cleanup_free_ char *p = NULL;
+
+        assert_true(asprintf(&p, "%s/sandboxd.conf.d", dir) > 0);
+        assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static void test_load_empty_dir(_unused_ void **state) {
+        _cleanup_free_ char *dir = make_tmpdir(), *error = NULL;
+        _cleanup_(config_freep) Config *c = config_new();
+
+        /* Neither sandboxd.conf nor sandboxd.conf.d: the defaults. */
+        assert_int_equal(config_load(c, dir, &error), 0);
+        assert_null(error);
+        assert_int_equal(c->max_concurrent, 8);
+        assert_int_equal(c->defaults.timeout_ms, 30000);
+        rm_rf(dir);
+}
+
+static void test_load_order(_unused_ void **state) {
+        _cleanup_free_ char *dir = make_tmpdir(), *error = NULL;
+        _cleanup_(config_freep) Config *c = config_new();
+
+        write_file(dir, "sandboxd.conf",
+                   "[Daemon]\nMaxConcurrent=2\nKeepFinished=5\n[Limits]\nDefaultTasks=64\n");
+        make_dropin_dir(dir);
+        /* Created out of order: readdir() order must not matter. */
+        write_file(dir, "sandboxd.conf.d/20-b.conf", "[Daemon]\nMaxConcurrent=4\n");
+        write_file(dir, "sandboxd.conf.d/10-a.conf", "[Daemon]\nMaxConcurrent=3\nKeepFinished=10\nMaxQueued=7\n");
+        write_file(dir, "sandboxd.conf.d/05-z.conf", "[Daemon]\nMaxQueued=6\nKeepFinished=9\n");
+        /* Not ending in .conf, or hidden: ignored, even though they would not parse. */
+        write_file(dir, "sandboxd.conf.d/30-c.conf.bak", "garbage\n");
+        write_file(dir, "sandboxd.conf.d/30-c.conf~", "garbage\n");
+        write_file(dir, "sandboxd.conf.d/README", "garbage\n");
+        write_file(dir, "sandboxd.conf.d/40.CONF", "garbage\n");
+        write_file(dir, "sandboxd.conf.d/.hidden.conf", "garbage\n");
+        write_file(dir, "sandboxd.conf.d/conf", "garbage\n");
+
+        assert_int_equal(config_load(c, dir, &error), 0);
+        assert_null(error);
+        assert_int_equal(c->max_concurrent, 4);     /* main 2, 10-a 3, 20-b 4 */
+        assert_int_equal(c->keep_finished, 10);     /* main 5, 05-z 9, 10-a 10 */
+        assert_int_equal(c->max_queued, 7);         /* 05-z 6, 10-a 7 */
+        assert_int_equal(c->defaults.tasks, 64);    /* main only */
+        assert_int_equal(c->max_connections, 256);  /* nobody */
+        rm_rf(dir);
+}
+
+static void test_load_dropins_without_main(_unused_ void **state) {
+        _cleanup_free_ char *dir = make_tmpdir(), *error = NULL;
+        _cleanup_(config_freep) Config *c = config_new();
+
+        make_dropin_dir(dir);
+        write_file(dir, "sandboxd.conf.d/10-a.conf", "[Sandbox]\nLimitNOFILE=99\n");
+        assert_int_equal(config_load(c, dir, &error), 0);
+        assert_null(error);
+        assert_int_equal(c->nofile, 99);
+        rm_rf(dir);
+}
+
+static void test_load_dropin_error(_unused_ void **state) {
+        _cleanup_free_ char *dir = make_tmpdir(), *error = NULL, *expect = NULL;
+        _cleanup_(config_freep) Config *c = config_new();
+
+        write_file(dir, "sandboxd.conf", "[Daemon]\nMaxConcurrent=2\n");
+        make_dropin_dir(dir);
+        write_file(dir, "sandboxd.conf.d/10-a.conf", "[Daemon]\nMaxConcurrent=3\n");
+        write_file(dir, "sandboxd.conf.d/20-b.conf", "# b\n[Daemon]\n\nBogus=1\n");
+        write_file(dir, "sandboxd.conf.d/30-c.conf", "[Daemon]\nAlsoBogus=1\n");
+
+        assert_int_equal(config_load(c, dir, &error), -EINVAL);
+        assert_true(asprintf(&expect, "%s/sandboxd.conf.d/20-b.conf:4: unknown key 'Bogus' in section [Daemon]",
+                             dir) > 0);
+        assert_non_null(error);
+        assert_string_equal(error, expect);
+        rm_rf(dir);
+}
+
+static void test_load_main_error(_unused_ void **state) {
+        _cleanup_free_ char *dir = make_tmpdir(), *error = NULL, *expect = NULL;
+        _cleanup_(config_freep) Config *c = config_new();
+
+        write_file(dir, "sandboxd.conf", "[Daemon]\nMaxConcurrent=2\n[Limits]\nDefaultMemoryMB=1\n");
+        make_dropin_dir(dir);
+        write_file(dir, "sandboxd.conf.d/10-a.conf", "[Daemon]\nMaxConcurrent=3\n");
+
+        assert_int_equal(config_load(c, dir, &error), -EINVAL);
+        assert_true(asprintf(&expect, "%s/sandboxd.conf:4: DefaultMemoryMB=1 is outside [16, 1048576]", dir) > 0);
+        assert_string_equal(error, expect);
+        rm_rf(dir);
+}
+
+static void test_load_validates_after_all_files(_unused_ void **state) {
+        _cleanup_free_ char *dir = make_tmpdir(), *error = NULL;
+        _cleanup_(config_freep) Config *c = config_new(), *c2 = config_new();
+
+        /* The default goes above the built-in ceiling in one file and the ceiling is raised in a
+         * later one: only the end result counts. */
+        make_dropin_dir(dir);
+        write_file(dir, "sandboxd.conf.d/10-a.conf", "[Limits]\nDefaultTimeoutMS=700000\n");
+        write_file(dir, "sandboxd.conf.d/20-b.conf", "[Limits]\nMaxTimeoutMS=900000\n");
+        assert_int_equal(config_load(c, dir, &error), 0);
+        assert_null(error);
+        assert_int_equal(c->defaults.timeout_ms, 700000);
+        assert_int_equal(c->ceilings.timeout_ms, 900000);
+
+        /* Without the second file: refused by validation. */
+        write_file(dir, "sandboxd.conf.d/20-b.conf", "# nothing\n");
+        assert_int_equal(config_load(c2, dir, &error), -EINVAL);
+        assert_string_equal(error, "DefaultTimeoutMS=700000 exceeds MaxTimeoutMS=600000");
+        rm_rf(dir);
+}
+
+static void test_load_unreadable(_unused_ void **state) {
+        _cleanup_free_ char *dir = make_tmpdir(), *error = NULL, *p = NULL, *expect = NULL;
+        _cleanup_(config_freep) Config *c = config_new();
+
+        /* A directory where the main file should be is an error, not "missing". */
+        assert_true(asprintf(&p, "%s/sandboxd.conf", dir) > 0);
+        assert_int_equal(mkdir(p, 0755), 0);
+        assert_int_equal(config_load(c, dir, &error), -EBADFD);
+        assert_non_null(error);
+        assert_true(asprintf(&expect, "%s/sandboxd.conf: cannot read: ", dir) > 0);
+        assert_non_null(startswith(error, expect));
+        rm_rf(dir);
+}
+
+/* ---- config_validate ---- */
+
+typedef struct ValidateRow {
+        const char *name;
+        const char *text;
+        const char *error;       /* NULL: valid */
+} ValidateRow;
+
+static const ValidateRow validate_rows[] = {
+        { "timeout above ceiling", "[Limits]\nDefaultTimeoutMS=600001\n",
+          "DefaultTimeoutMS=600001 exceeds MaxTimeoutMS=600000" },
+        { "memory above ceiling", "[Limits]\nMaxMemoryMB=256\n", "DefaultMemoryMB=512 exceeds MaxMemoryMB=256" },
+        { "cores above ceiling", "[Limits]\nDefaultCPUCores=3\n", "DefaultCPUCores=3 exceeds MaxCPUCores=2" },
+        { "fractional cores above ceiling", "[Limits]\nDefaultCPUCores=0.75\nMaxCPUCores=0.5\n",
+          "DefaultCPUCores=0.75 exceeds MaxCPUCores=0.5" },
+        { "disk above ceiling", "[Limits]\nDefaultDiskMB=8193\n", "DefaultDiskMB=8193 exceeds MaxDiskMB=8192" },
+        { "tasks above ceiling", "[Limits]\nMaxTasks=64\n", "DefaultTasks=128 exceeds MaxTasks=64" },
+        { "all equal to the ceilings", "[Limits]\nDefaultTimeoutMS=600000\nDefaultMemoryMB=8192\n"
+          "DefaultCPUCores=2\nDefaultDiskMB=8192\nDefaultTasks=1024\n", NULL },
+        { "all ceilings lowered to the defaults", "[Limits]\nMaxTimeoutMS=30000\nMaxMemoryMB=512\n"
+          "MaxCPUCores=1\nMaxDiskMB=1024\nMaxTasks=128\n", NULL },
+};
+
+static void test_validate_row(void **state) {
+        const ValidateRow *row = *state;
+        _cleanup_(config_freep) Config *c = config_new();
+        _cleanup_free_ char *error = NULL;
+
+        assert_int_equal(config_parse_text(c, row->text, "x.conf", &error), 0);
+        if (!row->error) {
+                assert_int_equal(config_validate(c, &error), 0);
+                assert_null(error);
+                return;
+        }
+        assert_int_equal(config_validate(c, &error), -EINVAL);
+        assert_non_null(error);
+        assert_string_equal(error, row->error);
+        assert_int_equal(config_validate(c, NULL), -EINVAL);
+}
+
+/* ---- parse_size ---- */
+
+static void test_parse_size(_unused_ void **state) {
+        static const struct {
+                const char *s;
+                int ret;
+                uint64_t v;
+        } rows[] = {
+                { "0",                      0,       0 },
+                { "1",                      0,       1 },
+                { "1B",                     0,       1 },
+                { "007",                    0,       7 },
+                { "64K",                    0,       64 * 1024 },
+                { "64KiB",                  0,       64 * 1024 },
+                { "64KB",                   0,       64 * 1024 },
+                { "2M",                     0,       2 * 1024 * 1024 },
+                { "2MiB",                   0,       2 * 1024 * 1024 },
+                { "2MB",                    0,       2 * 1024 * 1024 },
+                { "3G",                     0,       3ULL << 30 },
+                { "3GiB",                   0,       3ULL << 30 },
+                { "1T",                     0,       1ULL << 40 },
+                { "1TiB",                   0,       1ULL << 40 },
+                { "0K",                     0,       0 },
+                { "18446744073709551615",   0,       UINT64_MAX },
+                { "18446744073709551615B",  0,       UINT64_MAX },
+                { "16777215T",              0,       16777215ULL << 40 },
+                { "17179869183G",           0,       17179869183ULL << 30 },
+                { "18446744073709551616",   -ERANGE, 0 },
+                { "99999999999999999999K",  -ERANGE, 0 },
+                { "16777216T",              -ERANGE, 0 },
+                { "17179869184G",           -ERANGE, 0 },
+                { "18014398509481984K",     -ERANGE, 0 },
+                { NULL,                     -EINVAL, 0 },
+                { "",                       -EINVAL, 0 },
+                { "K",                      -EINVAL, 0 },
+                { "M1",                     -EINVAL, 0 },
+                { "1.5M",                   -EINVAL, 0 },
+                { "1,5M",                   -EINVAL, 0 },
+                { ".5M",                    -EINVAL, 0 },
+                { "-1",                     -EINVAL, 0 },
+                { "+1",                     -EINVAL, 0 },
+                { " 1",                     -EINVAL, 0 },
+                { "1 ",                     -EINVAL, 0 },
+                { "1 M",                    -EINVAL, 0 },
+                { "1k",                     -EINVAL, 0 },
+                { "1m",                     -EINVAL, 0 },
+                { "1MM",                    -EINVAL, 0 },
+                { "1Mi",                    -EINVAL, 0 },
+                { "1P",                     -EINVAL, 0 },
+                { "0x10",                   -EINVAL, 0 },
+                { "1e3",                    -EINVAL, 0 },
+                { "abc",                    -EINVAL, 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                uint64_t v = 0xdeadbeef;
+                int r = parse_size(rows[i].s, &v);
+
+                if (r != rows[i].ret || (r == 0 && v != rows[i].v)) {
+                        print_error("parse_size(\"%s\") = %d, %llu\n", strna(rows[i].s), r, (unsigned long long) v);
+                        fail();
+                }
+                /* On failure the output is left alone. */
+                if (r < 0)
+                        assert_int_equal(v, 0xdeadbeef);
+        }
+}
+
+int main(void) {
+        size_t n = 1 + ELEMENTSOF(key_rows) + ELEMENTSOF(error_rows) + 1 + 7 + ELEMENTSOF(validate_rows) + 1, i = 0;
+        _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
+
+        if (!tests)
+                return EXIT_FAILURE;
+
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_defaults);
+        for (size_t k = 0; k < ELEMENTSOF(key_rows); k++)
+                tests[i++] = (struct CMUnitTest) { key_rows[k].name, test_key_row, NULL, NULL, (void *) &key_rows[k] };
+        for (size_t k = 0; k < ELEMENTSOF(error_rows); k++)
+                tests[i++] = (struct CMUnitTest) { error_rows[k].name, test_error_row, NULL, NULL,
+                                                   (void *) &error_rows[k] };
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_parse_misc);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_empty_dir);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_order);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_dropins_without_main);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_dropin_error);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_main_error);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_validates_after_all_files);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_unreadable);
+        for (size_t k = 0; k < ELEMENTSOF(validate_rows); k++)
+                tests[i++] = (struct CMUnitTest) { validate_rows[k].name, test_validate_row, NULL, NULL,
+                                                   (void *) &validate_rows[k] };
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_parse_size);
+        assert_true(i <= n);
+
+        return _cmocka_run_group_tests("conf", tests, i, NULL, NULL);
+}
