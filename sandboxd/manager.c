@@ -326,6 +326,46 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* Executions still running when sandboxd stops are ended: nothing would read their output. The
+ * calls must be answered before the connection closes: systemd checks the caller's credentials
+ * when it handles a call, and a caller that has gone by then is refused. So the loop exits only
+ * when every call is answered (or after a few seconds). */
+static int on_end_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+
+        if (m->n_end_pending > 0 && --m->n_end_pending == 0)
+                (void) sd_event_exit(m->event, 0);
+        return 0;
+}
+
+static int on_end_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        log_warning("%u calls to stop executions unanswered, exiting anyway.", m->n_end_pending);
+        return sd_event_exit(m->event, 0);
+}
+
+static void manager_end_executions(Manager *m) {
+        static const char *const names[] = { "KillUnit", "StopUnit" };
+
+        for (Job *j = m->jobs; j && m->bus; j = j->next) {
+                if (job_is_final(j) || j->state == JOB_QUEUED)
+                        continue;
+                log_info("%s: ended because sandboxd is stopping", j->exec->id);
+                for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                        int r = i == 0 ? sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, names[i],
+                                                                  on_end_reply, m, "ssi", j->unit_name, "all", SIGKILL)
+                                       : sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, names[i],
+                                                                  on_end_reply, m, "ss", j->mount_name, "replace");
+                        if (r >= 0)
+                                m->n_end_pending++;
+                }
+        }
+        for (Job *j = m->jobs; j; j = j->next)
+                if (!job_is_final(j))
+                        job_flush_waiters(j);
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 
@@ -334,9 +374,14 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
                 return 0;
         }
         log_info("Received %s, stopping.", si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        if (m->stopping)
+                return 0;
         m->stopping = true;
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
-        return sd_event_exit(m->event, 0);
+        manager_end_executions(m);
+        if (m->n_end_pending == 0)
+                return sd_event_exit(m->event, 0);
+        return sd_event_add_time_relative(m->event, NULL, CLOCK_MONOTONIC, 5 * 1000000ULL, 0, on_end_timeout, m);
 }
 
 static int load_config(const char *dir, Config **ret) {
@@ -498,19 +543,6 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         m->stopping = true;
-
-        /* Executions still running are ended: nothing would read their output. */
-        for (Job *j = m->jobs; j; j = j->next) {
-                if (job_is_final(j))
-                        continue;
-                if (m->bus && (j->state == JOB_RUNNING || j->state == JOB_STARTING))
-                        (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
-                if (m->bus && j->state != JOB_QUEUED)
-                        (void) sysd_stop_unit(m->bus, j->mount_name);
-                job_flush_waiters(j);
-        }
-        if (m->bus)
-                (void) sd_bus_flush(m->bus);
         m->http = http_free(m->http);
         while (m->jobs)
                 job_free(m->jobs);

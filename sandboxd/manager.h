@@ -44,6 +44,7 @@ typedef struct Manager {
         uint64_t counter_finished;
 
         bool stopping;
+        unsigned n_end_pending;  /* calls to end executions not yet answered, at stop */
 } Manager;
 
 int manager_new(const char *config_dir, const char *helper_override, Manager **ret);

@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Bounded concurrency: 200 submissions with 4 slots all finish with correct results, never more
+# than 4 run at once, the queue is bounded (429), and the configuration reloads on SIGHUP.
+import concurrent.futures as cf
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import *  # noqa: E402,F401,F403
+
+t = Tap()
+confdir = os.environ["SANDBOXD_CONFIG_DIR"]
+os.makedirs(f"{confdir}/sandboxd.conf.d", exist_ok=True)
+
+
+def reload_with(text):
+    with open(f"{confdir}/sandboxd.conf.d/50-test.conf", "w") as f:
+        f.write(text)
+    subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+
+
+reload_with("[Daemon]\nMaxConcurrent=4\nMaxQueued=300\n")
+t.eq(health()["slots"], 4, "reload applied MaxConcurrent=4")
+
+N = 200
+ids = []
+for i in range(N):
+    st, res = submit(f"import time\ntime.sleep(0.01)\nprint({i} * 7)", session_id=f"sess_{i % 5}")
+    if st != 202:
+        t.ok(False, f"submission {i} accepted", (st, res))
+        break
+    ids.append(res["execution_id"])
+t.eq(len(ids), N, f"{N} submissions accepted")
+
+peak = {"running": 0, "queued": 0}
+stop = threading.Event()
+
+
+def watch():
+    while not stop.is_set():
+        h = health()
+        peak["running"] = max(peak["running"], h["running"])
+        peak["queued"] = max(peak["queued"], h["queued"])
+        time.sleep(0.02)
+
+
+w = threading.Thread(target=watch)
+w.start()
+start = time.monotonic()
+with cf.ThreadPoolExecutor(max_workers=16) as ex:
+    results = list(ex.map(lambda e: get(e, wait=True)[1], ids))
+elapsed = time.monotonic() - start
+stop.set()
+w.join()
+wrong = [(i, r.get("status"), r.get("stdout")) for i, r in enumerate(results)
+         if r.get("status") != "success" or r.get("stdout") != f"{i * 7}\n"]
+t.eq(wrong, [], f"all {N} finished with their own correct output")
+t.ok(peak["running"] <= 4, f"never more than 4 running (peak {peak['running']})", peak)
+t.ok(peak["running"] >= 2, f"slots were used concurrently (peak {peak['running']})", peak)
+print(f"# {N} executions through 4 slots in {elapsed:.1f} s ({N / elapsed:.1f}/s), peak queue {peak['queued']}")
+t.eq(len({r["execution_id"] for r in results}), N, "every execution has its own id")
+t.ok(wait_until(lambda: not [u for u in sandboxd_units() if u.startswith("sandboxd-")], 10),
+     "no units left behind", sandboxd_units())
+
+# A bounded queue: with 1 slot and room for 2, the 4th concurrent submission is refused.
+reload_with("[Daemon]\nMaxConcurrent=1\nMaxQueued=2\n")
+codes = [submit("import time; time.sleep(1.5)")[0] for _ in range(5)]
+t.ok(codes[:3] == [202, 202, 202] and 429 in codes[3:], f"queue full gives 429 ({codes})", codes)
+st, res = submit("print(1)")
+t.eq(res.get("error", {}).get("code"), "queue_full", "429 names queue_full")
+
+# A bad drop-in is refused on reload and the running configuration stays.
+with open(f"{confdir}/sandboxd.conf.d/60-bad.conf", "w") as f:
+    f.write("[Daemon]\nMaxConcurrent=2\nNoSuchKey=1\n")
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+time.sleep(0.3)
+t.eq(health()["slots"], 1, "a bad reload keeps the previous configuration")
+log = subprocess.run(["journalctl", "-u", "sandboxd.service", "--no-pager", "-o", "cat"], capture_output=True,
+                     text=True).stdout
+t.ok("60-bad.conf:3: unknown key 'NoSuchKey' in section [Daemon]" in log, "the error names file and line",
+     log[-2000:])
+os.unlink(f"{confdir}/sandboxd.conf.d/60-bad.conf")
+
+t.done()

@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# sandboxd under a real systemd: READY, STATUS, reload on SIGHUP, clean stop and restart, and
+# configuration errors that name file and line.
+set -u
+n=0; failed=0
+ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); [ -n "${3:-}" ] && echo "$3" | sed 's/^/# /'; fi; }
+check() { local name=$1; shift; if "$@" >/dev/null 2>&1; then ok 0 "$name"; else ok 1 "$name"; fi; }
+
+build=${SANDBOXD_BUILD_DIR:?}
+conf=${SANDBOXD_CONFIG_DIR:?}
+
+check "sandboxd.service is active (READY=1 received, Type=notify)" test "$(systemctl show -P ActiveState sandboxd.service)" = active
+status=$(systemctl show -P StatusText sandboxd.service)
+check "STATUS= is reported ('$status')" test -n "$status"
+check "the API socket exists" test -S /run/sandboxd/api.sock
+check "health answers" curl -sf --unix-socket /run/sandboxd/api.sock http://l/v1/health
+check "the watchdog is armed" test "$(systemctl show -P WatchdogUSec sandboxd.service)" != 0
+pid=$(systemctl show -P MainPID sandboxd.service)
+
+# Reload on SIGHUP (systemctl reload sends it): same process, new configuration.
+mkdir -p "$conf/sandboxd.conf.d"
+printf '[Daemon]\nMaxConcurrent=3\n' > "$conf/sandboxd.conf.d/50-lifecycle.conf"
+check "systemctl reload succeeds" systemctl reload sandboxd.service
+check "reload kept the process" test "$(systemctl show -P MainPID sandboxd.service)" = "$pid"
+check "reload applied MaxConcurrent=3" sh -c "curl -s --unix-socket /run/sandboxd/api.sock http://l/v1/health | grep -q '\"slots\":3'"
+check "reload is logged" sh -c "journalctl -u sandboxd.service -o cat --no-pager | grep -q 'Configuration reloaded'"
+
+# A configuration error names the file and the line: --check-config, and a failing start.
+printf '[Daemon]\n# comment\nMaxConcurrent=2\nFrobnicate=yes\n' > "$conf/sandboxd.conf.d/70-bad.conf"
+out=$("$build/sandboxd/sandboxd" --check-config --config-dir="$conf" 2>&1); rc=$?
+expect="$conf/sandboxd.conf.d/70-bad.conf:4: unknown key 'Frobnicate' in section [Daemon]"
+ok $([ $rc -ne 0 ] && [ "$out" = "$expect" ] && echo 0 || echo 1) "--check-config names file:line of an unknown key" "rc=$rc out=$out"
+printf '[Limits]\nMaxMemoryMB=lots\n' > "$conf/sandboxd.conf.d/70-bad.conf"
+out=$("$build/sandboxd/sandboxd" --check-config --config-dir="$conf" 2>&1)
+ok $(echo "$out" | grep -q "70-bad.conf:2: MaxMemoryMB= takes a whole number, got 'lots'" && echo 0 || echo 1) "bad value names file:line" "$out"
+
+# Stop: clean exit, socket gone, no units left.
+systemctl stop sandboxd.service
+check "stop: inactive" test "$(systemctl show -P ActiveState sandboxd.service)" = inactive
+check "stop: exited cleanly (Result=success)" test "$(systemctl show -P Result sandboxd.service)" = success
+check "stop: main process gone" sh -c "! kill -0 $pid 2>/dev/null"
+
+# A start with the bad drop-in fails, and says why in the journal.
+systemctl start sandboxd.service 2>/dev/null
+check "start with a bad configuration fails" test "$(systemctl show -P Result sandboxd.service)" = exit-code
+check "the journal says which file and line" sh -c "journalctl -u sandboxd.service -o cat --no-pager | grep -q \"70-bad.conf:2: MaxMemoryMB=\""
+rm -f "$conf/sandboxd.conf.d/70-bad.conf"
+systemctl reset-failed sandboxd.service 2>/dev/null
+
+check "start again" systemctl start sandboxd.service
+check "runs code after a restart" sh -c "curl -sf --unix-socket /run/sandboxd/api.sock -H 'Content-Type: application/json' -d '{\"language\":\"bash\",\"code\":\"echo again\"}' 'http://l/v1/executions?wait=true' | grep -q '\"stdout\":\"again\\\\n\"'"
+
+# SIGTERM while an execution runs: the daemon exits promptly and the unit does not linger.
+curl -s --unix-socket /run/sandboxd/api.sock -H 'Content-Type: application/json' \
+        -d '{"language":"python","code":"import time; time.sleep(60)"}' http://l/v1/executions >/dev/null
+sleep 0.5
+start=$(date +%s%N)
+systemctl stop sandboxd.service
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "# stop with a running execution took $ms ms"
+check "stop with a running execution: clean" test "$(systemctl show -P Result sandboxd.service)" = success
+sleep 0.5
+left=$(systemctl list-units --all --plain --no-legend 'sandboxd-*' 'run-sandboxd-*' | awk '$3 == "active" || $3 == "deactivating"')
+ok $([ -z "$left" ] && echo 0 || echo 1) "no execution unit or workspace is left active after stop" "$left"
+
+echo "1..$n"
+echo "# $((n-failed)) passed, $failed failed"
+[ $failed = 0 ]

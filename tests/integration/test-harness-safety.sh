@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The harness must never touch the host: booting the private systemd twice, and killing the
+# harness midway (SIGTERM and SIGKILL), leaves /tmp, /run and the mount table as they were and no
+# systemd, dbus-daemon or journald behind.
+set -u
+build=${1:?usage: test-harness-safety.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+harness=$here/../harness/sandbox-harness
+n=0; failed=0
+ok() { n=$((n+1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed+1)); [ -n "${3:-}" ] && echo "$3" | sed 's/^/# /'; fi; }
+
+[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (namespaces, systemd as PID 1)"; exit 77; }
+if [ "$(cat /proc/1/comm)" = systemd ]; then
+        echo "1..0 # SKIP PID 1 is systemd: the harness uses the host's systemd, nothing to check"; exit 77
+fi
+
+canary=$(mktemp /tmp/harness-canary.XXXXXX); echo "still here" > "$canary"
+snapshot() {
+        ls -A /tmp | sort > "$1.tmp"
+        ls -A /run | sort > "$1.run"
+        findmnt -rn -o TARGET,SOURCE,FSTYPE | sort > "$1.mounts"
+        ls -d /var/tmp/sandbox-harness.* 2>/dev/null | sort > "$1.state"
+}
+ours() { # processes of the kinds the harness starts, outside our own process tree
+        ps -eo pid=,comm= | awk '$2 == "systemd" || $2 == "dbus-daemon" || $2 == "systemd-journal" || $2 == "sandboxd" {print}'
+}
+work=$(mktemp -d /var/tmp/harness-safety.XXXXXX)
+trap 'rm -rf "$work" "$canary"' EXIT
+snapshot "$work/before"
+procs_before=$(ours)
+
+# Twice in a row, each really booting systemd and running code.
+for i in 1 2; do
+        out=$("$harness" --build "$build" -- sh -c 'systemctl is-active sandboxd.service && test "$(cat /proc/1/comm)" = systemd && touch /tmp/inside-only && echo inside-ok' 2>&1)
+        ok $(echo "$out" | grep -q inside-ok && echo 0 || echo 1) "harness run $i boots systemd and sandboxd" "$out"
+done
+ok $([ ! -e /tmp/inside-only ] && echo 0 || echo 1) "a file made in the harness' /tmp is not in the host's /tmp"
+
+# Killed midway: SIGTERM, then SIGKILL (setpriv --pdeathsig takes the namespace down).
+for sig in TERM KILL; do
+        "$harness" --build "$build" -- sleep 300 >/dev/null 2>&1 &
+        hp=$!
+        # wait until sandboxd runs inside
+        for _ in $(seq 1 100); do ours | grep -q sandboxd && break; sleep 0.1; done
+        ok $(ours | grep -q sandboxd && echo 0 || echo 1) "harness up before SIG$sig"
+        kill -s "$sig" "$hp"
+        wait "$hp" 2>/dev/null
+        for _ in $(seq 1 50); do [ "$(ours)" = "$procs_before" ] && break; sleep 0.1; done
+        ok $([ "$(ours)" = "$procs_before" ] && echo 0 || echo 1) "after SIG$sig: no systemd, dbus-daemon, journald or sandboxd left" "$(ours)"
+done
+# A SIGKILLed harness cannot remove its state directory itself; remove what it left, as an
+# operator would, before comparing (its content is only the generated unit files).
+for d in $(ls -d /var/tmp/sandbox-harness.* 2>/dev/null); do grep -qx "$d" "$work/before.state" || rm -rf "$d"; done
+
+snapshot "$work/after"
+ok $(comm -23 "$work/before.tmp" "$work/after.tmp" | grep -q . && echo 1 || echo 0) "every entry of the host's /tmp is still there" "$(comm -23 "$work/before.tmp" "$work/after.tmp")"
+ok $([ "$(cat "$canary" 2>/dev/null)" = "still here" ] && echo 0 || echo 1) "the canary file in /tmp is intact"
+ok $(cmp -s "$work/before.run" "$work/after.run" && echo 0 || echo 1) "the host's /run is unchanged" "$(diff "$work/before.run" "$work/after.run")"
+ok $(cmp -s "$work/before.mounts" "$work/after.mounts" && echo 0 || echo 1) "the host's mount table is unchanged" "$(diff "$work/before.mounts" "$work/after.mounts")"
+
+# It refuses to run as non-root (skips).
+if id nobody >/dev/null 2>&1; then
+        setpriv --reuid=nobody --regid=nogroup --clear-groups "$harness" --build "$build" -- true >/dev/null 2>&1; rc=$?
+        ok $([ $rc = 77 ] && echo 0 || echo 1) "as non-root it skips (77) instead of booting anything" "rc=$rc"
+fi
+
+echo "1..$n"
+echo "# $((n-failed)) passed, $failed failed"
+[ $failed = 0 ]

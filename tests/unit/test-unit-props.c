@@ -1,0 +1,726 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "language.h"
+#include "unit-props.h"
+#include "util.h"
+
+/* Each row of each table runs as its own cmocka test, named after the row, so a failure in the TAP
+ * output says which rule broke. The property rows all look at one plan, built once (group setup)
+ * with a secret in the test process's own environment that must not reach the sandbox. */
+
+#define MiB (UINT64_C(1024) * 1024)
+
+#define ROOT_DIR "/run/sandboxd/root"
+#define EMPTY_DIR "/run/sandboxd/empty"
+#define HELPER_HOST "/usr/libexec/sandboxd/sandbox-exec"
+#define WORKSPACE "/run/sandboxd/workspaces/exec_1"
+#define CG_MEMORY "/sys/fs/cgroup/memory/sandboxd.slice/sandboxd-exec_1.service"
+#define CG_PIDS "/sys/fs/cgroup/pids/sandboxd.slice/sandboxd-exec_1.service"
+
+static char env_a[] = "A=1";
+static char env_my[] = "MY_VAR=hello world";
+static char *const user_env[] = { env_a, env_my };
+
+static const CgroupBind cgroups[] = {
+        { CG_MEMORY, "memory" },
+        { CG_PIDS,   "pids" },
+};
+
+static UnitPlan make_plan(const Language *l) {
+        return (UnitPlan) {
+                .execution_id = "exec_1",
+                .language = l,
+                .limits = { .timeout_ms = 30000, .memory_mb = 512, .cpu_cores = 0.5, .disk_mb = 1024, .tasks = 128 },
+                .user_env = user_env,
+                .n_user_env = ELEMENTSOF(user_env),
+                .seed = 1234,
+                .root_dir = ROOT_DIR,
+                .empty_dir = EMPTY_DIR,
+                .helper = HELPER_HOST,
+                .workspace = WORKSPACE,
+                .cgroups = cgroups,
+                .n_cgroups = ELEMENTSOF(cgroups),
+                .nofile = 1000,
+                .max_code_bytes = 1048576,
+                .stdin_fd = 3,
+                .stdout_fd = 4,
+                .stderr_fd = 5,
+        };
+}
+
+static UnitProps props;
+
+static int setup_props(_unused_ void **state) {
+        UnitPlan plan = make_plan(language_find("python"));
+
+        if (!plan.language)
+                return -1;
+        if (setenv("SECRET_TEST_TOKEN", "hunter2", 1) < 0)
+                return -1;
+        return unit_props_build(&plan, &props);
+}
+
+static int teardown_props(_unused_ void **state) {
+        unit_props_done(&props);
+        return 0;
+}
+
+static const UnitProp *need(const UnitProps *p, const char *name) {
+        const UnitProp *x = unit_props_find(p, name);
+
+        if (!x) {
+                print_error("property %s missing\n", name);
+                fail();
+        }
+        return x;
+}
+
+/* ---- scalar properties ---- */
+
+typedef struct PropRow {
+        const char *name;
+        PropKind kind;
+        bool b;
+        uint64_t u;
+        int32_t i;
+        const char *s;
+} PropRow;
+
+#define P_BOOL(n, v)   { n, PK_BOOL, .b = v }
+#define P_U64(n, v)    { n, PK_U64, .u = v }
+#define P_U32(n, v)    { n, PK_U32, .u = v }
+#define P_I32(n, v)    { n, PK_I32, .i = v }
+#define P_STR(n, v)    { n, PK_STRING, .s = v }
+#define P_FD(n, v)     { n, PK_FD, .i = v }
+
+static const PropRow prop_rows[] = {
+        /* identity and privileges */
+        P_BOOL("DynamicUser", true),
+        P_BOOL("NoNewPrivileges", true),
+        P_U64("CapabilityBoundingSet", 0),
+        P_U64("AmbientCapabilities", 0),
+        P_BOOL("RestrictSUIDSGID", true),
+        /* file system and namespaces */
+        P_STR("RootDirectory", ROOT_DIR),
+        P_BOOL("MountAPIVFS", true),
+        P_STR("ProtectProc", "invisible"),
+        P_STR("ProcSubset", "pid"),
+        P_BOOL("PrivateDevices", true),
+        P_BOOL("PrivateIPC", true),
+        P_BOOL("PrivateNetwork", true),
+        P_BOOL("ProtectHostname", true),
+        P_STR("WorkingDirectory", "/workspace"),
+        P_U32("UMask", 0022),
+        /* limits of the plan: 512 MB, 0.5 cores, 128 tasks, 30 s */
+        P_BOOL("MemoryAccounting", true),
+        P_U64("MemoryMax", 512 * MiB),
+        P_U64("MemorySwapMax", 0),
+        P_BOOL("CPUAccounting", true),
+        P_U64("CPUQuotaPerSecUSec", 500000),
+        P_BOOL("TasksAccounting", true),
+        P_U64("TasksMax", 128),
+        P_U64("RuntimeMaxUSec", 30000000),
+        P_U64("LimitCORE", 0),
+        P_U64("LimitCORESoft", 0),
+        P_U64("LimitNOFILE", 1000),
+        P_U64("LimitNOFILESoft", 1000),
+        /* how it dies */
+        P_I32("KillSignal", SIGKILL),
+        P_STR("KillMode", "control-group"),
+        P_BOOL("SendSIGKILL", true),
+        P_I32("OOMScoreAdjust", 500),
+        /* the unit itself */
+        P_STR("Slice", "sandboxd.slice"),
+        P_BOOL("AddRef", true),
+        P_STR("CollectMode", "inactive-or-failed"),
+        P_STR("Type", "simple"),
+        P_STR("Description", "sandboxd execution exec_1 (python)"),
+        P_FD("StandardInputFileDescriptor", 3),
+        P_FD("StandardOutputFileDescriptor", 4),
+        P_FD("StandardErrorFileDescriptor", 5),
+};
+
+static void test_prop_row(void **state) {
+        const PropRow *row = *state;
+        const UnitProp *x = need(&props, row->name);
+
+        assert_int_equal(x->kind, row->kind);
+        switch (row->kind) {
+        case PK_BOOL:
+                assert_int_equal(x->b, row->b);
+                break;
+        case PK_U64:
+        case PK_U32:
+                assert_int_equal(x->u, row->u);
+                break;
+        case PK_I32:
+                assert_int_equal(x->i, row->i);
+                break;
+        case PK_STRING:
+                assert_non_null(x->s);
+                assert_string_equal(x->s, row->s);
+                break;
+        case PK_FD:
+                assert_int_equal(x->fd, row->i);
+                break;
+        default:
+                fail();
+        }
+}
+
+static void test_timeout_stop(_unused_ void **state) {
+        const UnitProp *x = need(&props, "TimeoutStopUSec");
+
+        assert_int_equal(x->kind, PK_U64);
+        assert_true(x->u > 0);
+        assert_true(x->u <= 1000000);
+}
+
+/* Every property: a reason, a unique name, a well-formed payload. */
+static void test_all_props_well_formed(_unused_ void **state) {
+        assert_true(props.n > 30);
+        for (size_t i = 0; i < props.n; i++) {
+                const UnitProp *x = &props.props[i];
+
+                assert_non_null(x->name);
+                assert_true(strlen(x->name) > 0);
+                if (isempty(x->reason)) {
+                        print_error("property %s has no reason\n", x->name);
+                        fail();
+                }
+                for (size_t j = 0; j < i; j++)
+                        if (streq(props.props[j].name, x->name)) {
+                                print_error("property %s appears twice\n", x->name);
+                                fail();
+                        }
+                switch (x->kind) {
+                case PK_STRING:
+                        assert_non_null(x->s);
+                        break;
+                case PK_STRV:
+                case PK_EXEC:
+                        assert_non_null(x->strv);
+                        assert_null(x->strv[x->n]);
+                        break;
+                case PK_BINDS:
+                        assert_int_equal(x->n % 3, 0);
+                        assert_null(x->strv[x->n]);
+                        for (size_t k = 0; k < x->n; k += 3) {
+                                assert_true(x->strv[k][0] == '/');
+                                assert_true(x->strv[k + 1][0] == '/');
+                                assert_true(streq(x->strv[k + 2], "-") || streq(x->strv[k + 2], ""));
+                        }
+                        break;
+                case PK_TMPFS:
+                        assert_int_equal(x->n % 2, 0);
+                        assert_null(x->strv[x->n]);
+                        break;
+                default:
+                        break;
+                }
+        }
+        assert_null(unit_props_find(&props, "NoSuchProperty"));
+        assert_null(unit_props_find(&props, "dynamicuser"));
+}
+
+/* ---- limits ---- */
+
+typedef struct LimitsRow {
+        const char *name;
+        Limits limits;
+        uint64_t cpu_quota;      /* CPUQuotaPerSecUSec */
+} LimitsRow;
+
+static const LimitsRow limits_rows[] = {
+        { "limits 0.5 cores", { 30000, 512, 0.5, 1024, 128 }, 500000 },
+        { "limits 1 core", { 100, 16, 1.0, 1, 4 }, 1000000 },
+        { "limits 2 cores", { 600000, 8192, 2.0, 8192, 1024 }, 2000000 },
+        { "limits 0.01 cores", { 1000, 64, 0.01, 10, 8 }, 10000 },
+        { "limits 0.333 cores", { 1234, 100, 0.333, 7, 5 }, 333000 },
+        { "limits 1.1 cores (rounded, not truncated)", { 1234, 100, 1.1, 7, 5 }, 1100000 },
+        { "limits 0.29 cores (rounded, not truncated)", { 1234, 100, 0.29, 7, 5 }, 290000 },
+};
+
+static void test_limits_row(void **state) {
+        const LimitsRow *row = *state;
+        UnitPlan plan = make_plan(language_find("python"));
+        UnitProps p = {};
+        const UnitProp *x;
+        char fsize[64];
+        bool found = false;
+
+        plan.limits = row->limits;
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+
+        assert_int_equal(need(&p, "MemoryMax")->u, row->limits.memory_mb * MiB);
+        assert_int_equal(need(&p, "MemorySwapMax")->u, 0);
+        assert_int_equal(need(&p, "CPUQuotaPerSecUSec")->u, row->cpu_quota);
+        assert_int_equal(need(&p, "TasksMax")->u, row->limits.tasks);
+        assert_int_equal(need(&p, "RuntimeMaxUSec")->u, row->limits.timeout_ms * 1000);
+
+        /* No single file larger than the whole disk allowance. */
+        snprintf(fsize, sizeof(fsize), "--rlimit-fsize=%" PRIu64, row->limits.disk_mb * MiB);
+        x = need(&p, "ExecStart");
+        for (size_t i = 0; i < x->n; i++)
+                if (streq(x->strv[i], fsize))
+                        found = true;
+        assert_true(found);
+
+        unit_props_done(&p);
+        assert_int_equal(p.n, 0);
+        assert_null(p.props);
+}
+
+/* ---- disk: /dev/shm and the workspace share disk_mb ---- */
+
+static void test_disk_split(_unused_ void **state) {
+        static const uint64_t disks[] = { 1, 2, 3, 7, 8, 100, 511, 512, 513, 1000, 1024, 8192, 1 << 20 };
+
+        for (size_t i = 0; i < ELEMENTSOF(disks); i++) {
+                Limits l = { .disk_mb = disks[i] };
+                uint64_t shm = sandbox_shm_bytes(&l), ws = sandbox_workspace_bytes(&l);
+
+                if (shm + ws != disks[i] * MiB || shm == 0 || ws == 0 || shm > 64 * MiB || shm > disks[i] * MiB / 8) {
+                        print_error("disk_mb=%" PRIu64 ": shm=%" PRIu64 " workspace=%" PRIu64 "\n", disks[i], shm, ws);
+                        fail();
+                }
+                assert_true(ws >= shm);
+        }
+        /* The cap: beyond 512 MB, /dev/shm stays at 64 MiB. */
+        assert_int_equal(sandbox_shm_bytes(&(Limits) { .disk_mb = 8192 }), 64 * MiB);
+        assert_int_equal(sandbox_shm_bytes(&(Limits) { .disk_mb = 512 }), 64 * MiB);
+        assert_int_equal(sandbox_shm_bytes(&(Limits) { .disk_mb = 8 }), 1 * MiB);
+}
+
+static void test_tmpfs_shm(_unused_ void **state) {
+        static const uint64_t disks[] = { 1, 64, 1024, 8192 };
+
+        for (size_t i = 0; i < ELEMENTSOF(disks); i++) {
+                UnitPlan plan = make_plan(language_find("python"));
+                _cleanup_free_ char *size = NULL;
+                UnitProps p = {};
+                const UnitProp *x;
+                const char *opt;
+
+                plan.limits.disk_mb = disks[i];
+                assert_int_equal(unit_props_build(&plan, &p), 0);
+                x = need(&p, "TemporaryFileSystem");
+                assert_int_equal(x->kind, PK_TMPFS);
+                assert_int_equal(x->n % 2, 0);
+                opt = NULL;
+                for (size_t k = 0; k < x->n; k += 2) {
+                        /* Each tmpfs once, none over the writable places. */
+                        assert_false(streq(x->strv[k], "/workspace") || streq(x->strv[k], "/tmp"));
+                        if (streq(x->strv[k], "/dev/shm")) {
+                                assert_null(opt);
+                                opt = x->strv[k + 1];
+                        }
+                }
+                assert_non_null(opt);
+                assert_non_null(strstr(opt, "nosuid"));
+                assert_non_null(strstr(opt, "nodev"));
+
+                /* size= is there exactly once and equals sandbox_shm_bytes(). */
+                assert_true(asprintf(&size, "size=%" PRIu64, sandbox_shm_bytes(&plan.limits)) > 0);
+                opt = strstr(opt, "size=");
+                assert_non_null(opt);
+                assert_null(strstr(opt + 1, "size="));
+                assert_true(strncmp(opt, size, strlen(size)) == 0);
+                assert_true(opt[strlen(size)] == 0 || opt[strlen(size)] == ',');
+                unit_props_done(&p);
+        }
+}
+
+/* ---- bind mounts ---- */
+
+static bool has_bind(const UnitProp *x, const char *src, const char *dst, const char *flag) {
+        for (size_t i = 0; i + 2 < x->n; i += 3)
+                if (streq(x->strv[i], src) && streq(x->strv[i + 1], dst) && streq(x->strv[i + 2], flag))
+                        return true;
+        return false;
+}
+
+static bool path_is_or_under(const char *p, const char *dir) {
+        const char *rest = startswith(p, dir);
+
+        return rest && (*rest == 0 || *rest == '/');
+}
+
+static void test_bind_read_only(_unused_ void **state) {
+        static const char *const never[] = { "/etc", "/root", "/home", "/run/dbus", "/run/systemd", "/var/lib/sandboxd",
+                                             "/proc", "/dev", "/run/sandboxd/api.sock" };
+        const UnitProp *x = need(&props, "BindReadOnlyPaths");
+
+        assert_int_equal(x->kind, PK_BINDS);
+        assert_true(has_bind(x, "/usr", "/usr", ""));
+        assert_true(has_bind(x, EMPTY_DIR, "/sys", ""));
+        assert_true(has_bind(x, HELPER_HOST, SANDBOX_HELPER, ""));
+        assert_true(has_bind(x, CG_MEMORY, SANDBOX_CGROUP_DIR "/memory", "-"));
+        assert_true(has_bind(x, CG_PIDS, SANDBOX_CGROUP_DIR "/pids", "-"));
+        /* A few /etc files the runtimes need, one by one, each optional. */
+        assert_true(has_bind(x, "/etc/ld.so.cache", "/etc/ld.so.cache", "-"));
+        assert_true(has_bind(x, "/etc/passwd", "/etc/passwd", "-"));
+
+        for (size_t i = 0; i < x->n; i += 3) {
+                const char *src = x->strv[i], *dst = x->strv[i + 1];
+
+                /* Never the root, never a whole tree of secrets. */
+                assert_false(streq(src, "/"));
+                assert_false(streq(dst, "/"));
+                for (size_t k = 0; k < ELEMENTSOF(never); k++)
+                        if (streq(src, never[k]) || streq(dst, never[k]) ||
+                            (!streq(never[k], "/etc") && (path_is_or_under(src, never[k]) ||
+                                                          path_is_or_under(dst, never[k])))) {
+                                print_error("read-only bind %s -> %s exposes %s\n", src, dst, never[k]);
+                                fail();
+                        }
+                /* /etc entries are bound onto themselves and may be missing. */
+                if (path_is_or_under(src, "/etc")) {
+                        assert_string_equal(src, dst);
+                        assert_string_equal(x->strv[i + 2], "-");
+                }
+                /* Nothing is mounted over the writable places. */
+                assert_false(path_is_or_under(dst, "/workspace"));
+                assert_false(path_is_or_under(dst, "/tmp"));
+        }
+}
+
+static void test_bind_writable(_unused_ void **state) {
+        const UnitProp *x = need(&props, "BindPaths");
+
+        assert_int_equal(x->kind, PK_BINDS);
+        /* Exactly these three, nothing else writable. */
+        assert_int_equal(x->n, 9);
+        assert_true(has_bind(x, WORKSPACE "/workspace", "/workspace", ""));
+        assert_true(has_bind(x, WORKSPACE "/tmp", "/tmp", ""));
+        assert_true(has_bind(x, WORKSPACE "/tmp", "/var/tmp", ""));
+}
+
+static void test_no_cgroups(_unused_ void **state) {
+        UnitPlan plan = make_plan(language_find("python"));
+        UnitProps p = {};
+        const UnitProp *x;
+
+        plan.cgroups = NULL;
+        plan.n_cgroups = 0;
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        x = need(&p, "BindReadOnlyPaths");
+        for (size_t i = 0; i < x->n; i += 3)
+                assert_false(path_is_or_under(x->strv[i + 1], SANDBOX_CGROUP_DIR));
+        unit_props_done(&p);
+}
+
+/* ---- ExecStart ---- */
+
+static ssize_t argv_index(const UnitProp *x, const char *arg) {
+        for (size_t i = 0; i < x->n; i++)
+                if (streq(x->strv[i], arg))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void check_exec(const UnitProp *x, const Language *l, const UnitPlan *plan) {
+        _cleanup_free_ char *max_source = NULL, *nofile = NULL;
+        size_t n_run = 0, n_compile = 0, n_compile_args = 0;
+        ssize_t dashes;
+
+        assert_int_equal(x->kind, PK_EXEC);
+        assert_string_equal(x->s, SANDBOX_HELPER);
+        assert_true(x->n >= 5);
+        assert_string_equal(x->strv[0], SANDBOX_HELPER);
+        assert_string_equal(x->strv[1], "--source");
+        assert_string_equal(x->strv[2], l->source_name);
+
+        assert_true(asprintf(&max_source, "--max-source=%" PRIu64, plan->max_code_bytes) > 0);
+        assert_true(asprintf(&nofile, "--rlimit-nofile=%" PRIu64, plan->nofile) > 0);
+        dashes = argv_index(x, "--");
+        assert_true(dashes > 2);
+        assert_true(argv_index(x, max_source) > 2 && argv_index(x, max_source) < dashes);
+        assert_true(argv_index(x, nofile) > 2 && argv_index(x, nofile) < dashes);
+        assert_true(argv_index(x, "--cgroup-dir=" SANDBOX_CGROUP_DIR) > 2);
+        assert_true(argv_index(x, "--cgroup-dir=" SANDBOX_CGROUP_DIR) < dashes);
+
+        /* The syntax pipe exactly for the languages that check syntax themselves. */
+        if (l->syntax_fd)
+                assert_true(argv_index(x, "--syntax-fd") > 2 && argv_index(x, "--syntax-fd") < dashes);
+        else
+                assert_int_equal(argv_index(x, "--syntax-fd"), -1);
+
+        /* The compile step, argument by argument and in order, before "--". */
+        for (const char *const *a = l->compile_argv; a && *a; a++)
+                n_compile++;
+        for (ssize_t i = 0; i < dashes; i++) {
+                const char *v = startswith(x->strv[i], "--compile-arg=");
+                if (!v)
+                        continue;
+                assert_true(n_compile_args < n_compile);
+                assert_string_equal(v, l->compile_argv[n_compile_args]);
+                n_compile_args++;
+        }
+        assert_int_equal(n_compile_args, n_compile);
+
+        /* The run argv is the whole tail after "--". */
+        for (const char *const *a = l->run_argv; *a; a++)
+                n_run++;
+        assert_int_equal(x->n, (size_t) dashes + 1 + n_run);
+        for (size_t i = 0; i < n_run; i++)
+                assert_string_equal(x->strv[dashes + 1 + i], l->run_argv[i]);
+}
+
+static void test_exec_python(_unused_ void **state) {
+        const Language *l = language_find("python");
+        UnitPlan plan = make_plan(l);
+        const UnitProp *x = need(&props, "ExecStart");
+
+        check_exec(x, l, &plan);
+        assert_string_equal(x->strv[2], "main.py");
+        assert_true(argv_index(x, "--syntax-fd") > 0);
+        assert_string_equal(x->strv[x->n - 1], "main.py");
+}
+
+static void test_exec_bash(_unused_ void **state) {
+        const Language *l = language_find("bash");
+        UnitPlan plan = make_plan(l);
+        UnitProps p = {};
+        const UnitProp *x;
+        ssize_t a, b, c;
+
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        x = need(&p, "ExecStart");
+        check_exec(x, l, &plan);
+        a = argv_index(x, "--compile-arg=/bin/bash");
+        b = argv_index(x, "--compile-arg=-n");
+        c = argv_index(x, "--compile-arg=main.sh");
+        assert_true(a > 0 && a < b && b < c && c < argv_index(x, "--"));
+        assert_int_equal(argv_index(x, "--syntax-fd"), -1);
+        assert_string_equal(x->strv[x->n - 2], "/bin/bash");
+        assert_string_equal(x->strv[x->n - 1], "main.sh");
+        unit_props_done(&p);
+}
+
+static void test_exec_every_language(_unused_ void **state) {
+        for (size_t i = 0; i < language_count(); i++) {
+                const Language *l = language_get(i);
+                UnitPlan plan = make_plan(l);
+                UnitProps p = {};
+
+                assert_int_equal(unit_props_build(&plan, &p), 0);
+                check_exec(need(&p, "ExecStart"), l, &plan);
+                unit_props_done(&p);
+        }
+        assert_null(language_get(language_count()));
+}
+
+/* ---- Environment ---- */
+
+static size_t key_len(const char *assignment) {
+        return strcspn(assignment, "=");
+}
+
+static void check_unique_keys(char *const *env, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                assert_non_null(strchr(env[i], '='));
+                for (size_t j = 0; j < i; j++)
+                        if (key_len(env[i]) == key_len(env[j]) && strncmp(env[i], env[j], key_len(env[i])) == 0) {
+                                print_error("duplicate key: '%s' and '%s'\n", env[j], env[i]);
+                                fail();
+                        }
+        }
+}
+
+static ssize_t env_index(char *const *env, size_t n, const char *assignment) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(env[i], assignment))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void test_environment(_unused_ void **state) {
+        static const char *const expect[] = {
+                "PATH=/usr/local/bin:/usr/bin:/bin",
+                "HOME=/workspace",
+                "PWD=/workspace",
+                "TMPDIR=/tmp",
+                "USER=sandbox",
+                "LOGNAME=sandbox",
+                "TZ=UTC",
+                "LANG=C.UTF-8",
+                "LC_ALL=C.UTF-8",
+                "PYTHONHASHSEED=0",
+                "SANDBOX_SEED=1234",
+                "PYTHONDONTWRITEBYTECODE=1",
+                "A=1",
+                "MY_VAR=hello world",
+        };
+        const UnitProp *x = need(&props, "Environment");
+
+        assert_int_equal(x->kind, PK_STRV);
+        assert_non_null(getenv("SECRET_TEST_TOKEN"));
+
+        /* The required ones are there... */
+        assert_true(env_index(x->strv, x->n, "TZ=UTC") >= 0);
+        assert_true(env_index(x->strv, x->n, "LANG=C.UTF-8") >= 0);
+        assert_true(env_index(x->strv, x->n, "PYTHONHASHSEED=0") >= 0);
+        assert_true(env_index(x->strv, x->n, "SANDBOX_SEED=1234") >= 0);
+        assert_true(env_index(x->strv, x->n, "HOME=/workspace") >= 0);
+        /* ... the user's come after all the fixed ones ... */
+        assert_true(env_index(x->strv, x->n, "A=1") > env_index(x->strv, x->n, "SANDBOX_SEED=1234"));
+        assert_true(env_index(x->strv, x->n, "MY_VAR=hello world") > env_index(x->strv, x->n, "A=1"));
+        /* ... and nothing else: in particular nothing of this process's own environment. */
+        for (size_t i = 0; i < x->n; i++)
+                assert_null(strstr(x->strv[i], "SECRET_TEST_TOKEN"));
+        assert_int_equal(x->n, ELEMENTSOF(expect));
+        for (size_t i = 0; i < ELEMENTSOF(expect); i++)
+                assert_string_equal(x->strv[i], expect[i]);
+        check_unique_keys(x->strv, x->n);
+}
+
+static void test_environment_dedupe(_unused_ void **state) {
+        static const char *const lang_env[] = { "TZ=Europe/Berlin", "HOME=/tmp", "FOO=1", "FOO=2", "BAR=x", NULL };
+        static char foo[] = "FOO=3", zed[] = "ZED=z";
+        static char *const uenv[] = { foo, zed };
+        Language l = *language_find("python");
+        UnitPlan plan = make_plan(&l);
+        char **env = NULL;
+        size_t n = 0;
+        ssize_t tz;
+
+        l.env = lang_env;
+        plan.user_env = uenv;
+        plan.n_user_env = ELEMENTSOF(uenv);
+        plan.seed = 0;
+        assert_int_equal(sandbox_environment(&plan, &env, &n), 0);
+        assert_null(env[n]);
+
+        check_unique_keys(env, n);
+        /* A later assignment replaces an earlier one in place: the fixed order stays. */
+        tz = env_index(env, n, "TZ=Europe/Berlin");
+        assert_int_equal(tz, 6);
+        assert_int_equal(env_index(env, n, "HOME=/tmp"), 1);
+        assert_true(env_index(env, n, "FOO=3") >= 0);
+        assert_true(env_index(env, n, "BAR=x") >= 0);
+        assert_true(env_index(env, n, "ZED=z") > env_index(env, n, "BAR=x"));
+        assert_true(env_index(env, n, "SANDBOX_SEED=0") >= 0);
+        assert_int_equal(env_index(env, n, "TZ=UTC"), -1);
+        assert_int_equal(env_index(env, n, "FOO=1"), -1);
+        assert_int_equal(env_index(env, n, "FOO=2"), -1);
+        /* A prefix of another name is a different name. */
+        assert_true(env_index(env, n, "PATH=/usr/local/bin:/usr/bin:/bin") >= 0);
+        for (size_t i = 0; i < n; i++)
+                free(env[i]);
+        free(env);
+
+        /* The same through unit_props_build. */
+        UnitProps p = {};
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        check_unique_keys(need(&p, "Environment")->strv, need(&p, "Environment")->n);
+        unit_props_done(&p);
+}
+
+static void test_environment_prefix_names(_unused_ void **state) {
+        /* "PATHX" and "PAT" are not "PATH": no replacement. */
+        static char a[] = "PATHX=1", b[] = "PAT=2", c[] = "HOME_DIR=3";
+        static char *const uenv[] = { b, a, c };
+        UnitPlan plan = make_plan(language_find("node"));
+        char **env = NULL;
+        size_t n = 0;
+
+        plan.user_env = uenv;
+        plan.n_user_env = ELEMENTSOF(uenv);
+        assert_int_equal(sandbox_environment(&plan, &env, &n), 0);
+        assert_true(env_index(env, n, "PATH=/usr/local/bin:/usr/bin:/bin") >= 0);
+        assert_true(env_index(env, n, "HOME=/workspace") >= 0);
+        assert_true(env_index(env, n, "PATHX=1") >= 0);
+        assert_true(env_index(env, n, "PAT=2") >= 0);
+        assert_true(env_index(env, n, "HOME_DIR=3") >= 0);
+        check_unique_keys(env, n);
+        /* node has no language env: 11 fixed + 3 */
+        assert_int_equal(n, 14);
+        for (size_t i = 0; i < n; i++)
+                free(env[i]);
+        free(env);
+}
+
+/* ---- unit names ---- */
+
+static void test_execution_unit_name(_unused_ void **state) {
+        _cleanup_free_ char *a = execution_unit_name("exec_1"), *b = execution_unit_name("exec_20261130_0a1b");
+
+        assert_string_equal(a, "sandboxd-exec_1.service");
+        assert_string_equal(b, "sandboxd-exec_20261130_0a1b.service");
+}
+
+static void test_mount_unit_names(_unused_ void **state) {
+        /* Expected values are what "systemd-escape --path --suffix=mount" prints (systemd 252). */
+        static const struct {
+                const char *path, *unit;
+        } rows[] = {
+                { "/run/sandboxd/workspaces/exec_1-a.b", "run-sandboxd-workspaces-exec_1\\x2da.b.mount" },
+                { "/run/sandboxd/workspaces/exec_20261130_0a1b2c3d4e5f6789",
+                  "run-sandboxd-workspaces-exec_20261130_0a1b2c3d4e5f6789.mount" },
+                { "/.hidden/x", "\\x2ehidden-x.mount" },
+                { "/a/.b", "a-.b.mount" },
+                { "/a/..b", "a-..b.mount" },
+                { "/run//sandboxd///workspaces/x", "run-sandboxd-workspaces-x.mount" },
+                { "//run/x//", "run-x.mount" },
+                { "/run/x/", "run-x.mount" },
+                { "/", "-.mount" },
+                { "/x/-y", "x-\\x2dy.mount" },
+                { "/run/a:b", "run-a:b.mount" },
+                { "/a b", "a\\x20b.mount" },
+                { "/x~y", "x\\x7ey.mount" },
+                { "/a/b\\c", "a-b\\x5cc.mount" },
+                { "/tmp/\xc3\xa9", "tmp-\\xc3\\xa9.mount" },
+                { "/A_b/c.d.e", "A_b-c.d.e.mount" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                _cleanup_free_ char *u = mount_unit_name_from_path(rows[i].path);
+
+                assert_non_null(u);
+                if (!streq(u, rows[i].unit)) {
+                        print_error("'%s' -> '%s', want '%s'\n", rows[i].path, u, rows[i].unit);
+                        fail();
+                }
+        }
+}
+
+int main(void) {
+        size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + 20, i = 0;
+        _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
+
+        if (!tests)
+                return EXIT_FAILURE;
+
+        for (size_t k = 0; k < ELEMENTSOF(prop_rows); k++)
+                tests[i++] = (struct CMUnitTest) { prop_rows[k].name, test_prop_row, NULL, NULL, (void *) &prop_rows[k] };
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_timeout_stop);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_all_props_well_formed);
+        for (size_t k = 0; k < ELEMENTSOF(limits_rows); k++)
+                tests[i++] = (struct CMUnitTest) { limits_rows[k].name, test_limits_row, NULL, NULL,
+                                                   (void *) &limits_rows[k] };
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_disk_split);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_tmpfs_shm);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_bind_read_only);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_bind_writable);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_no_cgroups);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_python);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_bash);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_every_language);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment_dedupe);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment_prefix_names);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_execution_unit_name);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_mount_unit_names);
+        if (i > n)
+                abort();
+
+        return _cmocka_run_group_tests("unit-props", tests, i, setup_props, teardown_props);
+}
