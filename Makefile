@@ -32,7 +32,7 @@ check-asan: deps
 	@[ -f $(BUILD_ASAN)/build.ninja ] || meson setup $(BUILD_ASAN) -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug $(MESON_OPTS)
 	meson compile -C $(BUILD_ASAN)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		meson test -C $(BUILD_ASAN) --print-errorlogs $(ASAN_TESTS)
+		SANDBOX_HARNESS_SANITIZERS=1 meson test -C $(BUILD_ASAN) --print-errorlogs $(ASAN_TESTS)
 
 demo: build
 	tests/harness/sandbox-harness --build $(BUILD) -- tools/demo

@@ -41,6 +41,7 @@ static void on_job_done(Job *j, void *userdata) {
 
 static void wait_for(HttpRequest *req, Job *j) {
         ApiWait *w = calloc(1, sizeof(ApiWait));
+        JobWaiter *jw = NULL;
         int r;
 
         if (!w) {
@@ -51,14 +52,17 @@ static void wait_for(HttpRequest *req, Job *j) {
         w->job = j;
         /* Suspend first: the callback may answer at once. */
         http_request_suspend(req);
-        r = job_add_waiter(j, on_job_done, w, &w->waiter);
+        /* When the job is already final the callback runs (and frees w) before this returns. */
+        r = job_add_waiter(j, on_job_done, w, &jw);
         if (r < 0) {
                 free(w);
                 http_respond_error(req, 500, "internal", NULL, "out of memory");
                 return;
         }
-        if (r > 0)
+        if (r > 0) {
+                w->waiter = jw;
                 http_request_set_gone_cb(req, on_request_gone, w);
+        }
 }
 
 static void respond_accepted(HttpRequest *req, Job *j, unsigned status) {

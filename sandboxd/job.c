@@ -763,9 +763,10 @@ int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, J
         JobWaiter *w;
 
         if (j->state == JOB_DONE) {
-                cb(j, userdata);
+                /* Before the callback: it may free whatever ret points into. */
                 if (ret)
                         *ret = NULL;
+                cb(j, userdata);
                 return 0;
         }
         w = calloc(1, sizeof(JobWaiter));
