@@ -42,6 +42,7 @@ Config *config_new(void) {
         c->output_tail_bytes = 64 * 1024;
         c->nofile = 1024;
         c->kill_grace_ms = 1000;
+        c->workspace_pool = 16;
         return c;
 }
 
@@ -152,6 +153,7 @@ static const ConfKey conf_keys[] = {
         K("Sandbox", "OutputTailBytes", V_SIZE,     output_tail_bytes,   0, 16ULL << 20),
         K("Sandbox", "LimitNOFILE",     V_U64,      nofile,              16, 1 << 20),
         K("Sandbox", "KillGraceMS",     V_U64,      kill_grace_ms,       0, 60000),
+        K("Sandbox", "WorkspacePool",   V_U64,      workspace_pool,      0, 1024),
 };
 
 static int parse_loglevel(const char *v) {

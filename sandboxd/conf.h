@@ -44,6 +44,7 @@ typedef struct Config {
         uint64_t output_tail_bytes;  /* OutputTailBytes= */
         uint64_t nofile;             /* LimitNOFILE= inside the sandbox */
         uint64_t kill_grace_ms;      /* KillGraceMS= sandboxd's own deadline beyond timeout_ms */
+        uint64_t workspace_pool;     /* WorkspacePool= workspaces of the default size mounted ahead */
 } Config;
 
 Config *config_new(void);          /* defaults */

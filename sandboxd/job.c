@@ -12,6 +12,7 @@
 #include "log.h"
 #include "sysd.h"
 #include "unit-props.h"
+#include "workspace.h"
 
 #define OUTPUT_READ_CHUNK (64U * 1024U)
 #define PIPE_SIZE (1024 * 1024)
@@ -280,39 +281,6 @@ static int on_drain_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* ---- starting ------------------------------------------------------------------------------ */
 
-static int prepare_workspace(Job *j) {
-        static const struct {
-                const char *name;
-                mode_t mode;
-        } dirs[] = {
-                { "workspace", 0777 },   /* the dynamic user writes here; nobody else can reach it */
-                { "tmp", 01777 },
-        };
-        _cleanup_close_ int fd = -EBADF;
-        struct statfs sfs;
-        struct stat st, parent;
-
-        /* The mount unit is ours and nothing has run in it yet, but open it as if it were hostile. */
-        fd = open(j->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return log_error_errno(errno, "%s: cannot open workspace '%s': %m", j->exec->id, j->workspace);
-        if (fstatfs(fd, &sfs) < 0 || fstat(fd, &st) < 0 || stat(j->manager->workspaces_dir, &parent) < 0)
-                return -errno;
-        /* It must be the tmpfs itself, not the directory under it: if the mount did not reach this
-         * mount namespace (propagation), writing here would fill /run instead. */
-        if (sfs.f_type != TMPFS_MAGIC || st.st_dev == parent.st_dev)
-                return log_error_errno(EMEDIUMTYPE, "%s: workspace '%s' is not a mounted tmpfs in sandboxd's mount "
-                                       "namespace", j->exec->id, j->workspace);
-        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-                if (mkdirat(fd, dirs[i].name, 0700) < 0)
-                        return log_error_errno(errno, "%s: mkdir %s: %m", j->exec->id, dirs[i].name);
-                if (fchmodat(fd, dirs[i].name, dirs[i].mode, AT_SYMLINK_NOFOLLOW) < 0 &&
-                    fchmodat(fd, dirs[i].name, dirs[i].mode, 0) < 0)
-                        return log_error_errno(errno, "%s: chmod %s: %m", j->exec->id, dirs[i].name);
-        }
-        return 0;
-}
-
 static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Job *j = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
@@ -448,12 +416,28 @@ static int on_mount_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
 
 void job_start(Job *j) {
         Manager *m = j->manager;
+        Workspace *w;
         int r;
 
         queue_remove(m, j);
         m->n_running++;
         j->state = JOB_PREPARING;
         j->start_mono = now_mono(j);
+
+        /* A workspace mounted ahead of time, if one of the right size is ready. */
+        w = workspace_pool_take(m, sandbox_workspace_bytes(&j->exec->limits));
+        if (w) {
+                free(j->workspace);
+                free(j->mount_name);
+                j->workspace = TAKE_PTR(w->path);
+                j->mount_name = TAKE_PTR(w->mount_name);
+                j->mount_started = true;
+                workspace_free(w);
+                workspace_pool_fill(m);
+                start_service(j);
+                return;
+        }
+        workspace_pool_fill(m);
 
         r = sysd_start_tmpfs(m->bus, j->mount_name, j->workspace, sandbox_workspace_bytes(&j->exec->limits),
                              on_mount_reply, j, &j->slot_mount);
@@ -479,7 +463,7 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         job_finalize(j);
                         return;
                 }
-                if (prepare_workspace(j) < 0) {
+                if (workspace_prepare_dirs(j->workspace, m->workspaces_dir, j->exec->id) < 0) {
                         job_fail_internal(j, "the workspace could not be prepared");
                         return;
                 }

@@ -14,6 +14,7 @@
 #include "manager.h"
 #include "seccomp-policy.h"
 #include "sysd.h"
+#include "workspace.h"
 
 static int mkdir_checked(const char *path, mode_t mode) {
         struct stat st;
@@ -206,6 +207,8 @@ static int on_job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *ret
 
         if (sd_bus_message_read(msg, "uoss", &id, &path, &unit, &result) < 0)
                 return 0;
+        if (workspace_pool_job_removed(m, unit, result))
+                return 0;
         j = find_job_by_unit(m, unit);
         if (j)
                 job_on_job_removed(j, unit, result);
@@ -261,7 +264,7 @@ static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 return 0;
         while (sd_bus_message_read(reply, "(ssssssouso)", &name, &desc, &load, &active, &sub, &follow, &upath, &jid,
                                    &jtype, &jpath) > 0) {
-                if (find_job_by_unit(m, name))
+                if (find_job_by_unit(m, name) || workspace_pool_owns_unit(m, name))
                         continue;
                 if (streq(active, "inactive") && !endswith(name, ".mount"))
                         continue;
@@ -291,8 +294,18 @@ static void sweep_workspace_dirs(Manager *m) {
         while ((de = readdir(d))) {
                 if (de->d_name[0] == '.')
                         continue;
-                if (manager_find_job(m, de->d_name) && !job_is_final(manager_find_job(m, de->d_name)))
+                if (workspace_pool_owns_dir(m, de->d_name))
                         continue;
+                /* An execution's workspace is named by its id (or comes from the pool, above). */
+                {
+                        bool busy = false;
+                        for (Job *j = m->jobs; j; j = j->next)
+                                if (!job_is_final(j) && j->workspace && endswith(j->workspace, de->d_name) &&
+                                    j->workspace[strlen(j->workspace) - strlen(de->d_name) - 1] == '/')
+                                        busy = true;
+                        if (busy)
+                                continue;
+                }
                 /* Only an empty, unmounted mount point goes: rmdir refuses anything else. */
                 (void) unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
         }
@@ -361,6 +374,10 @@ static void manager_end_executions(Manager *m) {
                                 m->n_end_pending++;
                 }
         }
+        for (Workspace *w = m->pool; w && m->bus; w = w->next)
+                if (sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "StopUnit", on_end_reply, m,
+                                             "ss", w->mount_name, "replace") >= 0)
+                        m->n_end_pending++;
         for (Job *j = m->jobs; j; j = j->next)
                 if (!job_is_final(j))
                         job_flush_waiters(j);
@@ -417,9 +434,13 @@ int manager_reload(Manager *m) {
         SWAP_STR(c->api_socket, m->config->api_socket);
         SWAP_STR(c->state_dir, m->config->state_dir);
         SWAP_STR(c->runtime_dir, m->config->runtime_dir);
+        if (sandbox_workspace_bytes(&c->defaults) != sandbox_workspace_bytes(&m->config->defaults) ||
+            c->workspace_pool < m->config->workspace_pool)
+                workspace_pool_drain(m);
         config_free(m->config);
         m->config = TAKE_PTR(c);
         log_set_max_level(m->config->log_level);
+        workspace_pool_fill(m);
         log_info("Configuration reloaded from %s.", m->config_dir);
         (void) sd_notify(false, "READY=1");
         manager_notify_status(m);
@@ -523,6 +544,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
                 return log_error_errno(r, "Failed to add the sweep timer: %m");
 
         manager_sweep(m);
+        workspace_pool_fill(m);
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -546,6 +568,11 @@ Manager *manager_free(Manager *m) {
         m->http = http_free(m->http);
         while (m->jobs)
                 job_free(m->jobs);
+        while (m->pool) {
+                Workspace *w = m->pool;
+                m->pool = w->next;
+                workspace_free(w);
+        }
 
         sd_bus_slot_unref(m->match_job_removed);
         sd_bus_slot_unref(m->match_props);

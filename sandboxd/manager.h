@@ -8,6 +8,7 @@
 #include "http.h"
 
 typedef struct Job Job;
+typedef struct Workspace Workspace;
 
 typedef struct CgroupRoot {
         const char *name;        /* "memory", "pids", "cpuacct" (v1) or "unified" (v2) */
@@ -42,6 +43,11 @@ typedef struct Manager {
         Job *queue_head, *queue_tail;
         unsigned n_jobs, n_running, n_queued, n_finished;
         uint64_t counter_finished;
+
+        /* Workspaces mounted ahead of time (workspace.c). */
+        Workspace *pool;
+        unsigned n_pool;
+        uint64_t pool_retry_after;
 
         bool stopping;
         unsigned n_end_pending;  /* calls to end executions not yet answered, at stop */

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include "log.h"
+#include "sysd.h"
+#include "unit-props.h"
+#include "workspace.h"
+
+#define POOL_RETRY_USEC (5ULL * 1000000ULL)
+
+Workspace *workspace_free(Workspace *w) {
+        if (!w)
+                return NULL;
+        sd_bus_slot_unref(w->slot);
+        free(w->path);
+        free(w->mount_name);
+        free(w);
+        return NULL;
+}
+
+int workspace_prepare_dirs(const char *path, const char *parent_path, const char *log_id) {
+        static const struct {
+                const char *name;
+                mode_t mode;
+        } dirs[] = {
+                { "workspace", 0777 },   /* the dynamic user writes here; nobody else can reach it */
+                { "tmp", 01777 },
+        };
+        _cleanup_close_ int fd = -EBADF;
+        struct statfs sfs;
+        struct stat st, parent;
+
+        /* Nothing has run in it yet, but open it as if it were hostile. */
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "%s: cannot open workspace '%s': %m", log_id, path);
+        if (fstatfs(fd, &sfs) < 0 || fstat(fd, &st) < 0 || stat(parent_path, &parent) < 0)
+                return -errno;
+        /* It must be the tmpfs itself, not the directory under it: if the mount did not reach this
+         * mount namespace (propagation), writing here would fill /run instead. */
+        if (sfs.f_type != TMPFS_MAGIC || st.st_dev == parent.st_dev)
+                return log_error_errno(EMEDIUMTYPE, "%s: workspace '%s' is not a mounted tmpfs in sandboxd's mount "
+                                       "namespace", log_id, path);
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                if (mkdirat(fd, dirs[i].name, 0700) < 0)
+                        return log_error_errno(errno, "%s: mkdir %s: %m", log_id, dirs[i].name);
+                if (fchmodat(fd, dirs[i].name, dirs[i].mode, 0) < 0)
+                        return log_error_errno(errno, "%s: chmod %s: %m", log_id, dirs[i].name);
+        }
+        return 0;
+}
+
+static uint64_t pool_size_bytes(Manager *m) {
+        return sandbox_workspace_bytes(&m->config->defaults);
+}
+
+static void pool_remove(Manager *m, Workspace *w) {
+        for (Workspace **p = &m->pool; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        m->n_pool--;
+                        return;
+                }
+}
+
+static int on_pool_mount_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Workspace *w = userdata;
+        Manager *m = w->manager;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        w->slot = sd_bus_slot_unref(w->slot);
+        if (e) {
+                log_warning("Pool workspace %s could not be mounted: %s", w->mount_name, e->message);
+                m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
+                pool_remove(m, w);
+                workspace_free(w);
+        }
+        return 0;
+}
+
+void workspace_pool_fill(Manager *m) {
+        uint64_t size = pool_size_bytes(m);
+
+        if (m->stopping || !m->bus || now_usec(CLOCK_MONOTONIC) < m->pool_retry_after)
+                return;
+        while (m->n_pool < m->config->workspace_pool) {
+                char id[64];
+                Workspace *w;
+                int r;
+
+                if (id_generate(id, sizeof(id), "pool") < 0)
+                        return;
+                w = calloc(1, sizeof(Workspace));
+                if (!w)
+                        return;
+                w->manager = m;
+                w->size = size;
+                if (asprintf(&w->path, "%s/%s", m->workspaces_dir, id) < 0) {
+                        w->path = NULL;
+                        workspace_free(w);
+                        return;
+                }
+                w->mount_name = mount_unit_name_from_path(w->path);
+                if (!w->mount_name) {
+                        workspace_free(w);
+                        return;
+                }
+                r = sysd_start_tmpfs(m->bus, w->mount_name, w->path, size, on_pool_mount_reply, w, &w->slot);
+                if (r < 0) {
+                        log_warning_errno(r, "Cannot start pool workspace: %m");
+                        workspace_free(w);
+                        m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
+                        return;
+                }
+                w->next = m->pool;
+                m->pool = w;
+                m->n_pool++;
+        }
+}
+
+Workspace *workspace_pool_take(Manager *m, uint64_t size) {
+        for (Workspace *w = m->pool; w; w = w->next)
+                if (w->ready && w->size == size) {
+                        pool_remove(m, w);
+                        w->next = NULL;
+                        return w;
+                }
+        return NULL;
+}
+
+bool workspace_pool_job_removed(Manager *m, const char *unit, const char *result) {
+        for (Workspace *w = m->pool; w; w = w->next) {
+                if (!streq(w->mount_name, unit))
+                        continue;
+                if (!streq(result, "done") || workspace_prepare_dirs(w->path, m->workspaces_dir, w->mount_name) < 0) {
+                        log_warning("Pool workspace %s: mount job '%s', dropped.", unit, result);
+                        m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
+                        (void) sysd_stop_unit(m->bus, w->mount_name);
+                        pool_remove(m, w);
+                        workspace_free(w);
+                        return true;
+                }
+                w->ready = true;
+                return true;
+        }
+        return false;
+}
+
+bool workspace_pool_owns_unit(Manager *m, const char *unit) {
+        for (Workspace *w = m->pool; w; w = w->next)
+                if (streq(w->mount_name, unit))
+                        return true;
+        return false;
+}
+
+bool workspace_pool_owns_dir(Manager *m, const char *name) {
+        size_t l = strlen(m->workspaces_dir);
+
+        for (Workspace *w = m->pool; w; w = w->next)
+                if (strncmp(w->path, m->workspaces_dir, l) == 0 && w->path[l] == '/' && streq(w->path + l + 1, name))
+                        return true;
+        return false;
+}
+
+void workspace_pool_drain(Manager *m) {
+        while (m->pool) {
+                Workspace *w = m->pool;
+
+                m->pool = w->next;
+                m->n_pool--;
+                if (m->bus)
+                        (void) sysd_stop_unit(m->bus, w->mount_name);
+                workspace_free(w);
+        }
+}
