@@ -198,8 +198,8 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
 
                 errno = 0;
                 d = strtod(value, &end);
-                if (errno != 0 || *end || end == value || !isfinite(d) || d <= 0 || d > 4096)
-                        return set_error(ret_error, "%s: %s= takes a number of cores in (0, 4096], got '%s'",
+                if (errno != 0 || *end || end == value || !isfinite(d) || d < 0.01 || d > 4096)
+                        return set_error(ret_error, "%s: %s= takes a number of cores in [0.01, 4096], got '%s'",
                                          where, k->key, value);
                 *(double *) p = d;
                 return 0;

@@ -66,6 +66,12 @@ static void http_update(Http *h) {
 
         if (MHD_get_timeout(h->daemon, &ms) == MHD_YES) {
                 uint64_t now;
+
+                if (ms == 0) {
+                        /* More to do right away (data already read, edge-triggered epoll). */
+                        (void) sd_event_source_set_enabled(h->defer, SD_EVENT_ONESHOT);
+                        return;
+                }
                 (void) sd_event_now(h->event, CLOCK_MONOTONIC, &now);
                 (void) sd_event_source_set_time(h->timer, now + (uint64_t) ms * 1000ULL);
                 (void) sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
@@ -368,7 +374,9 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
         }
         r = sd_event_add_io(event, &h->io, info->epoll_fd, EPOLLIN, on_io, h);
         if (r >= 0)
-                r = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, h);
+                /* Accuracy 1 µs: 0 would mean sd-event's default of 250 ms, and MHD's timeouts
+                 * are often "call me again now". */
+                r = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, h);
         if (r >= 0)
                 r = sd_event_add_defer(event, &h->defer, on_defer, h);
         if (r >= 0)

@@ -73,6 +73,7 @@ int main(int argc, char *argv[]) {
         r = manager_new(config_dir, helper, &m);
         if (r < 0)
                 return 1;
+        /* Non-zero also when the loop ended because the bus went away: systemd restarts us. */
         r = manager_run(m);
-        return r < 0 ? 1 : 0;
+        return r == 0 ? 0 : 1;
 }

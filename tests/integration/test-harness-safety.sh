@@ -20,7 +20,8 @@ snapshot() {
         ls -A /tmp | sort > "$1.tmp"
         ls -A /run | sort > "$1.run"
         findmnt -rn -o TARGET,SOURCE,FSTYPE | sort > "$1.mounts"
-        ls -d /var/tmp/sandbox-harness.* 2>/dev/null | sort > "$1.state"
+        ls -A /var/tmp | sort > "$1.vartmp"
+        ls -d /var/lib/sandbox-harness/run.* 2>/dev/null | sort > "$1.state"
 }
 ours() { # processes of the kinds the harness starts, outside our own process tree
         ps -eo pid=,comm= | awk '$2 == "systemd" || $2 == "dbus-daemon" || $2 == "systemd-journal" || $2 == "sandboxd" {print}'
@@ -51,11 +52,12 @@ for sig in TERM KILL; do
 done
 # A SIGKILLed harness cannot remove its state directory itself; remove what it left, as an
 # operator would, before comparing (its content is only the generated unit files).
-for d in $(ls -d /var/tmp/sandbox-harness.* 2>/dev/null); do grep -qx "$d" "$work/before.state" || rm -rf "$d"; done
+for d in $(ls -d /var/lib/sandbox-harness/run.* 2>/dev/null); do grep -qx "$d" "$work/before.state" || rm -rf "$d"; done
 
 snapshot "$work/after"
 ok $(comm -23 "$work/before.tmp" "$work/after.tmp" | grep -q . && echo 1 || echo 0) "every entry of the host's /tmp is still there" "$(comm -23 "$work/before.tmp" "$work/after.tmp")"
 ok $([ "$(cat "$canary" 2>/dev/null)" = "still here" ] && echo 0 || echo 1) "the canary file in /tmp is intact"
+ok $(comm -13 "$work/before.vartmp" "$work/after.vartmp" | grep -v '^harness-safety' | grep -q . && echo 1 || echo 0) "nothing new in the host's /var/tmp" "$(comm -13 "$work/before.vartmp" "$work/after.vartmp")"
 ok $(cmp -s "$work/before.run" "$work/after.run" && echo 0 || echo 1) "the host's /run is unchanged" "$(diff "$work/before.run" "$work/after.run")"
 ok $(cmp -s "$work/before.mounts" "$work/after.mounts" && echo 0 || echo 1) "the host's mount table is unchanged" "$(diff "$work/before.mounts" "$work/after.mounts")"
 
