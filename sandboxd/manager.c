@@ -330,9 +330,26 @@ static void manager_sweep(Manager *m) {
                 log_warning_errno(r, "Sweep: cannot list units: %m");
 }
 
+/* Executions far past their deadline: the deadline timer should have ended them; if the unit
+ * did not go (a lost signal, a bus hiccup), kill it again. */
+static void sweep_overdue(Manager *m) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        for (Job *j = m->jobs; j; j = j->next) {
+                if (j->state != JOB_RUNNING || j->start_mono == 0)
+                        continue;
+                if (now - j->start_mono > 2 * j->exec->limits.timeout_ms * 1000ULL + 5000000ULL) {
+                        log_warning("Sweep: %s runs past twice its timeout, killing it again", j->exec->id);
+                        j->outcome.deadline_hit = true;
+                        (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
+                }
+        }
+}
+
 static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
+        sweep_overdue(m);
         manager_sweep(m);
         (void) sd_event_source_set_time_relative(s, m->config->sweep_interval_sec * 1000000ULL);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);

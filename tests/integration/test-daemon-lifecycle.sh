@@ -51,6 +51,15 @@ systemctl reset-failed sandboxd.service 2>/dev/null
 check "start again" systemctl start sandboxd.service
 check "runs code after a restart" sh -c "curl -sf --unix-socket /run/sandboxd/api.sock -H 'Content-Type: application/json' -d '{\"language\":\"bash\",\"code\":\"echo again\"}' 'http://l/v1/executions?wait=true' | grep -q '\"stdout\":\"again\\\\n\"'"
 
+# The sweep at start: a sandboxd-*.service unit nobody tracks (left by a crash) is stopped.
+systemctl stop sandboxd.service
+systemd-run --quiet --unit=sandboxd-stray_leftover.service --slice=sandboxd.slice /bin/sleep 300
+check "a stray execution unit runs while sandboxd is down" test "$(systemctl show -P ActiveState sandboxd-stray_leftover.service)" = active
+systemctl start sandboxd.service
+for _ in $(seq 1 50); do [ "$(systemctl show -P ActiveState sandboxd-stray_leftover.service)" = active ] || break; sleep 0.1; done
+check "the start-up sweep stopped the stray unit" test "$(systemctl show -P ActiveState sandboxd-stray_leftover.service)" != active
+check "the sweep is logged" sh -c "journalctl -u sandboxd.service -o cat --no-pager | grep -q 'stopping leftover unit sandboxd-stray_leftover.service'"
+
 # SIGTERM while an execution runs: the daemon exits promptly and the unit does not linger.
 curl -s --unix-socket /run/sandboxd/api.sock -H 'Content-Type: application/json' \
         -d '{"language":"python","code":"import time; time.sleep(60)"}' http://l/v1/executions >/dev/null

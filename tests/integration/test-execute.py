@@ -129,6 +129,22 @@ st4, d = request("POST", "/v1/executions?wait=true",
 t.ok(st4 == 200 and d["stdout"] == "once\n" and health()["finished"] == fin_before,
      "resubmitting a finished execution returns its result without a second run", (st4, d))
 
+# --- cancel ---------------------------------------------------------------------------------
+st, a = submit("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+eid = a["execution_id"]
+t.ok(wait_until(lambda: get(eid)[1]["status"] == "running", 10), "long execution is running")
+st, c = request("POST", f"/v1/executions/{eid}/cancel")
+t.eq(st, 202, "cancel accepted")
+st, final = get(eid, wait=True)
+t.ok(final["status"] == "cancelled" and final["error_type"] is None, "cancelled execution has status cancelled",
+     final)
+t.ok(wait_until(lambda: f"sandboxd-{eid}.service" not in sandboxd_units(), 10), "cancelled unit is gone",
+     sandboxd_units())
+st, c = request("POST", f"/v1/executions/{eid}/cancel")
+t.eq(st, 409, "cancelling a finished execution is a conflict")
+st, c = request("POST", "/v1/executions/nope/cancel")
+t.eq(st, 404, "cancelling an unknown execution is 404")
+
 # --- languages and health ---------------------------------------------------------------------
 st, langs = request("GET", "/v1/languages")
 names = {l["name"]: l for l in langs["languages"]}
