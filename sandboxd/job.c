@@ -27,6 +27,7 @@ struct JobWaiter {
 static void job_finalize(Job *j);
 static void queue_remove(Manager *m, Job *j);
 static void job_maybe_finalize(Job *j);
+static void log_execution_start(Job *j);
 static int on_active_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
 
 static uint64_t now_mono(Job *j) {
@@ -478,6 +479,7 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         j->state = JOB_RUNNING;
                         j->exec->status = EXEC_RUNNING;
                         j->exec->started_usec = now_usec(CLOCK_REALTIME);
+                        log_execution_start(j);
                         deadline = now_mono(j) + j->exec->limits.timeout_ms * 1000ULL +
                                    m->config->kill_grace_ms * 1000ULL;
                         (void) sd_event_add_time(m->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000,
@@ -617,6 +619,22 @@ static void fill_stream(OutputStream *o, const Capture *c) {
         o->bytes = c->total_bytes;
         o->lines = c->total_lines;
         o->truncated = capture_elided(c) > 0;
+}
+
+static void log_execution_start(Job *j) {
+        const Execution *e = j->exec;
+
+        (void) sd_journal_send("MESSAGE=Execution %s started (%s).", e->id, e->language,
+                               "PRIORITY=%i", LOG_INFO,
+                               "SANDBOXD_EXECUTION_ID=%s", e->id,
+                               "SANDBOXD_SESSION_ID=%s", e->session_id ?: "",
+                               "SANDBOXD_LANGUAGE=%s", e->language,
+                               "SANDBOXD_STATUS=%s", exec_status_to_string(e->status),
+                               "SANDBOXD_TIMEOUT_MS=%" PRIu64, e->limits.timeout_ms,
+                               "SANDBOXD_MEMORY_MB=%" PRIu64, e->limits.memory_mb,
+                               "UNIT=%s", j->unit_name,
+                               "OBJECT_SYSTEMD_UNIT=%s", j->unit_name,
+                               NULL);
 }
 
 static void log_execution(Job *j) {

@@ -145,6 +145,30 @@ t.eq(st, 409, "cancelling a finished execution is a conflict")
 st, c = request("POST", "/v1/executions/nope/cancel")
 t.eq(st, 404, "cancelling an unknown execution is 404")
 
+# --- journal: one structured entry at start and one at the end, program output never -------
+import subprocess as _sp  # noqa: E402
+r = run("print('JOURNAL-PROBE-OUTPUT')", session_id="sess_journal")
+eid = r["execution_id"]
+out = _sp.run(["journalctl", "--no-pager", "-o", "json", f"SANDBOXD_EXECUTION_ID={eid}"], capture_output=True,
+              text=True).stdout
+entries = [_json.loads(l) for l in out.splitlines() if l.strip()]
+t.eq([e.get("SANDBOXD_STATUS") for e in entries], ["running", "success"], "journal: a start and an end entry")
+last = entries[-1] if entries else {}
+t.ok(last.get("SANDBOXD_SESSION_ID") == "sess_journal" and last.get("SANDBOXD_LANGUAGE") == "python"
+     and last.get("UNIT") == f"sandboxd-{eid}.service" and last.get("SANDBOXD_DURATION_MS", "").isdigit()
+     and "SANDBOXD_PEAK_MEMORY_MB" in last and last.get("SANDBOXD_ERROR_TYPE") == "",
+     "journal: the end entry carries the fields", last)
+sess = _sp.run(["journalctl", "--no-pager", "-o", "cat", "SANDBOXD_SESSION_ID=sess_journal"], capture_output=True,
+               text=True).stdout
+t.ok(eid in sess, "journalctl SANDBOXD_SESSION_ID= pulls the session", sess)
+unit_log = _sp.run(["journalctl", "--no-pager", "-o", "cat", "-u", f"sandboxd-{eid}.service"], capture_output=True,
+                   text=True).stdout
+t.ok(eid in unit_log and "JOURNAL-PROBE-OUTPUT" not in unit_log, "journalctl -u shows the run, not its output",
+     unit_log)
+allj = _sp.run(["journalctl", "--no-pager", "-o", "cat", "-g", "JOURNAL-PROBE-OUTPUT"], capture_output=True,
+               text=True).stdout
+t.eq(allj.strip(), "", "program output is nowhere in the journal")
+
 # --- languages and health ---------------------------------------------------------------------
 st, langs = request("GET", "/v1/languages")
 names = {l["name"]: l for l in langs["languages"]}
