@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "api.h"
 #include "job.h"
+#include "store.h"
 #include "log.h"
 #include "request.h"
 #include "result.h"
@@ -11,6 +12,24 @@ typedef struct ApiWait {
         Job *job;
         JobWaiter *waiter;
 } ApiWait;
+
+/* The caller's identity on the unix socket. Root is the administrator and sees everything; anyone
+ * else (a member of group sandboxd) sees only the executions it submitted. */
+static int caller_owner(HttpRequest *req, char *buf, size_t size, bool *ret_admin) {
+        uid_t uid;
+        int r;
+
+        r = http_request_peer_uid(req, &uid);
+        if (r < 0)
+                return r;
+        snprintf(buf, size, "uid:%u", (unsigned) uid);
+        *ret_admin = uid == 0;
+        return 0;
+}
+
+static bool may_see(const char *caller, bool admin, const char *owner) {
+        return admin || streq_ptr(caller, owner);
+}
 
 static bool query_true(HttpRequest *req, const char *key) {
         const char *v = http_request_query(req, key);
@@ -65,21 +84,32 @@ static void wait_for(HttpRequest *req, Job *j) {
         }
 }
 
-static void respond_accepted(HttpRequest *req, Job *j, unsigned status) {
+static json_object *accepted_json(const Execution *e) {
         json_object *o = json_object_new_object();
 
-        json_object_object_add(o, "execution_id", json_object_new_string(j->exec->id));
-        json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(j->exec->status)));
-        http_respond_json(req, status, o);
+        json_object_object_add(o, "execution_id", json_object_new_string(e->id));
+        json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(e->status)));
+        return o;
+}
+
+static void respond_accepted(HttpRequest *req, Job *j, unsigned status) {
+        http_respond_json(req, status, accepted_json(j->exec));
 }
 
 static void handle_submit(Manager *m, HttpRequest *req) {
         _cleanup_(exec_request_freep) ExecRequest *er = NULL;
         const char *ct, *body;
         RequestError err;
+        char owner[32];
+        bool admin;
         size_t len = 0;
         Job *j;
         int r;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                return;
+        }
 
         if (http_request_too_large(req)) {
                 http_respond_error(req, 413, "too_large", NULL, "request body exceeds MaxRequestBytes=%" PRIu64,
@@ -103,7 +133,28 @@ static void handle_submit(Manager *m, HttpRequest *req) {
         }
 
         if (er->execution_id) {
+                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+
                 j = manager_find_job(m, er->execution_id);
+                if (!j && m->store && store_get(m->store, er->execution_id, &rec) >= 0) {
+                        /* Known from before (evicted from memory, or an earlier run of sandboxd). */
+                        if (memcmp(rec->fingerprint, er->fingerprint, sizeof(rec->fingerprint)) != 0 ||
+                            !may_see(owner, admin, rec->owner)) {
+                                http_respond_error(req, 409, "conflict", "execution_id",
+                                                   "execution_id '%s' was already used for a different request",
+                                                   er->execution_id);
+                                return;
+                        }
+                        http_respond_json(req, 200, query_true(req, "wait") ? execution_to_json(rec->exec)
+                                                                              : accepted_json(rec->exec));
+                        return;
+                }
+                if (j && !may_see(owner, admin, j->owner)) {
+                        http_respond_error(req, 409, "conflict", "execution_id",
+                                           "execution_id '%s' was already used for a different request",
+                                           er->execution_id);
+                        return;
+                }
                 if (j) {
                         if (memcmp(j->fingerprint, er->fingerprint, sizeof(j->fingerprint)) != 0) {
                                 http_respond_error(req, 409, "conflict", "execution_id",
@@ -130,9 +181,19 @@ static void handle_submit(Manager *m, HttpRequest *req) {
                 return;
         }
 
-        r = job_new(m, TAKE_PTR(er), &j);
+        r = job_new(m, TAKE_PTR(er), owner, &j);
         if (r < 0) {
                 http_respond_error(req, 500, "internal", NULL, "cannot create the execution: %s", strerror(-r));
+                return;
+        }
+        /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
+        r = job_persist(j);
+        if (r < 0) {
+                const char *why = store_error_message(m->store);
+
+                job_free(j);
+                http_respond_error(req, r == -ENOSPC ? 507 : 503, "store_error", NULL,
+                                   "the execution could not be recorded (%s); nothing was started", why);
                 return;
         }
         log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
@@ -146,9 +207,23 @@ static void handle_submit(Manager *m, HttpRequest *req) {
 }
 
 static void handle_get(Manager *m, HttpRequest *req, const char *id) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         Job *j = manager_find_job(m, id);
+        char owner[32];
+        bool admin = false;
 
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                return;
+        }
+        /* Another owner's execution is "not found": its existence is not ours to reveal. */
+        if (j && !may_see(owner, admin, j->owner))
+                j = NULL;
         if (!j) {
+                if (m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
+                        http_respond_json(req, 200, execution_to_json(rec->exec));
+                        return;
+                }
                 http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
                 return;
         }
@@ -160,9 +235,22 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
 }
 
 static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         Job *j = manager_find_job(m, id);
+        char owner[32];
+        bool admin = false;
         int r;
 
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                return;
+        }
+        if (j && !may_see(owner, admin, j->owner))
+                j = NULL;
+        if (!j && m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
+                http_respond_error(req, 409, "conflict", NULL, "execution '%s' has already finished", id);
+                return;
+        }
         if (!j) {
                 http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
                 return;
@@ -174,6 +262,97 @@ static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
         }
         log_info("%s: cancel requested", id);
         http_respond_json(req, 202, execution_to_json(j->exec));
+}
+
+static void handle_list(Manager *m, HttpRequest *req) {
+        StoreQuery q = STORE_QUERY_INIT;
+        StoreRecord **l = NULL;
+        size_t n = 0;
+        _cleanup_free_ char *next = NULL;
+        const char *v;
+        char owner[32];
+        bool admin = false;
+        json_object *o, *a;
+        int r;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                return;
+        }
+        if (!admin)
+                q.owner = owner;
+        if ((v = http_request_query(req, "session_id"))) {
+                if (!id_is_valid(v, REQUEST_ID_MAX)) {
+                        http_respond_error(req, 400, "invalid_request", "session_id", "session_id: invalid");
+                        return;
+                }
+                q.session_id = v;
+        }
+        if ((v = http_request_query(req, "status"))) {
+                q.status = exec_status_from_string(v);
+                if (q.status < 0) {
+                        http_respond_error(req, 400, "invalid_request", "status", "status: unknown status '%.32s'", v);
+                        return;
+                }
+        }
+        if ((v = http_request_query(req, "error_type"))) {
+                q.error_type = streq(v, "none") ? (int) ERROR_NONE : (int) error_type_from_string(v);
+                if (q.error_type < 0 || (q.error_type == ERROR_NONE && !streq(v, "none"))) {
+                        http_respond_error(req, 400, "invalid_request", "error_type",
+                                           "error_type: unknown error type '%.32s'", v);
+                        return;
+                }
+        }
+        if ((v = http_request_query(req, "failed"))) {
+                if (!streq(v, "true") && !streq(v, "false")) {
+                        http_respond_error(req, 400, "invalid_request", "failed", "failed: true or false");
+                        return;
+                }
+                q.failed = streq(v, "true");
+        }
+        if ((v = http_request_query(req, "order"))) {
+                if (streq(v, "created_at"))
+                        q.order = STORE_ORDER_CREATED_AT;
+                else if (streq(v, "duration_ms"))
+                        q.order = STORE_ORDER_DURATION_MS;
+                else {
+                        http_respond_error(req, 400, "invalid_request", "order", "order: created_at or duration_ms");
+                        return;
+                }
+        }
+        if ((v = http_request_query(req, "limit"))) {
+                uint64_t lim;
+                if (safe_atou64(v, &lim) < 0 || lim < 1 || lim > STORE_LIST_MAX) {
+                        http_respond_error(req, 400, "invalid_request", "limit", "limit: 1..%u", STORE_LIST_MAX);
+                        return;
+                }
+                q.limit = (unsigned) lim;
+        }
+        q.cursor = http_request_query(req, "cursor");
+
+        r = store_list(m->store, &q, &l, &n, &next);
+        if (r == -EINVAL) {
+                http_respond_error(req, 400, "invalid_request", "cursor", "cursor: not a cursor of this query");
+                return;
+        }
+        if (r < 0) {
+                http_respond_error(req, 503, "store_error", NULL, "cannot read the store: %s", store_error_message(m->store));
+                return;
+        }
+        o = json_object_new_object();
+        a = json_object_new_array();
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = execution_to_json(l[i]->exec);
+
+                /* A page of records, not of outputs: fetch one execution for its stdout/stderr. */
+                json_object_object_del(e, "stdout");
+                json_object_object_del(e, "stderr");
+                json_object_array_add(a, e);
+        }
+        store_records_free(l, n);
+        json_object_object_add(o, "executions", a);
+        json_object_object_add(o, "next_cursor", next ? json_object_new_string(next) : NULL);
+        http_respond_json(req, 200, o);
 }
 
 static void handle_languages(HttpRequest *req) {
@@ -216,11 +395,12 @@ void api_handle(HttpRequest *req, void *userdata) {
         bool get = streq(method, "GET"), post = streq(method, "POST");
 
         if (streq(path, "/v1/executions")) {
-                if (!post) {
-                        http_respond_error(req, 405, "method_not_allowed", NULL, "use POST");
-                        return;
-                }
-                handle_submit(m, req);
+                if (post)
+                        handle_submit(m, req);
+                else if (get)
+                        handle_list(m, req);
+                else
+                        http_respond_error(req, 405, "method_not_allowed", NULL, "use GET or POST");
                 return;
         }
         if ((rest = startswith(path, "/v1/executions/"))) {

@@ -29,6 +29,7 @@ Config *config_new(void) {
         c->max_request_bytes = 2 * 1024 * 1024;
         c->max_code_bytes = 1024 * 1024;
         c->keep_finished = 1024;
+        c->retention_sec = 7 * 24 * 3600;
         c->sweep_interval_sec = 300;
         c->max_connections = 256;
         c->log_level = LOG_INFO;
@@ -53,6 +54,7 @@ Config *config_free(Config *c) {
         free(c->socket_group);
         free(c->state_dir);
         free(c->runtime_dir);
+        free(c->database);
         free(c->helper);
         free(c);
         return NULL;
@@ -128,6 +130,8 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "SocketGroup",      V_STRING,   socket_group,        0, 0),
         K("Daemon", "StateDirectory",   V_PATH,     state_dir,           0, 0),
         K("Daemon", "RuntimeDirectory", V_PATH,     runtime_dir,         0, 0),
+        K("Daemon", "Database",         V_PATH,     database,            0, 0),
+        K("Daemon", "RetentionSec",     V_U64,      retention_sec,       0, 100ULL * 365 * 24 * 3600),
         K("Daemon", "MaxConcurrent",    V_U64,      max_concurrent,      1, 4096),
         K("Daemon", "MaxQueued",        V_U64,      max_queued,          0, 1000000),
         K("Daemon", "MaxRequestBytes",  V_SIZE,     max_request_bytes,   1024, 1ULL << 30),

@@ -25,6 +25,8 @@ typedef struct Config {
         char *socket_group;          /* SocketGroup= (may be absent on the host: then root only) */
         char *state_dir;             /* StateDirectory= /var/lib/sandboxd */
         char *runtime_dir;           /* RuntimeDirectory= /run/sandboxd */
+        char *database;              /* Database= NULL: StateDirectory/sandboxd.db */
+        uint64_t retention_sec;      /* RetentionSec= finished records older than this are purged; 0: never */
         uint64_t max_concurrent;     /* MaxConcurrent= slots */
         uint64_t max_queued;         /* MaxQueued= */
         uint64_t max_request_bytes;  /* MaxRequestBytes= */

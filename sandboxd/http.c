@@ -237,6 +237,20 @@ bool http_request_too_large(HttpRequest *req) {
         return req->too_large;
 }
 
+int http_request_peer_uid(HttpRequest *req, uid_t *ret) {
+        const union MHD_ConnectionInfo *info;
+        struct ucred cred;
+        socklen_t l = sizeof(cred);
+
+        info = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info)
+                return -EBADF;
+        if (getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0)
+                return -errno;
+        *ret = cred.uid;
+        return 0;
+}
+
 void http_respond_json(HttpRequest *req, unsigned status, json_object *o) {
         const char *text;
         size_t len;

@@ -36,6 +36,8 @@ const char *http_request_query(HttpRequest *req, const char *key);
 const char *http_request_header(HttpRequest *req, const char *key);
 const char *http_request_body(HttpRequest *req, size_t *ret_len);
 bool http_request_too_large(HttpRequest *req);
+/* The peer's uid from SO_PEERCRED (the API is on a unix socket). -errno if unknown. */
+int http_request_peer_uid(HttpRequest *req, uid_t *ret);
 
 /* Answer with a JSON body (takes ownership of o). Works for running and suspended requests. */
 void http_respond_json(HttpRequest *req, unsigned status, json_object *o);

@@ -40,7 +40,7 @@ bool job_is_final(const Job *j) {
         return j->state == JOB_DONE;
 }
 
-int job_new(Manager *m, ExecRequest *req, Job **ret) {
+int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         _cleanup_(exec_request_freep) ExecRequest *request = req;
         char idbuf[64];
         const char *id;
@@ -68,6 +68,8 @@ int job_new(Manager *m, ExecRequest *req, Job **ret) {
         j->exec->limits = request->limits;
         j->exec->created_usec = now_usec(CLOCK_REALTIME);
         if (request->session_id && !(j->exec->session_id = strdup(request->session_id)))
+                goto oom;
+        if (owner && !(j->owner = strdup(owner)))
                 goto oom;
         j->exec->unit = execution_unit_name(id);
         j->unit_name = execution_unit_name(id);
@@ -108,6 +110,25 @@ int job_new(Manager *m, ExecRequest *req, Job **ret) {
 oom:
         job_free(j);
         return -ENOMEM;
+}
+
+int job_persist(Job *j) {
+        StoreRecord r = {
+                .exec = j->exec,
+                /* Only while the job still has it: the store keeps what it got first. */
+                .code = j->request ? j->request->code : NULL,
+                .owner = j->owner,
+        };
+        int k;
+
+        if (!j->manager->store)
+                return 0;
+        memcpy(r.fingerprint, j->fingerprint, sizeof(r.fingerprint));
+        k = store_put(j->manager->store, &r);
+        if (k < 0)
+                log_error_errno(k, "%s: cannot write the execution record: %s", j->exec->id,
+                                store_error_message(j->manager->store));
+        return k;
 }
 
 static void job_close_io(Job *j) {
@@ -157,6 +178,7 @@ Job *job_free(Job *j) {
         free(j->mount_name);
         free(j->workspace);
         free(j->result);
+        free(j->owner);
         free(j);
         return NULL;
 }
@@ -479,6 +501,7 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         j->state = JOB_RUNNING;
                         j->exec->status = EXEC_RUNNING;
                         j->exec->started_usec = now_usec(CLOCK_REALTIME);
+                        (void) job_persist(j);
                         log_execution_start(j);
                         deadline = now_mono(j) + j->exec->limits.timeout_ms * 1000ULL +
                                    m->config->kill_grace_ms * 1000ULL;
@@ -677,6 +700,12 @@ static void job_finalize(Job *j) {
         j->outcome.result = j->result;
         j->outcome.cancelled = j->cancel_requested;
         verdict_decide(&j->outcome, &report, &v);
+        if (m->stopping) {
+                /* Killed by our own shutdown: that, not the signal, is the truth. */
+                v.status = EXEC_FAILED;
+                v.error_type = ERROR_INTERNAL;
+                v.reason = "ended because sandboxd stopped";
+        }
 
         Execution *e = j->exec;
         e->status = v.status;
@@ -727,6 +756,7 @@ static void job_finalize(Job *j) {
 
         if (e->error_type == ERROR_INTERNAL)
                 log_error("%s: internal error: %s", e->id, strna(e->reason));
+        (void) job_persist(j);
         log_execution(j);
 
         job_flush_waiters(j);

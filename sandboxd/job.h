@@ -29,6 +29,7 @@ struct Job {
         Execution *exec;
         ExecRequest *request;            /* until the unit is started */
         uint8_t fingerprint[32];
+        char *owner;                     /* "uid:N" of the caller that submitted it */
 
         char *unit_name, *unit_path;
         char *mount_name, *workspace;
@@ -56,7 +57,9 @@ struct Job {
 };
 
 /* Create a queued job from a validated request (takes ownership of req). */
-int job_new(Manager *m, ExecRequest *req, Job **ret);
+int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret);
+/* Write the execution's current state to the store. */
+int job_persist(Job *j);
 Job *job_free(Job *j);
 
 /* Leave the queue and start: mount the workspace, then the service. */

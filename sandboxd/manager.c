@@ -351,6 +351,13 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         sweep_overdue(m);
         manager_sweep(m);
+        if (m->store && m->config->retention_sec > 0) {
+                uint64_t n = 0, now = now_usec(CLOCK_REALTIME), age = m->config->retention_sec * 1000000ULL;
+
+                if (now > age && store_purge(m->store, now - age, &n) >= 0 && n > 0)
+                        log_info("Sweep: %" PRIu64 " execution records older than %" PRIu64 " s purged.", n,
+                                 m->config->retention_sec);
+        }
         (void) sd_event_source_set_time_relative(s, m->config->sweep_interval_sec * 1000000ULL);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
@@ -378,8 +385,16 @@ static int on_end_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 static void manager_end_executions(Manager *m) {
         static const char *const names[] = { "KillUnit", "StopUnit" };
 
-        for (Job *j = m->jobs; j && m->bus; j = j->next) {
-                if (job_is_final(j) || j->state == JOB_QUEUED)
+        for (Job *j = m->jobs; j; j = j->next) {
+                if (job_is_final(j))
+                        continue;
+                j->exec->status = EXEC_FAILED;
+                j->exec->error_type = ERROR_INTERNAL;
+                j->exec->reason = j->state == JOB_QUEUED ? "sandboxd stopped before the execution started"
+                                                         : "ended because sandboxd stopped";
+                j->exec->finished_usec = now_usec(CLOCK_REALTIME);
+                (void) job_persist(j);
+                if (j->state == JOB_QUEUED || !m->bus)
                         continue;
                 log_info("%s: ended because sandboxd is stopping", j->exec->id);
                 for (size_t i = 0; i < ELEMENTSOF(names); i++) {
@@ -416,6 +431,46 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         if (m->n_end_pending == 0)
                 return sd_event_exit(m->event, 0);
         return sd_event_add_time_relative(m->event, NULL, CLOCK_MONOTONIC, 5 * 1000000ULL, 0, on_end_timeout, m);
+}
+
+static int open_store(Manager *m) {
+        _cleanup_free_ char *path = NULL, *error = NULL;
+        StoreRecord **l = NULL;
+        size_t n = 0;
+        uint64_t count = 0;
+        int r;
+
+        path = m->config->database ? strdup(m->config->database) : NULL;
+        if (!path && asprintf(&path, "%s/sandboxd.db", m->config->state_dir) < 0)
+                return log_oom();
+        r = store_open_sqlite(path, &m->store, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ?: "Cannot open the execution store.");
+        (void) store_count(m->store, &count);
+
+        /* Executions the previous instance did not finish: their units were ended when it stopped
+         * (or, after a crash, by the start-up sweep). Their outcome is unknowable: say so, never
+         * leave them queued or running. */
+        r = store_list_unfinished(m->store, &l, &n);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read unfinished executions: %s", store_error_message(m->store));
+        for (size_t i = 0; i < n; i++) {
+                Execution *e = l[i]->exec;
+                const char *was = exec_status_to_string(e->status);
+
+                e->status = EXEC_FAILED;
+                e->error_type = ERROR_INTERNAL;
+                e->reason = "sandboxd stopped before the execution finished";
+                e->finished_usec = now_usec(CLOCK_REALTIME);
+                r = store_put(m->store, l[i]);
+                if (r < 0)
+                        log_warning_errno(r, "%s: cannot mark as failed: %s", e->id, store_error_message(m->store));
+                else
+                        log_notice("%s: was %s when sandboxd stopped; marked failed (internal_error).", e->id, was);
+        }
+        store_records_free(l, n);
+        log_info("Execution store %s: %" PRIu64 " records, %zu unfinished resolved.", path, count, n);
+        return 0;
 }
 
 static int load_config(const char *dir, Config **ret) {
@@ -515,6 +570,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         r = setup_cgroups(m);
         if (r < 0)
                 return r;
+        r = open_store(m);
+        if (r < 0)
+                return r;
         if (access(m->helper_override ?: m->config->helper, X_OK) < 0)
                 return log_error_errno(errno, "Helper '%s' is not executable: %m", m->helper_override ?: m->config->helper);
 
@@ -601,6 +659,7 @@ Manager *manager_free(Manager *m) {
         sd_event_unref(m->event);
         for (size_t i = 0; i < m->n_cgroups; i++)
                 free(m->cgroups[i].slice_dir);
+        store_close(m->store);
         config_free(m->config);
         free(m->bpf);
         free(m->root_dir);

@@ -6,6 +6,7 @@
 
 #include "conf.h"
 #include "http.h"
+#include "store.h"
 
 typedef struct Job Job;
 typedef struct Workspace Workspace;
@@ -26,6 +27,7 @@ typedef struct Manager {
         Config *config;
 
         Http *http;
+        Store *store;
 
         uint8_t *bpf;            /* the seccomp filter, compiled once */
         size_t bpf_len;

@@ -127,6 +127,82 @@ check_rc "status of the cancelled execution" 0 "$ctl" status --wait --json "$cid
         { [ "$(json_get "$work/out" 'd["status"]')" = cancelled ] && ok "status is cancelled" ||
                 not_ok "status is cancelled"; }
 
+# list and show: three executions in one session, one of them failing. The session and execution
+# IDs are unique to this run, so executions of earlier runs in the same store do not count.
+lsess=sess_ctl_list_$$
+lid_a=ctl_list_a_$$ lid_b=ctl_list_b_$$ lid_c=ctl_list_c_$$
+check_rc "list: run $lid_a in $lsess" 0 "$ctl" run --session "$lsess" --id "$lid_a" -c 'print("list-a")'
+check_rc "list: run $lid_b in $lsess" 0 "$ctl" run --session "$lsess" --id "$lid_b" -c 'print("list-b")'
+check_rc "list: run $lid_c in $lsess (fails)" 5 "$ctl" run --session "$lsess" --id "$lid_c" -c 'import sys; sys.exit(5)'
+ids_sorted=$(printf '%s\n' "$lid_a" "$lid_b" "$lid_c" | sort | tr '\n' ' ')
+
+if check_rc "list --session --json" 0 "$ctl" list --session "$lsess" --json; then
+        got=$(json_get "$work/out" '" ".join(sorted(e["execution_id"] for e in d["executions"])) + " "' 2>&1)
+        [ "$got" = "$ids_sorted" ] && ok "list --session --json has the 3 executions" ||
+                not_ok "list --session --json has the 3 executions" "got: $got"
+        got=$(json_get "$work/out" 'all("stdout" not in e and "stdout_bytes" in e for e in d["executions"])' 2>&1)
+        [ "$got" = True ] && ok "listed executions carry counts, not output" ||
+                not_ok "listed executions carry counts, not output" "got: $got"
+fi
+if check_rc "list --session --failed --json" 0 "$ctl" list --session "$lsess" --failed --json; then
+        got=$(json_get "$work/out" '" ".join(e["execution_id"] + ":" + e["status"] for e in d["executions"])' 2>&1)
+        [ "$got" = "$lid_c:failed" ] && ok "list --failed has only the failed execution" ||
+                not_ok "list --failed has only the failed execution" "got: $got"
+fi
+if check_rc "list --session --error-type=runtime_error --json" 0 \
+        "$ctl" list --session "$lsess" --error-type runtime_error --json; then
+        got=$(json_get "$work/out" 'len(d["executions"])' 2>&1)
+        [ "$got" = 1 ] && ok "list --error-type filters" || not_ok "list --error-type filters" "got: $got"
+fi
+if check_rc "list --session (table)" 0 "$ctl" list --session "$lsess"; then
+        missing=
+        for i in "$lid_a" "$lid_b" "$lid_c"; do grep -q "^$i " "$work/out" || missing="$missing $i"; done
+        [ -z "$missing" ] && ok "the table lists the 3 ids" || not_ok "the table lists the 3 ids" "missing:$missing"
+        { head -1 "$work/out" | grep -q '^EXECUTION  *SESSION  *LANGUAGE  *STATUS  *ERROR  *EXIT  *DURATION  *PEAK MEM  *CREATED$' &&
+                grep -q '^3 executions listed\.$' "$work/out" && ! grep -q '^More:' "$work/out"; } &&
+                ok "the table has its header and footer" ||
+                not_ok "the table has its header and footer" "got: $(head -c 600 "$work/out")"
+fi
+if check_rc "list --limit 1 --all --json" 0 "$ctl" list --session "$lsess" --limit 1 --all --json; then
+        got=$(json_get "$work/out" '" ".join(sorted(e["execution_id"] for e in d["executions"])) + " " + str(d["next_cursor"])' 2>&1)
+        [ "$got" = "${ids_sorted}None" ] && ok "list --limit 1 --all follows the cursor to all 3" ||
+                not_ok "list --limit 1 --all follows the cursor to all 3" "got: $got"
+fi
+check_rc "list --limit 1 --all (table)" 0 "$ctl" list --session "$lsess" --limit 1 --all &&
+        { grep -q '^3 executions listed\.$' "$work/out" && ok "list --all table lists 3" ||
+                not_ok "list --all table lists 3" "got: $(head -c 600 "$work/out")"; }
+# One page by hand: --limit 1 gives a cursor, and --cursor gives the next, different execution.
+if check_rc "list --limit 1 --json" 0 "$ctl" list --session "$lsess" --limit 1 --json; then
+        first=$(json_get "$work/out" 'd["executions"][0]["execution_id"]' 2>&1)
+        cursor=$(json_get "$work/out" 'd["next_cursor"]' 2>&1)
+        if check_rc "list --cursor" 0 "$ctl" list --session "$lsess" --limit 1 --cursor "$cursor" --json; then
+                second=$(json_get "$work/out" 'd["executions"][0]["execution_id"]' 2>&1)
+                [ "$first" != "$second" ] && [ "$ids_sorted" != "${ids_sorted/$second/}" ] &&
+                        ok "the next page has another execution of the session" ||
+                        not_ok "the next page has another execution of the session" "first: $first" "second: $second"
+        fi
+fi
+check_rc "list --limit 1 (table)" 0 "$ctl" list --session "$lsess" --limit 1 &&
+        { grep -q '^More: --cursor=.* or --all$' "$work/out" && ok "the table says there is more" ||
+                not_ok "the table says there is more" "got: $(head -c 600 "$work/out")"; }
+check_rc "list of an empty session exits 0" 0 "$ctl" list --session "sess_ctl_empty_$$" &&
+        { grep -q '^0 executions listed\.$' "$work/out" && ok "empty list says 0 executions listed" ||
+                not_ok "empty list says 0 executions listed" "got: $(head -c 300 "$work/out")"; }
+check_rc "list --limit 0 is refused by the daemon (69)" 69 "$ctl" list --limit 0
+check_rc "list with a forged cursor exits 69" 69 "$ctl" list --cursor 'forged!cursor'
+check_rc "list --order with a bad value exits 64" 64 "$ctl" list --order name
+check_rc "list with an argument exits 64" 64 "$ctl" list extra
+check_rc "list option with another command exits 64" 64 "$ctl" status --all "$lid_a"
+if check_rc "show $lid_a" 0 "$ctl" show "$lid_a"; then
+        { grep -q "Execution: $lid_a\$" "$work/out" && grep -q '^-- stdout' "$work/out" &&
+                grep -qx 'list-a' "$work/out"; } && ok "show prints the record and the run's stdout" ||
+                not_ok "show prints the record and the run's stdout" "got: $(head -c 600 "$work/out")"
+fi
+check_rc "show --json $lid_c" 0 "$ctl" show --json "$lid_c" &&
+        { [ "$(json_get "$work/out" 'd["status"] + ":" + str(d["exit_code"])')" = failed:5 ] &&
+                ok "show --json gives the failed execution" || not_ok "show --json gives the failed execution"; }
+check_rc "show of an unknown execution exits 4" 4 "$ctl" show exec_does_not_exist
+
 check_rc "languages" 0 "$ctl" languages &&
         { grep -q '^python ' "$work/out" && ok "languages lists python" || not_ok "languages lists python"; }
 check_rc "languages --json" 0 "$ctl" languages --json &&

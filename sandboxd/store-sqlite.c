@@ -1,0 +1,955 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+
+#include "store-internal.h"
+
+/* The embedded store: one SQLite file in WAL mode. Everything sqlite3_* lives in this file.
+ *
+ * Why these settings: WAL lets readers (a list) run while a write commits and turns each commit
+ * into one append; synchronous=NORMAL then fsyncs only at checkpoints, so a power cut may lose the
+ * last few transitions but never corrupts the file, and a transition costs no fsync on the event
+ * loop. busy_timeout covers a second process (sqlite3 on the command line, a backup) holding the
+ * lock for a moment. */
+
+#define BUSY_TIMEOUT_MS 1000
+
+/* "SBXD": PRAGMA application_id, so that `file` and we ourselves can tell our database from
+ * someone else's SQLite file. */
+#define SANDBOXD_APPLICATION_ID 0x53425844
+
+/* Numbered migrations: migrations[i] takes the schema from version i to i + 1 (PRAGMA
+ * user_version). Append only; never edit one that has shipped.
+ *
+ * Column order matters: SQLite reads a row's columns in order and keeps only the first part of a
+ * large row on the b-tree page, the rest in overflow pages. Everything a query filters or sorts on
+ * comes first, the outputs and the code last, so a scan never touches overflow pages.
+ * Units are in the names: the result's cpu_time_ms and peak_memory_mb are derived from the exact
+ * cpu_usec and peak_memory_bytes. Timestamps are CLOCK_REALTIME microseconds; NULL means "not
+ * known (yet)" for every nullable column. STRICT makes a type mismatch an error instead of a silent
+ * conversion. Every index ends in execution_id so that "ORDER BY key DESC, execution_id DESC" and
+ * the keyset seek of the next page come straight from the index. */
+static const char *const migrations[] = {
+        /* 1 */
+        "CREATE TABLE executions (\n"
+        "        execution_id TEXT PRIMARY KEY NOT NULL,\n"
+        "        session_id TEXT,\n"
+        "        owner TEXT,\n"
+        "        status TEXT NOT NULL,\n"
+        "        error_type TEXT,\n"
+        "        created_at INTEGER NOT NULL,\n"
+        "        started_at INTEGER,\n"
+        "        finished_at INTEGER,\n"
+        "        duration_ms INTEGER NOT NULL,\n"
+        "        exit_code INTEGER,\n"
+        "        signal INTEGER,\n"
+        "        cpu_usec INTEGER,\n"
+        "        peak_memory_bytes INTEGER,\n"
+        "        language TEXT NOT NULL,\n"
+        "        timeout_ms INTEGER NOT NULL,\n"
+        "        memory_mb INTEGER NOT NULL,\n"
+        "        cpu_cores REAL NOT NULL,\n"
+        "        disk_mb INTEGER NOT NULL,\n"
+        "        tasks INTEGER NOT NULL,\n"
+        "        unit TEXT,\n"
+        "        reason TEXT,\n"
+        "        fingerprint BLOB NOT NULL CHECK (length(fingerprint) = 32),\n"
+        "        stdout_bytes INTEGER NOT NULL,\n"
+        "        stdout_lines INTEGER NOT NULL,\n"
+        "        stdout_truncated INTEGER NOT NULL CHECK (stdout_truncated IN (0, 1)),\n"
+        "        stderr_bytes INTEGER NOT NULL,\n"
+        "        stderr_lines INTEGER NOT NULL,\n"
+        "        stderr_truncated INTEGER NOT NULL CHECK (stderr_truncated IN (0, 1)),\n"
+        "        stdout TEXT,\n"
+        "        stderr TEXT,\n"
+        "        code TEXT\n"
+        ") STRICT;\n"
+        "CREATE INDEX executions_created ON executions (created_at, execution_id);\n"
+        "CREATE INDEX executions_session ON executions (session_id, created_at, execution_id);\n"
+        "CREATE INDEX executions_status ON executions (status, created_at, execution_id);\n"
+        "CREATE INDEX executions_error ON executions (error_type, created_at, execution_id);\n"
+        "CREATE INDEX executions_owner ON executions (owner, created_at, execution_id);\n"
+        "CREATE INDEX executions_duration ON executions (duration_ms, execution_id);\n"
+        "CREATE INDEX executions_finished ON executions (finished_at);\n",
+};
+
+#define SCHEMA_VERSION ((int) ELEMENTSOF(migrations))
+
+/* The columns in the order of the table, and their indexes in a result row / parameters - 1. */
+#define COLUMNS                                                                                      \
+        "execution_id, session_id, owner, status, error_type, created_at, started_at, finished_at, " \
+        "duration_ms, exit_code, signal, cpu_usec, peak_memory_bytes, language, timeout_ms, "        \
+        "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
+        "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
+        "stderr, code"
+
+enum {
+        COL_ID,
+        COL_SESSION,
+        COL_OWNER,
+        COL_STATUS,
+        COL_ERROR_TYPE,
+        COL_CREATED,
+        COL_STARTED,
+        COL_FINISHED,
+        COL_DURATION,
+        COL_EXIT_CODE,
+        COL_SIGNAL,
+        COL_CPU,
+        COL_PEAK,
+        COL_LANGUAGE,
+        COL_TIMEOUT,
+        COL_MEMORY,
+        COL_CPU_CORES,
+        COL_DISK,
+        COL_TASKS,
+        COL_UNIT,
+        COL_REASON,
+        COL_FINGERPRINT,
+        COL_OUT_BYTES,
+        COL_OUT_LINES,
+        COL_OUT_TRUNCATED,
+        COL_ERR_BYTES,
+        COL_ERR_LINES,
+        COL_ERR_TRUNCATED,
+        COL_OUT,
+        COL_ERR,
+        COL_CODE,
+        _COL_MAX,
+};
+
+/* Every transition rewrites the whole row, except that a NULL code or owner keeps the stored one. */
+static const char sql_put[] =
+        "INSERT INTO executions (" COLUMNS ") VALUES "
+        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31) "
+        "ON CONFLICT (execution_id) DO UPDATE SET "
+        "session_id = excluded.session_id, owner = COALESCE(excluded.owner, owner), "
+        "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
+        "started_at = excluded.started_at, finished_at = excluded.finished_at, "
+        "duration_ms = excluded.duration_ms, exit_code = excluded.exit_code, signal = excluded.signal, "
+        "cpu_usec = excluded.cpu_usec, peak_memory_bytes = excluded.peak_memory_bytes, "
+        "language = excluded.language, timeout_ms = excluded.timeout_ms, memory_mb = excluded.memory_mb, "
+        "cpu_cores = excluded.cpu_cores, disk_mb = excluded.disk_mb, tasks = excluded.tasks, "
+        "unit = excluded.unit, reason = excluded.reason, fingerprint = excluded.fingerprint, "
+        "stdout_bytes = excluded.stdout_bytes, stdout_lines = excluded.stdout_lines, "
+        "stdout_truncated = excluded.stdout_truncated, stderr_bytes = excluded.stderr_bytes, "
+        "stderr_lines = excluded.stderr_lines, stderr_truncated = excluded.stderr_truncated, "
+        "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, code)";
+
+static const char sql_get[] = "SELECT " COLUMNS " FROM executions WHERE execution_id = ?1";
+
+static const char sql_count[] = "SELECT count(*) FROM executions";
+
+static const char sql_unfinished[] =
+        "SELECT " COLUMNS " FROM executions WHERE status IN (?1, ?2) ORDER BY created_at, execution_id";
+
+static const char sql_purge[] = "DELETE FROM executions WHERE finished_at IS NOT NULL AND finished_at < ?1";
+
+typedef struct SqliteStore {
+        Store base;
+        sqlite3 *db;
+        char *path;
+        sqlite3_stmt *put, *get, *count;   /* prepared once: the per-transition and per-GET paths */
+} SqliteStore;
+
+static const StoreOps sqlite_ops;
+
+static SqliteStore *SQLITE_STORE(Store *s) {
+        return (SqliteStore *) s;
+}
+
+/* ---- errors ---- */
+
+/* SQLite result code → negative errno. For the codes that come from a failed system call the
+ * errno SQLite saw is the better answer (ENOENT for a missing directory, EACCES, EROFS). */
+static int sqlite_errno(sqlite3 *db, int rc) {
+        int sys = db ? sqlite3_system_errno(db) : 0;
+
+        switch (rc & 0xff) {
+        case SQLITE_OK:
+        case SQLITE_ROW:
+        case SQLITE_DONE:
+                return 0;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        case SQLITE_READONLY:
+                return -EROFS;
+        case SQLITE_CANTOPEN:
+                return sys > 0 ? -sys : -EACCES;
+        case SQLITE_PERM:
+        case SQLITE_AUTH:
+                return -EACCES;
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+                return -EBADMSG;
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        case SQLITE_TOOBIG:
+                return -E2BIG;
+        case SQLITE_CONSTRAINT:
+        case SQLITE_MISMATCH:
+        case SQLITE_RANGE:
+                return -EINVAL;
+        case SQLITE_IOERR:
+                /* A write that failed for lack of space may surface as an I/O error (an fsync, the
+                 * shared-memory file): keep it ENOSPC. */
+                return sys > 0 ? -sys : -EIO;
+        default:
+                return -EIO;
+        }
+}
+
+/* Record the failure for store_error_message() and turn it into an errno. */
+static int fail(SqliteStore *ss, int rc) {
+        store_set_error(&ss->base, sqlite3_errmsg(ss->db));
+        return sqlite_errno(ss->db, rc);
+}
+
+/* A failed step inside an explicit transaction may leave it open: roll it back so the connection
+ * is usable and nothing half-done is committed later. */
+static void rollback_if_open(SqliteStore *ss) {
+        if (ss->db && !sqlite3_get_autocommit(ss->db))
+                (void) sqlite3_exec(ss->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ---- binding and reading rows ---- */
+
+static int bind_text(sqlite3_stmt *st, int i, const char *s) {
+        return s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+}
+
+static int bind_u64(sqlite3_stmt *st, int i, uint64_t v) {
+        return sqlite3_bind_int64(st, i, (sqlite3_int64) v);   /* ≤ INT64_MAX: store_record_is_valid() */
+}
+
+/* 0 means "not yet" for the timestamps. */
+static int bind_u64_or_null(sqlite3_stmt *st, int i, uint64_t v, bool have) {
+        return have ? bind_u64(st, i, v) : sqlite3_bind_null(st, i);
+}
+
+static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
+        const Execution *e = r->exec;
+        int rc = SQLITE_OK;
+
+#define B(x)                                    \
+        do {                                    \
+                rc = (x);                       \
+                if (rc != SQLITE_OK)            \
+                        return rc;              \
+        } while (0)
+        B(bind_text(st, 1 + COL_ID, e->id));
+        B(bind_text(st, 1 + COL_SESSION, e->session_id));
+        B(bind_text(st, 1 + COL_OWNER, r->owner));
+        B(bind_text(st, 1 + COL_STATUS, exec_status_to_string(e->status)));
+        B(bind_text(st, 1 + COL_ERROR_TYPE, error_type_to_string(e->error_type)));   /* NONE → NULL */
+        B(bind_u64(st, 1 + COL_CREATED, e->created_usec));
+        B(bind_u64_or_null(st, 1 + COL_STARTED, e->started_usec, e->started_usec > 0));
+        B(bind_u64_or_null(st, 1 + COL_FINISHED, e->finished_usec, e->finished_usec > 0));
+        B(bind_u64(st, 1 + COL_DURATION, e->duration_ms));
+        B(e->exit_code == -1 ? sqlite3_bind_null(st, 1 + COL_EXIT_CODE)
+                             : sqlite3_bind_int(st, 1 + COL_EXIT_CODE, e->exit_code));
+        B(e->signal == 0 ? sqlite3_bind_null(st, 1 + COL_SIGNAL) : sqlite3_bind_int(st, 1 + COL_SIGNAL, e->signal));
+        B(bind_u64_or_null(st, 1 + COL_CPU, e->cpu_usec, e->have_cpu));
+        B(bind_u64_or_null(st, 1 + COL_PEAK, e->peak_memory_bytes, e->have_peak));
+        B(bind_text(st, 1 + COL_LANGUAGE, e->language));
+        B(bind_u64(st, 1 + COL_TIMEOUT, e->limits.timeout_ms));
+        B(bind_u64(st, 1 + COL_MEMORY, e->limits.memory_mb));
+        B(sqlite3_bind_double(st, 1 + COL_CPU_CORES, e->limits.cpu_cores));
+        B(bind_u64(st, 1 + COL_DISK, e->limits.disk_mb));
+        B(bind_u64(st, 1 + COL_TASKS, e->limits.tasks));
+        B(bind_text(st, 1 + COL_UNIT, e->unit));
+        B(bind_text(st, 1 + COL_REASON, e->reason));
+        B(sqlite3_bind_blob(st, 1 + COL_FINGERPRINT, r->fingerprint, sizeof(r->fingerprint), SQLITE_STATIC));
+        B(bind_u64(st, 1 + COL_OUT_BYTES, e->out.bytes));
+        B(bind_u64(st, 1 + COL_OUT_LINES, e->out.lines));
+        B(sqlite3_bind_int(st, 1 + COL_OUT_TRUNCATED, e->out.truncated));
+        B(bind_u64(st, 1 + COL_ERR_BYTES, e->err.bytes));
+        B(bind_u64(st, 1 + COL_ERR_LINES, e->err.lines));
+        B(sqlite3_bind_int(st, 1 + COL_ERR_TRUNCATED, e->err.truncated));
+        B(bind_text(st, 1 + COL_OUT, e->out.text));
+        B(bind_text(st, 1 + COL_ERR, e->err.text));
+        B(bind_text(st, 1 + COL_CODE, r->code));
+#undef B
+        return rc;
+}
+
+/* A copy of a TEXT column, NULL for SQL NULL. -ENOMEM only when SQLite itself ran out. */
+static int column_strdup(sqlite3_stmt *st, int i, char **ret) {
+        const unsigned char *t;
+        int n;
+        char *c;
+
+        if (sqlite3_column_type(st, i) == SQLITE_NULL) {
+                *ret = NULL;
+                return 0;
+        }
+        t = sqlite3_column_text(st, i);
+        n = sqlite3_column_bytes(st, i);
+        if (!t)
+                return -ENOMEM;
+        c = malloc((size_t) n + 1);
+        if (!c)
+                return -ENOMEM;
+        memcpy(c, t, (size_t) n);
+        c[n] = 0;
+        *ret = c;
+        return 0;
+}
+
+/* Unsigned columns: a negative value is a damaged (or hand-edited) row, not something to wrap. */
+static int column_u64(sqlite3_stmt *st, int i, uint64_t *ret, bool *ret_have) {
+        sqlite3_int64 v;
+
+        if (sqlite3_column_type(st, i) == SQLITE_NULL) {
+                if (!ret_have)
+                        return -EBADMSG;
+                *ret_have = false;
+                *ret = 0;
+                return 0;
+        }
+        v = sqlite3_column_int64(st, i);
+        if (v < 0)
+                return -EBADMSG;
+        *ret = (uint64_t) v;
+        if (ret_have)
+                *ret_have = true;
+        return 0;
+}
+
+static int column_int(sqlite3_stmt *st, int i, int null_value, int *ret) {
+        sqlite3_int64 v;
+
+        if (sqlite3_column_type(st, i) == SQLITE_NULL) {
+                *ret = null_value;
+                return 0;
+        }
+        v = sqlite3_column_int64(st, i);
+        if (v < INT32_MIN || v > INT32_MAX)
+                return -EBADMSG;
+        *ret = (int) v;
+        return 0;
+}
+
+static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
+        _cleanup_(store_record_freep) StoreRecord *r = NULL;
+        const unsigned char *id, *status, *language;
+        Execution *e;
+        bool have;
+        int k;
+
+        id = sqlite3_column_text(st, COL_ID);
+        if (!id)
+                return -EBADMSG;
+        r = store_record_new((const char *) id);
+        if (!r)
+                return -ENOMEM;
+        e = r->exec;
+
+#define C(x)                                    \
+        do {                                    \
+                k = (x);                        \
+                if (k < 0)                      \
+                        return k;               \
+        } while (0)
+        C(column_strdup(st, COL_SESSION, &e->session_id));
+        C(column_strdup(st, COL_OWNER, &r->owner));
+
+        status = sqlite3_column_text(st, COL_STATUS);
+        e->status = exec_status_from_string((const char *) status);
+        if (e->status < 0)
+                return -EBADMSG;
+        if (sqlite3_column_type(st, COL_ERROR_TYPE) == SQLITE_NULL)
+                e->error_type = ERROR_NONE;
+        else {
+                e->error_type = error_type_from_string((const char *) sqlite3_column_text(st, COL_ERROR_TYPE));
+                if (e->error_type <= ERROR_NONE)
+                        return -EBADMSG;
+        }
+
+        C(column_u64(st, COL_CREATED, &e->created_usec, NULL));
+        C(column_u64(st, COL_STARTED, &e->started_usec, &have));
+        C(column_u64(st, COL_FINISHED, &e->finished_usec, &have));
+        C(column_u64(st, COL_DURATION, &e->duration_ms, NULL));
+        C(column_int(st, COL_EXIT_CODE, -1, &e->exit_code));
+        C(column_int(st, COL_SIGNAL, 0, &e->signal));
+        C(column_u64(st, COL_CPU, &e->cpu_usec, &e->have_cpu));
+        C(column_u64(st, COL_PEAK, &e->peak_memory_bytes, &e->have_peak));
+
+        language = sqlite3_column_text(st, COL_LANGUAGE);
+        if (!language)
+                return -EBADMSG;
+        e->language = store_intern_language((const char *) language);
+
+        C(column_u64(st, COL_TIMEOUT, &e->limits.timeout_ms, NULL));
+        C(column_u64(st, COL_MEMORY, &e->limits.memory_mb, NULL));
+        e->limits.cpu_cores = sqlite3_column_double(st, COL_CPU_CORES);
+        C(column_u64(st, COL_DISK, &e->limits.disk_mb, NULL));
+        C(column_u64(st, COL_TASKS, &e->limits.tasks, NULL));
+        C(column_strdup(st, COL_UNIT, &e->unit));
+        if (sqlite3_column_type(st, COL_REASON) != SQLITE_NULL)
+                e->reason = store_intern_reason((const char *) sqlite3_column_text(st, COL_REASON));
+
+        if (sqlite3_column_bytes(st, COL_FINGERPRINT) != (int) sizeof(r->fingerprint))
+                return -EBADMSG;
+        memcpy(r->fingerprint, sqlite3_column_blob(st, COL_FINGERPRINT), sizeof(r->fingerprint));
+
+        C(column_u64(st, COL_OUT_BYTES, &e->out.bytes, NULL));
+        C(column_u64(st, COL_OUT_LINES, &e->out.lines, NULL));
+        e->out.truncated = sqlite3_column_int(st, COL_OUT_TRUNCATED) != 0;
+        C(column_u64(st, COL_ERR_BYTES, &e->err.bytes, NULL));
+        C(column_u64(st, COL_ERR_LINES, &e->err.lines, NULL));
+        e->err.truncated = sqlite3_column_int(st, COL_ERR_TRUNCATED) != 0;
+        C(column_strdup(st, COL_OUT, &e->out.text));
+        C(column_strdup(st, COL_ERR, &e->err.text));
+        C(column_strdup(st, COL_CODE, &r->code));
+#undef C
+
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+/* Step st to the end, collecting every row. st is reset whatever happens. */
+static int collect(SqliteStore *ss, sqlite3_stmt *st, StoreRecord ***ret, size_t *ret_n) {
+        StoreRecord **l = NULL;
+        size_t n = 0, allocated = 0;
+        int rc, r = 0;
+
+        for (;;) {
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_DONE)
+                        break;
+                if (rc != SQLITE_ROW) {
+                        r = fail(ss, rc);
+                        goto finish;
+                }
+                if (n == allocated) {
+                        size_t m = MAX(allocated * 2, (size_t) 16);
+                        StoreRecord **t = reallocarray(l, m, sizeof(StoreRecord *));
+                        if (!t) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                        l = t;
+                        allocated = m;
+                }
+                r = row_to_record(st, &l[n]);
+                if (r < 0) {
+                        if (r == -EBADMSG)
+                                store_set_error(&ss->base, "a stored record is damaged");
+                        goto finish;
+                }
+                n++;
+        }
+
+finish:
+        (void) sqlite3_reset(st);
+        if (r < 0) {
+                store_records_free(l, n);
+                return r;
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+/* ---- operations ---- */
+
+static int sqlite_put(Store *s, const StoreRecord *rec) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        int rc, r = 0;
+
+        rc = bind_record(ss->put, rec);
+        if (rc != SQLITE_OK)
+                r = fail(ss, rc);
+        else {
+                rc = sqlite3_step(ss->put);
+                if (rc != SQLITE_DONE)
+                        r = fail(ss, rc);
+        }
+        (void) sqlite3_reset(ss->put);
+        (void) sqlite3_clear_bindings(ss->put);   /* no dangling SQLITE_STATIC pointers into rec */
+        if (r < 0)
+                rollback_if_open(ss);
+        return r;
+}
+
+static int sqlite_get(Store *s, const char *id, StoreRecord **ret) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        StoreRecord **l = NULL;
+        size_t n = 0;
+        int rc, r;
+
+        rc = sqlite3_bind_text(ss->get, 1, id, -1, SQLITE_STATIC);
+        if (rc != SQLITE_OK) {
+                (void) sqlite3_reset(ss->get);
+                return fail(ss, rc);
+        }
+        r = collect(ss, ss->get, &l, &n);
+        (void) sqlite3_clear_bindings(ss->get);
+        if (r < 0)
+                return r;
+        if (n == 0) {
+                free(l);
+                return -ENOENT;
+        }
+        *ret = l[0];
+        for (size_t i = 1; i < n; i++)   /* cannot happen: execution_id is the primary key */
+                store_record_free(l[i]);
+        free(l);
+        return 0;
+}
+
+static int sqlite_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, size_t *ret_n) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        _cleanup_free_ char *sql = NULL;
+        sqlite3_stmt *st = NULL;
+        const char *key = a->order == STORE_ORDER_DURATION_MS ? "duration_ms" : "created_at";
+        int rc, r, i = 0;
+
+        /* Only fixed fragments and the fixed key name go into the text; every value is a parameter. */
+        if (asprintf(&sql,
+                     "SELECT " COLUMNS " FROM executions WHERE 1%s%s%s%s%s%s%s%s ORDER BY %s DESC, execution_id DESC "
+                     "LIMIT ?",
+                     a->session_id ? " AND session_id = ?" : "",
+                     a->owner ? " AND owner = ?" : "",
+                     a->status >= 0 ? " AND status = ?" : "",
+                     a->error_type == ERROR_NONE ? " AND error_type IS NULL" : "",
+                     a->error_type > ERROR_NONE ? " AND error_type = ?" : "",
+                     a->after ? " AND (" : "",
+                     a->after ? key : "",
+                     a->after ? ", execution_id) < (?, ?)" : "",
+                     key) < 0)
+                return -ENOMEM;
+
+        rc = sqlite3_prepare_v2(ss->db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+
+        if (a->session_id)
+                rc = rc ?: sqlite3_bind_text(st, ++i, a->session_id, -1, SQLITE_STATIC);
+        if (a->owner)
+                rc = rc ?: sqlite3_bind_text(st, ++i, a->owner, -1, SQLITE_STATIC);
+        if (a->status >= 0)
+                rc = rc ?: sqlite3_bind_text(st, ++i, exec_status_to_string(a->status), -1, SQLITE_STATIC);
+        if (a->error_type > ERROR_NONE)
+                rc = rc ?: sqlite3_bind_text(st, ++i, error_type_to_string(a->error_type), -1, SQLITE_STATIC);
+        if (a->after) {
+                rc = rc ?: bind_u64(st, ++i, a->after->key);
+                rc = rc ?: sqlite3_bind_text(st, ++i, a->after->id, -1, SQLITE_STATIC);
+        }
+        rc = rc ?: sqlite3_bind_int64(st, ++i, a->limit);
+        if (rc != SQLITE_OK) {
+                r = fail(ss, rc);
+                sqlite3_finalize(st);
+                return r;
+        }
+
+        r = collect(ss, st, ret, ret_n);
+        sqlite3_finalize(st);
+        return r;
+}
+
+static int sqlite_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc, r;
+
+        rc = sqlite3_prepare_v2(ss->db, sql_unfinished, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = sqlite3_bind_text(st, 1, exec_status_to_string(EXEC_QUEUED), -1, SQLITE_STATIC);
+        rc = rc ?: sqlite3_bind_text(st, 2, exec_status_to_string(EXEC_RUNNING), -1, SQLITE_STATIC);
+        if (rc != SQLITE_OK) {
+                r = fail(ss, rc);
+                sqlite3_finalize(st);
+                return r;
+        }
+        r = collect(ss, st, ret, ret_n);
+        sqlite3_finalize(st);
+        return r;
+}
+
+static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        rc = sqlite3_prepare_v2(ss->db, sql_purge, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = bind_u64(st, 1, finished_before_usec);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE)
+                r = fail(ss, rc);
+        else
+                *ret_n = (uint64_t) sqlite3_changes64(ss->db);
+        sqlite3_finalize(st);
+        if (r < 0)
+                rollback_if_open(ss);
+        return r;
+}
+
+static int sqlite_count(Store *s, uint64_t *ret) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        int rc, r = 0;
+
+        rc = sqlite3_step(ss->count);
+        if (rc == SQLITE_ROW)
+                *ret = (uint64_t) sqlite3_column_int64(ss->count, 0);
+        else
+                r = fail(ss, rc);
+        (void) sqlite3_reset(ss->count);
+        return r;
+}
+
+static void sqlite_close(Store *s) {
+        SqliteStore *ss = SQLITE_STORE(s);
+
+        sqlite3_finalize(ss->put);
+        sqlite3_finalize(ss->get);
+        sqlite3_finalize(ss->count);
+        if (ss->db) {
+                /* Recommended before closing a long-lived connection: refreshes the planner's
+                 * statistics where they have gone stale, cheaply. Best effort. */
+                (void) sqlite3_exec(ss->db, "PRAGMA optimize", NULL, NULL, NULL);
+                (void) sqlite3_close(ss->db);
+        }
+        free(ss->path);
+        free(ss);
+}
+
+static const StoreOps sqlite_ops = {
+        .name = "sqlite",
+        .close = sqlite_close,
+        .put = sqlite_put,
+        .get = sqlite_get,
+        .list = sqlite_list,
+        .list_unfinished = sqlite_list_unfinished,
+        .purge = sqlite_purge,
+        .count = sqlite_count,
+};
+
+/* ---- opening ---- */
+
+/* Fail opening with "PATH: what: detail" in *ret_error. A damaged or foreign file always gets the
+ * same wording, whatever step noticed it, so that the administrator knows what to do. */
+_printf_(4, 5) static int open_error(SqliteStore *ss, char **ret_error, int r, const char *fmt, ...) {
+        _cleanup_free_ char *what = NULL;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&what, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        if (ret_error) {
+                free(*ret_error);
+                *ret_error = NULL;
+                if (asprintf(ret_error, "%s: %s", ss->path, what) < 0)
+                        *ret_error = NULL;
+        }
+        return r;
+}
+
+/* Why a file cannot be opened for writing, asked of the kernel directly: SQLite retries a failed
+ * read-write open read-only, so the errno it keeps is that of the retry (ENOENT for a new file in
+ * a read-only directory) rather than the one that matters. A missing file needs a writable
+ * directory (for the file, and in WAL mode for its -wal and -shm files); an existing one needs
+ * read and write access. 0 if nothing is wrong with the permissions. */
+static int diagnose_path(const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        char *slash;
+
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (slash == dir)
+                slash[1] = 0;
+        else if (slash)
+                *slash = 0;
+        else
+                strcpy(dir, ".");
+
+        if (access(path, F_OK) < 0) {
+                if (errno != ENOENT)
+                        return -errno;
+                return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
+        }
+        if (access(path, R_OK | W_OK) < 0)
+                return -errno;
+        return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
+}
+
+/* A failed SQLite call while opening: word the message after what the error means. */
+static int open_sqlite_error(SqliteStore *ss, char **ret_error, int rc, const char *doing) {
+        int r = sqlite_errno(ss->db, rc);
+        const char *msg = ss->db ? sqlite3_errmsg(ss->db) : sqlite3_errstr(rc);
+
+        if ((rc & 0xff) == SQLITE_CANTOPEN) {
+                int d = diagnose_path(ss->path);
+                if (d < 0)
+                        r = d;
+        }
+
+        switch (r) {
+        case -EBADMSG:
+                return open_error(ss, ret_error, r, "is not a sandboxd database or is corrupted: %s", msg);
+        case -ENOSPC:
+                return open_error(ss, ret_error, r, "%s: no space left: %s", doing, msg);
+        case -EACCES:
+        case -EROFS:
+        case -EPERM:
+                return open_error(ss, ret_error, r,
+                                  "%s: %s (%s: the file and its directory must be writable by sandboxd)", doing,
+                                  msg, strerror(-r));
+        case -EBUSY:
+                return open_error(ss, ret_error, r, "%s: the database is locked by another process: %s", doing, msg);
+        default:
+                return open_error(ss, ret_error, r, "%s: %s (%s)", doing, msg, strerror(-r));
+        }
+}
+
+static int pragma_int(SqliteStore *ss, const char *sql, int64_t *ret) {
+        sqlite3_stmt *st = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(ss->db, sql, -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_ROW) {
+                        *ret = sqlite3_column_int64(st, 0);
+                        rc = SQLITE_OK;
+                }
+        }
+        sqlite3_finalize(st);
+        return rc;
+}
+
+/* PRAGMA quick_check: the b-tree structure and the record formats, without cross-checking the
+ * indexes against the table (that is integrity_check, linear in rows × indexes). On 10,000 typical
+ * records it takes a few milliseconds (bench/store_bench.c measures it), cheap enough for every
+ * start. rc is SQLITE_OK or the error; *ret_problem the first complaint if the check ran. */
+static int quick_check(SqliteStore *ss, char **ret_problem) {
+        sqlite3_stmt *st = NULL;
+        const unsigned char *t;
+        int rc;
+
+        *ret_problem = NULL;
+        rc = sqlite3_prepare_v2(ss->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_ROW) {
+                        t = sqlite3_column_text(st, 0);
+                        if (!t || !streq((const char *) t, "ok")) {
+                                char *p = strdup(t ? (const char *) t : "quick_check failed");
+
+                                /* One line for the log: the report comes as several. */
+                                for (char *c = p; c && *c; c++)
+                                        if (*c == '\n')
+                                                *c = ' ';
+                                *ret_problem = p;
+                        }
+                        rc = SQLITE_OK;
+                }
+        }
+        sqlite3_finalize(st);
+        return rc;
+}
+
+static int migrate(SqliteStore *ss, char **ret_error) {
+        char sql[128];
+        int64_t version = 0, app_id = 0;
+        int rc;
+
+        /* IMMEDIATE: take the write lock before reading the version, so that two processes opening
+         * a new database at once cannot both run migration 1. */
+        rc = sqlite3_exec(ss->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                return open_sqlite_error(ss, ret_error, rc, "cannot start the schema migration");
+
+        rc = pragma_int(ss, "PRAGMA user_version", &version);
+        if (rc != SQLITE_OK)
+                goto fail;
+        if (version > SCHEMA_VERSION) {
+                rollback_if_open(ss);
+                return open_error(ss, ret_error, -EPROTONOSUPPORT,
+                                  "database schema version %" PRIi64 " is newer than this sandboxd supports (%d)",
+                                  version, SCHEMA_VERSION);
+        }
+        if (version == SCHEMA_VERSION) {
+                rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
+                if (rc != SQLITE_OK)
+                        goto fail;
+                return 0;
+        }
+
+        for (int64_t v = version; v < SCHEMA_VERSION; v++) {
+                rc = sqlite3_exec(ss->db, migrations[v], NULL, NULL, NULL);
+                if (rc != SQLITE_OK) {
+                        int r = sqlite_errno(ss->db, rc);
+                        _cleanup_free_ char *msg = strdup(sqlite3_errmsg(ss->db));
+
+                        rollback_if_open(ss);
+                        return open_error(ss, ret_error, r, "schema migration %" PRIi64 " failed: %s", v + 1,
+                                          strna(msg));
+                }
+        }
+
+        /* Neither pragma takes parameters; both values are ours, not input. */
+        if (version == 0) {
+                (void) snprintf(sql, sizeof(sql), "PRAGMA application_id = %d", SANDBOXD_APPLICATION_ID);
+                rc = sqlite3_exec(ss->db, sql, NULL, NULL, NULL);
+                if (rc != SQLITE_OK)
+                        goto fail;
+        }
+        (void) snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SCHEMA_VERSION);
+        rc = sqlite3_exec(ss->db, sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                goto fail;
+        rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                goto fail;
+
+        /* Belt and braces: what we just wrote must read back. */
+        rc = pragma_int(ss, "PRAGMA application_id", &app_id);
+        if (rc != SQLITE_OK)
+                goto fail;
+        if (app_id != SANDBOXD_APPLICATION_ID)
+                return open_error(ss, ret_error, -EIO, "schema migration did not take effect");
+        return 0;
+
+fail:
+        {
+                int r = open_sqlite_error(ss, ret_error, rc, "schema migration failed");
+                rollback_if_open(ss);
+                return r;
+        }
+}
+
+int store_open_sqlite(const char *path, Store **ret, char **ret_error) {
+        _cleanup_(store_closep) Store *s = NULL;
+        _cleanup_free_ char *problem = NULL;
+        SqliteStore *ss;
+        int64_t app_id = 0, version = 0, n_objects = 0;
+        sqlite3_stmt *st = NULL;
+        const char *mode;
+        bool wal = false;
+        int rc, r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (isempty(path) || !ret)
+                return -EINVAL;
+
+        ss = calloc(1, sizeof(SqliteStore));
+        if (!ss)
+                return -ENOMEM;
+        ss->base.ops = &sqlite_ops;
+        s = &ss->base;
+        ss->path = strdup(path);
+        if (!ss->path)
+                return -ENOMEM;
+
+        /* The directory must exist (StateDirectory= creates it): creating it here would hide a
+         * mistyped path. The file itself is created. */
+        rc = sqlite3_open_v2(path, &ss->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+        if (rc != SQLITE_OK) {
+                if (!ss->db)
+                        return -ENOMEM;
+                return open_sqlite_error(ss, ret_error, rc, "cannot open the database");
+        }
+        (void) sqlite3_extended_result_codes(ss->db, 1);
+        (void) sqlite3_busy_timeout(ss->db, BUSY_TIMEOUT_MS);
+
+        /* READWRITE silently falls back to read-only when the file is not writable: every write
+         * would fail later, one request at a time. Refuse now instead. */
+        if (sqlite3_db_readonly(ss->db, "main") == 1) {
+                r = access(path, W_OK) < 0 ? -errno : -EROFS;
+                return open_error(ss, ret_error, r, "database is not writable (%s)", strerror(-r));
+        }
+
+        /* The first reads of the file: a random file fails here with SQLITE_NOTADB. Only then is
+         * anything written (journal mode, schema): never touch a file that is not ours. */
+        rc = pragma_int(ss, "PRAGMA application_id", &app_id);
+        if (rc == SQLITE_OK)
+                rc = pragma_int(ss, "PRAGMA user_version", &version);
+        if (rc == SQLITE_OK)
+                rc = pragma_int(ss, "SELECT count(*) FROM sqlite_schema", &n_objects);
+        if (rc != SQLITE_OK)
+                return open_sqlite_error(ss, ret_error, rc, "cannot read the database");
+        if (app_id != 0 && app_id != SANDBOXD_APPLICATION_ID)
+                return open_error(ss, ret_error, -EBADMSG,
+                                  "is not a sandboxd database (SQLite application_id 0x%08" PRIx64 ")",
+                                  (uint64_t) app_id);
+        if (app_id == 0 && (version != 0 || n_objects > 0))
+                return open_error(ss, ret_error, -EBADMSG,
+                                  "is not a sandboxd database (an SQLite file with other contents)");
+        if (version > SCHEMA_VERSION)
+                return open_error(ss, ret_error, -EPROTONOSUPPORT,
+                                  "database schema version %" PRIi64 " is newer than this sandboxd supports (%d)",
+                                  version, SCHEMA_VERSION);
+
+        /* The pragma answers with the mode in effect: a file system without shared memory support
+         * leaves it at "delete" instead of failing. */
+        rc = sqlite3_prepare_v2(ss->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_ROW) {
+                        mode = (const char *) sqlite3_column_text(st, 0);
+                        wal = mode && streq(mode, "wal");
+                        if (!wal)
+                                problem = strdup(strna(mode));
+                        rc = SQLITE_OK;
+                }
+        }
+        sqlite3_finalize(st);
+        if (rc != SQLITE_OK)
+                return open_sqlite_error(ss, ret_error, rc, "cannot switch to write-ahead logging");
+        if (!wal)
+                return open_error(ss, ret_error, -EOPNOTSUPP,
+                                  "cannot switch to write-ahead logging (journal mode stays %s)", strna(problem));
+
+        rc = sqlite3_exec(ss->db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                return open_sqlite_error(ss, ret_error, rc, "cannot configure the database");
+
+        rc = quick_check(ss, &problem);
+        if (rc != SQLITE_OK)
+                return open_sqlite_error(ss, ret_error, rc, "integrity check failed");
+        if (problem)
+                return open_error(ss, ret_error, -EBADMSG, "is corrupted: PRAGMA quick_check: %s", problem);
+
+        r = migrate(ss, ret_error);
+        if (r < 0)
+                return r;
+
+        rc = sqlite3_prepare_v3(ss->db, sql_put, -1, SQLITE_PREPARE_PERSISTENT, &ss->put, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_prepare_v3(ss->db, sql_get, -1, SQLITE_PREPARE_PERSISTENT, &ss->get, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_prepare_v3(ss->db, sql_count, -1, SQLITE_PREPARE_PERSISTENT, &ss->count, NULL);
+        if (rc != SQLITE_OK)
+                return open_sqlite_error(ss, ret_error, rc, "cannot prepare statements");
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int store_sqlite_set_max_pages_for_test(Store *s, uint64_t max_pages) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        char sql[64];
+        int rc;
+
+        if (!s || s->ops != &sqlite_ops)
+                return -EINVAL;
+        (void) snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %" PRIu64, max_pages);
+        rc = sqlite3_exec(ss->db, sql, NULL, NULL, NULL);
+        return rc == SQLITE_OK ? 0 : fail(ss, rc);
+}

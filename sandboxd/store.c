@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <math.h>
+#include <pthread.h>
+
+#include "language.h"
+#include "store-internal.h"
+
+/* ---- records ---- */
+
+StoreRecord *store_record_new(const char *id) {
+        StoreRecord *r = calloc(1, sizeof(StoreRecord));
+
+        if (!r)
+                return NULL;
+        r->exec = execution_new(id);
+        if (!r->exec)
+                return mfree(r);
+        return r;
+}
+
+StoreRecord *store_record_free(StoreRecord *r) {
+        if (!r)
+                return NULL;
+        execution_free(r->exec);
+        free(r->code);
+        free(r->owner);
+        return mfree(r);
+}
+
+void store_records_free(StoreRecord **l, size_t n) {
+        if (!l)
+                return;
+        for (size_t i = 0; i < n; i++)
+                store_record_free(l[i]);
+        free(l);
+}
+
+/* Backends store unsigned values in signed 64-bit columns (SQLite INTEGER, PostgreSQL BIGINT):
+ * refuse what would come back negative rather than store it wrapped. */
+static bool u64_fits(uint64_t v) {
+        return v <= (uint64_t) INT64_MAX;
+}
+
+bool store_record_is_valid(const StoreRecord *r) {
+        const Execution *e;
+
+        if (!r || !r->exec)
+                return false;
+        e = r->exec;
+        if (!id_is_valid(e->id, STORE_ID_MAX))
+                return false;
+        if (e->session_id && !id_is_valid(e->session_id, STORE_ID_MAX))
+                return false;
+        if (isempty(e->language))
+                return false;
+        if (e->status < 0 || e->status >= _EXEC_STATUS_MAX)
+                return false;
+        if (e->error_type < 0 || e->error_type >= _ERROR_TYPE_MAX)
+                return false;
+        if (r->owner && isempty(r->owner))
+                return false;
+        if (!isfinite(e->limits.cpu_cores))
+                return false;
+
+        const uint64_t values[] = {
+                e->out.bytes, e->out.lines, e->err.bytes, e->err.lines, e->duration_ms, e->cpu_usec,
+                e->peak_memory_bytes, e->created_usec, e->started_usec, e->finished_usec,
+                e->limits.timeout_ms, e->limits.memory_mb, e->limits.disk_mb, e->limits.tasks,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                if (!u64_fits(values[i]))
+                        return false;
+        return true;
+}
+
+/* ---- interned strings ---- */
+
+/* Execution.language and Execution.reason point to static strings (the language table, the
+ * verdict rules). A row read back has to point somewhere that lives as long: known languages map
+ * to the table itself, anything else is copied once into this table. It only ever holds the few
+ * distinct reasons the verdict rules produce, so a bound that a hostile or damaged database could
+ * exhaust costs nothing but the fallback. Kept reachable from a static, so leak checkers are quiet. */
+#define INTERN_MAX 128
+#define INTERN_LEN_MAX 256
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *intern_table[INTERN_MAX];
+static size_t intern_n;
+
+static const char *intern(const char *s) {
+        const char *found = NULL;
+
+        if (!s || strlen(s) > INTERN_LEN_MAX)
+                return NULL;
+
+        pthread_mutex_lock(&intern_lock);
+        for (size_t i = 0; i < intern_n; i++)
+                if (streq(intern_table[i], s)) {
+                        found = intern_table[i];
+                        break;
+                }
+        if (!found && intern_n < INTERN_MAX) {
+                char *c = strdup(s);
+                if (c)
+                        found = intern_table[intern_n++] = c;
+        }
+        pthread_mutex_unlock(&intern_lock);
+        return found;
+}
+
+const char *store_intern_language(const char *name) {
+        const Language *l;
+        const char *i;
+
+        if (!name)
+                return "unknown";
+        /* Only the exact protocol name maps to the row: the store holds what the API reported. */
+        l = language_find(name);
+        if (l && streq(l->name, name))
+                return l->name;
+        i = intern(name);
+        return i ?: "unknown";
+}
+
+const char *store_intern_reason(const char *reason) {
+        return intern(reason);
+}
+
+/* ---- cursors ---- */
+
+/* A cursor is base64url (no padding) of "<o>:<key>:<execution_id>", o being 'c' (created_at) or
+ * 'd' (duration_ms). Opaque to clients, but nothing secret: it only says where a page ended, and
+ * the caller's own filters (owner included) still apply to the next page. */
+#define CURSOR_PAYLOAD_MAX (2 + 20 + 1 + STORE_ID_MAX)
+#define CURSOR_TEXT_MAX ((CURSOR_PAYLOAD_MAX * 4 + 2) / 3)
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static char *b64url_encode(const uint8_t *p, size_t n) {
+        char *r = malloc((n + 2) / 3 * 4 + 1), *o = r;
+
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v = (uint32_t) p[i] << 16;
+                size_t k = MIN(n - i, (size_t) 3);
+
+                if (k > 1)
+                        v |= (uint32_t) p[i + 1] << 8;
+                if (k > 2)
+                        v |= p[i + 2];
+                *o++ = b64url[(v >> 18) & 63];
+                *o++ = b64url[(v >> 12) & 63];
+                if (k > 1)
+                        *o++ = b64url[(v >> 6) & 63];
+                if (k > 2)
+                        *o++ = b64url[v & 63];
+        }
+        *o = 0;
+        return r;
+}
+
+static int b64url_value(char c) {
+        const char *p;
+
+        if (c == 0)
+                return -1;
+        p = strchr(b64url, c);
+        return p ? (int) (p - b64url) : -1;
+}
+
+/* Strict: alphabet only, no padding, no impossible length; the unused low bits of the last
+ * character must be zero (checked by the caller, which re-encodes and compares). */
+static int b64url_decode(const char *s, uint8_t *buf, size_t size, size_t *ret_n) {
+        size_t len = strlen(s), n = 0;
+        uint32_t acc = 0;
+        unsigned bits = 0;
+
+        if (len % 4 == 1)
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                int v = b64url_value(s[i]);
+
+                if (v < 0)
+                        return -EINVAL;
+                acc = (acc << 6) | (uint32_t) v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        if (n >= size)
+                                return -EINVAL;
+                        buf[n++] = (uint8_t) (acc >> bits);
+                        acc &= (1U << bits) - 1;
+                }
+        }
+        *ret_n = n;
+        return 0;
+}
+
+static int cursor_payload(const StoreCursor *c, char *buf, size_t size) {
+        int k;
+
+        if (c->order < 0 || c->order >= _STORE_ORDER_MAX || !u64_fits(c->key) ||
+            !id_is_valid(c->id, STORE_ID_MAX))
+                return -EINVAL;
+        k = snprintf(buf, size, "%c:%" PRIu64 ":%s", c->order == STORE_ORDER_CREATED_AT ? 'c' : 'd', c->key,
+                     c->id);
+        if (k < 0 || (size_t) k >= size)
+                return -EINVAL;
+        return k;
+}
+
+int store_cursor_format(const StoreCursor *c, char **ret) {
+        char payload[CURSOR_PAYLOAD_MAX + 1];
+        char *s;
+        int k;
+
+        k = cursor_payload(c, payload, sizeof(payload));
+        if (k < 0)
+                return k;
+        s = b64url_encode((const uint8_t *) payload, (size_t) k);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int store_cursor_parse(const char *s, StoreCursor *ret) {
+        uint8_t buf[CURSOR_PAYLOAD_MAX + 1];
+        char canonical[CURSOR_PAYLOAD_MAX + 1];
+        _cleanup_free_ char *again = NULL;
+        StoreCursor c = {};
+        char *key, *id, *colon;
+        size_t n;
+        int r;
+
+        if (isempty(s) || strlen(s) > CURSOR_TEXT_MAX)
+                return -EINVAL;
+        r = b64url_decode(s, buf, sizeof(buf) - 1, &n);
+        if (r < 0)
+                return r;
+        if (memchr(buf, 0, n))
+                return -EINVAL;
+        buf[n] = 0;
+
+        if (n < 2 || buf[1] != ':')
+                return -EINVAL;
+        if (buf[0] == 'c')
+                c.order = STORE_ORDER_CREATED_AT;
+        else if (buf[0] == 'd')
+                c.order = STORE_ORDER_DURATION_MS;
+        else
+                return -EINVAL;
+
+        key = (char *) buf + 2;
+        colon = strchr(key, ':');
+        if (!colon)
+                return -EINVAL;
+        *colon = 0;
+        id = colon + 1;
+        if (safe_atou64(key, &c.key) < 0 || !u64_fits(c.key))
+                return -EINVAL;
+        if (!id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        strcpy(c.id, id);
+
+        /* Only the one spelling we produce: no leading zeros, no stray low bits in the last
+         * character. A cursor is either exactly one of ours or garbage. */
+        r = cursor_payload(&c, canonical, sizeof(canonical));
+        if (r < 0)
+                return r;
+        again = b64url_encode((const uint8_t *) canonical, (size_t) r);
+        if (!again)
+                return -ENOMEM;
+        if (!streq(again, s))
+                return -EINVAL;
+
+        *ret = c;
+        return 0;
+}
+
+/* ---- dispatch ---- */
+
+void store_set_error(Store *s, const char *message) {
+        char *m;
+
+        if (!s)
+                return;
+        m = strdup(message ?: "unknown error");
+        if (!m)
+                return;
+        free(s->error);
+        s->error = m;
+}
+
+const char *store_error_message(Store *s) {
+        return s && s->error ? s->error : "no error";
+}
+
+Store *store_close(Store *s) {
+        if (!s)
+                return NULL;
+        free(s->error);
+        s->error = NULL;
+        s->ops->close(s);
+        return NULL;
+}
+
+int store_put(Store *s, const StoreRecord *r) {
+        if (!s)
+                return -EINVAL;
+        if (!store_record_is_valid(r)) {
+                store_set_error(s, "invalid record");
+                return -EINVAL;
+        }
+        return s->ops->put(s, r);
+}
+
+int store_get(Store *s, const char *id, StoreRecord **ret) {
+        if (!s || !id || !ret)
+                return -EINVAL;
+        /* An id the store would never have accepted cannot be there. */
+        if (!id_is_valid(id, STORE_ID_MAX))
+                return -ENOENT;
+        return s->ops->get(s, id, ret);
+}
+
+static StoreOrder query_order(const StoreQuery *q) {
+        return q->order >= 0 && q->order < _STORE_ORDER_MAX ? q->order : _STORE_ORDER_INVALID;
+}
+
+static uint64_t record_key(const StoreRecord *r, StoreOrder o) {
+        return o == STORE_ORDER_DURATION_MS ? r->exec->duration_ms : r->exec->created_usec;
+}
+
+int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n, char **ret_next_cursor) {
+        StoreListArgs a = {};
+        StoreCursor after;
+        StoreRecord **l = NULL;
+        _cleanup_free_ char *next = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!s || !q || !ret || !ret_n)
+                return -EINVAL;
+
+        if (q->limit < 1 || q->limit > STORE_LIST_MAX) {
+                store_set_error(s, "limit must be between 1 and " STRINGIFY(STORE_LIST_MAX));
+                return -EINVAL;
+        }
+        if (query_order(q) < 0 || q->status < -1 || q->status >= _EXEC_STATUS_MAX || q->error_type < -1 ||
+            q->error_type >= _ERROR_TYPE_MAX) {
+                store_set_error(s, "invalid order, status or error_type");
+                return -EINVAL;
+        }
+        if ((q->session_id && !id_is_valid(q->session_id, STORE_ID_MAX)) || (q->owner && isempty(q->owner))) {
+                store_set_error(s, "invalid session_id or owner");
+                return -EINVAL;
+        }
+
+        a = (StoreListArgs) {
+                .session_id = q->session_id,
+                .owner = q->owner,
+                .status = q->status,
+                .error_type = q->error_type,
+                .order = q->order,
+                .limit = q->limit + 1,   /* one more than asked: is there a next page? */
+        };
+        if (q->cursor) {
+                r = store_cursor_parse(q->cursor, &after);
+                /* A cursor from a list in the other order would seek on the wrong key. */
+                if (r < 0 || after.order != q->order) {
+                        store_set_error(s, "invalid cursor");
+                        return -EINVAL;
+                }
+                a.after = &after;
+        }
+
+        /* failed=true is status=failed; together with another status it matches nothing. */
+        if (q->failed) {
+                if (q->status >= 0 && q->status != EXEC_FAILED)
+                        goto done;
+                a.status = EXEC_FAILED;
+        }
+
+        r = s->ops->list(s, &a, &l, &n);
+        if (r < 0)
+                return r;
+
+        if (n > q->limit) {
+                StoreCursor c = { .order = q->order, .key = record_key(l[q->limit - 1], q->order) };
+
+                for (size_t i = q->limit; i < n; i++)
+                        l[i] = store_record_free(l[i]);
+                n = q->limit;
+                strcpy(c.id, l[n - 1]->exec->id);
+                r = store_cursor_format(&c, &next);
+                if (r < 0) {
+                        store_records_free(l, n);
+                        return r;
+                }
+        }
+
+done:
+        *ret = l;
+        *ret_n = n;
+        if (ret_next_cursor)
+                *ret_next_cursor = TAKE_PTR(next);
+        return 0;
+}
+
+int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
+        if (!s || !ret || !ret_n)
+                return -EINVAL;
+        return s->ops->list_unfinished(s, ret, ret_n);
+}
+
+int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
+        uint64_t dummy;
+
+        if (!s)
+                return -EINVAL;
+        /* Everything finished before a time past the representable range is everything. */
+        return s->ops->purge(s, MIN(finished_before_usec, (uint64_t) INT64_MAX), ret_n ?: &dummy);
+}
+
+int store_count(Store *s, uint64_t *ret) {
+        if (!s || !ret)
+                return -EINVAL;
+        return s->ops->count(s, ret);
+}

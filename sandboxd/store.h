@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The execution store: one row per execution, every field of the result, kept across restarts.
+ * Backend-neutral: callers see only this header. The embedded default is SQLite (store-sqlite.c);
+ * a PostgreSQL backend is one more StoreOps table (store-internal.h), no change here or in callers.
+ *
+ * Every function returns 0 or a negative errno:
+ *   -EINVAL     bad argument (a limit outside 1..1000, a forged or foreign cursor, an invalid id)
+ *   -ENOENT     store_get(): no such execution
+ *   -ENOSPC     the disk (or the database's size cap) is full; the write did not happen, earlier
+ *               records are intact
+ *   -EROFS, -EACCES   the database cannot be written
+ *   -EBADMSG    the database is corrupted, or is not a sandboxd database
+ *   -EPROTONOSUPPORT  store_open_*(): the schema is newer than this binary knows
+ *   -EBUSY      another process holds the database longer than the busy timeout
+ *   -ENOMEM, -EIO
+ * A Store is used from one thread (the daemon's event loop). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "execution.h"
+#include "util.h"
+
+/* The default location (StateDirectory= of sandboxd.service). */
+#define STORE_DEFAULT_PATH "/var/lib/sandboxd/sandboxd.db"
+
+/* store_list(): limit is 1..STORE_LIST_MAX. */
+#define STORE_LIST_MAX 1000U
+
+typedef struct Store Store;
+
+typedef struct StoreRecord {            /* what is stored besides the Execution itself */
+        Execution *exec;                /* owned */
+        char *code;                     /* may be NULL; bounded by the caller */
+        uint8_t fingerprint[32];        /* idempotency: SHA-256 of the canonical request */
+        char *owner;                    /* "uid:0", "key:ci" ...; NULL = unknown */
+} StoreRecord;
+
+typedef enum StoreOrder {
+        STORE_ORDER_CREATED_AT,         /* newest first */
+        STORE_ORDER_DURATION_MS,        /* slowest first */
+        _STORE_ORDER_MAX,
+        _STORE_ORDER_INVALID = -22,
+} StoreOrder;
+
+typedef struct StoreQuery {
+        const char *session_id;         /* NULL: any */
+        int status;                     /* ExecStatus, or -1: any */
+        int error_type;                 /* ErrorType, or -1: any (ERROR_NONE means "no error") */
+        bool failed;                    /* only status=failed */
+        const char *owner;              /* NULL: any (admin) */
+        StoreOrder order;               /* newest first / slowest first; ties broken by execution_id */
+        unsigned limit;                 /* 1..1000 */
+        const char *cursor;             /* NULL, or next_cursor of the previous page */
+} StoreQuery;
+
+/* A query that matches everything, newest first, 50 a page. */
+#define STORE_QUERY_INIT                                                                  \
+        ((StoreQuery) { .status = -1, .error_type = -1, .order = STORE_ORDER_CREATED_AT, .limit = 50 })
+
+/* Open (creating if missing) the SQLite database at path, in WAL mode, check its integrity and
+ * apply the schema migrations this binary knows. The directory must exist. On failure
+ * *ret_error (if ret_error is not NULL) is a malloc'ed one-line message that names the path and
+ * says what is wrong, fit to print before exiting. */
+int store_open_sqlite(const char *path, Store **ret, char **ret_error);
+Store *store_close(Store *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_close);
+
+/* The backend's own text for the last failed call ("database or disk is full"), for logs; never
+ * NULL. Valid until the next call on s. */
+const char *store_error_message(Store *s);
+
+/* Insert, or update every column by execution_id (call it at every transition). code and owner
+ * are kept from the stored row when r leaves them NULL: the job may drop the code once the
+ * sandbox has it. A single statement: a failed write changes nothing. */
+int store_put(Store *s, const StoreRecord *r);
+
+/* -ENOENT if there is none. */
+int store_get(Store *s, const char *id, StoreRecord **ret);
+
+/* One page of matching records, full records (outputs and code included). *ret_next_cursor is
+ * NULL on the last page, else an opaque string to pass as the next query's cursor: keyset
+ * pagination, so rows inserted meanwhile neither repeat nor shift a page. *ret is an array of
+ * *ret_n records (NULL when none), free it with store_records_free(). */
+int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n, char **ret_next_cursor);
+
+/* Records with status queued or running, oldest first: what a restart has to resolve. */
+int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n);
+
+/* Delete finished records whose finished_at is before finished_before_usec (CLOCK_REALTIME).
+ * Unfinished records are never purged. *ret_n (may be NULL) is the number deleted. */
+int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n);
+
+int store_count(Store *s, uint64_t *ret);
+
+StoreRecord *store_record_new(const char *id);   /* with a fresh Execution; NULL on OOM */
+StoreRecord *store_record_free(StoreRecord *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(StoreRecord *, store_record_free);
+void store_records_free(StoreRecord **l, size_t n);

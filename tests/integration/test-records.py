@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Execution records in the SQLite store: queries, pagination, survival across restarts, no record
+# left "running" after a crash, and a broken database that fails start-up clearly.
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import *  # noqa: E402,F401,F403
+
+t = Tap()
+
+
+def listing(**params):
+    qs = "&".join(f"{k}={v}" for k, v in params.items())
+    return request("GET", "/v1/executions" + (f"?{qs}" if qs else ""))
+
+
+# A session of 12 runs: 4 failures, varied durations.
+ids = []
+for i in range(12):
+    if i % 3 == 0:
+        code = f"import sys\nprint({i})\nsys.exit(2)"
+    else:
+        code = f"import time\ntime.sleep({0.02 * (i % 5)})\nprint({i})"
+    r = run(code, session_id="sess_records")
+    ids.append(r["execution_id"])
+run("print('other')", session_id="sess_other")
+
+st, page = listing(session_id="sess_records")
+t.eq(st, 200, "list answers")
+got = [e["execution_id"] for e in page["executions"]]
+t.eq(sorted(got), sorted(ids), "a session's executions, all of them")
+t.eq(got, list(reversed(ids)), "newest first")
+t.ok(all("stdout" not in e and "stdout_bytes" in e for e in page["executions"]),
+     "listed records carry counts, not output")
+st, page = listing(session_id="sess_records", failed="true")
+t.eq(sorted(e["execution_id"] for e in page["executions"]), sorted(ids[0::3]), "failed=true: the failures")
+st, page = listing(session_id="sess_records", error_type="runtime_error")
+t.eq(len(page["executions"]), 4, "error_type filter")
+st, page = listing(session_id="sess_records", status="success")
+t.eq(len(page["executions"]), 8, "status filter")
+st, page = listing(session_id="sess_records", order="duration_ms", limit="3")
+d = [e["duration_ms"] for e in page["executions"]]
+t.ok(d == sorted(d, reverse=True) and len(d) == 3 and page["next_cursor"], "slowest first, paged", page)
+
+# Stable pagination: every execution exactly once across pages of 5.
+seen, cursor, pages = [], None, 0
+while True:
+    params = {"session_id": "sess_records", "limit": "5"}
+    if cursor:
+        params["cursor"] = cursor
+    st, page = listing(**params)
+    seen += [e["execution_id"] for e in page["executions"]]
+    cursor = page["next_cursor"]
+    pages += 1
+    if not cursor or pages > 10:
+        break
+t.ok(sorted(seen) == sorted(ids) and len(seen) == len(set(seen)) and pages == 3, f"3 pages, each once ({pages})",
+     seen)
+for bad in ({"cursor": "garbage"}, {"limit": "0"}, {"limit": "5000"}, {"status": "weird"}, {"order": "sideways"},
+            {"session_id": "../x"}):
+    st, res = listing(**bad)
+    t.eq(st, 400, f"bad query {bad} refused")
+
+# Records survive a restart, and a finished execution is found in the store by its id.
+subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
+st, r = get(ids[1])
+t.ok(st == 200 and r["stdout"] == "1\n" and r["status"] == "success", "a record survives a restart", r)
+st, page = listing(session_id="sess_records")
+t.eq(len(page["executions"]), 12, "the whole session survives a restart")
+# Idempotency reaches the store: the same id and request after a restart is the old execution.
+st, again = request("POST", "/v1/executions?wait=true",
+                    {"language": "python", "code": "import sys\nprint(0)\nsys.exit(2)", "session_id": "sess_records",
+                     "execution_id": "rec_idem"})
+st2, again2 = request("POST", "/v1/executions?wait=true",
+                      {"language": "python", "code": "import sys\nprint(0)\nsys.exit(2)",
+                       "session_id": "sess_records", "execution_id": "rec_idem"})
+subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
+st3, again3 = request("POST", "/v1/executions?wait=true",
+                      {"language": "python", "code": "import sys\nprint(0)\nsys.exit(2)",
+                       "session_id": "sess_records", "execution_id": "rec_idem"})
+t.ok(st3 == 200 and again3["finished_at"] == again["finished_at"], "same id after a restart: same execution, no rerun",
+     (again, again3))
+
+# A crash (SIGKILL) while an execution runs: after the restart its record is failed, not running.
+st, a = submit("import time\ntime.sleep(30)")
+eid = a["execution_id"]
+wait_until(lambda: get(eid)[1].get("status") == "running", 10)
+subprocess.run(["systemctl", "kill", "-s", "KILL", "sandboxd.service"], check=True)
+time.sleep(0.3)
+subprocess.run(["systemctl", "start", "sandboxd.service"], check=False)
+wait_until(lambda: subprocess.run(["systemctl", "is-active", "-q", "sandboxd.service"]).returncode == 0, 10)
+st, r = get(eid)
+t.ok(st == 200 and r["status"] == "failed" and r["error_type"] == "internal_error" and r["reason"],
+     "after a crash the running execution is failed/internal_error with a reason, never stuck", r)
+t.ok(wait_until(lambda: f"sandboxd-{eid}.service" not in sandboxd_units(), 10), "its unit was swept",
+     sandboxd_units())
+
+# A corrupted database: start-up fails with a message naming it, no crash.
+db = "/var/lib/sandboxd/sandboxd.db"
+subprocess.run(["systemctl", "stop", "sandboxd.service"], check=True)
+os.rename(db, db + ".good")
+for ext in ("-wal", "-shm"):
+    if os.path.exists(db + ext):
+        os.rename(db + ext, db + ".good" + ext)
+with open(db, "wb") as f:
+    f.write(os.urandom(8192))
+start = subprocess.run(["systemctl", "start", "sandboxd.service"], capture_output=True, text=True)
+log = subprocess.run(["journalctl", "-u", "sandboxd.service", "-o", "cat", "--no-pager"], capture_output=True,
+                     text=True).stdout
+t.ok(start.returncode != 0 and "status=1/FAILURE" in log and "dumped core" not in log and "SIGSEGV" not in log,
+     "start with a corrupted database fails with exit status 1, no crash", (start.returncode, log[-800:]))
+t.ok(db in log and ("corrupt" in log or "not a" in log), "the journal names the database and the problem",
+     log[-1500:])
+subprocess.run(["systemctl", "stop", "sandboxd.service"], capture_output=True)
+subprocess.run(["systemctl", "reset-failed", "sandboxd.service"], capture_output=True)
+os.unlink(db)
+os.rename(db + ".good", db)
+for ext in ("-wal", "-shm"):
+    if os.path.exists(db + ".good" + ext):
+        os.rename(db + ".good" + ext, db + ext)
+subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
+st, r = get(ids[2])
+t.ok(st == 200 and r["stdout"] == "2\n", "with the good database back, the records are there", r)
+
+t.done()

@@ -1,0 +1,1013 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <sqlite3.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "store-internal.h"
+#include "store.h"
+#include "util.h"
+
+/* The store against real SQLite files in a fresh temporary directory per test: what the daemon
+ * does at start (open, migrate, check), at every transition (put), for the API (get, list) and in
+ * its sweep (purge), plus the failures an administrator can cause: a damaged file, a foreign file,
+ * a newer schema, no permission, a full disk. */
+
+#define BASE_USEC UINT64_C(1764472800000000)   /* 2025-11-30T03:20:00Z */
+#define NOBODY 65534
+
+static char tmpdir[64];
+static char dbpath[128];
+
+static int rm_one(const char *path, _unused_ const struct stat *st, _unused_ int flag, _unused_ struct FTW *f) {
+        (void) remove(path);
+        return 0;
+}
+
+static int setup_dir(_unused_ void **state) {
+        strcpy(tmpdir, "/tmp/test-store-XXXXXX");
+        if (!mkdtemp(tmpdir))
+                return -1;
+        /* The permission tests run as nobody below here. */
+        if (chmod(tmpdir, 0755) < 0)
+                return -1;
+        (void) snprintf(dbpath, sizeof(dbpath), "%s/sandboxd.db", tmpdir);
+        return 0;
+}
+
+static int teardown_dir(_unused_ void **state) {
+        (void) chmod(tmpdir, 0755);
+        (void) nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        return 0;
+}
+
+static Store *open_ok(void) {
+        _cleanup_free_ char *error = NULL;
+        Store *s = NULL;
+        int r;
+
+        r = store_open_sqlite(dbpath, &s, &error);
+        if (r < 0) {
+                print_error("store_open_sqlite(%s): %d %s\n", dbpath, r, strna(error));
+                fail();
+        }
+        assert_null(error);
+        assert_non_null(s);
+        return s;
+}
+
+/* Open must fail with r and a message containing each of the given substrings. */
+static void open_fails(int want, const char *sub1, const char *sub2) {
+        _cleanup_free_ char *error = NULL;
+        Store *s = NULL;
+        int r;
+
+        r = store_open_sqlite(dbpath, &s, &error);
+        if (r != want || !error || (sub1 && !strstr(error, sub1)) || (sub2 && !strstr(error, sub2))) {
+                print_error("got %d '%s', want %d with '%s' and '%s'\n", r, strna(error), want, strna(sub1),
+                            strna(sub2));
+                store_close(s);
+                fail();
+        }
+        assert_null(s);
+        /* Every message names the file. */
+        assert_non_null(strstr(error, dbpath));
+        fprintf(stderr, "# %s\n", error);
+}
+
+static char *strf(const char *fmt, ...) _printf_(1, 2);
+static char *strf(const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        assert_true(k >= 0);
+        return s;
+}
+
+/* A finished, failed execution with every field set to something distinct. */
+static StoreRecord *record_full(const char *id) {
+        StoreRecord *r = store_record_new(id);
+        Execution *e;
+
+        assert_non_null(r);
+        e = r->exec;
+        e->session_id = strdup("sess_1");
+        e->language = "python";
+        e->status = EXEC_FAILED;
+        e->error_type = ERROR_RUNTIME;
+        e->exit_code = 3;
+        e->signal = 9;
+        e->out = (OutputStream) { strdup("hello\nwörld ✓\n"), 1234567, 89, true };
+        e->err = (OutputStream) { strdup("Traceback ...\n"), 14, 1, false };
+        e->duration_ms = 61;
+        e->cpu_usec = 20345;
+        e->have_cpu = true;
+        e->peak_memory_bytes = 9856123;
+        e->have_peak = true;
+        e->created_usec = BASE_USEC + 1;
+        e->started_usec = BASE_USEC + 2002;
+        e->finished_usec = BASE_USEC + 63003;
+        e->limits = (Limits) { 30000, 512, 1.25, 1024, 128 };
+        e->unit = strf("sandboxd-%s.service", id);
+        e->reason = "program exited with a non-zero status";
+        r->code = strdup("import sys\nprint('hello')\nsys.exit(3)\n");
+        for (size_t i = 0; i < sizeof(r->fingerprint); i++)
+                r->fingerprint[i] = (uint8_t) (i * 7 + 1);
+        r->owner = strdup("uid:1000");
+        assert_non_null(e->session_id);
+        assert_non_null(r->code);
+        return r;
+}
+
+static void assert_output_equal(const OutputStream *a, const OutputStream *b) {
+        assert_true(streq_ptr(a->text, b->text));
+        assert_int_equal(a->bytes, b->bytes);
+        assert_int_equal(a->lines, b->lines);
+        assert_int_equal(a->truncated, b->truncated);
+}
+
+static void assert_record_equal(const StoreRecord *a, const StoreRecord *b) {
+        const Execution *x = a->exec, *y = b->exec;
+
+        assert_string_equal(x->id, y->id);
+        assert_true(streq_ptr(x->session_id, y->session_id));
+        assert_string_equal(x->language, y->language);
+        assert_int_equal(x->status, y->status);
+        assert_int_equal(x->error_type, y->error_type);
+        assert_int_equal(x->exit_code, y->exit_code);
+        assert_int_equal(x->signal, y->signal);
+        assert_output_equal(&x->out, &y->out);
+        assert_output_equal(&x->err, &y->err);
+        assert_int_equal(x->duration_ms, y->duration_ms);
+        assert_int_equal(x->have_cpu, y->have_cpu);
+        assert_int_equal(x->cpu_usec, y->cpu_usec);
+        assert_int_equal(x->have_peak, y->have_peak);
+        assert_int_equal(x->peak_memory_bytes, y->peak_memory_bytes);
+        assert_int_equal(x->created_usec, y->created_usec);
+        assert_int_equal(x->started_usec, y->started_usec);
+        assert_int_equal(x->finished_usec, y->finished_usec);
+        assert_int_equal(x->limits.timeout_ms, y->limits.timeout_ms);
+        assert_int_equal(x->limits.memory_mb, y->limits.memory_mb);
+        assert_true(x->limits.cpu_cores == y->limits.cpu_cores);
+        assert_int_equal(x->limits.disk_mb, y->limits.disk_mb);
+        assert_int_equal(x->limits.tasks, y->limits.tasks);
+        assert_true(streq_ptr(x->unit, y->unit));
+        assert_true(streq_ptr(x->reason, y->reason));
+        assert_true(streq_ptr(a->code, b->code));
+        assert_memory_equal(a->fingerprint, b->fingerprint, sizeof(a->fingerprint));
+        assert_true(streq_ptr(a->owner, b->owner));
+}
+
+static void get_equal(Store *s, const StoreRecord *want) {
+        _cleanup_(store_record_freep) StoreRecord *got = NULL;
+
+        assert_int_equal(store_get(s, want->exec->id, &got), 0);
+        assert_non_null(got);
+        assert_record_equal(want, got);
+}
+
+static uint64_t count(Store *s) {
+        uint64_t n = UINT64_MAX;
+
+        assert_int_equal(store_count(s, &n), 0);
+        return n;
+}
+
+/* ---- round trips ---- */
+
+static void test_roundtrip_full(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_20251130_0a1b2c3d4e5f6789");
+
+        assert_int_equal(store_put(s, r), 0);
+        get_equal(s, r);
+        assert_int_equal(count(s), 1);
+
+        /* And from the file, after a restart. */
+        s = store_close(s);
+        s = open_ok();
+        get_equal(s, r);
+}
+
+static void test_roundtrip_nulls(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = store_record_new("exec_2");
+        _cleanup_(store_record_freep) StoreRecord *got = NULL;
+
+        /* A queued execution: nothing known yet beyond the request. */
+        assert_non_null(r);
+        r->exec->language = "bash";
+        r->exec->created_usec = BASE_USEC;
+        r->exec->limits = (Limits) { 100, 16, 0.01, 1, 4 };
+        assert_int_equal(store_put(s, r), 0);
+
+        assert_int_equal(store_get(s, "exec_2", &got), 0);
+        assert_record_equal(r, got);
+        assert_null(got->exec->session_id);
+        assert_int_equal(got->exec->status, EXEC_QUEUED);
+        assert_int_equal(got->exec->error_type, ERROR_NONE);
+        assert_int_equal(got->exec->exit_code, -1);
+        assert_int_equal(got->exec->signal, 0);
+        assert_false(got->exec->have_peak);
+        assert_false(got->exec->have_cpu);
+        assert_int_equal(got->exec->started_usec, 0);
+        assert_int_equal(got->exec->finished_usec, 0);
+        assert_null(got->exec->out.text);
+        assert_null(got->exec->unit);
+        assert_null(got->exec->reason);
+        assert_null(got->code);
+        assert_null(got->owner);
+}
+
+/* The two static strings of an Execution come back as strings with the process's lifetime, also
+ * for values this binary does not know (a language removed since, a reason from a newer build). */
+static void test_static_strings(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_3");
+        _cleanup_(store_record_freep) StoreRecord *got = NULL, *got2 = NULL;
+
+        r->exec->language = "cobol";
+        r->exec->reason = "a reason from the future";
+        assert_int_equal(store_put(s, r), 0);
+        assert_int_equal(store_get(s, "exec_3", &got), 0);
+        assert_record_equal(r, got);
+        assert_int_equal(store_get(s, "exec_3", &got2), 0);
+        assert_ptr_equal(got->exec->reason, got2->exec->reason);   /* interned once */
+        assert_ptr_equal(got->exec->language, got2->exec->language);
+}
+
+static void test_update_transition(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_t");
+        _cleanup_(store_record_freep) StoreRecord *got = NULL;
+        Execution *e = r->exec;
+
+        /* queued → running → success, as the job writes them. */
+        e->status = EXEC_QUEUED;
+        e->error_type = ERROR_NONE;
+        e->exit_code = -1;
+        e->signal = 0;
+        e->started_usec = e->finished_usec = 0;
+        e->have_cpu = e->have_peak = false;
+        e->cpu_usec = e->peak_memory_bytes = 0;
+        e->out = (OutputStream) { .text = mfree(e->out.text) };
+        e->err = (OutputStream) { .text = mfree(e->err.text) };
+        e->reason = NULL;
+        assert_int_equal(store_put(s, r), 0);
+        get_equal(s, r);
+
+        e->status = EXEC_RUNNING;
+        e->started_usec = BASE_USEC + 500;
+        assert_int_equal(store_put(s, r), 0);
+        get_equal(s, r);
+
+        /* The job has dropped the code and does not repeat the owner: both stay as stored. */
+        e->status = EXEC_SUCCESS;
+        e->exit_code = 0;
+        e->finished_usec = BASE_USEC + 900;
+        e->duration_ms = 400;
+        e->have_cpu = true;
+        e->cpu_usec = 1000;
+        e->out = (OutputStream) { strdup("ok\n"), 3, 1, false };
+        e->reason = "program exited with status 0";
+        _cleanup_free_ char *code = TAKE_PTR(r->code);
+        _cleanup_free_ char *owner = TAKE_PTR(r->owner);
+        assert_int_equal(store_put(s, r), 0);
+
+        assert_int_equal(store_get(s, "exec_t", &got), 0);
+        assert_int_equal(got->exec->status, EXEC_SUCCESS);
+        assert_string_equal(got->code, code);
+        assert_string_equal(got->owner, owner);
+        r->code = TAKE_PTR(code);
+        r->owner = TAKE_PTR(owner);
+        assert_record_equal(r, got);
+        assert_int_equal(count(s), 1);
+}
+
+static void test_invalid_arguments(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_ok");
+        StoreRecord *got = NULL;
+        char *saved;
+
+        assert_int_equal(store_get(s, "exec_missing", &got), -ENOENT);
+        assert_int_equal(store_get(s, "../../etc/passwd", &got), -ENOENT);
+        assert_null(got);
+
+        r->exec->status = 77;
+        assert_int_equal(store_put(s, r), -EINVAL);
+        r->exec->status = EXEC_SUCCESS;
+        r->exec->error_type = -3;
+        assert_int_equal(store_put(s, r), -EINVAL);
+        r->exec->error_type = ERROR_NONE;
+        r->exec->limits.memory_mb = UINT64_MAX;   /* would wrap in a signed column */
+        assert_int_equal(store_put(s, r), -EINVAL);
+        r->exec->limits.memory_mb = 512;
+        saved = r->exec->id;
+        r->exec->id = (char *) "bad id'; DROP TABLE executions; --";
+        assert_int_equal(store_put(s, r), -EINVAL);
+        r->exec->id = saved;
+        assert_int_equal(store_put(NULL, r), -EINVAL);
+        assert_int_equal(store_put(s, NULL), -EINVAL);
+        assert_int_equal(count(s), 0);
+        assert_int_equal(store_put(s, r), 0);
+        assert_int_equal(count(s), 1);
+}
+
+/* ---- listing ---- */
+
+#define N_ROWS 250
+
+typedef struct Row {
+        char id[16];
+        char session[16];
+        const char *owner;
+        int status, error_type;
+        uint64_t created, duration;
+} Row;
+
+static Row rows[N_ROWS];
+
+/* Ids are a permutation of the insertion order and both keys have many ties, so the tie-break on
+ * execution_id is really exercised. */
+static void fill_rows(Store *s) {
+        static const int status_of[10] = {
+                EXEC_QUEUED, EXEC_RUNNING, EXEC_SUCCESS, EXEC_SUCCESS, EXEC_SUCCESS,
+                EXEC_SUCCESS, EXEC_SUCCESS, EXEC_FAILED, EXEC_FAILED, EXEC_CANCELLED,
+        };
+        static const char *const owners[3] = { "uid:0", "key:ci", NULL };
+
+        for (unsigned i = 0; i < N_ROWS; i++) {
+                Row *w = rows + i;
+                _cleanup_(store_record_freep) StoreRecord *r = NULL;
+
+                (void) snprintf(w->id, sizeof(w->id), "exec_%03u", (i * 97) % N_ROWS);
+                if (i % 5 == 4)
+                        w->session[0] = 0;
+                else
+                        (void) snprintf(w->session, sizeof(w->session), "sess_%u", i % 5);
+                w->owner = owners[i % 3];
+                w->status = status_of[i % 10];
+                w->error_type = w->status == EXEC_FAILED ? (int) (ERROR_COMPILE + (i / 10) % 6) : ERROR_NONE;
+                w->created = BASE_USEC + (i / 4) * 1000;
+                w->duration = (i * 37) % 23;
+
+                r = store_record_new(w->id);
+                assert_non_null(r);
+                r->exec->session_id = w->session[0] ? strdup(w->session) : NULL;
+                r->exec->language = "python";
+                r->exec->status = w->status;
+                r->exec->error_type = w->error_type;
+                r->exec->created_usec = w->created;
+                r->exec->duration_ms = w->duration;
+                r->exec->finished_usec = exec_status_is_final(w->status) ? w->created + w->duration * 1000 : 0;
+                r->owner = w->owner ? strdup(w->owner) : NULL;
+                r->exec->out = (OutputStream) { strf("output of %s\n", w->id), 10, 1, false };
+                assert_int_equal(store_put(s, r), 0);
+        }
+}
+
+static StoreOrder sort_order;
+
+static int row_cmp(const void *a, const void *b) {
+        const Row *x = *(const Row *const *) a, *y = *(const Row *const *) b;
+        uint64_t kx = sort_order == STORE_ORDER_CREATED_AT ? x->created : x->duration;
+        uint64_t ky = sort_order == STORE_ORDER_CREATED_AT ? y->created : y->duration;
+
+        /* Descending key, then descending id. */
+        if (kx != ky)
+                return kx < ky ? 1 : -1;
+        return -strcmp(x->id, y->id);
+}
+
+static bool row_matches(const Row *w, const StoreQuery *q) {
+        if (q->session_id && !streq(q->session_id, w->session))
+                return false;
+        if (q->owner && !streq_ptr(q->owner, w->owner))
+                return false;
+        if (q->status >= 0 && w->status != q->status)
+                return false;
+        if (q->error_type >= 0 && w->error_type != q->error_type)
+                return false;
+        if (q->failed && w->status != EXEC_FAILED)
+                return false;
+        return true;
+}
+
+/* Page through q and compare with the expected sequence: every matching row exactly once, in
+ * order, the last page without a cursor. */
+static void check_paging(Store *s, StoreQuery q) {
+        const Row *want[N_ROWS];
+        size_t n_want = 0, seen = 0, pages = 0;
+        _cleanup_free_ char *cursor = NULL;
+
+        for (size_t i = 0; i < N_ROWS; i++)
+                if (row_matches(rows + i, &q))
+                        want[n_want++] = rows + i;
+        sort_order = q.order;
+        qsort(want, n_want, sizeof(want[0]), row_cmp);
+
+        for (;;) {
+                StoreRecord **l = NULL;
+                size_t n = 0;
+                char *next = NULL;
+
+                q.cursor = cursor;
+                assert_int_equal(store_list(s, &q, &l, &n, &next), 0);
+                assert_true(n <= q.limit);
+                for (size_t i = 0; i < n; i++) {
+                        if (seen >= n_want || !streq(l[i]->exec->id, want[seen]->id)) {
+                                print_error("page %zu row %zu: got %s, want %s\n", pages, i, l[i]->exec->id,
+                                            seen < n_want ? want[seen]->id : "(end)");
+                                fail();
+                        }
+                        seen++;
+                }
+                store_records_free(l, n);
+                pages++;
+                free(cursor);
+                cursor = next;
+                if (!next) {
+                        /* Only the last page is short; a full page is last only when nothing is left. */
+                        assert_int_equal(seen, n_want);
+                        break;
+                }
+                assert_int_equal(n, q.limit);
+                assert_true(pages <= N_ROWS + 1);
+        }
+        assert_int_equal(pages, n_want == 0 ? 1 : (n_want + q.limit - 1) / q.limit);
+}
+
+static void test_list_paging(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        static const char *const sessions[] = { NULL, "sess_1", "sess_9" };
+        static const int statuses[] = { -1, EXEC_SUCCESS, EXEC_FAILED };
+        static const int errors[] = { -1, ERROR_NONE, ERROR_TIMEOUT };
+        static const char *const owners[] = { NULL, "key:ci" };
+        static const unsigned limits[] = { 7, 50, 1000 };
+        unsigned combos = 0;
+
+        fill_rows(s);
+        assert_int_equal(count(s), N_ROWS);
+
+        for (int o = 0; o < _STORE_ORDER_MAX; o++) {
+                /* One row per page over everything: the cursor alone carries the position. */
+                check_paging(s, (StoreQuery) { .status = -1, .error_type = -1, .order = o, .limit = 1 });
+                check_paging(s, (StoreQuery) { .status = -1, .error_type = -1, .order = o, .limit = 50 });
+                check_paging(s, (StoreQuery) { .status = -1, .error_type = -1, .order = o, .limit = 250 });
+
+                for (size_t a = 0; a < ELEMENTSOF(sessions); a++)
+                        for (size_t b = 0; b < ELEMENTSOF(statuses); b++)
+                                for (size_t c = 0; c < ELEMENTSOF(errors); c++)
+                                        for (int f = 0; f < 2; f++)
+                                                for (size_t d = 0; d < ELEMENTSOF(owners); d++)
+                                                        for (size_t e = 0; e < ELEMENTSOF(limits); e++) {
+                                                                check_paging(s, (StoreQuery) {
+                                                                        .session_id = sessions[a],
+                                                                        .status = statuses[b],
+                                                                        .error_type = errors[c],
+                                                                        .failed = f,
+                                                                        .owner = owners[d],
+                                                                        .order = o,
+                                                                        .limit = limits[e],
+                                                                });
+                                                                combos++;
+                                                        }
+        }
+        assert_int_equal(combos, 2 * 3 * 3 * 3 * 2 * 2 * 3);
+}
+
+static size_t list_count(Store *s, StoreQuery q) {
+        StoreRecord **l = NULL;
+        size_t n = 0;
+
+        q.limit = 1000;
+        assert_int_equal(store_list(s, &q, &l, &n, NULL), 0);
+        store_records_free(l, n);
+        return n;
+}
+
+/* The filters one by one, against counts worked out by hand from fill_rows(). */
+static void test_list_filters(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        StoreQuery q;
+
+        fill_rows(s);
+
+        q = STORE_QUERY_INIT;
+        assert_int_equal(list_count(s, q), 250);
+        q.session_id = "sess_0";
+        assert_int_equal(list_count(s, q), 50);
+        q = STORE_QUERY_INIT;
+        q.status = EXEC_SUCCESS;
+        assert_int_equal(list_count(s, q), 125);
+        q = STORE_QUERY_INIT;
+        q.failed = true;
+        assert_int_equal(list_count(s, q), 50);
+        q.status = EXEC_FAILED;
+        assert_int_equal(list_count(s, q), 50);
+        q.status = EXEC_SUCCESS;   /* contradicts failed=true */
+        assert_int_equal(list_count(s, q), 0);
+        q = STORE_QUERY_INIT;
+        q.error_type = ERROR_NONE;
+        assert_int_equal(list_count(s, q), 200);
+        q.error_type = ERROR_COMPILE;   /* failed rows with (i / 10) % 6 == 0 */
+        assert_int_equal(list_count(s, q), 10);
+        q = STORE_QUERY_INIT;
+        q.owner = "uid:0";
+        assert_int_equal(list_count(s, q), 84);
+        q.owner = "nobody";
+        assert_int_equal(list_count(s, q), 0);
+        /* Values are bound, never pasted into SQL. */
+        q.owner = "x' OR '1'='1";
+        assert_int_equal(list_count(s, q), 0);
+}
+
+/* Rows inserted between two pages neither repeat nor shift the next page. */
+static void test_list_stable(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        StoreQuery q = STORE_QUERY_INIT;
+        StoreRecord **l = NULL, **l2 = NULL;
+        size_t n = 0, n2 = 0;
+        _cleanup_free_ char *next = NULL, *next2 = NULL;
+        _cleanup_free_ char *last = NULL;
+
+        fill_rows(s);
+        q.limit = 10;
+        assert_int_equal(store_list(s, &q, &l, &n, &next), 0);
+        assert_int_equal(n, 10);
+        assert_non_null(next);
+        last = strdup(l[9]->exec->id);
+        store_records_free(l, n);
+
+        for (unsigned i = 0; i < 5; i++) {
+                _cleanup_(store_record_freep) StoreRecord *r = record_full("x");
+                free(r->exec->id);
+                r->exec->id = strf("new_%u", i);
+                r->exec->created_usec = BASE_USEC + 10000000 + i;   /* newer than all */
+                assert_int_equal(store_put(s, r), 0);
+        }
+
+        q.cursor = next;
+        assert_int_equal(store_list(s, &q, &l2, &n2, &next2), 0);
+        assert_int_equal(n2, 10);
+        for (size_t i = 0; i < n2; i++) {
+                assert_null(startswith(l2[i]->exec->id, "new_"));
+                assert_string_not_equal(l2[i]->exec->id, last);
+        }
+        store_records_free(l2, n2);
+}
+
+static char *b64url(const char *s) {
+        static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        size_t n = strlen(s);
+        char *r = malloc(n / 3 * 4 + 5), *o = r;
+
+        assert_non_null(r);
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v = (uint32_t) (uint8_t) s[i] << 16;
+                size_t k = MIN(n - i, (size_t) 3);
+
+                if (k > 1)
+                        v |= (uint32_t) (uint8_t) s[i + 1] << 8;
+                if (k > 2)
+                        v |= (uint8_t) s[i + 2];
+                *o++ = a[(v >> 18) & 63];
+                *o++ = a[(v >> 12) & 63];
+                if (k > 1)
+                        *o++ = a[(v >> 6) & 63];
+                if (k > 2)
+                        *o++ = a[v & 63];
+        }
+        *o = 0;
+        return r;
+}
+
+static void test_bad_cursor(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        StoreQuery q = STORE_QUERY_INIT;
+        StoreRecord **l = NULL;
+        size_t n = 0;
+        _cleanup_free_ char *next = NULL, *next_d = NULL;
+        StoreCursor c;
+        static const char *const forged_payloads[] = {
+                "c:01:exec_1",                                   /* leading zero */
+                "c:+1:exec_1",
+                "c:-1:exec_1",
+                "c:1:",
+                "c:1",
+                "c::exec_1",
+                "x:1:exec_1",
+                "c:99999999999999999999:exec_1",                 /* > UINT64_MAX */
+                "c:9223372036854775808:exec_1",                  /* > INT64_MAX */
+                "c:1:exec_1' OR '1'='1",
+                "c:1:exec_1:extra",
+                "c:1:.hidden",
+                "c:1:exec_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",   /* > 64 */
+                "C:1:exec_1",
+        };
+        static const char *const forged_texts[] = {
+                "", "=", "!!!!", "Yzox", "YzoxOmV4ZWNfMQ==", "YzoxOmV4ZWNfMQ.", "a", "YzoxOmV4ZWNfMR",
+                "YzoxOmV4ZWNfMQ YzoxOmV4ZWNfMQ", "%00", "' OR 1=1 --",
+        };
+
+        fill_rows(s);
+
+        q.limit = 7;
+        assert_int_equal(store_list(s, &q, &l, &n, &next), 0);
+        store_records_free(l, n);
+        assert_non_null(next);
+        assert_int_equal(store_cursor_parse(next, &c), 0);
+        assert_int_equal(c.order, STORE_ORDER_CREATED_AT);
+
+        /* A genuine one, hand-made, is accepted: the forgeries below differ in one point each. */
+        _cleanup_free_ char *good = b64url("c:1:exec_1");
+        assert_int_equal(store_cursor_parse(good, &c), 0);
+        assert_int_equal(c.key, 1);
+        assert_string_equal(c.id, "exec_1");
+
+        for (size_t i = 0; i < ELEMENTSOF(forged_payloads); i++) {
+                _cleanup_free_ char *t = b64url(forged_payloads[i]);
+
+                q.cursor = t;
+                l = NULL;
+                if (store_list(s, &q, &l, &n, NULL) != -EINVAL) {
+                        print_error("forged cursor accepted: %s\n", forged_payloads[i]);
+                        fail();
+                }
+                assert_null(l);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(forged_texts); i++) {
+                q.cursor = forged_texts[i];
+                if (store_list(s, &q, &l, &n, NULL) != -EINVAL) {
+                        print_error("forged cursor accepted: '%s'\n", forged_texts[i]);
+                        fail();
+                }
+        }
+
+        /* A cursor of the other order. */
+        q.cursor = NULL;
+        q.order = STORE_ORDER_DURATION_MS;
+        assert_int_equal(store_list(s, &q, &l, &n, &next_d), 0);
+        store_records_free(l, n);
+        assert_non_null(next_d);
+        q.cursor = next;
+        assert_int_equal(store_list(s, &q, &l, &n, NULL), -EINVAL);
+        q.order = STORE_ORDER_CREATED_AT;
+        q.cursor = next_d;
+        assert_int_equal(store_list(s, &q, &l, &n, NULL), -EINVAL);
+
+        /* The rest of the query. */
+        q = STORE_QUERY_INIT;
+        q.limit = 0;
+        assert_int_equal(store_list(s, &q, &l, &n, NULL), -EINVAL);
+        q.limit = 1001;
+        assert_int_equal(store_list(s, &q, &l, &n, NULL), -EINVAL);
+        q = STORE_QUERY_INIT;
+        q.status = _EXEC_STATUS_MAX;
+        assert_int_equal(store_list(s, &q, &l, &n, NULL), -EINVAL);
+        q = STORE_QUERY_INIT;
+        q.error_type = -2;
+        assert_int_equal(store_list(s, &q, &l, &n, NULL), -EINVAL);
+        q = STORE_QUERY_INIT;
+        q.order = 2;
+        assert_int_equal(store_list(s, &q, &l, &n, NULL), -EINVAL);
+        q = STORE_QUERY_INIT;
+        q.session_id = "sess' OR 1=1 --";
+        assert_int_equal(store_list(s, &q, &l, &n, NULL), -EINVAL);
+
+        assert_int_equal(count(s), N_ROWS);
+}
+
+static void test_unfinished(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        StoreRecord **l = NULL;
+        size_t n = 0;
+
+        fill_rows(s);
+        assert_int_equal(store_list_unfinished(s, &l, &n), 0);
+        assert_int_equal(n, 50);   /* i % 10 ∈ {0, 1} */
+        for (size_t i = 0; i < n; i++) {
+                assert_true(l[i]->exec->status == EXEC_QUEUED || l[i]->exec->status == EXEC_RUNNING);
+                if (i > 0) {
+                        const Execution *a = l[i - 1]->exec, *b = l[i]->exec;
+                        assert_true(a->created_usec < b->created_usec ||
+                                    (a->created_usec == b->created_usec && strcmp(a->id, b->id) < 0));
+                }
+        }
+        store_records_free(l, n);
+}
+
+static void test_purge(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        StoreRecord **l = NULL;
+        size_t n = 0, expect = 0;
+        uint64_t purged = 0, cut = BASE_USEC + 30 * 1000;
+
+        fill_rows(s);
+        for (size_t i = 0; i < N_ROWS; i++)
+                if (exec_status_is_final(rows[i].status) && rows[i].created + rows[i].duration * 1000 < cut)
+                        expect++;
+        assert_true(expect > 0);
+
+        assert_int_equal(store_purge(s, cut, &purged), 0);
+        assert_int_equal(purged, expect);
+        assert_int_equal(count(s), N_ROWS - expect);
+        /* Again: nothing left to do. */
+        assert_int_equal(store_purge(s, cut, &purged), 0);
+        assert_int_equal(purged, 0);
+
+        /* Everything finished, however recent; never the unfinished. */
+        assert_int_equal(store_purge(s, UINT64_MAX, NULL), 0);
+        assert_int_equal(count(s), 50);
+        assert_int_equal(store_list_unfinished(s, &l, &n), 0);
+        assert_int_equal(n, 50);
+        store_records_free(l, n);
+}
+
+/* ---- what an administrator can do to the file ---- */
+
+static void sql_exec_raw(const char *sql) {
+        sqlite3 *db = NULL;
+
+        assert_int_equal(sqlite3_open(dbpath, &db), SQLITE_OK);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+                print_error("%s: %s\n", sql, sqlite3_errmsg(db));
+                fail();
+        }
+        sqlite3_close(db);
+}
+
+static void test_schema_newer(_unused_ void **state) {
+        Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_v");
+
+        assert_int_equal(store_put(s, r), 0);
+        store_close(s);
+
+        sql_exec_raw("PRAGMA user_version = 99");
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (1)", NULL);
+        /* Refusing did not touch it. */
+        sql_exec_raw("PRAGMA user_version = 1");
+        s = open_ok();
+        get_equal(s, r);
+        store_close(s);
+}
+
+static void write_file(const void *p, size_t n) {
+        _cleanup_close_ int fd = open(dbpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+        assert_true(fd >= 0);
+        assert_int_equal(loop_write(fd, p, n), 0);
+}
+
+static void assert_file_is(const void *p, size_t n) {
+        _cleanup_free_ uint8_t *buf = malloc(n + 1);
+        _cleanup_close_ int fd = open(dbpath, O_RDONLY | O_CLOEXEC);
+
+        assert_non_null(buf);
+        assert_true(fd >= 0);
+        assert_int_equal(loop_read(fd, buf, n + 1), (ssize_t) n);
+        assert_memory_equal(buf, p, n);
+}
+
+static void test_garbage_file(_unused_ void **state) {
+        static const size_t sizes[] = { 100, 512, 4096, 3 * 4096 + 7, 65536 };
+
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                _cleanup_free_ uint8_t *junk = malloc(sizes[i]);
+
+                assert_non_null(junk);
+                assert_int_equal(getrandom(junk, sizes[i], 0), (ssize_t) sizes[i]);
+                write_file(junk, sizes[i]);
+                open_fails(-EBADMSG, "is not a sandboxd database or is corrupted", NULL);
+                assert_file_is(junk, sizes[i]);
+                /* Nothing was created next to it either. */
+                _cleanup_free_ char *wal = strf("%s-wal", dbpath);
+                assert_int_equal(access(wal, F_OK), -1);
+        }
+}
+
+static void test_foreign_sqlite(_unused_ void **state) {
+        sql_exec_raw("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)");
+        open_fails(-EBADMSG, "is not a sandboxd database", NULL);
+        sql_exec_raw("PRAGMA application_id = 1234");
+        open_fails(-EBADMSG, "is not a sandboxd database", "application_id");
+}
+
+/* Pages in the middle of the file overwritten: found by the integrity check at open. */
+static void test_corrupted_pages(_unused_ void **state) {
+        Store *s = open_ok();
+        uint8_t junk[4 * 4096];
+        struct stat st;
+        _cleanup_close_ int fd = -EBADF;
+
+        fill_rows(s);
+        store_close(s);
+
+        assert_int_equal(stat(dbpath, &st), 0);
+        assert_true(st.st_size > 12 * 4096);
+        memset(junk, 0x5a, sizeof(junk));
+        fd = open(dbpath, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, junk, sizeof(junk), 4 * 4096), (ssize_t) sizeof(junk));
+        fd = safe_close(fd);
+
+        open_fails(-EBADMSG, "is corrupted", NULL);
+}
+
+/* Run fn as nobody when we are root (root ignores file permissions); directly otherwise. The
+ * child reports by its exit status: cmocka's assertions do not cross fork(). */
+static void run_unprivileged(int (*fn)(void)) {
+        pid_t pid;
+        int status;
+
+        if (geteuid() != 0) {
+                assert_int_equal(fn(), 0);
+                return;
+        }
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+                        _exit(2);
+                _exit(fn() == 0 ? 0 : 1);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static int expect_open_failure(int want, const char *sub) {
+        _cleanup_free_ char *error = NULL;
+        Store *s = NULL;
+        int r;
+
+        r = store_open_sqlite(dbpath, &s, &error);
+        if (r != want || !error || !strstr(error, sub) || !strstr(error, dbpath) || s) {
+                fprintf(stderr, "# got %d '%s', want %d with '%s'\n", r, strna(error), want, sub);
+                store_close(s);
+                return -1;
+        }
+        fprintf(stderr, "# as uid %u: %s\n", (unsigned) geteuid(), error);
+        return 0;
+}
+
+static int child_new_db_in_readonly_dir(void) {
+        return expect_open_failure(-EACCES, "Permission denied");
+}
+
+static int child_readonly_file(void) {
+        return expect_open_failure(-EACCES, "database is not writable (Permission denied)");
+}
+
+static void test_readonly_dir(_unused_ void **state) {
+        assert_int_equal(chmod(tmpdir, 0555), 0);
+        run_unprivileged(child_new_db_in_readonly_dir);
+        assert_int_equal(access(dbpath, F_OK), -1);
+}
+
+static void test_readonly_file(_unused_ void **state) {
+        Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_ro");
+
+        assert_int_equal(store_put(s, r), 0);
+        store_close(s);
+
+        assert_int_equal(chmod(dbpath, 0444), 0);
+        run_unprivileged(child_readonly_file);
+
+        assert_int_equal(chmod(dbpath, 0644), 0);
+        s = open_ok();
+        get_equal(s, r);
+        store_close(s);
+}
+
+static void test_missing_dir(_unused_ void **state) {
+        (void) snprintf(dbpath, sizeof(dbpath), "%s/no/such/dir/sandboxd.db", tmpdir);
+        open_fails(-ENOENT, "cannot open the database", NULL);
+}
+
+/* A full disk, simulated by capping the database's size: the write that does not fit fails with
+ * ENOSPC, changes nothing, and everything before it stays readable; once there is room again,
+ * writes work without reopening. */
+static void test_disk_full(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_free_ char *big = malloc(8192 + 1);
+        StoreRecord *kept[400] = {};
+        size_t n_ok = 0;
+        int r = 0;
+
+        assert_non_null(big);
+        memset(big, 'x', 8192);
+        big[8192] = 0;
+
+        for (; n_ok < 10; n_ok++) {
+                kept[n_ok] = record_full("x");
+                free(kept[n_ok]->exec->id);
+                kept[n_ok]->exec->id = strf("exec_%03zu", n_ok);
+                assert_int_equal(store_put(s, kept[n_ok]), 0);
+        }
+
+        /* 1 is below the current size: SQLite caps at the current size instead. */
+        assert_int_equal(store_sqlite_set_max_pages_for_test(s, 1), 0);
+        for (; n_ok < ELEMENTSOF(kept); n_ok++) {
+                kept[n_ok] = record_full("x");
+                free(kept[n_ok]->exec->id);
+                kept[n_ok]->exec->id = strf("exec_%03zu", n_ok);
+                free(kept[n_ok]->exec->out.text);
+                kept[n_ok]->exec->out.text = strdup(big);
+                r = store_put(s, kept[n_ok]);
+                if (r < 0)
+                        break;
+        }
+        assert_int_equal(r, -ENOSPC);
+        assert_non_null(strstr(store_error_message(s), "full"));
+        assert_true(n_ok < ELEMENTSOF(kept));
+
+        /* The failed one is not there, every earlier one is, intact. */
+        _cleanup_(store_record_freep) StoreRecord *failed = kept[n_ok];
+        StoreRecord *got = NULL;
+        assert_int_equal(store_get(s, failed->exec->id, &got), -ENOENT);
+        assert_int_equal(count(s), n_ok);
+        for (size_t i = 0; i < n_ok; i++)
+                get_equal(s, kept[i]);
+
+        /* An update of an existing row that needs more room fails the same way and leaves the old row. */
+        StoreRecord *first = kept[0];
+        char *old_text = first->exec->out.text;
+        first->exec->out.text = big;
+        assert_int_equal(store_put(s, first), -ENOSPC);
+        first->exec->out.text = old_text;
+        get_equal(s, first);
+
+        /* Room again. */
+        assert_int_equal(store_sqlite_set_max_pages_for_test(s, UINT32_MAX - 1), 0);
+        assert_int_equal(store_put(s, failed), 0);
+        get_equal(s, failed);
+
+        s = store_close(s);
+        s = open_ok();
+        assert_int_equal(count(s), n_ok + 1);
+        for (size_t i = 0; i < n_ok; i++) {
+                get_equal(s, kept[i]);
+                store_record_free(kept[i]);
+        }
+}
+
+static void test_cursor_roundtrip(_unused_ void **state) {
+        StoreCursor c = { .order = STORE_ORDER_DURATION_MS, .key = INT64_MAX }, d;
+        _cleanup_free_ char *t = NULL;
+
+        strcpy(c.id, "exec_20251130_0a1b2c3d4e5f6789");
+        assert_int_equal(store_cursor_format(&c, &t), 0);
+        assert_int_equal(store_cursor_parse(t, &d), 0);
+        assert_int_equal(d.order, c.order);
+        assert_int_equal(d.key, c.key);
+        assert_string_equal(d.id, c.id);
+        /* Only url-safe characters: the cursor goes into a query string as is. */
+        assert_int_equal(strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"), strlen(t));
+
+        c.key = (uint64_t) INT64_MAX + 1;
+        assert_int_equal(store_cursor_format(&c, &t), -EINVAL);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_roundtrip_full, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_roundtrip_nulls, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_static_strings, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_update_transition, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_invalid_arguments, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_list_paging, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_list_filters, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_list_stable, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_bad_cursor, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_unfinished, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_purge, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_foreign_sqlite, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_corrupted_pages, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_readonly_dir, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_readonly_file, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_missing_dir, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_disk_full, setup_dir, teardown_dir),
+                cmocka_unit_test(test_cursor_roundtrip),
+        };
+
+        return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
