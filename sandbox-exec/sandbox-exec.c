@@ -10,8 +10,14 @@
  *
  * libc only: no libsystemd, no json-c, no libseccomp (the filter arrives compiled).
  *
+ * It also supervises: the program's stdout and stderr come to it through pipes and are kept head
+ * and tail (bounded) and sent with the report, it kills the program at --timeout-ms (compile and
+ * run together) and on SIGUSR1 (a cancel: systemctl kill --kill-who=main -s USR1), and reports
+ * which of these happened. The daemon may restart meanwhile: the report waits in the socket.
+ *
  * Usage: sandbox-exec [--source NAME] [--max-source BYTES] [--workspace DIR] [--cgroup-dir DIR]
  *                     [--rlimit-nofile N] [--rlimit-fsize BYTES] [--rlimit-core BYTES]
+ *                     [--timeout-ms N] [--head-bytes N] [--tail-bytes N]
  *                     [--compile-arg ARG]... [--syntax-fd] -- RUN_ARGV... */
 
 #ifndef _GNU_SOURCE
@@ -27,13 +33,17 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 
+#include "capture.h"
 #include "util.h"
 
 #define HEADER_MAX 64
@@ -71,6 +81,8 @@ typedef struct Options {
         size_t n_compile;
         bool syntax_fd;
         char **run_argv;
+        uint64_t timeout_ms;      /* 0: none (the unit's RuntimeMaxSec= still applies) */
+        uint64_t head_bytes, tail_bytes;
 } Options;
 
 typedef struct Report {
@@ -79,10 +91,22 @@ typedef struct Report {
         int signal;
         uint64_t oom_kill, mem_peak, mem_failcnt, pids_max, cpu_usec;
         bool disk_full;
+        bool timed_out, cancelled;
+        uint64_t run_usec;
 } Report;
 
 /* Where the report goes: fd 0 until the socket has been moved away from it. */
 static int control_fd = STDIN_FILENO;
+
+/* The program's stdout and stderr come to us through these pipes and are kept here, head and
+ * tail, bounded: the report carries them, so the output survives a restart of the daemon (the
+ * control socket waits in systemd's fd store) and nothing of it ever touches the journal. */
+static Capture cap_out, cap_err;
+static int out_pipe[2] = { -EBADF, -EBADF }, err_pipe_[2] = { -EBADF, -EBADF };
+/* SIGCHLD, and SIGUSR1 = "cancel" from the daemon (KillUnit whom=main). */
+static int signal_fd = -EBADF;
+static uint64_t deadline_usec;    /* CLOCK_MONOTONIC; 0: none */
+static bool timed_out, cancelled;
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Reporting */
@@ -104,9 +128,38 @@ static int send_all(int fd, const char *buf, size_t n) {
         return 0;
 }
 
+static void send_stream(const Capture *c) {
+        uint8_t *tail;
+
+        if (c->head_len > 0)
+                (void) send_all(control_fd, (const char *) c->head, c->head_len);
+        if (c->tail_len == 0)
+                return;
+        tail = malloc(c->tail_len);
+        if (!tail)
+                return;
+        capture_tail_copy(c, tail);
+        (void) send_all(control_fd, (const char *) tail, c->tail_len);
+        free(tail);
+}
+
+/* The text part, then (after an empty line) the captured bytes whose sizes it announced. */
 static void send_report(const char *text, size_t n) {
+        char sizes[512];
+        int k;
+
+        k = snprintf(sizes, sizeof(sizes),
+                     "stdout_bytes=%" PRIu64 "\nstdout_lines=%" PRIu64 "\nstdout_head=%zu\nstdout_tail=%zu\n"
+                     "stderr_bytes=%" PRIu64 "\nstderr_lines=%" PRIu64 "\nstderr_head=%zu\nstderr_tail=%zu\n\n",
+                     cap_out.total_bytes, cap_out.total_lines, cap_out.head_len, cap_out.tail_len,
+                     cap_err.total_bytes, cap_err.total_lines, cap_err.head_len, cap_err.tail_len);
         /* Nothing useful can be done if this fails: the daemon then decides without a report. */
         (void) send_all(control_fd, text, n);
+        if (k > 0 && (size_t) k < sizeof(sizes)) {
+                (void) send_all(control_fd, sizes, (size_t) k);
+                send_stream(&cap_out);
+                send_stream(&cap_err);
+        }
         (void) shutdown(control_fd, SHUT_WR);
 }
 
@@ -139,9 +192,11 @@ static _Noreturn void report_and_exit(const Report *r) {
 
         n = snprintf(buf, sizeof(buf),
                      "phase=%s\nexit=%d\nsignal=%d\noom_kill=%" PRIu64 "\nmem_peak=%" PRIu64
-                     "\nmem_failcnt=%" PRIu64 "\npids_max=%" PRIu64 "\ndisk_full=%d\ncpu_usec=%" PRIu64 "\n",
+                     "\nmem_failcnt=%" PRIu64 "\npids_max=%" PRIu64 "\ndisk_full=%d\ncpu_usec=%" PRIu64
+                     "\ntimeout=%d\ncancelled=%d\nrun_usec=%" PRIu64 "\n",
                      phase_names[r->phase], r->exit_code, r->signal, r->oom_kill, r->mem_peak,
-                     r->mem_failcnt, r->pids_max, r->disk_full ? 1 : 0, r->cpu_usec);
+                     r->mem_failcnt, r->pids_max, r->disk_full ? 1 : 0, r->cpu_usec,
+                     r->timed_out ? 1 : 0, r->cancelled ? 1 : 0, r->run_usec);
         if (n > 0)
                 send_report(buf, MIN((size_t) n, sizeof(buf) - 1));
 
@@ -164,6 +219,9 @@ enum {
         ARG_RLIMIT_CORE,
         ARG_COMPILE_ARG,
         ARG_SYNTAX_FD,
+        ARG_TIMEOUT_MS,
+        ARG_HEAD_BYTES,
+        ARG_TAIL_BYTES,
 };
 
 static bool filename_is_valid(const char *s) {
@@ -191,6 +249,9 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "rlimit-core",   required_argument, NULL, ARG_RLIMIT_CORE   },
                 { "compile-arg",   required_argument, NULL, ARG_COMPILE_ARG   },
                 { "syntax-fd",     no_argument,       NULL, ARG_SYNTAX_FD     },
+                { "timeout-ms",    required_argument, NULL, ARG_TIMEOUT_MS    },
+                { "head-bytes",    required_argument, NULL, ARG_HEAD_BYTES    },
+                { "tail-bytes",    required_argument, NULL, ARG_TAIL_BYTES    },
                 {}
         };
         int c;
@@ -198,6 +259,8 @@ static void parse_argv(int argc, char *argv[], Options *o) {
         *o = (Options) {
                 .max_source = SOURCE_MAX_DEFAULT,
                 .workspace = "/workspace",
+                .head_bytes = 64 * 1024,
+                .tail_bytes = 64 * 1024,
         };
 
         /* argc bounds the number of compile args. */
@@ -246,6 +309,19 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_SYNTAX_FD:
                         o->syntax_fd = true;
+                        break;
+                case ARG_TIMEOUT_MS:
+                        o->timeout_ms = parse_u64_or_fail("--timeout-ms", optarg);
+                        break;
+                case ARG_HEAD_BYTES:
+                        o->head_bytes = parse_u64_or_fail("--head-bytes", optarg);
+                        if (o->head_bytes > 16 * 1024 * 1024)
+                                fail_setup("--head-bytes too large");
+                        break;
+                case ARG_TAIL_BYTES:
+                        o->tail_bytes = parse_u64_or_fail("--tail-bytes", optarg);
+                        if (o->tail_bytes > 16 * 1024 * 1024)
+                                fail_setup("--tail-bytes too large");
                         break;
                 default:
                         fail_setup("Invalid command line option: %s",
@@ -450,6 +526,13 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
                 }
         }
 
+        /* stdout and stderr go to us, through the capture pipes. */
+        if (dup2(out_pipe[1], STDOUT_FILENO) < 0 || dup2(err_pipe_[1], STDERR_FILENO) < 0)
+                child_fail(err_fd, "Cannot set up the output pipes: %s", strerror(errno));
+        /* Its own process group, so that a timeout or a cancel kills the program's whole tree
+         * that stayed in it (whatever escaped dies with the unit). */
+        (void) setpgid(0, 0);
+
         /* Nothing else crosses into the program: not the control socket (CLOEXEC already, but
          * belt and braces), not the workspace fd, not whatever our own parent leaked to us. */
         r = close_all_from(syntax_w >= 0 ? 4 : 3, err_fd);
@@ -497,21 +580,92 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
         child_fail(err_fd, "Cannot execute %s: %s", argv[0], strerror(errno));
 }
 
-/* Waits for the child; returns its wait status. */
-static int wait_child(pid_t pid) {
-        int status;
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+/* Read what is there (one read, or until EAGAIN when draining) into the capture. Returns false
+ * at EOF or error. */
+static bool pump(int fd, Capture *c, bool drain) {
+        uint8_t buf[64 * 1024];
+
+        /* Bounded even when draining: a process that escaped the kill could write forever. */
+        for (unsigned i = 0; i < (drain ? 256U : 1U); i++) {
+                ssize_t k = read(fd, buf, sizeof(buf));
+                if (k < 0)
+                        return errno == EAGAIN || errno == EINTR;
+                if (k == 0)
+                        return false;
+                capture_append(c, buf, (size_t) k);
+        }
+        return true;
+}
+
+static void kill_program(pid_t pid) {
+        (void) kill(-pid, SIGKILL);
+        (void) kill(pid, SIGKILL);
+}
+
+/* Wait for the child while capturing its output, enforcing the deadline and honouring a cancel
+ * (SIGUSR1). Returns its wait status. Processes that left its process group and still hold the
+ * pipes do not keep us waiting: once the child is gone we drain what is there and go. */
+static int supervise(pid_t pid) {
+        bool killed = false;
 
         for (;;) {
-                pid_t p = waitpid(pid, &status, 0);
-                if (p == pid)
+                struct pollfd p[3] = {
+                        { .fd = out_pipe[0], .events = POLLIN },
+                        { .fd = err_pipe_[0], .events = POLLIN },
+                        { .fd = signal_fd, .events = POLLIN },
+                };
+                int timeout = -1, status;
+                pid_t w;
+
+                w = waitpid(pid, &status, WNOHANG);
+                if (w == pid) {
+                        (void) pump(out_pipe[0], &cap_out, true);
+                        (void) pump(err_pipe_[0], &cap_err, true);
                         return status;
-                if (p < 0 && errno != EINTR)
+                }
+                if (w < 0 && errno != EINTR)
                         fail_setup("waitpid failed: %s", strerror(errno));
+
+                if (deadline_usec > 0 && !killed) {
+                        uint64_t now = mono_usec();
+                        if (now >= deadline_usec) {
+                                kill_program(pid);
+                                killed = timed_out = true;
+                                continue;
+                        }
+                        timeout = (int) MIN((deadline_usec - now + 999) / 1000, (uint64_t) INT32_MAX);
+                }
+
+                if (poll(p, ELEMENTSOF(p), timeout) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        fail_setup("poll failed: %s", strerror(errno));
+                }
+                if (p[0].revents)
+                        (void) pump(out_pipe[0], &cap_out, false);
+                if (p[1].revents)
+                        (void) pump(err_pipe_[0], &cap_err, false);
+                if (p[2].revents) {
+                        struct signalfd_siginfo si;
+
+                        while (read(signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                if (si.ssi_signo == SIGUSR1 && !killed) {
+                                        kill_program(pid);
+                                        killed = cancelled = true;
+                                }
+                }
         }
 }
 
-/* Fork, exec argv in the child, wait. A failure before the exec is reported as phase=setup (it
- * is ours, not the program's). Returns the wait status. */
+/* Fork, exec argv in the child, supervise it. A failure before the exec is reported as
+ * phase=setup (it is ours, not the program's). Returns the wait status. */
 static int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len,
                           int syntax_w) {
         _cleanup_close_pair_ int err_pipe[2] = { -EBADF, -EBADF };
@@ -536,7 +690,7 @@ static int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, siz
         /* EOF: the exec happened (CLOEXEC closed the last write end). Data: the child failed
          * before exec. Only our own code writes here; the program never sees this fd. */
         n = loop_read(err_pipe[0], msg, sizeof(msg) - 1);
-        status = wait_child(pid);
+        status = supervise(pid);
         if (n > 0) {
                 msg[n] = '\0';
                 fail_setup("%s", msg);
@@ -688,7 +842,7 @@ int main(int argc, char *argv[]) {
         _cleanup_close_ int workspace_fd = -EBADF, tmp_fd = -EBADF, cg_fd = -EBADF, source_fd = -EBADF;
         _cleanup_close_pair_ int syntax_pipe[2] = { -EBADF, -EBADF };
         _cleanup_free_ uint8_t *bpf = NULL;
-        uint64_t bpf_len, code_len;
+        uint64_t bpf_len, code_len, start_usec;
         Options o;
         Report report = {};
         struct stat st;
@@ -782,12 +936,40 @@ int main(int argc, char *argv[]) {
         if (o.cgroup_dir)
                 cg_fd = open(o.cgroup_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
+        /* The capture: output pipes (the read ends non-blocking, the write ends for the children
+         * only), SIGCHLD and SIGUSR1 through a signalfd, the deadline over compile and run. */
+        if (capture_init(&cap_out, (size_t) o.head_bytes, (size_t) o.tail_bytes) < 0 ||
+            capture_init(&cap_err, (size_t) o.head_bytes, (size_t) o.tail_bytes) < 0)
+                fail_setup("Out of memory");
+        if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe_, O_CLOEXEC) < 0)
+                fail_setup("Cannot create output pipes: %s", strerror(errno));
+        if (fcntl(out_pipe[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err_pipe_[0], F_SETFL, O_NONBLOCK) < 0)
+                fail_setup("Cannot set up output pipes: %s", strerror(errno));
+        {
+                sigset_t ss;
+
+                sigemptyset(&ss);
+                sigaddset(&ss, SIGCHLD);
+                sigaddset(&ss, SIGUSR1);
+                if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
+                        fail_setup("Cannot block signals: %s", strerror(errno));
+                signal_fd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
+                if (signal_fd < 0)
+                        fail_setup("Cannot create signalfd: %s", strerror(errno));
+        }
+        start_usec = mono_usec();
+        if (o.timeout_ms > 0)
+                deadline_usec = start_usec + o.timeout_ms * 1000ULL;
+
         /* d. The compile step. */
         if (o.compile_argv) {
                 status = spawn_and_wait(&o, o.compile_argv, bpf, (size_t) bpf_len, -1);
-                if (!status_is_success(status)) {
+                if (!status_is_success(status) || timed_out || cancelled) {
                         report.phase = PHASE_COMPILE;
                         status_to_report(status, &report);
+                        report.timed_out = timed_out;
+                        report.cancelled = cancelled;
+                        report.run_usec = mono_usec() - start_usec;
                         gather(&report, cg_fd, workspace_fd, tmp_fd);
                         report_and_exit(&report);
                 }
@@ -806,6 +988,9 @@ int main(int argc, char *argv[]) {
         /* f. What happened. */
         report.phase = PHASE_RUN;
         status_to_report(status, &report);
+        report.timed_out = timed_out;
+        report.cancelled = cancelled;
+        report.run_usec = mono_usec() - start_usec;
         if (o.syntax_fd) {
                 char c = 0;
 

@@ -149,3 +149,38 @@ int capture_render(const Capture *c, char **ret) {
         *ret = s;
         return 0;
 }
+
+size_t capture_tail_copy(const Capture *c, uint8_t *buf) {
+        size_t start;
+
+        if (c->tail_len == 0)
+                return 0;
+        start = c->tail_len == c->tail_max ? c->tail_pos : 0;
+        memcpy(buf, c->tail + start, c->tail_len - start);
+        memcpy(buf + (c->tail_len - start), c->tail, start);
+        return c->tail_len;
+}
+
+int capture_restore(Capture *c, const void *head, size_t head_len, const void *tail, size_t tail_len,
+                    uint64_t total_bytes, uint64_t total_lines) {
+        if (head_len > c->head_max || tail_len > c->tail_max || total_bytes < (uint64_t) head_len + tail_len ||
+            (total_bytes > (uint64_t) head_len + tail_len && head_len < c->head_max) ||
+            total_lines > total_bytes)
+                return -EINVAL;
+
+        if (head_len > 0)
+                memcpy(c->head, head, head_len);
+        c->head_len = head_len;
+        if (tail_len > 0)
+                memcpy(c->tail, tail, tail_len);
+        c->tail_len = tail_len;
+        c->tail_pos = c->tail_max > 0 ? tail_len % c->tail_max : 0;
+        c->total_bytes = total_bytes;
+        c->total_lines = total_lines;
+        c->last_newline = false;
+        if (tail_len > 0)
+                c->last_newline = ((const uint8_t *) tail)[tail_len - 1] == '\n';
+        else if (head_len > 0)
+                c->last_newline = ((const uint8_t *) head)[head_len - 1] == '\n';
+        return 0;
+}

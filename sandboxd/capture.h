@@ -34,3 +34,11 @@ uint64_t capture_elided(const Capture *c);
  * bytes were dropped, the marker "\n[... sandboxd: N bytes elided ...]\n", then the tail.
  * Returns 0 or -ENOMEM; *ret is malloc'ed and NUL-terminated. */
 int capture_render(const Capture *c, char **ret);
+
+/* The tail, oldest byte first, into buf (at least tail_len bytes). Returns tail_len. */
+size_t capture_tail_copy(const Capture *c, uint8_t *buf);
+
+/* Rebuild a capture from its parts (as sandbox-exec reports them) into an initialised c whose
+ * buffers are large enough. -EINVAL if the parts cannot have come from a capture of that size. */
+int capture_restore(Capture *c, const void *head, size_t head_len, const void *tail, size_t tail_len,
+                    uint64_t total_bytes, uint64_t total_lines);

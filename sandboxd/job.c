@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
+#include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <time.h>
 
@@ -60,7 +61,7 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         if (!j)
                 return -ENOMEM;
         j->manager = m;
-        j->ctl_fd = j->out_fd = j->err_fd = -EBADF;
+        j->ctl_fd = -EBADF;
         j->exec = execution_new(id);
         if (!j->exec)
                 goto oom;
@@ -83,9 +84,7 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         j->mount_name = mount_unit_name_from_path(j->workspace);
         if (!j->unit_path || !j->mount_name)
                 goto oom;
-        if (capture_init(&j->out_cap, m->config->output_head_bytes, m->config->output_tail_bytes) < 0 ||
-            capture_init(&j->err_cap, m->config->output_head_bytes, m->config->output_tail_bytes) < 0)
-                goto oom;
+        j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
         memcpy(j->fingerprint, request->fingerprint, sizeof(j->fingerprint));
         j->request = TAKE_PTR(request);
         j->state = JOB_QUEUED;
@@ -133,13 +132,11 @@ int job_persist(Job *j) {
 
 static void job_close_io(Job *j) {
         j->ctl_src = sd_event_source_disable_unref(j->ctl_src);
-        j->out_src = sd_event_source_disable_unref(j->out_src);
-        j->err_src = sd_event_source_disable_unref(j->err_src);
+        j->cancel_src = sd_event_source_disable_unref(j->cancel_src);
         j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
         j->drain_src = sd_event_source_disable_unref(j->drain_src);
         j->ctl_fd = safe_close(j->ctl_fd);
-        j->out_fd = safe_close(j->out_fd);
-        j->err_fd = safe_close(j->err_fd);
+
         j->ctl_buf = mfree(j->ctl_buf);
 }
 
@@ -164,8 +161,7 @@ Job *job_free(Job *j) {
         j->slot_mount = sd_bus_slot_unref(j->slot_mount);
         j->slot_start = sd_bus_slot_unref(j->slot_start);
         j->slot_props = sd_bus_slot_unref(j->slot_props);
-        capture_done(&j->out_cap);
-        capture_done(&j->err_cap);
+        free(j->report);
         while (j->waiters) {
                 JobWaiter *w = j->waiters;
                 j->waiters = w->next;
@@ -205,37 +201,11 @@ static void job_fail_internal(Job *j, const char *why) {
         log_error("%s: %s", j->exec->id, why);
         j->outcome.daemon_error = true;
         j->unit_gone = j->props_read = true;
-        j->out_eof = j->err_eof = j->ctl_eof = true;
+        j->ctl_eof = true;
         job_finalize(j);
 }
 
 /* ---- output and control channel ---------------------------------------------------------- */
-
-static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Job *j = userdata;
-        bool is_out = fd == j->out_fd;
-        uint8_t buf[OUTPUT_READ_CHUNK];
-        ssize_t n;
-
-        n = read(fd, buf, sizeof(buf));
-        if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR)
-                        return 0;
-                log_warning_errno(errno, "%s: reading %s failed: %m", j->exec->id, is_out ? "stdout" : "stderr");
-                n = 0;
-        }
-        if (n == 0) {
-                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
-                if (is_out)
-                        j->out_eof = true;
-                else
-                        j->err_eof = true;
-                job_maybe_finalize(j);
-                return 0;
-        }
-        capture_append(is_out ? &j->out_cap : &j->err_cap, buf, (size_t) n);
-        return 0;
-}
 
 static int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Job *j = userdata;
@@ -257,20 +227,33 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *userda
         }
 
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-                size_t room = sizeof(j->report_buf) - 1 - j->report_len;
                 ssize_t n;
 
-                if (room == 0) {
-                        j->report_overflow = true;
-                        n = 0;
-                } else {
-                        n = recv(fd, j->report_buf + j->report_len, room, MSG_DONTWAIT);
-                        if (n < 0) {
-                                if (errno == EAGAIN || errno == EINTR)
-                                        return 0;
+                /* Grow as the report arrives, never beyond what a report can be. */
+                if (j->report_len == j->report_allocated) {
+                        size_t na = MIN(MAX(j->report_allocated * 2, (size_t) 16384), j->report_max);
+                        uint8_t *nb;
+
+                        if (na <= j->report_len) {
+                                j->report_overflow = true;
                                 n = 0;
+                                goto eof;
                         }
+                        nb = realloc(j->report, na);
+                        if (!nb) {
+                                log_oom();
+                                return 0;
+                        }
+                        j->report = nb;
+                        j->report_allocated = na;
                 }
+                n = recv(fd, j->report + j->report_len, j->report_allocated - j->report_len, MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                return 0;
+                        n = 0;
+                }
+        eof:
                 if (n == 0) {
                         (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                         j->ctl_eof = true;
@@ -278,7 +261,6 @@ static int on_control(sd_event_source *s, int fd, uint32_t revents, void *userda
                         return 0;
                 }
                 j->report_len += (size_t) n;
-                j->report_buf[j->report_len] = 0;
         }
         return 0;
 }
@@ -289,15 +271,15 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         log_info("%s: deadline passed (timeout %" PRIu64 " ms + grace), killing the unit", j->exec->id,
                  j->exec->limits.timeout_ms);
         j->outcome.deadline_hit = true;
-        (void) sysd_kill_unit(j->manager->bus, j->unit_name, SIGKILL);
+        (void) sysd_kill_unit(j->manager->bus, j->unit_name, "all", SIGKILL);
         return 0;
 }
 
 static int on_drain_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Job *j = userdata;
 
-        log_warning("%s: output did not end after the unit stopped, finishing anyway", j->exec->id);
-        j->out_eof = j->err_eof = j->ctl_eof = true;
+        log_warning("%s: the control channel did not end after the unit stopped, finishing anyway", j->exec->id);
+        j->ctl_eof = true;
         job_maybe_finalize(j);
         return 0;
 }
@@ -313,11 +295,25 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
                 log_error("%s: StartTransientUnit(%s) failed: %s", j->exec->id, j->unit_name, e->message);
                 j->outcome.start_failed = true;
                 j->unit_gone = j->props_read = true;
-                j->out_eof = j->err_eof = j->ctl_eof = true;
+                j->ctl_eof = true;
                 job_finalize(j);
                 return 0;
         }
         j->unit_started = true;
+        /* The control socket waits in systemd's fd store while the execution runs, so a restarted
+         * sandboxd takes it back with the report and the output (FDPOLL=0: a pipe or socket whose
+         * peer closed must stay, that is exactly when the report is waiting in it). */
+        if (j->ctl_fd >= 0) {
+                char msg[160];
+                int k;
+
+                snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=ctl-%s", j->exec->id);
+                k = sd_pid_notify_with_fds(0, false, msg, &j->ctl_fd, 1);
+                if (k > 0)
+                        j->fd_stored = true;
+                else if (k < 0)
+                        log_debug_errno(k, "%s: cannot put the control socket in the fd store: %m", j->exec->id);
+        }
         return 0;
 }
 
@@ -340,23 +336,17 @@ static int build_control_payload(Job *j) {
 
 static void start_service(Job *j) {
         Manager *m = j->manager;
-        _cleanup_close_pair_ int out[2] = { -EBADF, -EBADF }, err[2] = { -EBADF, -EBADF },
-                                 ctl[2] = { -EBADF, -EBADF };
+        _cleanup_close_pair_ int ctl[2] = { -EBADF, -EBADF };
         CgroupBind cg[3];
         UnitProps props = {};
         UnitPlan plan;
         int r;
 
-        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-            socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
-                log_error_errno(errno, "%s: cannot create pipes: %m", j->exec->id);
-                job_fail_internal(j, "cannot create pipes");
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+                log_error_errno(errno, "%s: cannot create the control socket: %m", j->exec->id);
+                job_fail_internal(j, "cannot create the control socket");
                 return;
         }
-        (void) fcntl(out[0], F_SETPIPE_SZ, PIPE_SIZE);
-        (void) fcntl(err[0], F_SETPIPE_SZ, PIPE_SIZE);
-        (void) fcntl(out[0], F_SETFL, O_NONBLOCK);
-        (void) fcntl(err[0], F_SETFL, O_NONBLOCK);
         (void) fcntl(ctl[0], F_SETFL, O_NONBLOCK);
 
         for (size_t i = 0; i < m->n_cgroups; i++) {
@@ -385,9 +375,9 @@ static void start_service(Job *j) {
                 .n_cgroups = m->n_cgroups,
                 .nofile = m->config->nofile,
                 .max_code_bytes = m->config->max_code_bytes,
+                .head_bytes = m->config->output_head_bytes,
+                .tail_bytes = m->config->output_tail_bytes,
                 .stdin_fd = ctl[1],
-                .stdout_fd = out[1],
-                .stderr_fd = err[1],
         };
         r = unit_props_build(&plan, &props);
         for (size_t i = 0; i < m->n_cgroups; i++)
@@ -407,16 +397,12 @@ static void start_service(Job *j) {
         }
         /* sd-bus duplicated the child ends into the message; ours close here. */
         j->ctl_fd = TAKE_FD(ctl[0]);
-        j->out_fd = TAKE_FD(out[0]);
-        j->err_fd = TAKE_FD(err[0]);
         j->request->code = mfree(j->request->code);
 
-        if (sd_event_add_io(m->event, &j->out_src, j->out_fd, EPOLLIN, on_output, j) < 0 ||
-            sd_event_add_io(m->event, &j->err_src, j->err_fd, EPOLLIN, on_output, j) < 0 ||
-            sd_event_add_io(m->event, &j->ctl_src, j->ctl_fd, EPOLLIN | EPOLLOUT, on_control, j) < 0) {
+        if (sd_event_add_io(m->event, &j->ctl_src, j->ctl_fd, EPOLLIN | EPOLLOUT, on_control, j) < 0) {
                 j->state = JOB_STARTING;
-                (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
-                log_error("%s: cannot watch the unit's pipes", j->exec->id);
+                (void) sysd_kill_unit(m->bus, j->unit_name, "all", SIGKILL);
+                log_error("%s: cannot watch the control socket", j->exec->id);
                 j->outcome.daemon_error = true;
                 return;
         }
@@ -482,7 +468,7 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
                 }
                 if (j->cancel_requested) {
                         j->unit_gone = j->props_read = true;
-                        j->out_eof = j->err_eof = j->ctl_eof = true;
+                        j->ctl_eof = true;
                         job_finalize(j);
                         return;
                 }
@@ -508,7 +494,7 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         (void) sd_event_add_time(m->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000,
                                                  on_deadline, j);
                         if (j->cancel_requested)
-                                (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
+                                job_send_cancel(j);
                         /* The unit may have ended before we listened for its state changes. */
                         (void) sd_bus_call_method_async(m->bus, &j->slot_props, SYSD_DEST, j->unit_path,
                                                         "org.freedesktop.DBus.Properties", "Get", on_active_state,
@@ -631,7 +617,7 @@ void job_on_unit_inactive(Job *j) {
 static void job_maybe_finalize(Job *j) {
         if (j->state == JOB_DONE)
                 return;
-        if (j->unit_gone && j->props_read && j->out_eof && j->err_eof && j->ctl_eof)
+        if (j->unit_gone && j->props_read && j->ctl_eof)
                 job_finalize(j);
 }
 
@@ -642,6 +628,46 @@ static void fill_stream(OutputStream *o, const Capture *c) {
         o->bytes = c->total_bytes;
         o->lines = c->total_lines;
         o->truncated = capture_elided(c) > 0;
+}
+
+/* The report: "key=value\n" text, an empty line, then the stdout head and tail and the stderr
+ * head and tail. Everything in it is the sandbox's word: sizes are checked against what was
+ * received and against the configured capture sizes before anything is copied. */
+static void parse_report(Job *j, HelperReport *report) {
+        const Config *c = j->manager->config;
+        Capture out = {}, err = {};
+        const uint8_t *sep, *p;
+        size_t text_len, rest;
+
+        *report = (HelperReport) {};
+        if (j->report_len == 0 || j->report_overflow)
+                return;
+        sep = memmem(j->report, MIN(j->report_len, (size_t) HELPER_REPORT_MAX), "\n\n", 2);
+        text_len = sep ? (size_t) (sep - j->report) + 1 : j->report_len;
+        if (helper_report_parse((const char *) j->report, text_len, report) < 0)
+                return;
+        if (!sep)
+                return;
+
+        p = sep + 2;
+        rest = j->report_len - (size_t) (p - j->report);
+        if (report->out.head + report->out.tail + report->err.head + report->err.tail != rest ||
+            capture_init(&out, c->output_head_bytes, c->output_tail_bytes) < 0 ||
+            capture_init(&err, c->output_head_bytes, c->output_tail_bytes) < 0 ||
+            capture_restore(&out, p, report->out.head, p + report->out.head, report->out.tail, report->out.bytes,
+                            report->out.lines) < 0 ||
+            capture_restore(&err, p + report->out.head + report->out.tail, report->err.head,
+                            p + report->out.head + report->out.tail + report->err.head, report->err.tail,
+                            report->err.bytes, report->err.lines) < 0) {
+                log_warning("%s: the output in sandbox-exec's report is malformed, dropped", j->exec->id);
+                capture_done(&out);
+                capture_done(&err);
+                return;
+        }
+        fill_stream(&j->exec->out, &out);
+        fill_stream(&j->exec->err, &err);
+        capture_done(&out);
+        capture_done(&err);
 }
 
 static void log_execution_start(Job *j) {
@@ -695,8 +721,7 @@ static void job_finalize(Job *j) {
         if (j->state == JOB_DONE)
                 return;
 
-        if (j->report_len > 0 && !j->report_overflow)
-                (void) helper_report_parse(j->report_buf, j->report_len, &report);
+        parse_report(j, &report);
         j->outcome.result = j->result;
         j->outcome.cancelled = j->cancel_requested;
         verdict_decide(&j->outcome, &report, &v);
@@ -713,9 +738,13 @@ static void job_finalize(Job *j) {
         e->exit_code = v.exit_code;
         e->signal = v.signal;
         e->reason = v.reason;
-        fill_stream(&e->out, &j->out_cap);
-        fill_stream(&e->err, &j->err_cap);
-        if (j->exec_start_mono > 0 && j->exec_exit_mono >= j->exec_start_mono)
+        if (!e->out.text)
+                e->out.text = strdup("");
+        if (!e->err.text)
+                e->err.text = strdup("");
+        if (report.valid && report.run_usec > 0)
+                e->duration_ms = report.run_usec / 1000;
+        else if (j->exec_start_mono > 0 && j->exec_exit_mono >= j->exec_start_mono)
                 e->duration_ms = (j->exec_exit_mono - j->exec_start_mono) / 1000;
         else if (j->start_mono > 0)
                 e->duration_ms = (now_mono(j) - j->start_mono) / 1000;
@@ -736,12 +765,22 @@ static void job_finalize(Job *j) {
         j->slot_mount = sd_bus_slot_unref(j->slot_mount);
         j->slot_start = sd_bus_slot_unref(j->slot_start);
         j->slot_props = sd_bus_slot_unref(j->slot_props);
-        capture_done(&j->out_cap);
-        capture_done(&j->err_cap);
         j->request = exec_request_free(j->request);
+        j->report = mfree(j->report);
+        j->report_len = j->report_allocated = 0;
+        if (j->fd_stored) {
+                char msg[160];
+
+                snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=ctl-%s", e->id);
+                (void) sd_notify(false, msg);
+                j->fd_stored = false;
+        }
         if (m->bus) {
-                if (j->unit_started)
+                if (j->unit_started) {
                         (void) sysd_unref_unit(m->bus, j->unit_name);
+                        /* CollectMode=inactive keeps a failed unit for us; we have read it. */
+                        (void) sysd_reset_failed_unit(m->bus, j->unit_name);
+                }
                 if (j->mount_started || j->state == JOB_PREPARING)
                         (void) sysd_stop_unit(m->bus, j->mount_name);
         }
@@ -766,23 +805,43 @@ static void job_finalize(Job *j) {
         manager_notify_status(m);
 }
 
-int job_cancel(Job *j) {
+static int on_cancel_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        log_warning("%s: sandbox-exec did not end the program on cancel, killing the unit", j->exec->id);
+        (void) sysd_kill_unit(j->manager->bus, j->unit_name, "all", SIGKILL);
+        return 0;
+}
+
+/* SIGUSR1 to sandbox-exec alone: it kills the program and reports what it captured. Should it not
+ * manage within 3 s, the whole unit is killed. */
+void job_send_cancel(Job *j) {
         Manager *m = j->manager;
+
+        (void) sysd_kill_unit(m->bus, j->unit_name, "main", SIGUSR1);
+        if (!j->cancel_src)
+                (void) sd_event_add_time_relative(m->event, &j->cancel_src, CLOCK_MONOTONIC, 3 * 1000000ULL, 0,
+                                                  on_cancel_timeout, j);
+}
+
+int job_cancel(Job *j) {
 
         switch (j->state) {
         case JOB_QUEUED:
                 j->cancel_requested = true;
                 j->unit_gone = j->props_read = true;
-                j->out_eof = j->err_eof = j->ctl_eof = true;
+                j->ctl_eof = true;
                 job_finalize(j);
                 return 0;
         case JOB_PREPARING:
                 j->cancel_requested = true;     /* acted upon when the mount job completes */
                 return 0;
         case JOB_STARTING:
+                j->cancel_requested = true;     /* acted upon when the start job completes */
+                return 0;
         case JOB_RUNNING:
                 j->cancel_requested = true;
-                (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
+                job_send_cancel(j);
                 return 0;
         case JOB_FINISHING:
         case JOB_DONE:

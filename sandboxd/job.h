@@ -36,17 +36,17 @@ struct Job {
 
         sd_bus_slot *slot_mount, *slot_start, *slot_props;
         bool linked;
-        int ctl_fd, out_fd, err_fd;
-        sd_event_source *ctl_src, *out_src, *err_src, *deadline_src, *drain_src;
+        int ctl_fd;
+        sd_event_source *ctl_src, *deadline_src, *drain_src, *cancel_src;
         uint8_t *ctl_buf;
         size_t ctl_len, ctl_off;
-        char report_buf[HELPER_REPORT_MAX + 1];
-        size_t report_len;
+        uint8_t *report;                 /* what sandbox-exec sent back: text, then the output */
+        size_t report_len, report_allocated, report_max;
         bool report_overflow;
-        Capture out_cap, err_cap;
 
         bool mount_started, unit_started;
-        bool out_eof, err_eof, ctl_eof, unit_gone, props_read;
+        bool ctl_eof, unit_gone, props_read;
+        bool fd_stored;                  /* the control socket is in systemd's fd store */
         bool cancel_requested;
         UnitOutcome outcome;
         char *result;                    /* owned copy of Result= */
@@ -66,6 +66,7 @@ Job *job_free(Job *j);
 void job_start(Job *j);
 /* Cancel: a queued job ends at once; a running one is killed. 0, or -EALREADY if final. */
 int job_cancel(Job *j);
+void job_send_cancel(Job *j);
 
 bool job_is_final(const Job *j);
 

@@ -270,7 +270,7 @@ static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *re
                         continue;
                 log_info("Sweep: stopping leftover unit %s (%s/%s)", name, active, sub);
                 if (startswith(name, "sandboxd-"))
-                        (void) sysd_kill_unit(m->bus, name, SIGKILL);
+                        (void) sysd_kill_unit(m->bus, name, "all", SIGKILL);
                 (void) sysd_stop_unit(m->bus, name);
                 killed++;
         }
@@ -341,7 +341,7 @@ static void sweep_overdue(Manager *m) {
                 if (now - j->start_mono > 2 * j->exec->limits.timeout_ms * 1000ULL + 5000000ULL) {
                         log_warning("Sweep: %s runs past twice its timeout, killing it again", j->exec->id);
                         j->outcome.deadline_hit = true;
-                        (void) sysd_kill_unit(m->bus, j->unit_name, SIGKILL);
+                        (void) sysd_kill_unit(m->bus, j->unit_name, "all", SIGKILL);
                 }
         }
 }

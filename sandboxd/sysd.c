@@ -175,7 +175,8 @@ int sysd_start_tmpfs(sd_bus *bus, const char *name, const char *where, uint64_t 
 static int log_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         const sd_bus_error *e = sd_bus_message_get_error(reply);
 
-        if (e && !sd_bus_error_has_name(e, "org.freedesktop.systemd1.NoSuchUnit"))
+        if (e && !sd_bus_error_has_name(e, "org.freedesktop.systemd1.NoSuchUnit") &&
+            !sd_bus_error_has_name(e, "org.freedesktop.systemd1.NoUnitProcess"))
                 log_warning("%s: %s", (const char *) userdata, e->message);
         return 0;
 }
@@ -185,9 +186,14 @@ int sysd_stop_unit(sd_bus *bus, const char *name) {
                                         (void *) "StopUnit", "ss", name, "replace");
 }
 
-int sysd_kill_unit(sd_bus *bus, const char *name, int sig) {
+int sysd_kill_unit(sd_bus *bus, const char *name, const char *whom, int sig) {
         return sd_bus_call_method_async(bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "KillUnit", log_reply,
-                                        (void *) "KillUnit", "ssi", name, "all", sig);
+                                        (void *) "KillUnit", "ssi", name, whom, sig);
+}
+
+int sysd_reset_failed_unit(sd_bus *bus, const char *name) {
+        return sd_bus_call_method_async(bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "ResetFailedUnit", log_reply,
+                                        (void *) "ResetFailedUnit", "s", name);
 }
 
 int sysd_unref_unit(sd_bus *bus, const char *name) {

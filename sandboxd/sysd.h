@@ -24,7 +24,9 @@ int sysd_start_tmpfs(sd_bus *bus, const char *name, const char *where, uint64_t 
 
 /* Fire and forget (errors are logged by the generic reply handler). */
 int sysd_stop_unit(sd_bus *bus, const char *name);
-int sysd_kill_unit(sd_bus *bus, const char *name, int sig);
+/* whom: "all" (the whole cgroup) or "main" (sandbox-exec only: SIGUSR1 asks it to cancel). */
+int sysd_kill_unit(sd_bus *bus, const char *name, const char *whom, int sig);
+int sysd_reset_failed_unit(sd_bus *bus, const char *name);
 int sysd_unref_unit(sd_bus *bus, const char *name);
 
 /* Object path of a unit. */

@@ -227,6 +227,13 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
         /* No single file may be larger than the whole workspace. */
         snprintf(buf, sizeof(buf), "--rlimit-fsize=%" PRIu64, plan->limits.disk_mb * 1024 * 1024);
         r |= strv_push(&x->strv, &x->n, buf);
+        /* sandbox-exec enforces the deadline itself, so the output captured so far survives it. */
+        snprintf(buf, sizeof(buf), "--timeout-ms=%" PRIu64, plan->limits.timeout_ms);
+        r |= strv_push(&x->strv, &x->n, buf);
+        snprintf(buf, sizeof(buf), "--head-bytes=%" PRIu64, plan->head_bytes);
+        r |= strv_push(&x->strv, &x->n, buf);
+        snprintf(buf, sizeof(buf), "--tail-bytes=%" PRIu64, plan->tail_bytes);
+        r |= strv_push(&x->strv, &x->n, buf);
         for (const char *const *a = l->compile_argv; a && *a; a++) {
                 _cleanup_free_ char *arg = NULL;
                 if (asprintf(&arg, "--compile-arg=%s", *a) < 0)
@@ -315,12 +322,12 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         TRY(add_string(&p, "Description", desc, "what systemctl status shows"));
         TRY(add_string(&p, "Slice", "sandboxd.slice", "all executions share one slice: one place to see and cap them"));
         TRY(add_bool(&p, "AddRef", true, "the unit is not collected until sandboxd has read its result"));
-        TRY(add_string(&p, "CollectMode", "inactive-or-failed", "a failed execution does not linger as a failed unit"));
+        TRY(add_string(&p, "CollectMode", "inactive", "a failed unit keeps its Result= until sandboxd (perhaps restarted) has read it"));
         TRY(add_string(&p, "Type", "simple", "nothing to wait for: the start job completes at fork"));
         TRY(add_exec(&p, plan));
-        TRY(add_fd(&p, "StandardInputFileDescriptor", plan->stdin_fd, "the control channel: code in, report out"));
-        TRY(add_fd(&p, "StandardOutputFileDescriptor", plan->stdout_fd, "program output goes to sandboxd, never the journal"));
-        TRY(add_fd(&p, "StandardErrorFileDescriptor", plan->stderr_fd, "likewise: a forged journal line is impossible"));
+        TRY(add_fd(&p, "StandardInputFileDescriptor", plan->stdin_fd, "the control channel: code in, report and output out"));
+        TRY(add_string(&p, "StandardOutput", "null", "program output goes to sandbox-exec's capture, never the journal"));
+        TRY(add_string(&p, "StandardError", "null", "likewise: a forged journal line is impossible"));
 
         TRY(sandbox_environment(plan, &env, &n_env));
         x = add(&p, "Environment", PK_STRV, "a fixed environment: nothing of the daemon's reaches the sandbox");
@@ -364,7 +371,9 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
                     "cpu_cores: a fractional share of CPU time"));
         TRY(add_bool(&p, "TasksAccounting", true, "task count is measured"));
         TRY(add_u64(&p, "TasksMax", l->tasks, "a fork bomb stops at the task limit"));
-        TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * 1000, "timeout_ms: systemd stops the unit at the deadline"));
+        TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * 1000 + 2000000,
+                    "backstop 2 s after timeout_ms, where sandbox-exec kills the program and reports"));
+        TRY(add_string(&p, "OOMPolicy", "continue", "an OOM kill ends the program, not sandbox-exec, which reports it"));
         TRY(add_string(&p, "KillMode", "control-group", "every process of the execution dies with it"));
         TRY(add_i32(&p, "KillSignal", SIGKILL, "the deadline is hard: a program that ignores SIGTERM dies anyway"));
         TRY(add_bool(&p, "SendSIGKILL", true, "belt and braces"));

@@ -68,7 +68,8 @@ typedef struct UnitPlan {
         size_t n_cgroups;
         uint64_t nofile;
         uint64_t max_code_bytes;
-        int stdin_fd, stdout_fd, stderr_fd;
+        uint64_t head_bytes, tail_bytes;   /* output capture (sandbox-exec keeps it) */
+        int stdin_fd;                      /* the control channel */
 } UnitPlan;
 
 int unit_props_build(const UnitPlan *plan, UnitProps *ret);

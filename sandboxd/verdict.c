@@ -82,6 +82,17 @@ enum {
         KEY_DISK_FULL,
         KEY_CPU_USEC,
         KEY_ERROR,
+        KEY_TIMEOUT,
+        KEY_CANCELLED,
+        KEY_RUN_USEC,
+        KEY_STDOUT_BYTES,
+        KEY_STDOUT_LINES,
+        KEY_STDOUT_HEAD,
+        KEY_STDOUT_TAIL,
+        KEY_STDERR_BYTES,
+        KEY_STDERR_LINES,
+        KEY_STDERR_HEAD,
+        KEY_STDERR_TAIL,
         _KEY_MAX,
 };
 
@@ -96,7 +107,28 @@ static const char *const report_key_table[_KEY_MAX] = {
         [KEY_DISK_FULL] = "disk_full",
         [KEY_CPU_USEC] = "cpu_usec",
         [KEY_ERROR] = "error",
+        [KEY_TIMEOUT] = "timeout",
+        [KEY_CANCELLED] = "cancelled",
+        [KEY_RUN_USEC] = "run_usec",
+        [KEY_STDOUT_BYTES] = "stdout_bytes",
+        [KEY_STDOUT_LINES] = "stdout_lines",
+        [KEY_STDOUT_HEAD] = "stdout_head",
+        [KEY_STDOUT_TAIL] = "stdout_tail",
+        [KEY_STDERR_BYTES] = "stderr_bytes",
+        [KEY_STDERR_LINES] = "stderr_lines",
+        [KEY_STDERR_HEAD] = "stderr_head",
+        [KEY_STDERR_TAIL] = "stderr_tail",
 };
+
+static int parse_bool(const char *v, bool *ret) {
+        if (streq(v, "0"))
+                *ret = false;
+        else if (streq(v, "1"))
+                *ret = true;
+        else
+                return -EINVAL;
+        return 0;
+}
 
 /* util.c's parsers let strtol() skip leading whitespace other than ' ' (and then accept a sign,
  * which wraps for unsigned); the report is machine-written, so demand plain digits. */
@@ -154,6 +186,28 @@ static int report_set(HelperReport *r, int key, const char *v) {
                 return 0;
         case KEY_CPU_USEC:
                 return parse_u64(v, &r->cpu_usec);
+        case KEY_TIMEOUT:
+                return parse_bool(v, &r->timed_out);
+        case KEY_CANCELLED:
+                return parse_bool(v, &r->cancelled);
+        case KEY_RUN_USEC:
+                return parse_u64(v, &r->run_usec);
+        case KEY_STDOUT_BYTES:
+                return parse_u64(v, &r->out.bytes);
+        case KEY_STDOUT_LINES:
+                return parse_u64(v, &r->out.lines);
+        case KEY_STDOUT_HEAD:
+                return parse_u64(v, &r->out.head);
+        case KEY_STDOUT_TAIL:
+                return parse_u64(v, &r->out.tail);
+        case KEY_STDERR_BYTES:
+                return parse_u64(v, &r->err.bytes);
+        case KEY_STDERR_LINES:
+                return parse_u64(v, &r->err.lines);
+        case KEY_STDERR_HEAD:
+                return parse_u64(v, &r->err.head);
+        case KEY_STDERR_TAIL:
+                return parse_u64(v, &r->err.tail);
         case KEY_ERROR: {
                 size_t n = MIN(strlen(v), sizeof(r->error) - 1);
 
@@ -256,7 +310,7 @@ static bool cld_known(int code) {
 }
 
 static bool match_cancelled(const VerdictInput *in) {
-        return in->u->cancelled;
+        return in->u->cancelled || (in->r && in->r->cancelled);
 }
 
 static bool match_start_failed(const VerdictInput *in) {
@@ -278,7 +332,7 @@ static bool match_oom_counter(const VerdictInput *in) {
 }
 
 static bool match_timeout(const VerdictInput *in) {
-        return streq_ptr(in->u->result, "timeout") || in->u->deadline_hit;
+        return streq_ptr(in->u->result, "timeout") || in->u->deadline_hit || (in->r && in->r->timed_out);
 }
 
 /* Exit statuses 200..243 are systemd's EXIT_CHDIR, EXIT_NAMESPACE, EXIT_USER, ...: the unit's

@@ -49,6 +49,10 @@ typedef enum HelperPhase {
  *   phase=setup|compile|run   exit=N (-1: killed by a signal)   signal=N (0: none)
  *   oom_kill=N   mem_peak=BYTES   mem_failcnt=N   pids_max=N   disk_full=0|1   cpu_usec=N
  *   error=free text (setup failures only; rest of line)
+ *   timeout=0|1   cancelled=0|1   run_usec=N
+ *   stdout_bytes=N stdout_lines=N stdout_head=N stdout_tail=N (and stderr_*)
+ * The text ends with an empty line; then come the stdout head and tail and the stderr head and
+ * tail bytes, of the sizes announced. helper_report_parse() sees only the text part.
  * Unknown keys are ignored (forward compatibility); a malformed value makes the report invalid. */
 #define HELPER_REPORT_MAX 4096
 
@@ -63,6 +67,13 @@ typedef struct HelperReport {
         uint64_t pids_max;       /* pids.events:max — fork failed at TasksMax */
         bool disk_full;          /* the workspace file system had no space left */
         uint64_t cpu_usec;
+        bool timed_out;          /* sandbox-exec killed the program at --timeout-ms */
+        bool cancelled;          /* sandbox-exec killed the program on SIGUSR1 (a cancel) */
+        uint64_t run_usec;       /* wall time of compile + run, as sandbox-exec measured it */
+        struct {
+                uint64_t bytes, lines;   /* the whole stream */
+                uint64_t head, tail;     /* bytes of each part that follow the text */
+        } out, err;
         char error[256];
 } HelperReport;
 
@@ -90,9 +101,10 @@ typedef struct Verdict {
 } Verdict;
 
 /* Decide. report may be NULL or !valid (the helper never reported). Rules, first match wins:
- *  cancelled → cancelled; start_failed or daemon_error → internal_error;
+ *  cancelled (by the caller, or the report's cancelled=1) → cancelled;
+ *  start_failed or daemon_error → internal_error;
  *  Result=oom-kill, or report oom_kills > 0 with the program killed → oom;
- *  Result=timeout or deadline_hit → timeout;
+ *  Result=timeout, deadline_hit or the report's timeout=1 → timeout;
  *  no valid report → internal_error if exec_main_status is a systemd spawn failure (CLD_EXITED
  *     with status 200..243) or unknown, else classified from the unit's main status;
  *  report phase=setup → internal_error; phase=compile with failure → compile_error;

@@ -35,15 +35,29 @@ def check(cond, what, result=None):
 
 
 class Result:
-    def __init__(self, report_text, stdout, stderr, returncode):
-        self.report_text = report_text
+    # The report is text ("key=value" lines), an empty line, then the program's captured output:
+    # stdout head and tail, stderr head and tail, of the sizes the text announced. The program's
+    # stdout/stderr reach us only that way; what sandbox-exec itself writes to its fds 1 and 2
+    # (unit_stdout/unit_stderr) must be nothing.
+    def __init__(self, raw, unit_stdout, unit_stderr, returncode):
+        text, sep, rest = raw.partition(b'\n\n')
+        self.report_text = (text + (b'\n' if sep else b'')).decode(errors='replace')
         self.report = {}
-        for line in report_text.splitlines():
-            k, sep, v = line.partition('=')
-            if sep:
+        for line in self.report_text.splitlines():
+            k, sep2, v = line.partition('=')
+            if sep2:
                 self.report[k] = v
-        self.stdout = stdout
-        self.stderr = stderr
+        sizes = [int(self.report.get(k, '0') or 0) for k in
+                 ('stdout_head', 'stdout_tail', 'stderr_head', 'stderr_tail')]
+        parts, off = [], 0
+        for n in sizes:
+            parts.append(rest[off:off + n])
+            off += n
+        self.trailing = len(rest) - off
+        self.stdout = (parts[0] + parts[1]).decode(errors='replace')
+        self.stderr = (parts[2] + parts[3]).decode(errors='replace')
+        self.unit_stdout = unit_stdout
+        self.unit_stderr = unit_stderr
         self.returncode = returncode
 
     def describe(self):
@@ -139,7 +153,7 @@ class Env:
             raise Failure('sandbox-exec timed out')
         receiver.join(timeout)
         ours.close()
-        return Result(b''.join(chunks).decode(errors='replace'), stdout.decode(errors='replace'),
+        return Result(b''.join(chunks), stdout.decode(errors='replace'),
                       stderr.decode(errors='replace'), proc.returncode)
 
     def payload(self, code, bpf=None):
@@ -418,6 +432,30 @@ def exec_failure(env):
                     env.payload(b'echo\n'))
     expect(r, 'setup')
     check('/nonexistent/runtime' in r.report.get('error', ''), 'error names the program', r)
+
+
+@case
+def timeout_kills_the_program(env):
+    r = env.run_lang('python', 'import sys\nprint("before", flush=True)\nwhile True: pass\n',
+                     extra_args=['--timeout-ms', '500'])
+    expect(r, 'run', -1, 9)
+    check(r.report.get('timeout') == '1', 'timeout=1 reported', r)
+    check(r.stdout == 'before\n', 'output before the deadline is kept', r)
+    check(400000 <= int(r.report.get('run_usec', '0')) < 5000000, 'run_usec near the deadline', r)
+
+
+@case
+def output_captured_head_and_tail(env):
+    r = env.run_lang('python', 'import sys\nfor i in range(100000):\n    print(i)\n',
+                     extra_args=['--head-bytes', '100', '--tail-bytes', '50'])
+    expect(r, 'run', 0, 0)
+    total = sum(len('%d\n' % i) for i in range(100000))
+    check(r.report.get('stdout_bytes') == str(total) and r.report.get('stdout_lines') == '100000',
+          'whole stream counted', r)
+    check(r.report.get('stdout_head') == '100' and r.report.get('stdout_tail') == '50', 'bounded parts', r)
+    check(r.stdout.startswith('0\n1\n2\n') and r.stdout.endswith('99998\n99999\n'), 'head and tail kept', r)
+    check(r.trailing == 0, 'nothing after the announced parts', r)
+    check(r.unit_stdout == '' and r.unit_stderr == '', 'nothing on sandbox-exec\'s own stdout/stderr', r)
 
 
 @case

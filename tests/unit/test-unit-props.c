@@ -50,8 +50,8 @@ static UnitPlan make_plan(const Language *l) {
                 .nofile = 1000,
                 .max_code_bytes = 1048576,
                 .stdin_fd = 3,
-                .stdout_fd = 4,
-                .stderr_fd = 5,
+                .head_bytes = 65536,
+                .tail_bytes = 32768,
         };
 }
 
@@ -126,7 +126,8 @@ static const PropRow prop_rows[] = {
         P_U64("CPUQuotaPerSecUSec", 500000),
         P_BOOL("TasksAccounting", true),
         P_U64("TasksMax", 128),
-        P_U64("RuntimeMaxUSec", 30000000),
+        P_U64("RuntimeMaxUSec", 32000000),
+        P_STR("OOMPolicy", "continue"),
         P_U64("LimitCORE", 0),
         P_U64("LimitCORESoft", 0),
         P_U64("LimitNOFILE", 1000),
@@ -139,12 +140,12 @@ static const PropRow prop_rows[] = {
         /* the unit itself */
         P_STR("Slice", "sandboxd.slice"),
         P_BOOL("AddRef", true),
-        P_STR("CollectMode", "inactive-or-failed"),
+        P_STR("CollectMode", "inactive"),
         P_STR("Type", "simple"),
         P_STR("Description", "sandboxd execution exec_1 (python)"),
         P_FD("StandardInputFileDescriptor", 3),
-        P_FD("StandardOutputFileDescriptor", 4),
-        P_FD("StandardErrorFileDescriptor", 5),
+        P_STR("StandardOutput", "null"),
+        P_STR("StandardError", "null"),
 };
 
 static void test_prop_row(void **state) {
@@ -263,7 +264,7 @@ static void test_limits_row(void **state) {
         assert_int_equal(need(&p, "MemorySwapMax")->u, 0);
         assert_int_equal(need(&p, "CPUQuotaPerSecUSec")->u, row->cpu_quota);
         assert_int_equal(need(&p, "TasksMax")->u, row->limits.tasks);
-        assert_int_equal(need(&p, "RuntimeMaxUSec")->u, row->limits.timeout_ms * 1000);
+        assert_int_equal(need(&p, "RuntimeMaxUSec")->u, row->limits.timeout_ms * 1000 + 2000000);
 
         /* No single file larger than the whole disk allowance. */
         snprintf(fsize, sizeof(fsize), "--rlimit-fsize=%" PRIu64, row->limits.disk_mb * MiB);
