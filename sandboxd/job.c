@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -30,6 +31,9 @@ static void queue_remove(Manager *m, Job *j);
 static void job_maybe_finalize(Job *j);
 static void log_execution_start(Job *j);
 static int on_active_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
+static int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
+static void job_link(Manager *m, Job *j);
 
 static uint64_t now_mono(Job *j) {
         uint64_t t = 0;
@@ -91,12 +95,7 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         j->queued_mono = now_mono(j);
 
         /* Newest first in the list of all jobs; last in the FIFO queue. */
-        j->next = m->jobs;
-        if (m->jobs)
-                m->jobs->prev = j;
-        m->jobs = j;
-        m->n_jobs++;
-        j->linked = true;
+        job_link(m, j);
         if (m->queue_tail)
                 m->queue_tail->queue_next = j;
         else
@@ -111,23 +110,110 @@ oom:
         return -ENOMEM;
 }
 
+/* The part of the request a restarted sandboxd needs to run a queued execution, besides the code,
+ * limits and language the record has anyway. */
+static char *request_json(const ExecRequest *req) {
+        json_object *o = json_object_new_object(), *env = json_object_new_array();
+        char *s;
+
+        for (size_t i = 0; i < req->n_env; i++)
+                json_object_array_add(env, json_object_new_string(req->env[i]));
+        json_object_object_add(o, "env", env);
+        json_object_object_add(o, "seed", json_object_new_uint64(req->seed));
+        s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_object_put(o);
+        return s;
+}
+
 int job_persist(Job *j) {
+        _cleanup_free_ char *request = NULL;
         StoreRecord r = {
                 .exec = j->exec,
                 /* Only while the job still has it: the store keeps what it got first. */
                 .code = j->request ? j->request->code : NULL,
                 .owner = j->owner,
+                .workspace = j->state >= JOB_STARTING && j->state != JOB_DONE ? j->workspace : NULL,
         };
         int k;
 
         if (!j->manager->store)
                 return 0;
+        if (j->state == JOB_QUEUED && j->request) {
+                request = request_json(j->request);
+                r.request = request;
+        }
         memcpy(r.fingerprint, j->fingerprint, sizeof(r.fingerprint));
         k = store_put(j->manager->store, &r);
         if (k < 0)
                 log_error_errno(k, "%s: cannot write the execution record: %s", j->exec->id,
                                 store_error_message(j->manager->store));
         return k;
+}
+
+static void job_link(Manager *m, Job *j) {
+        j->next = m->jobs;
+        if (m->jobs)
+                m->jobs->prev = j;
+        m->jobs = j;
+        m->n_jobs++;
+        j->linked = true;
+}
+
+int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
+        Execution *e = rec->exec;
+        uint64_t now = now_usec(CLOCK_REALTIME), end;
+        Job *j;
+
+        j = calloc(1, sizeof(Job));
+        if (!j)
+                return -ENOMEM;
+        j->manager = m;
+        j->ctl_fd = -EBADF;
+        j->exec = TAKE_PTR(rec->exec);
+        j->owner = TAKE_PTR(rec->owner);
+        memcpy(j->fingerprint, rec->fingerprint, sizeof(j->fingerprint));
+        j->unit_name = execution_unit_name(e->id);
+        j->unit_path = j->unit_name ? sysd_unit_path(j->unit_name) : NULL;
+        j->workspace = TAKE_PTR(rec->workspace);
+        if (j->workspace)
+                j->mount_name = mount_unit_name_from_path(j->workspace);
+        if (!j->unit_name || !j->unit_path || (j->workspace && !j->mount_name)) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
+        j->state = JOB_RUNNING;
+        j->unit_started = true;
+        j->mount_started = j->workspace != NULL;
+        j->start_mono = now_mono(j);
+        job_link(m, j);
+        m->n_running++;
+
+        if (ctl_fd >= 0) {
+                /* The report (and with it the output) is waiting in this socket, or will be. */
+                j->ctl_fd = ctl_fd;
+                j->fd_stored = true;
+                if (sd_event_add_io(m->event, &j->ctl_src, j->ctl_fd, EPOLLIN, on_control, j) < 0)
+                        j->ctl_eof = true;
+        } else {
+                /* The control socket did not survive (sandboxd was stopped, not restarted): the unit's
+                 * exit status is all there will be. */
+                j->ctl_eof = true;
+                j->adopted_without_report = true;
+        }
+
+        /* sandboxd's own backstop deadline, from when it started. */
+        end = e->started_usec + e->limits.timeout_ms * 1000ULL + m->config->kill_grace_ms * 1000ULL;
+        (void) sd_event_add_time_relative(m->event, &j->deadline_src, CLOCK_MONOTONIC,
+                                          end > now ? end - now : 1000, 10000, on_deadline, j);
+
+        /* Is it still running? The answer (or "no such unit") moves it on. */
+        (void) sd_bus_call_method_async(m->bus, &j->slot_props, SYSD_DEST, j->unit_path,
+                                        "org.freedesktop.DBus.Properties", "Get", on_active_state, j, "ss",
+                                        "org.freedesktop.systemd1.Unit", "ActiveState");
+        log_info("%s: adopted after a restart (%s).", e->id, ctl_fd >= 0 ? "with its control socket" : "without output");
+        *ret = j;
+        return 0;
 }
 
 static void job_close_io(Job *j) {
@@ -512,8 +598,11 @@ static int on_active_state(sd_bus_message *reply, void *userdata, sd_bus_error *
         const char *state;
 
         j->slot_props = sd_bus_slot_unref(j->slot_props);
-        if (sd_bus_message_is_method_error(reply, NULL))
+        if (sd_bus_message_is_method_error(reply, NULL)) {
+                /* No such unit: it ended and was collected (adopted after a restart). */
+                job_on_active_state(j, "inactive");
                 return 0;
+        }
         if (sd_bus_message_read(reply, "v", "s", &state) < 0)
                 return 0;
         job_on_active_state(j, state);
@@ -725,12 +814,9 @@ static void job_finalize(Job *j) {
         j->outcome.result = j->result;
         j->outcome.cancelled = j->cancel_requested;
         verdict_decide(&j->outcome, &report, &v);
-        if (m->stopping) {
-                /* Killed by our own shutdown: that, not the signal, is the truth. */
-                v.status = EXEC_FAILED;
-                v.error_type = ERROR_INTERNAL;
-                v.reason = "ended because sandboxd stopped";
-        }
+        if (j->adopted_without_report && !report.valid && v.error_type != ERROR_INTERNAL)
+                v.reason = "sandboxd was stopped (not restarted) while this ran: the verdict is from the unit's exit "
+                           "status, output and details were lost";
 
         Execution *e = j->exec;
         e->status = v.status;

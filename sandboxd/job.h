@@ -8,6 +8,7 @@
 #include "execution.h"
 #include "manager.h"
 #include "request.h"
+#include "store.h"
 
 typedef enum JobState {
         JOB_QUEUED,
@@ -47,6 +48,7 @@ struct Job {
         bool mount_started, unit_started;
         bool ctl_eof, unit_gone, props_read;
         bool fd_stored;                  /* the control socket is in systemd's fd store */
+        bool adopted_without_report;     /* re-adopted after a restart that lost the control socket */
         bool cancel_requested;
         UnitOutcome outcome;
         char *result;                    /* owned copy of Result= */
@@ -58,6 +60,9 @@ struct Job {
 
 /* Create a queued job from a validated request (takes ownership of req). */
 int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret);
+/* A running execution found in the store at start (its unit may or may not still run), with its
+ * control socket from the fd store or -EBADF. Takes exec, owner and workspace from rec. */
+int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret);
 /* Write the execution's current state to the store. */
 int job_persist(Job *j);
 Job *job_free(Job *j);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
+#include <json-c/json.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/magic.h>
@@ -10,6 +11,8 @@
 
 #include "api.h"
 #include "job.h"
+#include "language.h"
+#include "request.h"
 #include "log.h"
 #include "manager.h"
 #include "seccomp-policy.h"
@@ -266,6 +269,12 @@ static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *re
                                    &jtype, &jpath) > 0) {
                 if (find_job_by_unit(m, name) || workspace_pool_owns_unit(m, name))
                         continue;
+                if (streq(active, "failed")) {
+                        /* CollectMode=inactive keeps failed units for their Result=; nobody will read
+                         * this one. */
+                        (void) sysd_reset_failed_unit(m->bus, name);
+                        continue;
+                }
                 if (streq(active, "inactive") && !endswith(name, ".mount"))
                         continue;
                 log_info("Sweep: stopping leftover unit %s (%s/%s)", name, active, sub);
@@ -274,8 +283,12 @@ static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 (void) sysd_stop_unit(m->bus, name);
                 killed++;
         }
-        if (killed)
+        if (killed) {
                 log_info("Sweep: %u leftover units stopped", killed);
+                /* Killed units end up failed: sweep again soon to let them go. */
+                (void) sd_event_source_set_time_relative(m->sweep_timer, 2 * 1000000ULL);
+                (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ONESHOT);
+        }
         return 0;
 }
 
@@ -383,29 +396,9 @@ static int on_end_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void manager_end_executions(Manager *m) {
-        static const char *const names[] = { "KillUnit", "StopUnit" };
-
-        for (Job *j = m->jobs; j; j = j->next) {
-                if (job_is_final(j))
-                        continue;
-                j->exec->status = EXEC_FAILED;
-                j->exec->error_type = ERROR_INTERNAL;
-                j->exec->reason = j->state == JOB_QUEUED ? "sandboxd stopped before the execution started"
-                                                         : "ended because sandboxd stopped";
-                j->exec->finished_usec = now_usec(CLOCK_REALTIME);
-                (void) job_persist(j);
-                if (j->state == JOB_QUEUED || !m->bus)
-                        continue;
-                log_info("%s: ended because sandboxd is stopping", j->exec->id);
-                for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                        int r = i == 0 ? sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, names[i],
-                                                                  on_end_reply, m, "ssi", j->unit_name, "all", SIGKILL)
-                                       : sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, names[i],
-                                                                  on_end_reply, m, "ss", j->mount_name, "replace");
-                        if (r >= 0)
-                                m->n_end_pending++;
-                }
-        }
+        /* Executions go on: systemd keeps their units running, their control sockets wait in the fd
+         * store, and the next start adopts them (a restart or upgrade loses nothing). Queued ones
+         * stay queued in the store. Only the workspaces mounted ahead of time are given back. */
         for (Workspace *w = m->pool; w && m->bus; w = w->next)
                 if (sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "StopUnit", on_end_reply, m,
                                              "ss", w->mount_name, "replace") >= 0)
@@ -435,8 +428,6 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 static int open_store(Manager *m) {
         _cleanup_free_ char *path = NULL, *error = NULL;
-        StoreRecord **l = NULL;
-        size_t n = 0;
         uint64_t count = 0;
         int r;
 
@@ -448,28 +439,152 @@ static int open_store(Manager *m) {
                 return log_error_errno(r, "%s", error ?: "Cannot open the execution store.");
         (void) store_count(m->store, &count);
 
-        /* Executions the previous instance did not finish: their units were ended when it stopped
-         * (or, after a crash, by the start-up sweep). Their outcome is unknowable: say so, never
-         * leave them queued or running. */
+        log_info("Execution store %s: %" PRIu64 " records.", path, count);
+        return 0;
+}
+
+/* The rest of a queued request, as job_persist() stored it. */
+static int request_from_record(StoreRecord *rec, ExecRequest **ret) {
+        _cleanup_(exec_request_freep) ExecRequest *req = calloc(1, sizeof(ExecRequest));
+        json_object *o = NULL, *env, *seed;
+        int r = -EBADMSG;
+
+        if (!req)
+                return -ENOMEM;
+        req->language = language_find(rec->exec->language);
+        if (!req->language || !rec->code || !rec->request)
+                return -EBADMSG;
+        o = json_tokener_parse(rec->request);
+        if (!o || !json_object_object_get_ex(o, "env", &env) || !json_object_is_type(env, json_type_array) ||
+            !json_object_object_get_ex(o, "seed", &seed))
+                goto finish;
+        req->n_env = json_object_array_length(env);
+        if (req->n_env > REQUEST_ENV_MAX)
+                goto finish;
+        req->env = calloc(req->n_env + 1, sizeof(char *));
+        if (!req->env) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        for (size_t i = 0; i < req->n_env; i++) {
+                req->env[i] = strdup(json_object_get_string(json_object_array_get_idx(env, i)) ?: "");
+                if (!req->env[i]) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+        }
+        req->seed = json_object_get_uint64(seed);
+        req->execution_id = strdup(rec->exec->id);
+        req->session_id = rec->exec->session_id ? strdup(rec->exec->session_id) : NULL;
+        req->code = TAKE_PTR(rec->code);
+        req->code_len = strlen(req->code);
+        req->limits = rec->exec->limits;
+        memcpy(req->fingerprint, rec->fingerprint, sizeof(req->fingerprint));
+        if (!req->execution_id || (rec->exec->session_id && !req->session_id)) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        *ret = TAKE_PTR(req);
+        r = 0;
+finish:
+        json_object_put(o);
+        return r;
+}
+
+static void free_names(char **names, int n) {
+        if (!names)
+                return;
+        for (int k = 0; k < n; k++)
+                free(names[k]);
+        free(names);
+}
+
+/* After a restart: running executions are watched again (with their control socket from systemd's
+ * fd store: report and output intact), queued ones go back in the queue in their order, and a
+ * record whose execution cannot be resumed is failed with a reason: never lost, never stuck. */
+static int manager_adopt(Manager *m) {
+        StoreRecord **l = NULL;
+        size_t n = 0, adopted = 0, requeued = 0, failed = 0;
+        char **names = NULL;
+        int n_fds, r;
+
+        n_fds = sd_listen_fds_with_names(false, &names);
+        if (n_fds < 0)
+                n_fds = 0;
+
         r = store_list_unfinished(m->store, &l, &n);
-        if (r < 0)
+        if (r < 0) {
+                free_names(names, n_fds);
                 return log_error_errno(r, "Cannot read unfinished executions: %s", store_error_message(m->store));
+        }
         for (size_t i = 0; i < n; i++) {
                 Execution *e = l[i]->exec;
-                const char *was = exec_status_to_string(e->status);
+                char want[96];
+                int fd = -EBADF;
+                Job *j;
 
+                snprintf(want, sizeof(want), "ctl-%s", e->id);
+                for (int k = 0; k < n_fds; k++)
+                        if (names && names[k] && streq(names[k], want)) {
+                                fd = SD_LISTEN_FDS_START + k;
+                                free(names[k]);
+                                names[k] = NULL;        /* claimed */
+                                break;
+                        }
+
+                if (e->status == EXEC_RUNNING) {
+                        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+                        (void) fcntl(fd, F_SETFL, O_NONBLOCK);
+                        r = job_adopt(m, l[i], fd, &j);
+                        if (r >= 0) {
+                                adopted++;
+                                continue;
+                        }
+                        safe_close(fd);
+                } else if (e->status == EXEC_QUEUED) {
+                        ExecRequest *req = NULL;
+                        uint64_t created = e->created_usec;
+
+                        safe_close(fd);
+                        r = request_from_record(l[i], &req);
+                        if (r >= 0)
+                                r = job_new(m, req, l[i]->owner, &j);
+                        if (r >= 0) {
+                                j->exec->created_usec = created;
+                                requeued++;
+                                continue;
+                        }
+                } else
+                        safe_close(fd);
+
+                /* Cannot be resumed: say so in the record. */
+                e = l[i]->exec ?: e;
+                if (!l[i]->exec)
+                        continue;
                 e->status = EXEC_FAILED;
                 e->error_type = ERROR_INTERNAL;
-                e->reason = "sandboxd stopped before the execution finished";
+                e->reason = "sandboxd restarted and could not resume this execution";
                 e->finished_usec = now_usec(CLOCK_REALTIME);
-                r = store_put(m->store, l[i]);
-                if (r < 0)
-                        log_warning_errno(r, "%s: cannot mark as failed: %s", e->id, store_error_message(m->store));
-                else
-                        log_notice("%s: was %s when sandboxd stopped; marked failed (internal_error).", e->id, was);
+                if (store_put(m->store, l[i]) < 0)
+                        log_warning("%s: cannot mark as failed: %s", e->id, store_error_message(m->store));
+                failed++;
         }
         store_records_free(l, n);
-        log_info("Execution store %s: %" PRIu64 " records, %zu unfinished resolved.", path, count, n);
+
+        /* Control sockets nobody claims (a record purged meanwhile): let them go. */
+        for (int k = 0; k < n_fds; k++)
+                if (names && names[k] && startswith(names[k], "ctl-")) {
+                        char msg[128];
+
+                        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", names[k]);
+                        (void) sd_notify(false, msg);
+                        safe_close(SD_LISTEN_FDS_START + k);
+                }
+        free_names(names, n_fds);
+
+        if (adopted + requeued + failed > 0)
+                log_info("After the restart: %zu running executions adopted, %zu queued resumed, %zu failed.",
+                         adopted, requeued, failed);
         return 0;
 }
 
@@ -598,6 +713,10 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
                 r = sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "Subscribe", NULL, NULL, "");
         if (r < 0)
                 return log_error_errno(r, "Failed to subscribe to systemd's signals: %m");
+
+        r = manager_adopt(m);
+        if (r < 0)
+                return r;
 
         g = getgrnam(m->config->socket_group);
         hs = (HttpSettings) {

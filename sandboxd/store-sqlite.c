@@ -72,6 +72,10 @@ static const char *const migrations[] = {
         "CREATE INDEX executions_owner ON executions (owner, created_at, execution_id);\n"
         "CREATE INDEX executions_duration ON executions (duration_ms, execution_id);\n"
         "CREATE INDEX executions_finished ON executions (finished_at);\n",
+        /* 2: what a restarted sandboxd needs to resume an execution: the workspace mount of a running
+         * one, the rest of the request (env, seed; JSON) of a queued one. */
+        "ALTER TABLE executions ADD COLUMN workspace TEXT;\n"
+        "ALTER TABLE executions ADD COLUMN request TEXT;\n",
 };
 
 #define SCHEMA_VERSION ((int) ELEMENTSOF(migrations))
@@ -82,7 +86,7 @@ static const char *const migrations[] = {
         "duration_ms, exit_code, signal, cpu_usec, peak_memory_bytes, language, timeout_ms, "        \
         "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
         "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
-        "stderr, code"
+        "stderr, code, workspace, request"
 
 enum {
         COL_ID,
@@ -116,6 +120,8 @@ enum {
         COL_OUT,
         COL_ERR,
         COL_CODE,
+        COL_WORKSPACE,
+        COL_REQUEST,
         _COL_MAX,
 };
 
@@ -123,7 +129,7 @@ enum {
 static const char sql_put[] =
         "INSERT INTO executions (" COLUMNS ") VALUES "
         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31) "
+        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33) "
         "ON CONFLICT (execution_id) DO UPDATE SET "
         "session_id = excluded.session_id, owner = COALESCE(excluded.owner, owner), "
         "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
@@ -136,7 +142,8 @@ static const char sql_put[] =
         "stdout_bytes = excluded.stdout_bytes, stdout_lines = excluded.stdout_lines, "
         "stdout_truncated = excluded.stdout_truncated, stderr_bytes = excluded.stderr_bytes, "
         "stderr_lines = excluded.stderr_lines, stderr_truncated = excluded.stderr_truncated, "
-        "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, code)";
+        "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, code), "
+        "workspace = COALESCE(excluded.workspace, workspace), request = COALESCE(excluded.request, request)";
 
 static const char sql_get[] = "SELECT " COLUMNS " FROM executions WHERE execution_id = ?1";
 
@@ -274,6 +281,8 @@ static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
         B(bind_text(st, 1 + COL_OUT, e->out.text));
         B(bind_text(st, 1 + COL_ERR, e->err.text));
         B(bind_text(st, 1 + COL_CODE, r->code));
+        B(bind_text(st, 1 + COL_WORKSPACE, r->workspace));
+        B(bind_text(st, 1 + COL_REQUEST, r->request));
 #undef B
         return rc;
 }
@@ -407,6 +416,8 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
         C(column_strdup(st, COL_OUT, &e->out.text));
         C(column_strdup(st, COL_ERR, &e->err.text));
         C(column_strdup(st, COL_CODE, &r->code));
+        C(column_strdup(st, COL_WORKSPACE, &r->workspace));
+        C(column_strdup(st, COL_REQUEST, &r->request));
 #undef C
 
         *ret = TAKE_PTR(r);

@@ -23,6 +23,8 @@ StoreRecord *store_record_free(StoreRecord *r) {
                 return NULL;
         execution_free(r->exec);
         free(r->code);
+        free(r->workspace);
+        free(r->request);
         free(r->owner);
         return mfree(r);
 }

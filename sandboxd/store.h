@@ -37,6 +37,8 @@ typedef struct StoreRecord {            /* what is stored besides the Execution 
         char *code;                     /* may be NULL; bounded by the caller */
         uint8_t fingerprint[32];        /* idempotency: SHA-256 of the canonical request */
         char *owner;                    /* "uid:0", "key:ci" ...; NULL = unknown */
+        char *workspace;                /* the workspace mount of a started execution; NULL = keep */
+        char *request;                  /* the rest of the request (JSON: env, seed); NULL = keep */
 } StoreRecord;
 
 typedef enum StoreOrder {
@@ -73,8 +75,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_close);
  * NULL. Valid until the next call on s. */
 const char *store_error_message(Store *s);
 
-/* Insert, or update every column by execution_id (call it at every transition). code and owner
- * are kept from the stored row when r leaves them NULL: the job may drop the code once the
+/* Insert, or update every column by execution_id (call it at every transition). code, owner,
+ * workspace and request are kept from the stored row when r leaves them NULL: the job may drop the code once the
  * sandbox has it. A single statement: a failed write changes nothing. */
 int store_put(Store *s, const StoreRecord *r);
 

@@ -127,6 +127,8 @@ static StoreRecord *record_full(const char *id) {
         for (size_t i = 0; i < sizeof(r->fingerprint); i++)
                 r->fingerprint[i] = (uint8_t) (i * 7 + 1);
         r->owner = strdup("uid:1000");
+        r->workspace = strdup("/run/sandboxd/workspaces/pool_20261130_0011223344556677");
+        r->request = strdup("{\"env\":[\"A=1\"],\"seed\":7}");
         assert_non_null(e->session_id);
         assert_non_null(r->code);
         return r;
@@ -169,6 +171,8 @@ static void assert_record_equal(const StoreRecord *a, const StoreRecord *b) {
         assert_true(streq_ptr(a->code, b->code));
         assert_memory_equal(a->fingerprint, b->fingerprint, sizeof(a->fingerprint));
         assert_true(streq_ptr(a->owner, b->owner));
+        assert_true(streq_ptr(a->workspace, b->workspace));
+        assert_true(streq_ptr(a->request, b->request));
 }
 
 static void get_equal(Store *s, const StoreRecord *want) {
@@ -759,9 +763,18 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (1)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (2)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 1");
+        sql_exec_raw("PRAGMA user_version = 2");
+        s = open_ok();
+        get_equal(s, r);
+        store_close(s);
+
+        /* A version 1 database (as the first release wrote it) is migrated on open, rows kept. */
+        sql_exec_raw("ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
+                     "PRAGMA user_version = 1");
+        r->workspace = mfree(r->workspace);     /* version 1 had neither */
+        r->request = mfree(r->request);
         s = open_ok();
         get_equal(s, r);
         store_close(s);
