@@ -127,4 +127,34 @@ subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
 st, r = get(ids[2])
 t.ok(st == 200 and r["stdout"] == "2\n", "with the good database back, the records are there", r)
 
+# A full disk: the store lives on a tiny tmpfs. Submissions eventually fail with 507 and nothing
+# runs for them; every earlier record stays intact and readable.
+confdir = os.environ["SANDBOXD_CONFIG_DIR"]
+small = "/var/lib/sandboxd-small"
+os.makedirs(small, exist_ok=True)
+subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384k,mode=0755", "tmpfs", small], check=True)
+os.makedirs(f"{confdir}/sandboxd.conf.d", exist_ok=True)
+with open(f"{confdir}/sandboxd.conf.d/90-small.conf", "w") as f:
+    f.write(f"[Daemon]\nDatabase={small}/sandboxd.db\n")
+subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
+ok_ids, full = [], None
+for i in range(400):
+    st, res = request("POST", "/v1/executions?wait=true",
+                      {"language": "python", "code": f"print('x' * 3000, {i})", "session_id": "sess_full"})
+    if st == 200:
+        ok_ids.append(res["execution_id"])
+        continue
+    full = (st, res)
+    break
+t.ok(full is not None and full[0] == 507 and full[1]["error"]["code"] == "store_error",
+     f"a full disk fails the submission with 507 after {len(ok_ids)} records", full)
+units_now = [u for u in sandboxd_units() if u.startswith("sandboxd-") and "exec_" in u]
+t.eq(units_now, [], "nothing ran for the refused submission")
+bad = [e for e in ok_ids if get(e)[1].get("status") != "success"]
+t.eq(bad, [], "every earlier record is intact")
+subprocess.run(["systemctl", "stop", "sandboxd.service"], check=True)
+os.unlink(f"{confdir}/sandboxd.conf.d/90-small.conf")
+subprocess.run(["umount", small], check=True)
+subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
+
 t.done()
