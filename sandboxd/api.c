@@ -13,18 +13,11 @@ typedef struct ApiWait {
         JobWaiter *waiter;
 } ApiWait;
 
-/* The caller's identity on the unix socket. Root is the administrator and sees everything; anyone
- * else (a member of group sandboxd) sees only the executions it submitted. */
+/* The caller's identity: "uid:N" on the unix socket (root is the administrator and sees everything;
+ * anyone else, a member of group sandboxd, sees only the executions it submitted), "key:NAME" on TCP
+ * (admin keys see everything). */
 static int caller_owner(HttpRequest *req, char *buf, size_t size, bool *ret_admin) {
-        uid_t uid;
-        int r;
-
-        r = http_request_peer_uid(req, &uid);
-        if (r < 0)
-                return r;
-        snprintf(buf, size, "uid:%u", (unsigned) uid);
-        *ret_admin = uid == 0;
-        return 0;
+        return http_request_owner(req, buf, size, ret_admin);
 }
 
 static bool may_see(const char *caller, bool admin, const char *owner) {
@@ -100,7 +93,7 @@ static void handle_submit(Manager *m, HttpRequest *req) {
         _cleanup_(exec_request_freep) ExecRequest *er = NULL;
         const char *ct, *body;
         RequestError err;
-        char owner[32];
+        char owner[HTTP_OWNER_MAX];
         bool admin;
         size_t len = 0;
         Job *j;
@@ -209,7 +202,7 @@ static void handle_submit(Manager *m, HttpRequest *req) {
 static void handle_get(Manager *m, HttpRequest *req, const char *id) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         Job *j = manager_find_job(m, id);
-        char owner[32];
+        char owner[HTTP_OWNER_MAX];
         bool admin = false;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
@@ -237,7 +230,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
 static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         Job *j = manager_find_job(m, id);
-        char owner[32];
+        char owner[HTTP_OWNER_MAX];
         bool admin = false;
         int r;
 
@@ -270,7 +263,7 @@ static void handle_list(Manager *m, HttpRequest *req) {
         size_t n = 0;
         _cleanup_free_ char *next = NULL;
         const char *v;
-        char owner[32];
+        char owner[HTTP_OWNER_MAX];
         bool admin = false;
         json_object *o, *a;
         int r;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -21,7 +23,9 @@ Config *config_new(void) {
         c->state_dir = strdup("/var/lib/sandboxd");
         c->runtime_dir = strdup("/run/sandboxd");
         c->helper = strdup(SANDBOX_EXEC_PATH);
-        if (!c->api_socket || !c->socket_group || !c->state_dir || !c->runtime_dir || !c->helper)
+        c->api_keys_file = strdup(SYSCONFDIR "/sandboxd/api-keys");
+        if (!c->api_socket || !c->socket_group || !c->state_dir || !c->runtime_dir || !c->helper ||
+            !c->api_keys_file)
                 return config_free(c);
 
         c->max_concurrent = 8;
@@ -47,9 +51,18 @@ Config *config_new(void) {
         return c;
 }
 
+static char **strv_free(char **l) {
+        for (char **i = l; i && *i; i++)
+                free(*i);
+        free(l);
+        return NULL;
+}
+
 Config *config_free(Config *c) {
         if (!c)
                 return NULL;
+        c->listen = strv_free(c->listen);
+        free(c->api_keys_file);
         free(c->api_socket);
         free(c->socket_group);
         free(c->state_dir);
@@ -112,6 +125,7 @@ typedef enum ValueType {
         V_SIZE,
         V_CORES,
         V_LOGLEVEL,
+        V_LISTEN,        /* space-separated addresses; empty: none */
 } ValueType;
 
 typedef struct ConfKey {
@@ -140,6 +154,8 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "SweepIntervalSec", V_U64,      sweep_interval_sec,  1, 86400),
         K("Daemon", "MaxConnections",   V_U64,      max_connections,     1, 65536),
         K("Daemon", "LogLevel",         V_LOGLEVEL, log_level,           0, 0),
+        K("Daemon", "Listen",           V_LISTEN,   listen,              0, 0),
+        K("Daemon", "APIKeysFile",      V_PATH,     api_keys_file,       0, 0),
 
         K("Limits", "DefaultTimeoutMS", V_U64,      defaults.timeout_ms, 100, 86400000),
         K("Limits", "DefaultMemoryMB",  V_U64,      defaults.memory_mb,  16, 1 << 20),
@@ -167,6 +183,105 @@ static int parse_loglevel(const char *v) {
                 if (streq(v, names[i]))
                         return (int) i;
         return -EINVAL;
+}
+
+int listen_address_parse(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
+        char host[INET6_ADDRSTRLEN + 1];
+        const char *port;
+        uint64_t p;
+        size_t n;
+        bool v6;
+
+        if (isempty(s))
+                return -EINVAL;
+        v6 = s[0] == '[';
+        if (v6) {
+                const char *e = strchr(s, ']');
+
+                if (!e || e[1] != ':')
+                        return -EINVAL;
+                n = (size_t) (e - s - 1);
+                port = e + 2;
+                s++;
+        } else {
+                const char *e = strrchr(s, ':');
+
+                if (!e)
+                        return -EINVAL;
+                n = (size_t) (e - s);
+                port = e + 1;
+        }
+        if (n == 0 || n >= sizeof(host))
+                return -EINVAL;
+        memcpy(host, s, n);
+        host[n] = 0;
+        /* safe_atou64 would take "+80" or " 80": only digits. */
+        if (!*port || strspn(port, "0123456789") != strlen(port) || strlen(port) > 5 ||
+            safe_atou64(port, &p) < 0 || p < 1 || p > 65535)
+                return -EINVAL;
+
+        *ret = (struct sockaddr_storage) {};
+        if (v6) {
+                struct sockaddr_in6 *sa = (struct sockaddr_in6 *) ret;
+
+                if (inet_pton(AF_INET6, host, &sa->sin6_addr) != 1)
+                        return -EINVAL;
+                sa->sin6_family = AF_INET6;
+                sa->sin6_port = htons((uint16_t) p);
+                *ret_len = sizeof(*sa);
+        } else {
+                struct sockaddr_in *sa = (struct sockaddr_in *) ret;
+
+                if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+                        return -EINVAL;
+                sa->sin_family = AF_INET;
+                sa->sin_port = htons((uint16_t) p);
+                *ret_len = sizeof(*sa);
+        }
+        return 0;
+}
+
+/* Every assignment replaces the whole list, as every other key overrides: "Listen=" in a later
+ * drop-in turns TCP off again. */
+static int assign_listen(char ***p, const char *value, const char *where, char **ret_error) {
+        _cleanup_free_ char *copy = strdup(value);
+        char **l = NULL, *save = NULL;
+        size_t n = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        l = calloc(LISTEN_MAX + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                struct sockaddr_storage ss;
+                socklen_t sl;
+
+                if (n >= LISTEN_MAX) {
+                        strv_free(l);
+                        return set_error(ret_error, "%s: Listen= takes at most %d addresses", where, LISTEN_MAX);
+                }
+                if (listen_address_parse(w, &ss, &sl) < 0) {
+                        int r = set_error(ret_error, "%s: Listen= takes ADDRESS:PORT or [IPv6]:PORT with a literal "
+                                          "address, got '%.80s'", where, w);
+                        strv_free(l);
+                        return r;
+                }
+                for (size_t i = 0; i < n; i++)
+                        if (streq(l[i], w)) {
+                                strv_free(l);
+                                return set_error(ret_error, "%s: Listen= names '%.80s' twice", where, w);
+                        }
+                l[n] = strdup(w);
+                if (!l[n]) {
+                        strv_free(l);
+                        return -ENOMEM;
+                }
+                n++;
+        }
+        strv_free(*p);
+        *p = n > 0 ? l : strv_free(l);
+        return 0;
 }
 
 static int assign(Config *c, const ConfKey *k, const char *value, const char *where, char **ret_error) {
@@ -215,6 +330,8 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                                          where, k->key, value);
                 *(int *) p = r;
                 return 0;
+        case V_LISTEN:
+                return assign_listen((char ***) p, value, where, ret_error);
         }
         return -EINVAL;
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "util.h"
 
@@ -35,6 +36,8 @@ typedef struct Config {
         uint64_t sweep_interval_sec; /* SweepIntervalSec= */
         uint64_t max_connections;    /* MaxConnections= */
         int log_level;               /* LogLevel= */
+        char **listen;               /* Listen= TCP addresses, NULL-terminated; NULL: no TCP listener */
+        char *api_keys_file;         /* APIKeysFile= keys of the TCP listeners */
 
         /* [Limits] */
         Limits defaults;             /* DefaultTimeoutMS= ... */
@@ -62,6 +65,13 @@ int config_load(Config *c, const char *dir, char **ret_error);
 
 /* Cross-field checks (defaults ≤ ceilings, non-zero slots, ...). */
 int config_validate(const Config *c, char **ret_error);
+
+/* Listen= takes at most this many addresses. */
+#define LISTEN_MAX 8
+
+/* "127.0.0.1:8080" or "[::1]:8080": a literal address (no name lookups at start) and a port in
+ * 1..65535. */
+int listen_address_parse(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
 
 /* "2M" → 2097152. Suffixes K, M, G, T (1024-based), optional "B"/"iB". */
 int parse_size(const char *s, uint64_t *ret);

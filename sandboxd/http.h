@@ -1,15 +1,27 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* HTTP/1.1 on a unix socket: libmicrohttpd in external-epoll mode, driven from sd-event (its epoll
- * fd is one I/O source, its timeout one timer). Request bodies are capped before they are read.
- * A handler either answers at once or suspends the request and answers later (long polls). */
+/* HTTP/1.1 on a unix socket, and optionally on TCP: libmicrohttpd in external-epoll mode, driven from
+ * sd-event (each listener is one MHD daemon, whose epoll fd is one I/O source and whose timeout is
+ * one timer). Request bodies are capped before they are read. A handler either answers at once or
+ * suspends the request and answers later (long polls).
+ *
+ * Who may talk: on the unix socket, whoever can connect (the socket is 0660 root:SocketGroup=);
+ * the caller is its uid. On TCP, only a request with "Authorization: Bearer <key>" of a key in the
+ * key file (auth.h); everything else gets 401 before the handler runs; the caller is the key. */
 
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
+
+#include "auth.h"
+
+/* At most this many TCP listeners (Listen= addresses or socket-activated "api-tcp" fds). */
+#define HTTP_TCP_MAX 8
+/* Room for any owner http_request_owner() yields: "key:" + a key name, or "uid:" + a uid. */
+#define HTTP_OWNER_MAX (sizeof("key:") + AUTH_NAME_MAX)
 
 typedef struct Http Http;
 typedef struct HttpRequest HttpRequest;
@@ -23,7 +35,12 @@ typedef struct HttpSettings {
         mode_t socket_mode;
         gid_t socket_gid;        /* (gid_t) -1: leave as is */
         size_t max_body;
-        unsigned max_connections;
+        unsigned max_connections;  /* for the unix socket, and again for all TCP listeners together */
+
+        /* Optional TCP, authenticated by API key. A socket passed by systemd with the name "api-tcp"
+         * (sandboxd.socket) is used instead of binding these addresses. */
+        char *const *listen;       /* NULL-terminated "127.0.0.1:8080", "[::1]:8080"; NULL: none */
+        const char *api_keys_file; /* loaded (and required) when there is a TCP listener */
 } HttpSettings;
 
 int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret);
@@ -36,8 +53,22 @@ const char *http_request_query(HttpRequest *req, const char *key);
 const char *http_request_header(HttpRequest *req, const char *key);
 const char *http_request_body(HttpRequest *req, size_t *ret_len);
 bool http_request_too_large(HttpRequest *req);
-/* The peer's uid from SO_PEERCRED (the API is on a unix socket). -errno if unknown. */
+/* The peer's uid from SO_PEERCRED, on the unix socket. -EPROTONOSUPPORT on TCP (no uid there),
+ * -errno if unknown. */
 int http_request_peer_uid(HttpRequest *req, uid_t *ret);
+/* Who is asking, as recorded as an execution's owner: "key:<name>" on TCP (admin: the key's admin
+ * flag), "uid:<N>" on the unix socket (admin: uid 0). -ENOBUFS if it does not fit in size (never
+ * truncated: a truncated owner could be someone else's); HTTP_OWNER_MAX always fits. */
+int http_request_owner(HttpRequest *req, char *buf, size_t size, bool *ret_admin);
+
+/* Replace the API keys (takes ownership of t; NULL: no key is valid). Requests being served keep
+ * the identity they were admitted with. */
+void http_set_auth(Http *h, AuthTable *t);
+/* Reload the key file for SIGHUP: on error the previous keys stay (and the error is logged).
+ * Nothing to do without a TCP listener. */
+int http_reload_auth(Http *h, const char *api_keys_file);
+/* Number of TCP listeners. */
+size_t http_tcp_listeners(Http *h);
 
 /* Answer with a JSON body (takes ownership of o). Works for running and suspended requests. */
 void http_respond_json(HttpRequest *req, unsigned status, json_object *o);

@@ -602,6 +602,13 @@ static int load_config(const char *dir, Config **ret) {
         return 0;
 }
 
+static bool strv_equal(char **a, char **b) {
+        for (; a && *a && b && *b; a++, b++)
+                if (!streq(*a, *b))
+                        return false;
+        return !(a && *a) && !(b && *b);
+}
+
 int manager_reload(Manager *m) {
         _cleanup_(config_freep) Config *c = NULL;
         int r;
@@ -615,8 +622,10 @@ int manager_reload(Manager *m) {
                 return r;
         }
         if (!streq(c->api_socket, m->config->api_socket) || !streq(c->state_dir, m->config->state_dir) ||
-            !streq(c->runtime_dir, m->config->runtime_dir))
-                log_notice("APISocket=, StateDirectory= and RuntimeDirectory= take effect at the next restart.");
+            !streq(c->runtime_dir, m->config->runtime_dir) || !streq_ptr(c->database, m->config->database))
+                log_notice("APISocket=, StateDirectory=, RuntimeDirectory= and Database= take effect at the next restart.");
+        if (!strv_equal(c->listen, m->config->listen))
+                log_notice("Listen= takes effect at the next restart.");
         /* Keep the paths the running parts depend on. */
         SWAP_STR(c->api_socket, m->config->api_socket);
         SWAP_STR(c->state_dir, m->config->state_dir);
@@ -627,6 +636,8 @@ int manager_reload(Manager *m) {
         config_free(m->config);
         m->config = TAKE_PTR(c);
         log_set_max_level(m->config->log_level);
+        /* New keys apply to the next request; Listen= needs a restart. */
+        (void) http_reload_auth(m->http, m->config->api_keys_file);
         workspace_pool_fill(m);
         log_info("Configuration reloaded from %s.", m->config_dir);
         (void) sd_notify(false, "READY=1");
@@ -725,6 +736,8 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
                 .socket_gid = g ? g->gr_gid : (gid_t) -1,
                 .max_body = m->config->max_request_bytes,
                 .max_connections = (unsigned) m->config->max_connections,
+                .listen = m->config->listen,
+                .api_keys_file = m->config->api_keys_file,
         };
         if (!g)
                 log_notice("Group '%s' does not exist: the API socket is for root only.", m->config->socket_group);

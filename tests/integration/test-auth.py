@@ -1,0 +1,217 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The network API: a TCP listener (Listen=) that wants an API key on every request, owners that
+# see only their own executions, admins that see all, the unix socket unchanged, keys reloaded on
+# SIGHUP, and a key file that others can read refused at start. Loopback only.
+import hashlib
+import http.client
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import *  # noqa: E402,F401,F403
+
+t = Tap()
+CONF = os.environ["SANDBOXD_CONFIG_DIR"]
+HOST, PORT = "127.0.0.1", 18080
+KEYS = os.path.join(CONF, "api-keys")
+SESSION = "sess_auth_" + secrets.token_hex(4)
+
+key_a, key_b, key_admin, key_c = (secrets.token_urlsafe(32) for _ in range(4))
+
+
+def sha(k):
+    return "sha256:" + hashlib.sha256(k.encode()).hexdigest()
+
+
+def write_keys(rows, mode=0o600):
+    with open(KEYS, "w") as f:
+        f.write("# sandboxd API keys (test-auth)\n\n")
+        for name, key, admin in rows:
+            f.write(f"{name} {sha(key)}{' admin' if admin else ''}\n")
+    os.chmod(KEYS, mode)
+
+
+def tcp(method, path, body=None, key=None, auth=None, timeout=120):
+    """Returns (status, headers, parsed JSON body) from the TCP listener."""
+    conn = http.client.HTTPConnection(HOST, PORT, timeout=timeout)
+    h = {"Content-Type": "application/json"}
+    if key is not None:
+        h["Authorization"] = f"Bearer {key}"
+    if auth is not None:
+        h["Authorization"] = auth
+    data = json.dumps(body).encode() if body is not None else None
+    conn.request(method, path, body=data, headers=h)
+    resp = conn.getresponse()
+    text = resp.read()
+    headers = {k.lower(): v for k, v in resp.getheaders()}
+    conn.close()
+    try:
+        return resp.status, headers, json.loads(text)
+    except ValueError:
+        return resp.status, headers, {"_raw": text.decode("utf-8", "replace")}
+
+
+def restart():
+    subprocess.run(["systemctl", "reset-failed", "sandboxd.service"], capture_output=True)
+    return subprocess.run(["systemctl", "restart", "sandboxd.service"], capture_output=True, text=True).returncode
+
+
+def journal():
+    return subprocess.run(["journalctl", "-u", "sandboxd.service", "--no-pager", "-n", "200"],
+                          capture_output=True, text=True).stdout
+
+
+def listed(status_body):
+    return sorted(e["execution_id"] for e in status_body.get("executions", []))
+
+
+os.makedirs(os.path.join(CONF, "sandboxd.conf.d"), exist_ok=True)
+with open(os.path.join(CONF, "sandboxd.conf.d", "50-auth.conf"), "w") as f:
+    f.write(f"[Daemon]\nListen={HOST}:{PORT}\nAPIKeysFile={KEYS}\n")
+
+# A key file that others can read: the daemon refuses to start, and says why.
+write_keys([("alice", key_a, False)], mode=0o644)
+t.ok(restart() != 0, "a world-readable key file fails the start")
+t.ok(wait_until(lambda: "refusing an API key file that others can read" in journal(), 10),
+     "... with a clear message", journal()[-2000:])
+
+write_keys([("alice", key_a, False), ("bob", key_b, False), ("root-ops", key_admin, True)])
+t.eq(restart(), 0, "restart with Listen= and a 0600 key file")
+try:
+    socket.create_connection((HOST, PORT), timeout=5).close()
+except OSError as e:
+    # Listen= and APIKeysFile= reach the HTTP layer through manager.c (HttpSettings.listen,
+    # .api_keys_file; http_reload_auth() on SIGHUP): without that nothing below can pass.
+    print(f"Bail out! no TCP listener on {HOST}:{PORT} ({e}); is Listen= wired into http_new()?", flush=True)
+    sys.exit(1)
+
+# Unauthenticated: 401, the same answer whatever was wrong.
+st, hd, no_auth = tcp("GET", "/v1/health")
+t.eq(st, 401, "no Authorization: 401")
+t.eq(hd.get("www-authenticate"), "Bearer", "401 carries WWW-Authenticate: Bearer")
+t.eq(no_auth.get("error", {}).get("code"), "unauthorized", "error code unauthorized", no_auth)
+st, _, wrong = tcp("GET", "/v1/health", key=secrets.token_urlsafe(32))
+t.eq(st, 401, "wrong key: 401")
+t.eq(wrong, no_auth, "a wrong key gets the same body as no key")
+t.eq(tcp("GET", "/v1/health", key="alice")[0], 401, "a key's name is not the key")
+t.eq(tcp("GET", "/v1/health", key="")[0], 401, "empty bearer: 401")
+t.eq(tcp("GET", "/v1/health", key="x" * 600)[0], 401, "over-long bearer: 401")
+t.eq(tcp("GET", "/v1/health", auth=f"Basic {key_a}")[0], 401, "another scheme: 401")
+st, _, res = tcp("POST", "/v1/executions?wait=true", {"language": "python", "code": "print(1)"})
+t.eq(st, 401, "no key, POST: 401 and nothing runs", res)
+# An unauthenticated body is never read: the 401 comes as soon as the headers are in (a client that
+# waits for "100 Continue" gets it without sending anything; one that does not may see the
+# connection closed while it sends).
+s = socket.create_connection((HOST, PORT), timeout=30)
+s.sendall(b"POST /v1/executions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          b"Content-Length: 3145728\r\nExpect: 100-continue\r\n\r\n")
+first = s.recv(4096).split(b"\r\n", 1)[0]
+s.close()
+t.eq(first, b"HTTP/1.1 401 Unauthorized", "no key, oversized body: 401 before the body, not 413")
+
+# With a key.
+st, _, hl = tcp("GET", "/v1/health", key=key_a)
+t.eq(st, 200, "good key: health 200", hl)
+t.eq(tcp("GET", "/v1/health", auth=f"bearer {key_a}")[0], 200, "the scheme is case-insensitive")
+st, _, ra = tcp("POST", "/v1/executions?wait=true", {"language": "python", "code": "print('from a')",
+                                                     "session_id": SESSION}, key=key_a)
+t.ok(st == 200 and ra.get("status") == "success" and ra.get("stdout") == "from a\n",
+     "key A runs an execution (wait=true)", ra)
+id_a = ra.get("execution_id")
+st, _, rb = tcp("POST", "/v1/executions", {"language": "python", "code": "import time\ntime.sleep(60)",
+                                           "session_id": SESSION}, key=key_b)
+t.eq(st, 202, "key B submits a long execution", rb)
+id_b = rb.get("execution_id")
+
+# Owners.
+t.eq(tcp("GET", f"/v1/executions/{id_b}", key=key_a)[0], 404, "A cannot read B's execution (404)")
+t.eq(tcp("POST", f"/v1/executions/{id_b}/cancel", key=key_a)[0], 404, "A cannot cancel B's execution (404)")
+t.eq(tcp("GET", f"/v1/executions/{id_a}", key=key_a)[0], 200, "A reads its own")
+t.eq(tcp("GET", f"/v1/executions/{id_a}", key=key_b)[0], 404, "B cannot read A's")
+st, _, la = tcp("GET", f"/v1/executions?session_id={SESSION}", key=key_a)
+t.eq((st, listed(la)), (200, [id_a]), "A lists only its own", la)
+st, _, lb = tcp("GET", f"/v1/executions?session_id={SESSION}", key=key_b)
+t.eq((st, listed(lb)), (200, [id_b]), "B lists only its own", lb)
+st, _, ladm = tcp("GET", f"/v1/executions?session_id={SESSION}", key=key_admin)
+t.eq((st, listed(ladm)), (200, sorted([id_a, id_b])), "the admin key lists both", ladm)
+t.eq(tcp("GET", f"/v1/executions/{id_b}", key=key_admin)[0], 200, "the admin key reads B's")
+
+# The unix socket: root sees everything, no key needed.
+st, lu = request("GET", f"/v1/executions?session_id={SESSION}")
+t.eq((st, listed(lu)), (200, sorted([id_a, id_b])), "root on the unix socket lists both", lu)
+t.eq(get(id_a)[0], 200, "root on the unix socket reads A's")
+t.eq(request("GET", "/v1/health")[0], 200, "the unix socket needs no key")
+
+# A key (and root) may cancel its own.
+st, _, rc = tcp("POST", f"/v1/executions/{id_b}/cancel", key=key_b)
+t.eq(st, 202, "B cancels its own", rc)
+st, _, fb = tcp("GET", f"/v1/executions/{id_b}?wait=true", key=key_b)
+t.eq(fb.get("status"), "cancelled", "... and it ends cancelled", fb)
+
+# Reload (SIGHUP): alice is gone, carol is new; bob's key keeps working.
+write_keys([("bob", key_b, False), ("carol", key_c, False), ("root-ops", key_admin, True)])
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=False)
+t.ok(wait_until(lambda: tcp("GET", "/v1/health", key=key_c)[0] == 200, 10), "after reload: a new key works")
+t.eq(tcp("GET", "/v1/health", key=key_a)[0], 401, "after reload: a removed key is refused")
+t.eq(tcp("GET", "/v1/health", key=key_b)[0], 200, "after reload: a kept key works")
+
+# A reload with a broken key file keeps the previous keys.
+with open(KEYS, "a") as f:
+    f.write("broken line\n")
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=False)
+t.ok(wait_until(lambda: "keeping the previous API keys" in journal(), 10), "a broken key file at reload is reported")
+t.eq(tcp("GET", "/v1/health", key=key_c)[0], 200, "... and the previous keys stay")
+t.eq(subprocess.run(["systemctl", "is-active", "sandboxd.service"], capture_output=True, text=True).stdout.strip(),
+     "active", "... and the daemon keeps running")
+
+# Socket activation: sandboxd.socket passes "api-tcp"; Listen= is dropped so that the passed socket
+# is the only way in. A socket with another name is passed too and must not become a listener.
+unitdir = "/run/systemd/system" if os.path.isdir("/run/systemd/system") and \
+    os.path.exists("/run/systemd/system/sandboxd.service") else os.path.join(os.path.dirname(CONF), "units")
+SOCK_PORT, OTHER_PORT = 18081, 18082
+units = {
+    "sandboxd.socket": open(os.path.join(os.path.dirname(__file__), "../../units/sandboxd.socket")).read()
+    .replace("ListenStream=127.0.0.1:8080", f"ListenStream={HOST}:{SOCK_PORT}"),
+    "sandboxd-other.socket": f"[Socket]\nListenStream={HOST}:{OTHER_PORT}\nFileDescriptorName=other\n"
+                             "Service=sandboxd.service\n",
+}
+for name, text in units.items():
+    with open(os.path.join(unitdir, name), "w") as f:
+        f.write(text)
+write_keys([("bob", key_b, False), ("carol", key_c, False), ("root-ops", key_admin, True)])   # the good file again
+os.unlink(os.path.join(CONF, "sandboxd.conf.d", "50-auth.conf"))
+with open(os.path.join(CONF, "sandboxd.conf.d", "50-auth.conf"), "w") as f:
+    f.write(f"[Daemon]\nAPIKeysFile={KEYS}\n")
+subprocess.run(["systemctl", "daemon-reload"], check=True)
+subprocess.run(["systemctl", "stop", "sandboxd.service"], check=False)
+r = subprocess.run(["systemctl", "start", "sandboxd.socket", "sandboxd-other.socket"], capture_output=True, text=True)
+t.eq(r.returncode, 0, "sandboxd.socket starts", r.stderr)
+try:
+    PORT = SOCK_PORT
+    st, _, hl = tcp("GET", "/v1/health", key=key_c)
+    t.eq(st, 200, "socket activation: the first request starts sandboxd and is served", hl)
+    t.eq(tcp("GET", "/v1/health")[0], 401, "socket activation: still no request without a key")
+    t.eq(tcp("GET", "/v1/health", key=key_a)[0], 401, "socket activation: a removed key is refused")
+    t.eq(request("GET", "/v1/health")[0], 200, "socket activation: the unix socket as before")
+    t.ok(wait_until(lambda: "API on TCP socket passed by systemd" in journal(), 5), "the passed socket is named in the log")
+    # The other socket is connected (systemd listens) but nobody serves it.
+    s = socket.create_connection((HOST, OTHER_PORT), timeout=2)
+    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+    try:
+        answer = s.recv(100)
+    except (socket.timeout, TimeoutError):
+        answer = None
+    s.close()
+    t.eq(answer, None, "a passed socket not named api-* is not served")
+finally:
+    subprocess.run(["systemctl", "stop", "sandboxd.socket", "sandboxd-other.socket"], check=False)
+    for name in units:
+        os.unlink(os.path.join(unitdir, name))
+    subprocess.run(["systemctl", "daemon-reload"], check=False)
+
+t.done()
