@@ -370,6 +370,14 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (now > age && store_purge(m->store, now - age, &n) >= 0 && n > 0)
                         log_info("Sweep: %" PRIu64 " execution records older than %" PRIu64 " s purged.", n,
                                  m->config->retention_sec);
+                /* The copies kept in memory go with them. */
+                for (Job *j = m->jobs, *next; j; j = next) {
+                        next = j->next;
+                        if (now > age && job_is_final(j) && !j->waiters && j->exec->finished_usec < now - age) {
+                                job_free(j);
+                                m->n_finished--;
+                        }
+                }
         }
         (void) sd_event_source_set_time_relative(s, m->config->sweep_interval_sec * 1000000ULL);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
@@ -636,6 +644,8 @@ int manager_reload(Manager *m) {
         config_free(m->config);
         m->config = TAKE_PTR(c);
         log_set_max_level(m->config->log_level);
+        (void) sd_event_source_set_time_relative(m->sweep_timer, m->config->sweep_interval_sec * 1000000ULL);
+        (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ON);
         /* New keys apply to the next request; Listen= needs a restart. */
         (void) http_reload_auth(m->http, m->config->api_keys_file);
         workspace_pool_fill(m);

@@ -127,6 +127,20 @@ subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
 st, r = get(ids[2])
 t.ok(st == 200 and r["stdout"] == "2\n", "with the good database back, the records are there", r)
 
+# Retention: with RetentionSec=1 the periodic sweep purges finished records.
+os.makedirs(f"{os.environ['SANDBOXD_CONFIG_DIR']}/sandboxd.conf.d", exist_ok=True)
+ret_conf = f"{os.environ['SANDBOXD_CONFIG_DIR']}/sandboxd.conf.d/80-retention.conf"
+r = run("print('old')", session_id="sess_retention")
+with open(ret_conf, "w") as f:
+    f.write("[Daemon]\nRetentionSec=1\nSweepIntervalSec=1\n")
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+t.ok(wait_until(lambda: listing(session_id="sess_retention")[1]["executions"] == [], 10),
+     "records older than RetentionSec= are purged by the sweep")
+st, r2 = get(r["execution_id"])
+t.eq(st, 404, "a purged record is gone")
+os.unlink(ret_conf)
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+
 # A full disk: the store lives on a tiny tmpfs. Submissions eventually fail with 507 and nothing
 # runs for them; every earlier record stays intact and readable.
 confdir = os.environ["SANDBOXD_CONFIG_DIR"]
