@@ -202,8 +202,8 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
                 j->adopted_without_report = true;
         }
 
-        /* sandboxd's own backstop deadline, from when it started. */
-        end = e->started_usec + e->limits.timeout_ms * 1000ULL + m->config->kill_grace_ms * 1000ULL;
+        /* sandboxd's own backstop deadline, from when it started (or now, if it had not yet). */
+        end = (e->started_usec ?: now) + e->limits.timeout_ms * 1000ULL + m->config->kill_grace_ms * 1000ULL;
         (void) sd_event_add_time_relative(m->event, &j->deadline_src, CLOCK_MONOTONIC,
                                           end > now ? end - now : 1000, 10000, on_deadline, j);
 
@@ -473,8 +473,14 @@ static void start_service(Job *j) {
                 return;
         }
         r = build_control_payload(j);
-        if (r >= 0)
+        if (r >= 0) {
+                /* On record as running before the unit exists: a crash from here on finds a running
+                 * record and adopts (or fails) it, and never starts the execution a second time. */
+                j->state = JOB_STARTING;
+                j->exec->status = EXEC_RUNNING;
+                (void) job_persist(j);
                 r = sysd_start_transient(m->bus, j->unit_name, &props, on_start_reply, j, &j->slot_start);
+        }
         unit_props_done(&props);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot call StartTransientUnit: %m", j->exec->id);
