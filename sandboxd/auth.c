@@ -40,19 +40,6 @@ size_t auth_table_size(const AuthTable *t) {
         return t ? t->n : 0;
 }
 
-_printf_(2, 3) static int set_error(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                free(*ret_error);
-                *ret_error = NULL;
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return -EINVAL;
-}
 
 static bool name_is_valid(const char *s) {
         size_t n = strlen(s);
@@ -122,34 +109,34 @@ int auth_parse_text(const char *text, const char *filename, AuthTable **ret, cha
                         fields[n_fields++] = f;
 
                 if (n_fields < 2 || n_fields > 3)
-                        return set_error(ret_error, "%s:%u: expected 'NAME sha256:HASH [admin]'", filename, line);
+                        return error_set(ret_error, "%s:%u: expected 'NAME sha256:HASH [admin]'", filename, line);
                 if (!name_is_valid(fields[0]))
-                        return set_error(ret_error, "%s:%u: invalid key name '%.80s' (want [A-Za-z0-9_.-]{1,%d})",
+                        return error_set(ret_error, "%s:%u: invalid key name '%.80s' (want [A-Za-z0-9_.-]{1,%d})",
                                          filename, line, fields[0], AUTH_NAME_MAX);
                 /* The value itself is not echoed: it might be a plaintext key pasted by mistake. */
                 if (parse_hash(fields[1], e.hash) < 0)
-                        return set_error(ret_error,
+                        return error_set(ret_error,
                                          "%s:%u: key '%s': the hash must be 'sha256:' and 64 hex digits "
                                          "(printf %%s \"$KEY\" | sha256sum), never the key itself",
                                          filename, line, fields[0]);
                 if (n_fields == 3) {
                         if (!streq(fields[2], "admin"))
-                                return set_error(ret_error, "%s:%u: key '%s': unknown flag '%.32s' (only 'admin')",
+                                return error_set(ret_error, "%s:%u: key '%s': unknown flag '%.32s' (only 'admin')",
                                                  filename, line, fields[0], fields[2]);
                         e.admin = true;
                 }
 
                 for (size_t i = 0; i < t->n; i++) {
                         if (streq(t->entries[i].name, fields[0]))
-                                return set_error(ret_error, "%s:%u: key name '%s' already used at line %u",
+                                return error_set(ret_error, "%s:%u: key name '%s' already used at line %u",
                                                  filename, line, fields[0], t->entries[i].line);
                         /* Two names for one key would make its owner ambiguous. */
                         if (memcmp(t->entries[i].hash, e.hash, HASH_LEN) == 0)
-                                return set_error(ret_error, "%s:%u: key '%s' has the same hash as '%s' (line %u)",
+                                return error_set(ret_error, "%s:%u: key '%s' has the same hash as '%s' (line %u)",
                                                  filename, line, fields[0], t->entries[i].name, t->entries[i].line);
                 }
                 if (t->n >= AUTH_KEYS_MAX)
-                        return set_error(ret_error, "%s:%u: more than %d keys", filename, line, AUTH_KEYS_MAX);
+                        return error_set(ret_error, "%s:%u: more than %d keys", filename, line, AUTH_KEYS_MAX);
 
                 strcpy(e.name, fields[0]);
                 e.line = line;
@@ -175,33 +162,33 @@ int auth_load(const char *path, AuthTable **ret, char **ret_error) {
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 r = -errno;
-                (void) set_error(ret_error, "%s: cannot open the API key file: %s", path, strerror(-r));
+                (void) error_set(ret_error, "%s: cannot open the API key file: %s", path, strerror(-r));
                 return r;
         }
         if (fstat(fd, &st) < 0) {
                 r = -errno;
-                (void) set_error(ret_error, "%s: cannot stat: %s", path, strerror(-r));
+                (void) error_set(ret_error, "%s: cannot stat: %s", path, strerror(-r));
                 return r;
         }
         if (!S_ISREG(st.st_mode)) {
-                (void) set_error(ret_error, "%s: not a regular file", path);
+                (void) error_set(ret_error, "%s: not a regular file", path);
                 return -EBADFD;
         }
         /* Hashes of high-entropy keys cannot be reversed, but the file still says which keys exist
          * and which are admins, and whoever can write it can mint keys. */
         if (st.st_mode & (S_IROTH | S_IWOTH)) {
-                (void) set_error(ret_error, "%s: refusing an API key file that others can %s (mode %04o); "
+                (void) error_set(ret_error, "%s: refusing an API key file that others can %s (mode %04o); "
                                  "chmod o-rwx it (e.g. 0600 or 0640 root:sandboxd)",
                                  path, st.st_mode & S_IROTH ? "read" : "write", (unsigned) (st.st_mode & 07777));
                 return -EPERM;
         }
         if (st.st_uid != 0 && st.st_uid != geteuid()) {
-                (void) set_error(ret_error, "%s: refusing an API key file owned by uid %u (must belong to root)",
+                (void) error_set(ret_error, "%s: refusing an API key file owned by uid %u (must belong to root)",
                                  path, (unsigned) st.st_uid);
                 return -EPERM;
         }
         if (st.st_size > AUTH_FILE_MAX) {
-                (void) set_error(ret_error, "%s: larger than %d bytes", path, AUTH_FILE_MAX);
+                (void) error_set(ret_error, "%s: larger than %d bytes", path, AUTH_FILE_MAX);
                 return -EFBIG;
         }
         buf = malloc((size_t) st.st_size + 1);
@@ -209,12 +196,12 @@ int auth_load(const char *path, AuthTable **ret, char **ret_error) {
                 return -ENOMEM;
         n = loop_read(fd, buf, (size_t) st.st_size);
         if (n < 0) {
-                (void) set_error(ret_error, "%s: cannot read: %s", path, strerror((int) -n));
+                (void) error_set(ret_error, "%s: cannot read: %s", path, strerror((int) -n));
                 return (int) n;
         }
         buf[n] = 0;
         if (strlen(buf) != (size_t) n) {
-                (void) set_error(ret_error, "%s: contains a NUL byte", path);
+                (void) error_set(ret_error, "%s: contains a NUL byte", path);
                 return -EBADMSG;
         }
         return auth_parse_text(buf, path, ret, ret_error);

@@ -73,19 +73,6 @@ Config *config_free(Config *c) {
         return NULL;
 }
 
-_printf_(2, 3) static int set_error(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                free(*ret_error);
-                *ret_error = NULL;
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return -EINVAL;
-}
 
 int parse_size(const char *s, uint64_t *ret) {
         static const struct {
@@ -259,10 +246,10 @@ static int assign_listen(char ***p, const char *value, const char *where, char *
 
                 if (n >= LISTEN_MAX) {
                         strv_free(l);
-                        return set_error(ret_error, "%s: Listen= takes at most %d addresses", where, LISTEN_MAX);
+                        return error_set(ret_error, "%s: Listen= takes at most %d addresses", where, LISTEN_MAX);
                 }
                 if (listen_address_parse(w, &ss, &sl) < 0) {
-                        int r = set_error(ret_error, "%s: Listen= takes ADDRESS:PORT or [IPv6]:PORT with a literal "
+                        int r = error_set(ret_error, "%s: Listen= takes ADDRESS:PORT or [IPv6]:PORT with a literal "
                                           "address, got '%.80s'", where, w);
                         strv_free(l);
                         return r;
@@ -270,7 +257,7 @@ static int assign_listen(char ***p, const char *value, const char *where, char *
                 for (size_t i = 0; i < n; i++)
                         if (streq(l[i], w)) {
                                 strv_free(l);
-                                return set_error(ret_error, "%s: Listen= names '%.80s' twice", where, w);
+                                return error_set(ret_error, "%s: Listen= names '%.80s' twice", where, w);
                         }
                 l[n] = strdup(w);
                 if (!l[n]) {
@@ -292,11 +279,11 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
         switch (k->type) {
         case V_PATH:
                 if (value[0] != '/')
-                        return set_error(ret_error, "%s: %s= must be an absolute path, got '%s'", where, k->key, value);
+                        return error_set(ret_error, "%s: %s= must be an absolute path, got '%s'", where, k->key, value);
                 _fallthrough_;
         case V_STRING:
                 if (isempty(value))
-                        return set_error(ret_error, "%s: %s= must not be empty", where, k->key);
+                        return error_set(ret_error, "%s: %s= must not be empty", where, k->key);
                 if (free_and_strdup((char **) p, value) < 0)
                         return -ENOMEM;
                 return 0;
@@ -304,10 +291,10 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
         case V_SIZE:
                 r = k->type == V_SIZE ? parse_size(value, &u) : safe_atou64(value, &u);
                 if (r < 0)
-                        return set_error(ret_error, "%s: %s= takes %s, got '%s'", where, k->key,
+                        return error_set(ret_error, "%s: %s= takes %s, got '%s'", where, k->key,
                                          k->type == V_SIZE ? "a size (e.g. 64K, 2M)" : "a whole number", value);
                 if ((k->min || k->max) && (u < k->min || u > k->max))
-                        return set_error(ret_error, "%s: %s=%s is outside [%" PRIu64 ", %" PRIu64 "]", where,
+                        return error_set(ret_error, "%s: %s=%s is outside [%" PRIu64 ", %" PRIu64 "]", where,
                                          k->key, value, k->min, k->max);
                 *(uint64_t *) p = u;
                 return 0;
@@ -318,7 +305,7 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                 errno = 0;
                 d = strtod(value, &end);
                 if (errno != 0 || *end || end == value || !isfinite(d) || d < 0.01 || d > 4096)
-                        return set_error(ret_error, "%s: %s= takes a number of cores in [0.01, 4096], got '%s'",
+                        return error_set(ret_error, "%s: %s= takes a number of cores in [0.01, 4096], got '%s'",
                                          where, k->key, value);
                 *(double *) p = d;
                 return 0;
@@ -326,7 +313,7 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
         case V_LOGLEVEL:
                 r = parse_loglevel(value);
                 if (r < 0)
-                        return set_error(ret_error, "%s: %s= takes a syslog level name (err, info, debug...), got '%s'",
+                        return error_set(ret_error, "%s: %s= takes a syslog level name (err, info, debug...), got '%s'",
                                          where, k->key, value);
                 *(int *) p = r;
                 return 0;
@@ -377,26 +364,26 @@ int config_parse_text(Config *c, const char *text, const char *filename, char **
                 if (*l == '[') {
                         size_t n = strlen(l);
                         if (n < 3 || l[n - 1] != ']' || n - 2 >= sizeof(section))
-                                return set_error(ret_error, "%s: invalid section header '%s'", where, l);
+                                return error_set(ret_error, "%s: invalid section header '%s'", where, l);
                         memcpy(section, l + 1, n - 2);
                         section[n - 2] = 0;
                         for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
                                 if (streq(conf_keys[i].section, section))
                                         section_known = true;
                         if (!section_known)
-                                return set_error(ret_error, "%s: unknown section [%s]", where, section);
+                                return error_set(ret_error, "%s: unknown section [%s]", where, section);
                         continue;
                 }
 
                 eq = strchr(l, '=');
                 if (!eq)
-                        return set_error(ret_error, "%s: expected KEY=VALUE, got '%s'", where, l);
+                        return error_set(ret_error, "%s: expected KEY=VALUE, got '%s'", where, l);
                 *eq = 0;
                 key = strip(l);
                 value = strip(eq + 1);
 
                 if (!*section)
-                        return set_error(ret_error, "%s: assignment '%s=' outside of a section", where, key);
+                        return error_set(ret_error, "%s: assignment '%s=' outside of a section", where, key);
 
                 for (size_t i = 0; i < ELEMENTSOF(conf_keys); i++)
                         if (streq(conf_keys[i].section, section) && streq(conf_keys[i].key, key)) {
@@ -404,7 +391,7 @@ int config_parse_text(Config *c, const char *text, const char *filename, char **
                                 break;
                         }
                 if (!found)
-                        return set_error(ret_error, "%s: unknown key '%s' in section [%s]", where, key, section);
+                        return error_set(ret_error, "%s: unknown key '%s' in section [%s]", where, key, section);
 
                 int r = assign(c, found, value, where, ret_error);
                 if (r < 0)
@@ -450,7 +437,7 @@ static int load_one(Config *c, const char *path, bool optional, char **ret_error
                 return 0;
         if (r < 0) {
                 errno = -r;
-                (void) set_error(ret_error, "%s: cannot read: %m", path);
+                (void) error_set(ret_error, "%s: cannot read: %m", path);
                 return r;
         }
         return config_parse_text(c, text, path, ret_error);
@@ -479,7 +466,7 @@ int config_load(Config *c, const char *dir, char **ret_error) {
         if (!d) {
                 if (errno != ENOENT) {
                         r = -errno;
-                        (void) set_error(ret_error, "%s: cannot open: %m", dropin_dir);
+                        (void) error_set(ret_error, "%s: cannot open: %m", dropin_dir);
                         return r;
                 }
         } else {
@@ -531,17 +518,17 @@ int config_validate(const Config *c, char **ret_error) {
         const Limits *d = &c->defaults, *m = &c->ceilings;
 
         if (d->timeout_ms > m->timeout_ms)
-                return set_error(ret_error, "DefaultTimeoutMS=%" PRIu64 " exceeds MaxTimeoutMS=%" PRIu64,
+                return error_set(ret_error, "DefaultTimeoutMS=%" PRIu64 " exceeds MaxTimeoutMS=%" PRIu64,
                                  d->timeout_ms, m->timeout_ms);
         if (d->memory_mb > m->memory_mb)
-                return set_error(ret_error, "DefaultMemoryMB=%" PRIu64 " exceeds MaxMemoryMB=%" PRIu64,
+                return error_set(ret_error, "DefaultMemoryMB=%" PRIu64 " exceeds MaxMemoryMB=%" PRIu64,
                                  d->memory_mb, m->memory_mb);
         if (d->cpu_cores > m->cpu_cores)
-                return set_error(ret_error, "DefaultCPUCores=%g exceeds MaxCPUCores=%g", d->cpu_cores, m->cpu_cores);
+                return error_set(ret_error, "DefaultCPUCores=%g exceeds MaxCPUCores=%g", d->cpu_cores, m->cpu_cores);
         if (d->disk_mb > m->disk_mb)
-                return set_error(ret_error, "DefaultDiskMB=%" PRIu64 " exceeds MaxDiskMB=%" PRIu64,
+                return error_set(ret_error, "DefaultDiskMB=%" PRIu64 " exceeds MaxDiskMB=%" PRIu64,
                                  d->disk_mb, m->disk_mb);
         if (d->tasks > m->tasks)
-                return set_error(ret_error, "DefaultTasks=%" PRIu64 " exceeds MaxTasks=%" PRIu64, d->tasks, m->tasks);
+                return error_set(ret_error, "DefaultTasks=%" PRIu64 " exceeds MaxTasks=%" PRIu64, d->tasks, m->tasks);
         return 0;
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -15,6 +16,20 @@ int free_and_strdup(char **dst, const char *src) {
         free(*dst);
         *dst = t;
         return 0;
+}
+
+int error_set(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+
+        if (ret_error) {
+                free(*ret_error);
+                *ret_error = NULL;
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return -EINVAL;
 }
 
 int safe_atou64(const char *s, uint64_t *ret) {

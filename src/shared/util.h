@@ -119,6 +119,10 @@ static inline void *mfree(void *p) {
 /* Replace *dst with a copy of src (or NULL). */
 int free_and_strdup(char **dst, const char *src);
 
+/* For parsers that report what is wrong: replace *ret_error (if ret_error is not NULL) with a
+ * formatted message. Always returns -EINVAL, so "return error_set(ret_error, ...);". */
+int error_set(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+
 /* Parse a whole decimal number into the given range; -EINVAL on garbage, -ERANGE outside. */
 int safe_atou64(const char *s, uint64_t *ret);
 int safe_atoi(const char *s, int *ret);
