@@ -23,6 +23,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/un.h>
@@ -49,6 +50,10 @@
 /* "list --all" follows next_cursor at most this many times, so that a daemon handing out cursors
  * forever cannot keep us going (and growing) forever. */
 #define LIST_PAGES_MAX 100
+
+/* "stats" reads at most this many pages of 1000 executions: a million executions is a window far
+ * wider than the statistics of one command should walk. It says so when it stops short. */
+#define STATS_PAGES_MAX 1000
 
 /* Exit statuses. Verdicts follow the shell's conventions (timeout(1): 124, 128+SIGKILL for the OOM
  * killer, 128+SIGINT for cancellation) and sysexits.h otherwise; "not found" is 4 as in systemctl. */
@@ -84,6 +89,9 @@ static bool arg_limit_set = false;
 static uint64_t arg_limit = 0;
 static const char *arg_cursor = NULL;
 static bool arg_all = false;
+static bool arg_once = false;
+static uint64_t arg_interval_usec = 1000000;
+static uint64_t arg_window_usec = UINT64_C(3600) * 1000000;
 
 /* Options that only make sense for some commands; remembered so that e.g. "status --memory-mb=1"
  * is refused instead of silently ignored. */
@@ -92,6 +100,8 @@ enum {
         OPTION_GROUP_WAIT,    /* status, show */
         OPTION_GROUP_LIST,    /* list */
         OPTION_GROUP_SESSION, /* run, submit, list */
+        OPTION_GROUP_TOP,     /* top */
+        OPTION_GROUP_STATS,   /* stats */
         _OPTION_GROUP_MAX,
 };
 static const char *const option_group_commands[_OPTION_GROUP_MAX] = {
@@ -99,6 +109,8 @@ static const char *const option_group_commands[_OPTION_GROUP_MAX] = {
         [OPTION_GROUP_WAIT] = "'status' and 'show'",
         [OPTION_GROUP_LIST] = "'list'",
         [OPTION_GROUP_SESSION] = "'run', 'submit' and 'list'",
+        [OPTION_GROUP_TOP] = "'top'",
+        [OPTION_GROUP_STATS] = "'stats'",
 };
 static unsigned arg_option_groups = 0;
 static const char *arg_option_group_first[_OPTION_GROUP_MAX] = {};
@@ -1110,27 +1122,32 @@ static char *cell_printf(const char *format, ...) {
         return k < 0 ? NULL : p;
 }
 
-/* RFC 3339 ("2026-11-30T03:20:00.123Z", or with an offset) as local time, to the second. Anything
- * else is shown as it came, escaped. */
-static char *cell_timestamp(const String *s) {
+/* RFC 3339 ("2026-11-30T03:20:00.123Z", or with an offset) as µs since the epoch. -EINVAL for
+ * anything else. Fractions beyond µs are cut. */
+static int parse_timestamp(const String *s, int64_t *ret_usec) {
         struct tm tm = {};
         const char *p;
         long offset = 0;
+        int64_t frac = 0, scale = 1000000;
         time_t t;
-        char buf[64];
 
         if (!s->s || s->len == 0)
-                return strdup("-");
+                return -EINVAL;
 
         p = strptime(s->s, "%Y-%m-%dT%H:%M:%S", &tm);
         if (!p)
-                goto verbatim;
+                return -EINVAL;
         if (*p == '.') {
                 p++;
                 if (*p < '0' || *p > '9')
-                        goto verbatim;
-                while (*p >= '0' && *p <= '9')
+                        return -EINVAL;
+                while (*p >= '0' && *p <= '9') {
+                        if (scale > 1) {
+                                scale /= 10;
+                                frac += (*p - '0') * scale;
+                        }
                         p++;
+                }
         }
         if (*p == 'Z' || *p == 'z')
                 p++;
@@ -1141,15 +1158,30 @@ static char *cell_timestamp(const String *s) {
                         offset = -offset;
                 p += 6;
         } else
-                goto verbatim;
+                return -EINVAL;
         if (*p != '\0' || (size_t) (p - s->s) != s->len)
-                goto verbatim;
+                return -EINVAL;
 
         tm.tm_isdst = 0;
         t = timegm(&tm);
         if (t == (time_t) -1)
+                return -EINVAL;
+        *ret_usec = ((int64_t) t - offset) * 1000000 + frac;
+        return 0;
+}
+
+/* An RFC 3339 timestamp as local time, to the second. Anything else is shown as it came, escaped. */
+static char *cell_timestamp(const String *s) {
+        struct tm tm;
+        int64_t usec;
+        time_t t;
+        char buf[64];
+
+        if (!s->s || s->len == 0)
+                return strdup("-");
+        if (parse_timestamp(s, &usec) < 0)
                 goto verbatim;
-        t -= offset;
+        t = (time_t) (usec / 1000000);
         if (!localtime_r(&t, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm) == 0)
                 goto verbatim;
         return strdup(buf);
@@ -1612,6 +1644,592 @@ static int verb_health(char **args, size_t n_args) {
         return streq(h.status.s, "ok") ? EXIT_SUCCESS : EX_UNAVAILABLE;
 }
 
+/* ---- top ---- */
+
+/* What GET /v1/executions says about a running execution. The API has no live memory or CPU
+ * figures (those are read inside the unit, once, at its end), so the view shows the limits and the
+ * age; see sandboxctl(1). */
+typedef struct TopRow {
+        String execution_id, unit, language, created_at, started_at;
+        Integer memory_mb, timeout_ms;
+        int64_t age_usec;
+} TopRow;
+
+static int top_row_parse(json_object *j, TopRow *ret) {
+        static const Field fields[] = {
+                { "execution_id", FIELD_STRING, offsetof(TopRow, execution_id), true },
+                { "unit", FIELD_STRING, offsetof(TopRow, unit), false },
+                { "language", FIELD_STRING, offsetof(TopRow, language), false },
+                { "created_at", FIELD_STRING, offsetof(TopRow, created_at), false },
+                { "started_at", FIELD_STRING, offsetof(TopRow, started_at), false },
+        };
+        static const Field limit_fields[] = {
+                { "memory_mb", FIELD_INTEGER, offsetof(TopRow, memory_mb), false },
+                { "timeout_ms", FIELD_INTEGER, offsetof(TopRow, timeout_ms), false },
+        };
+        json_object *limits = NULL;
+        TopRow row = {};
+        int r;
+
+        r = json_dispatch(j, "the execution", fields, ELEMENTSOF(fields), &row);
+        if (r < 0)
+                return r;
+        if (json_object_object_get_ex(j, "limits", &limits) && limits) {
+                r = json_dispatch(limits, "the execution's limits", limit_fields, ELEMENTSOF(limit_fields), &row);
+                if (r < 0)
+                        return r;
+        }
+        *ret = row;
+        return 0;
+}
+
+static int top_row_compare(const void *a, const void *b) {
+        const TopRow *x = a, *y = b;
+
+        /* Longest running first, as systemd-cgtop puts the heaviest first; then by ID, stably. */
+        if (x->age_usec != y->age_usec)
+                return x->age_usec > y->age_usec ? -1 : 1;
+        return strcmp(x->execution_id.s, y->execution_id.s);
+}
+
+static int64_t now_realtime_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* "850ms", "12.3s", "4m05s", "2h03m", "3d04h": the two leading units, like systemd's timespans. */
+static char *cell_age(int64_t usec) {
+        int64_t s;
+
+        if (usec < 0)
+                return strdup("-");
+        if (usec < 1000000)
+                return cell_printf("%" PRIi64 "ms", usec / 1000);
+        if (usec < 60 * 1000000)
+                return cell_printf("%" PRIi64 ".%" PRIi64 "s", usec / 1000000, usec / 100000 % 10);
+        s = usec / 1000000;
+        if (s < 3600)
+                return cell_printf("%" PRIi64 "m%02" PRIi64 "s", s / 60, s % 60);
+        if (s < 86400)
+                return cell_printf("%" PRIi64 "h%02" PRIi64 "m", s / 3600, s / 60 % 60);
+        return cell_printf("%" PRIi64 "d%02" PRIi64 "h", s / 86400, s / 3600 % 24);
+}
+
+enum {
+        TOP_COLUMN_EXECUTION,
+        TOP_COLUMN_UNIT,
+        TOP_COLUMN_LANGUAGE,
+        TOP_COLUMN_AGE,
+        TOP_COLUMN_MEMORY,
+        TOP_COLUMN_TIMEOUT,
+        _TOP_COLUMN_MAX,
+};
+
+static int top_print_table(TopRow *rows, size_t n) {
+        static const struct {
+                const char *title;
+                bool right;
+        } columns[_TOP_COLUMN_MAX] = {
+                [TOP_COLUMN_EXECUTION] = { "EXECUTION", false },
+                [TOP_COLUMN_UNIT] = { "UNIT", false },
+                [TOP_COLUMN_LANGUAGE] = { "LANGUAGE", false },
+                [TOP_COLUMN_AGE] = { "AGE", true },
+                [TOP_COLUMN_MEMORY] = { "MEMORY LIMIT", true },
+                [TOP_COLUMN_TIMEOUT] = { "TIMEOUT", true },
+        };
+        size_t width[_TOP_COLUMN_MAX];
+        char **cells = NULL;
+        int r = 0;
+
+        if (n == 0) {
+                puts("No executions running.");
+                return 0;
+        }
+        cells = calloc(n, sizeof(char *) * _TOP_COLUMN_MAX);
+        if (!cells)
+                return log_oom();
+        for (size_t c = 0; c < _TOP_COLUMN_MAX; c++)
+                width[c] = cell_width(columns[c].title);
+
+        for (size_t i = 0; i < n; i++) {
+                const TopRow *e = rows + i;
+                char **row = cells + i * _TOP_COLUMN_MAX;
+
+                row[TOP_COLUMN_EXECUTION] = cell_string(&e->execution_id);
+                row[TOP_COLUMN_UNIT] = cell_string(&e->unit);
+                row[TOP_COLUMN_LANGUAGE] = cell_string(&e->language);
+                row[TOP_COLUMN_AGE] = cell_age(e->age_usec);
+                row[TOP_COLUMN_MEMORY] = e->memory_mb.set ? cell_printf("%" PRIi64 "M", e->memory_mb.value)
+                                                          : strdup("-");
+                row[TOP_COLUMN_TIMEOUT] = cell_duration(&e->timeout_ms);
+                for (size_t c = 0; c < _TOP_COLUMN_MAX; c++) {
+                        if (!row[c]) {
+                                r = log_oom();
+                                goto finish;
+                        }
+                        width[c] = MAX(width[c], cell_width(row[c]));
+                }
+        }
+
+        for (size_t c = 0; c < _TOP_COLUMN_MAX; c++)
+                print_cell(columns[c].title, width[c], columns[c].right, c == _TOP_COLUMN_MAX - 1);
+        fputc('\n', stdout);
+        for (size_t i = 0; i < n; i++) {
+                for (size_t c = 0; c < _TOP_COLUMN_MAX; c++)
+                        print_cell(cells[i * _TOP_COLUMN_MAX + c], width[c], columns[c].right,
+                                   c == _TOP_COLUMN_MAX - 1);
+                fputc('\n', stdout);
+        }
+
+finish:
+        for (size_t i = 0; i < n * _TOP_COLUMN_MAX; i++)
+                free(cells[i]);
+        free(cells);
+        return r;
+}
+
+/* One snapshot: the daemon's load and its running executions. Returns an exit status on failure
+ * (logged), 0 on success. */
+static int top_frame(bool clear) {
+        _cleanup_(json_object_putp) json_object *health = NULL, *page = NULL, *out = NULL;
+        _cleanup_free_ TopRow *rows = NULL;
+        struct {
+                String status, version;
+                Integer running, queued, slots, queue_max, finished;
+        } h = {};
+        static const Field fields[] = {
+                { "status", FIELD_STRING, offsetof(typeof(h), status), true },
+                { "version", FIELD_STRING, offsetof(typeof(h), version), false },
+                { "running", FIELD_INTEGER, offsetof(typeof(h), running), false },
+                { "queued", FIELD_INTEGER, offsetof(typeof(h), queued), false },
+                { "slots", FIELD_INTEGER, offsetof(typeof(h), slots), false },
+                { "queue_max", FIELD_INTEGER, offsetof(typeof(h), queue_max), false },
+                { "finished", FIELD_INTEGER, offsetof(typeof(h), finished), false },
+        };
+        json_object *list = NULL;
+        const char *next = NULL;
+        int64_t now;
+        long status;
+        size_t n;
+        int r;
+
+        r = http_call("GET", "/v1/health", NULL, false, &status, &health);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, health, false);
+        if (json_dispatch(health, "the health answer", fields, ELEMENTSOF(fields), &h) < 0)
+                return EX_UNAVAILABLE;
+
+        /* One page of at most 1000: more than that cannot run at once on any sane MaxConcurrent=. */
+        r = list_fetch_page(NULL, &page, &list, &next);
+        if (r != 0)
+                return r;
+        now = now_realtime_usec();
+
+        n = json_object_array_length(list);
+        rows = calloc(MAX(n, (size_t) 1), sizeof(TopRow));
+        if (!rows) {
+                (void) log_oom();
+                return EX_OSERR;
+        }
+        for (size_t i = 0; i < n; i++) {
+                int64_t t;
+
+                r = top_row_parse(json_object_array_get_idx(list, i), rows + i);
+                if (r < 0)
+                        return exit_status_for(r, EX_UNAVAILABLE);
+                rows[i].age_usec = parse_timestamp(&rows[i].started_at, &t) >= 0 ||
+                                                   parse_timestamp(&rows[i].created_at, &t) >= 0
+                                           ? MAX(now - t, (int64_t) 0)
+                                           : -1;
+        }
+        qsort(rows, n, sizeof(TopRow), top_row_compare);
+
+        if (arg_json) {
+                out = json_object_new_object();
+                if (!out || json_add(out, "health", json_object_get(health)) < 0 ||
+                    json_add(out, "executions", json_object_get(list)) < 0 ||
+                    json_object_object_add(out, "next_cursor", next ? json_object_new_string(next) : NULL) < 0) {
+                        (void) log_oom();
+                        return EX_OSERR;
+                }
+                return print_json(out) < 0 ? EX_OSERR : 0;
+        }
+
+        if (clear)
+                fputs("\033[H\033[2J", stdout);
+        fputs("sandboxd ", stdout);
+        fputs_escaped(stdout, strempty(h.version.s), h.version.len, false);
+        if (!streq(h.status.s, "ok")) {
+                fputs(" (", stdout);
+                fputs_escaped(stdout, h.status.s, h.status.len, false);
+                fputc(')', stdout);
+        }
+        printf(": %" PRIi64 " running of %" PRIi64 " slots, %" PRIi64 " queued (at most %" PRIi64 "), %" PRIi64
+               " finished\n\n",
+               h.running.value, h.slots.value, h.queued.value, h.queue_max.value, h.finished.value);
+        r = top_print_table(rows, n);
+        if (r < 0)
+                return EX_OSERR;
+        if (next)
+                puts("(more running executions than one page shows)");
+        return flush_stdout() < 0 ? EX_OSERR : 0;
+}
+
+static volatile sig_atomic_t top_quit = 0;
+
+static void on_top_signal(int sig) {
+        top_quit = 1;
+}
+
+static int verb_top(char **args, size_t n_args) {
+        struct sigaction sa = { .sa_handler = on_top_signal };
+        bool tty = isatty(STDOUT_FILENO);
+        int r;
+
+        /* The listing top_frame() fetches: running executions, one page of the largest size. */
+        arg_status = "running";
+        arg_limit = 1000;
+        arg_limit_set = true;
+
+        if (arg_once)
+                return top_frame(false);
+
+        /* No SA_RESTART: Ctrl-C ends the sleep at once and the loop after the current frame. */
+        (void) sigaction(SIGINT, &sa, NULL);
+        (void) sigaction(SIGTERM, &sa, NULL);
+        for (bool first = true; !top_quit; first = false) {
+                struct timespec ts = {
+                        .tv_sec = (time_t) (arg_interval_usec / 1000000),
+                        .tv_nsec = (long) (arg_interval_usec % 1000000) * 1000,
+                };
+
+                /* Frames in place on a terminal; one after the other, separated by an empty line,
+                 * into a pipe or file (as systemd-cgtop --batch). */
+                if (!tty && !first)
+                        fputc('\n', stdout);
+                r = top_frame(tty);
+                if (r != 0)
+                        return r;
+                while (!top_quit && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
+        }
+        return EXIT_SUCCESS;
+}
+
+/* ---- stats ---- */
+
+/* The error types of docs/http-api.md, in its order; anything newer is counted as "other". */
+static const char *const stats_error_types[] = {
+        "compile_error", "runtime_error", "timeout", "oom", "resource_limit", "internal_error",
+};
+enum {
+        STATS_QUEUED,
+        STATS_RUNNING,
+        STATS_SUCCESS,
+        STATS_FAILED,
+        STATS_CANCELLED,
+        _STATS_STATUS_MAX,
+};
+static const char *const stats_statuses[_STATS_STATUS_MAX] = {
+        [STATS_QUEUED] = "queued",
+        [STATS_RUNNING] = "running",
+        [STATS_SUCCESS] = "success",
+        [STATS_FAILED] = "failed",
+        [STATS_CANCELLED] = "cancelled",
+};
+
+typedef struct Stats {
+        size_t executions, finished;
+        size_t statuses[ELEMENTSOF(stats_statuses) + 1];        /* + other */
+        size_t error_types[ELEMENTSOF(stats_error_types) + 1];  /* + other */
+        double *durations, *peaks;                              /* ms, MiB */
+        size_t n_durations, n_peaks;
+        bool complete;           /* every page within the window was read */
+} Stats;
+
+static void stats_done(Stats *s) {
+        free(s->durations);
+        free(s->peaks);
+}
+
+static int compare_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* Nearest rank: the smallest value with at least p% of the values at or below it. v is sorted. */
+static double percentile(const double *v, size_t n, double p) {
+        size_t rank = (size_t) ceil(p / 100.0 * (double) n);
+
+        return v[rank == 0 ? 0 : MIN(rank, n) - 1];
+}
+
+static size_t table_index(const char *const *table, size_t n, const String *s) {
+        for (size_t i = 0; i < n; i++)
+                if (streq_ptr(s->s, table[i]))
+                        return i;
+        return n;
+}
+
+static int stats_add(Stats *s, const Execution *e) {
+        size_t i = table_index(stats_statuses, ELEMENTSOF(stats_statuses), &e->status);
+
+        s->executions++;
+        s->statuses[i]++;
+        if (!execution_is_final(e))
+                return 0;
+        s->finished++;
+        if (e->error_type.s)
+                s->error_types[table_index(stats_error_types, ELEMENTSOF(stats_error_types), &e->error_type)]++;
+        /* The arrays grow with the count, which stats_collect() bounds. */
+        if (e->duration_ms.set) {
+                double *p = reallocarray(s->durations, s->n_durations + 1, sizeof(double));
+                if (!p)
+                        return -ENOMEM;
+                s->durations = p;
+                s->durations[s->n_durations++] = (double) e->duration_ms.value;
+        }
+        if (e->peak_memory_mb.set) {
+                double *p = reallocarray(s->peaks, s->n_peaks + 1, sizeof(double));
+                if (!p)
+                        return -ENOMEM;
+                s->peaks = p;
+                s->peaks[s->n_peaks++] = e->peak_memory_mb.value;
+        }
+        return 0;
+}
+
+/* Read the executions created at or after since (µs), newest first, page by page: the listing is
+ * ordered by created_at, so the first one older than the window ends it. Returns an exit status on
+ * failure (logged), 0 on success. */
+static int stats_collect(int64_t since, Stats *s) {
+        _cleanup_free_ char *cursor = NULL;
+
+        arg_limit = 1000;
+        arg_limit_set = true;
+        s->complete = true;
+        for (unsigned pages = 0;; pages++) {
+                _cleanup_(json_object_putp) json_object *page = NULL;
+                json_object *list = NULL;
+                const char *next = NULL;
+                size_t n;
+                int r;
+
+                if (pages >= STATS_PAGES_MAX) {
+                        (void) log_error_errno(-E2BIG, "Warning: stopped after %d pages (%zu executions); the "
+                                               "statistics cover the newest of them only.", STATS_PAGES_MAX,
+                                               s->executions);
+                        s->complete = false;
+                        return 0;
+                }
+                r = list_fetch_page(cursor, &page, &list, &next);
+                if (r != 0)
+                        return r;
+                n = json_object_array_length(list);
+                for (size_t i = 0; i < n; i++) {
+                        Execution e;
+                        int64_t t;
+
+                        r = execution_parse(json_object_array_get_idx(list, i), &e);
+                        if (r < 0)
+                                return exit_status_for(r, EX_UNAVAILABLE);
+                        if (parse_timestamp(&e.created_at, &t) < 0) {
+                                (void) log_error_errno(-EBADMSG, "Malformed answer from sandboxd: execution %s has "
+                                                       "no valid created_at.", e.execution_id.s);
+                                return EX_UNAVAILABLE;
+                        }
+                        if (t < since)
+                                return 0;
+                        if (stats_add(s, &e) < 0) {
+                                (void) log_oom();
+                                return EX_OSERR;
+                        }
+                }
+                if (!next)
+                        return 0;
+                if (streq_ptr(next, cursor)) {
+                        (void) log_error_errno(-EBADMSG, "Malformed answer from sandboxd: next_cursor does not advance.");
+                        return EX_UNAVAILABLE;
+                }
+                free(cursor);
+                cursor = strdup(next); /* next lives in page */
+                if (!cursor) {
+                        (void) log_oom();
+                        return EX_OSERR;
+                }
+        }
+}
+
+/* A double with a fixed number of decimals, serialised as written (json-c would print %.17g). */
+static json_object *json_fixed(double v, int decimals) {
+        char buf[64];
+
+        snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+        return json_object_new_double_s(v, buf);
+}
+
+static json_object *json_percentiles(const double *v, size_t n, const double *ps, const char *const *names,
+                                     size_t n_ps, int decimals) {
+        json_object *o = json_object_new_object();
+
+        if (!o || json_add(o, "count", json_object_new_uint64(n)) < 0)
+                goto fail;
+        for (size_t i = 0; i < n_ps; i++)
+                if (json_object_object_add(o, names[i], n > 0 ? json_fixed(percentile(v, n, ps[i]), decimals) : NULL) < 0)
+                        goto fail;
+        return o;
+fail:
+        json_object_put(o);
+        return NULL;
+}
+
+static void format_utc(int64_t usec, char *buf, size_t size) {
+        time_t t = (time_t) (usec / 1000000);
+        struct tm tm;
+
+        if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                snprintf(buf, size, "-");
+}
+
+static void format_local(int64_t usec, char *buf, size_t size) {
+        time_t t = (time_t) (usec / 1000000);
+        struct tm tm;
+
+        if (!localtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+                snprintf(buf, size, "-");
+}
+
+static const double duration_ps[] = { 50, 95, 99 };
+static const char *const duration_names[] = { "p50", "p95", "p99" };
+static const double peak_ps[] = { 50, 95 };
+static const char *const peak_names[] = { "p50", "p95" };
+
+static int stats_print_json(const Stats *s, int64_t since, int64_t now) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        json_object *statuses = json_object_new_object(), *errors = json_object_new_object();
+        double minutes = (double) (now - since) / 60e6;
+        char from[64], to[64];
+        int r;
+
+        format_utc(since, from, sizeof(from));
+        format_utc(now, to, sizeof(to));
+        if (!o || !statuses || !errors) {
+                json_object_put(statuses);
+                json_object_put(errors);
+                return log_oom();
+        }
+        r = json_add(o, "window_seconds", json_object_new_int64((now - since) / 1000000));
+        if (r >= 0)
+                r = json_add(o, "from", json_object_new_string(from));
+        if (r >= 0)
+                r = json_add(o, "to", json_object_new_string(to));
+        if (r >= 0)
+                r = json_add(o, "executions", json_object_new_uint64(s->executions));
+        if (r >= 0)
+                r = json_add(o, "finished", json_object_new_uint64(s->finished));
+        if (r >= 0)
+                r = json_add(o, "rate_per_minute", json_fixed((double) s->executions / minutes, 3));
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(stats_statuses); i++)
+                r = json_add(statuses, stats_statuses[i], json_object_new_uint64(s->statuses[i]));
+        if (r >= 0 && s->statuses[ELEMENTSOF(stats_statuses)] > 0)
+                r = json_add(statuses, "other", json_object_new_uint64(s->statuses[ELEMENTSOF(stats_statuses)]));
+        if (r >= 0)
+                r = json_add(o, "statuses", TAKE_PTR(statuses));
+        if (r >= 0)
+                r = json_object_object_add(o, "success_rate",
+                                           s->finished > 0 ? json_fixed((double) s->statuses[STATS_SUCCESS] / (double) s->finished, 4)
+                                                           : NULL);
+        if (r >= 0)
+                r = json_add(o, "duration_ms", json_percentiles(s->durations, s->n_durations, duration_ps,
+                                                                duration_names, ELEMENTSOF(duration_ps), 0));
+        if (r >= 0)
+                r = json_add(o, "peak_memory_mb", json_percentiles(s->peaks, s->n_peaks, peak_ps, peak_names,
+                                                                   ELEMENTSOF(peak_ps), 1));
+        /* Every error type, with its share of the finished executions; "other" only if it occurred. */
+        for (size_t i = 0; r >= 0 && i <= ELEMENTSOF(stats_error_types); i++) {
+                json_object *e;
+
+                if (i == ELEMENTSOF(stats_error_types) && s->error_types[i] == 0)
+                        break;
+                e = json_object_new_object();
+                r = e ? 0 : -ENOMEM;
+                if (r >= 0)
+                        r = json_add(e, "count", json_object_new_uint64(s->error_types[i]));
+                if (r >= 0)
+                        r = json_object_object_add(e, "share",
+                                                   s->finished > 0 ? json_fixed((double) s->error_types[i] /
+                                                                                        (double) s->finished, 4)
+                                                                   : NULL);
+                if (r >= 0)
+                        r = json_add(errors, i < ELEMENTSOF(stats_error_types) ? stats_error_types[i] : "other",
+                                     TAKE_PTR(e));
+                json_object_put(e);
+        }
+        if (r >= 0)
+                r = json_add(o, "error_types", TAKE_PTR(errors));
+        if (r >= 0)
+                r = json_add(o, "complete", json_object_new_boolean(s->complete));
+        json_object_put(statuses);
+        json_object_put(errors);
+        if (r < 0)
+                return log_oom();
+        return print_json(o);
+}
+
+static int stats_print(const Stats *s, int64_t since, int64_t now) {
+        double minutes = (double) (now - since) / 60e6;
+        char from[64], to[64];
+        bool any = false;
+
+        format_local(since, from, sizeof(from));
+        format_local(now, to, sizeof(to));
+        printf("%12s: %s to %s%s\n", "Window", from, to, s->complete ? "" : " (incomplete: too many executions)");
+        printf("%12s: %zu (%.2f/min), %zu finished, %zu running, %zu queued\n", "Executions", s->executions,
+               (double) s->executions / minutes, s->finished, s->statuses[STATS_RUNNING], s->statuses[STATS_QUEUED]);
+        if (s->finished > 0)
+                printf("%12s: %.1f%% (%zu of %zu finished; %zu failed, %zu cancelled)\n", "Success", 100.0 *
+                       (double) s->statuses[STATS_SUCCESS] / (double) s->finished, s->statuses[STATS_SUCCESS], s->finished, s->statuses[STATS_FAILED],
+                       s->statuses[STATS_CANCELLED]);
+        if (s->n_durations > 0)
+                printf("%12s: p50 %.0fms, p95 %.0fms, p99 %.0fms (%zu executions)\n", "Duration",
+                       percentile(s->durations, s->n_durations, 50), percentile(s->durations, s->n_durations, 95),
+                       percentile(s->durations, s->n_durations, 99), s->n_durations);
+        if (s->n_peaks > 0)
+                printf("%12s: p50 %.1fM, p95 %.1fM (%zu executions)\n", "Peak memory",
+                       percentile(s->peaks, s->n_peaks, 50), percentile(s->peaks, s->n_peaks, 95), s->n_peaks);
+        for (size_t i = 0; i <= ELEMENTSOF(stats_error_types); i++) {
+                if (s->error_types[i] == 0)
+                        continue;
+                printf(any ? ", " : "%12s: ", "Errors");
+                printf("%s %zu (%.1f%%)", i < ELEMENTSOF(stats_error_types) ? stats_error_types[i] : "other",
+                       s->error_types[i], 100.0 * (double) s->error_types[i] / (double) s->finished);
+                any = true;
+        }
+        if (any)
+                fputc('\n', stdout);
+        return flush_stdout();
+}
+
+static int verb_stats(char **args, size_t n_args) {
+        _cleanup_(stats_done) Stats s = {};
+        int64_t now = now_realtime_usec(), since = now - (int64_t) arg_window_usec;
+        int r;
+
+        r = stats_collect(since, &s);
+        if (r != 0)
+                return r;
+        qsort(s.durations, s.n_durations, sizeof(double), compare_double);
+        qsort(s.peaks, s.n_peaks, sizeof(double), compare_double);
+
+        r = arg_json ? stats_print_json(&s, since, now) : stats_print(&s, since, now);
+        return r < 0 ? exit_status_for(r, EX_OSERR) : EXIT_SUCCESS;
+}
+
 /* ---- Command line ---- */
 
 typedef struct Verb {
@@ -1633,6 +2251,8 @@ static const Verb verbs[] = {
         { "cancel", 1, 1, 0, verb_cancel },
         { "languages", 0, 0, 0, verb_languages },
         { "health", 0, 0, 0, verb_health },
+        { "top", 0, 0, G(OPTION_GROUP_TOP), verb_top },
+        { "stats", 0, 0, G(OPTION_GROUP_STATS), verb_stats },
 };
 #undef G
 
@@ -1650,6 +2270,8 @@ static void help(void) {
                "  cancel ID                 Cancel a queued or running execution\n"
                "  languages                 List the languages sandboxd runs\n"
                "  health                    Show whether sandboxd is up, and its load\n"
+               "  top                       Show the running executions, refreshed in place\n"
+               "  stats                     Rates, percentiles and error shares over a window\n"
                "\n"
                "Options:\n"
                "  -h --help                 Show this help\n"
@@ -1686,6 +2308,14 @@ static void help(void) {
                "     --cursor=CURSOR        Continue a listing where a page ended\n"
                "     --all                  Fetch all pages (at most 100)\n"
                "\n"
+               "Options for top:\n"
+               "     --once                 Print one snapshot and exit\n"
+               "     --interval=SECONDS     Time between refreshes (default: 1)\n"
+               "\n"
+               "Options for stats:\n"
+               "     --window=SPAN          Executions created in the last SPAN, e.g. 30m, 1h,\n"
+               "                            7d (default: 1h)\n"
+               "\n"
                "See the sandboxctl(1) man page for details.\n",
                program_invocation_short_name, DEFAULT_SOCKET);
 }
@@ -1699,6 +2329,42 @@ static int parse_u64(const char *option, const char *value, uint64_t *ret) {
                 return log_error_errno(-EINVAL, "%s: '%s' is not a valid non-negative integer.", option, value);
         *ret = v;
         return 0;
+}
+
+/* A time span: a positive integer with a unit, s, m (or min), h, d or w; a bare number is seconds. */
+static int parse_span(const char *option, const char *value, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                uint64_t usec;
+        } units[] = {
+                { "", UINT64_C(1000000) },
+                { "s", UINT64_C(1000000) },
+                { "m", UINT64_C(60000000) },
+                { "min", UINT64_C(60000000) },
+                { "h", UINT64_C(3600000000) },
+                { "d", UINT64_C(86400000000) },
+                { "w", UINT64_C(604800000000) },
+        };
+        uint64_t n;
+        char *end;
+
+        errno = 0;
+        if (!value || *value < '0' || *value > '9')
+                goto invalid;
+        n = strtoull(value, &end, 10);
+        if (errno != 0 || n == 0)
+                goto invalid;
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                if (streq(end, units[i].suffix)) {
+                        /* At most ten years: the arithmetic on it must not overflow. */
+                        if (n > UINT64_C(315360000000000) / units[i].usec)
+                                goto invalid;
+                        *ret = n * units[i].usec;
+                        return 0;
+                }
+invalid:
+        return log_error_errno(-EINVAL, "%s: '%s' is not a time span such as 90s, 30m, 1h or 7d.", option,
+                               strempty(value));
 }
 
 static void note_option_group(unsigned group, const char *option) {
@@ -1731,6 +2397,9 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 ARG_LIMIT,
                 ARG_CURSOR,
                 ARG_ALL,
+                ARG_ONCE,
+                ARG_INTERVAL,
+                ARG_WINDOW,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -1755,6 +2424,9 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 { "limit", required_argument, NULL, ARG_LIMIT },
                 { "cursor", required_argument, NULL, ARG_CURSOR },
                 { "all", no_argument, NULL, ARG_ALL },
+                { "once", no_argument, NULL, ARG_ONCE },
+                { "interval", required_argument, NULL, ARG_INTERVAL },
+                { "window", required_argument, NULL, ARG_WINDOW },
                 {}
         };
         const Verb *verb = NULL;
@@ -1907,6 +2579,29 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 case ARG_ALL:
                         arg_all = true;
                         note_option_group(OPTION_GROUP_LIST, "--all");
+                        break;
+                case ARG_ONCE:
+                        arg_once = true;
+                        note_option_group(OPTION_GROUP_TOP, "--once");
+                        break;
+                case ARG_INTERVAL: {
+                        double v;
+
+                        /* At least 0.1 s: faster would only load the daemon and the store. */
+                        errno = 0;
+                        v = strtod(optarg, &end);
+                        if (isempty(optarg) || *end || errno != 0 || !isfinite(v) || v < 0.1 || v > 86400)
+                                return log_error_errno(-EINVAL, "--interval: '%s' is not a number of seconds "
+                                                       "between 0.1 and 86400.", optarg);
+                        arg_interval_usec = (uint64_t) (v * 1e6);
+                        note_option_group(OPTION_GROUP_TOP, "--interval");
+                        break;
+                }
+                case ARG_WINDOW:
+                        r = parse_span("--window", optarg, &arg_window_usec);
+                        if (r < 0)
+                                return r;
+                        note_option_group(OPTION_GROUP_STATS, "--window");
                         break;
                 case '?':
                         return -EINVAL; /* getopt_long() said why */

@@ -382,6 +382,21 @@ static void handle_health(Manager *m, HttpRequest *req) {
         http_respond_json(req, 200, o);
 }
 
+/* Prometheus text exposition. Counters are this process's: they start over when sandboxd restarts,
+ * which Prometheus' rate() handles as a counter reset. Every caller may read them (on TCP only with
+ * a valid key, as every request): they are totals and say nothing about anyone's executions. */
+static void handle_metrics(Manager *m, HttpRequest *req) {
+        MetricsGauges g;
+        char *text = NULL;
+
+        manager_metrics_gauges(m, &g);
+        if (metrics_render(m->metrics, &g, &text) < 0) {
+                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                return;
+        }
+        http_respond_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text);
+}
+
 void api_handle(HttpRequest *req, void *userdata) {
         Manager *m = userdata;
         const char *method = http_request_method(req), *path = http_request_path(req), *rest;
@@ -430,6 +445,13 @@ void api_handle(HttpRequest *req, void *userdata) {
         }
         if (streq(path, "/v1/health") && get) {
                 handle_health(m, req);
+                return;
+        }
+        if (streq(path, "/metrics")) {
+                if (get)
+                        handle_metrics(m, req);
+                else
+                        http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
                 return;
         }
         http_respond_error(req, 404, "not_found", NULL, "no route for %s %.128s", method, path);

@@ -358,6 +358,32 @@ int http_request_owner(HttpRequest *req, char *buf, size_t size, bool *ret_admin
         return 0;
 }
 
+/* Queue resp (taking it) as the answer, and wake the connection if it was suspended. */
+static void respond(HttpRequest *req, unsigned status, struct MHD_Response *resp) {
+        if (req->pending)
+                MHD_destroy_response(req->pending);
+        req->pending = resp;
+        req->pending_status = status;
+
+        if (req->suspended) {
+                req->suspended = false;
+                MHD_resume_connection(req->conn);
+                (void) sd_event_source_set_enabled(req->listener->defer, SD_EVENT_ONESHOT);
+        }
+}
+
+void http_respond_text(HttpRequest *req, unsigned status, const char *content_type, char *text) {
+        struct MHD_Response *resp;
+
+        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(text);
+                return;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        respond(req, status, resp);
+}
+
 void http_respond_json(HttpRequest *req, unsigned status, json_object *o) {
         const char *text;
         size_t len;
@@ -382,16 +408,7 @@ void http_respond_json(HttpRequest *req, unsigned status, json_object *o) {
                 return;
         }
         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-        if (req->pending)
-                MHD_destroy_response(req->pending);
-        req->pending = resp;
-        req->pending_status = status;
-
-        if (req->suspended) {
-                req->suspended = false;
-                MHD_resume_connection(req->conn);
-                (void) sd_event_source_set_enabled(req->listener->defer, SD_EVENT_ONESHOT);
-        }
+        respond(req, status, resp);
 }
 
 void http_respond_error(HttpRequest *req, unsigned status, const char *code, const char *field, const char *fmt, ...) {

@@ -72,6 +72,9 @@ size_t http_tcp_listeners(Http *h);
 
 /* Answer with a JSON body (takes ownership of o). Works for running and suspended requests. */
 void http_respond_json(HttpRequest *req, unsigned status, json_object *o);
+/* Answer with a text body of the given Content-Type (takes ownership of text, a NUL-terminated
+ * malloc()ed string). */
+void http_respond_text(HttpRequest *req, unsigned status, const char *content_type, char *text);
 /* {"error": {"code":..., "message":..., "field":...}} */
 void http_respond_error(HttpRequest *req, unsigned status, const char *code, const char *field, const char *fmt, ...)
         __attribute__((format(printf, 5, 6)));

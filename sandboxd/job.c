@@ -144,9 +144,11 @@ int job_persist(Job *j) {
         }
         memcpy(r.fingerprint, j->fingerprint, sizeof(r.fingerprint));
         k = store_put(j->manager->store, &r);
-        if (k < 0)
+        if (k < 0) {
+                metrics_store_error(j->manager->metrics);
                 log_error_errno(k, "%s: cannot write the execution record: %s", j->exec->id,
                                 store_error_message(j->manager->store));
+        }
         return k;
 }
 
@@ -579,6 +581,7 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         j->state = JOB_RUNNING;
                         j->exec->status = EXEC_RUNNING;
                         j->exec->started_usec = now_usec(CLOCK_REALTIME);
+                        j->running_mono = now_mono(j);
                         (void) job_persist(j);
                         log_execution_start(j);
                         deadline = now_mono(j) + j->exec->limits.timeout_ms * 1000ULL +
@@ -889,6 +892,13 @@ static void job_finalize(Job *j) {
                 log_error("%s: internal error: %s", e->id, strna(e->reason));
         (void) job_persist(j);
         log_execution(j);
+        /* Before the waiters and the eviction below, either of which may free j. queued_mono is 0 for
+         * an execution adopted after a restart: when it was accepted is not known. */
+        metrics_observe(m->metrics, e,
+                        j->queued_mono > 0 && j->start_mono >= j->queued_mono ? j->start_mono - j->queued_mono
+                                                                               : METRICS_UNKNOWN,
+                        j->queued_mono > 0 && j->running_mono >= j->queued_mono ? j->running_mono - j->queued_mono
+                                                                                 : METRICS_UNKNOWN);
 
         job_flush_waiters(j);
 

@@ -54,6 +54,7 @@ struct Job {
         char *result;                    /* owned copy of Result= */
         uint64_t exec_start_mono, exec_exit_mono, cpu_nsec;
         uint64_t queued_mono, start_mono;
+        uint64_t running_mono;           /* the start job completed: the unit runs (for metrics) */
 
         JobWaiter *waiters;
 };

@@ -202,6 +202,18 @@ void manager_notify_status(Manager *m) {
                           m->counter_finished);
 }
 
+void manager_metrics_gauges(Manager *m, MetricsGauges *ret) {
+        *ret = (MetricsGauges) {
+                .running = m->n_running,
+                .queued = m->n_queued,
+                .slots = m->config->max_concurrent,
+                .queue_max = m->config->max_queued,
+                .pool_ready = m->n_pool,
+                .pool_target = m->config->workspace_pool,
+                .outbox = 0,     /* no callbacks yet (callback_url is refused with 422) */
+        };
+}
+
 static int on_job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
         const char *path, *unit, *result;
@@ -667,7 +679,8 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (!m)
                 return log_oom();
         m->config_dir = strdup(config_dir);
-        if (!m->config_dir)
+        m->metrics = metrics_new();
+        if (!m->config_dir || !m->metrics)
                 return log_oom();
         if (helper_override && !(m->helper_override = strdup(helper_override)))
                 return log_oom();
@@ -802,6 +815,7 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_cgroups; i++)
                 free(m->cgroups[i].slice_dir);
         store_close(m->store);
+        metrics_free(m->metrics);
         config_free(m->config);
         free(m->bpf);
         free(m->root_dir);

@@ -6,6 +6,7 @@
 
 #include "conf.h"
 #include "http.h"
+#include "metrics.h"
 #include "store.h"
 
 typedef struct Job Job;
@@ -28,6 +29,7 @@ typedef struct Manager {
 
         Http *http;
         Store *store;
+        Metrics *metrics;        /* what GET /metrics renders */
 
         uint8_t *bpf;            /* the seccomp filter, compiled once */
         size_t bpf_len;
@@ -69,3 +71,5 @@ void manager_dispatch_queue(Manager *m);
 /* Drop the oldest finished jobs beyond KeepFinished=. */
 void manager_evict_finished(Manager *m);
 void manager_notify_status(Manager *m);
+/* The gauges of GET /metrics, as they are now. */
+void manager_metrics_gauges(Manager *m, MetricsGauges *ret);

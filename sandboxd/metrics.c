@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+#include <stdarg.h>
+
+#include "language.h"
+#include "metrics.h"
+
+#define USEC_PER_SEC UINT64_C(1000000)
+#define MIB (UINT64_C(1024) * UINT64_C(1024))
+
+/* Seconds, in µs: from a warm start (a few ms) to the longest timeout a configuration is likely to
+ * allow (5 min); beyond that +Inf says enough. */
+static const uint64_t seconds_bounds[] = {
+        5000, 10000, 25000, 50000, 100000, 250000, 500000,
+        1 * USEC_PER_SEC, 2500000, 5 * USEC_PER_SEC, 10 * USEC_PER_SEC, 30 * USEC_PER_SEC,
+        60 * USEC_PER_SEC, 120 * USEC_PER_SEC, 300 * USEC_PER_SEC,
+};
+
+/* Bytes: powers of 4 from 1 MiB (an interpreter barely started) to 4 GiB, then 8 GiB, the default
+ * MemoryCeiling= of 8192 MB: no execution can go above the last bound unless the ceiling is raised. */
+static const uint64_t bytes_bounds[] = {
+        1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, 1024 * MIB, 4096 * MIB, 8192 * MIB,
+};
+
+static const struct {
+        const char *name;
+        const char *help;
+        const uint64_t *bounds;
+        size_t n_bounds;
+        uint64_t scale;
+} histogram_table[_METRICS_HISTOGRAM_MAX] = {
+        [METRICS_QUEUE_WAIT] = {
+                "sandboxd_execution_queue_wait_seconds",
+                "Time from the request being accepted to the execution leaving the queue to start.",
+                seconds_bounds, ELEMENTSOF(seconds_bounds), USEC_PER_SEC,
+        },
+        [METRICS_START_LATENCY] = {
+                "sandboxd_execution_start_latency_seconds",
+                "Time from the request being accepted to the execution's unit running (queue wait included).",
+                seconds_bounds, ELEMENTSOF(seconds_bounds), USEC_PER_SEC,
+        },
+        [METRICS_DURATION] = {
+                "sandboxd_execution_duration_seconds",
+                "Duration of finished executions that started (duration_ms of the execution object).",
+                seconds_bounds, ELEMENTSOF(seconds_bounds), USEC_PER_SEC,
+        },
+        [METRICS_PEAK_MEMORY] = {
+                "sandboxd_execution_peak_memory_bytes",
+                "Peak memory of finished executions, as their cgroup recorded it.",
+                bytes_bounds, ELEMENTSOF(bytes_bounds), 1,
+        },
+        [METRICS_CPU] = {
+                "sandboxd_execution_cpu_seconds",
+                "CPU time (user and system) of finished executions.",
+                seconds_bounds, ELEMENTSOF(seconds_bounds), USEC_PER_SEC,
+        },
+};
+
+void metrics_init(Metrics *m) {
+        *m = (Metrics) {};
+        for (size_t i = 0; i < _METRICS_HISTOGRAM_MAX; i++) {
+                assert(histogram_table[i].n_bounds <= METRICS_BUCKETS_MAX);
+                m->histograms[i] = (MetricsHistogram) {
+                        .bounds = histogram_table[i].bounds,
+                        .n_bounds = histogram_table[i].n_bounds,
+                        .scale = histogram_table[i].scale,
+                };
+        }
+}
+
+Metrics *metrics_new(void) {
+        Metrics *m = malloc(sizeof(Metrics));
+
+        if (!m)
+                return NULL;
+        metrics_init(m);
+        return m;
+}
+
+Metrics *metrics_free(Metrics *m) {
+        free(m);
+        return NULL;
+}
+
+void metrics_histogram_observe(MetricsHistogram *h, uint64_t value) {
+        size_t i = 0;
+
+        while (i < h->n_bounds && value > h->bounds[i])
+                i++;
+        h->buckets[i]++;
+        h->count++;
+        h->sum = value > UINT64_MAX - h->sum ? UINT64_MAX : h->sum + value;
+}
+
+/* The row of the language table, or METRICS_LANGUAGES_MAX ("other") for a name that is not there
+ * (or a table longer than the array). Compared by name: an execution read back from the store
+ * carries a copy, not the table's pointer. */
+static size_t language_index(const char *name) {
+        size_t n = MIN(language_count(), (size_t) METRICS_LANGUAGES_MAX);
+
+        for (size_t i = 0; name && i < n; i++)
+                if (streq(language_get(i)->name, name))
+                        return i;
+        return METRICS_LANGUAGES_MAX;
+}
+
+void metrics_observe(Metrics *m, const Execution *e, uint64_t queue_wait_usec, uint64_t start_latency_usec) {
+        if (!m || !e)
+                return;
+        if (e->status >= 0 && e->status < _EXEC_STATUS_MAX && e->error_type >= 0 && e->error_type < _ERROR_TYPE_MAX)
+                m->executions[language_index(e->language)][e->status][e->error_type]++;
+
+        if (queue_wait_usec != METRICS_UNKNOWN)
+                metrics_histogram_observe(&m->histograms[METRICS_QUEUE_WAIT], queue_wait_usec);
+        if (start_latency_usec != METRICS_UNKNOWN)
+                metrics_histogram_observe(&m->histograms[METRICS_START_LATENCY], start_latency_usec);
+        /* The API shows a duration only for executions that started; the histogram counts the same. */
+        if (e->started_usec > 0)
+                metrics_histogram_observe(&m->histograms[METRICS_DURATION],
+                                          e->duration_ms > UINT64_MAX / 1000 ? UINT64_MAX : e->duration_ms * 1000);
+        if (e->have_peak)
+                metrics_histogram_observe(&m->histograms[METRICS_PEAK_MEMORY], e->peak_memory_bytes);
+        if (e->have_cpu)
+                metrics_histogram_observe(&m->histograms[METRICS_CPU], e->cpu_usec);
+}
+
+void metrics_store_error(Metrics *m) {
+        if (m)
+                m->store_errors++;
+}
+
+size_t metrics_escape_label(const char *s, char *buf, size_t size) {
+        size_t n = 0;
+
+#define PUT(c)                                  \
+        do {                                    \
+                if (n + 1 < size)               \
+                        buf[n] = (c);           \
+                n++;                            \
+        } while (0)
+
+        for (; s && *s; s++)
+                switch (*s) {
+                case '\\':
+                        PUT('\\');
+                        PUT('\\');
+                        break;
+                case '"':
+                        PUT('\\');
+                        PUT('"');
+                        break;
+                case '\n':
+                        PUT('\\');
+                        PUT('n');
+                        break;
+                default:
+                        PUT(*s);
+                }
+#undef PUT
+        if (size > 0)
+                buf[MIN(n, size - 1)] = 0;
+        return n;
+}
+
+/* ---- rendering ---- */
+
+typedef struct Text {
+        char *data;
+        size_t len, allocated;
+        bool oom;
+} Text;
+
+_printf_(2, 3) static void text_printf(Text *t, const char *fmt, ...) {
+        va_list ap;
+        int k;
+
+        if (t->oom)
+                return;
+        for (;;) {
+                size_t room = t->allocated - t->len;
+
+                va_start(ap, fmt);
+                k = vsnprintf(t->data ? t->data + t->len : NULL, room, fmt, ap);
+                va_end(ap);
+                if (k < 0) {
+                        t->oom = true;
+                        return;
+                }
+                if ((size_t) k < room) {
+                        t->len += (size_t) k;
+                        return;
+                }
+
+                size_t a = MAX(t->allocated * 2, t->len + (size_t) k + 1);
+                char *p = realloc(t->data, MAX(a, (size_t) 4096));
+                if (!p) {
+                        t->oom = true;
+                        return;
+                }
+                t->data = p;
+                t->allocated = MAX(a, (size_t) 4096);
+        }
+}
+
+/* value/scale in decimal, exactly, without trailing zeros: 5000 µs → "0.005", 1048576 B → "1048576". */
+static void format_fixed(uint64_t value, uint64_t scale, char *buf, size_t size) {
+        uint64_t frac, digits = 0;
+        int n;
+
+        if (scale <= 1) {
+                snprintf(buf, size, "%" PRIu64, value);
+                return;
+        }
+        for (uint64_t s = scale; s > 1; s /= 10)
+                digits++;
+        frac = value % scale;
+        n = snprintf(buf, size, "%" PRIu64, value / scale);
+        if (frac == 0 || n < 0 || (size_t) n >= size)
+                return;
+        while (frac % 10 == 0) {
+                frac /= 10;
+                digits--;
+        }
+        snprintf(buf + n, size - (size_t) n, ".%0*" PRIu64, (int) digits, frac);
+}
+
+static void render_header(Text *t, const char *name, const char *type, const char *help) {
+        text_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void render_gauge(Text *t, const char *name, const char *help, uint64_t value) {
+        render_header(t, name, "gauge", help);
+        text_printf(t, "%s %" PRIu64 "\n", name, value);
+}
+
+static void render_counter(Text *t, const char *name, const char *help, uint64_t value) {
+        render_header(t, name, "counter", help);
+        text_printf(t, "%s %" PRIu64 "\n", name, value);
+}
+
+static void render_histogram(Text *t, size_t id, const MetricsHistogram *h) {
+        const char *name = histogram_table[id].name;
+        uint64_t cumulative = 0;
+        char v[64];
+
+        render_header(t, name, "histogram", histogram_table[id].help);
+        for (size_t i = 0; i < h->n_bounds; i++) {
+                cumulative += h->buckets[i];
+                format_fixed(h->bounds[i], h->scale, v, sizeof(v));
+                text_printf(t, "%s_bucket{le=\"%s\"} %" PRIu64 "\n", name, v, cumulative);
+        }
+        cumulative += h->buckets[h->n_bounds];
+        text_printf(t, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, cumulative);
+        format_fixed(h->sum, h->scale, v, sizeof(v));
+        text_printf(t, "%s_sum %s\n%s_count %" PRIu64 "\n", name, v, name, h->count);
+}
+
+/* The label sets a final execution can have: success and cancelled come without an error type,
+ * failed always with one. These are always shown (at 0 too), so that a rate over them exists from
+ * the first scrape; any other combination only if something was counted there. */
+static bool combination_expected(ExecStatus s, ErrorType e) {
+        if (s == EXEC_SUCCESS || s == EXEC_CANCELLED)
+                return e == ERROR_NONE;
+        return s == EXEC_FAILED && e != ERROR_NONE;
+}
+
+static void render_executions(Text *t, const Metrics *m) {
+        size_t n_languages = MIN(language_count(), (size_t) METRICS_LANGUAGES_MAX);
+
+        render_header(t, "sandboxd_executions_total", "counter",
+                      "Executions that became final, by language, status and error type "
+                      "(error_type \"none\" for success and cancelled).");
+        for (size_t l = 0; l <= METRICS_LANGUAGES_MAX; l++) {
+                char language[128];
+
+                if (l < METRICS_LANGUAGES_MAX && l >= n_languages)
+                        continue;
+                (void) metrics_escape_label(l < n_languages ? language_get(l)->name : "other", language,
+                                            sizeof(language));
+                for (int s = 0; s < _EXEC_STATUS_MAX; s++)
+                        for (int e = 0; e < _ERROR_TYPE_MAX; e++) {
+                                uint64_t v = m->executions[l][s][e];
+
+                                if (v == 0 && (l == METRICS_LANGUAGES_MAX || !combination_expected(s, e)))
+                                        continue;
+                                text_printf(t, "sandboxd_executions_total{language=\"%s\",status=\"%s\",error_type=\"%s\"} %" PRIu64 "\n",
+                                            language, exec_status_to_string(s), error_type_to_string(e) ?: "none", v);
+                        }
+        }
+}
+
+int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
+        Text t = {};
+        char version[64];
+
+        render_executions(&t, m);
+        for (size_t i = 0; i < _METRICS_HISTOGRAM_MAX; i++)
+                render_histogram(&t, i, &m->histograms[i]);
+
+        render_gauge(&t, "sandboxd_executions_running", "Executions holding a slot (preparing, starting, running or finishing).",
+                     g->running);
+        render_gauge(&t, "sandboxd_executions_queued", "Executions waiting for a slot.", g->queued);
+        render_gauge(&t, "sandboxd_slots", "Execution slots (MaxConcurrent=).", g->slots);
+        render_gauge(&t, "sandboxd_queue_capacity", "Executions the queue holds before refusing with 429 (MaxQueued=).",
+                     g->queue_max);
+        render_gauge(&t, "sandboxd_workspace_pool_ready", "Workspaces mounted (or being mounted) ahead of time.",
+                     g->pool_ready);
+        render_gauge(&t, "sandboxd_workspace_pool_target", "Workspaces to keep mounted ahead of time (WorkspacePool=).",
+                     g->pool_target);
+        render_gauge(&t, "sandboxd_callback_outbox_size",
+                     "Callbacks waiting to be delivered. Always 0 in this version: callback_url is not implemented yet.",
+                     g->outbox);
+
+        render_counter(&t, "sandboxd_store_errors_total", "Writes of execution records the store refused.",
+                       m->store_errors);
+        /* sandboxd never reconnects to the bus: sd_bus_set_exit_on_disconnect() ends the daemon when the
+         * bus goes away (its units' state can no longer be followed), and systemd restarts it, which
+         * re-adopts every execution. The counter is there so that dashboards need not change if that
+         * ever does; until then a restart shows as this process's counters starting over. */
+        render_counter(&t, "sandboxd_dbus_reconnects_total",
+                       "Reconnections to the system bus. Always 0: sandboxd exits on bus loss and is restarted.",
+                       m->dbus_reconnects);
+
+        (void) metrics_escape_label(PACKAGE_VERSION, version, sizeof(version));
+        render_header(&t, "sandboxd_build_info", "gauge", "Always 1; the version of sandboxd as a label.");
+        text_printf(&t, "sandboxd_build_info{version=\"%s\"} 1\n", version);
+
+        if (t.oom || !t.data) {
+                free(t.data);
+                return -ENOMEM;
+        }
+        *ret = t.data;
+        return 0;
+}

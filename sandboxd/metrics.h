@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Counters and histograms of what sandboxd did, rendered in the Prometheus text exposition format
+ * (version 0.0.4) for GET /metrics. Pure: no I/O, no clock; the manager feeds it finished
+ * executions and passes the gauges in at render time.
+ *
+ * Cardinality is fixed at compile time: the language label comes from the language table, status
+ * and error_type from their enums, and the histograms have no labels. Nothing a caller sends can
+ * create a new series. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "execution.h"
+
+/* Room for the rows of the language table (language.c); a row beyond it is counted as "other". */
+#define METRICS_LANGUAGES_MAX 16
+#define METRICS_BUCKETS_MAX 16
+
+/* "Not known" for metrics_observe()'s durations: no observation is made. */
+#define METRICS_UNKNOWN UINT64_MAX
+
+/* Values are integers in a fixed fraction of the base unit (µs for seconds, bytes for bytes), so
+ * sums are exact and the rendering is deterministic: no float rounding in what the tests compare. */
+typedef struct MetricsHistogram {
+        const uint64_t *bounds;  /* upper bounds ("le"), ascending, in 1/scale of the unit; +Inf implied */
+        size_t n_bounds;
+        uint64_t scale;          /* 1000000 for seconds (values in µs), 1 for bytes */
+        uint64_t buckets[METRICS_BUCKETS_MAX + 1];  /* per bucket, not cumulative; [n_bounds] is +Inf */
+        uint64_t count;
+        uint64_t sum;            /* saturates at UINT64_MAX rather than wrapping */
+} MetricsHistogram;
+
+typedef enum MetricsHistogramId {
+        METRICS_QUEUE_WAIT,      /* seconds: accepted → left the queue */
+        METRICS_START_LATENCY,   /* seconds: accepted → unit running */
+        METRICS_DURATION,        /* seconds: the execution's duration_ms */
+        METRICS_PEAK_MEMORY,     /* bytes */
+        METRICS_CPU,             /* seconds of CPU time */
+        _METRICS_HISTOGRAM_MAX,
+} MetricsHistogramId;
+
+typedef struct Metrics {
+        /* [language][status][error_type]; language index METRICS_LANGUAGES_MAX is "other". */
+        uint64_t executions[METRICS_LANGUAGES_MAX + 1][_EXEC_STATUS_MAX][_ERROR_TYPE_MAX];
+        MetricsHistogram histograms[_METRICS_HISTOGRAM_MAX];
+        uint64_t store_errors;
+        uint64_t dbus_reconnects;        /* always 0: sandboxd exits on bus loss (see metrics.c) */
+} Metrics;
+
+/* The daemon's current state, read by the manager when /metrics is asked for. */
+typedef struct MetricsGauges {
+        uint64_t running;
+        uint64_t queued;
+        uint64_t slots;                  /* MaxConcurrent= */
+        uint64_t queue_max;              /* MaxQueued= */
+        uint64_t pool_ready;             /* workspaces mounted ahead, ready or mounting */
+        uint64_t pool_target;            /* WorkspacePool= */
+        uint64_t outbox;                 /* callbacks waiting to be delivered: 0, none exist yet */
+} MetricsGauges;
+
+Metrics *metrics_new(void);
+Metrics *metrics_free(Metrics *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Metrics *, metrics_free);
+
+/* Zero everything and set the bucket bounds. */
+void metrics_init(Metrics *m);
+
+/* A histogram observation, in 1/scale of the unit; a value above every bound lands in +Inf only. */
+void metrics_histogram_observe(MetricsHistogram *h, uint64_t value);
+
+/* One execution became final. queue_wait_usec and start_latency_usec are METRICS_UNKNOWN when the
+ * execution never left the queue, never ran, or was adopted after a restart (the moment it was
+ * accepted is gone with the previous process). Duration, CPU time and peak memory come from e, and
+ * are observed only when e has them. m may be NULL. */
+void metrics_observe(Metrics *m, const Execution *e, uint64_t queue_wait_usec, uint64_t start_latency_usec);
+
+/* A write to the store failed. m may be NULL. */
+void metrics_store_error(Metrics *m);
+
+/* The exposition text (NUL-terminated) into *ret. -ENOMEM. */
+int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret);
+
+/* Label value escaping of the exposition format: backslash, double quote and newline. Returns
+ * the number of bytes written (as snprintf: the length it would have, the output is truncated and
+ * NUL-terminated when it does not fit). Exposed for the tests. */
+size_t metrics_escape_label(const char *s, char *buf, size_t size);
