@@ -4,6 +4,28 @@
 #include "log.h"
 #include "sysd.h"
 
+/* A variant holding an array of element_sig, both left open. */
+static int open_array_variant(sd_bus_message *m, const char *element_sig) {
+        char sig[32];
+        int r;
+
+        if (snprintf(sig, sizeof(sig), "a%s", element_sig) >= (int) sizeof(sig))
+                return -EINVAL;
+        r = sd_bus_message_open_container(m, 'v', sig);
+        if (r < 0)
+                return r;
+        return sd_bus_message_open_container(m, 'a', element_sig);
+}
+
+static int close_containers(sd_bus_message *m, unsigned n) {
+        for (unsigned i = 0; i < n; i++) {
+                int r = sd_bus_message_close_container(m);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int append_one(sd_bus_message *m, const UnitProp *x) {
         int r;
 
@@ -43,66 +65,33 @@ static int append_one(sd_bus_message *m, const UnitProp *x) {
                 r = sd_bus_message_close_container(m);
                 break;
         case PK_BINDS:
-                r = sd_bus_message_open_container(m, 'v', "a(ssbt)");
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_open_container(m, 'a', "(ssbt)");
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i + 2 < x->n; i += 3) {
+                r = open_array_variant(m, "(ssbt)");
+                for (size_t i = 0; r >= 0 && i + 2 < x->n; i += 3)
                         r = sd_bus_message_append(m, "(ssbt)", x->strv[i], x->strv[i + 1],
                                                   (int) streq(x->strv[i + 2], "-"), (uint64_t) MS_REC);
-                        if (r < 0)
-                                return r;
-                }
-                r = sd_bus_message_close_container(m);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = close_containers(m, 2);
                 break;
         case PK_TMPFS:
-                r = sd_bus_message_open_container(m, 'v', "a(ss)");
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_open_container(m, 'a', "(ss)");
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i + 1 < x->n; i += 2) {
+                r = open_array_variant(m, "(ss)");
+                for (size_t i = 0; r >= 0 && i + 1 < x->n; i += 2)
                         r = sd_bus_message_append(m, "(ss)", x->strv[i], x->strv[i + 1]);
-                        if (r < 0)
-                                return r;
-                }
-                r = sd_bus_message_close_container(m);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = close_containers(m, 2);
                 break;
         case PK_EXEC:
-                r = sd_bus_message_open_container(m, 'v', "a(sasb)");
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_open_container(m, 'a', "(sasb)");
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_open_container(m, 'r', "sasb");
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_append(m, "s", x->s);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_append_strv(m, x->strv);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_append(m, "b", 0);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_close_container(m);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_close_container(m);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_close_container(m);
+                /* One command: (path, argv, ignore-failure). */
+                r = open_array_variant(m, "(sasb)");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'r', "sasb");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", x->s);
+                if (r >= 0)
+                        r = sd_bus_message_append_strv(m, x->strv);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "b", 0);
+                if (r >= 0)
+                        r = close_containers(m, 3);
                 break;
         }
         if (r < 0)
