@@ -1238,6 +1238,74 @@ static void print_cell(const char *s, size_t width, bool right, bool last) {
                 fputc(' ', stdout);
 }
 
+typedef struct Column {
+        const char *title;
+        bool right;
+} Column;
+
+/* n_rows × n_columns escaped cells, row by row; a cell left NULL is a failed allocation. */
+typedef struct Table {
+        const Column *columns;
+        size_t n_columns, n_rows;
+        char **cells;
+} Table;
+
+static int table_init(Table *t, const Column *columns, size_t n_columns, size_t n_rows) {
+        *t = (Table) {
+                .columns = columns,
+                .n_columns = n_columns,
+        };
+        if (n_rows > 0) {
+                t->cells = calloc(n_rows, sizeof(char *) * n_columns);
+                if (!t->cells)
+                        return log_oom();
+        }
+        t->n_rows = n_rows;
+        return 0;
+}
+
+static void table_done(Table *t) {
+        if (t->cells)
+                for (size_t i = 0; i < t->n_rows * t->n_columns; i++)
+                        free(t->cells[i]);
+        t->cells = mfree(t->cells);
+        t->n_rows = 0;
+}
+
+static char **table_row(Table *t, size_t i) {
+        return t->cells + i * t->n_columns;
+}
+
+/* The header and the rows, each column as wide as its widest cell or title; nothing without rows. */
+static int table_print(const Table *t) {
+        _cleanup_free_ size_t *width = NULL;
+
+        if (t->n_rows == 0)
+                return 0;
+
+        width = calloc(t->n_columns, sizeof(size_t));
+        if (!width)
+                return log_oom();
+        for (size_t c = 0; c < t->n_columns; c++)
+                width[c] = cell_width(t->columns[c].title);
+        for (size_t i = 0; i < t->n_rows * t->n_columns; i++) {
+                if (!t->cells[i])
+                        return log_oom();
+                width[i % t->n_columns] = MAX(width[i % t->n_columns], cell_width(t->cells[i]));
+        }
+
+        for (size_t c = 0; c < t->n_columns; c++)
+                print_cell(t->columns[c].title, width[c], t->columns[c].right, c == t->n_columns - 1);
+        fputc('\n', stdout);
+        for (size_t i = 0; i < t->n_rows; i++) {
+                for (size_t c = 0; c < t->n_columns; c++)
+                        print_cell(t->cells[i * t->n_columns + c], width[c], t->columns[c].right,
+                                   c == t->n_columns - 1);
+                fputc('\n', stdout);
+        }
+        return 0;
+}
+
 enum {
         COLUMN_EXECUTION,
         COLUMN_SESSION,
@@ -1252,10 +1320,7 @@ enum {
 };
 
 static int list_print_table(const Execution *executions, size_t n, const char *next_cursor) {
-        static const struct {
-                const char *title;
-                bool right;
-        } columns[_COLUMN_MAX] = {
+        static const Column columns[_COLUMN_MAX] = {
                 [COLUMN_EXECUTION] = { "EXECUTION", false },
                 [COLUMN_SESSION] = { "SESSION", false },
                 [COLUMN_LANGUAGE] = { "LANGUAGE", false },
@@ -1266,22 +1331,16 @@ static int list_print_table(const Execution *executions, size_t n, const char *n
                 [COLUMN_PEAK_MEM] = { "PEAK MEM", true },
                 [COLUMN_CREATED] = { "CREATED", false },
         };
-        size_t width[_COLUMN_MAX];
-        char **cells = NULL;
-        int r = 0;
+        _cleanup_(table_done) Table t = {};
+        int r;
 
-        if (n > 0) {
-                cells = calloc(n, sizeof(char *) * _COLUMN_MAX);
-                if (!cells)
-                        return log_oom();
-        }
-
-        for (size_t c = 0; c < _COLUMN_MAX; c++)
-                width[c] = cell_width(columns[c].title);
+        r = table_init(&t, columns, _COLUMN_MAX, n);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < n; i++) {
                 const Execution *e = executions + i;
-                char **row = cells + i * _COLUMN_MAX;
+                char **row = table_row(&t, i);
 
                 row[COLUMN_EXECUTION] = cell_string(&e->execution_id);
                 row[COLUMN_SESSION] = cell_string(&e->session_id);
@@ -1292,25 +1351,11 @@ static int list_print_table(const Execution *executions, size_t n, const char *n
                 row[COLUMN_DURATION] = cell_duration(&e->duration_ms);
                 row[COLUMN_PEAK_MEM] = cell_memory(&e->peak_memory_mb);
                 row[COLUMN_CREATED] = cell_timestamp(&e->created_at);
-                for (size_t c = 0; c < _COLUMN_MAX; c++) {
-                        if (!row[c]) {
-                                r = log_oom();
-                                goto finish;
-                        }
-                        width[c] = MAX(width[c], cell_width(row[c]));
-                }
         }
 
-        if (n > 0) {
-                for (size_t c = 0; c < _COLUMN_MAX; c++)
-                        print_cell(columns[c].title, width[c], columns[c].right, c == _COLUMN_MAX - 1);
-                fputc('\n', stdout);
-        }
-        for (size_t i = 0; i < n; i++) {
-                for (size_t c = 0; c < _COLUMN_MAX; c++)
-                        print_cell(cells[i * _COLUMN_MAX + c], width[c], columns[c].right, c == _COLUMN_MAX - 1);
-                fputc('\n', stdout);
-        }
+        r = table_print(&t);
+        if (r < 0)
+                return r;
 
         if (n > 0)
                 fputc('\n', stdout);
@@ -1320,14 +1365,7 @@ static int list_print_table(const Execution *executions, size_t n, const char *n
                 fputs_escaped(stdout, next_cursor, strlen(next_cursor), false);
                 fputs(arg_all ? "\n" : " or --all\n", stdout);
         }
-        r = flush_stdout();
-
-finish:
-        if (cells)
-                for (size_t i = 0; i < n * _COLUMN_MAX; i++)
-                        free(cells[i]);
-        free(cells);
-        return r;
+        return flush_stdout();
 }
 
 static int verb_list(char **args, size_t n_args) {
@@ -1728,10 +1766,7 @@ enum {
 };
 
 static int top_print_table(TopRow *rows, size_t n) {
-        static const struct {
-                const char *title;
-                bool right;
-        } columns[_TOP_COLUMN_MAX] = {
+        static const Column columns[_TOP_COLUMN_MAX] = {
                 [TOP_COLUMN_EXECUTION] = { "EXECUTION", false },
                 [TOP_COLUMN_UNIT] = { "UNIT", false },
                 [TOP_COLUMN_LANGUAGE] = { "LANGUAGE", false },
@@ -1739,23 +1774,20 @@ static int top_print_table(TopRow *rows, size_t n) {
                 [TOP_COLUMN_MEMORY] = { "MEMORY LIMIT", true },
                 [TOP_COLUMN_TIMEOUT] = { "TIMEOUT", true },
         };
-        size_t width[_TOP_COLUMN_MAX];
-        char **cells = NULL;
-        int r = 0;
+        _cleanup_(table_done) Table t = {};
+        int r;
 
         if (n == 0) {
                 puts("No executions running.");
                 return 0;
         }
-        cells = calloc(n, sizeof(char *) * _TOP_COLUMN_MAX);
-        if (!cells)
-                return log_oom();
-        for (size_t c = 0; c < _TOP_COLUMN_MAX; c++)
-                width[c] = cell_width(columns[c].title);
+        r = table_init(&t, columns, _TOP_COLUMN_MAX, n);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < n; i++) {
                 const TopRow *e = rows + i;
-                char **row = cells + i * _TOP_COLUMN_MAX;
+                char **row = table_row(&t, i);
 
                 row[TOP_COLUMN_EXECUTION] = cell_string(&e->execution_id);
                 row[TOP_COLUMN_UNIT] = cell_string(&e->unit);
@@ -1764,30 +1796,9 @@ static int top_print_table(TopRow *rows, size_t n) {
                 row[TOP_COLUMN_MEMORY] = e->memory_mb.set ? cell_printf("%" PRIi64 "M", e->memory_mb.value)
                                                           : strdup("-");
                 row[TOP_COLUMN_TIMEOUT] = cell_duration(&e->timeout_ms);
-                for (size_t c = 0; c < _TOP_COLUMN_MAX; c++) {
-                        if (!row[c]) {
-                                r = log_oom();
-                                goto finish;
-                        }
-                        width[c] = MAX(width[c], cell_width(row[c]));
-                }
         }
 
-        for (size_t c = 0; c < _TOP_COLUMN_MAX; c++)
-                print_cell(columns[c].title, width[c], columns[c].right, c == _TOP_COLUMN_MAX - 1);
-        fputc('\n', stdout);
-        for (size_t i = 0; i < n; i++) {
-                for (size_t c = 0; c < _TOP_COLUMN_MAX; c++)
-                        print_cell(cells[i * _TOP_COLUMN_MAX + c], width[c], columns[c].right,
-                                   c == _TOP_COLUMN_MAX - 1);
-                fputc('\n', stdout);
-        }
-
-finish:
-        for (size_t i = 0; i < n * _TOP_COLUMN_MAX; i++)
-                free(cells[i]);
-        free(cells);
-        return r;
+        return table_print(&t);
 }
 
 /* One snapshot: the daemon's load and its running executions. Returns an exit status on failure
