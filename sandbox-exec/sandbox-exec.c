@@ -106,6 +106,7 @@ static int out_pipe[2] = { -EBADF, -EBADF }, err_pipe_[2] = { -EBADF, -EBADF };
 /* SIGCHLD, and SIGUSR1 = "cancel" from the daemon (KillUnit whom=main). */
 static int signal_fd = -EBADF;
 static uint64_t deadline_usec;    /* CLOCK_MONOTONIC; 0: none */
+static uint64_t run_start_usec, first_output_usec;  /* first_output_usec: 0 until there is output */
 static bool timed_out, cancelled;
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -197,6 +198,8 @@ static _Noreturn void report_and_exit(const Report *r) {
                      phase_names[r->phase], r->exit_code, r->signal, r->oom_kill, r->mem_peak,
                      r->mem_failcnt, r->pids_max, r->disk_full ? 1 : 0, r->cpu_usec,
                      r->timed_out ? 1 : 0, r->cancelled ? 1 : 0, r->run_usec);
+        if (n > 0 && first_output_usec > 0 && (size_t) n < sizeof(buf))
+                n += snprintf(buf + n, sizeof(buf) - (size_t) n, "first_output_usec=%" PRIu64 "\n", first_output_usec);
         if (n > 0)
                 send_report(buf, MIN((size_t) n, sizeof(buf) - 1));
 
@@ -599,6 +602,8 @@ static bool pump(int fd, Capture *c, bool drain) {
                         return errno == EAGAIN || errno == EINTR;
                 if (k == 0)
                         return false;
+                if (first_output_usec == 0)
+                        first_output_usec = MAX(mono_usec() - run_start_usec, (uint64_t) 1);
                 capture_append(c, buf, (size_t) k);
         }
         return true;
@@ -957,7 +962,7 @@ int main(int argc, char *argv[]) {
                 if (signal_fd < 0)
                         fail_setup("Cannot create signalfd: %s", strerror(errno));
         }
-        start_usec = mono_usec();
+        start_usec = run_start_usec = mono_usec();
         if (o.timeout_ms > 0)
                 deadline_usec = start_usec + o.timeout_ms * 1000ULL;
 

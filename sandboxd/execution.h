@@ -30,6 +30,8 @@ typedef struct Execution {
         bool have_cpu;
         uint64_t peak_memory_bytes;
         bool have_peak;
+        uint64_t first_output_usec;      /* program start → first byte of output (metrics only) */
+        bool have_first_output;
         uint64_t created_usec, started_usec, finished_usec;   /* CLOCK_REALTIME; 0: not yet */
         Limits limits;
         char *unit;

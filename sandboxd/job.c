@@ -850,6 +850,10 @@ static void job_finalize(Job *j) {
                 e->cpu_usec = j->cpu_nsec / 1000;
                 e->have_cpu = true;
         }
+        if (report.valid && report.have_first_output) {
+                e->first_output_usec = report.first_output_usec;
+                e->have_first_output = true;
+        }
         if (report.valid && report.memory_peak > 0) {
                 e->peak_memory_bytes = report.memory_peak;
                 e->have_peak = true;

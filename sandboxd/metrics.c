@@ -54,6 +54,11 @@ static const struct {
                 "CPU time (user and system) of finished executions.",
                 seconds_bounds, ELEMENTSOF(seconds_bounds), USEC_PER_SEC,
         },
+        [METRICS_FIRST_OUTPUT] = {
+                "sandboxd_execution_first_output_seconds",
+                "Time from the program's start to its first byte of output, for executions that printed.",
+                seconds_bounds, ELEMENTSOF(seconds_bounds), USEC_PER_SEC,
+        },
 };
 
 void metrics_init(Metrics *m) {
@@ -122,6 +127,8 @@ void metrics_observe(Metrics *m, const Execution *e, uint64_t queue_wait_usec, u
                 metrics_histogram_observe(&m->histograms[METRICS_PEAK_MEMORY], e->peak_memory_bytes);
         if (e->have_cpu)
                 metrics_histogram_observe(&m->histograms[METRICS_CPU], e->cpu_usec);
+        if (e->have_first_output)
+                metrics_histogram_observe(&m->histograms[METRICS_FIRST_OUTPUT], e->first_output_usec);
 }
 
 void metrics_store_error(Metrics *m) {

@@ -39,6 +39,7 @@ typedef enum MetricsHistogramId {
         METRICS_DURATION,        /* seconds: the execution's duration_ms */
         METRICS_PEAK_MEMORY,     /* bytes */
         METRICS_CPU,             /* seconds of CPU time */
+        METRICS_FIRST_OUTPUT,    /* seconds: program start → first byte of output */
         _METRICS_HISTOGRAM_MAX,
 } MetricsHistogramId;
 

@@ -85,6 +85,7 @@ enum {
         KEY_TIMEOUT,
         KEY_CANCELLED,
         KEY_RUN_USEC,
+        KEY_FIRST_OUTPUT_USEC,
         KEY_STDOUT_BYTES,
         KEY_STDOUT_LINES,
         KEY_STDOUT_HEAD,
@@ -110,6 +111,7 @@ static const char *const report_key_table[_KEY_MAX] = {
         [KEY_TIMEOUT] = "timeout",
         [KEY_CANCELLED] = "cancelled",
         [KEY_RUN_USEC] = "run_usec",
+        [KEY_FIRST_OUTPUT_USEC] = "first_output_usec",
         [KEY_STDOUT_BYTES] = "stdout_bytes",
         [KEY_STDOUT_LINES] = "stdout_lines",
         [KEY_STDOUT_HEAD] = "stdout_head",
@@ -192,6 +194,9 @@ static int report_set(HelperReport *r, int key, const char *v) {
                 return parse_bool(v, &r->cancelled);
         case KEY_RUN_USEC:
                 return parse_u64(v, &r->run_usec);
+        case KEY_FIRST_OUTPUT_USEC:
+                r->have_first_output = true;
+                return parse_u64(v, &r->first_output_usec);
         case KEY_STDOUT_BYTES:
                 return parse_u64(v, &r->out.bytes);
         case KEY_STDOUT_LINES:

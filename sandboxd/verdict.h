@@ -49,7 +49,7 @@ typedef enum HelperPhase {
  *   phase=setup|compile|run   exit=N (-1: killed by a signal)   signal=N (0: none)
  *   oom_kill=N   mem_peak=BYTES   mem_failcnt=N   pids_max=N   disk_full=0|1   cpu_usec=N
  *   error=free text (setup failures only; rest of line)
- *   timeout=0|1   cancelled=0|1   run_usec=N
+ *   timeout=0|1   cancelled=0|1   run_usec=N   first_output_usec=N (only if there was output)
  *   stdout_bytes=N stdout_lines=N stdout_head=N stdout_tail=N (and stderr_*)
  * The text ends with an empty line; then come the stdout head and tail and the stderr head and
  * tail bytes, of the sizes announced. helper_report_parse() sees only the text part.
@@ -70,6 +70,8 @@ typedef struct HelperReport {
         bool timed_out;          /* sandbox-exec killed the program at --timeout-ms */
         bool cancelled;          /* sandbox-exec killed the program on SIGUSR1 (a cancel) */
         uint64_t run_usec;       /* wall time of compile + run, as sandbox-exec measured it */
+        uint64_t first_output_usec;      /* start → first byte of output; only with have_first_output */
+        bool have_first_output;
         struct {
                 uint64_t bytes, lines;   /* the whole stream */
                 uint64_t head, tail;     /* bytes of each part that follow the text */

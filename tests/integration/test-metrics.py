@@ -65,7 +65,7 @@ def executions_total(samples):
 
 HISTOGRAMS = ["sandboxd_execution_queue_wait_seconds", "sandboxd_execution_start_latency_seconds",
               "sandboxd_execution_duration_seconds", "sandboxd_execution_peak_memory_bytes",
-              "sandboxd_execution_cpu_seconds"]
+              "sandboxd_execution_cpu_seconds", "sandboxd_execution_first_output_seconds"]
 
 
 def check_histogram(samples, name):
@@ -131,6 +131,9 @@ t.eq(counts["sandboxd_execution_start_latency_seconds"], float(n_total),
      "start latency _count == executions that ran")
 t.ok(counts["sandboxd_execution_cpu_seconds"] <= n_total and counts["sandboxd_execution_peak_memory_bytes"] <= n_total,
      "CPU and memory observed at most once per execution", counts)
+# Printed something (stdout or stderr): the 5 + 1 successes and the 2 syntax errors; the exits and
+# the sleeper printed nothing.
+t.eq(counts["sandboxd_execution_first_output_seconds"], 8.0, "time to first output: one per execution that printed")
 dur = series(s, "sandboxd_execution_duration_seconds_bucket")
 t.ok(dur.get("0.25", 99) <= n_total - 1 and dur.get("300") == n_total,
      "the timeout (>= 0.5 s) is above 0.25 s, everything below 300 s", dur)

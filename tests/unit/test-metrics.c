@@ -149,6 +149,10 @@ static void test_observe(_unused_ void **state) {
                 e.peak_memory_bytes = 9 * 1024 * 1024;
                 e.have_cpu = true;
                 e.cpu_usec = 20000;
+                if (i < 2) {
+                        e.have_first_output = true;
+                        e.first_output_usec = 12000;
+                }
                 metrics_observe(m, &e, 1000, 30000);
         }
         for (int i = 0; i < 3; i++) {
@@ -197,6 +201,11 @@ static void test_observe(_unused_ void **state) {
         assert_int_equal(value_of(text, "sandboxd_execution_peak_memory_bytes_bucket{le=\"16777216\"}"), 5);
         assert_int_equal(value_of(text, "sandboxd_execution_cpu_seconds_count"), 5);
         assert_true(has_line(text, "sandboxd_execution_cpu_seconds_sum 0.1"));
+        /* Only executions that printed have a time to first output. */
+        assert_int_equal(value_of(text, "sandboxd_execution_first_output_seconds_count"), 2);
+        assert_true(has_line(text, "sandboxd_execution_first_output_seconds_sum 0.024"));
+        assert_int_equal(value_of(text, "sandboxd_execution_first_output_seconds_bucket{le=\"0.01\"}"), 0);
+        assert_int_equal(value_of(text, "sandboxd_execution_first_output_seconds_bucket{le=\"0.025\"}"), 2);
         assert_int_equal(value_of(text, "sandboxd_store_errors_total"), 2);
         assert_int_equal(value_of(text, "sandboxd_dbus_reconnects_total"), 0);
 }
@@ -257,10 +266,10 @@ static void test_render_shape(_unused_ void **state) {
                 }
                 *nl = '\n';
         }
-        /* executions, 5 histograms, 7 gauges, 2 daemon counters, build_info */
-        assert_int_equal(families, 16);
-        assert_int_equal(count_prefix(text, "# HELP "), 16);
-        assert_int_equal(count_prefix(text, "# TYPE "), 16);
+        /* executions, 6 histograms, 7 gauges, 2 daemon counters, build_info */
+        assert_int_equal(families, 17);
+        assert_int_equal(count_prefix(text, "# HELP "), 17);
+        assert_int_equal(count_prefix(text, "# TYPE "), 17);
 }
 
 static void test_escape_label(_unused_ void **state) {
