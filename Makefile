@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build check check-unit check-integration check-asan demo bench clean
+.PHONY: all deps build check check-unit check-integration check-asan demo bench bench-load clean
 
 all: build
 
@@ -39,6 +39,12 @@ demo: build
 
 bench: build
 	bench/run --build $(BUILD)
+
+# The load test (10,000 async submissions at 40/s, 8 slots; stops early if sandboxd falls behind;
+# at most ~10 min): not part of `make bench`, which alone takes ~7-9 min.
+# LOAD_ARGS, e.g. LOAD_ARGS="--load-count 1000 --load-rate 20" or "--load-rate 20 -- --max-seconds 660".
+bench-load: build
+	bench/run --build $(BUILD) --load $(LOAD_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
