@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <time.h>
@@ -16,8 +13,6 @@
 #include "unit-props.h"
 #include "workspace.h"
 
-#define OUTPUT_READ_CHUNK (64U * 1024U)
-#define PIPE_SIZE (1024 * 1024)
 #define DRAIN_TIMEOUT_USEC (2ULL * 1000000ULL)
 
 struct JobWaiter {
@@ -706,7 +701,7 @@ void job_on_unit_inactive(Job *j) {
                 log_warning_errno(r, "%s: cannot ask for the unit's result: %m", j->exec->id);
                 j->props_read = true;
         }
-        /* Every process of the unit is dead now, so the pipes reach EOF as soon as they are drained. */
+        /* Every process of the unit is dead now, so the control socket reaches EOF once drained. */
         (void) sd_event_add_time_relative(m->event, &j->drain_src, CLOCK_MONOTONIC, DRAIN_TIMEOUT_USEC, 0,
                                           on_drain_timeout, j);
         job_maybe_finalize(j);

@@ -2,7 +2,7 @@
 #pragma once
 
 /* One execution's life: queued → preparing (workspace mount unit) → starting (service) →
- * running → finishing (unit gone, pipes drained) → done. Every step is an event on the loop. */
+ * running → finishing (unit gone, report read) → done. Every step is an event on the loop. */
 
 #include "capture.h"
 #include "execution.h"
