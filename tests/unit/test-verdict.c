@@ -114,6 +114,16 @@ static const ParseRow parse_rows[] = {
         { "uint64 max", "phase=run\nexit=0\nmem_peak=18446744073709551615\n", 0, 0,
           RUN(.exit_code = 0, .memory_peak = UINT64_MAX) },
         { "disk_full=0", "phase=run\nexit=0\ndisk_full=0\n", 0, 0, RUN(.exit_code = 0) },
+        { "supervision and output sizes",
+          "phase=run\nexit=-1\nsignal=9\ntimeout=1\ncancelled=0\nrun_usec=1500123\nfirst_output_usec=2500\n"
+          "stdout_bytes=1048576\nstdout_lines=1024\nstdout_head=65536\nstdout_tail=65536\n"
+          "stderr_bytes=3\nstderr_lines=1\nstderr_head=3\nstderr_tail=0\n", 0, 0,
+          RUN(.exit_code = -1, .signal = 9, .timed_out = true, .run_usec = 1500123, .first_output_usec = 2500,
+              .have_first_output = true, .out = { 1048576, 1024, 65536, 65536 }, .err = { 3, 1, 3, 0 }) },
+        { "cancelled", "phase=run\nexit=-1\nsignal=9\ncancelled=1\n", 0, 0,
+          RUN(.exit_code = -1, .signal = 9, .cancelled = true) },
+        { "timeout=2", "phase=run\nexit=0\ntimeout=2\n", 0, -EINVAL, {} },
+        { "negative stdout_head", "phase=run\nexit=0\nstdout_head=-1\n", 0, -EINVAL, {} },
         { "len bounds the input", "phase=run\nexit=0\nexit=1\n", 17, 0, RUN(.exit_code = 0) },
 
         { "empty", "", 0, -EINVAL, {} },
@@ -178,6 +188,19 @@ static void test_parse_row(void **state) {
         assert_int_equal(r.pids_max, row->expect.pids_max);
         assert_int_equal(r.disk_full, row->expect.disk_full);
         assert_int_equal(r.cpu_usec, row->expect.cpu_usec);
+        assert_int_equal(r.timed_out, row->expect.timed_out);
+        assert_int_equal(r.cancelled, row->expect.cancelled);
+        assert_int_equal(r.run_usec, row->expect.run_usec);
+        assert_int_equal(r.have_first_output, row->expect.have_first_output);
+        assert_int_equal(r.first_output_usec, row->expect.first_output_usec);
+        assert_int_equal(r.out.bytes, row->expect.out.bytes);
+        assert_int_equal(r.out.lines, row->expect.out.lines);
+        assert_int_equal(r.out.head, row->expect.out.head);
+        assert_int_equal(r.out.tail, row->expect.out.tail);
+        assert_int_equal(r.err.bytes, row->expect.err.bytes);
+        assert_int_equal(r.err.lines, row->expect.err.lines);
+        assert_int_equal(r.err.head, row->expect.err.head);
+        assert_int_equal(r.err.tail, row->expect.err.tail);
         assert_string_equal(r.error, row->expect.error);
 }
 
@@ -269,6 +292,15 @@ static const VerdictRow verdict_rows[] = {
         { "cancelled after the program exited 0", { .cancelled = true, .result = "success",
                                                      .exec_main_code = CLD_EXITED },
           REPORT(.exit_code = 0), EXEC_CANCELLED, ERROR_NONE, 0, 0, NULL },
+        { "sandbox-exec reports the cancel (after a daemon restart)", EXITED("exit-code", 137),
+          REPORT(.exit_code = -1, .signal = SIGKILL, .cancelled = true), EXEC_CANCELLED, ERROR_NONE, -1, SIGKILL,
+          "cancelled by the caller" },
+        { "sandbox-exec killed the program at timeout_ms", EXITED("exit-code", 137),
+          REPORT(.exit_code = -1, .signal = SIGKILL, .timed_out = true), EXEC_FAILED, ERROR_TIMEOUT, -1, SIGKILL,
+          R_TIMEOUT },
+        { "timeout during the compile step", EXITED("exit-code", 137),
+          true, { .valid = true, .phase = PHASE_COMPILE, .exit_code = -1, .signal = SIGKILL, .timed_out = true },
+          EXEC_FAILED, ERROR_TIMEOUT, -1, SIGKILL, R_TIMEOUT },
 
         /* sandboxd's and systemd's own failures */
         { "start_failed", { .start_failed = true },
