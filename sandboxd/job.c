@@ -76,9 +76,16 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         if (!j->exec->unit || !j->unit_name)
                 goto oom;
         j->unit_path = sysd_unit_path(j->unit_name);
-        if (asprintf(&j->workspace, "%s/%s", m->workspaces_dir, id) < 0) {
-                j->workspace = NULL;
-                goto oom;
+        /* Named afresh, not after the execution: a workspace mount a crashed instance left behind
+         * must never collide with the one this start needs (the sweep removes the old one). */
+        {
+                char wsid[64];
+
+                if (id_generate(wsid, sizeof(wsid), "ws") < 0 ||
+                    asprintf(&j->workspace, "%s/%s", m->workspaces_dir, wsid) < 0) {
+                        j->workspace = NULL;
+                        goto oom;
+                }
         }
         j->mount_name = mount_unit_name_from_path(j->workspace);
         if (!j->unit_path || !j->mount_name)
@@ -470,14 +477,8 @@ static void start_service(Job *j) {
                 return;
         }
         r = build_control_payload(j);
-        if (r >= 0) {
-                /* On record as running before the unit exists: a crash from here on finds a running
-                 * record and adopts (or fails) it, and never starts the execution a second time. */
-                j->state = JOB_STARTING;
-                j->exec->status = EXEC_RUNNING;
-                (void) job_persist(j);
+        if (r >= 0)
                 r = sysd_start_transient(m->bus, j->unit_name, &props, on_start_reply, j, &j->slot_start);
-        }
         unit_props_done(&props);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot call StartTransientUnit: %m", j->exec->id);

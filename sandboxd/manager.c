@@ -511,6 +511,21 @@ finish:
         return r;
 }
 
+/* At start only (before the loop runs), so a synchronous call is fine here. */
+static bool unit_exists(Manager *m, const char *id) {
+        _cleanup_free_ char *name = execution_unit_name(id);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        int r;
+
+        if (!name)
+                return false;
+        r = sd_bus_call_method(m->bus, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "GetUnit", &error, &reply, "s", name);
+        sd_bus_error_free(&error);
+        sd_bus_message_unref(reply);
+        return r >= 0;
+}
+
 static void free_names(char **names, int n) {
         if (!names)
                 return;
@@ -551,6 +566,13 @@ static int manager_adopt(Manager *m) {
                                 names[k] = NULL;        /* claimed */
                                 break;
                         }
+
+                /* Queued on record, but started: the crash came between StartTransientUnit and
+                 * the record's update. The unit (or its control socket) tells. */
+                if (e->status == EXEC_QUEUED && (fd >= 0 || unit_exists(m, e->id))) {
+                        log_notice("%s: was being started when sandboxd stopped; adopting it.", e->id);
+                        e->status = EXEC_RUNNING;
+                }
 
                 if (e->status == EXEC_RUNNING) {
                         (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
