@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build check check-unit check-integration check-asan demo bench bench-load clean
+.PHONY: all deps build check check-unit check-integration check-asan check-vm demo bench bench-load clean
 
 all: build
 
@@ -33,6 +33,12 @@ check-asan: deps
 	meson compile -C $(BUILD_ASAN)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		SANDBOX_HARNESS_SANITIZERS=1 meson test -C $(BUILD_ASAN) --print-errorlogs $(ASAN_TESTS)
+
+# The VM tier: the integration suite inside a Debian bookworm guest (tests/vm/) where systemd is
+# PID 1 on pure cgroup v2 and sandboxd is installed as a packaged system service. The image is
+# cached in /var/cache/sandboxd-vm; KVM when the host has it, else TCG (~10 min in all).
+check-vm: build
+	tests/vm/run --build $(BUILD) $(VM_ARGS)
 
 demo: build
 	tests/harness/sandbox-harness --build $(BUILD) -- tools/demo
