@@ -515,12 +515,20 @@ static int sqlite_get(Store *s, const char *id, StoreRecord **ret) {
         return 0;
 }
 
+/* The rows of a prepared statement whose parameters were bound with result rc; finalizes st. */
+static int collect_bound(SqliteStore *ss, sqlite3_stmt *st, int rc, StoreRecord ***ret, size_t *ret_n) {
+        int r = rc != SQLITE_OK ? fail(ss, rc) : collect(ss, st, ret, ret_n);
+
+        sqlite3_finalize(st);
+        return r;
+}
+
 static int sqlite_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, size_t *ret_n) {
         SqliteStore *ss = SQLITE_STORE(s);
         _cleanup_free_ char *sql = NULL;
         sqlite3_stmt *st = NULL;
         const char *key = a->order == STORE_ORDER_DURATION_MS ? "duration_ms" : "created_at";
-        int rc, r, i = 0;
+        int rc, i = 0;
 
         /* Only fixed fragments and the fixed key name go into the text; every value is a parameter. */
         if (asprintf(&sql,
@@ -554,35 +562,20 @@ static int sqlite_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, siz
                 rc = rc ?: sqlite3_bind_text(st, ++i, a->after->id, -1, SQLITE_STATIC);
         }
         rc = rc ?: sqlite3_bind_int64(st, ++i, a->limit);
-        if (rc != SQLITE_OK) {
-                r = fail(ss, rc);
-                sqlite3_finalize(st);
-                return r;
-        }
-
-        r = collect(ss, st, ret, ret_n);
-        sqlite3_finalize(st);
-        return r;
+        return collect_bound(ss, st, rc, ret, ret_n);
 }
 
 static int sqlite_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
         SqliteStore *ss = SQLITE_STORE(s);
         sqlite3_stmt *st = NULL;
-        int rc, r;
+        int rc;
 
         rc = sqlite3_prepare_v2(ss->db, sql_unfinished, -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return fail(ss, rc);
         rc = sqlite3_bind_text(st, 1, exec_status_to_string(EXEC_QUEUED), -1, SQLITE_STATIC);
         rc = rc ?: sqlite3_bind_text(st, 2, exec_status_to_string(EXEC_RUNNING), -1, SQLITE_STATIC);
-        if (rc != SQLITE_OK) {
-                r = fail(ss, rc);
-                sqlite3_finalize(st);
-                return r;
-        }
-        r = collect(ss, st, ret, ret_n);
-        sqlite3_finalize(st);
-        return r;
+        return collect_bound(ss, st, rc, ret, ret_n);
 }
 
 static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
