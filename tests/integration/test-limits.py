@@ -33,7 +33,9 @@ bad = {
                     "failed", "oom"),
     "fork bomb": (dict(code="import os\nwhile True:\n    os.fork()\n", limits={"tasks": 32, "timeout_ms": 20000}),
                   "failed", "resource_limit"),
-    "bash fork bomb": (dict(code="f() { f | f & }; f; wait", language="bash",
+    # The main shell stays until the limit has surely been hit: with a bare "wait" it can return
+    # (its own background job ended) before its descendants reach TasksMax on a slow machine.
+    "bash fork bomb": (dict(code="f() { f | f & }; f; sleep 3", language="bash",
                             limits={"tasks": 32, "timeout_ms": 5000}), "failed", None),
     "disk filler /workspace": (dict(code="f = open('/workspace/fill', 'wb')\nwhile True:\n"
                                          "    f.write(b'x' * (1 << 20)); f.flush()\n",
