@@ -296,6 +296,19 @@ def summarize(lat_ms, wall_s, n_ok, n_fail, errors):
 # --------------------------------------------------------------------------------------------
 # The daemon's footprint.
 
+def wait_idle(api, timeout_s):
+    """Wait (bounded) until the daemon runs and queues nothing, then one more second to settle."""
+    for _ in range(int(timeout_s * 10)):
+        try:
+            h = api.health()
+            if not h.get("running") and not h.get("queued"):
+                break
+        except Exception:  # noqa: BLE001
+            pass
+        time.sleep(0.1)
+    time.sleep(1.0)
+
+
 def daemon_pid():
     p = subprocess.run(["systemctl", "show", "-P", "MainPID", "sandboxd"], stdout=subprocess.PIPE,
                        stderr=subprocess.DEVNULL, timeout=10)
@@ -755,15 +768,7 @@ def main():
     sampler.stop_ev.set()
     sampler.join()
 
-    for _ in range(50):
-        try:
-            h = api.health()
-            if not h.get("running") and not h.get("queued"):
-                break
-        except Exception:  # noqa: BLE001
-            pass
-        time.sleep(0.1)
-    time.sleep(1.0)
+    wait_idle(api, 5.0)
     fp_after = daemon_footprint()
     health_after = api.health()
 

@@ -231,15 +231,7 @@ def main():
     drained = waiters.close(deadline)
     t_all = time.monotonic() - t0
     # Settle, then the end footprint.
-    for _ in range(100):
-        try:
-            h = api.health()
-            if not h.get("running") and not h.get("queued"):
-                break
-        except Exception:  # noqa: BLE001
-            pass
-        time.sleep(0.1)
-    time.sleep(1.0)
+    bench.wait_idle(api, 10.0)
     samples.append(sample(api, None, "end (settled)", submitted, waiters, probe_t0))
     try:
         bench.set_max_concurrent(api, None)
