@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "api.h"
+#include "curl-event.h"
 #include "job.h"
 #include "language.h"
 #include "request.h"
@@ -716,6 +717,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate event loop: %m");
         (void) sd_event_set_watchdog(m->event, true);
+        r = curl_event_new(m->event, &m->curl);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up libcurl: %m");
 
         sigemptyset(&ss);
         sigaddset(&ss, SIGTERM);
@@ -820,6 +824,7 @@ Manager *manager_free(Manager *m) {
         m->http = http_free(m->http);
         while (m->jobs)
                 job_free(m->jobs);
+        m->curl = curl_event_free(m->curl);
         while (m->pool) {
                 Workspace *w = m->pool;
                 m->pool = w->next;

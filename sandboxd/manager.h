@@ -9,6 +9,7 @@
 #include "metrics.h"
 #include "store.h"
 
+typedef struct CurlEvent CurlEvent;
 typedef struct Job Job;
 typedef struct Workspace Workspace;
 
@@ -30,6 +31,7 @@ typedef struct Manager {
         Http *http;
         Store *store;
         Metrics *metrics;        /* what GET /metrics renders */
+        CurlEvent *curl;         /* HTTP client transfers (input downloads, callbacks) on the loop */
 
         uint8_t *bpf;            /* the seccomp filter, compiled once */
         size_t bpf_len;
