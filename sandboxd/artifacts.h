@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Artifact collection: after an execution's unit has ended and its cgroup is empty, the regular
+ * files below the workspace's output/ directory are copied into a content-addressed store. Every
+ * name and byte in the workspace is hostile: the walk is relative to directory fds opened with
+ * openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV) and O_NOFOLLOW;
+ * symlinks, hard links (st_nlink > 1), FIFOs, sockets and devices are skipped and reported, never
+ * opened for reading; sizes are judged from fstat() before a byte is read; the copy is streamed
+ * (constant memory) while hashing, into a file the store owns with mode 0644 (no setuid/setgid).
+ *
+ * The store: store_dir/<first two hex digits>/<sha256 hex>, written through a temporary file and
+ * renamed into place; identical content is stored once. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "util.h"
+
+#define ARTIFACT_SKIPPED_LISTED_MAX 100   /* skipped entries listed one by one; the rest are counted */
+
+typedef struct ArtifactLimits {
+        uint64_t max_files;             /* artifacts collected at most; further files are skipped */
+        uint64_t max_file_bytes;        /* a larger file is skipped ("too_large"), never read */
+        uint64_t max_total_bytes;       /* sum of collected sizes */
+        size_t max_path;                /* bytes of a relative path below output/ */
+        unsigned max_depth;             /* directory nesting below output/ */
+} ArtifactLimits;
+
+typedef struct Artifact {
+        char *path;                     /* relative to output/, valid UTF-8 without control characters */
+        uint64_t size;
+        const char *mime_type;          /* static (mime.h) */
+        char sha256[65];                /* lower-case hex */
+} Artifact;
+
+typedef struct ArtifactSkip {
+        char *path;                     /* printable: bytes that are not valid UTF-8 or are control
+                                         * characters are shown as \xNN; cut to max_path */
+        const char *reason;             /* static: "symlink", "hardlink", "fifo", "socket", "device",
+                                         * "too_large", "too_many", "total_too_large", "name_invalid",
+                                         * "path_too_long", "too_deep", "not_directory", "io_error" */
+} ArtifactSkip;
+
+typedef struct ArtifactList {
+        Artifact *items;                /* sorted by path */
+        size_t n_items;
+        ArtifactSkip *skipped;          /* at most ARTIFACT_SKIPPED_LISTED_MAX */
+        size_t n_skipped;
+        uint64_t n_skipped_total;       /* including those not listed */
+        uint64_t total_bytes;
+} ArtifactList;
+
+ArtifactList *artifact_list_free(ArtifactList *l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ArtifactList *, artifact_list_free);
+
+/* Collect workspace_fd/output/ into the store at store_fd. workspace_fd is the directory that
+ * appears as /workspace in the sandbox. A missing output/ yields an empty list; output/ that is a
+ * symlink or not a directory yields an empty list with one "not_directory" skip. Blocking (it reads
+ * and writes files): call it from a worker thread, or use artifacts_collect_async(). 0 or -errno
+ * (errors of the store side: -ENOSPC, -EIO ...; hostile workspace content is never an error). */
+int artifacts_collect(int workspace_fd, int store_fd, const ArtifactLimits *lim, ArtifactList **ret);
+
+/* Run artifacts_collect() on a worker thread; cb runs on the event loop with its result (r < 0:
+ * failure, list NULL; else the callee owns list). The fds are duplicated; the caller may close its
+ * own. Cancelling (artifact_collect_cancel) joins the thread and drops the result without calling
+ * cb. */
+typedef struct ArtifactCollect ArtifactCollect;
+typedef void (*artifacts_done_t)(int r, ArtifactList *list, void *userdata);
+int artifacts_collect_async(sd_event *event, int workspace_fd, int store_fd, const ArtifactLimits *lim,
+                            artifacts_done_t cb, void *userdata, ArtifactCollect **ret);
+ArtifactCollect *artifact_collect_cancel(ArtifactCollect *c);
+
+/* Open (creating if missing, mode 0700) the store directory; its fd. */
+int artifacts_store_open(const char *dir);
+/* Open one stored artifact for reading by its hex digest: a read-only fd, or -ENOENT/-EINVAL. */
+int artifacts_store_open_blob(int store_fd, const char *sha256_hex);
+/* Remove one blob (when no record refers to it any more). -ENOENT if absent. */
+int artifacts_store_remove_blob(int store_fd, const char *sha256_hex);
