@@ -155,12 +155,17 @@ int curl_event_new(sd_event *event, CurlEvent **ret) {
                 curl_event_free(c);
                 return -ENOMEM;
         }
-        r = sd_event_add_time_relative(event, &c->timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer, c);
+        /* Armed by timer_cb(); created disabled (a time of 0 would fire at once if enabled). */
+        r = sd_event_add_time(event, &c->timer, CLOCK_MONOTONIC, 0, 1000, on_timer, c);
         if (r < 0) {
                 curl_event_free(c);
                 return r;
         }
-        (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+        r = sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+        if (r < 0) {
+                curl_event_free(c);
+                return r;
+        }
         (void) sd_event_source_set_description(c->timer, "curl-timer");
         if (curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, socket_cb) != CURLM_OK ||
             curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c) != CURLM_OK ||
