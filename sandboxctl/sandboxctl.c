@@ -76,6 +76,7 @@ static const char *arg_language = NULL;
 static const char *arg_code = NULL;
 static const char *arg_session = NULL;
 static const char *arg_id = NULL;
+static const char *arg_callback_url = NULL;
 static bool arg_timeout_ms_set = false, arg_memory_mb_set = false, arg_disk_mb_set = false,
             arg_cpu_cores_set = false;
 static uint64_t arg_timeout_ms = 0, arg_memory_mb = 0, arg_disk_mb = 0;
@@ -779,6 +780,8 @@ static int build_request(const char *path, json_object **ret) {
                 r = json_add(req, "execution_id", json_object_new_string(arg_id));
         if (r >= 0 && arg_session)
                 r = json_add(req, "session_id", json_object_new_string(arg_session));
+        if (r >= 0 && arg_callback_url)
+                r = json_add(req, "callback_url", json_object_new_string(arg_callback_url));
         if (r >= 0 && arg_timeout_ms_set)
                 r = json_add(limits, "timeout_ms", json_object_new_int64((int64_t) arg_timeout_ms));
         if (r >= 0 && arg_memory_mb_set)
@@ -2304,6 +2307,8 @@ static void help(void) {
                "     --env=NAME=VALUE       Set an environment variable (repeatable)\n"
                "     --session=ID           Session ID to record\n"
                "     --id=ID                Execution ID (an idempotency key)\n"
+               "     --callback-url=URL     POST the signed result to this http(s) URL when the\n"
+               "                            execution ends\n"
                "\n"
                "Options for status and show:\n"
                "     --wait                 Wait until the execution is final\n"
@@ -2400,6 +2405,7 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 ARG_ENV,
                 ARG_SESSION,
                 ARG_ID,
+                ARG_CALLBACK_URL,
                 ARG_WAIT,
                 ARG_STATUS,
                 ARG_ERROR_TYPE,
@@ -2427,6 +2433,7 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 { "env", required_argument, NULL, ARG_ENV },
                 { "session", required_argument, NULL, ARG_SESSION },
                 { "id", required_argument, NULL, ARG_ID },
+                { "callback-url", required_argument, NULL, ARG_CALLBACK_URL },
                 { "wait", no_argument, NULL, ARG_WAIT },
                 { "status", required_argument, NULL, ARG_STATUS },
                 { "error-type", required_argument, NULL, ARG_ERROR_TYPE },
@@ -2542,6 +2549,13 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 case ARG_ID:
                         arg_id = optarg;
                         note_option_group(OPTION_GROUP_EXECUTE, "--id");
+                        break;
+                case ARG_CALLBACK_URL:
+                        /* The daemon checks it and names what is wrong; only the obvious here. */
+                        if (isempty(optarg))
+                                return log_error_errno(-EINVAL, "--callback-url: empty URL.");
+                        arg_callback_url = optarg;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--callback-url");
                         break;
                 case ARG_WAIT:
                         arg_wait = true;
