@@ -15,7 +15,7 @@
 #define RESPONSE_MAX (64 * 1024)
 /* How long past its timeout an attempt in flight keeps its lease (see callback.h). */
 #define LEASE_SLACK_USEC (30ULL * 1000000ULL)
-/* After a failed store write, when to look again. */
+/* After a failed store write (or a delivery found still in flight), when to look again. */
 #define STORE_RETRY_USEC (5ULL * 1000000ULL)
 #define LAST_ERROR_MAX 256
 
@@ -463,10 +463,17 @@ static void arm_timer(Callbacks *c, uint64_t when) {
                 log_error_errno(r, "Cannot arm the callback timer: %m");
 }
 
+static bool in_flight(Callbacks *c, const char *id) {
+        for (Delivery *d = c->deliveries; d; d = d->next)
+                if (streq(d->cb->execution_id, id))
+                        return true;
+        return false;
+}
+
 static void dispatch(Callbacks *c) {
         Manager *m = c->manager;
         uint64_t now = now_usec(CLOCK_REALTIME), next = 0;
-        bool store_failed = false;
+        bool store_failed = false, skipped = false;
         int r;
 
         if (!c->timer)
@@ -491,15 +498,19 @@ static void dispatch(Callbacks *c) {
 
                         if (store_failed)
                                 store_callback_free(cb);
-                        else if (attempt_start(c, cb, now) < 0)
+                        else if (in_flight(c, cb->execution_id)) {
+                                /* An attempt that outlived its lease (a stalled loop): never two at once. */
+                                store_callback_free(cb);
+                                skipped = true;
+                        } else if (attempt_start(c, cb, now) < 0)
                                 store_failed = true;   /* it would stay due: do not spin on it */
                 }
                 free(l);
-                if (store_failed || n < want)
+                if (store_failed || skipped || n < want)
                         break;
         }
 
-        if (store_failed) {
+        if (store_failed || skipped) {
                 arm_timer(c, now + STORE_RETRY_USEC);
                 return;
         }

@@ -209,7 +209,8 @@ t.eq([o for _, _, o in reqs], [500, 503, 500, 200], "a: 500, 503, 500, then acce
 
 t.eq(cb_b.get("state"), "delivered", "b: delivered after the hang", cb_b)
 t.ok((cb_b.get("attempts") or 0) >= 2, "b: more than one attempt", cb_b)
-t.eq(hang1.client_closed, 1, "b: sandboxd gave up on the hanging attempt (its timeout)")
+t.ok(wait_until(lambda: hang1.client_closed == 1, 10), "b: sandboxd gave up on the hanging attempt (its timeout)",
+     hang1.client_closed)
 check_delivery("b", hang1, b["execution_id"], KEY, WRONG)
 
 t.eq((cb_d.get("state"), cb_d.get("attempts")), ("failed", 1), "d: a 400 fails after one attempt", cb_d)
@@ -238,8 +239,14 @@ cbx = wait_final(x["execution_id"])
 t.eq((cbx.get("state"), cbx.get("attempts")), ("delivered", 1), "e: released, the held attempt is accepted", cbx)
 check_delivery("e x", hang2, x["execution_id"], KEY, WRONG)
 
-# ---- c) down until the daemon restarts ----
-configure(3)
+# ---- c) down until the daemon restarts; and an attempt in flight at the stop ----
+# A long timeout: the attempt held open by hang3 is still in flight when sandboxd stops. The stop
+# aborts it and hands it back as due, so the restarted daemon retries it at once (not after the
+# attempt's lease of CallbackTimeoutSec= + 30 s).
+configure(120)
+hang3 = Receiver(lambda r, n: "hang" if n == 1 else 200)
+h3 = run("print('h3')", callback_url=hang3.url)
+t.ok(hang3.hanging.wait(60), "c: an attempt is in flight")
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 port = s.getsockname()[1]
@@ -259,6 +266,12 @@ cbc = wait_final(c["execution_id"])
 t.eq(cbc.get("state"), "delivered", "c: delivered after the restart", cbc)
 t.ok((cbc.get("attempts") or 0) >= 3, "c: the attempts before the restart are counted", cbc)
 check_delivery("c", down, c["execution_id"], KEY, WRONG, all_seen=False)
+
+cb3 = wait_final(h3["execution_id"], 60)
+t.eq((cb3.get("state"), cb3.get("attempts")), ("delivered", 2),
+     "c: the attempt aborted by the stop was retried after the restart", cb3)
+t.ok(wait_until(lambda: hang3.client_closed == 1, 10), "c: the stop closed the attempt in flight", hang3.client_closed)
+check_delivery("c in flight", hang3, h3["execution_id"], KEY, WRONG)
 
 # Nothing of a), b), d), e) was delivered again by the restarted daemon.
 for rcv, name in ((flaky, "a"), (hang1, "b"), (reject, "d"), (ok, "e"), (hang2, "x")):
@@ -282,7 +295,7 @@ if os.access(ctl, os.X_OK):
 else:
     t.ok(False, f"sandboxctl binary at {ctl}")
 
-for rcv in (flaky, hang1, reject, hang2, ok, down):
+for rcv in (flaky, hang1, reject, hang2, hang3, ok, down):
     rcv.stop()
 os.unlink(f"{confdir}/sandboxd.conf.d/50-callbacks.conf")
 subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
