@@ -568,6 +568,10 @@ typedef struct Execution {
                 stderr_lines;
         Number peak_memory_mb;
         bool stdout_truncated, stderr_truncated;
+        struct {
+                String url, state, last_error;
+                Integer attempts;
+        } callback;
 } Execution;
 
 static int execution_parse(json_object *j, Execution *ret) {
@@ -594,12 +598,25 @@ static int execution_parse(json_object *j, Execution *ret) {
                 { "stdout_truncated", FIELD_BOOLEAN, offsetof(Execution, stdout_truncated), false },
                 { "stderr_truncated", FIELD_BOOLEAN, offsetof(Execution, stderr_truncated), false },
         };
+        static const Field callback_fields[] = {
+                { "url", FIELD_STRING, offsetof(Execution, callback.url), true },
+                { "state", FIELD_STRING, offsetof(Execution, callback.state), true },
+                { "last_error", FIELD_STRING, offsetof(Execution, callback.last_error), false },
+                { "attempts", FIELD_INTEGER, offsetof(Execution, callback.attempts), false },
+        };
         Execution e = {};
+        json_object *cb = NULL;
         int r;
 
         r = json_dispatch(j, "the execution", fields, ELEMENTSOF(fields), &e);
         if (r < 0)
                 return r;
+        /* Present once a final execution has a callback delivery. */
+        if (json_object_object_get_ex(j, "callback", &cb) && cb) {
+                r = json_dispatch(cb, "the callback", callback_fields, ELEMENTSOF(callback_fields), &e);
+                if (r < 0)
+                        return r;
+        }
 
         /* These end up in our exit status: out of range values must not turn into a wrong one. */
         if (e.exit_code.set && (e.exit_code.value < 0 || e.exit_code.value > 255))
@@ -961,6 +978,21 @@ static int execution_print(const Execution *e) {
         }
         print_string_field("Unit", &e->unit);
         print_string_field("Reason", &e->reason);
+        if (e->callback.state.s) {
+                print_key("Callback");
+                printf("%s", e->callback.state.s);
+                if (e->callback.attempts.set)
+                        printf(" after %" PRIi64 " attempt%s", e->callback.attempts.value,
+                               e->callback.attempts.value == 1 ? "" : "s");
+                printf(" to ");
+                fputs_escaped(stdout, e->callback.url.s, e->callback.url.len, false);
+                if (e->callback.last_error.s) {
+                        printf(" (");
+                        fputs_escaped(stdout, e->callback.last_error.s, e->callback.last_error.len, false);
+                        printf(")");
+                }
+                printf("\n");
+        }
 
         print_output_section("stdout", &e->out, &e->stdout_bytes, &e->stdout_lines, e->stdout_truncated);
         print_output_section("stderr", &e->err, &e->stderr_bytes, &e->stderr_lines, e->stderr_truncated);

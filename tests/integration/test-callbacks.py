@@ -292,6 +292,12 @@ if os.access(ctl, os.X_OK):
     if eid:
         t.eq(wait_final(eid).get("state"), "delivered", "sandboxctl: delivered")
         check_delivery("sandboxctl", ok, eid, KEY, WRONG)
+        p = subprocess.run([ctl, "show", eid], capture_output=True, text=True)
+        t.ok(p.returncode == 0 and f"delivered after 1 attempt to {ok.url}" in p.stdout,
+             "sandboxctl show prints the delivery", p.stdout + p.stderr)
+    p = subprocess.run([ctl, "show", d["execution_id"]], capture_output=True, text=True)
+    t.ok(f"failed after 1 attempt to {reject.url} (HTTP 400)" in p.stdout, "sandboxctl show prints a failed one",
+         p.stdout + p.stderr)
 else:
     t.ok(False, f"sandboxctl binary at {ctl}")
 
