@@ -205,6 +205,10 @@ void manager_notify_status(Manager *m) {
 }
 
 void manager_metrics_gauges(Manager *m, MetricsGauges *ret) {
+        uint64_t outbox = 0;
+
+        /* One indexed count: deliveries stay in the store, not in memory. */
+        (void) store_callback_count(m->store, CALLBACK_PENDING, &outbox);
         *ret = (MetricsGauges) {
                 .running = m->n_running,
                 .queued = m->n_queued,
@@ -212,7 +216,7 @@ void manager_metrics_gauges(Manager *m, MetricsGauges *ret) {
                 .queue_max = m->config->max_queued,
                 .pool_ready = m->n_pool,
                 .pool_target = m->config->workspace_pool,
-                .outbox = 0,     /* no callbacks yet (callback_url is refused with 422) */
+                .outbox = outbox,
         };
 }
 

@@ -46,6 +46,7 @@ typedef struct StoreOps {
         int (*callback_due)(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n);
         int (*callback_next_due)(Store *s, uint64_t *ret_usec);
         int (*callback_update)(Store *s, const StoreCallback *c);
+        int (*callback_count)(Store *s, CallbackState st, uint64_t *ret);
 } StoreOps;
 
 struct Store {

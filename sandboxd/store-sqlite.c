@@ -205,6 +205,7 @@ static const char sql_callback_due[] =
         "ORDER BY next_attempt_at, execution_id LIMIT ?2";
 static const char sql_callback_next_due[] =
         "SELECT min(next_attempt_at) FROM callbacks WHERE state = 'pending'";
+static const char sql_callback_count[] = "SELECT count(*) FROM callbacks WHERE state = ?1";
 static const char sql_callback_update[] =
         "UPDATE callbacks SET state = ?2, next_attempt_at = ?3, attempts = ?4, last_error = ?5, delivered_at = ?6 "
         "WHERE execution_id = ?1";
@@ -731,6 +732,25 @@ static int sqlite_callback_next_due(Store *s, uint64_t *ret_usec) {
         return r;
 }
 
+static int sqlite_callback_count(Store *s, CallbackState state, uint64_t *ret) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        rc = sqlite3_prepare_v2(ss->db, sql_callback_count, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = sqlite3_bind_text(st, 1, callback_state_to_string(state), -1, SQLITE_STATIC);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                *ret = (uint64_t) MAX(sqlite3_column_int64(st, 0), (sqlite3_int64) 0);
+        else
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        return r;
+}
+
 static int sqlite_callback_update(Store *s, const StoreCallback *c) {
         SqliteStore *ss = SQLITE_STORE(s);
         sqlite3_stmt *st = NULL;
@@ -905,6 +925,7 @@ static const StoreOps sqlite_ops = {
         .callback_due = sqlite_callback_due,
         .callback_next_due = sqlite_callback_next_due,
         .callback_update = sqlite_callback_update,
+        .callback_count = sqlite_callback_count,
 };
 
 /* ---- opening ---- */

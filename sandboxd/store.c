@@ -501,6 +501,12 @@ int store_callback_next_due(Store *s, uint64_t *ret_usec) {
         return s->ops->callback_next_due(s, ret_usec);
 }
 
+int store_callback_count(Store *s, CallbackState st, uint64_t *ret) {
+        if (!s || !ret || st < 0 || st >= _CALLBACK_STATE_MAX)
+                return -EINVAL;
+        return s->ops->callback_count(s, st, ret);
+}
+
 int store_callback_update(Store *s, const StoreCallback *c) {
         if (!s || !store_callback_is_valid(c, false))
                 return -EINVAL;

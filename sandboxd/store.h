@@ -137,6 +137,8 @@ int store_callback_get(Store *s, const char *id, bool with_body, StoreCallback *
 int store_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n);
 /* When the earliest pending delivery is due; -ENOENT if none is pending. */
 int store_callback_next_due(Store *s, uint64_t *ret_usec);
+/* How many deliveries are in state st. */
+int store_callback_count(Store *s, CallbackState st, uint64_t *ret);
 /* Write state, attempts, next_attempt_usec, last_error and delivered_usec of c by execution_id;
  * -ENOENT if there is no such delivery. */
 int store_callback_update(Store *s, const StoreCallback *c);

@@ -126,6 +126,14 @@ def verify(key, headers, body):
         return False
 
 
+def outbox_size():
+    st, body = request("GET", "/metrics")
+    for line in body.get("_raw", "").splitlines():
+        if line.startswith("sandboxd_callback_outbox_size "):
+            return float(line.split()[1])
+    return None
+
+
 def callback_of(eid):
     st, rec = get(eid)
     return (rec or {}).get("callback") if st == 200 else None
@@ -257,6 +265,7 @@ t.ok(wait_until(lambda: ((callback_of(c["execution_id"]) or {}).get("attempts") 
 cbc = callback_of(c["execution_id"]) or {}
 t.eq(cbc.get("state"), "pending", "c: still pending", cbc)
 t.ok("connect" in (cbc.get("last_error") or ""), "c: last_error names the connection failure", cbc)
+t.eq(outbox_size(), 2.0, "c: metrics: two deliveries pending (the one in flight, the one to the receiver that is down)")
 
 old_pid = daemon_pid()
 subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
@@ -277,6 +286,7 @@ check_delivery("c in flight", hang3, h3["execution_id"], KEY, WRONG)
 for rcv, name in ((flaky, "a"), (hang1, "b"), (reject, "d"), (ok, "e"), (hang2, "x")):
     t.ok(all(v == 1 for v in rcv.accepted().values()), f"{name}: still exactly one accepted after the restart")
 t.eq(len(reject.snapshot()), 1, "d: not retried after the restart")
+t.eq(outbox_size(), 0.0, "metrics: nothing pending in the outbox any more")
 
 # ---- sandboxctl --callback-url ----
 ctl = os.path.join(BUILD, "sandboxctl", "sandboxctl")

@@ -841,6 +841,12 @@ static void test_callback_outbox(_unused_ void **state) {
         assert_int_equal(n, 1);
         store_callbacks_free(l, n);
 
+        assert_int_equal(store_callback_count(s, CALLBACK_PENDING, &due), 0);
+        assert_int_equal(due, 3);
+        assert_int_equal(store_callback_count(s, CALLBACK_DELIVERED, &due), 0);
+        assert_int_equal(due, 0);
+        assert_int_equal(store_callback_count(s, _CALLBACK_STATE_MAX, &due), -EINVAL);
+
         /* Delivered and failed ones are no longer due. */
         want->state = CALLBACK_DELIVERED;
         want->attempts = 3;
@@ -861,6 +867,10 @@ static void test_callback_outbox(_unused_ void **state) {
         got = store_callback_free(got);
         assert_int_equal(store_callback_next_due(s, &due), 0);
         assert_int_equal(due, BASE_USEC + 900);
+        assert_int_equal(store_callback_count(s, CALLBACK_PENDING, &due), 0);
+        assert_int_equal(due, 1);
+        assert_int_equal(store_callback_count(s, CALLBACK_FAILED, &due), 0);
+        assert_int_equal(due, 1);
 
         /* Updating a delivery that does not exist, and invalid ones. */
         free(want->execution_id);
