@@ -267,6 +267,12 @@ t.eq(cbc.get("state"), "pending", "c: still pending", cbc)
 t.ok("connect" in (cbc.get("last_error") or ""), "c: last_error names the connection failure", cbc)
 t.eq(outbox_size(), 2.0, "c: metrics: two deliveries pending (the one in flight, the one to the receiver that is down)")
 
+# An execution still running across the restart keeps its callback_url (adopted, then delivered).
+st, adopted = submit("import time\ntime.sleep(3)\nprint('adopted')\n", callback_url=ok.url)
+t.eq(st, 202, "c: a long execution with a callback submitted", adopted)
+t.ok(wait_until(lambda: get(adopted["execution_id"])[1].get("status") == "running", 60, 0.1),
+     "c: it runs when sandboxd restarts")
+
 old_pid = daemon_pid()
 subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
 t.ok(wait_until(lambda: daemon_pid() not in (0, old_pid), 30), "c: sandboxd restarted")
@@ -281,6 +287,14 @@ t.eq((cb3.get("state"), cb3.get("attempts")), ("delivered", 2),
      "c: the attempt aborted by the stop was retried after the restart", cb3)
 t.ok(wait_until(lambda: hang3.client_closed == 1, 10), "c: the stop closed the attempt in flight", hang3.client_closed)
 check_delivery("c in flight", hang3, h3["execution_id"], KEY, WRONG)
+
+cba = wait_final(adopted["execution_id"], 60)
+t.eq((cba.get("state"), cba.get("attempts")), ("delivered", 1), "c: the adopted execution's result was delivered",
+     cba)
+check_delivery("c adopted", ok, adopted["execution_id"], KEY, WRONG)
+t.ok(b"adopted" in [b for h, b, o in ok.snapshot()
+                    if h.get("Sandboxd-Execution-Id") == adopted["execution_id"]][-1],
+     "c: ... with its output")
 
 # Nothing of a), b), d), e) was delivered again by the restarted daemon.
 for rcv, name in ((flaky, "a"), (hang1, "b"), (reject, "d"), (ok, "e"), (hang2, "x")):
