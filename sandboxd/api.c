@@ -148,7 +148,7 @@ static void handle_submit(Manager *m, HttpRequest *req) {
                                                    er->execution_id);
                                 return;
                         }
-                        http_respond_json(req, 200, query_true(req, "wait") ? execution_to_json(rec->exec)
+                        http_respond_json(req, 200, query_true(req, "wait") ? record_json(m, rec->exec)
                                                                               : accepted_json(rec->exec));
                         return;
                 }

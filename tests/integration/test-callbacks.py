@@ -325,6 +325,19 @@ if os.access(ctl, os.X_OK):
 else:
     t.ok(False, f"sandboxctl binary at {ctl}")
 
+# The same execution_id again: with the same callback_url the same execution (no second delivery),
+# with another one a conflict.
+idem = run("print('idem')", execution_id="cb_idem", callback_url=ok.url)
+t.eq(wait_final("cb_idem").get("state"), "delivered", "idempotent: delivered")
+st, again = request("POST", "/v1/executions?wait=true",
+                    {"language": "python", "code": "print('idem')", "execution_id": "cb_idem", "callback_url": ok.url})
+t.ok(st == 200 and (again.get("callback") or {}).get("attempts") == 1, "idempotent: the same request again is the "
+     "same execution, its delivery shown", (st, again))
+st, other = submit("print('idem')", execution_id="cb_idem", callback_url=flaky.url)
+t.eq(st, 409, "idempotent: the same id with another callback_url is a conflict", other)
+t.eq(sum(1 for h, _, o in ok.snapshot() if h.get("Sandboxd-Execution-Id") == "cb_idem"), 1,
+     "idempotent: delivered once")
+
 for rcv in (flaky, hang1, reject, hang2, hang3, ok, down):
     rcv.stop()
 os.unlink(f"{confdir}/sandboxd.conf.d/50-callbacks.conf")
