@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "api.h"
+#include "callback.h"
 #include "job.h"
 #include "store.h"
 #include "log.h"
@@ -29,6 +30,15 @@ static bool query_true(HttpRequest *req, const char *key) {
         return v && (streq(v, "true") || streq(v, "1") || streq(v, "yes") || *v == 0);
 }
 
+/* The record as the API shows it: the result, and its callback delivery if it has one. */
+static json_object *record_json(Manager *m, const Execution *e) {
+        json_object *o = execution_to_json(e);
+
+        if (exec_status_is_final(e->status))
+                callback_add_json(m, o, e->id);
+        return o;
+}
+
 static void on_request_gone(HttpRequest *req, void *userdata) {
         ApiWait *w = userdata;
 
@@ -47,7 +57,7 @@ static void on_job_done(Job *j, void *userdata) {
                 http_respond_error(w->req, 503, "shutting_down", NULL, "sandboxd is stopping; execution %s did not finish",
                                    j->exec->id);
         else
-                http_respond_json(w->req, 200, execution_to_json(j->exec));
+                http_respond_json(w->req, 200, record_json(m, j->exec));
         free(w);
 }
 
@@ -138,7 +148,7 @@ static void handle_submit(Manager *m, HttpRequest *req) {
                                                    er->execution_id);
                                 return;
                         }
-                        http_respond_json(req, 200, query_true(req, "wait") ? execution_to_json(rec->exec)
+                        http_respond_json(req, 200, query_true(req, "wait") ? record_json(m, rec->exec)
                                                                               : accepted_json(rec->exec));
                         return;
                 }
@@ -214,7 +224,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
                 j = NULL;
         if (!j) {
                 if (m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
-                        http_respond_json(req, 200, execution_to_json(rec->exec));
+                        http_respond_json(req, 200, record_json(m, rec->exec));
                         return;
                 }
                 http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
@@ -224,7 +234,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
                 wait_for(req, j);
                 return;
         }
-        http_respond_json(req, 200, execution_to_json(j->exec));
+        http_respond_json(req, 200, record_json(m, j->exec));
 }
 
 static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {

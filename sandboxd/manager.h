@@ -9,6 +9,7 @@
 #include "metrics.h"
 #include "store.h"
 
+typedef struct Callbacks Callbacks;
 typedef struct CurlEvent CurlEvent;
 typedef struct Job Job;
 typedef struct Workspace Workspace;
@@ -32,6 +33,7 @@ typedef struct Manager {
         Store *store;
         Metrics *metrics;        /* what GET /metrics renders */
         CurlEvent *curl;         /* HTTP client transfers (input downloads, callbacks) on the loop */
+        Callbacks *callbacks;    /* callback deliveries from the store's outbox (callback.c) */
 
         uint8_t *bpf;            /* the seccomp filter, compiled once */
         size_t bpf_len;
