@@ -188,9 +188,14 @@ static const char *reason_from_type(mode_t mode) {
         }
 }
 
-/* Why openat2() refused an entry that fstatat() had just seen as a directory or regular file: it was
- * replaced meanwhile (a symlink: ELOOP; a mount: EXDEV), or something else went wrong. */
-static const char *reason_from_open_error(int r) {
+/* Why the open of an entry that fstatat() had just seen as a directory or regular file failed: it
+ * was replaced meanwhile (by a symlink: ELOOP, or ENOTDIR where O_DIRECTORY judged first; by a mount:
+ * EXDEV), or something else went wrong. What is there now names the reason. */
+static const char *reason_from_open_error(int dir_fd, const char *name, mode_t was, int r) {
+        struct stat st;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && (st.st_mode & S_IFMT) != (was & S_IFMT))
+                return reason_from_type(st.st_mode);
         switch (r) {
         case -ELOOP:
                 return "symlink";
@@ -404,7 +409,7 @@ static int visit_file(Walk *w, int dir_fd, const char *prefix, const char *name,
          * instead of waiting for a writer; O_NOCTTY likewise for a terminal. */
         fd = open_child(w, dir_fd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
-                return skip_add(w, prefix, name, reason_from_open_error(fd));
+                return skip_add(w, prefix, name, reason_from_open_error(dir_fd, name, st->st_mode, fd));
         if (fstat(fd, &fst) < 0)
                 return skip_add(w, prefix, name, "io_error");
         if (!S_ISREG(fst.st_mode))
@@ -468,7 +473,7 @@ static int visit(Walk *w, int dir_fd, const char *prefix, unsigned depth, const 
                 return skip_add(w, prefix, name, "too_deep");
         fd = open_child(w, dir_fd, name, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
-                return skip_add(w, prefix, name, reason_from_open_error(fd));
+                return skip_add(w, prefix, name, reason_from_open_error(dir_fd, name, st.st_mode, fd));
         if (fstat(fd, &fst) < 0 || !S_ISDIR(fst.st_mode) || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino)
                 return skip_add(w, prefix, name, "io_error");
 
