@@ -276,11 +276,30 @@ static int store_tmpfile(int store_fd, char ret_name[static 32]) {
         return fd;
 }
 
-/* Give the written file its name store/<xx>/<hex>. Identical content already stored: EEXIST, and the
- * copy is dropped (the content is the name). */
-static int store_link(int store_fd, int tmp_fd, const char *tmp_name, const char *hex) {
-        char shard[3] = { hex[0], hex[1], '\0' }, proc[64];
+/* Link the written file as shard_fd/name; -EEXIST if the name is taken. */
+static int link_tmp(int store_fd, int tmp_fd, const char *tmp_name, int shard_fd, const char *name) {
+        char proc[64];
+
+        if (tmp_name[0])
+                return linkat(store_fd, tmp_name, shard_fd, name, 0) < 0 ? -errno : 0;
+        /* /proc/self/fd needs no capability, AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH: the latter only
+         * where /proc is missing. */
+        (void) snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tmp_fd);
+        if (linkat(AT_FDCWD, proc, shard_fd, name, AT_SYMLINK_FOLLOW) >= 0)
+                return 0;
+        if (errno != ENOENT)
+                return -errno;
+        return linkat(tmp_fd, "", shard_fd, name, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* Give the written file its name store/<xx>/<hex>. Identical content already stored: the copy is
+ * dropped (the content is the name) -- unless the stored file has the wrong size, which a crash can
+ * leave (linked, but its data never reached the disk): then the copy replaces it. */
+static int store_link(int store_fd, int tmp_fd, const char *tmp_name, const char *hex, uint64_t size) {
+        char shard[3] = { hex[0], hex[1], '\0' }, other[32];
         _cleanup_close_ int shard_fd = -EBADF;
+        struct stat st;
+        uint64_t rnd;
         int r;
 
         if (mkdirat(store_fd, shard, 0755) < 0 && errno != EEXIST)
@@ -289,20 +308,25 @@ static int store_link(int store_fd, int tmp_fd, const char *tmp_name, const char
         if (shard_fd < 0)
                 return -errno;
 
-        if (tmp_name && tmp_name[0]) {
-                r = linkat(store_fd, tmp_name, shard_fd, hex, 0) < 0 ? -errno : 0;
-                (void) unlinkat(store_fd, tmp_name, 0);
-        } else {
-                /* /proc/self/fd needs no capability, AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH: the
-                 * latter only where /proc is missing. */
-                (void) snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tmp_fd);
-                r = linkat(AT_FDCWD, proc, shard_fd, hex, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
-                if (r == -ENOENT)
-                        r = linkat(tmp_fd, "", shard_fd, hex, AT_EMPTY_PATH) < 0 ? -errno : 0;
-        }
-        if (r == -EEXIST)
+        r = link_tmp(store_fd, tmp_fd, tmp_name, shard_fd, hex);
+        if (r != -EEXIST)
+                return r;
+        if (fstatat(shard_fd, hex, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISREG(st.st_mode) &&
+            (uint64_t) st.st_size == size)
                 return 0;
-        return r;
+
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                return -EIO;
+        (void) snprintf(other, sizeof(other), ".tmp-%016" PRIx64, rnd);
+        r = link_tmp(store_fd, tmp_fd, tmp_name, shard_fd, other);
+        if (r < 0)
+                return r;
+        if (renameat(shard_fd, other, shard_fd, hex) < 0) {
+                r = -errno;
+                (void) unlinkat(shard_fd, other, 0);
+                return r;
+        }
+        return 0;
 }
 
 static void md_ctx_freep(EVP_MD_CTX **p) {
@@ -363,7 +387,9 @@ static int copy_to_store(Walk *w, int fd, uint64_t size, const char *path, Artif
         }
         hex_encode(digest, digest_len, a->sha256);
 
-        r = store_link(w->store_fd, tmp_fd, tmp_name, a->sha256);
+        r = store_link(w->store_fd, tmp_fd, tmp_name, a->sha256, size);
+        if (tmp_name[0])
+                (void) unlinkat(w->store_fd, tmp_name, 0);
         if (r < 0)
                 return r;
         w->stored = true;

@@ -657,6 +657,29 @@ static void test_dedup(_unused_ void **state) {
         assert_int_equal(store_count(), 2);
 }
 
+/* A blob of the wrong size (what a crash between link and writeback can leave) is replaced by the
+ * next copy of that content, not trusted. */
+static void test_short_blob_replaced(_unused_ void **state) {
+        _cleanup_(artifact_list_freep) ArtifactList *l = NULL;
+        char buf[16];
+        int fd;
+
+        mkfile("hello.txt", "hello");
+        l = collect_ok(NULL);
+        l = artifact_list_free(l);
+        fd = openat(store_fd, "2c/" SHA256_HELLO, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, 2), 0);
+        safe_close(fd);
+        assert_int_equal(blob_read(SHA256_HELLO, buf, sizeof(buf)), 2);
+
+        l = collect_ok(NULL);
+        assert_int_equal(l->n_items, 1);
+        assert_int_equal(blob_read(SHA256_HELLO, buf, sizeof(buf)), 5);
+        assert_memory_equal(buf, "hello", 5);
+        assert_int_equal(store_count(), 1);
+}
+
 static void test_max_depth(_unused_ void **state) {
         _cleanup_(artifact_list_freep) ArtifactList *l = NULL;
         ArtifactLimits lim = default_limits;
@@ -1039,6 +1062,7 @@ int main(void) {
                 T(test_output_not_directory),
                 T(test_mode_not_copied),
                 T(test_dedup),
+                T(test_short_blob_replaced),
                 T(test_max_depth),
                 T(test_path_too_long),
                 T(test_size_caps),
