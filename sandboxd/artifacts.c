@@ -357,6 +357,11 @@ static int copy_to_store(Walk *w, int fd, uint64_t size, const char *path, Artif
         while (left > 0) {
                 ssize_t n;
 
+                /* A large file is not waited for by artifact_collect_cancel() either. */
+                if (w->cancel && atomic_load(w->cancel)) {
+                        r = -ECANCELED;
+                        goto fail;
+                }
                 n = read(fd, w->buf, (size_t) MIN(left, (uint64_t) COPY_CHUNK));
                 if (n < 0 && errno == EINTR)
                         continue;
