@@ -505,7 +505,8 @@ static int visit(Walk *w, int dir_fd, const char *prefix, unsigned depth, const 
         fd = open_child(w, dir_fd, name, O_RDONLY | O_DIRECTORY);
         if (fd < 0)
                 return skip_add(w, prefix, name, reason_from_open_error(dir_fd, name, st.st_mode, fd));
-        if (fstat(fd, &fst) < 0 || !S_ISDIR(fst.st_mode) || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino)
+        if (fstat(fd, &fst) < 0 || !S_ISDIR(fst.st_mode) || fst.st_dev != st.st_dev ||
+            fst.st_ino != st.st_ino)
                 return skip_add(w, prefix, name, "io_error");
 
         *ret_path = path_join(prefix, name);
@@ -642,7 +643,8 @@ static int collect(int workspace_fd, int store_fd, const ArtifactLimits *lim, co
         output_fd = open_child(&w, workspace_fd, "output", O_RDONLY | O_DIRECTORY);
         if (output_fd < 0) {
                 /* Replaced by a symlink or a file since fstatat(). */
-                r = skip_add(&w, "", ".", output_fd == -ELOOP || output_fd == -ENOTDIR ? "not_directory" : "io_error");
+                r = skip_add(&w, "", ".",
+                             output_fd == -ELOOP || output_fd == -ENOTDIR ? "not_directory" : "io_error");
                 if (r < 0)
                         return r;
                 *ret = TAKE_PTR(l);

@@ -72,9 +72,10 @@ int artifacts_collect(int workspace_fd, int store_fd, const ArtifactLimits *lim,
 
 /* Run artifacts_collect() on a worker thread; cb runs on the event loop with its result (r < 0:
  * failure, list NULL; else the callee owns list). The fds are duplicated; the caller may close its
- * own. Cancelling (artifact_collect_cancel) joins the thread (the worker stops between two entries or two 64 KiB chunks,
- * -ECANCELED) and drops the result without calling cb. The handle is the caller's in every case:
- * after cb, artifact_collect_cancel() only frees it, and it may be called from within cb. */
+ * own. Cancelling (artifact_collect_cancel) joins the thread (the worker stops between two entries
+ * or two 64 KiB chunks, -ECANCELED) and drops the result without calling cb. The handle is the
+ * caller's in every case: after cb, artifact_collect_cancel() only frees it, and it may be called
+ * from within cb. */
 typedef struct ArtifactCollect ArtifactCollect;
 typedef void (*artifacts_done_t)(int r, ArtifactList *list, void *userdata);
 int artifacts_collect_async(sd_event *event, int workspace_fd, int store_fd, const ArtifactLimits *lim,
