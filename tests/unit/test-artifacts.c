@@ -821,15 +821,19 @@ typedef struct Swapper {
 static void *swapper_thread(void *userdata) {
         Swapper *sw = userdata;
 
-        while (!atomic_load(&sw->stop))
+        while (!atomic_load(&sw->stop)) {
                 if (renameat2(out_fd, "report.txt", out_fd, "swap", RENAME_EXCHANGE) == 0)
                         sw->swaps++;
+                if (renameat2(out_fd, "data.csv", out_fd, "pipe", RENAME_EXCHANGE) == 0)
+                        sw->swaps++;
+        }
         return NULL;
 }
 
 /* The race itself: while collections run, another thread keeps exchanging report.txt (a real file)
- * with a symlink to the host's secret, and a directory with a symlink to the host's directory.
- * Whatever the interleaving, nothing is followed: every collected report.txt is the real one. */
+ * with a symlink to the host's secret, and data.csv (another) with a FIFO nobody writes to.
+ * Whatever the interleaving, nothing is followed and nothing blocks (the alarm would end the test):
+ * every collected file is one of the real ones. */
 static void test_swap_race(_unused_ void **state) {
         Swapper sw = {};
         pthread_t t;
@@ -839,8 +843,11 @@ static void test_swap_race(_unused_ void **state) {
 
         sha256_hex("the real report", 15, want);
         mkfile("report.txt", "the real report");
+        mkfile("data.csv", "the real report");
         (void) snprintf(p, sizeof(p), "%s/outside/secret", base);
         assert_int_equal(symlinkat(p, out_fd, "swap"), 0);
+        assert_int_equal(mkfifoat(out_fd, "pipe", 0644), 0);
+        alarm(120);
 
         atomic_init(&sw.stop, false);
         assert_int_equal(pthread_create(&t, NULL, swapper_thread, &sw), 0);
@@ -852,7 +859,8 @@ static void test_swap_race(_unused_ void **state) {
                         collected++;
                 }
                 for (size_t k = 0; k < l->n_skipped; k++) {
-                        if (!streq(l->skipped[k].reason, "symlink") && !streq(l->skipped[k].reason, "io_error")) {
+                        if (!streq(l->skipped[k].reason, "symlink") && !streq(l->skipped[k].reason, "fifo") &&
+                            !streq(l->skipped[k].reason, "io_error")) {
                                 print_error("unexpected skip '%s' %s\n", l->skipped[k].path, l->skipped[k].reason);
                                 fail();
                         }
@@ -861,6 +869,7 @@ static void test_swap_race(_unused_ void **state) {
         }
         atomic_store(&sw.stop, true);
         assert_int_equal(pthread_join(t, NULL), 0);
+        alarm(0);
         print_message("# %u swaps: %u collected, %u skipped\n", sw.swaps, collected, skipped);
 
         assert_true(store_count() <= 1);
