@@ -24,8 +24,6 @@
 /* ExecutionFinished signals still to send, all callers together (one per Submit/Execute of an
  * unfinished execution). Beyond this the execution runs, unsignalled; GetExecution still answers. */
 #define BUS_WATCHES_MAX 16384U
-/* ListExecutions' query: a JSON object of a few short filters. */
-#define BUS_QUERY_MAX 4096U
 
 typedef struct BusCall BusCall;
 typedef void (*BusStep)(BusCall *c);
@@ -490,89 +488,31 @@ static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 
 /* ---- ListExecutions ---------------------------------------------------------------------------- */
 
-typedef struct ListQueryJson {
-        json_object *o;
-        char buf[7][32];         /* integers and booleans as the query string would have them */
-        unsigned n_buf;
-} ListQueryJson;
-
-static void json_putp(json_object **o) {
-        json_object_put(*o);
-}
-
-static const char *const list_keys[] = {
-        "session_id", "status", "error_type", "failed", "order", "limit", "cursor",
-};
-
-static const char *list_query_json_get(void *userdata, const char *key) {
-        ListQueryJson *l = userdata;
-        json_object *v;
-
-        if (!json_object_object_get_ex(l->o, key, &v) || json_object_is_type(v, json_type_null))
-                return NULL;
-        if (json_object_is_type(v, json_type_string))
-                return json_object_get_string(v);
-        /* Checked to be an integer or a boolean before. */
-        if (l->n_buf >= ELEMENTSOF(l->buf))
-                return NULL;
-        if (json_object_is_type(v, json_type_boolean))
-                (void) snprintf(l->buf[l->n_buf], sizeof(l->buf[0]), "%s", json_object_get_boolean(v) ? "true" : "false");
-        else
-                (void) snprintf(l->buf[l->n_buf], sizeof(l->buf[0]), "%" PRId64, json_object_get_int64(v));
-        return l->buf[l->n_buf++];
-}
-
 static void list_identified(BusCall *c) {
-        _cleanup_(json_putp) json_object *o = NULL;
         StoreQuery q = STORE_QUERY_INIT;
-        ListQueryJson l = {};
+        ListQueryJson l;
         json_object *page;
         RequestError err;
-        size_t len = strlen(c->arg);
+        int r;
 
-        if (len > BUS_QUERY_MAX) {
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "TooLarge", "query exceeds %u bytes", BUS_QUERY_MAX);
+        r = list_query_json_parse(c->arg, strlen(c->arg), &l, &err);
+        if (r == -ENOMEM) {
+                bus_call_reply_error(c, BUS_ERROR_PREFIX "Internal", "out of memory");
                 return;
         }
-        if (len > 0) {
-                json_tokener *tok = json_tokener_new_ex(4);
-
-                if (!tok) {
-                        bus_call_reply_error(c, BUS_ERROR_PREFIX "Internal", "out of memory");
-                        return;
-                }
-                o = json_tokener_parse_ex(tok, c->arg, (int) len);
-                if (!o || json_tokener_get_error(tok) != json_tokener_success ||
-                    json_tokener_get_parse_end(tok) != len || !json_object_is_type(o, json_type_object)) {
-                        json_tokener_free(tok);
-                        bus_call_reply_error(c, BUS_ERROR_PREFIX "InvalidRequest",
-                                             "the query is not a JSON object (\"\" or \"{}\" lists everything)");
-                        return;
-                }
-                json_tokener_free(tok);
+        if (r < 0) {
+                bus_call_reply_request_error(c, &err);
+                return;
         }
-        json_object_object_foreach(o, key, val) {
-                bool known = false;
-
-                for (size_t i = 0; i < ELEMENTSOF(list_keys); i++)
-                        known = known || streq(key, list_keys[i]);
-                if (!known) {
-                        bus_call_reply_error(c, BUS_ERROR_PREFIX "InvalidRequest", "%.64s: unknown field", key);
-                        return;
-                }
-                if (!json_object_is_type(val, json_type_string) && !json_object_is_type(val, json_type_int) &&
-                    !json_object_is_type(val, json_type_boolean) && !json_object_is_type(val, json_type_null)) {
-                        bus_call_reply_error(c, BUS_ERROR_PREFIX "InvalidRequest", "%s: a string, integer or boolean",
-                                             key);
-                        return;
-                }
-        }
-        l.o = o;
         /* Everyone lists their own executions; root everyone's, as on the HTTP API. */
         if (!c->admin)
                 q.owner = c->owner;
-        if (list_query_parse(list_query_json_get, &l, &q, &err) < 0 ||
-            list_executions(c->api->manager, &q, &page, &err) < 0) {
+        /* The same filters and the same page as GET /v1/executions. */
+        r = list_query_parse(list_query_json_get, &l, &q, &err);
+        if (r >= 0)
+                r = list_executions(c->api->manager, &q, &page, &err);
+        list_query_json_done(&l);
+        if (r < 0) {
                 bus_call_reply_request_error(c, &err);
                 return;
         }

@@ -104,48 +104,6 @@ static int invalid(RequestError *err, const char *field, const char *fmt, ...) {
         return -EINVAL;
 }
 
-int list_query_parse(ListQueryGet get, void *userdata, StoreQuery *q, RequestError *err) {
-        const char *v;
-
-        if ((v = get(userdata, "session_id"))) {
-                if (!id_is_valid(v, REQUEST_ID_MAX))
-                        return invalid(err, "session_id", "session_id: invalid");
-                q->session_id = v;
-        }
-        if ((v = get(userdata, "status"))) {
-                q->status = exec_status_from_string(v);
-                if (q->status < 0)
-                        return invalid(err, "status", "status: unknown status '%.32s'", v);
-        }
-        if ((v = get(userdata, "error_type"))) {
-                q->error_type = streq(v, "none") ? (int) ERROR_NONE : (int) error_type_from_string(v);
-                if (q->error_type < 0 || (q->error_type == ERROR_NONE && !streq(v, "none")))
-                        return invalid(err, "error_type", "error_type: unknown error type '%.32s'", v);
-        }
-        if ((v = get(userdata, "failed"))) {
-                if (!streq(v, "true") && !streq(v, "false"))
-                        return invalid(err, "failed", "failed: true or false");
-                q->failed = streq(v, "true");
-        }
-        if ((v = get(userdata, "order"))) {
-                if (streq(v, "created_at"))
-                        q->order = STORE_ORDER_CREATED_AT;
-                else if (streq(v, "duration_ms"))
-                        q->order = STORE_ORDER_DURATION_MS;
-                else
-                        return invalid(err, "order", "order: created_at or duration_ms");
-        }
-        if ((v = get(userdata, "limit"))) {
-                uint64_t lim;
-
-                if (safe_atou64(v, &lim) < 0 || lim < 1 || lim > STORE_LIST_MAX)
-                        return invalid(err, "limit", "limit: 1..%u", STORE_LIST_MAX);
-                q->limit = (unsigned) lim;
-        }
-        q->cursor = get(userdata, "cursor");
-        return 0;
-}
-
 int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestError *err) {
         StoreRecord **l = NULL;
         size_t n = 0;

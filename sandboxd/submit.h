@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "list-query.h"
 #include "manager.h"
 #include "request.h"
 #include "store.h"
@@ -27,12 +28,6 @@ typedef struct SubmitResult {
  * with *err filled (http_status, code and message as docs/http-api.md lists them). */
 int submit_execution(Manager *m, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
                      RequestError *err);
-
-/* The filters of a listing, by name as the HTTP query string has them (session_id, status,
- * error_type, failed, order, limit, cursor); get(userdata, key) returns the value or NULL. The strings
- * must outlive *q. 0, or -EINVAL with *err filled. */
-typedef const char *(*ListQueryGet)(void *userdata, const char *key);
-int list_query_parse(ListQueryGet get, void *userdata, StoreQuery *q, RequestError *err);
 
 /* One page of q as {"executions": [...], "next_cursor": ...}. 0, or negative with *err filled. */
 int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestError *err);

@@ -159,6 +159,10 @@ status, hpage = request("GET", "/v1/executions?limit=2")
 t.ok(err is None and page == hpage and len(page["executions"]) == 2,
      "ListExecutions {\"limit\": 2}: HTTP's page", err)
 
+reply, err = call("ListExecutions", "")
+status, hpage = request("GET", "/v1/executions")
+t.ok(err is None and json.loads(str(reply)) == hpage, "ListExecutions \"\": HTTP's unfiltered first page", err)
+
 # ---- idempotency is the HTTP API's ----
 ID = "exec_dbus_idem_1"
 reply1, _ = call("Submit", json.dumps(dict(REQ, execution_id=ID)))
@@ -224,7 +228,7 @@ t.eq(stable(granted), stable(http_res), f"with the rule, {nobody}'s Execute runs
 t.eq(http_count(), before + 1, "exactly one execution more")
 rc, data = busctl("call", NAME, PATH, IFACE, "Submit", "s", json.dumps(REQ), uid=NOBODY)
 t.ok(rc == 0 and data[0].startswith("exec_"), f"busctl Submit as {nobody} returns an execution id", data)
-r = py_as(NOBODY, "ListExecutions", "{}")
+r = py_as(NOBODY, "ListExecutions", "")
 mine = json.loads(r["ok"])["executions"] if "ok" in r else []
 t.ok({e["execution_id"] for e in mine} == {granted.get("execution_id"), data[0] if rc == 0 else None},
      f"{nobody} lists exactly its own executions", r)
