@@ -172,30 +172,66 @@ t.ok(str(reply1) == ID and status == 200 and again.get("execution_id") == ID and
 _, err = call("Submit", json.dumps(dict(REQ, execution_id=ID, code="print(1)")))
 t.eq(err and err.get_dbus_name(), ERR + "Conflict", "the same execution_id with another request: Conflict")
 
-# ---- the ExecutionFinished signal reaches the submitter ----
+# ---- the ExecutionFinished signal reaches the submitter, and only the submitter ----
 from dbus.mainloop.glib import DBusGMainLoop  # noqa: E402
 from gi.repository import GLib  # noqa: E402
 
 DBusGMainLoop(set_as_default=True)
-sbus = dbus.SystemBus(private=True)
-smanager = dbus.Interface(sbus.get_object(NAME, PATH), IFACE)
 loop = GLib.MainLoop()
-finished = {}
 
 
-def on_finished(eid, status):
-    finished[str(eid)] = str(status)
-    if submitted.get("id") in finished:
-        loop.quit()
+class Listener:
+    """A connection of its own, recording the ExecutionFinished signals it receives."""
+
+    def __init__(self):
+        self.bus = dbus.SystemBus(private=True)
+        self.manager = dbus.Interface(self.bus.get_object(NAME, PATH), IFACE)
+        self.seen = []
+        self.waiting = None
+        self.bus.add_signal_receiver(self.on_finished, signal_name="ExecutionFinished", dbus_interface=IFACE,
+                                     bus_name=NAME, path=PATH)
+
+    def on_finished(self, eid, status):
+        self.seen.append((str(eid), str(status)))
+        if str(eid) == self.waiting:
+            loop.quit()
+
+    def submit_and_wait(self, request):
+        self.waiting = str(self.manager.Submit(json.dumps(request)))
+        guard = GLib.timeout_add_seconds(120, loop.quit)   # a safety net against a hang, not a timing check
+        if self.waiting not in (e for e, _ in self.seen):
+            loop.run()
+        GLib.source_remove(guard)
+        return self.waiting
 
 
-sbus.add_signal_receiver(on_finished, signal_name="ExecutionFinished", dbus_interface=IFACE, bus_name=NAME, path=PATH)
-submitted = {"id": str(smanager.Submit(json.dumps({"language": "bash", "code": "sleep 1; echo done"})))}
-GLib.timeout_add_seconds(120, loop.quit)        # a safety net against a hang, not a timing check
-if submitted["id"] not in finished:
-    loop.run()
-t.eq(finished.get(submitted["id"]), "success", "ExecutionFinished(id, \"success\") arrives at the submitter",
-     finished)
+first, second = Listener(), Listener()
+a = first.submit_and_wait({"language": "bash", "code": "sleep 1; echo done"})
+t.ok((a, "success") in first.seen, "ExecutionFinished(id, \"success\") arrives at the submitter", first.seen)
+b = second.submit_and_wait({"language": "bash", "code": "exit 3"})
+t.ok((b, "failed") in second.seen, "... with the final status (failed)", second.seen)
+# The bus delivers sandboxd's messages in the order it sent them: had the first signal been a
+# broadcast, the second connection would have received it before its own.
+t.eq([e for e, _ in second.seen], [b], "the signal is unicast: another connection does not see it")
+
+# ---- a caller that goes away while Execute waits ----
+client = subprocess.Popen(["/usr/bin/python3", "-c", CLIENT, "Execute",
+                           json.dumps({"language": "bash", "code": "sleep 2; echo survived",
+                                       "execution_id": "exec_dbus_gone_1"})],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wait_until(lambda: get("exec_dbus_gone_1")[0] == 200, timeout=60)
+client.kill()
+client.wait()
+status, gone = get("exec_dbus_gone_1", wait=True)
+t.ok(status == 200 and gone.get("stdout") == "survived\n",
+     "an Execute whose caller went away still runs to its end", gone)
+reply, err = call("GetExecution", "exec_dbus_gone_1")
+t.ok(err is None, "... and sandboxd answers on", err)
+
+# ---- properties ----
+props = dbus.Interface(bus.get_object(NAME, PATH), "org.freedesktop.DBus.Properties").GetAll(IFACE)
+t.ok(str(props.get("Version")) == health().get("version") and "Running" in props and "Queued" in props,
+     "properties Version (HTTP health's version), Running, Queued", dict(props))
 
 # ---- an unprivileged user: polkit says no, nothing runs ----
 before = http_count()
