@@ -21,6 +21,13 @@
  * together. Each holds a reference on its message; the bus daemon bounds replies pending per
  * connection (max_replies_per_connection), this bounds them all. */
 #define BUS_CALLS_MAX 4096U
+/* The daemon's own calls pending on its bus connection count against the bus daemon's
+ * max_replies_per_connection (128 by default), and the calls to systemd that start executions need
+ * some of them: at most this many questions to the bus daemon and polkitd are in flight at once,
+ * the others wait in FIFO order. */
+#define BUS_ASKING_MAX 32U
+/* Of those, one uid's (root's are not counted): a user with many connections cannot take them all. */
+#define BUS_CALLS_PER_UID_MAX 256U
 /* ExecutionFinished signals still to send, all callers together (one per Submit/Execute of an
  * unfinished execution). Beyond this the execution runs, unsignalled; GetExecution still answers. */
 #define BUS_WATCHES_MAX 16384U
@@ -28,15 +35,25 @@
 typedef struct BusCall BusCall;
 typedef void (*BusStep)(BusCall *c);
 
+typedef enum BusAsk {
+        BUS_ASK_NONE,
+        BUS_ASK_IDENTIFY,        /* GetConnectionUnixUser */
+        BUS_ASK_POLKIT,          /* CheckAuthorization */
+} BusAsk;
+
 struct BusCall {
         BusApi *api;
         BusCall *prev, *next;
         sd_bus_message *msg;     /* the method call; answered exactly once, then c is freed */
         sd_bus_slot *slot;       /* the pending GetConnectionUnixUser or CheckAuthorization */
+        BusAsk ask;              /* what it asks or waits to ask the bus */
+        bool asking;             /* slot is pending (counted in n_asking) */
+        BusCall *ask_next;       /* in the queue of calls waiting to ask */
         BusStep step, authorized;
         const char *action;      /* being authorized */
         const char *arg;         /* the string argument, inside msg */
         uid_t uid;
+        bool identified;
         char owner[32];          /* "uid:N": the same owner as the HTTP API's unix socket */
         bool admin;              /* root: sees everything, as on the HTTP API */
         Job *job;                /* Execute: waiting for it */
@@ -57,6 +74,8 @@ struct BusApi {
         sd_bus_slot *object_slot, *name_slot;
         BusCall *calls;
         unsigned n_calls;
+        BusCall *ask_head, *ask_tail;    /* waiting for one of the BUS_ASKING_MAX */
+        unsigned n_asking;
         BusWatch *watches;
         unsigned n_watches;
 };
@@ -98,6 +117,15 @@ static BusCall *bus_call_free(BusCall *c) {
         if (c->next)
                 c->next->prev = c->prev;
         c->api->n_calls--;
+        if (c->asking)
+                c->api->n_asking--;
+        for (BusCall **p = &c->api->ask_head, *prev = NULL; *p; prev = *p, p = &(*p)->ask_next)
+                if (*p == c) {
+                        *p = c->ask_next;
+                        if (c->api->ask_tail == c)
+                                c->api->ask_tail = prev;
+                        break;
+                }
         if (c->waiter)
                 job_remove_waiter(c->job, c->waiter);
         sd_bus_slot_unref(c->slot);
@@ -141,50 +169,136 @@ static void bus_call_reply_json(BusCall *c, json_object *o) {
         json_object_put(o);
 }
 
-static void on_polkit(int r, PolkitVerdict verdict, void *userdata) {
-        BusCall *c = userdata;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+static int on_unix_user(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
+static void on_polkit(int r, PolkitVerdict verdict, void *userdata);
 
-        c->slot = sd_bus_slot_unref(c->slot);
-        if (r >= 0 && verdict == POLKIT_ALLOWED) {
-                c->authorized(c);
-                return;
-        }
-        (void) polkit_verdict_to_error(r, verdict, c->action, &error);
-        log_debug("D-Bus: %s from uid %u: %s", sd_bus_message_get_member(c->msg), (unsigned) c->uid, error.message);
-        (void) sd_bus_reply_method_error(c->msg, &error);
-        bus_call_free(c);
-}
-
-/* Run next once polkit allows action (at once for root). */
-static void bus_call_authorize(BusCall *c, const char *action, BusStep next) {
+/* Send c's question now; on failure c is answered with an error and freed. */
+static void bus_call_send(BusCall *c) {
+        BusApi *a = c->api;
+        sd_bus *bus = sd_bus_message_get_bus(c->msg);
         int r;
 
+        if (c->ask == BUS_ASK_IDENTIFY) {
+                r = sd_bus_call_method_async(bus, &c->slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                             "org.freedesktop.DBus", "GetConnectionUnixUser", on_unix_user, c, "s",
+                                             sd_bus_message_get_sender(c->msg));
+                if (r < 0) {
+                        bus_call_reply_error(c, SD_BUS_ERROR_ACCESS_DENIED, "cannot identify the caller: %s",
+                                             strerror(-r));
+                        return;
+                }
+        } else {
+                r = polkit_check_async(bus, c->msg, c->uid, c->action, on_polkit, c, &c->slot);
+                if (r < 0) {
+                        on_polkit(r, POLKIT_DENIED, c);
+                        return;
+                }
+                if (r > 0) {            /* root: allowed without asking */
+                        c->authorized(c);
+                        return;
+                }
+        }
+        c->asking = true;
+        a->n_asking++;
+}
+
+/* Let the calls waiting to ask the bus ask, while there is room. */
+static void bus_ask_dispatch(BusApi *a) {
+        while (a->ask_head && a->n_asking < BUS_ASKING_MAX) {
+                BusCall *c = a->ask_head;
+
+                a->ask_head = c->ask_next;
+                if (!a->ask_head)
+                        a->ask_tail = NULL;
+                c->ask_next = NULL;
+                bus_call_send(c);
+        }
+}
+
+static void bus_call_ask(BusCall *c, BusAsk ask) {
+        BusApi *a = c->api;
+
+        c->ask = ask;
+        if (a->n_asking < BUS_ASKING_MAX && !a->ask_head) {
+                bus_call_send(c);
+                return;
+        }
+        if (a->ask_tail)
+                a->ask_tail->ask_next = c;
+        else
+                a->ask_head = c;
+        a->ask_tail = c;
+}
+
+/* The answer to c's question is in: its slot is free for the next. */
+static void bus_call_answered(BusCall *c) {
+        c->slot = sd_bus_slot_unref(c->slot);
+        c->asking = false;
+        c->api->n_asking--;
+}
+
+static void on_polkit(int r, PolkitVerdict verdict, void *userdata) {
+        BusCall *c = userdata;
+        BusApi *a = c->api;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        if (c->asking)
+                bus_call_answered(c);
+        if (r >= 0 && verdict == POLKIT_ALLOWED)
+                c->authorized(c);
+        else {
+                (void) polkit_verdict_to_error(r, verdict, c->action, &error);
+                log_debug("D-Bus: %s from uid %u: %s", sd_bus_message_get_member(c->msg), (unsigned) c->uid,
+                          error.message);
+                (void) sd_bus_reply_method_error(c->msg, &error);
+                bus_call_free(c);
+        }
+        bus_ask_dispatch(a);
+}
+
+/* Run next once polkit allows action (at once for root, as systemd does). */
+static void bus_call_authorize(BusCall *c, const char *action, BusStep next) {
         c->action = action;
         c->authorized = next;
-        r = polkit_check_async(sd_bus_message_get_bus(c->msg), c->msg, c->uid, action, on_polkit, c, &c->slot);
-        if (r > 0)
+        if (c->uid == 0) {
                 next(c);
-        else if (r < 0)
-                on_polkit(r, POLKIT_DENIED, c);
+                return;
+        }
+        bus_call_ask(c, BUS_ASK_POLKIT);
 }
 
 static int on_unix_user(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         BusCall *c = userdata;
+        BusApi *a = c->api;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
         uint32_t uid;
         int r;
 
-        c->slot = sd_bus_slot_unref(c->slot);
+        bus_call_answered(c);
         r = e ? -sd_bus_error_get_errno(e) : sd_bus_message_read(reply, "u", &uid);
         if (r < 0) {
                 bus_call_reply_error(c, SD_BUS_ERROR_ACCESS_DENIED, "cannot identify the caller");
+                bus_ask_dispatch(a);
                 return 0;
         }
+        if (uid != 0) {
+                unsigned n = 0;
+
+                for (BusCall *i = a->calls; i; i = i->next)
+                        n += i->identified && i->uid == uid;
+                if (n >= BUS_CALLS_PER_UID_MAX) {
+                        bus_call_reply_error(c, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                             "uid %u has %u D-Bus calls pending; retry later", (unsigned) uid, n);
+                        bus_ask_dispatch(a);
+                        return 0;
+                }
+        }
         c->uid = (uid_t) uid;
+        c->identified = true;
         c->admin = uid == 0;
         (void) snprintf(c->owner, sizeof(c->owner), "uid:%u", (unsigned) uid);
         c->step(c);
+        bus_ask_dispatch(a);
         return 0;
 }
 
@@ -192,7 +306,6 @@ static int on_unix_user(sd_bus_message *reply, void *userdata, sd_bus_error *ret
  * step. Asynchronous like every other wait of the daemon. */
 static int bus_call_start(BusApi *a, sd_bus_message *msg, const char *arg, BusStep step, sd_bus_error *error) {
         BusCall *c;
-        int r;
 
         if (a->n_calls >= BUS_CALLS_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
@@ -211,14 +324,7 @@ static int bus_call_start(BusApi *a, sd_bus_message *msg, const char *arg, BusSt
                 a->calls->prev = c;
         a->calls = c;
         a->n_calls++;
-
-        r = sd_bus_call_method_async(sd_bus_message_get_bus(msg), &c->slot, "org.freedesktop.DBus",
-                                     "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixUser",
-                                     on_unix_user, c, "s", sd_bus_message_get_sender(msg));
-        if (r < 0) {
-                bus_call_free(c);
-                return r;
-        }
+        bus_call_ask(c, BUS_ASK_IDENTIFY);
         return 1;
 }
 

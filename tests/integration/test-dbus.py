@@ -7,6 +7,7 @@
 import json
 import os
 import pwd
+import select
 import subprocess
 import sys
 
@@ -270,6 +271,58 @@ t.ok({e["execution_id"] for e in mine} == {granted.get("execution_id"), data[0] 
      f"{nobody} lists exactly its own executions", r)
 r = py_as(NOBODY, "GetExecution", granted.get("execution_id", "none"))
 t.ok("ok" in r and json.loads(r["ok"]).get("stdout") == "42\n", f"{nobody} reads its own execution", r)
+
+# ---- a flood of calls from one uid: at most 256 held, the rest refused, nothing lost ----
+FLOOD = r"""
+import dbus, json, sys
+from dbus.mainloop.glib import DBusGMainLoop
+from gi.repository import GLib
+DBusGMainLoop(set_as_default=True)
+request, connections, per_connection, expect_limited = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+loop = GLib.MainLoop()
+res = {"replies": {}, "errors": {}}
+left = [connections * per_connection]
+def one_done():
+    left[0] -= 1
+    if left[0] == 0:
+        loop.quit()
+def reply(s):
+    status = json.loads(str(s))["status"]
+    res["replies"][status] = res["replies"].get(status, 0) + 1
+    one_done()
+def error(e):
+    n = e.get_dbus_name()
+    res["errors"][n] = res["errors"].get(n, 0) + 1
+    if n.endswith("LimitsExceeded") and res["errors"][n] == expect_limited:
+        print("limited", flush=True)
+    one_done()
+# The bus daemon allows a connection 128 calls pending: several connections, one uid.
+buses = [dbus.SystemBus(private=True) for _ in range(connections)]
+for b in buses:
+    m = dbus.Interface(b.get_object("io.sandboxd.Sandbox1", "/io/sandboxd/Sandbox1"), "io.sandboxd.Sandbox1.Manager")
+    for _ in range(per_connection):
+        m.Execute(request, reply_handler=reply, error_handler=error, timeout=600)
+loop.run()
+print(json.dumps(res), flush=True)
+"""
+CONNS, PER_CONN, PER_UID = 3, 90, 256
+flood_req = json.dumps({"language": "bash", "code": "sleep 600", "execution_id": "exec_dbus_flood"})
+flood = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "/usr/bin/python3",
+                          "-c", FLOOD, flood_req, str(CONNS), str(PER_CONN), str(CONNS * PER_CONN - PER_UID)],
+                         stdout=subprocess.PIPE, text=True)
+# A safety net against a hang (the held calls end only with the execution), not a timing check.
+ready, _, _ = select.select([flood.stdout], [], [], 300)
+first = flood.stdout.readline().strip() if ready else "(nothing)"
+t.eq(first, "limited", f"{CONNS * PER_CONN} Execute calls of one uid: {CONNS * PER_CONN - PER_UID} refused as LimitsExceeded")
+request("POST", "/v1/executions/exec_dbus_flood/cancel")
+out, _ = flood.communicate(timeout=300)
+summary = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+t.eq(summary.get("replies"), {"cancelled": PER_UID},
+     f"the {PER_UID} held were all answered, with the one execution they share (cancelled)", summary)
+t.eq(summary.get("errors"), {"org.freedesktop.DBus.Error.LimitsExceeded": CONNS * PER_CONN - PER_UID},
+     "no other error: every one of them was identified and authorized (the questions to the bus queue)", summary)
+reply, err = call("GetExecution", "exec_dbus_flood")
+t.ok(err is None, "sandboxd answers on", err)
 
 # ---- other users' executions stay the administrators' ----
 status, long_run = submit("sleep 60", language="bash")
