@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "api.h"
-#include "callback.h"
 #include "job.h"
 #include "store.h"
 #include "log.h"
 #include "request.h"
 #include "result.h"
+#include "submit.h"
 
 /* A request held open until its execution is final (POST ?wait=true, GET ?wait=true). */
 typedef struct ApiWait {
@@ -30,15 +30,6 @@ static bool query_true(HttpRequest *req, const char *key) {
         return v && (streq(v, "true") || streq(v, "1") || streq(v, "yes") || *v == 0);
 }
 
-/* The record as the API shows it: the result, and its callback delivery if it has one. */
-static json_object *record_json(Manager *m, const Execution *e) {
-        json_object *o = execution_to_json(e);
-
-        if (exec_status_is_final(e->status))
-                callback_add_json(m, o, e->id);
-        return o;
-}
-
 static void on_request_gone(HttpRequest *req, void *userdata) {
         ApiWait *w = userdata;
 
@@ -57,7 +48,7 @@ static void on_job_done(Job *j, void *userdata) {
                 http_respond_error(w->req, 503, "shutting_down", NULL, "sandboxd is stopping; execution %s did not finish",
                                    j->exec->id);
         else
-                http_respond_json(w->req, 200, record_json(m, j->exec));
+                http_respond_json(w->req, 200, execution_record_json(m, j->exec));
         free(w);
 }
 
@@ -100,13 +91,13 @@ static void respond_accepted(HttpRequest *req, Job *j, unsigned status) {
 }
 
 static void handle_submit(Manager *m, HttpRequest *req) {
-        _cleanup_(exec_request_freep) ExecRequest *er = NULL;
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        SubmitResult res;
         const char *ct, *body;
         RequestError err;
         char owner[HTTP_OWNER_MAX];
         bool admin;
         size_t len = 0;
-        Job *j;
         int r;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
@@ -125,88 +116,31 @@ static void handle_submit(Manager *m, HttpRequest *req) {
                 return;
         }
         body = http_request_body(req, &len);
-        r = exec_request_parse(body, len, m->config, &er, &err);
-        if (r == -ENOMEM) {
-                http_respond_error(req, 500, "internal", NULL, "out of memory");
-                return;
-        }
+        /* Validation, idempotency and the queue limit: the same code as the D-Bus API's. */
+        r = submit_execution(m, body, len, owner, admin, &res, &err);
         if (r < 0) {
                 http_respond_error(req, (unsigned) err.http_status, err.code, err.field, "%s", err.message);
                 return;
         }
-
-        if (er->execution_id) {
-                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-
-                j = manager_find_job(m, er->execution_id);
-                if (!j && m->store && store_get(m->store, er->execution_id, &rec) >= 0) {
-                        /* Known from before (evicted from memory, or an earlier run of sandboxd). */
-                        if (memcmp(rec->fingerprint, er->fingerprint, sizeof(rec->fingerprint)) != 0 ||
-                            !may_see(owner, admin, rec->owner)) {
-                                http_respond_error(req, 409, "conflict", "execution_id",
-                                                   "execution_id '%s' was already used for a different request",
-                                                   er->execution_id);
-                                return;
-                        }
-                        http_respond_json(req, 200, query_true(req, "wait") ? record_json(m, rec->exec)
-                                                                              : accepted_json(rec->exec));
-                        return;
-                }
-                if (j && !may_see(owner, admin, j->owner)) {
-                        http_respond_error(req, 409, "conflict", "execution_id",
-                                           "execution_id '%s' was already used for a different request",
-                                           er->execution_id);
-                        return;
-                }
-                if (j) {
-                        if (memcmp(j->fingerprint, er->fingerprint, sizeof(j->fingerprint)) != 0) {
-                                http_respond_error(req, 409, "conflict", "execution_id",
-                                                   "execution_id '%s' was already used for a different request",
-                                                   er->execution_id);
-                                return;
-                        }
-                        /* The same request again: the same execution, never a second run. */
-                        if (query_true(req, "wait"))
-                                wait_for(req, j);
-                        else
-                                respond_accepted(req, j, job_is_final(j) ? 200 : 202);
-                        return;
-                }
-        }
-
-        if (m->stopping) {
-                http_respond_error(req, 503, "shutting_down", NULL, "sandboxd is stopping");
+        switch (res.outcome) {
+        case SUBMIT_EXISTING_RECORD:
+                rec = res.record;
+                http_respond_json(req, 200, query_true(req, "wait") ? execution_record_json(m, rec->exec)
+                                                                      : accepted_json(rec->exec));
+                return;
+        case SUBMIT_EXISTING_JOB:
+                if (query_true(req, "wait"))
+                        wait_for(req, res.job);
+                else
+                        respond_accepted(req, res.job, job_is_final(res.job) ? 200 : 202);
+                return;
+        case SUBMIT_CREATED:
+                if (query_true(req, "wait"))
+                        wait_for(req, res.job);
+                else
+                        respond_accepted(req, res.job, 202);
                 return;
         }
-        if (m->n_queued >= m->config->max_queued && m->n_running >= m->config->max_concurrent) {
-                http_respond_error(req, 429, "queue_full", NULL, "%u executions queued (MaxQueued=%" PRIu64 "); retry later",
-                                   m->n_queued, m->config->max_queued);
-                return;
-        }
-
-        r = job_new(m, TAKE_PTR(er), owner, &j);
-        if (r < 0) {
-                http_respond_error(req, 500, "internal", NULL, "cannot create the execution: %s", strerror(-r));
-                return;
-        }
-        /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
-        r = job_persist(j);
-        if (r < 0) {
-                const char *why = store_error_message(m->store);
-
-                job_free(j);
-                http_respond_error(req, r == -ENOSPC ? 507 : 503, "store_error", NULL,
-                                   "the execution could not be recorded (%s); nothing was started", why);
-                return;
-        }
-        log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
-        manager_dispatch_queue(m);
-        manager_notify_status(m);
-
-        if (query_true(req, "wait"))
-                wait_for(req, j);
-        else
-                respond_accepted(req, j, 202);
 }
 
 static void handle_get(Manager *m, HttpRequest *req, const char *id) {
@@ -224,7 +158,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
                 j = NULL;
         if (!j) {
                 if (m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
-                        http_respond_json(req, 200, record_json(m, rec->exec));
+                        http_respond_json(req, 200, execution_record_json(m, rec->exec));
                         return;
                 }
                 http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
@@ -234,7 +168,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
                 wait_for(req, j);
                 return;
         }
-        http_respond_json(req, 200, record_json(m, j->exec));
+        http_respond_json(req, 200, execution_record_json(m, j->exec));
 }
 
 static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
@@ -267,16 +201,16 @@ static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
         http_respond_json(req, 202, execution_to_json(j->exec));
 }
 
+static const char *query_get(void *userdata, const char *key) {
+        return http_request_query(userdata, key);
+}
+
 static void handle_list(Manager *m, HttpRequest *req) {
         StoreQuery q = STORE_QUERY_INIT;
-        StoreRecord **l = NULL;
-        size_t n = 0;
-        _cleanup_free_ char *next = NULL;
-        const char *v;
+        RequestError err;
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
-        json_object *o, *a;
-        int r;
+        json_object *o;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
                 http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
@@ -284,77 +218,11 @@ static void handle_list(Manager *m, HttpRequest *req) {
         }
         if (!admin)
                 q.owner = owner;
-        if ((v = http_request_query(req, "session_id"))) {
-                if (!id_is_valid(v, REQUEST_ID_MAX)) {
-                        http_respond_error(req, 400, "invalid_request", "session_id", "session_id: invalid");
-                        return;
-                }
-                q.session_id = v;
-        }
-        if ((v = http_request_query(req, "status"))) {
-                q.status = exec_status_from_string(v);
-                if (q.status < 0) {
-                        http_respond_error(req, 400, "invalid_request", "status", "status: unknown status '%.32s'", v);
-                        return;
-                }
-        }
-        if ((v = http_request_query(req, "error_type"))) {
-                q.error_type = streq(v, "none") ? (int) ERROR_NONE : (int) error_type_from_string(v);
-                if (q.error_type < 0 || (q.error_type == ERROR_NONE && !streq(v, "none"))) {
-                        http_respond_error(req, 400, "invalid_request", "error_type",
-                                           "error_type: unknown error type '%.32s'", v);
-                        return;
-                }
-        }
-        if ((v = http_request_query(req, "failed"))) {
-                if (!streq(v, "true") && !streq(v, "false")) {
-                        http_respond_error(req, 400, "invalid_request", "failed", "failed: true or false");
-                        return;
-                }
-                q.failed = streq(v, "true");
-        }
-        if ((v = http_request_query(req, "order"))) {
-                if (streq(v, "created_at"))
-                        q.order = STORE_ORDER_CREATED_AT;
-                else if (streq(v, "duration_ms"))
-                        q.order = STORE_ORDER_DURATION_MS;
-                else {
-                        http_respond_error(req, 400, "invalid_request", "order", "order: created_at or duration_ms");
-                        return;
-                }
-        }
-        if ((v = http_request_query(req, "limit"))) {
-                uint64_t lim;
-                if (safe_atou64(v, &lim) < 0 || lim < 1 || lim > STORE_LIST_MAX) {
-                        http_respond_error(req, 400, "invalid_request", "limit", "limit: 1..%u", STORE_LIST_MAX);
-                        return;
-                }
-                q.limit = (unsigned) lim;
-        }
-        q.cursor = http_request_query(req, "cursor");
-
-        r = store_list(m->store, &q, &l, &n, &next);
-        if (r == -EINVAL) {
-                http_respond_error(req, 400, "invalid_request", "cursor", "cursor: not a cursor of this query");
+        /* The same filters, and the same page, as the D-Bus API's ListExecutions. */
+        if (list_query_parse(query_get, req, &q, &err) < 0 || list_executions(m, &q, &o, &err) < 0) {
+                http_respond_error(req, (unsigned) err.http_status, err.code, err.field, "%s", err.message);
                 return;
         }
-        if (r < 0) {
-                http_respond_error(req, 503, "store_error", NULL, "cannot read the store: %s", store_error_message(m->store));
-                return;
-        }
-        o = json_object_new_object();
-        a = json_object_new_array();
-        for (size_t i = 0; i < n; i++) {
-                json_object *e = execution_to_json(l[i]->exec);
-
-                /* A page of records, not of outputs: fetch one execution for its stdout/stderr. */
-                json_object_object_del(e, "stdout");
-                json_object_object_del(e, "stderr");
-                json_object_array_add(a, e);
-        }
-        store_records_free(l, n);
-        json_object_object_add(o, "executions", a);
-        json_object_object_add(o, "next_cursor", next ? json_object_new_string(next) : NULL);
         http_respond_json(req, 200, o);
 }
 

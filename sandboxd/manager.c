@@ -11,6 +11,7 @@
 
 #include "api.h"
 #include "callback.h"
+#include "bus-api.h"
 #include "curl-event.h"
 #include "job.h"
 #include "language.h"
@@ -812,6 +813,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         r = http_new(m->event, &hs, api_handle, m, &m->http);
         if (r < 0)
                 return r;
+        r = bus_api_new(m, &m->bus_api);
+        if (r < 0)
+                return r;
 
         r = sd_event_add_time_relative(m->event, &m->sweep_timer, CLOCK_MONOTONIC,
                                        m->config->sweep_interval_sec * 1000000ULL, 1000000ULL, on_sweep_timer, m);
@@ -841,6 +845,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         m->stopping = true;
         m->http = http_free(m->http);
+        m->bus_api = bus_api_free(m->bus_api);
         while (m->jobs)
                 job_free(m->jobs);
         m->callbacks = callbacks_free(m->callbacks);   /* before the transfers and the store it uses */

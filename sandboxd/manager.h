@@ -10,6 +10,7 @@
 #include "store.h"
 
 typedef struct Callbacks Callbacks;
+typedef struct BusApi BusApi;
 typedef struct CurlEvent CurlEvent;
 typedef struct Job Job;
 typedef struct Workspace Workspace;
@@ -30,6 +31,7 @@ typedef struct Manager {
         Config *config;
 
         Http *http;
+        BusApi *bus_api;         /* the D-Bus API (bus-api.c) on bus */
         Store *store;
         Metrics *metrics;        /* what GET /metrics renders */
         CurlEvent *curl;         /* HTTP client transfers (input downloads, callbacks) on the loop */

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "callback.h"
+#include "job.h"
+#include "log.h"
+#include "result.h"
+#include "submit.h"
+
+_printf_(5, 6)
+static int fail(RequestError *err, int r, int status, const char *code, const char *fmt, ...) {
+        va_list ap;
+
+        *err = (RequestError) { .http_status = status, .code = code };
+        va_start(ap, fmt);
+        (void) vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+static int conflict(RequestError *err, const char *id) {
+        fail(err, -EEXIST, 409, "conflict", "execution_id '%s' was already used for a different request", id);
+        (void) snprintf(err->field, sizeof(err->field), "execution_id");
+        return -EEXIST;
+}
+
+static bool may_see(const char *caller, bool admin, const char *owner) {
+        return admin || streq_ptr(caller, owner);
+}
+
+int submit_execution(Manager *m, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
+                     RequestError *err) {
+        _cleanup_(exec_request_freep) ExecRequest *er = NULL;
+        Job *j;
+        int r;
+
+        r = exec_request_parse(body, len, m->config, &er, err);
+        if (r == -ENOMEM)
+                return fail(err, r, 500, "internal", "out of memory");
+        if (r < 0)
+                return r;
+
+        if (er->execution_id) {
+                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+
+                j = manager_find_job(m, er->execution_id);
+                if (!j && m->store && store_get(m->store, er->execution_id, &rec) >= 0) {
+                        /* Known from before (evicted from memory, or an earlier run of sandboxd). */
+                        if (memcmp(rec->fingerprint, er->fingerprint, sizeof(rec->fingerprint)) != 0 ||
+                            !may_see(owner, admin, rec->owner))
+                                return conflict(err, er->execution_id);
+                        *ret = (SubmitResult) { .outcome = SUBMIT_EXISTING_RECORD, .record = TAKE_PTR(rec) };
+                        return 0;
+                }
+                if (j) {
+                        /* Another owner's execution_id is a conflict, whatever its request was: which
+                         * ids others use is not ours to learn. */
+                        if (!may_see(owner, admin, j->owner) ||
+                            memcmp(j->fingerprint, er->fingerprint, sizeof(j->fingerprint)) != 0)
+                                return conflict(err, er->execution_id);
+                        /* The same request again: the same execution, never a second run. */
+                        *ret = (SubmitResult) { .outcome = SUBMIT_EXISTING_JOB, .job = j };
+                        return 0;
+                }
+        }
+
+        if (m->stopping)
+                return fail(err, -ESHUTDOWN, 503, "shutting_down", "sandboxd is stopping");
+        if (m->n_queued >= m->config->max_queued && m->n_running >= m->config->max_concurrent)
+                return fail(err, -EAGAIN, 429, "queue_full", "%u executions queued (MaxQueued=%" PRIu64 "); retry later",
+                            m->n_queued, m->config->max_queued);
+
+        r = job_new(m, TAKE_PTR(er), owner, &j);
+        if (r < 0)
+                return fail(err, r, 500, "internal", "cannot create the execution: %s", strerror(-r));
+        /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
+        r = job_persist(j);
+        if (r < 0) {
+                const char *why = store_error_message(m->store);
+
+                job_free(j);
+                return fail(err, r, r == -ENOSPC ? 507 : 503, "store_error",
+                            "the execution could not be recorded (%s); nothing was started", why);
+        }
+        log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
+        manager_dispatch_queue(m);
+        manager_notify_status(m);
+
+        *ret = (SubmitResult) { .outcome = SUBMIT_CREATED, .job = j };
+        return 0;
+}
+
+_printf_(3, 4)
+static int invalid(RequestError *err, const char *field, const char *fmt, ...) {
+        va_list ap;
+
+
+        *err = (RequestError) { .http_status = 400, .code = "invalid_request" };
+        (void) snprintf(err->field, sizeof(err->field), "%s", field);
+        va_start(ap, fmt);
+        (void) vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        va_end(ap);
+        return -EINVAL;
+}
+
+int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestError *err) {
+        StoreRecord **l = NULL;
+        size_t n = 0;
+        _cleanup_free_ char *next = NULL;
+        json_object *o, *a;
+        int r;
+
+        r = store_list(m->store, q, &l, &n, &next);
+        if (r == -EINVAL)
+                return invalid(err, "cursor", "cursor: not a cursor of this query");
+        if (r < 0)
+                return fail(err, r, 503, "store_error", "cannot read the store: %s", store_error_message(m->store));
+        o = json_object_new_object();
+        a = json_object_new_array();
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = execution_to_json(l[i]->exec);
+
+                /* A page of records, not of outputs: fetch one execution for its stdout/stderr. */
+                json_object_object_del(e, "stdout");
+                json_object_object_del(e, "stderr");
+                json_object_array_add(a, e);
+        }
+        store_records_free(l, n);
+        json_object_object_add(o, "executions", a);
+        json_object_object_add(o, "next_cursor", next ? json_object_new_string(next) : NULL);
+        *ret = o;
+        return 0;
+}
+
+json_object *execution_record_json(Manager *m, const Execution *e) {
+        json_object *o = execution_to_json(e);
+
+        if (o && exec_status_is_final(e->status))
+                callback_add_json(m, o, e->id);
+        return o;
+}

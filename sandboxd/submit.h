@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Admitting a new execution: the one path both APIs (HTTP and D-Bus) take, so that validation,
+ * idempotency and the queue limit are the same code for both. */
+
+#include <stdbool.h>
+
+#include "list-query.h"
+#include "manager.h"
+#include "request.h"
+#include "store.h"
+
+typedef enum SubmitOutcome {
+        SUBMIT_CREATED,          /* a new job, queued (and maybe started already) */
+        SUBMIT_EXISTING_JOB,     /* the same execution_id and request again: that job, never a second run */
+        SUBMIT_EXISTING_RECORD,  /* the same again, known only from the store (evicted, or an earlier run) */
+} SubmitOutcome;
+
+typedef struct SubmitResult {
+        SubmitOutcome outcome;
+        Job *job;                /* CREATED, EXISTING_JOB */
+        StoreRecord *record;     /* EXISTING_RECORD: owned by the caller (store_record_free) */
+} SubmitResult;
+
+/* Parse the JSON request body, check it against the configuration, the caller's earlier executions
+ * (execution_id) and the queue, and queue it as owner's. 0 with *ret filled, or a negative errno
+ * with *err filled (http_status, code and message as docs/http-api.md lists them). */
+int submit_execution(Manager *m, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
+                     RequestError *err);
+
+/* One page of q as {"executions": [...], "next_cursor": ...}. 0, or negative with *err filled. */
+int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestError *err);
+
+/* An execution as both APIs show it: the result (result.c), and its callback delivery if it has one. */
+json_object *execution_record_json(Manager *m, const Execution *e);
