@@ -17,6 +17,7 @@
 #include "log.h"
 #include "manager.h"
 #include "seccomp-policy.h"
+#include "session.h"
 #include "sysd.h"
 #include "workspace.h"
 
@@ -80,6 +81,32 @@ static int setup_directories(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to create sandboxd's directories under '%s' and '%s': %m",
                                        c->state_dir, c->runtime_dir);
+        /* Sessions: systemd's StateDirectory= places are fixed below /var/lib. The mount points'
+         * parents are root's alone (systemd wants /var/lib/private 0700: a leftover directory of a
+         * dynamic user must not be reachable by a later owner of the same UID). */
+        {
+                static const struct {
+                        const char *path;
+                        mode_t mode;
+                } sdirs[] = {
+                        { "/var/lib/private", 0700 },
+                        { "/var/lib/private/sandboxd", 0700 },
+                        { SESSION_MOUNT_DIR, 0700 },
+                        { "/var/lib/sandboxd", 0755 },
+                        { SESSION_LINK_DIR, 0700 },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(sdirs); i++) {
+                        struct stat st;
+
+                        if (mkdir(sdirs[i].path, sdirs[i].mode) < 0 && errno != EEXIST)
+                                return log_error_errno(errno, "Failed to create '%s': %m", sdirs[i].path);
+                        if (lstat(sdirs[i].path, &st) < 0)
+                                return log_error_errno(errno, "Cannot stat '%s': %m", sdirs[i].path);
+                        if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 0022))
+                                return log_error_errno(EPERM, "'%s' must be a directory owned and only writable by root.",
+                                                       sdirs[i].path);
+                }
+        }
 
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 _cleanup_free_ char *p = NULL;
@@ -174,14 +201,24 @@ static Job *find_job_by_unit(Manager *m, const char *unit) {
         if (!startswith(unit, "sandboxd-") && !startswith(unit, "run-sandboxd"))
                 return NULL;
         for (Job *j = m->jobs; j; j = j->next)
-                if (j->state != JOB_DONE && (streq(j->unit_name, unit) || streq(j->mount_name, unit)))
+                if (j->state != JOB_DONE && (streq(j->unit_name, unit) || streq_ptr(j->mount_name, unit)))
                         return j;
         return NULL;
 }
 
+/* FIFO, except that a run of a busy session (one of its runs is active, or its mount is not ready)
+ * waits without holding up the jobs behind it. Starting may finish a job at once and re-enter
+ * here, so the scan starts over from the head each time. */
 void manager_dispatch_queue(Manager *m) {
-        while (!m->stopping && m->queue_head && m->n_running < m->config->max_concurrent)
-                job_start(m->queue_head);
+        while (!m->stopping && m->n_running < m->config->max_concurrent) {
+                Job *j = m->queue_head;
+
+                while (j && j->session && !session_may_run(j->session))
+                        j = j->queue_next;
+                if (!j)
+                        return;
+                job_start(j);
+        }
 }
 
 void manager_evict_finished(Manager *m) {
@@ -211,7 +248,8 @@ void manager_metrics_gauges(Manager *m, MetricsGauges *ret) {
                 .queue_max = m->config->max_queued,
                 .pool_ready = m->n_pool,
                 .pool_target = m->config->workspace_pool,
-                .outbox = 0,     /* no callbacks yet (callback_url is refused with 422) */
+                .outbox = 0,
+                .sessions = m->n_sessions,     /* no callbacks yet (callback_url is refused with 422) */
         };
 }
 
@@ -224,6 +262,8 @@ static int on_job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *ret
         if (sd_bus_message_read(msg, "uoss", &id, &path, &unit, &result) < 0)
                 return 0;
         if (workspace_pool_job_removed(m, unit, result))
+                return 0;
+        if (session_job_removed(m, unit, result))
                 return 0;
         j = find_job_by_unit(m, unit);
         if (j)
@@ -280,7 +320,7 @@ static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 return 0;
         while (sd_bus_message_read(reply, "(ssssssouso)", &name, &desc, &load, &active, &sub, &follow, &upath, &jid,
                                    &jtype, &jpath) > 0) {
-                if (find_job_by_unit(m, name) || workspace_pool_owns_unit(m, name))
+                if (find_job_by_unit(m, name) || workspace_pool_owns_unit(m, name) || session_owns_unit(m, name))
                         continue;
                 if (streq(active, "failed")) {
                         /* CollectMode=inactive keeps failed units for their Result=; nobody will read
@@ -339,7 +379,9 @@ static void sweep_workspace_dirs(Manager *m) {
 }
 
 static void manager_sweep(Manager *m) {
-        const char *patterns[] = { "sandboxd-*.service", "run-sandboxd-*.mount", NULL };
+        /* The session mounts' names: SESSION_MOUNT_DIR escaped. */
+        const char *patterns[] = { "sandboxd-*.service", "run-sandboxd-*.mount",
+                                   "var-lib-private-sandboxd-sessions-*.mount", NULL };
         sd_bus_message *msg = NULL;
         int r;
 
@@ -376,6 +418,7 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
         sweep_overdue(m);
+        session_sweep(m);
         manager_sweep(m);
         if (m->store && m->config->retention_sec > 0) {
                 uint64_t n = 0, now = now_usec(CLOCK_REALTIME), age = m->config->retention_sec * 1000000ULL;
@@ -774,6 +817,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (r < 0)
                 return log_error_errno(r, "Failed to subscribe to systemd's signals: %m");
 
+        r = session_load(m);
+        if (r < 0)
+                return r;
         r = manager_adopt(m);
         if (r < 0)
                 return r;
@@ -799,6 +845,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (r < 0)
                 return log_error_errno(r, "Failed to add the sweep timer: %m");
 
+        session_sweep(m);
         manager_sweep(m);
         workspace_pool_fill(m);
         *ret = TAKE_PTR(m);
@@ -824,6 +871,7 @@ Manager *manager_free(Manager *m) {
         m->http = http_free(m->http);
         while (m->jobs)
                 job_free(m->jobs);
+        session_free_all(m);
         m->curl = curl_event_free(m->curl);
         while (m->pool) {
                 Workspace *w = m->pool;

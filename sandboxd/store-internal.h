@@ -42,6 +42,9 @@ typedef struct StoreOps {
         int (*list_unfinished)(Store *s, StoreRecord ***ret, size_t *ret_n);
         int (*purge)(Store *s, uint64_t finished_before_usec, uint64_t *ret_n);
         int (*count)(Store *s, uint64_t *ret);
+        int (*session_put)(Store *s, const StoreSession *x);
+        int (*session_delete)(Store *s, const char *session_id);
+        int (*session_list)(Store *s, StoreSession **ret, size_t *ret_n);
 } StoreOps;
 
 struct Store {
