@@ -216,6 +216,25 @@ st, res = request("DELETE", "/v1/sessions/sdel")
 t.eq(st, 200, "DELETE after the run: 200", res)
 t.eq(sget("sdel")[0], 404, "deleted session: 404")
 
+# ---- sandboxctl run --session, session show / delete ----
+ctl = os.path.join(BUILD, "sandboxctl", "sandboxctl")
+
+
+def sctl(*args):
+    p = subprocess.run([ctl, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+t.eq(sctl("run", "--session", "sc", "-c", "open('/workspace/x', 'w').write('from ctl')")[0], 0,
+     "sandboxctl run --session sc writes a file")
+t.eq(sctl("run", "--session", "sc", "-c", "print(open('/workspace/x').read())"), (0, "from ctl\n"),
+     "sandboxctl run --session sc reads it back")
+rc, out = sctl("session", "show", "sc")
+t.ok(rc == 0 and "Session: sc" in out and "2 finished" in out, "sandboxctl session show", out)
+t.eq(sctl("session", "delete", "sc"), (0, ""), "sandboxctl session delete is quiet")
+rc, out = sctl("session", "show", "sc")
+t.ok(rc != 0 and "no session" in out, "sandboxctl session show after delete fails", (rc, out))
+
 # ---- a restart keeps sessions and their files ----
 subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
 t.ok(wait_until(lambda: subprocess.run(["systemctl", "is-active", "-q", "sandboxd.service"]).returncode == 0, 30),
