@@ -178,8 +178,11 @@ static void handle_submit(Manager *m, HttpRequest *req) {
         if (er->session_id) {
                 _cleanup_free_ char *msg = NULL;
                 unsigned status = 500;
-                Session *s;
+                Session *s = session_find(m, er->session_id);
 
+                /* A later run that does not ask for a size gets the session's. */
+                if (s && !er->disk_mb_given)
+                        er->limits.disk_mb = s->disk_mb;
                 r = session_acquire(m, er->session_id, owner, er->limits.disk_mb, &s, &status, &msg);
                 if (r < 0) {
                         http_respond_error(req, msg ? status : 500, status == 403 ? "forbidden" :

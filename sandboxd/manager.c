@@ -322,6 +322,9 @@ static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *re
                                    &jtype, &jpath) > 0) {
                 if (find_job_by_unit(m, name) || workspace_pool_owns_unit(m, name) || session_owns_unit(m, name))
                         continue;
+                /* Already being stopped (a session just removed: its StopUnit came before this list). */
+                if (streq(jtype, "stop"))
+                        continue;
                 if (streq(active, "failed")) {
                         /* CollectMode=inactive keeps failed units for their Result=; nobody will read
                          * this one. */

@@ -399,7 +399,8 @@ void session_sweep(Manager *m) {
 
         for (Session *s = m->sessions, *next; s; s = next) {
                 next = s->next;
-                if (s->ready && s->n_jobs == 0 && !s->active && s->last_used_usec + idle <= now)
+                /* Not only ready ones: a mount whose completion never came must not stay forever. */
+                if (s->n_jobs == 0 && !s->active && s->last_used_usec + idle <= now)
                         (void) session_remove(s, "idle for SessionIdleSec=");
         }
         sweep_dir(m, SESSION_MOUNT_DIR, false);

@@ -170,6 +170,9 @@ st, res = as_nobody("DELETE", "/v1/sessions/sa")
 t.eq(st, 404, "another caller cannot delete the session", res)
 st, res = request("GET", "/v1/sessions")
 t.ok(st == 200 and {x["session_id"] for x in res.get("sessions", [])} >= {"sa", "sb"}, "GET /v1/sessions lists them", res)
+metrics = request("GET", "/metrics")[1].get("_raw", "")
+t.ok(f"sandboxd_sessions {len(res.get('sessions', []))}" in metrics.splitlines(), "gauge sandboxd_sessions",
+     [l for l in metrics.splitlines() if "sessions" in l])
 
 # ---- serialization ----
 step = ("import time\nf = open('/workspace/log', 'a')\nf.write('start %s\\n'); f.flush()\ntime.sleep(2)\n"
@@ -200,6 +203,9 @@ d2 = srun("sd", w % "two", limits={"disk_mb": 16})
 t.eq(d2.get("stdout"), "errno 28\n", "run 2's next 9 MB hit ENOSPC: the bound holds across runs", d2)
 d3 = srun("sd", "import os\nos.remove('/workspace/one')\n" + w % "three", limits={"disk_mb": 16})
 t.eq(d3.get("stdout"), "wrote\n", "after deleting run 1's file, run 3 can write again", d3)
+d4 = srun("sd", "print(1)")
+t.eq((d4.get("status"), d4.get("limits", {}).get("disk_mb")), ("success", 16),
+     "a later run without disk_mb gets the session's", d4)
 st, res = submit("print(1)", session_id="sd", limits={"disk_mb": 32})
 t.eq(st, 409, "another disk_mb for an existing session: 409", res)
 t.eq(res.get("error", {}).get("field"), "limits.disk_mb", "the 409 names limits.disk_mb", res)
