@@ -1576,7 +1576,8 @@ static int verb_session(char **args, size_t n_args) {
         print_string_field("Expires", &x.expires_at);
         if (x.executions.set) {
                 print_key("Executions");
-                printf("%" PRIi64 " finished, %" PRIi64 " queued or running\n", x.executions.value, x.pending.value);
+                printf("%" PRIi64 " finished, %" PRIi64 " queued or running\n", x.executions.value,
+                       x.pending.value);
         }
         print_string_field("Running", &x.active);
         return EXIT_SUCCESS;

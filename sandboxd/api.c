@@ -400,7 +400,8 @@ static void handle_session_delete(Manager *m, HttpRequest *req, const char *id) 
         if (!s)
                 return;
         if (session_remove(s, "deleted on request") == -EBUSY) {
-                http_respond_error(req, 409, "conflict", NULL, "session '%s' has executions queued or running", id);
+                http_respond_error(req, 409, "conflict", NULL, "session '%s' has executions queued or running",
+                                   id);
                 return;
         }
         {

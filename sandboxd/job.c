@@ -203,7 +203,7 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
                 }
         } else if (j->workspace)
                 j->mount_name = mount_unit_name_from_path(j->workspace);
-        if (!j->unit_name || !j->unit_path || (j->workspace && !j->mount_name)) {
+        if (!j->unit_name || !j->unit_path || (j->workspace && !e->session_id && !j->mount_name)) {
                 job_free(j);
                 return -ENOMEM;
         }

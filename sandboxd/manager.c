@@ -103,8 +103,8 @@ static int setup_directories(Manager *m) {
                         if (lstat(sdirs[i].path, &st) < 0)
                                 return log_error_errno(errno, "Cannot stat '%s': %m", sdirs[i].path);
                         if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 0022))
-                                return log_error_errno(EPERM, "'%s' must be a directory owned and only writable by root.",
-                                                       sdirs[i].path);
+                                return log_error_errno(EPERM, "'%s' must be a directory owned and only "
+                                                       "writable by root.", sdirs[i].path);
                 }
         }
 

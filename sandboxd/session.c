@@ -86,7 +86,8 @@ static int session_persist(Session *s) {
         r = store_session_put(m->store, &x);
         if (r < 0) {
                 metrics_store_error(m->metrics);
-                log_error_errno(r, "Session %s: cannot write its record: %s", s->id, store_error_message(m->store));
+                log_error_errno(r, "Session %s: cannot write its record: %s", s->id,
+                                store_error_message(m->store));
         }
         return r;
 }
@@ -205,7 +206,8 @@ static int on_mount_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
 
         s->slot = sd_bus_slot_unref(s->slot);
         if (e) {
-                log_error("Session %s: starting its workspace mount %s failed: %s", s->id, s->mount_name, e->message);
+                log_error("Session %s: starting its workspace mount %s failed: %s", s->id, s->mount_name,
+                          e->message);
                 session_fail_jobs(s, "the session's workspace could not be mounted");
                 (void) session_remove(s, "its workspace could not be mounted");
         }

@@ -241,12 +241,21 @@ t.eq(sctl("session", "delete", "sc"), (0, ""), "sandboxctl session delete is qui
 rc, out = sctl("session", "show", "sc")
 t.ok(rc != 0 and "no session" in out, "sandboxctl session show after delete fails", (rc, out))
 
-# ---- a restart keeps sessions and their files ----
+# ---- a restart keeps sessions and their files, and a session's running and queued runs ----
+st1, lr = submit("import time\ntime.sleep(3)\nopen('/workspace/r1', 'w').write('r1')\n", session_id="sa")
+st2, lq = submit("print(open('/workspace/r1').read())\n", session_id="sa")
+t.ok(st1 == 202 and st2 == 202, "a running and a queued run in session sa", (lr, lq))
+t.ok(wait_until(lambda: sget("sa")[1].get("active") == lr["execution_id"], 20), "the first holds the session")
 subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
 t.ok(wait_until(lambda: subprocess.run(["systemctl", "is-active", "-q", "sandboxd.service"]).returncode == 0, 30),
      "sandboxd restarted")
+res1 = get(lr["execution_id"], wait=True)[1]
+res2 = get(lq["execution_id"], wait=True)[1]
+t.verdict(res1, "success", None, "the running run, adopted after the restart")
+t.eq((res2.get("status"), res2.get("stdout")), ("success", "r1\n"), "the queued run ran after it, in the session", res2)
 st, s = sget("sa")
-t.eq((st, s.get("executions")), (200, 5), "after a restart the session is there with its count", s)
+t.eq((st, s.get("executions"), s.get("pending")), (200, 7, 0), "after a restart the session is there with its count",
+     s)
 rr = srun("sa", "print(open('/workspace/note.txt').read(), end='')\n")
 t.eq(rr.get("stdout"), "turn one\nturn two\n", "and so are its files", rr)
 t.eq(len(session_dirs()), 5, "5 session directories (sdel's is gone)", session_dirs())
