@@ -581,6 +581,19 @@ static void free_names(char **names, int n) {
         free(names);
 }
 
+/* A passed fd nobody takes. LISTEN_FDS stays in the environment for http.c, and sd_listen_fds()
+ * there touches every fd of the range (F_SETFD): a closed one fails the start with EBADF, again at
+ * every restart while the fd store holds the fd. So the number stays valid, on /dev/null. */
+static void release_passed_fd(int fd) {
+        _cleanup_close_ int null = -EBADF;
+
+        if (fd < 0)
+                return;
+        null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0 || dup3(null, fd, O_CLOEXEC) < 0)
+                safe_close(fd);
+}
+
 /* After a restart: running executions are watched again (with their control socket from systemd's
  * fd store: report and output intact), queued ones go back in the queue in their order, and a
  * record whose execution cannot be resumed is failed with a reason: never lost, never stuck. */
@@ -629,12 +642,12 @@ static int manager_adopt(Manager *m) {
                                 adopted++;
                                 continue;
                         }
-                        safe_close(fd);
+                        release_passed_fd(fd);
                 } else if (e->status == EXEC_QUEUED) {
                         ExecRequest *req = NULL;
                         uint64_t created = e->created_usec;
 
-                        safe_close(fd);
+                        release_passed_fd(fd);
                         r = request_from_record(l[i], &req);
                         if (r >= 0)
                                 r = job_new(m, req, l[i]->owner, &j);
@@ -644,7 +657,7 @@ static int manager_adopt(Manager *m) {
                                 continue;
                         }
                 } else
-                        safe_close(fd);
+                        release_passed_fd(fd);
 
                 /* Cannot be resumed: say so in the record. */
                 e = l[i]->exec ?: e;
@@ -667,7 +680,7 @@ static int manager_adopt(Manager *m) {
 
                         snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", names[k]);
                         (void) sd_notify(false, msg);
-                        safe_close(SD_LISTEN_FDS_START + k);
+                        release_passed_fd(SD_LISTEN_FDS_START + k);
                 }
         free_names(names, n_fds);
 
