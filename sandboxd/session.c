@@ -272,6 +272,19 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
                 return asprintf(ret_message, "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or "
                                 "retry later", m->n_sessions, m->config->max_sessions) < 0 ? -ENOMEM : -EUSERS;
         }
+        {
+                uint64_t mine = 0;
+
+                for (Session *x = m->sessions; x; x = x->next)
+                        if (streq_ptr(x->owner, owner))
+                                mine++;
+                if (mine >= m->config->max_sessions_per_caller) {
+                        *ret_status = 429;
+                        return asprintf(ret_message, "session_id: you hold %" PRIu64 " sessions "
+                                        "(MaxSessionsPerCaller=%" PRIu64 "); delete one or retry later", mine,
+                                        m->config->max_sessions_per_caller) < 0 ? -ENOMEM : -EUSERS;
+                }
+        }
         /* The directory is named afresh, not after the id: a session deleted and created again never
          * meets a mount of its predecessor still being stopped. */
         r = id_generate(name, sizeof(name), "sess");

@@ -50,7 +50,8 @@ Session *session_find(Manager *m, const char *id);
 
 /* The session a submitted request runs in: the existing one, or a new one whose mount is started.
  * Refusals come with an HTTP status and a message naming the field:
- *   403 another caller's session; 409 a different limits.disk_mb; 429 MaxSessions= reached. */
+ *   403 another caller's session; 409 a different limits.disk_mb; 429 MaxSessions= or
+ *   MaxSessionsPerCaller= reached. */
 int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
                     unsigned *ret_status, char **ret_message);
 

@@ -264,6 +264,12 @@ t.eq(len(session_dirs()), 5, "5 session directories (sdel's is gone)", session_d
 confdir = os.environ["SANDBOXD_CONFIG_DIR"]
 os.makedirs(f"{confdir}/sandboxd.conf.d", exist_ok=True)
 with open(f"{confdir}/sandboxd.conf.d/50-sessions.conf", "w") as f:
+    f.write("[Daemon]\nMaxSessionsPerCaller=5\n")
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+st, res = submit("print(1)", session_id="sx")
+t.eq((st, res.get("error", {}).get("code")), (429, "too_many_sessions"), "a 6th session of one caller: 429", res)
+t.eq(sget("sx")[0], 404, "and it was not created")
+with open(f"{confdir}/sandboxd.conf.d/50-sessions.conf", "w") as f:
     f.write("[Daemon]\nSessionIdleSec=2\nSweepIntervalSec=1\n")
 subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
 t.ok(wait_until(lambda: sget("sa")[0] == 404 and sget("sb")[0] == 404, 30), "idle sessions expire (404)")
