@@ -481,9 +481,12 @@ static int http_call(const char *method, const char *path, json_object *body, bo
                     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) payload_len) != CURLE_OK ||
                     curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload) != CURLE_OK)
                         return log_error_errno(-EIO, "Failed to configure libcurl.");
+        } else if (streq(method, "DELETE")) {
+                if (curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE") != CURLE_OK)
+                        return log_error_errno(-EIO, "Failed to configure libcurl.");
         } else if (curl_easy_setopt(c, CURLOPT_HTTPGET, 1L) != CURLE_OK)
                 return log_error_errno(-EIO, "Failed to configure libcurl.");
-        assert(streq(method, body ? "POST" : "GET"));
+        assert(streq(method, body ? "POST" : "GET") || (streq(method, "DELETE") && !body));
 
         cc = curl_easy_perform(c);
         if (cc != CURLE_OK)
@@ -1549,6 +1552,72 @@ static int verb_cancel(char **args, size_t n_args) {
         return EXIT_SUCCESS;
 }
 
+/* session show ID | session delete ID | session list */
+static int verb_session(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        _cleanup_free_ char *path = NULL;
+        struct {
+                String session_id, created_at, last_used_at, expires_at, active;
+                Integer disk_mb, size_bytes, executions, pending;
+        } x = {};
+        static const Field fields[] = {
+                { "session_id", FIELD_STRING, offsetof(typeof(x), session_id), true },
+                { "created_at", FIELD_STRING, offsetof(typeof(x), created_at), false },
+                { "last_used_at", FIELD_STRING, offsetof(typeof(x), last_used_at), false },
+                { "expires_at", FIELD_STRING, offsetof(typeof(x), expires_at), false },
+                { "active", FIELD_STRING, offsetof(typeof(x), active), false },
+                { "disk_mb", FIELD_INTEGER, offsetof(typeof(x), disk_mb), false },
+                { "size_bytes", FIELD_INTEGER, offsetof(typeof(x), size_bytes), false },
+                { "executions", FIELD_INTEGER, offsetof(typeof(x), executions), false },
+                { "pending", FIELD_INTEGER, offsetof(typeof(x), pending), false },
+        };
+        bool show = streq(args[0], "show"), del = streq(args[0], "delete"), list = streq(args[0], "list");
+        long status;
+        int r;
+
+        if ((!show && !del && !list) || (list != (n_args == 1))) {
+                (void) log_error_errno(-EINVAL, "Use 'session show ID', 'session delete ID' or 'session list'.");
+                return EX_USAGE;
+        }
+        if (!list && !id_is_valid_for_path(args[1])) {
+                (void) log_error_errno(-EINVAL, "Invalid session ID '%s'.", args[1]);
+                return EX_USAGE;
+        }
+        if (list ? !(path = strdup("/v1/sessions")) : asprintf(&path, "/v1/sessions/%s", args[1]) < 0) {
+                path = NULL;
+                (void) log_oom();
+                return EX_OSERR;
+        }
+        r = http_call(del ? "DELETE" : "GET", path, NULL, false, &status, &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, true);
+        if (arg_json || list)
+                return print_json(answer) < 0 ? EX_OSERR : EXIT_SUCCESS;
+        if (del)
+                return EXIT_SUCCESS;    /* like systemctl stop: quiet on success */
+
+        r = json_dispatch(answer, "the session", fields, ELEMENTSOF(fields), &x);
+        if (r < 0)
+                return EX_UNAVAILABLE;
+        print_string_field("Session", &x.session_id);
+        if (x.size_bytes.set) {
+                print_key("Disk");
+                printf("%" PRIi64 " bytes used of %" PRIi64 " MB\n", x.size_bytes.value, x.disk_mb.value);
+        }
+        print_string_field("Created", &x.created_at);
+        print_string_field("Last used", &x.last_used_at);
+        print_string_field("Expires", &x.expires_at);
+        if (x.executions.set) {
+                print_key("Executions");
+                printf("%" PRIi64 " finished, %" PRIi64 " queued or running\n", x.executions.value,
+                       x.pending.value);
+        }
+        print_string_field("Running", &x.active);
+        return EXIT_SUCCESS;
+}
+
 typedef struct Language {
         String name, source;
         bool compiled, available;
@@ -2295,6 +2364,7 @@ static const Verb verbs[] = {
         { "show", 1, 1, G(OPTION_GROUP_WAIT), verb_status },
         { "list", 0, 0, G(OPTION_GROUP_LIST) | G(OPTION_GROUP_SESSION), verb_list },
         { "cancel", 1, 1, 0, verb_cancel },
+        { "session", 1, 2, 0, verb_session },
         { "languages", 0, 0, 0, verb_languages },
         { "health", 0, 0, 0, verb_health },
         { "top", 0, 0, G(OPTION_GROUP_TOP), verb_top },
@@ -2314,6 +2384,8 @@ static void help(void) {
                "  show ID                   Same as status\n"
                "  list                      List executions, newest first\n"
                "  cancel ID                 Cancel a queued or running execution\n"
+               "  session show|delete ID    Show or delete a session (its workspace goes)\n"
+               "  session list              List the sessions\n"
                "  languages                 List the languages sandboxd runs\n"
                "  health                    Show whether sandboxd is up, and its load\n"
                "  top                       Show the running executions, refreshed in place\n"
@@ -2337,7 +2409,7 @@ static void help(void) {
                "     --cpu-cores=F          CPU limit, in cores\n"
                "     --disk-mb=N            Size limit of the writable file system\n"
                "     --env=NAME=VALUE       Set an environment variable (repeatable)\n"
-               "     --session=ID           Session ID to record\n"
+               "     --session=ID           Run in this session: its /workspace persists across runs\n"
                "     --id=ID                Execution ID (an idempotency key)\n"
                "     --callback-url=URL     POST the signed result to this http(s) URL when the\n"
                "                            execution ends\n"

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "request.h"
 #include "result.h"
+#include "session.h"
 #include "submit.h"
 
 /* A request held open until its execution is final (POST ?wait=true, GET ?wait=true). */
@@ -226,6 +227,72 @@ static void handle_list(Manager *m, HttpRequest *req) {
         http_respond_json(req, 200, o);
 }
 
+/* A session is seen only by its owner (and administrators); to anyone else it does not exist. */
+static Session *find_session_for(Manager *m, HttpRequest *req, const char *id) {
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+        Session *s;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                return NULL;
+        }
+        s = id_is_valid(id, REQUEST_ID_MAX) ? session_find(m, id) : NULL;
+        if (!s || !may_see(owner, admin, s->owner)) {
+                http_respond_error(req, 404, "not_found", NULL, "no session '%.64s'", id);
+                return NULL;
+        }
+        return s;
+}
+
+static void handle_session_get(Manager *m, HttpRequest *req, const char *id) {
+        Session *s = find_session_for(m, req, id);
+
+        if (s)
+                http_respond_json(req, 200, session_to_json(s));
+}
+
+static void handle_session_delete(Manager *m, HttpRequest *req, const char *id) {
+        Session *s = find_session_for(m, req, id);
+
+        if (!s)
+                return;
+        if (session_remove(s, "deleted on request") == -EBUSY) {
+                http_respond_error(req, 409, "conflict", NULL, "session '%s' has executions queued or running",
+                                   id);
+                return;
+        }
+        {
+                json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "session_id", json_object_new_string(id));
+                json_object_object_add(o, "deleted", json_object_new_boolean(true));
+                http_respond_json(req, 200, o);
+        }
+}
+
+static void handle_session_list(Manager *m, HttpRequest *req) {
+        json_object *o, *a;
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                return;
+        }
+        o = json_object_new_object();
+        a = json_object_new_array();
+        for (Session *s = m->sessions; s; s = s->next)
+                if (may_see(owner, admin, s->owner)) {
+                        json_object *x = session_to_json(s);
+
+                        json_object_object_del(x, "recent_executions");
+                        json_object_array_add(a, x);
+                }
+        json_object_object_add(o, "sessions", a);
+        http_respond_json(req, 200, o);
+}
+
 static void handle_languages(HttpRequest *req) {
         json_object *o = json_object_new_object(), *a = json_object_new_array();
 
@@ -316,6 +383,26 @@ void api_handle(HttpRequest *req, void *userdata) {
                         handle_cancel(m, req, id);
                         return;
                 }
+        }
+        if (streq(path, "/v1/sessions")) {
+                if (get)
+                        handle_session_list(m, req);
+                else
+                        http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
+                return;
+        }
+        if ((rest = startswith(path, "/v1/sessions/"))) {
+                if (strlen(rest) == 0 || strlen(rest) > REQUEST_ID_MAX || strchr(rest, '/')) {
+                        http_respond_error(req, 404, "not_found", NULL, "no such session");
+                        return;
+                }
+                if (get)
+                        handle_session_get(m, req, rest);
+                else if (streq(method, "DELETE"))
+                        handle_session_delete(m, req, rest);
+                else
+                        http_respond_error(req, 405, "method_not_allowed", NULL, "use GET or DELETE");
+                return;
         }
         if (streq(path, "/v1/languages") && get) {
                 handle_languages(req);

@@ -93,6 +93,8 @@ static const struct {
         { "too_large", BUS_ERROR_PREFIX "TooLarge" },
         { "unsupported", BUS_ERROR_PREFIX "Unsupported" },
         { "queue_full", BUS_ERROR_PREFIX "QueueFull" },
+        { "too_many_sessions", BUS_ERROR_PREFIX "TooManySessions" },
+        { "forbidden", BUS_ERROR_PREFIX "Forbidden" },
         { "shutting_down", BUS_ERROR_PREFIX "ShuttingDown" },
         { "store_error", BUS_ERROR_PREFIX "StoreError" },
         { "internal", BUS_ERROR_PREFIX "Internal" },

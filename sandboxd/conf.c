@@ -35,6 +35,9 @@ Config *config_new(void) {
         c->keep_finished = 1024;
         c->retention_sec = 7 * 24 * 3600;
         c->sweep_interval_sec = 300;
+        c->session_idle_sec = 3600;
+        c->max_sessions = 64;
+        c->max_sessions_per_caller = 16;
         c->max_connections = 256;
         c->log_level = LOG_INFO;
 
@@ -147,6 +150,9 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "MaxCodeBytes",     V_SIZE,     max_code_bytes,      1, 64ULL << 20),
         K("Daemon", "KeepFinished",     V_U64,      keep_finished,       0, 1000000),
         K("Daemon", "SweepIntervalSec", V_U64,      sweep_interval_sec,  1, 86400),
+        K("Daemon", "SessionIdleSec",   V_U64,      session_idle_sec,    1, 30ULL * 24 * 3600),
+        K("Daemon", "MaxSessions",      V_U64,      max_sessions,        0, 100000),
+        K("Daemon", "MaxSessionsPerCaller", V_U64,  max_sessions_per_caller, 0, 100000),
         K("Daemon", "MaxConnections",   V_U64,      max_connections,     1, 65536),
         K("Daemon", "LogLevel",         V_LOGLEVEL, log_level,           0, 0),
         K("Daemon", "Listen",           V_LISTEN,   listen,              0, 0),

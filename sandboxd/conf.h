@@ -34,6 +34,9 @@ typedef struct Config {
         uint64_t max_code_bytes;     /* MaxCodeBytes= */
         uint64_t keep_finished;      /* KeepFinished= results kept in memory */
         uint64_t sweep_interval_sec; /* SweepIntervalSec= */
+        uint64_t session_idle_sec;   /* SessionIdleSec= a session unused this long is removed */
+        uint64_t max_sessions;       /* MaxSessions= sessions at once (each holds a tmpfs) */
+        uint64_t max_sessions_per_caller; /* MaxSessionsPerCaller= of them one owner may hold */
         uint64_t max_connections;    /* MaxConnections= */
         int log_level;               /* LogLevel= */
         char **listen;               /* Listen= TCP addresses, NULL-terminated; NULL: no TCP listener */

@@ -10,6 +10,7 @@
 #include "callback.h"
 #include "job.h"
 #include "log.h"
+#include "session.h"
 #include "sysd.h"
 #include "unit-props.h"
 #include "workspace.h"
@@ -77,6 +78,18 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         if (!j->exec->unit || !j->unit_name)
                 goto oom;
         j->unit_path = sysd_unit_path(j->unit_name);
+        if (request->session_id) {
+                /* The caller (api.c, or the adoption of a queued record) made sure it exists. */
+                j->session = session_find(m, request->session_id);
+                if (!j->session) {
+                        job_free(j);
+                        return -ENOENT;
+                }
+                j->session->n_jobs++;
+                j->workspace = strdup(j->session->path);
+                if (!j->unit_path || !j->workspace)
+                        goto oom;
+        } else {
         /* Named afresh, not after the execution: a workspace mount a crashed instance left behind
          * must never collide with the one this start needs (the sweep removes the old one). */
         {
@@ -91,6 +104,7 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         j->mount_name = mount_unit_name_from_path(j->workspace);
         if (!j->unit_path || !j->mount_name)
                 goto oom;
+        }
         j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
         memcpy(j->fingerprint, request->fingerprint, sizeof(j->fingerprint));
         j->callback_url = TAKE_PTR(request->callback_url);
@@ -195,16 +209,24 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
         j->unit_name = execution_unit_name(e->id);
         j->unit_path = j->unit_name ? sysd_unit_path(j->unit_name) : NULL;
         j->workspace = TAKE_PTR(rec->workspace);
-        if (j->workspace)
+        if (e->session_id) {
+                /* A session's run: the session (loaded before) owns the mount; if it is gone, so is
+                 * the workspace, and the verdict comes from the unit alone. */
+                j->session = session_find(m, e->session_id);
+                if (j->session) {
+                        j->session->n_jobs++;
+                        session_run_started(j->session, j);
+                }
+        } else if (j->workspace)
                 j->mount_name = mount_unit_name_from_path(j->workspace);
-        if (!j->unit_name || !j->unit_path || (j->workspace && !j->mount_name)) {
+        if (!j->unit_name || !j->unit_path || (j->workspace && !e->session_id && !j->mount_name)) {
                 job_free(j);
                 return -ENOMEM;
         }
         j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
         j->state = JOB_RUNNING;
         j->unit_started = true;
-        j->mount_started = j->workspace != NULL;
+        j->mount_started = j->mount_name != NULL;
         j->start_mono = now_mono(j);
         job_link(m, j);
         m->n_running++;
@@ -263,6 +285,9 @@ Job *job_free(Job *j) {
                 if (j->state == JOB_QUEUED)
                         queue_remove(m, j);
         }
+        if (j->session && j->state != JOB_DONE)
+                session_job_gone(j->session, j, false);
+        j->session = NULL;
         job_close_io(j);
         j->slot_mount = sd_bus_slot_unref(j->slot_mount);
         j->slot_start = sd_bus_slot_unref(j->slot_start);
@@ -310,6 +335,11 @@ static void job_fail_internal(Job *j, const char *why) {
         j->unit_gone = j->props_read = true;
         j->ctl_eof = true;
         job_finalize(j);
+}
+
+void job_fail(Job *j, const char *why) {
+        if (!job_is_final(j))
+                job_fail_internal(j, why);
 }
 
 /* ---- output and control channel ---------------------------------------------------------- */
@@ -478,6 +508,7 @@ static void start_service(Job *j) {
                 .empty_dir = m->empty_dir,
                 .helper = m->helper_override ?: m->config->helper,
                 .workspace = j->workspace,
+                .session_state_dir = j->session ? j->session->state_dir : NULL,
                 .cgroups = cg,
                 .n_cgroups = m->n_cgroups,
                 .nofile = m->config->nofile,
@@ -540,6 +571,13 @@ void job_start(Job *j) {
         j->state = JOB_PREPARING;
         j->start_mono = now_mono(j);
 
+        if (j->session) {
+                /* The session's mount is there (manager_dispatch_queue() checked) and stays. */
+                session_run_started(j->session, j);
+                start_service(j);
+                return;
+        }
+
         /* A workspace mounted ahead of time, if one of the right size is ready. */
         w = workspace_pool_take(m, sandbox_workspace_bytes(&j->exec->limits));
         if (w) {
@@ -566,7 +604,7 @@ void job_start(Job *j) {
 void job_on_job_removed(Job *j, const char *unit, const char *result) {
         Manager *m = j->manager;
 
-        if (j->state == JOB_PREPARING && streq(unit, j->mount_name)) {
+        if (j->state == JOB_PREPARING && streq_ptr(unit, j->mount_name)) {
                 j->mount_started = true;
                 if (!streq(result, "done")) {
                         log_error("%s: workspace mount job ended with '%s'", j->exec->id, result);
@@ -893,12 +931,16 @@ static void job_finalize(Job *j) {
                         /* CollectMode=inactive keeps a failed unit for us; we have read it. */
                         (void) sysd_reset_failed_unit(m->bus, j->unit_name);
                 }
-                if (j->mount_started || j->state == JOB_PREPARING)
+                if (j->mount_name && (j->mount_started || j->state == JOB_PREPARING))
                         (void) sysd_stop_unit(m->bus, j->mount_name);
         }
 
         if (j->state == JOB_QUEUED)
                 queue_remove(m, j);
+        if (j->session) {
+                session_job_gone(j->session, j, was_running);
+                j->session = NULL;
+        }
         j->state = JOB_DONE;
         if (was_running && m->n_running > 0)
                 m->n_running--;

@@ -34,7 +34,10 @@ struct Job {
         char *callback_url;              /* where the result goes when final (callback.c); NULL: nowhere */
 
         char *unit_name, *unit_path;
+        /* workspace: host path of the tmpfs mount whose workspace/ and tmp/ the run gets (for a
+         * session run: the session's; mount_name is then NULL, the session owns the mount). */
         char *mount_name, *workspace;
+        Session *session;                /* NULL: a single-use workspace */
 
         sd_bus_slot *slot_mount, *slot_start, *slot_props;
         bool linked;
@@ -74,6 +77,8 @@ void job_start(Job *j);
 /* Cancel: a queued job ends at once; a running one is killed. 0, or -EALREADY if final. */
 int job_cancel(Job *j);
 void job_send_cancel(Job *j);
+/* End the job now with an internal error (sandboxd's or systemd's failure, why says which). */
+void job_fail(Job *j, const char *why);
 
 bool job_is_final(const Job *j);
 

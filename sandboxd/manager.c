@@ -19,6 +19,7 @@
 #include "log.h"
 #include "manager.h"
 #include "seccomp-policy.h"
+#include "session.h"
 #include "sysd.h"
 #include "workspace.h"
 
@@ -82,6 +83,32 @@ static int setup_directories(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to create sandboxd's directories under '%s' and '%s': %m",
                                        c->state_dir, c->runtime_dir);
+        /* Sessions: systemd's StateDirectory= places are fixed below /var/lib. The mount points'
+         * parents are root's alone (systemd wants /var/lib/private 0700: a leftover directory of a
+         * dynamic user must not be reachable by a later owner of the same UID). */
+        {
+                static const struct {
+                        const char *path;
+                        mode_t mode;
+                } sdirs[] = {
+                        { "/var/lib/private", 0700 },
+                        { "/var/lib/private/sandboxd", 0700 },
+                        { SESSION_MOUNT_DIR, 0700 },
+                        { "/var/lib/sandboxd", 0755 },
+                        { SESSION_LINK_DIR, 0700 },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(sdirs); i++) {
+                        struct stat st;
+
+                        if (mkdir(sdirs[i].path, sdirs[i].mode) < 0 && errno != EEXIST)
+                                return log_error_errno(errno, "Failed to create '%s': %m", sdirs[i].path);
+                        if (lstat(sdirs[i].path, &st) < 0)
+                                return log_error_errno(errno, "Cannot stat '%s': %m", sdirs[i].path);
+                        if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 0022))
+                                return log_error_errno(EPERM, "'%s' must be a directory owned and only "
+                                                       "writable by root.", sdirs[i].path);
+                }
+        }
 
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 _cleanup_free_ char *p = NULL;
@@ -176,14 +203,24 @@ static Job *find_job_by_unit(Manager *m, const char *unit) {
         if (!startswith(unit, "sandboxd-") && !startswith(unit, "run-sandboxd"))
                 return NULL;
         for (Job *j = m->jobs; j; j = j->next)
-                if (j->state != JOB_DONE && (streq(j->unit_name, unit) || streq(j->mount_name, unit)))
+                if (j->state != JOB_DONE && (streq(j->unit_name, unit) || streq_ptr(j->mount_name, unit)))
                         return j;
         return NULL;
 }
 
+/* FIFO, except that a run of a busy session (one of its runs is active, or its mount is not ready)
+ * waits without holding up the jobs behind it. Starting may finish a job at once and re-enter
+ * here, so the scan starts over from the head each time. */
 void manager_dispatch_queue(Manager *m) {
-        while (!m->stopping && m->queue_head && m->n_running < m->config->max_concurrent)
-                job_start(m->queue_head);
+        while (!m->stopping && m->n_running < m->config->max_concurrent) {
+                Job *j = m->queue_head;
+
+                while (j && j->session && !session_may_run(j->session))
+                        j = j->queue_next;
+                if (!j)
+                        return;
+                job_start(j);
+        }
 }
 
 void manager_evict_finished(Manager *m) {
@@ -218,6 +255,7 @@ void manager_metrics_gauges(Manager *m, MetricsGauges *ret) {
                 .pool_ready = m->n_pool,
                 .pool_target = m->config->workspace_pool,
                 .outbox = outbox,
+                .sessions = m->n_sessions,
         };
 }
 
@@ -230,6 +268,8 @@ static int on_job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *ret
         if (sd_bus_message_read(msg, "uoss", &id, &path, &unit, &result) < 0)
                 return 0;
         if (workspace_pool_job_removed(m, unit, result))
+                return 0;
+        if (session_job_removed(m, unit, result))
                 return 0;
         j = find_job_by_unit(m, unit);
         if (j)
@@ -286,7 +326,10 @@ static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 return 0;
         while (sd_bus_message_read(reply, "(ssssssouso)", &name, &desc, &load, &active, &sub, &follow, &upath, &jid,
                                    &jtype, &jpath) > 0) {
-                if (find_job_by_unit(m, name) || workspace_pool_owns_unit(m, name))
+                if (find_job_by_unit(m, name) || workspace_pool_owns_unit(m, name) || session_owns_unit(m, name))
+                        continue;
+                /* Already being stopped (a session just removed: its StopUnit came before this list). */
+                if (streq(jtype, "stop"))
                         continue;
                 if (streq(active, "failed")) {
                         /* CollectMode=inactive keeps failed units for their Result=; nobody will read
@@ -345,7 +388,9 @@ static void sweep_workspace_dirs(Manager *m) {
 }
 
 static void manager_sweep(Manager *m) {
-        const char *patterns[] = { "sandboxd-*.service", "run-sandboxd-*.mount", NULL };
+        /* The session mounts' names: SESSION_MOUNT_DIR escaped. */
+        const char *patterns[] = { "sandboxd-*.service", "run-sandboxd-*.mount",
+                                   "var-lib-private-sandboxd-sessions-*.mount", NULL };
         sd_bus_message *msg = NULL;
         int r;
 
@@ -382,6 +427,7 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
         sweep_overdue(m);
+        session_sweep(m);
         manager_sweep(m);
         if (m->store && m->config->retention_sec > 0) {
                 uint64_t n = 0, now = now_usec(CLOCK_REALTIME), age = m->config->retention_sec * 1000000ULL;
@@ -542,6 +588,19 @@ static void free_names(char **names, int n) {
         free(names);
 }
 
+/* A passed fd nobody takes. LISTEN_FDS stays in the environment for http.c, and sd_listen_fds()
+ * there touches every fd of the range (F_SETFD): a closed one fails the start with EBADF, again at
+ * every restart while the fd store holds the fd. So the number stays valid, on /dev/null. */
+static void release_passed_fd(int fd) {
+        _cleanup_close_ int null = -EBADF;
+
+        if (fd < 0)
+                return;
+        null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0 || dup3(null, fd, O_CLOEXEC) < 0)
+                safe_close(fd);
+}
+
 /* After a restart: running executions are watched again (with their control socket from systemd's
  * fd store: report and output intact), queued ones go back in the queue in their order, and a
  * record whose execution cannot be resumed is failed with a reason: never lost, never stuck. */
@@ -590,12 +649,12 @@ static int manager_adopt(Manager *m) {
                                 adopted++;
                                 continue;
                         }
-                        safe_close(fd);
+                        release_passed_fd(fd);
                 } else if (e->status == EXEC_QUEUED) {
                         ExecRequest *req = NULL;
                         uint64_t created = e->created_usec;
 
-                        safe_close(fd);
+                        release_passed_fd(fd);
                         r = request_from_record(l[i], &req);
                         if (r >= 0)
                                 r = job_new(m, req, l[i]->owner, &j);
@@ -605,7 +664,7 @@ static int manager_adopt(Manager *m) {
                                 continue;
                         }
                 } else
-                        safe_close(fd);
+                        release_passed_fd(fd);
 
                 /* Cannot be resumed: say so in the record. */
                 e = l[i]->exec ?: e;
@@ -634,7 +693,7 @@ static int manager_adopt(Manager *m) {
 
                         snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", names[k]);
                         (void) sd_notify(false, msg);
-                        safe_close(SD_LISTEN_FDS_START + k);
+                        release_passed_fd(SD_LISTEN_FDS_START + k);
                 }
         free_names(names, n_fds);
 
@@ -792,6 +851,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         r = callbacks_new(m, &m->callbacks);
         if (r < 0)
                 return r;
+        r = session_load(m);
+        if (r < 0)
+                return r;
         r = manager_adopt(m);
         if (r < 0)
                 return r;
@@ -822,6 +884,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (r < 0)
                 return log_error_errno(r, "Failed to add the sweep timer: %m");
 
+        session_sweep(m);
         manager_sweep(m);
         workspace_pool_fill(m);
         *ret = TAKE_PTR(m);
@@ -849,6 +912,7 @@ Manager *manager_free(Manager *m) {
         while (m->jobs)
                 job_free(m->jobs);
         m->callbacks = callbacks_free(m->callbacks);   /* before the transfers and the store it uses */
+        session_free_all(m);
         m->curl = curl_event_free(m->curl);
         while (m->pool) {
                 Workspace *w = m->pool;

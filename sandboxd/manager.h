@@ -13,6 +13,7 @@ typedef struct Callbacks Callbacks;
 typedef struct BusApi BusApi;
 typedef struct CurlEvent CurlEvent;
 typedef struct Job Job;
+typedef struct Session Session;
 typedef struct Workspace Workspace;
 
 typedef struct CgroupRoot {
@@ -58,6 +59,10 @@ typedef struct Manager {
         Workspace *pool;
         unsigned n_pool;
         uint64_t pool_retry_after;
+
+        /* Sessions (session.c): persistent workspaces shared by the runs of one session_id. */
+        Session *sessions;
+        unsigned n_sessions;
 
         bool stopping;
         unsigned n_end_pending;  /* calls to end executions not yet answered, at stop */

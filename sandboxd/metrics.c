@@ -314,6 +314,8 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
                      g->pool_ready);
         render_gauge(&t, "sandboxd_workspace_pool_target", "Workspaces to keep mounted ahead of time (WorkspacePool=).",
                      g->pool_target);
+        render_gauge(&t, "sandboxd_sessions", "Sessions that exist, each holding a persistent workspace tmpfs.",
+                     g->sessions);
         render_gauge(&t, "sandboxd_callback_outbox_size",
                      "Callback deliveries pending (not yet delivered or given up).",
                      g->outbox);

@@ -60,6 +60,7 @@ typedef struct MetricsGauges {
         uint64_t pool_ready;             /* workspaces mounted ahead, ready or mounting */
         uint64_t pool_target;            /* WorkspacePool= */
         uint64_t outbox;                 /* callback deliveries pending in the store */
+        uint64_t sessions;               /* sessions that exist (each holds a tmpfs) */
 } MetricsGauges;
 
 Metrics *metrics_new(void);

@@ -372,6 +372,7 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
         r = parse_limits(v, c, &req->limits, err);
         if (r < 0)
                 goto finish;
+        req->disk_mb_given = v && json_object_object_get_ex(v, "disk_mb", NULL);
 
         if (json_object_object_get_ex(root, "env", &v)) {
                 r = parse_env(v, req, err);

@@ -26,6 +26,7 @@ typedef struct ExecRequest {
         char *code;
         size_t code_len;
         Limits limits;
+        bool disk_mb_given;      /* limits.disk_mb was in the request (else a session's run takes its size) */
         char **env;              /* "KEY=VALUE", sorted by name (a fixed order is part of reproducibility) */
         size_t n_env;
         uint64_t seed;           /* SANDBOX_SEED; 0 unless the request sets "seed" */

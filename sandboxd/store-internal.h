@@ -47,6 +47,9 @@ typedef struct StoreOps {
         int (*callback_next_due)(Store *s, uint64_t *ret_usec);
         int (*callback_update)(Store *s, const StoreCallback *c);
         int (*callback_count)(Store *s, CallbackState st, uint64_t *ret);
+        int (*session_put)(Store *s, const StoreSession *x);
+        int (*session_delete)(Store *s, const char *session_id);
+        int (*session_list)(Store *s, StoreSession **ret, size_t *ret_n);
 } StoreOps;
 
 struct Store {

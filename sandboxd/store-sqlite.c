@@ -94,6 +94,18 @@ static const char *const migrations[] = {
         "        body TEXT NOT NULL\n"
         ") STRICT;\n"
         "CREATE INDEX callbacks_due ON callbacks (state, next_attempt_at);\n",
+        /* 4 (sessions): one row per session, so that a restarted sandboxd keeps them (their tmpfs
+         * mount units keep running under systemd) and the idle sweep still removes them. */
+        "CREATE TABLE IF NOT EXISTS sessions (\n"
+        "        session_id TEXT PRIMARY KEY NOT NULL,\n"
+        "        owner TEXT,\n"
+        "        mount_unit TEXT NOT NULL,\n"
+        "        path TEXT NOT NULL,\n"
+        "        disk_mb INTEGER NOT NULL,\n"
+        "        created_at INTEGER NOT NULL,\n"
+        "        last_used_at INTEGER NOT NULL,\n"
+        "        executions INTEGER NOT NULL\n"
+        ") STRICT;\n",
 };
 
 #define SCHEMA_VERSION ((int) ELEMENTSOF(migrations))
@@ -912,6 +924,103 @@ static void sqlite_close(Store *s) {
         free(ss);
 }
 
+/* ---- sessions ---- */
+
+static int run_session_statement(SqliteStore *ss, sqlite3_stmt *st, int rc) {
+        int r = 0;
+
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE)
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        if (r < 0)
+                rollback_if_open(ss);
+        return r;
+}
+
+static int sqlite_session_put(Store *s, const StoreSession *x) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(ss->db,
+                                "INSERT OR REPLACE INTO sessions (session_id, owner, mount_unit, path, disk_mb, "
+                                "created_at, last_used_at, executions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = bind_text(st, 1, x->session_id);
+        rc = rc ?: bind_text(st, 2, x->owner);
+        rc = rc ?: bind_text(st, 3, x->mount_unit);
+        rc = rc ?: bind_text(st, 4, x->path);
+        rc = rc ?: bind_u64(st, 5, x->disk_mb);
+        rc = rc ?: bind_u64(st, 6, x->created_usec);
+        rc = rc ?: bind_u64(st, 7, x->last_used_usec);
+        rc = rc ?: bind_u64(st, 8, x->executions);
+        return run_session_statement(ss, st, rc);
+}
+
+static int sqlite_session_delete(Store *s, const char *session_id) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(ss->db, "DELETE FROM sessions WHERE session_id = ?1", -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = bind_text(st, 1, session_id);
+        return run_session_statement(ss, st, rc);
+}
+
+static int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        StoreSession *l = NULL;
+        sqlite3_stmt *st = NULL;
+        size_t n = 0;
+        int rc, r = 0;
+
+        rc = sqlite3_prepare_v2(ss->db,
+                                "SELECT session_id, owner, mount_unit, path, disk_mb, created_at, last_used_at, "
+                                "executions FROM sessions ORDER BY created_at",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                StoreSession *nl = reallocarray(l, n + 1, sizeof(StoreSession)), *x;
+
+                if (!nl) {
+                        r = -ENOMEM;
+                        break;
+                }
+                l = nl;
+                x = &l[n++];
+                *x = (StoreSession) {};
+                r = column_strdup(st, 0, &x->session_id);
+                r = r ?: column_strdup(st, 1, &x->owner);
+                r = r ?: column_strdup(st, 2, &x->mount_unit);
+                r = r ?: column_strdup(st, 3, &x->path);
+                r = r ?: column_u64(st, 4, &x->disk_mb, NULL);
+                r = r ?: column_u64(st, 5, &x->created_usec, NULL);
+                r = r ?: column_u64(st, 6, &x->last_used_usec, NULL);
+                r = r ?: column_u64(st, 7, &x->executions, NULL);
+                if (r >= 0 && (!x->session_id || !x->mount_unit || !x->path))
+                        r = -EBADMSG;
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        if (r < 0) {
+                store_sessions_free(l, n);
+                return r;
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
 static const StoreOps sqlite_ops = {
         .name = "sqlite",
         .close = sqlite_close,
@@ -926,6 +1035,9 @@ static const StoreOps sqlite_ops = {
         .callback_next_due = sqlite_callback_next_due,
         .callback_update = sqlite_callback_update,
         .callback_count = sqlite_callback_count,
+        .session_put = sqlite_session_put,
+        .session_delete = sqlite_session_delete,
+        .session_list = sqlite_session_list,
 };
 
 /* ---- opening ---- */

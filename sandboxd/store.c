@@ -512,3 +512,40 @@ int store_callback_update(Store *s, const StoreCallback *c) {
                 return -EINVAL;
         return s->ops->callback_update(s, c);
 }
+
+static bool session_is_valid(const StoreSession *x) {
+        return x && x->session_id && id_is_valid(x->session_id, STORE_ID_MAX) && x->mount_unit && x->path &&
+               x->disk_mb <= INT64_MAX && x->created_usec <= INT64_MAX && x->last_used_usec <= INT64_MAX &&
+               x->executions <= INT64_MAX;
+}
+
+int store_session_put(Store *s, const StoreSession *x) {
+        if (!s || !session_is_valid(x)) {
+                if (s)
+                        store_set_error(s, "invalid session");
+                return -EINVAL;
+        }
+        return s->ops->session_put(s, x);
+}
+
+int store_session_delete(Store *s, const char *session_id) {
+        if (!s || !session_id || !id_is_valid(session_id, STORE_ID_MAX))
+                return -EINVAL;
+        return s->ops->session_delete(s, session_id);
+}
+
+int store_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
+        if (!s || !ret || !ret_n)
+                return -EINVAL;
+        return s->ops->session_list(s, ret, ret_n);
+}
+
+void store_sessions_free(StoreSession *l, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(l[i].session_id);
+                free(l[i].owner);
+                free(l[i].mount_unit);
+                free(l[i].path);
+        }
+        free(l);
+}

@@ -142,6 +142,25 @@ int store_callback_count(Store *s, CallbackState st, uint64_t *ret);
 /* Write state, attempts, next_attempt_usec, last_error and delivered_usec of c by execution_id;
  * -ENOENT if there is no such delivery. */
 int store_callback_update(Store *s, const StoreCallback *c);
+/* Sessions (session.c): one row each, written at creation and after every run, deleted when the
+ * session expires. Validated like execution ids. */
+typedef struct StoreSession {
+        char *session_id;
+        char *owner;                    /* "uid:N" / "key:NAME" of its creator; NULL = unknown */
+        char *mount_unit;               /* the tmpfs mount unit holding the workspace */
+        char *path;                     /* where it is mounted */
+        uint64_t disk_mb;
+        uint64_t created_usec, last_used_usec;   /* CLOCK_REALTIME */
+        uint64_t executions;            /* runs finished in it */
+} StoreSession;
+
+/* Insert or replace by session_id. */
+int store_session_put(Store *s, const StoreSession *x);
+/* Deleting a session that is not there is not an error. */
+int store_session_delete(Store *s, const char *session_id);
+/* Every session, oldest first; free with store_sessions_free(). */
+int store_session_list(Store *s, StoreSession **ret, size_t *ret_n);
+void store_sessions_free(StoreSession *l, size_t n);
 
 StoreRecord *store_record_new(const char *id);   /* with a fresh Execution; NULL on OOM */
 StoreRecord *store_record_free(StoreRecord *r);

@@ -7,6 +7,7 @@
 #include "job.h"
 #include "log.h"
 #include "result.h"
+#include "session.h"
 #include "submit.h"
 
 _printf_(5, 6)
@@ -71,6 +72,29 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
         if (m->n_queued >= m->config->max_queued && m->n_running >= m->config->max_concurrent)
                 return fail(err, -EAGAIN, 429, "queue_full", "%u executions queued (MaxQueued=%" PRIu64 "); retry later",
                             m->n_queued, m->config->max_queued);
+
+        if (er->session_id) {
+                _cleanup_free_ char *msg = NULL;
+                unsigned status = 500;
+                Session *s = session_find(m, er->session_id);
+
+                /* A later run that does not ask for a size gets the session's. */
+                if (s && !er->disk_mb_given)
+                        er->limits.disk_mb = s->disk_mb;
+                r = session_acquire(m, er->session_id, owner, er->limits.disk_mb, &s, &status, &msg);
+                if (r < 0) {
+                        if (!msg)
+                                return fail(err, r, 500, "internal", "cannot create the session: %s", strerror(-r));
+                        fail(err, r, status,
+                             status == 403 ? "forbidden" : status == 409 ? "conflict" :
+                             status == 429 ? "too_many_sessions" :
+                             status == 507 || status == 503 ? "store_error" : "internal", "%s", msg);
+                        (void) snprintf(err->field, sizeof(err->field), "%s",
+                                        status == 403 || status == 429 ? "session_id" :
+                                        status == 409 ? "limits.disk_mb" : "");
+                        return r;
+                }
+        }
 
         r = job_new(m, TAKE_PTR(er), owner, &j);
         if (r < 0)

@@ -297,6 +297,34 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
         /* With RootDirectory= systemd mounts a writable tmpfs on /run; a read-only one outranks it. */
         r |= strv_push(&t->strv, &t->n, "/run");
         r |= strv_push(&t->strv, &t->n, "ro,mode=0755,nosuid,nodev,noexec,size=1m");
+        if (plan->session_state_dir) {
+                /* With RootDirectory= systemd binds each StateDirectory= at /var/lib/<dir> inside the
+                 * root, creating the mount point: on an empty tmpfs, not in the shared skeleton (other
+                 * sandboxes would see the session's name). Root-owned: the sandbox cannot write it. */
+                r |= strv_push(&t->strv, &t->n, "/var/lib");
+                r |= strv_push(&t->strv, &t->n, "mode=0755,nosuid,nodev,noexec,size=1m");
+        }
+        if (r < 0)
+                return -ENOMEM;
+
+        if (plan->session_state_dir) {
+                _cleanup_free_ char *sws = NULL, *stmp = NULL;
+                UnitProp *sd;
+
+                if (asprintf(&sws, "%s/workspace", plan->session_state_dir) < 0 ||
+                    asprintf(&stmp, "%s/tmp", plan->session_state_dir) < 0)
+                        return -ENOMEM;
+                /* The session's directories outlive the run while the next run gets another dynamic
+                 * UID: systemd (v252 setup_exec_directory → path_chown_recursive) re-owns the tree
+                 * to the new UID before the unit starts, without following symlinks (O_PATH,
+                 * O_NOFOLLOW, AT_EMPTY_PATH) and dropping suid/sgid bits. sandboxd never does. */
+                ADD_OR_OOM(sd, p, "StateDirectory", PK_STRV,
+                           "a session's workspace and /tmp: systemd re-owns them to this run's dynamic user");
+                r |= strv_push(&sd->strv, &sd->n, sws);
+                r |= strv_push(&sd->strv, &sd->n, stmp);
+                if (r < 0 || add_u32(p, "StateDirectoryMode", 0700, "only the session's runs can enter its directories") < 0)
+                        return -ENOMEM;
+        }
         return r < 0 ? -ENOMEM : 0;
 }
 

@@ -64,6 +64,8 @@ typedef struct UnitPlan {
         const char *empty_dir;   /* an empty read-only directory, bound over /sys */
         const char *helper;      /* host path of sandbox-exec */
         const char *workspace;   /* host path of this execution's tmpfs (a mount unit) */
+        const char *session_state_dir; /* a session's run: the workspace relative to /var/lib (for
+                                        * StateDirectory=, see SESSION_STATE_PREFIX), else NULL */
         const CgroupBind *cgroups;
         size_t n_cgroups;
         uint64_t nofile;

@@ -20,6 +20,7 @@ CONF = os.environ["SANDBOXD_CONFIG_DIR"]
 HOST, PORT = "127.0.0.1", 18080
 KEYS = os.path.join(CONF, "api-keys")
 SESSION = "sess_auth_" + secrets.token_hex(4)
+SESSION_B = SESSION + "_b"      # a session belongs to its creator: B has its own
 
 key_a, key_b, key_admin, key_c = (secrets.token_urlsafe(32) for _ in range(4))
 
@@ -123,8 +124,11 @@ st, _, ra = tcp("POST", "/v1/executions?wait=true", {"language": "python", "code
 t.ok(st == 200 and ra.get("status") == "success" and ra.get("stdout") == "from a\n",
      "key A runs an execution (wait=true)", ra)
 id_a = ra.get("execution_id")
+st, _, rx = tcp("POST", "/v1/executions", {"language": "python", "code": "print(1)", "session_id": SESSION},
+                key=key_b)
+t.eq(st, 403, "key B cannot run in A's session", rx)
 st, _, rb = tcp("POST", "/v1/executions", {"language": "python", "code": "import time\ntime.sleep(60)",
-                                           "session_id": SESSION}, key=key_b)
+                                           "session_id": SESSION_B}, key=key_b)
 t.eq(st, 202, "key B submits a long execution", rb)
 id_b = rb.get("execution_id")
 
@@ -136,14 +140,20 @@ t.eq(tcp("GET", f"/v1/executions/{id_a}", key=key_b)[0], 404, "B cannot read A's
 st, _, la = tcp("GET", f"/v1/executions?session_id={SESSION}", key=key_a)
 t.eq((st, listed(la)), (200, [id_a]), "A lists only its own", la)
 st, _, lb = tcp("GET", f"/v1/executions?session_id={SESSION}", key=key_b)
-t.eq((st, listed(lb)), (200, [id_b]), "B lists only its own", lb)
+t.eq((st, listed(lb)), (200, []), "B lists none of A's", lb)
+st, _, lb = tcp("GET", f"/v1/executions?session_id={SESSION_B}", key=key_b)
+t.eq((st, listed(lb)), (200, [id_b]), "B lists its own", lb)
 st, _, ladm = tcp("GET", f"/v1/executions?session_id={SESSION}", key=key_admin)
-t.eq((st, listed(ladm)), (200, sorted([id_a, id_b])), "the admin key lists both", ladm)
+st2, _, ladm2 = tcp("GET", f"/v1/executions?session_id={SESSION_B}", key=key_admin)
+t.eq((st, st2, sorted(listed(ladm) + listed(ladm2))), (200, 200, sorted([id_a, id_b])), "the admin key lists both",
+     (ladm, ladm2))
 t.eq(tcp("GET", f"/v1/executions/{id_b}", key=key_admin)[0], 200, "the admin key reads B's")
 
 # The unix socket: root sees everything, no key needed.
 st, lu = request("GET", f"/v1/executions?session_id={SESSION}")
-t.eq((st, listed(lu)), (200, sorted([id_a, id_b])), "root on the unix socket lists both", lu)
+st2, lu2 = request("GET", f"/v1/executions?session_id={SESSION_B}")
+t.eq((st, st2, sorted(listed(lu) + listed(lu2))), (200, 200, sorted([id_a, id_b])),
+     "root on the unix socket lists both", (lu, lu2))
 t.eq(get(id_a)[0], 200, "root on the unix socket reads A's")
 t.eq(request("GET", "/v1/health")[0], 200, "the unix socket needs no key")
 

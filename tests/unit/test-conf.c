@@ -34,6 +34,9 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->max_code_bytes, 1024 * 1024);
         assert_int_equal(c->keep_finished, 1024);
         assert_int_equal(c->sweep_interval_sec, 300);
+        assert_int_equal(c->session_idle_sec, 3600);
+        assert_int_equal(c->max_sessions, 64);
+        assert_int_equal(c->max_sessions_per_caller, 16);
         assert_int_equal(c->max_connections, 256);
         assert_int_equal(c->log_level, LOG_INFO);
 
@@ -112,6 +115,9 @@ static const KeyRow key_rows[] = {
         U64("MaxCodeBytes=1 (minimum)", "[Daemon]\nMaxCodeBytes=1\n", max_code_bytes, 1),
         U64("KeepFinished", "[Daemon]\nKeepFinished=0\n", keep_finished, 0),
         U64("SweepIntervalSec", "[Daemon]\nSweepIntervalSec=60\n", sweep_interval_sec, 60),
+        U64("SessionIdleSec=2", "[Daemon]\nSessionIdleSec=2\n", session_idle_sec, 2),
+        U64("MaxSessions=0 (sessions off)", "[Daemon]\nMaxSessions=0\n", max_sessions, 0),
+        U64("MaxSessionsPerCaller", "[Daemon]\nMaxSessionsPerCaller=3\n", max_sessions_per_caller, 3),
         U64("MaxConnections", "[Daemon]\nMaxConnections=65536\n", max_connections, 65536),
         INT("LogLevel=debug", "[Daemon]\nLogLevel=debug\n", log_level, LOG_DEBUG),
         INT("LogLevel=err", "[Daemon]\nLogLevel=err\n", log_level, LOG_ERR),
@@ -243,6 +249,7 @@ static const ErrorRow error_rows[] = {
         { "empty number", "[Daemon]\nMaxQueued=\n", "x.conf:2: MaxQueued= takes a whole number, got ''" },
         { "below minimum", "[Daemon]\nMaxConcurrent=0\n", "x.conf:2: MaxConcurrent=0 is outside [1, 4096]" },
         { "above maximum", "[Daemon]\nMaxConcurrent=4097\n", "x.conf:2: MaxConcurrent=4097 is outside [1, 4096]" },
+        { "SessionIdleSec=0", "[Daemon]\nSessionIdleSec=0\n", "x.conf:2: SessionIdleSec=0 is outside [1, 2592000]" },
         { "DefaultMemoryMB below minimum", "[Limits]\nDefaultMemoryMB=15\n",
           "x.conf:2: DefaultMemoryMB=15 is outside [16, 1048576]" },
         { "DefaultTasks below minimum", "[Limits]\nDefaultTasks=3\n",

@@ -215,6 +215,7 @@ static void test_gauges(_unused_ void **state) {
         _cleanup_free_ char *text = NULL;
         const MetricsGauges g = {
                 .running = 3, .queued = 7, .slots = 8, .queue_max = 256, .pool_ready = 2, .pool_target = 4,
+                .sessions = 5,
         };
 
         assert_non_null(m);
@@ -226,6 +227,7 @@ static void test_gauges(_unused_ void **state) {
         assert_true(has_line(text, "sandboxd_workspace_pool_ready 2"));
         assert_true(has_line(text, "sandboxd_workspace_pool_target 4"));
         assert_true(has_line(text, "sandboxd_callback_outbox_size 0"));
+        assert_true(has_line(text, "sandboxd_sessions 5"));
         assert_true(has_line(text, "# TYPE sandboxd_slots gauge"));
         assert_true(has_line(text, "sandboxd_build_info{version=\"" PACKAGE_VERSION "\"} 1"));
 }
@@ -266,10 +268,10 @@ static void test_render_shape(_unused_ void **state) {
                 }
                 *nl = '\n';
         }
-        /* executions, 6 histograms, 7 gauges, 2 daemon counters, build_info */
-        assert_int_equal(families, 17);
-        assert_int_equal(count_prefix(text, "# HELP "), 17);
-        assert_int_equal(count_prefix(text, "# TYPE "), 17);
+        /* executions, 6 histograms, 8 gauges, 2 daemon counters, build_info */
+        assert_int_equal(families, 18);
+        assert_int_equal(count_prefix(text, "# HELP "), 18);
+        assert_int_equal(count_prefix(text, "# TYPE "), 18);
 }
 
 static void test_escape_label(_unused_ void **state) {

@@ -507,6 +507,25 @@ static void test_minimal(_unused_ void **state) {
                      cfg->defaults.disk_mb, cfg->defaults.tasks);
 }
 
+/* Whether disk_mb was given: a session's later run without it takes the session's size. */
+static void test_disk_mb_given(_unused_ void **state) {
+        static const struct {
+                const char *body;
+                bool given;
+        } rows[] = {
+                { "{\"language\": \"python\", \"code\": \"1\"}", false },
+                { "{\"language\": \"python\", \"code\": \"1\", \"limits\": {}}", false },
+                { "{\"language\": \"python\", \"code\": \"1\", \"limits\": {\"memory_mb\": 64}}", false },
+                { "{\"language\": \"python\", \"code\": \"1\", \"limits\": {\"disk_mb\": 16}}", true },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                _cleanup_(exec_request_freep) ExecRequest *req = parse_ok(rows[i].body);
+
+                assert_int_equal(req->disk_mb_given, rows[i].given);
+        }
+}
+
 static void test_full(_unused_ void **state) {
         _cleanup_(exec_request_freep) ExecRequest *req = parse_ok(
                 "\n  {\"execution_id\": \"exec_1\", \"session_id\": \"sess.1-a\", \"language\": \"python3\",\n"
@@ -863,6 +882,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_id_too_long_runtime);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_env_limits);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_minimal);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_disk_mb_given);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_full);
         for (size_t k = 0; k < ELEMENTSOF(limits_rows); k++)
                 tests[i++] = (struct CMUnitTest) { limits_rows[k].name, test_limits_row, NULL, NULL,

@@ -944,15 +944,15 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (3)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (4)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 3");
+        sql_exec_raw("PRAGMA user_version = 4");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
 
         /* A version 1 database (as the first release wrote it) is migrated on open, rows kept. */
-        sql_exec_raw("DROP TABLE callbacks; "
+        sql_exec_raw("DROP TABLE callbacks; DROP TABLE sessions; "
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "PRAGMA user_version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had neither */
@@ -1180,6 +1180,57 @@ static void test_cursor_roundtrip(_unused_ void **state) {
         assert_int_equal(store_cursor_format(&c, &t), -EINVAL);
 }
 
+/* Sessions: put, replace by id, list oldest first, delete (twice: not an error), bad input. */
+static void test_sessions(void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        StoreSession a = { .session_id = (char *) "sess-a", .owner = (char *) "uid:0",
+                           .mount_unit = (char *) "a.mount", .path = (char *) "/p/a", .disk_mb = 64,
+                           .created_usec = 100, .last_used_usec = 200, .executions = 1 };
+        StoreSession b = { .session_id = (char *) "sess-b", .mount_unit = (char *) "b.mount",
+                           .path = (char *) "/p/b", .disk_mb = 32, .created_usec = 50, .last_used_usec = 60 };
+        StoreSession bad = a, *l = NULL;
+        size_t n = 0;
+
+        assert_int_equal(store_session_list(s, &l, &n), 0);
+        assert_int_equal(n, 0);
+        store_sessions_free(l, n);
+        assert_int_equal(store_session_put(s, &a), 0);
+        assert_int_equal(store_session_put(s, &b), 0);
+        a.executions = 7;
+        a.last_used_usec = 300;
+        assert_int_equal(store_session_put(s, &a), 0);
+        assert_int_equal(store_session_list(s, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(l[0].session_id, "sess-b");
+        assert_null(l[0].owner);
+        assert_int_equal(l[0].disk_mb, 32);
+        assert_string_equal(l[1].session_id, "sess-a");
+        assert_string_equal(l[1].owner, "uid:0");
+        assert_string_equal(l[1].mount_unit, "a.mount");
+        assert_string_equal(l[1].path, "/p/a");
+        assert_int_equal(l[1].executions, 7);
+        assert_int_equal(l[1].last_used_usec, 300);
+        assert_int_equal(l[1].created_usec, 100);
+        store_sessions_free(l, n);
+
+        assert_int_equal(store_session_delete(s, "sess-a"), 0);
+        assert_int_equal(store_session_delete(s, "sess-a"), 0);
+        assert_int_equal(store_session_list(s, &l, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(l[0].session_id, "sess-b");
+        store_sessions_free(l, n);
+
+        bad.session_id = (char *) "../x";
+        assert_int_equal(store_session_put(s, &bad), -EINVAL);
+        bad = a;
+        bad.mount_unit = NULL;
+        assert_int_equal(store_session_put(s, &bad), -EINVAL);
+        bad = a;
+        bad.disk_mb = UINT64_MAX;
+        assert_int_equal(store_session_put(s, &bad), -EINVAL);
+        assert_int_equal(store_session_delete(s, "a/b"), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_roundtrip_full, setup_dir, teardown_dir),
@@ -1195,6 +1246,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_purge, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_outbox, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_sessions, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_foreign_sqlite, setup_dir, teardown_dir),

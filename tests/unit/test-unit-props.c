@@ -404,6 +404,47 @@ static void test_bind_writable(_unused_ void **state) {
         assert_true(has_bind(x, WORKSPACE "/tmp", "/var/tmp", ""));
 }
 
+/* A session's run: its workspace and /tmp are StateDirectory= (systemd re-owns them to the run's
+ * dynamic UID), mode 0700, under an empty /var/lib tmpfs; a single-use run has none of that. */
+static void test_session_state_dirs(_unused_ void **state) {
+        UnitPlan plan = make_plan(language_find("python"));
+        UnitProps p = {};
+        const UnitProp *x;
+        bool var_lib = false;
+
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        assert_null(unit_props_find(&p, "StateDirectory"));
+        assert_null(unit_props_find(&p, "StateDirectoryMode"));
+        x = need(&p, "TemporaryFileSystem");
+        for (size_t k = 0; k < x->n; k += 2)
+                assert_false(streq(x->strv[k], "/var/lib"));
+        unit_props_done(&p);
+
+        plan.workspace = "/var/lib/private/sandboxd/sessions/sess_x";
+        plan.session_state_dir = "sandboxd/sessions/sess_x";
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        x = need(&p, "StateDirectory");
+        assert_int_equal(x->kind, PK_STRV);
+        assert_int_equal(x->n, 2);
+        assert_string_equal(x->strv[0], "sandboxd/sessions/sess_x/workspace");
+        assert_string_equal(x->strv[1], "sandboxd/sessions/sess_x/tmp");
+        x = need(&p, "StateDirectoryMode");
+        assert_int_equal(x->kind, PK_U32);
+        assert_int_equal(x->u, 0700);
+        x = need(&p, "TemporaryFileSystem");
+        for (size_t k = 0; k < x->n; k += 2)
+                if (streq(x->strv[k], "/var/lib")) {
+                        var_lib = true;
+                        assert_null(strstr(x->strv[k + 1], "ro"));      /* systemd makes mount points in it */
+                }
+        assert_true(var_lib);
+        /* The binds come from the session's mount, as for any workspace. */
+        x = need(&p, "BindPaths");
+        assert_string_equal(x->strv[0], "/var/lib/private/sandboxd/sessions/sess_x/workspace");
+        assert_string_equal(x->strv[1], "/workspace");
+        unit_props_done(&p);
+}
+
 static void test_no_cgroups(_unused_ void **state) {
         UnitPlan plan = make_plan(language_find("python"));
         UnitProps p = {};
@@ -694,7 +735,7 @@ static void test_mount_unit_names(_unused_ void **state) {
 }
 
 int main(void) {
-        size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + 20, i = 0;
+        size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + 24, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -712,6 +753,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_bind_read_only);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_bind_writable);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_no_cgroups);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_session_state_dirs);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_python);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_bash);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_every_language);

@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include "job.h"
+#include "log.h"
+#include "result.h"
+#include "session.h"
+#include "store.h"
+#include "sysd.h"
+#include "unit-props.h"
+
+static Session *session_free(Session *s) {
+        if (!s)
+                return NULL;
+        sd_bus_slot_unref(s->slot);
+        free(s->id);
+        free(s->owner);
+        free(s->name);
+        free(s->path);
+        free(s->mount_name);
+        free(s->state_dir);
+        free(s);
+        return NULL;
+}
+
+static void session_unlink(Manager *m, Session *s) {
+        for (Session **p = &m->sessions; *p; p = &(*p)->next)
+                if (*p == s) {
+                        *p = s->next;
+                        m->n_sessions--;
+                        return;
+                }
+}
+
+void session_free_all(Manager *m) {
+        while (m->sessions) {
+                Session *s = m->sessions;
+
+                m->sessions = s->next;
+                session_free(s);
+        }
+        m->n_sessions = 0;
+}
+
+Session *session_find(Manager *m, const char *id) {
+        for (Session *s = m->sessions; s; s = s->next)
+                if (streq(s->id, id))
+                        return s;
+        return NULL;
+}
+
+bool session_owns_unit(Manager *m, const char *unit) {
+        for (Session *s = m->sessions; s; s = s->next)
+                if (streq(s->mount_name, unit))
+                        return true;
+        return false;
+}
+
+static bool session_owns_dir(Manager *m, const char *name) {
+        for (Session *s = m->sessions; s; s = s->next)
+                if (streq(s->name, name))
+                        return true;
+        return false;
+}
+
+static int session_persist(Session *s) {
+        Manager *m = s->manager;
+        StoreSession x = {
+                .session_id = s->id,
+                .owner = s->owner,
+                .mount_unit = s->mount_name,
+                .path = s->path,
+                .disk_mb = s->disk_mb,
+                .created_usec = s->created_usec,
+                .last_used_usec = s->last_used_usec,
+                .executions = s->executions,
+        };
+        int r;
+
+        if (!m->store)
+                return 0;
+        r = store_session_put(m->store, &x);
+        if (r < 0) {
+                metrics_store_error(m->metrics);
+                log_error_errno(r, "Session %s: cannot write its record: %s", s->id,
+                                store_error_message(m->store));
+        }
+        return r;
+}
+
+/* name → the Session's derived paths. */
+static Session *session_new(Manager *m, const char *id, const char *owner, const char *name, uint64_t disk_mb) {
+        Session *s = calloc(1, sizeof(Session));
+
+        if (!s)
+                return NULL;
+        s->manager = m;
+        s->disk_mb = disk_mb;
+        s->id = strdup(id);
+        s->name = strdup(name);
+        if (owner)
+                s->owner = strdup(owner);
+        if (!s->id || !s->name || (owner && !s->owner) ||
+            asprintf(&s->path, "%s/%s", SESSION_MOUNT_DIR, name) < 0 ||
+            asprintf(&s->state_dir, "%s/%s", SESSION_STATE_PREFIX, name) < 0) {
+                s->path = s->state_dir = NULL;
+                return session_free(s);
+        }
+        s->mount_name = mount_unit_name_from_path(s->path);
+        if (!s->mount_name)
+                return session_free(s);
+        return s;
+}
+
+/* Is the mount root the session's tmpfs (not the bare directory under it)? Every component of the
+ * path is root's: SESSION_MOUNT_DIR is 0700 root and the tmpfs root is 0755 root (mode= of the
+ * mount); the sandbox owns only workspace/ and tmp/ below it. O_PATH: nothing is read. */
+static int session_statfs(const Session *s, struct statfs *ret) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st, parent;
+
+        fd = open(s->path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstatfs(fd, ret) < 0 || fstat(fd, &st) < 0 || stat(SESSION_MOUNT_DIR, &parent) < 0)
+                return -errno;
+        if (ret->f_type != TMPFS_MAGIC || st.st_dev == parent.st_dev || st.st_uid != 0)
+                return -EMEDIUMTYPE;
+        return 0;
+}
+
+int session_used_bytes(const Session *s, uint64_t *ret) {
+        struct statfs sfs;
+        int r;
+
+        r = session_statfs(s, &sfs);
+        if (r < 0)
+                return r;
+        *ret = (uint64_t) (sfs.f_blocks - sfs.f_bfree) * (uint64_t) sfs.f_bsize;
+        return 0;
+}
+
+bool session_may_run(const Session *s) {
+        return s->ready && !s->active;
+}
+
+void session_run_started(Session *s, Job *j) {
+        s->active = j;
+        s->last_used_usec = now_usec(CLOCK_REALTIME);
+}
+
+void session_job_gone(Session *s, Job *j, bool ran) {
+        if (s->n_jobs > 0)
+                s->n_jobs--;
+        if (s->active == j)
+                s->active = NULL;
+        s->last_used_usec = now_usec(CLOCK_REALTIME);
+        if (ran)
+                s->executions++;
+        (void) session_persist(s);
+}
+
+/* The queued runs of a session that can no longer run end with an internal error. */
+static void session_fail_jobs(Session *s, const char *why) {
+        Manager *m = s->manager;
+
+        for (;;) {
+                Job *j;
+
+                for (j = m->jobs; j; j = j->next)
+                        if (j->session == s && j->state == JOB_QUEUED)
+                                break;
+                if (!j)
+                        return;
+                job_fail(j, why);
+        }
+}
+
+int session_remove(Session *s, const char *why) {
+        Manager *m = s->manager;
+
+        if (s->n_jobs > 0 || s->active)
+                return -EBUSY;
+        log_info("Session %s: %s; removing its workspace (%s).", s->id, why, s->mount_name);
+        if (m->bus)
+                (void) sysd_stop_unit(m->bus, s->mount_name);
+        if (m->store && store_session_delete(m->store, s->id) < 0)
+                log_warning("Session %s: cannot delete its record: %s", s->id, store_error_message(m->store));
+        session_unlink(m, s);
+        session_free(s);
+        /* The directories go once systemd has unmounted: soon, not at the next regular sweep. */
+        if (m->sweep_timer) {
+                (void) sd_event_source_set_time_relative(m->sweep_timer, 1000000ULL);
+                (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+static int on_mount_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Session *s = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        s->slot = sd_bus_slot_unref(s->slot);
+        if (e) {
+                log_error("Session %s: starting its workspace mount %s failed: %s", s->id, s->mount_name,
+                          e->message);
+                session_fail_jobs(s, "the session's workspace could not be mounted");
+                (void) session_remove(s, "its workspace could not be mounted");
+        }
+        return 0;
+}
+
+bool session_job_removed(Manager *m, const char *unit, const char *result) {
+        Session *s;
+        struct statfs sfs;
+        int r;
+
+        for (s = m->sessions; s; s = s->next)
+                if (streq(s->mount_name, unit))
+                        break;
+        if (!s)
+                return false;
+        if (s->ready)
+                return true;            /* a stop job of a mount we no longer track, or a repeat */
+        r = streq(result, "done") ? session_statfs(s, &sfs) : -EIO;
+        if (r < 0) {
+                log_error_errno(r, "Session %s: workspace mount job '%s', the tmpfs is not there: %m", s->id, result);
+                session_fail_jobs(s, "the session's workspace could not be mounted");
+                (void) session_remove(s, "its workspace could not be mounted");
+                return true;
+        }
+        s->ready = true;
+        log_debug("Session %s: workspace mounted at %s", s->id, s->path);
+        manager_dispatch_queue(m);
+        return true;
+}
+
+int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
+                    unsigned *ret_status, char **ret_message) {
+        char name[64];
+        Session *s;
+        int r;
+
+        *ret_message = NULL;
+        s = session_find(m, id);
+        if (s) {
+                /* Another caller's session is not theirs to use: not even an administrator's run goes
+                 * into someone else's files. */
+                if (!streq_ptr(s->owner, owner)) {
+                        *ret_status = 403;
+                        return asprintf(ret_message, "session_id: session '%s' belongs to another caller", id) < 0
+                                ? -ENOMEM : -EPERM;
+                }
+                /* The tmpfs has one size for its whole life. */
+                if (s->disk_mb != disk_mb) {
+                        *ret_status = 409;
+                        return asprintf(ret_message,
+                                        "limits.disk_mb: session '%s' was created with disk_mb=%" PRIu64
+                                        ", this request asks for %" PRIu64, id, s->disk_mb, disk_mb) < 0
+                                ? -ENOMEM : -EEXIST;
+                }
+                *ret = s;
+                return 0;
+        }
+
+        if (m->n_sessions >= m->config->max_sessions) {
+                *ret_status = 429;
+                return asprintf(ret_message, "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or "
+                                "retry later", m->n_sessions, m->config->max_sessions) < 0 ? -ENOMEM : -EUSERS;
+        }
+        {
+                uint64_t mine = 0;
+
+                for (Session *x = m->sessions; x; x = x->next)
+                        if (streq_ptr(x->owner, owner))
+                                mine++;
+                if (mine >= m->config->max_sessions_per_caller) {
+                        *ret_status = 429;
+                        return asprintf(ret_message, "session_id: you hold %" PRIu64 " sessions "
+                                        "(MaxSessionsPerCaller=%" PRIu64 "); delete one or retry later", mine,
+                                        m->config->max_sessions_per_caller) < 0 ? -ENOMEM : -EUSERS;
+                }
+        }
+        /* The directory is named afresh, not after the id: a session deleted and created again never
+         * meets a mount of its predecessor still being stopped. */
+        r = id_generate(name, sizeof(name), "sess");
+        if (r < 0)
+                goto internal;
+        s = session_new(m, id, owner, name, disk_mb);
+        if (!s) {
+                r = -ENOMEM;
+                goto internal;
+        }
+        s->created_usec = s->last_used_usec = now_usec(CLOCK_REALTIME);
+        {
+                Limits l = { .disk_mb = disk_mb };
+
+                r = sysd_start_tmpfs(m->bus, s->mount_name, s->path, sandbox_workspace_bytes(&l), on_mount_reply, s,
+                                     &s->slot);
+        }
+        if (r < 0) {
+                session_free(s);
+                goto internal;
+        }
+        r = session_persist(s);
+        if (r < 0) {
+                (void) sysd_stop_unit(m->bus, s->mount_name);
+                session_free(s);
+                *ret_status = r == -ENOSPC ? 507 : 503;
+                return asprintf(ret_message, "the session could not be recorded (%s); nothing was started",
+                                store_error_message(m->store)) < 0 ? -ENOMEM : r;
+        }
+        s->next = m->sessions;
+        m->sessions = s;
+        m->n_sessions++;
+        log_info("Session %s: created for %s, disk_mb=%" PRIu64 ", at %s", id, strna(owner), disk_mb, s->path);
+        *ret = s;
+        return 0;
+
+internal:
+        *ret_status = 500;
+        return asprintf(ret_message, "cannot create session '%s': %s", id, strerror(-r)) < 0 ? -ENOMEM : r;
+}
+
+int session_load(Manager *m) {
+        StoreSession *l = NULL;
+        size_t n = 0, kept = 0, gone = 0;
+        int r;
+
+        if (!m->store)
+                return 0;
+        r = store_session_list(m->store, &l, &n);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the sessions: %s", store_error_message(m->store));
+        for (size_t i = 0; i < n; i++) {
+                const char *slash = strrchr(l[i].path, '/');
+                _cleanup_free_ char *dir = slash ? strndup(l[i].path, (size_t) (slash - l[i].path)) : NULL;
+                struct statfs sfs;
+                Session *s;
+
+                /* Only what this binary would have created is taken back. */
+                if (!dir || !streq(dir, SESSION_MOUNT_DIR) || !id_is_valid(slash + 1, 64) ||
+                    !(s = session_new(m, l[i].session_id, l[i].owner, slash + 1, l[i].disk_mb))) {
+                        log_warning("Session %s: record not understood, dropped.", l[i].session_id);
+                        (void) store_session_delete(m->store, l[i].session_id);
+                        gone++;
+                        continue;
+                }
+                s->created_usec = l[i].created_usec;
+                s->last_used_usec = l[i].last_used_usec;
+                s->executions = l[i].executions;
+                if (session_statfs(s, &sfs) < 0) {
+                        /* systemd (or the machine) restarted: the tmpfs and its files are gone. */
+                        log_notice("Session %s: its workspace is no longer mounted, forgetting it.", s->id);
+                        if (m->bus)
+                                (void) sysd_stop_unit(m->bus, s->mount_name);
+                        (void) store_session_delete(m->store, s->id);
+                        session_free(s);
+                        gone++;
+                        continue;
+                }
+                s->ready = true;
+                s->next = m->sessions;
+                m->sessions = s;
+                m->n_sessions++;
+                kept++;
+        }
+        store_sessions_free(l, n);
+        if (kept + gone > 0)
+                log_info("Sessions: %zu kept, %zu gone.", kept, gone);
+        return 0;
+}
+
+/* Mount points (SESSION_MOUNT_DIR/<name>) and systemd's symlink directories (SESSION_LINK_DIR/<name>
+ * holding workspace and tmp) of sessions that are gone. Both trees are root's alone (0700 and
+ * never bound into a sandbox); still nothing here follows a name: rmdir refuses a mount point in
+ * use and anything not empty, unlinkat never follows a symlink. */
+static void sweep_dir(Manager *m, const char *path, bool links) {
+        _cleanup_close_ int dfd = -EBADF;
+        struct dirent *de;
+        DIR *d;
+
+        dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return;
+        d = fdopendir(dfd);
+        if (!d)
+                return;
+        dfd = -EBADF;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.' || session_owns_dir(m, de->d_name))
+                        continue;
+                if (links) {
+                        _cleanup_close_ int sub = openat(dirfd(d), de->d_name,
+                                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        struct stat st;
+
+                        if (sub < 0 || fstat(sub, &st) < 0 || st.st_uid != 0)
+                                continue;
+                        (void) unlinkat(sub, "workspace", 0);
+                        (void) unlinkat(sub, "tmp", 0);
+                }
+                (void) unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+}
+
+void session_sweep(Manager *m) {
+        uint64_t now = now_usec(CLOCK_REALTIME), idle = m->config->session_idle_sec * 1000000ULL;
+
+        for (Session *s = m->sessions, *next; s; s = next) {
+                next = s->next;
+                /* Not only ready ones: a mount whose completion never came must not stay forever. */
+                if (s->n_jobs == 0 && !s->active && s->last_used_usec + idle <= now)
+                        (void) session_remove(s, "idle for SessionIdleSec=");
+        }
+        sweep_dir(m, SESSION_MOUNT_DIR, false);
+        sweep_dir(m, SESSION_LINK_DIR, true);
+}
+
+json_object *session_to_json(Session *s) {
+        Manager *m = s->manager;
+        json_object *o = json_object_new_object(), *a = json_object_new_array();
+        StoreQuery q = STORE_QUERY_INIT;
+        StoreRecord **l = NULL;
+        size_t n = 0;
+        char buf[64];
+        uint64_t used = 0;
+
+        json_object_object_add(o, "session_id", json_object_new_string(s->id));
+        json_object_object_add(o, "disk_mb", json_object_new_uint64(s->disk_mb));
+        json_object_object_add(o, "size_bytes", session_used_bytes(s, &used) >= 0 ? json_object_new_uint64(used) : NULL);
+        format_timestamp(s->created_usec, buf, sizeof(buf));
+        json_object_object_add(o, "created_at", json_object_new_string(buf));
+        format_timestamp(s->last_used_usec, buf, sizeof(buf));
+        json_object_object_add(o, "last_used_at", json_object_new_string(buf));
+        format_timestamp(s->last_used_usec + m->config->session_idle_sec * 1000000ULL, buf, sizeof(buf));
+        json_object_object_add(o, "expires_at", s->n_jobs > 0 ? NULL : json_object_new_string(buf));
+        json_object_object_add(o, "executions", json_object_new_uint64(s->executions));
+        json_object_object_add(o, "active", s->active ? json_object_new_string(s->active->exec->id) : NULL);
+        json_object_object_add(o, "pending", json_object_new_uint64(s->n_jobs));
+        q.session_id = s->id;
+        q.limit = SESSION_RECENT_MAX;
+        if (m->store && store_list(m->store, &q, &l, &n, NULL) >= 0) {
+                for (size_t i = 0; i < n; i++)
+                        json_object_array_add(a, json_object_new_string(l[i]->exec->id));
+                store_records_free(l, n);
+        }
+        json_object_object_add(o, "recent_executions", a);
+        return o;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Sessions: executions with the same session_id share one persistent, size-bounded /workspace.
+ *
+ * A session owns one tmpfs mount unit (size: the session's disk_mb, the bound across all its runs),
+ * mounted by systemd at /var/lib/private/sandboxd/sessions/<name> and stopped when the session
+ * expires (SessionIdleSec=) or is deleted. Its runs are serialized: the queue skips a job whose
+ * session is busy, without holding up anything behind it.
+ *
+ * Each run gets a fresh DynamicUser= UID. The session's workspace/ and tmp/ are the run's
+ * StateDirectory= sandboxd/sessions/<name>/{workspace,tmp}: systemd creates them and, when their
+ * owner differs from the new UID, re-owns the whole tree itself before the unit starts (v252
+ * setup_exec_directory → path_chown_recursive: openat O_NOFOLLOW, fchownat AT_EMPTY_PATH on O_PATH
+ * fds, suid/sgid dropped), never following a symlink. sandboxd itself never opens, chowns or
+ * chmods anything inside the tree: it only statfs()es the mount root, a root-owned directory the
+ * sandbox cannot replace. Other sessions cannot be reached: /var/lib/private is 0700 root, a run's
+ * root is an empty skeleton, hard links cannot leave their tmpfs. */
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "manager.h"
+
+/* StateDirectory= names are relative to /var/lib (systemd's fixed prefix for system services). */
+#define SESSION_STATE_PREFIX "sandboxd/sessions"
+#define SESSION_MOUNT_DIR "/var/lib/private/" SESSION_STATE_PREFIX   /* the tmpfs mounts */
+#define SESSION_LINK_DIR "/var/lib/" SESSION_STATE_PREFIX            /* systemd's symlinks */
+/* How many execution ids GET /v1/sessions/{id} lists. */
+#define SESSION_RECENT_MAX 10U
+
+typedef struct Session Session;
+struct Session {
+        Manager *manager;
+        Session *next;
+        char *id, *owner;
+        char *name;                      /* directory name below SESSION_MOUNT_DIR */
+        char *path, *mount_name;
+        char *state_dir;                 /* SESSION_STATE_PREFIX "/" name */
+        uint64_t disk_mb;
+        uint64_t created_usec, last_used_usec, executions;
+        bool ready;                      /* mounted and checked */
+        Job *active;                     /* the run that holds the workspace now */
+        unsigned n_jobs;                 /* its unfinished (queued or running) executions */
+        sd_bus_slot *slot;
+};
+
+Session *session_find(Manager *m, const char *id);
+
+/* The session a submitted request runs in: the existing one, or a new one whose mount is started.
+ * Refusals come with an HTTP status and a message naming the field:
+ *   403 another caller's session; 409 a different limits.disk_mb; 429 MaxSessions= or
+ *   MaxSessionsPerCaller= reached. */
+int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
+                    unsigned *ret_status, char **ret_message);
+
+/* May a run of this session start now (mounted, no run of it active)? */
+bool session_may_run(const Session *s);
+/* A job of the session starts / becomes final (j counted in n_jobs until final). */
+void session_run_started(Session *s, Job *j);
+void session_job_gone(Session *s, Job *j, bool ran);
+
+/* JobRemoved for a session's mount: true if it was one. */
+bool session_job_removed(Manager *m, const char *unit, const char *result);
+bool session_owns_unit(Manager *m, const char *unit);
+
+/* At start, before executions are adopted: the stored sessions whose mount is still there come
+ * back; the others are forgotten (their files went with their tmpfs). */
+int session_load(Manager *m);
+/* Idle sessions (no run active or queued, unused for SessionIdleSec=) are removed; directories of
+ * removed sessions go once unmounted. */
+void session_sweep(Manager *m);
+/* Stop the mount (its contents go), delete the record. Refused with -EBUSY while a run is queued
+ * or active. */
+int session_remove(Session *s, const char *why);
+void session_free_all(Manager *m);
+
+/* Used bytes of the session's tmpfs (statfs of the mount root), or a negative errno. */
+int session_used_bytes(const Session *s, uint64_t *ret);
+json_object *session_to_json(Session *s);
