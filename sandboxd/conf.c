@@ -48,6 +48,13 @@ Config *config_new(void) {
         c->nofile = 1024;
         c->kill_grace_ms = 1000;
         c->workspace_pool = 16;
+
+        c->max_input_files = 16;
+        c->max_input_file_bytes = 64ULL << 20;
+        c->max_input_total_bytes = 256ULL << 20;
+        c->max_inline_input_bytes = 1ULL << 20;
+        c->input_connect_timeout_sec = 10;
+        c->input_timeout_sec = 120;
         return c;
 }
 
@@ -161,6 +168,13 @@ static const ConfKey conf_keys[] = {
         K("Sandbox", "LimitNOFILE",     V_U64,      nofile,              16, 1 << 20),
         K("Sandbox", "KillGraceMS",     V_U64,      kill_grace_ms,       0, 60000),
         K("Sandbox", "WorkspacePool",   V_U64,      workspace_pool,      0, 1024),
+
+        K("Inputs", "MaxInputFiles",          V_U64,  max_input_files,           0, 256),
+        K("Inputs", "MaxInputFileBytes",      V_SIZE, max_input_file_bytes,      1, 64ULL << 30),
+        K("Inputs", "MaxInputTotalBytes",     V_SIZE, max_input_total_bytes,     1, 64ULL << 30),
+        K("Inputs", "MaxInlineInputBytes",    V_SIZE, max_inline_input_bytes,    0, 256ULL << 20),
+        K("Inputs", "InputConnectTimeoutSec", V_U64,  input_connect_timeout_sec, 1, 300),
+        K("Inputs", "InputTimeoutSec",        V_U64,  input_timeout_sec,         1, 3600),
 };
 
 static int parse_loglevel(const char *v) {
@@ -530,5 +544,12 @@ int config_validate(const Config *c, char **ret_error) {
                                  d->disk_mb, m->disk_mb);
         if (d->tasks > m->tasks)
                 return error_set(ret_error, "DefaultTasks=%" PRIu64 " exceeds MaxTasks=%" PRIu64, d->tasks, m->tasks);
+        if (c->max_input_file_bytes > c->max_input_total_bytes)
+                return error_set(ret_error, "MaxInputFileBytes=%" PRIu64 " exceeds MaxInputTotalBytes=%" PRIu64,
+                                 c->max_input_file_bytes, c->max_input_total_bytes);
+        /* Inline content travels base64 (4 bytes per 3) in the request body. */
+        if (c->max_inline_input_bytes / 3 * 4 >= c->max_request_bytes)
+                return error_set(ret_error, "MaxInlineInputBytes=%" PRIu64 " does not fit in MaxRequestBytes=%" PRIu64
+                                 " once base64-encoded", c->max_inline_input_bytes, c->max_request_bytes);
         return 0;
 }
