@@ -365,6 +365,10 @@ static int download_begin(Fetch *f, Download *d, char **ret_message) {
         /* A 4xx/5xx body is not the file: fail before it is written. */
         SET(CURLOPT_FAILONERROR, 1L);
         SET(CURLOPT_NOSIGNAL, 1L);
+        /* A connection of its own: what one caller's server left in a kept-alive connection (bytes
+         * beyond its Content-Length) must never become the start of another execution's download. */
+        SET(CURLOPT_FRESH_CONNECT, 1L);
+        SET(CURLOPT_FORBID_REUSE, 1L);
         /* No proxy from sandboxd's environment (http_proxy, ...): the configuration says where to go. */
         SET(CURLOPT_PROXY, "");
         SET(CURLOPT_USERAGENT, "sandboxd/" PACKAGE_VERSION);

@@ -790,6 +790,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         r = manager_adopt(m);
         if (r < 0)
                 return r;
+        /* Resumed queued executions start now if slots are free: with nothing running, no finishing
+         * execution would ever dispatch them. */
+        manager_dispatch_queue(m);
 
         g = getgrnam(m->config->socket_group);
         hs = (HttpSettings) {
