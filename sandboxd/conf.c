@@ -119,6 +119,7 @@ typedef enum ValueType {
         V_SIZE,
         V_CORES,
         V_LOGLEVEL,
+        V_BOOL,          /* yes/no, true/false, on/off, 1/0 */
         V_LISTEN,        /* space-separated addresses; empty: none */
 } ValueType;
 
@@ -175,6 +176,7 @@ static const ConfKey conf_keys[] = {
         K("Inputs", "MaxInlineInputBytes",    V_SIZE, max_inline_input_bytes,    0, 256ULL << 20),
         K("Inputs", "InputConnectTimeoutSec", V_U64,  input_connect_timeout_sec, 1, 300),
         K("Inputs", "InputTimeoutSec",        V_U64,  input_timeout_sec,         1, 3600),
+        K("Inputs", "InputAllowInternalAddresses", V_BOOL, input_allow_internal,  0, 0),
 };
 
 static int parse_loglevel(const char *v) {
@@ -324,6 +326,14 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                 *(double *) p = d;
                 return 0;
         }
+        case V_BOOL:
+                if (streq(value, "yes") || streq(value, "true") || streq(value, "on") || streq(value, "1"))
+                        *(bool *) p = true;
+                else if (streq(value, "no") || streq(value, "false") || streq(value, "off") || streq(value, "0"))
+                        *(bool *) p = false;
+                else
+                        return error_set(ret_error, "%s: %s= takes yes or no, got '%s'", where, k->key, value);
+                return 0;
         case V_LOGLEVEL:
                 r = parse_loglevel(value);
                 if (r < 0)

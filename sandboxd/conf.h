@@ -58,6 +58,7 @@ typedef struct Config {
         uint64_t max_inline_input_bytes;     /* MaxInlineInputBytes= all inline files (decoded) */
         uint64_t input_connect_timeout_sec;  /* InputConnectTimeoutSec= */
         uint64_t input_timeout_sec;          /* InputTimeoutSec= one whole download */
+        bool input_allow_internal;           /* InputAllowInternalAddresses= loopback, private, link-local */
 } Config;
 
 Config *config_new(void);          /* defaults */

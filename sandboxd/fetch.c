@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -32,6 +33,7 @@ typedef struct Download {
         DownloadFailure failure;
         int write_errno;
         bool started, done, whole;
+        char blocked[INET6_ADDRSTRLEN];  /* an internal address curl wanted to connect to, refused */
         char errbuf[CURL_ERROR_SIZE];
 } Download;
 
@@ -231,6 +233,26 @@ static void fetch_fail(Fetch *f, int r, const char *message) {
                 cb(f, r, message, f->userdata);
 }
 
+/* CURLOPT_OPENSOCKETFUNCTION: every connection, redirects included, passes here with the address
+ * it is about to connect to (after name resolution, so a name that resolves to an internal address,
+ * or changes its answer between lookups, is caught all the same). */
+static curl_socket_t on_open_socket(void *userdata, curlsocktype purpose, struct curl_sockaddr *a) {
+        Download *d = userdata;
+        int fd;
+
+        if (!d->fetch->limits.allow_internal && address_is_internal(&a->addr, a->addrlen)) {
+                const void *raw = a->family == AF_INET6 ? (const void *) &((struct sockaddr_in6 *) &a->addr)->sin6_addr
+                                                        : (const void *) &((struct sockaddr_in *) &a->addr)->sin_addr;
+
+                if ((a->family != AF_INET && a->family != AF_INET6) ||
+                    !inet_ntop(a->family, raw, d->blocked, sizeof(d->blocked)))
+                        snprintf(d->blocked, sizeof(d->blocked), "(family %d)", a->family);
+                return CURL_SOCKET_BAD;
+        }
+        fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+        return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
 static void describe_failure(Download *d, CURLcode result, char *buf, size_t size) {
         const FetchLimits *l = &d->fetch->limits;
         long code = 0, redirects = 0;
@@ -282,6 +304,13 @@ static void describe_failure(Download *d, CURLcode result, char *buf, size_t siz
         case CURLE_TOO_MANY_REDIRECTS:
                 snprintf(buf, size, "more than %d redirects", FETCH_MAX_REDIRS);
                 return;
+        case CURLE_COULDNT_CONNECT:
+                if (d->blocked[0]) {
+                        snprintf(buf, size, "refused to connect to the internal address %s "
+                                 "(InputAllowInternalAddresses=no)", d->blocked);
+                        return;
+                }
+                break;
         default:
                 break;
         }
@@ -372,6 +401,8 @@ static int download_begin(Fetch *f, Download *d, char **ret_message) {
         /* No proxy from sandboxd's environment (http_proxy, ...): the configuration says where to go. */
         SET(CURLOPT_PROXY, "");
         SET(CURLOPT_USERAGENT, "sandboxd/" PACKAGE_VERSION);
+        SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+        SET(CURLOPT_OPENSOCKETDATA, d);
         SET(CURLOPT_WRITEFUNCTION, on_write);
         SET(CURLOPT_WRITEDATA, d);
         SET(CURLOPT_ERRORBUFFER, d->errbuf);

@@ -28,6 +28,7 @@ typedef struct FetchLimits {
         uint64_t max_total_bytes;        /* all files, inline ones included (MaxInputTotalBytes=, disk_mb) */
         uint64_t connect_timeout_sec;    /* InputConnectTimeoutSec= */
         uint64_t timeout_sec;            /* InputTimeoutSec= one whole transfer */
+        bool allow_internal;             /* InputAllowInternalAddresses= */
 } FetchLimits;
 
 /* r is 0 when every file is in place, else negative with message naming the file and the reason

@@ -551,6 +551,7 @@ static void workspace_ready(Job *j) {
                 .max_total_bytes = MIN(m->config->max_input_total_bytes, j->exec->limits.disk_mb * 1024 * 1024),
                 .connect_timeout_sec = m->config->input_connect_timeout_sec,
                 .timeout_sec = m->config->input_timeout_sec,
+                .allow_internal = m->config->input_allow_internal,
         };
         r = fetch_start(m->curl, j->workspace, j->request->files, j->request->n_files, &limits, on_inputs_done, j,
                         &j->fetch, &message);

@@ -23,12 +23,6 @@ from lib import *  # noqa: E402,F401,F403
 t = Tap()
 CONF = os.environ["SANDBOXD_CONFIG_DIR"]
 CTL = os.path.join(os.environ["SANDBOXD_BUILD_DIR"], "sandboxctl", "sandboxctl")
-os.makedirs(f"{CONF}/sandboxd.conf.d", exist_ok=True)
-with open(f"{CONF}/sandboxd.conf.d/50-inputs.conf", "w") as f:
-    f.write("[Inputs]\nMaxInputFileBytes=1M\nMaxInputTotalBytes=1536K\nInputConnectTimeoutSec=2\n"
-            "InputTimeoutSec=4\nMaxInputFiles=8\n")
-subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
-time.sleep(0.5)
 
 CSV = b"name,value\n" + b"".join(b"row%d,%d\n" % (i, i) for i in range(1, 101))   # sum 5050
 hits = {}
@@ -134,6 +128,23 @@ s = socket.socket()
 s.bind(("127.0.0.1", 0))
 CLOSED_PORT = s.getsockname()[1]
 s.close()
+
+# ---- by default, sandboxd does not download from loopback or private addresses ----------------------
+res = run("print('ran')", files=[{"path": "x.csv", "url": f"{URL}/data.csv"},
+                                  {"path": "y.csv", "url": f"http://[::ffff:127.0.0.1]:{PORT}/data.csv"}])
+t.verdict(res, "failed", "input_error", "loopback URL with the default configuration")
+t.ok((res.get("error_message") or "").startswith("files[") and
+     "refused to connect to the internal address" in (res.get("error_message") or "") and
+     "127.0.0.1" in (res.get("error_message") or ""),
+     "loopback refused: the message names the file and the address", res)
+t.eq(hits.get("/data.csv", 0), 0, "the loopback server saw no request")
+
+os.makedirs(f"{CONF}/sandboxd.conf.d", exist_ok=True)
+with open(f"{CONF}/sandboxd.conf.d/50-inputs.conf", "w") as f:
+    f.write("[Inputs]\nMaxInputFileBytes=1M\nMaxInputTotalBytes=1536K\nInputConnectTimeoutSec=2\n"
+            "InputTimeoutSec=4\nMaxInputFiles=8\nInputAllowInternalAddresses=yes\n")
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+time.sleep(0.5)
 
 SUM = ("import csv\n"
        "rows = list(csv.DictReader(open('/workspace/input/data/input.csv')))\n"

@@ -59,6 +59,7 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->max_inline_input_bytes, 1ULL << 20);
         assert_int_equal(c->input_connect_timeout_sec, 10);
         assert_int_equal(c->input_timeout_sec, 120);
+        assert_false(c->input_allow_internal);
 
         /* The defaults are consistent on their own. */
         assert_int_equal(config_validate(c, &error), 0);
@@ -74,6 +75,7 @@ typedef enum FieldType {
         F_U64,
         F_CORES,
         F_INT,
+        F_BOOL,
 } FieldType;
 
 typedef struct KeyRow {
@@ -90,6 +92,7 @@ typedef struct KeyRow {
 #define U64(name, text, field, v)   { name, text, F_U64, offsetof(Config, field), .u = v }
 #define CORES(name, text, field, v) { name, text, F_CORES, offsetof(Config, field), .d = v }
 #define INT(name, text, field, v)   { name, text, F_INT, offsetof(Config, field), .u = v }
+#define BOOL(name, text, field, v)  { name, text, F_BOOL, offsetof(Config, field), .u = v }
 
 static const KeyRow key_rows[] = {
         /* [Daemon] */
@@ -119,6 +122,12 @@ static const KeyRow key_rows[] = {
         U64("MaxInlineInputBytes=0", "[Inputs]\nMaxInlineInputBytes=0\n", max_inline_input_bytes, 0),
         U64("InputConnectTimeoutSec", "[Inputs]\nInputConnectTimeoutSec=3\n", input_connect_timeout_sec, 3),
         U64("InputTimeoutSec", "[Inputs]\nInputTimeoutSec=3600\n", input_timeout_sec, 3600),
+        BOOL("InputAllowInternalAddresses=yes", "[Inputs]\nInputAllowInternalAddresses=yes\n", input_allow_internal, 1),
+        BOOL("InputAllowInternalAddresses=true", "[Inputs]\nInputAllowInternalAddresses=true\n", input_allow_internal, 1),
+        BOOL("InputAllowInternalAddresses=1", "[Inputs]\nInputAllowInternalAddresses=1\n", input_allow_internal, 1),
+        BOOL("InputAllowInternalAddresses=no after yes",
+             "[Inputs]\nInputAllowInternalAddresses=yes\nInputAllowInternalAddresses=no\n", input_allow_internal, 0),
+        BOOL("InputAllowInternalAddresses=off", "[Inputs]\nInputAllowInternalAddresses=off\n", input_allow_internal, 0),
         U64("KeepFinished", "[Daemon]\nKeepFinished=0\n", keep_finished, 0),
         U64("SweepIntervalSec", "[Daemon]\nSweepIntervalSec=60\n", sweep_interval_sec, 60),
         U64("MaxConnections", "[Daemon]\nMaxConnections=65536\n", max_connections, 65536),
@@ -188,6 +197,9 @@ static void test_key_row(void **state) {
         case F_INT:
                 assert_int_equal(*(const int *) p, (int) row->u);
                 break;
+        case F_BOOL:
+                assert_int_equal(*(const bool *) p, row->u != 0);
+                break;
         }
 }
 
@@ -245,6 +257,8 @@ static const ErrorRow error_rows[] = {
           "x.conf:2: MaxRequestBytes=2G is outside [1024, 1073741824]" },
         { "MaxInputFiles above maximum", "[Inputs]\nMaxInputFiles=257\n",
           "x.conf:2: MaxInputFiles=257 is outside [0, 256]" },
+        { "InputAllowInternalAddresses not a boolean", "[Inputs]\nInputAllowInternalAddresses=maybe\n",
+          "x.conf:2: InputAllowInternalAddresses= takes yes or no, got 'maybe'" },
         { "InputTimeoutSec zero", "[Inputs]\nInputTimeoutSec=0\n", "x.conf:2: InputTimeoutSec=0 is outside [1, 3600]" },
         { "InputConnectTimeoutSec above maximum", "[Inputs]\nInputConnectTimeoutSec=301\n",
           "x.conf:2: InputConnectTimeoutSec=301 is outside [1, 300]" },
