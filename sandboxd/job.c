@@ -525,6 +525,9 @@ static void on_inputs_done(Fetch *f, int r, const char *message, void *userdata)
         Job *j = userdata;
 
         j->fetch = fetch_free(j->fetch);        /* f; the message is the caller's, it outlives this */
+        /* Stopping: no new unit now. The record is still queued; the next start resumes it. */
+        if (j->manager->stopping)
+                return;
         if (r < 0) {
                 job_fail_input(j, message ?: "an input file could not be fetched");
                 return;
