@@ -202,6 +202,24 @@ res = run("print(open('/workspace/input/lie').read())", files=[{"path": "lie", "
 t.eq((res.get("status"), res.get("stdout")), ("success", "0123456789\n"),
      "a server sending more than its Content-Length: only the announced bytes are kept", res)
 
+# A listener whose accept queue is full: the kernel drops further SYNs, so connecting never completes.
+full = socket.socket()
+full.bind(("127.0.0.1", 0))
+full.listen(0)
+fillers = []
+for _ in range(3):
+    c = socket.socket()
+    c.settimeout(0.5)
+    try:
+        c.connect(full.getsockname())
+    except OSError:
+        pass
+    fillers.append(c)
+fails("connect timeout", f"http://127.0.0.1:{full.getsockname()[1]}/x", "connect timeout after 2 s")
+for c in fillers:
+    c.close()
+full.close()
+
 # ---- the daemon answers while a download hangs; the timeout ends it ------------------------------
 st, sub = submit("print('ran')", files=[{"path": "slow.csv", "url": f"{URL}/slow"}])
 t.eq(st, 202, "slow download submitted")
