@@ -2040,7 +2040,7 @@ static int verb_top(char **args, size_t n_args) {
 
 /* The error types of docs/http-api.md, in its order; anything newer is counted as "other". */
 static const char *const stats_error_types[] = {
-        "compile_error", "runtime_error", "timeout", "oom", "resource_limit", "internal_error",
+        "compile_error", "runtime_error", "timeout", "oom", "resource_limit", "internal_error", "input_error",
 };
 enum {
         STATS_QUEUED,
