@@ -381,6 +381,9 @@ static int download_begin(Fetch *f, Download *d, char **ret_message) {
                         return set_message(ret_message, -EIO, "files[%zu] '%s': libcurl refused option " #opt, \
                                            d->index, d->path);                                              \
         } while (0)
+        /* Name resolution runs in libcurl's resolver thread (Debian builds it with AsynchDNS), never
+         * on the loop. No CURLOPT_ACCEPT_ENCODING: nothing is decompressed, so the bytes counted are
+         * the bytes written. */
         SET(CURLOPT_URL, d->url);
         /* http and https only, for the first request and for every redirect (no file://, no gopher). */
         SET(CURLOPT_PROTOCOLS_STR, "http,https");
