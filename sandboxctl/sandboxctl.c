@@ -60,6 +60,7 @@
 enum {
         EXIT_NOT_FOUND = 4,
         EXIT_COMPILE_ERROR = EX_DATAERR,     /* 65 */
+        EXIT_INPUT_ERROR = EX_NOINPUT,       /* 66: an input file could not be fetched */
         EXIT_RESOURCE_LIMIT = EX_TEMPFAIL,   /* 75 */
         EXIT_INTERNAL_ERROR = EX_SOFTWARE,   /* 70 */
         EXIT_TIMEOUT = 124,
@@ -82,6 +83,7 @@ static bool arg_timeout_ms_set = false, arg_memory_mb_set = false, arg_disk_mb_s
 static uint64_t arg_timeout_ms = 0, arg_memory_mb = 0, arg_disk_mb = 0;
 static double arg_cpu_cores = 0;
 static json_object *arg_env = NULL;
+static json_object *arg_files = NULL;    /* --input, --input-url: the request's "files" */
 static const char *arg_status = NULL;
 static const char *arg_error_type = NULL;
 static bool arg_failed = false;
@@ -566,7 +568,8 @@ static int print_json(json_object *j) {
 /* ---- The execution object ---- */
 
 typedef struct Execution {
-        String execution_id, session_id, language, status, error_type, unit, reason, out, err, created_at;
+        String execution_id, session_id, language, status, error_type, unit, reason, error_message, out, err,
+                created_at;
         Integer exit_code, signal, duration_ms, cpu_time_ms, stdout_bytes, stdout_lines, stderr_bytes,
                 stderr_lines;
         Number peak_memory_mb;
@@ -586,6 +589,7 @@ static int execution_parse(json_object *j, Execution *ret) {
                 { "error_type", FIELD_STRING, offsetof(Execution, error_type), false },
                 { "unit", FIELD_STRING, offsetof(Execution, unit), false },
                 { "reason", FIELD_STRING, offsetof(Execution, reason), false },
+                { "error_message", FIELD_STRING, offsetof(Execution, error_message), false },
                 { "stdout", FIELD_STRING, offsetof(Execution, out), false },
                 { "stderr", FIELD_STRING, offsetof(Execution, err), false },
                 { "created_at", FIELD_STRING, offsetof(Execution, created_at), false },
@@ -649,6 +653,7 @@ static int execution_exit_status(const Execution *e) {
                 { "oom", EXIT_OOM },
                 { "resource_limit", EXIT_RESOURCE_LIMIT },
                 { "internal_error", EXIT_INTERNAL_ERROR },
+                { "input_error", EXIT_INPUT_ERROR },
         };
 
         if (streq_ptr(e->status.s, "success"))
@@ -680,7 +685,7 @@ static bool id_is_valid_for_path(const char *id) {
         return id_is_valid(id, 64);
 }
 
-static int read_code(const char *path, char **ret, size_t *ret_size) {
+static int read_bounded(const char *path, const char *what, char **ret, size_t *ret_size) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         const char *name = streq(path, "-") ? "standard input" : path;
@@ -718,8 +723,8 @@ static int read_code(const char *path, char **ret, size_t *ret_size) {
                         break;
                 size += (size_t) k;
                 if (size > CODE_MAX)
-                        return log_error_errno(-EFBIG, "%s: code is larger than %zu MiB, refusing it.", name,
-                                               CODE_MAX / 1024 / 1024);
+                        return log_error_errno(-EFBIG, "%s: %s is larger than %zu MiB, refusing it.", name,
+                                               what, CODE_MAX / 1024 / 1024);
         }
 
         *ret = TAKE_PTR(buf);
@@ -760,6 +765,97 @@ static int json_add(json_object *obj, const char *key, json_object *val) {
         return 0;
 }
 
+static char *base64_encode(const uint8_t *p, size_t len) {
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len; i += 3) {
+                uint32_t w = (uint32_t) p[i] << 16 | (i + 1 < len ? (uint32_t) p[i + 1] << 8 : 0) |
+                             (i + 2 < len ? (uint32_t) p[i + 2] : 0);
+                *o++ = alphabet[w >> 18 & 63];
+                *o++ = alphabet[w >> 12 & 63];
+                *o++ = i + 1 < len ? alphabet[w >> 6 & 63] : '=';
+                *o++ = i + 2 < len ? alphabet[w & 63] : '=';
+        }
+        *o = 0;
+        return out;
+}
+
+/* One entry of "files". The daemon checks path and URL; here only what it could not tell apart. */
+static int add_input(const char *path, const char *key, json_object *value) {
+        json_object *f;
+
+        if (!value)
+                return log_oom();
+        if (!arg_files) {
+                arg_files = json_object_new_array();
+                if (!arg_files) {
+                        json_object_put(value);
+                        return log_oom();
+                }
+        }
+        f = json_object_new_object();
+        if (!f) {
+                json_object_put(value);
+                return log_oom();
+        }
+        if (json_add(f, key, value) < 0 || json_add(f, "path", json_object_new_string(path)) < 0 ||
+            json_object_array_add(arg_files, f) < 0) {
+                json_object_put(f);
+                return log_oom();
+        }
+        return 0;
+}
+
+/* --input=FILE[=PATH]: FILE's bytes inline (base64), at PATH below /workspace/input (default: FILE's
+ * base name). */
+static int parse_input(const char *arg) {
+        _cleanup_free_ char *file = NULL, *data = NULL;
+        const char *eq = strchr(arg, '='), *path, *slash;
+        size_t size = 0;
+        int r;
+
+        file = eq ? strndup(arg, (size_t) (eq - arg)) : strdup(arg);
+        if (!file)
+                return log_oom();
+        if (isempty(file) || streq(file, "-"))
+                return log_error_errno(-EINVAL, "--input: expected FILE[=PATH], got '%s'.", arg);
+        slash = strrchr(file, '/');
+        path = eq ? eq + 1 : slash ? slash + 1 : file;
+        if (isempty(path))
+                return log_error_errno(-EINVAL, "--input: no PATH for '%s' (use FILE=PATH).", file);
+        if (!utf8_is_valid(path, strlen(path)))
+                return log_error_errno(-EINVAL, "--input: PATH '%s' is not valid UTF-8.", path);
+        r = read_bounded(file, "the input file", &data, &size);
+        if (r < 0)
+                return r == -ENOMEM ? r : -EINVAL;
+        {
+                char *b64 = base64_encode((const uint8_t *) data, size);
+                if (!b64)
+                        return log_oom();
+                r = add_input(path, "content_base64", json_object_new_string(b64));
+                free(b64);
+        }
+        return r;
+}
+
+/* --input-url=URL=PATH: PATH is what follows the last '=' (URLs have '=' in their queries). */
+static int parse_input_url(const char *arg) {
+        _cleanup_free_ char *url = NULL;
+        const char *eq = strrchr(arg, '=');
+
+        if (!eq || eq == arg || isempty(eq + 1))
+                return log_error_errno(-EINVAL, "--input-url: expected URL=PATH, got '%s'.", arg);
+        url = strndup(arg, (size_t) (eq - arg));
+        if (!url)
+                return log_oom();
+        if (!utf8_is_valid(arg, strlen(arg)))
+                return log_error_errno(-EINVAL, "--input-url: '%s' is not valid UTF-8.", arg);
+        return add_input(eq + 1, "url", json_object_new_string(url));
+}
+
 /* The POST /v1/executions body from the command line. Input problems are logged and returned as
  * -EINVAL (usage), allocation failures as -ENOMEM. */
 static int build_request(const char *path, json_object **ret) {
@@ -776,7 +872,7 @@ static int build_request(const char *path, json_object **ret) {
                                                CODE_MAX / 1024 / 1024);
                 name = "-c";
         } else {
-                r = read_code(path, &code, &size);
+                r = read_bounded(path, "code", &code, &size);
                 if (r < 0)
                         return r == -ENOMEM ? r : -EINVAL;
                 name = streq(path, "-") ? "standard input" : path;
@@ -814,6 +910,8 @@ static int build_request(const char *path, json_object **ret) {
                 r = json_add(req, "limits", TAKE_PTR(limits));
         if (r >= 0 && arg_env)
                 r = json_add(req, "env", json_object_get(arg_env));
+        if (r >= 0 && arg_files)
+                r = json_add(req, "files", json_object_get(arg_files));
         if (r < 0)
                 return log_oom();
 
@@ -889,7 +987,13 @@ static int verb_execute(char **args, size_t n_args, bool wait) {
 
         /* A verdict that is not the program's own doing would otherwise show up as a bare exit
          * status. Tell a human at a terminal why; leave captured stderr exactly the program's. */
-        if (!streq(e.status.s, "success") && !streq_ptr(e.error_type.s, "runtime_error") &&
+        /* The program never ran: nothing of its own is on stderr, and the caller needs to know which
+         * input failed, terminal or not. */
+        if (streq_ptr(e.error_type.s, "input_error") && e.error_message.s) {
+                fprintf(stderr, "sandboxctl: %s: input_error: ", e.execution_id.s);
+                fputs_escaped(stderr, e.error_message.s, e.error_message.len, false);
+                fputc('\n', stderr);
+        } else if (!streq(e.status.s, "success") && !streq_ptr(e.error_type.s, "runtime_error") &&
             !streq_ptr(e.error_type.s, "compile_error") && isatty(STDERR_FILENO)) {
                 if ((e.err.len > 0 && e.err.s[e.err.len - 1] != '\n') ||
                     (e.out.len > 0 && e.out.s[e.out.len - 1] != '\n'))
@@ -996,6 +1100,7 @@ static int execution_print(const Execution *e) {
                 }
                 printf("\n");
         }
+        print_string_field("Message", &e->error_message);
 
         print_output_section("stdout", &e->out, &e->stdout_bytes, &e->stdout_lines, e->stdout_truncated);
         print_output_section("stderr", &e->err, &e->stderr_bytes, &e->stderr_lines, e->stderr_truncated);
@@ -2039,7 +2144,7 @@ static int verb_top(char **args, size_t n_args) {
 
 /* The error types of docs/http-api.md, in its order; anything newer is counted as "other". */
 static const char *const stats_error_types[] = {
-        "compile_error", "runtime_error", "timeout", "oom", "resource_limit", "internal_error",
+        "compile_error", "runtime_error", "timeout", "oom", "resource_limit", "internal_error", "input_error",
 };
 enum {
         STATS_QUEUED,
@@ -2409,6 +2514,11 @@ static void help(void) {
                "     --cpu-cores=F          CPU limit, in cores\n"
                "     --disk-mb=N            Size limit of the writable file system\n"
                "     --env=NAME=VALUE       Set an environment variable (repeatable)\n"
+               "     --input=FILE[=PATH]    Send FILE along as /workspace/input/PATH (default\n"
+               "                            PATH: FILE's name; repeatable)\n"
+               "     --input-url=URL=PATH   Have sandboxd download URL to /workspace/input/PATH\n"
+               "                            (repeatable)\n"
+               "     --session=ID           Session ID to record\n"
                "     --session=ID           Run in this session: its /workspace persists across runs\n"
                "     --id=ID                Execution ID (an idempotency key)\n"
                "     --callback-url=URL     POST the signed result to this http(s) URL when the\n"
@@ -2507,6 +2617,8 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 ARG_CPU_CORES,
                 ARG_DISK_MB,
                 ARG_ENV,
+                ARG_INPUT,
+                ARG_INPUT_URL,
                 ARG_SESSION,
                 ARG_ID,
                 ARG_CALLBACK_URL,
@@ -2535,6 +2647,8 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 { "cpu-cores", required_argument, NULL, ARG_CPU_CORES },
                 { "disk-mb", required_argument, NULL, ARG_DISK_MB },
                 { "env", required_argument, NULL, ARG_ENV },
+                { "input", required_argument, NULL, ARG_INPUT },
+                { "input-url", required_argument, NULL, ARG_INPUT_URL },
                 { "session", required_argument, NULL, ARG_SESSION },
                 { "id", required_argument, NULL, ARG_ID },
                 { "callback-url", required_argument, NULL, ARG_CALLBACK_URL },
@@ -2646,6 +2760,18 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                         note_option_group(OPTION_GROUP_EXECUTE, "--env");
                         break;
                 }
+                case ARG_INPUT:
+                        r = parse_input(optarg);
+                        if (r < 0)
+                                return r;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--input");
+                        break;
+                case ARG_INPUT_URL:
+                        r = parse_input_url(optarg);
+                        if (r < 0)
+                                return r;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--input-url");
+                        break;
                 case ARG_SESSION:
                         arg_session = optarg;
                         note_option_group(OPTION_GROUP_SESSION, "--session");
@@ -2776,6 +2902,7 @@ int main(int argc, char *argv[]) {
         r = parse_argv(argc, argv, &verb, &args, &n_args);
         if (r <= 0) {
                 json_object_put(arg_env);
+                json_object_put(arg_files);
                 return r < 0 ? exit_status_for(r, EX_USAGE) : EXIT_SUCCESS;
         }
 
@@ -2785,12 +2912,14 @@ int main(int argc, char *argv[]) {
                 arg_socket = DEFAULT_SOCKET;
         if (strlen(arg_socket) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
                 json_object_put(arg_env);
+                json_object_put(arg_files);
                 (void) log_error_errno(-EINVAL, "Socket path '%s' is too long for a unix socket.", arg_socket);
                 return EX_USAGE;
         }
 
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 json_object_put(arg_env);
+                json_object_put(arg_files);
                 (void) log_error_errno(-EIO, "Failed to initialize libcurl.");
                 return EX_OSERR;
         }
@@ -2799,5 +2928,6 @@ int main(int argc, char *argv[]) {
 
         curl_global_cleanup();
         json_object_put(arg_env);
+        json_object_put(arg_files);
         return r;
 }

@@ -58,6 +58,12 @@ Config *config_new(void) {
         c->callback_backoff_base_ms = 1000;
         c->callback_backoff_max_sec = 600;
         c->callback_max_concurrent = 16;
+        c->max_input_files = 16;
+        c->max_input_file_bytes = 64ULL << 20;
+        c->max_input_total_bytes = 256ULL << 20;
+        c->max_inline_input_bytes = 1ULL << 20;
+        c->input_connect_timeout_sec = 10;
+        c->input_timeout_sec = 120;
         return c;
 }
 
@@ -123,6 +129,7 @@ typedef enum ValueType {
         V_SIZE,
         V_CORES,
         V_LOGLEVEL,
+        V_BOOL,          /* yes/no, true/false, on/off, 1/0 */
         V_LISTEN,        /* space-separated addresses; empty: none */
 } ValueType;
 
@@ -183,6 +190,14 @@ static const ConfKey conf_keys[] = {
         K("Sandbox", "LimitNOFILE",     V_U64,      nofile,              16, 1 << 20),
         K("Sandbox", "KillGraceMS",     V_U64,      kill_grace_ms,       0, 60000),
         K("Sandbox", "WorkspacePool",   V_U64,      workspace_pool,      0, 1024),
+
+        K("Inputs", "MaxInputFiles",          V_U64,  max_input_files,           0, 256),
+        K("Inputs", "MaxInputFileBytes",      V_SIZE, max_input_file_bytes,      1, 64ULL << 30),
+        K("Inputs", "MaxInputTotalBytes",     V_SIZE, max_input_total_bytes,     1, 64ULL << 30),
+        K("Inputs", "MaxInlineInputBytes",    V_SIZE, max_inline_input_bytes,    0, 256ULL << 20),
+        K("Inputs", "InputConnectTimeoutSec", V_U64,  input_connect_timeout_sec, 1, 300),
+        K("Inputs", "InputTimeoutSec",        V_U64,  input_timeout_sec,         1, 3600),
+        K("Inputs", "InputAllowInternalAddresses", V_BOOL, input_allow_internal,  0, 0),
 };
 
 static int parse_loglevel(const char *v) {
@@ -332,6 +347,14 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                 *(double *) p = d;
                 return 0;
         }
+        case V_BOOL:
+                if (streq(value, "yes") || streq(value, "true") || streq(value, "on") || streq(value, "1"))
+                        *(bool *) p = true;
+                else if (streq(value, "no") || streq(value, "false") || streq(value, "off") || streq(value, "0"))
+                        *(bool *) p = false;
+                else
+                        return error_set(ret_error, "%s: %s= takes yes or no, got '%s'", where, k->key, value);
+                return 0;
         case V_LOGLEVEL:
                 r = parse_loglevel(value);
                 if (r < 0)
@@ -555,5 +578,12 @@ int config_validate(const Config *c, char **ret_error) {
         if (c->callback_backoff_base_ms > c->callback_backoff_max_sec * 1000)
                 return error_set(ret_error, "CallbackBackoffBaseMS=%" PRIu64 " exceeds CallbackBackoffMaxSec=%" PRIu64,
                                  c->callback_backoff_base_ms, c->callback_backoff_max_sec);
+        if (c->max_input_file_bytes > c->max_input_total_bytes)
+                return error_set(ret_error, "MaxInputFileBytes=%" PRIu64 " exceeds MaxInputTotalBytes=%" PRIu64,
+                                 c->max_input_file_bytes, c->max_input_total_bytes);
+        /* Inline content travels base64 (4 bytes per 3) in the request body. */
+        if (c->max_inline_input_bytes / 3 * 4 >= c->max_request_bytes)
+                return error_set(ret_error, "MaxInlineInputBytes=%" PRIu64 " does not fit in MaxRequestBytes=%" PRIu64
+                                 " once base64-encoded", c->max_inline_input_bytes, c->max_request_bytes);
         return 0;
 }

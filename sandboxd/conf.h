@@ -62,6 +62,15 @@ typedef struct Config {
         uint64_t nofile;             /* LimitNOFILE= inside the sandbox */
         uint64_t kill_grace_ms;      /* KillGraceMS= sandboxd's own deadline beyond timeout_ms */
         uint64_t workspace_pool;     /* WorkspacePool= workspaces of the default size mounted ahead */
+
+        /* [Inputs] the request's "files" */
+        uint64_t max_input_files;            /* MaxInputFiles= per execution; 0: "files" refused */
+        uint64_t max_input_file_bytes;       /* MaxInputFileBytes= one downloaded file */
+        uint64_t max_input_total_bytes;      /* MaxInputTotalBytes= all files of one execution */
+        uint64_t max_inline_input_bytes;     /* MaxInlineInputBytes= all inline files (decoded) */
+        uint64_t input_connect_timeout_sec;  /* InputConnectTimeoutSec= */
+        uint64_t input_timeout_sec;          /* InputTimeoutSec= one whole download */
+        bool input_allow_internal;           /* InputAllowInternalAddresses= loopback, private, link-local */
 } Config;
 
 Config *config_new(void);          /* defaults */

@@ -23,6 +23,7 @@ Execution *execution_free(Execution *e) {
         free(e->out.text);
         free(e->err.text);
         free(e->unit);
+        free(e->error_message);
         free(e);
         return NULL;
 }

@@ -36,6 +36,8 @@ typedef struct Execution {
         Limits limits;
         char *unit;
         const char *reason;      /* static */
+        char *error_message;     /* what exactly went wrong, e.g. which input file and why; NULL: nothing
+                                  * beyond reason */
 } Execution;
 
 Execution *execution_new(const char *id);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "callback.h"
+#include "fetch.h"
 #include "job.h"
 #include "log.h"
 #include "session.h"
@@ -140,6 +141,16 @@ static char *request_json(const ExecRequest *req, const char *callback_url) {
         json_object_object_add(o, "seed", json_object_new_uint64(req->seed));
         if (callback_url)
                 json_object_object_add(o, "callback_url", json_object_new_string(callback_url));
+        /* Inline content included (bounded by MaxInlineInputBytes=): a resumed execution needs it. */
+        if (req->n_files > 0) {
+                json_object *files = request_files_to_json(req);
+
+                if (!files) {
+                        json_object_put(o);
+                        return NULL;
+                }
+                json_object_object_add(o, "files", files);
+        }
         s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         json_object_put(o);
         return s;
@@ -259,6 +270,7 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
 }
 
 static void job_close_io(Job *j) {
+        j->fetch = fetch_free(j->fetch);        /* aborts the downloads still running */
         j->ctl_src = sd_event_source_disable_unref(j->ctl_src);
         j->cancel_src = sd_event_source_disable_unref(j->cancel_src);
         j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
@@ -547,6 +559,65 @@ static void start_service(Job *j) {
         j->state = JOB_STARTING;
 }
 
+/* An input file could not be fetched or written: the execution fails before its unit exists. */
+static void job_fail_input(Job *j, const char *message) {
+        log_info("%s: %s", j->exec->id, message);
+        (void) free_and_strdup(&j->exec->error_message, message);
+        j->outcome.input_failed = true;
+        j->unit_gone = j->props_read = true;
+        j->ctl_eof = true;
+        job_finalize(j);
+}
+
+static void on_inputs_done(Fetch *f, int r, const char *message, void *userdata) {
+        Job *j = userdata;
+
+        j->fetch = fetch_free(j->fetch);        /* f; the message is the caller's, it outlives this */
+        /* Stopping: no new unit now. The record is still queued; the next start resumes it. */
+        if (j->manager->stopping)
+                return;
+        if (r < 0) {
+                job_fail_input(j, message ?: "an input file could not be fetched");
+                return;
+        }
+        start_service(j);
+}
+
+/* The workspace is mounted and its directories made: put the input files in (inline ones at once,
+ * downloads on the loop), then start the service. The record stays "queued" meanwhile, so a restart
+ * resumes the execution and downloads again. */
+static void workspace_ready(Job *j) {
+        Manager *m = j->manager;
+        _cleanup_free_ char *message = NULL;
+        FetchLimits limits;
+        int r;
+
+        if (j->request->n_files == 0) {
+                start_service(j);
+                return;
+        }
+        limits = (FetchLimits) {
+                .max_file_bytes = m->config->max_input_file_bytes,
+                /* They land on the workspace tmpfs, so they count against disk_mb as well. */
+                .max_total_bytes = MIN(m->config->max_input_total_bytes, j->exec->limits.disk_mb * 1024 * 1024),
+                .connect_timeout_sec = m->config->input_connect_timeout_sec,
+                .timeout_sec = m->config->input_timeout_sec,
+                .allow_internal = m->config->input_allow_internal,
+        };
+        r = fetch_start(m->curl, j->workspace, j->request->files, j->request->n_files, &limits, on_inputs_done, j,
+                        &j->fetch, &message);
+        if (r == -ENOMEM) {
+                job_fail_internal(j, "out of memory while preparing the input files");
+                return;
+        }
+        if (r < 0) {
+                job_fail_input(j, message ?: "the input files could not be written");
+                return;
+        }
+        if (!j->fetch)
+                start_service(j);
+}
+
 static int on_mount_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Job *j = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
@@ -588,7 +659,7 @@ void job_start(Job *j) {
                 j->mount_started = true;
                 workspace_free(w);
                 workspace_pool_fill(m);
-                start_service(j);
+                workspace_ready(j);
                 return;
         }
         workspace_pool_fill(m);
@@ -621,7 +692,7 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         job_fail_internal(j, "the workspace could not be prepared");
                         return;
                 }
-                start_service(j);
+                workspace_ready(j);
                 return;
         }
 
@@ -996,6 +1067,13 @@ int job_cancel(Job *j) {
                 return 0;
         case JOB_PREPARING:
                 j->cancel_requested = true;     /* acted upon when the mount job completes */
+                if (j->fetch) {
+                        /* Downloading the inputs: stop the transfers, the unit never starts. */
+                        j->fetch = fetch_free(j->fetch);
+                        j->unit_gone = j->props_read = true;
+                        j->ctl_eof = true;
+                        job_finalize(j);
+                }
                 return 0;
         case JOB_STARTING:
                 j->cancel_requested = true;     /* acted upon when the start job completes */

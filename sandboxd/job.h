@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* One execution's life: queued → preparing (workspace mount unit) → starting (service) →
- * running → finishing (unit gone, report read) → done. Every step is an event on the loop. */
+/* One execution's life: queued → preparing (workspace mount unit, then the input files) → starting
+ * (service) → running → finishing (unit gone, report read) → done. Every step is an event on the loop. */
 
 #include "capture.h"
 #include "execution.h"
@@ -40,6 +40,7 @@ struct Job {
         Session *session;                /* NULL: a single-use workspace */
 
         sd_bus_slot *slot_mount, *slot_start, *slot_props;
+        struct Fetch *fetch;             /* input files being downloaded (preparing, before the service) */
         bool linked;
         int ctl_fd;
         sd_event_source *ctl_src, *deadline_src, *drain_src, *cancel_src;

@@ -517,9 +517,9 @@ static int open_store(Manager *m) {
 }
 
 /* The rest of a queued request, as job_persist() stored it. */
-static int request_from_record(StoreRecord *rec, ExecRequest **ret) {
+static int request_from_record(Manager *m, StoreRecord *rec, ExecRequest **ret) {
         _cleanup_(exec_request_freep) ExecRequest *req = calloc(1, sizeof(ExecRequest));
-        json_object *o = NULL, *env, *seed;
+        json_object *o = NULL, *env, *seed, *files;
         int r = -EBADMSG;
 
         if (!req)
@@ -548,6 +548,19 @@ static int request_from_record(StoreRecord *rec, ExecRequest **ret) {
         }
         req->seed = json_object_get_uint64(seed);
         req->callback_url = callback_url_from_request_json(rec->request);
+        /* The input files, checked again against the configuration as it is now. */
+        if (json_object_object_get_ex(o, "files", &files)) {
+                RequestError err;
+
+                r = request_parse_files(files, m->config, rec->exec->limits.disk_mb, req, &err);
+                if (r < 0) {
+                        if (r != -ENOMEM) {
+                                log_warning("%s: stored input files refused: %s", rec->exec->id, err.message);
+                                r = -EBADMSG;
+                        }
+                        goto finish;
+                }
+        }
         req->execution_id = strdup(rec->exec->id);
         req->session_id = rec->exec->session_id ? strdup(rec->exec->session_id) : NULL;
         req->code = TAKE_PTR(rec->code);
@@ -655,7 +668,7 @@ static int manager_adopt(Manager *m) {
                         uint64_t created = e->created_usec;
 
                         release_passed_fd(fd);
-                        r = request_from_record(l[i], &req);
+                        r = request_from_record(m, l[i], &req);
                         if (r >= 0)
                                 r = job_new(m, req, l[i]->owner, &j);
                         if (r >= 0) {
@@ -859,6 +872,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
                 return r;
         /* Resume the deliveries pending from before (and any the adoption just enqueued). */
         callbacks_kick(m->callbacks);
+        /* Resumed queued executions start now if slots are free: with nothing running, no finishing
+         * execution would ever dispatch them. */
+        manager_dispatch_queue(m);
 
         g = getgrnam(m->config->socket_group);
         hs = (HttpSettings) {

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <json-c/json.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
+#include <strings.h>
 
 #include "backoff.h"
 #include "request.h"
@@ -18,6 +20,12 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         for (size_t i = 0; i < r->n_env; i++)
                 free(r->env[i]);
         free(r->env);
+        for (size_t i = 0; i < r->n_files; i++) {
+                free(r->files[i].path);
+                free(r->files[i].url);
+                free(r->files[i].content);
+        }
+        free(r->files);
         free(r);
         return NULL;
 }
@@ -227,6 +235,347 @@ static int parse_env(json_object *env, ExecRequest *req, RequestError *err) {
         return 0;
 }
 
+/* ---- input files ------------------------------------------------------------------------------ */
+
+bool input_path_is_valid(const char *path, size_t len, const char **ret_why) {
+        const char *why = NULL;
+        size_t depth = 0;
+
+        if (len == 0)
+                why = "is empty";
+        else if (len > REQUEST_FILE_PATH_MAX)
+                why = "is too long";
+        else if (path[0] == '/')
+                why = "must be relative (below /workspace/input)";
+        else
+                for (size_t i = 0, start = 0; i <= len; i++) {
+                        unsigned char ch = i < len ? (unsigned char) path[i] : '/';
+
+                        if (ch < 0x20 || ch == 0x7f) {
+                                why = "contains a control character";
+                                break;
+                        }
+                        /* Not a separator here, but on the systems many callers come from. */
+                        if (ch == '\\') {
+                                why = "contains a backslash";
+                                break;
+                        }
+                        if (ch != '/')
+                                continue;
+                        if (i == start)
+                                why = "has an empty component";
+                        else if ((i - start == 1 && path[start] == '.') ||
+                                 (i - start == 2 && path[start] == '.' && path[start + 1] == '.'))
+                                why = "has a '.' or '..' component";
+                        else if (++depth > REQUEST_FILE_DEPTH_MAX)
+                                why = "is too deep";
+                        if (why)
+                                break;
+                        start = i + 1;
+                }
+        if (ret_why)
+                *ret_why = why;
+        return !why;
+}
+
+bool input_url_is_valid(const char *url, size_t len, const char **ret_why) {
+        const char *why = NULL, *host = NULL;
+        size_t host_len;
+
+        if (len > REQUEST_FILE_URL_MAX)
+                why = "is too long";
+        else if (strncasecmp(url, "http://", 7) == 0)
+                host = url + 7;
+        else if (strncasecmp(url, "https://", 8) == 0)
+                host = url + 8;
+        else
+                why = "must be an http:// or https:// URL";
+        if (!why)
+                for (size_t i = 0; i < len; i++) {
+                        unsigned char ch = (unsigned char) url[i];
+                        if (ch <= 0x20 || ch == 0x7f) {
+                                why = "contains a space or control character";
+                                break;
+                        }
+                }
+        if (!why && host) {
+                host_len = strcspn(host, "/?#");
+                if (host_len == 0)
+                        why = "has no host";
+                /* Credentials in a URL would be stored with the request and logged: refused. */
+                else if (memchr(host, '@', host_len))
+                        why = "must not contain user:password@";
+        }
+        if (ret_why)
+                *ret_why = why;
+        return !why;
+}
+
+static bool ipv4_is_internal(uint32_t a) {
+        static const struct {
+                uint32_t net, mask;
+        } nets[] = {
+                { 0x00000000, 0xff000000 },     /* 0.0.0.0/8 "this network" */
+                { 0x0a000000, 0xff000000 },     /* 10/8 */
+                { 0x64400000, 0xffc00000 },     /* 100.64/10 carrier-grade NAT */
+                { 0x7f000000, 0xff000000 },     /* 127/8 loopback */
+                { 0xa9fe0000, 0xffff0000 },     /* 169.254/16 link-local, cloud metadata */
+                { 0xac100000, 0xfff00000 },     /* 172.16/12 */
+                { 0xc0000000, 0xffffff00 },     /* 192.0.0/24 IETF protocol assignments */
+                { 0xc0a80000, 0xffff0000 },     /* 192.168/16 */
+                { 0xc6120000, 0xfffe0000 },     /* 198.18/15 benchmarking */
+                { 0xe0000000, 0xf0000000 },     /* 224/4 multicast */
+                { 0xf0000000, 0xf0000000 },     /* 240/4 reserved, broadcast */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(nets); i++)
+                if ((a & nets[i].mask) == nets[i].net)
+                        return true;
+        return false;
+}
+
+bool address_is_internal(const struct sockaddr *sa, size_t len) {
+        if (!sa || len < sizeof(sa_family_t))
+                return true;
+        if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
+                return ipv4_is_internal(be32toh(((const struct sockaddr_in *) sa)->sin_addr.s_addr));
+        if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+                const uint8_t *b = ((const struct sockaddr_in6 *) sa)->sin6_addr.s6_addr;
+                static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+                static const uint8_t zero[12] = {};
+
+                /* ::ffff:a.b.c.d, and the deprecated ::a.b.c.d (:: and ::1 fall in 0.0.0.0/8) */
+                if (memcmp(b, mapped, 12) == 0 || memcmp(b, zero, 12) == 0)
+                        return ipv4_is_internal((uint32_t) b[12] << 24 | (uint32_t) b[13] << 16 |
+                                                (uint32_t) b[14] << 8 | b[15]);
+                return (b[0] & 0xfe) == 0xfc ||                 /* fc00::/7 unique local */
+                       (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) || /* fe80::/10 link-local */
+                       (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) || /* fec0::/10 site-local (deprecated) */
+                       b[0] == 0xff;                              /* ff00::/8 multicast */
+        }
+        return true;
+}
+
+static int b64_value(unsigned char c) {
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        if (c == '+')
+                return 62;
+        if (c == '/')
+                return 63;
+        return -1;
+}
+
+int base64_decode_strict(const char *s, size_t len, uint8_t **ret, size_t *ret_len) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t n = 0, pad = 0;
+
+        if (len % 4 != 0)
+                return -EINVAL;
+        if (len > 0 && s[len - 1] == '=')
+                pad = len > 1 && s[len - 2] == '=' ? 2 : 1;
+        buf = malloc(len / 4 * 3 + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i += 4) {
+                int v[4];
+                bool last = i + 4 == len;
+
+                for (size_t k = 0; k < 4; k++) {
+                        if (last && k >= 4 - pad) {
+                                v[k] = 0;
+                                continue;
+                        }
+                        v[k] = b64_value((unsigned char) s[i + k]);
+                        if (v[k] < 0)
+                                return -EINVAL;
+                }
+                uint32_t w = (uint32_t) v[0] << 18 | (uint32_t) v[1] << 12 | (uint32_t) v[2] << 6 | (uint32_t) v[3];
+                buf[n++] = (uint8_t) (w >> 16);
+                if (!last || pad < 2)
+                        buf[n++] = (uint8_t) (w >> 8);
+                if (!last || pad < 1)
+                        buf[n++] = (uint8_t) w;
+                /* Canonical only: the bits a padded group drops must be zero. */
+                if (last && ((pad == 1 && (v[2] & 0x3)) || (pad == 2 && (v[1] & 0xf))))
+                        return -EINVAL;
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_len = n;
+        return 0;
+}
+
+char *base64_encode(const uint8_t *p, size_t len) {
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        char *out, *o;
+
+        if (len > (SIZE_MAX - 1) / 4 * 3 - 3)
+                return NULL;
+        out = o = malloc((len + 2) / 3 * 4 + 1);
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len; i += 3) {
+                uint32_t w = (uint32_t) p[i] << 16 | (i + 1 < len ? (uint32_t) p[i + 1] << 8 : 0) |
+                             (i + 2 < len ? (uint32_t) p[i + 2] : 0);
+                *o++ = alphabet[w >> 18 & 63];
+                *o++ = alphabet[w >> 12 & 63];
+                *o++ = i + 1 < len ? alphabet[w >> 6 & 63] : '=';
+                *o++ = i + 2 < len ? alphabet[w & 63] : '=';
+        }
+        *o = 0;
+        return out;
+}
+
+/* Is a a proper prefix directory of b ("data" of "data/x.csv")? */
+static bool path_is_below(const char *a, const char *b) {
+        size_t n = strlen(a);
+        return strncmp(a, b, n) == 0 && b[n] == '/';
+}
+
+int request_parse_files(json_object *files, const Config *c, uint64_t disk_mb, ExecRequest *req, RequestError *err) {
+        uint64_t inline_total = 0;
+        size_t n;
+
+        if (!json_object_is_type(files, json_type_array))
+                return fail(err, 400, "invalid_request", "files", "files: expected an array of objects");
+        n = json_object_array_length(files);
+        if (n > c->max_input_files)
+                return fail(err, 400, "invalid_request", "files", "files: %zu files, at most %" PRIu64 " allowed (MaxInputFiles=)",
+                            n, c->max_input_files);
+        req->files = calloc(n + 1, sizeof(InputFile));
+        if (!req->files)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n; i++) {
+                json_object *f = json_object_array_get_idx(files, i), *p, *u, *b;
+                InputFile *in = req->files + i;
+                char field[64];
+                const char *s, *why;
+                size_t len;
+                bool has_u, has_b;
+                int r;
+
+                snprintf(field, sizeof(field), "files[%zu]", i);
+                if (!json_object_is_type(f, json_type_object))
+                        return fail(err, 400, "invalid_request", field, "%s: expected an object", field);
+                json_object_object_foreach(f, key, val) {
+                        (void) val;
+                        if (!streq(key, "path") && !streq(key, "url") && !streq(key, "content_base64"))
+                                return fail(err, 400, "invalid_request", field, "%s: unknown field '%.64s'", field, key);
+                }
+
+                snprintf(field, sizeof(field), "files[%zu].path", i);
+                if (!json_object_object_get_ex(f, "path", &p))
+                        return fail(err, 400, "invalid_request", field, "%s: required", field);
+                if (!json_object_is_type(p, json_type_string))
+                        return fail(err, 400, "invalid_request", field, "%s: expected a string", field);
+                s = json_object_get_string(p);
+                len = (size_t) json_object_get_string_len(p);
+                if (strlen(s) != len)
+                        return fail(err, 400, "invalid_request", field, "%s: contains a NUL byte", field);
+                if (!input_path_is_valid(s, len, &why))
+                        return fail(err, 400, "invalid_request", field,
+                                    "%s: %s (a relative path of at most %d bytes and %d components, no '.' or '..', "
+                                    "no control characters)", field, why, REQUEST_FILE_PATH_MAX, REQUEST_FILE_DEPTH_MAX);
+                for (size_t k = 0; k < i; k++) {
+                        if (streq(req->files[k].path, s))
+                                return fail(err, 400, "invalid_request", field, "%s: '%s' is also files[%zu].path", field,
+                                            s, k);
+                        if (path_is_below(req->files[k].path, s) || path_is_below(s, req->files[k].path))
+                                return fail(err, 400, "invalid_request", field,
+                                            "%s: '%s' and files[%zu].path '%s' cannot both be files", field, s, k,
+                                            req->files[k].path);
+                }
+                in->path = strdup(s);
+                if (!in->path)
+                        return -ENOMEM;
+                req->n_files++;
+
+                has_u = json_object_object_get_ex(f, "url", &u);
+                has_b = json_object_object_get_ex(f, "content_base64", &b);
+                snprintf(field, sizeof(field), "files[%zu]", i);
+                if (has_u == has_b)
+                        return fail(err, 400, "invalid_request", field, "%s: exactly one of 'url' and 'content_base64' is required",
+                                    field);
+
+                if (has_u) {
+                        snprintf(field, sizeof(field), "files[%zu].url", i);
+                        if (!json_object_is_type(u, json_type_string))
+                                return fail(err, 400, "invalid_request", field, "%s: expected a string", field);
+                        s = json_object_get_string(u);
+                        len = (size_t) json_object_get_string_len(u);
+                        if (strlen(s) != len || !input_url_is_valid(s, len, &why))
+                                return fail(err, 400, "invalid_request", field, "%s: %s", field,
+                                            strlen(s) != len ? "contains a NUL byte" : why);
+                        in->url = strdup(s);
+                        if (!in->url)
+                                return -ENOMEM;
+                        continue;
+                }
+
+                snprintf(field, sizeof(field), "files[%zu].content_base64", i);
+                if (!json_object_is_type(b, json_type_string))
+                        return fail(err, 400, "invalid_request", field, "%s: expected a string", field);
+                len = (size_t) json_object_get_string_len(b);
+                /* Checked before decoding: 4 characters make at most 3 bytes. */
+                if (len / 4 * 3 > c->max_inline_input_bytes + 2 ||
+                    inline_total + len / 4 * 3 > c->max_inline_input_bytes + 2)
+                        return fail(err, 413, "too_large", field,
+                                    "%s: inline files may hold at most %" PRIu64 " bytes in all (MaxInlineInputBytes=)",
+                                    field, c->max_inline_input_bytes);
+                r = base64_decode_strict(json_object_get_string(b), len, &in->content, &in->content_len);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return fail(err, 400, "invalid_request", field,
+                                    "%s: not valid base64 (standard alphabet, padded, no whitespace)", field);
+                inline_total += in->content_len;
+                if (inline_total > c->max_inline_input_bytes)
+                        return fail(err, 413, "too_large", field,
+                                    "%s: inline files may hold at most %" PRIu64 " bytes in all (MaxInlineInputBytes=)",
+                                    field, c->max_inline_input_bytes);
+                if (inline_total > disk_mb * 1024 * 1024)
+                        return fail(err, 400, "invalid_request", field,
+                                    "%s: inline files of %" PRIu64 " bytes do not fit in limits.disk_mb=%" PRIu64, field,
+                                    inline_total, disk_mb);
+        }
+        return 0;
+}
+
+json_object *request_files_to_json(const ExecRequest *req) {
+        json_object *a = json_object_new_array();
+
+        if (!a)
+                return NULL;
+        for (size_t i = 0; i < req->n_files; i++) {
+                const InputFile *f = req->files + i;
+                json_object *o = json_object_new_object();
+                _cleanup_free_ char *b64 = NULL;
+
+                if (!o || json_object_array_add(a, o) < 0) {
+                        json_object_put(o);
+                        json_object_put(a);
+                        return NULL;
+                }
+                json_object_object_add(o, "path", json_object_new_string(f->path));
+                if (f->url)
+                        json_object_object_add(o, "url", json_object_new_string(f->url));
+                else {
+                        b64 = base64_encode(f->content, f->content_len);
+                        if (!b64) {
+                                json_object_put(a);
+                                return NULL;
+                        }
+                        json_object_object_add(o, "content_base64", json_object_new_string(b64));
+                }
+        }
+        return a;
+}
+
 static void fingerprint(ExecRequest *req) {
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
         unsigned len = 0;
@@ -246,6 +595,19 @@ static void fingerprint(ExecRequest *req) {
         if (req->callback_url) {
                 EVP_DigestUpdate(ctx, "|callback_url=", strlen("|callback_url="));
                 EVP_DigestUpdate(ctx, req->callback_url, strlen(req->callback_url));
+        }
+        /* Only with files, so the fingerprints of requests without stay what they were. */
+        for (size_t i = 0; i < req->n_files; i++) {
+                const InputFile *f = req->files + i;
+
+                snprintf(buf, sizeof(buf), "file|%zu|%zu|%zu|", strlen(f->path), f->url ? strlen(f->url) : 0,
+                         f->content_len);
+                EVP_DigestUpdate(ctx, buf, strlen(buf));
+                EVP_DigestUpdate(ctx, f->path, strlen(f->path));
+                if (f->url)
+                        EVP_DigestUpdate(ctx, f->url, strlen(f->url));
+                else if (f->content_len > 0)
+                        EVP_DigestUpdate(ctx, f->content, f->content_len);
         }
         EVP_DigestFinal_ex(ctx, req->fingerprint, &len);
         EVP_MD_CTX_free(ctx);
@@ -307,11 +669,6 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                         r = fail(err, 400, "invalid_request", key, "unknown field '%.64s'", key);
                         goto finish;
                 }
-        }
-
-        if (json_object_object_get_ex(root, "files", &v)) {
-                r = fail(err, 422, "unsupported", "files", "files: input files are not supported by this version");
-                goto finish;
         }
 
         if (json_object_object_get_ex(root, "execution_id", &v)) {
@@ -404,6 +761,12 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                         r = -ENOMEM;
                         goto finish;
                 }
+        }
+
+        if (json_object_object_get_ex(root, "files", &v)) {
+                r = request_parse_files(v, c, req->limits.disk_mb, req, err);
+                if (r < 0)
+                        goto finish;
         }
 
         fingerprint(req);

@@ -18,6 +18,19 @@
 #define REQUEST_ENV_NAME_MAX 128
 #define REQUEST_ENV_VALUE_MAX 4096
 #define REQUEST_ENV_TOTAL_MAX (32 * 1024)
+/* Input files ("files"): a path below /workspace/input, at most this long in bytes and this many
+ * components deep; an http(s) URL at most this long. */
+#define REQUEST_FILE_PATH_MAX 255
+#define REQUEST_FILE_DEPTH_MAX 16
+#define REQUEST_FILE_URL_MAX 2048
+
+/* One input file: downloaded from url, or given inline (content, already decoded). */
+typedef struct InputFile {
+        char *path;              /* relative, validated: no "", ".", ".." components, no control chars */
+        char *url;               /* http:// or https://; NULL for inline content */
+        uint8_t *content;        /* inline content; NULL with url */
+        size_t content_len;
+} InputFile;
 
 typedef struct ExecRequest {
         char *execution_id;      /* NULL: not given, the daemon assigns one */
@@ -31,6 +44,8 @@ typedef struct ExecRequest {
         size_t n_env;
         uint64_t seed;           /* SANDBOX_SEED; 0 unless the request sets "seed" */
         char *callback_url;      /* NULL: none; http(s), validated (callback_url_is_valid()) */
+        InputFile *files;        /* "files", in request order */
+        size_t n_files;
         uint8_t fingerprint[32]; /* SHA-256 over the canonical request, for idempotency checks */
 } ExecRequest;
 
@@ -46,6 +61,33 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ExecRequest *, exec_request_free);
 
 /* 0 on success; -EINVAL (or -ENOMEM) with *err filled on failure. */
 int exec_request_parse(const char *body, size_t len, const Config *c, ExecRequest **ret, RequestError *err);
+
+/* The "files" array of a request (or of a stored one), validated against c into req->files.
+ * disk_mb is the execution's disk limit: inline content above it is refused. */
+struct json_object;
+int request_parse_files(struct json_object *files, const Config *c, uint64_t disk_mb, ExecRequest *req,
+                        RequestError *err);
+/* The files as the request gave them (inline content base64 again): what job.c stores so that a
+ * queued execution survives a restart. NULL on OOM. */
+struct json_object *request_files_to_json(const ExecRequest *req);
+
+/* Is this a path an input file may have: relative, 1..REQUEST_FILE_PATH_MAX bytes, at most
+ * REQUEST_FILE_DEPTH_MAX components, none empty, "." or "..", no control characters or backslash.
+ * On false, *ret_why (if given) says what is wrong. */
+bool input_path_is_valid(const char *path, size_t len, const char **ret_why);
+/* Is this a URL sandboxd downloads: http:// or https:// (any case), a host, no user:password@,
+ * no control characters or spaces, at most REQUEST_FILE_URL_MAX bytes. */
+bool input_url_is_valid(const char *url, size_t len, const char **ret_why);
+/* Is this an address sandboxd does not download from unless InputAllowInternalAddresses=yes:
+ * unspecified, loopback, private (RFC 1918, fc00::/7), shared (100.64/10), link-local (cloud metadata
+ * at 169.254.169.254 included), multicast, reserved, and IPv4-mapped forms of those. Anything not
+ * AF_INET/AF_INET6 counts as internal. */
+struct sockaddr;
+bool address_is_internal(const struct sockaddr *sa, size_t len);
+
+/* Strict base64 (RFC 4648 alphabet, padding required, no whitespace). 0, -EINVAL, -ENOMEM. */
+int base64_decode_strict(const char *s, size_t len, uint8_t **ret, size_t *ret_len);
+char *base64_encode(const uint8_t *p, size_t len);
 
 /* Environment variable names sandboxd sets itself, which a request may not override. */
 bool env_name_is_reserved(const char *name);

@@ -82,5 +82,6 @@ json_object *execution_to_json(const Execution *e) {
 
         json_object_object_add(o, "unit", str_or_null(e->unit));
         json_object_object_add(o, "reason", str_or_null(e->reason));
+        json_object_object_add(o, "error_message", str_or_null(e->error_message));
         return o;
 }

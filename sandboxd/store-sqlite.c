@@ -106,6 +106,8 @@ static const char *const migrations[] = {
         "        last_used_at INTEGER NOT NULL,\n"
         "        executions INTEGER NOT NULL\n"
         ") STRICT;\n",
+        /* 5: the message of an execution that failed before it ran (which input file, and why). */
+        "ALTER TABLE executions ADD COLUMN error_message TEXT;\n",
 };
 
 #define SCHEMA_VERSION ((int) ELEMENTSOF(migrations))
@@ -116,7 +118,7 @@ static const char *const migrations[] = {
         "duration_ms, exit_code, signal, cpu_usec, peak_memory_bytes, language, timeout_ms, "        \
         "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
         "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
-        "stderr, code, workspace, request"
+        "stderr, code, workspace, request, error_message"
 
 enum {
         COL_ID,
@@ -152,6 +154,7 @@ enum {
         COL_CODE,
         COL_WORKSPACE,
         COL_REQUEST,
+        COL_ERROR_MESSAGE,
         _COL_MAX,
 };
 
@@ -159,7 +162,7 @@ enum {
 static const char sql_put[] =
         "INSERT INTO executions (" COLUMNS ") VALUES "
         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33) "
+        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34) "
         "ON CONFLICT (execution_id) DO UPDATE SET "
         "session_id = excluded.session_id, owner = COALESCE(excluded.owner, owner), "
         "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
@@ -173,7 +176,8 @@ static const char sql_put[] =
         "stdout_truncated = excluded.stdout_truncated, stderr_bytes = excluded.stderr_bytes, "
         "stderr_lines = excluded.stderr_lines, stderr_truncated = excluded.stderr_truncated, "
         "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, code), "
-        "workspace = COALESCE(excluded.workspace, workspace), request = COALESCE(excluded.request, request)";
+        "workspace = COALESCE(excluded.workspace, workspace), request = COALESCE(excluded.request, request), "
+        "error_message = excluded.error_message";
 
 static const char sql_get[] = "SELECT " COLUMNS " FROM executions WHERE execution_id = ?1";
 
@@ -351,6 +355,7 @@ static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
         B(bind_text(st, 1 + COL_CODE, r->code));
         B(bind_text(st, 1 + COL_WORKSPACE, r->workspace));
         B(bind_text(st, 1 + COL_REQUEST, r->request));
+        B(bind_text(st, 1 + COL_ERROR_MESSAGE, e->error_message));
 #undef B
         return rc;
 }
@@ -486,6 +491,7 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
         C(column_strdup(st, COL_CODE, &r->code));
         C(column_strdup(st, COL_WORKSPACE, &r->workspace));
         C(column_strdup(st, COL_REQUEST, &r->request));
+        C(column_strdup(st, COL_ERROR_MESSAGE, &e->error_message));
 #undef C
 
         *ret = TAKE_PTR(r);

@@ -21,6 +21,7 @@ static const char *const error_type_table[_ERROR_TYPE_MAX] = {
         [ERROR_OOM] = "oom",
         [ERROR_RESOURCE_LIMIT] = "resource_limit",
         [ERROR_INTERNAL] = "internal_error",
+        [ERROR_INPUT] = "input_error",
 };
 
 static const char *const phase_table[_PHASE_MAX] = {
@@ -318,6 +319,10 @@ static bool match_cancelled(const VerdictInput *in) {
         return in->u->cancelled || (in->r && in->r->cancelled);
 }
 
+static bool match_input_failed(const VerdictInput *in) {
+        return in->u->input_failed;
+}
+
 static bool match_start_failed(const VerdictInput *in) {
         return in->u->start_failed;
 }
@@ -395,6 +400,8 @@ static bool match_any(_unused_ const VerdictInput *in) {
 static const VerdictRule verdict_rules[] = {
         { match_cancelled,      EXEC_CANCELLED, ERROR_NONE,           EXIT_KEEP,
           "cancelled by the caller" },
+        { match_input_failed,   EXEC_FAILED,    ERROR_INPUT,          EXIT_NEVER_RAN,
+          "an input file could not be fetched" },
         { match_start_failed,   EXEC_FAILED,    ERROR_INTERNAL,       EXIT_NEVER_RAN,
           "unit failed to start" },
         { match_daemon_error,   EXEC_FAILED,    ERROR_INTERNAL,       EXIT_KEEP,

@@ -25,6 +25,7 @@ typedef enum ErrorType {
         ERROR_OOM,               /* oom */
         ERROR_RESOURCE_LIMIT,    /* resource_limit */
         ERROR_INTERNAL,          /* internal_error */
+        ERROR_INPUT,             /* input_error: an input file could not be fetched or written */
         _ERROR_TYPE_MAX,
         _ERROR_TYPE_INVALID = -22,
 } ErrorType;
@@ -92,6 +93,7 @@ typedef struct UnitOutcome {
         bool cancelled;          /* the caller cancelled the execution */
         bool deadline_hit;       /* sandboxd's own deadline (timeout + grace) fired */
         bool daemon_error;       /* sandboxd lost track (e.g. bus failure) */
+        bool input_failed;       /* an input file could not be fetched: the unit was never started */
 } UnitOutcome;
 
 typedef struct Verdict {
@@ -104,6 +106,7 @@ typedef struct Verdict {
 
 /* Decide. report may be NULL or !valid (the helper never reported). Rules, first match wins:
  *  cancelled (by the caller, or the report's cancelled=1) → cancelled;
+ *  input_failed → input_error;
  *  start_failed or daemon_error → internal_error;
  *  Result=oom-kill, or report oom_kills > 0 with the program killed → oom;
  *  Result=timeout, deadline_hit or the report's timeout=1 → timeout;

@@ -63,6 +63,13 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->callback_backoff_base_ms, 1000);
         assert_int_equal(c->callback_backoff_max_sec, 600);
         assert_int_equal(c->callback_max_concurrent, 16);
+        assert_int_equal(c->max_input_files, 16);
+        assert_int_equal(c->max_input_file_bytes, 64ULL << 20);
+        assert_int_equal(c->max_input_total_bytes, 256ULL << 20);
+        assert_int_equal(c->max_inline_input_bytes, 1ULL << 20);
+        assert_int_equal(c->input_connect_timeout_sec, 10);
+        assert_int_equal(c->input_timeout_sec, 120);
+        assert_false(c->input_allow_internal);
 
         /* The defaults are consistent on their own. */
         assert_int_equal(config_validate(c, &error), 0);
@@ -78,6 +85,7 @@ typedef enum FieldType {
         F_U64,
         F_CORES,
         F_INT,
+        F_BOOL,
 } FieldType;
 
 typedef struct KeyRow {
@@ -94,6 +102,7 @@ typedef struct KeyRow {
 #define U64(name, text, field, v)   { name, text, F_U64, offsetof(Config, field), .u = v }
 #define CORES(name, text, field, v) { name, text, F_CORES, offsetof(Config, field), .d = v }
 #define INT(name, text, field, v)   { name, text, F_INT, offsetof(Config, field), .u = v }
+#define BOOL(name, text, field, v)  { name, text, F_BOOL, offsetof(Config, field), .u = v }
 
 static const KeyRow key_rows[] = {
         /* [Daemon] */
@@ -113,6 +122,22 @@ static const KeyRow key_rows[] = {
         U64("MaxCodeBytes=512KiB", "[Daemon]\nMaxCodeBytes=512KiB\n", max_code_bytes, 512 * 1024),
         U64("MaxCodeBytes=64MB (maximum)", "[Daemon]\nMaxCodeBytes=64MB\n", max_code_bytes, 64ULL << 20),
         U64("MaxCodeBytes=1 (minimum)", "[Daemon]\nMaxCodeBytes=1\n", max_code_bytes, 1),
+        /* [Inputs] */
+        U64("MaxInputFiles", "[Inputs]\nMaxInputFiles=3\n", max_input_files, 3),
+        U64("MaxInputFiles=0", "[Inputs]\nMaxInputFiles=0\n", max_input_files, 0),
+        U64("MaxInputFiles=256 (maximum)", "[Inputs]\nMaxInputFiles=256\n", max_input_files, 256),
+        U64("MaxInputFileBytes", "[Inputs]\nMaxInputFileBytes=10M\n", max_input_file_bytes, 10ULL << 20),
+        U64("MaxInputTotalBytes", "[Inputs]\nMaxInputTotalBytes=1G\n", max_input_total_bytes, 1ULL << 30),
+        U64("MaxInlineInputBytes", "[Inputs]\nMaxInlineInputBytes=64K\n", max_inline_input_bytes, 64 * 1024),
+        U64("MaxInlineInputBytes=0", "[Inputs]\nMaxInlineInputBytes=0\n", max_inline_input_bytes, 0),
+        U64("InputConnectTimeoutSec", "[Inputs]\nInputConnectTimeoutSec=3\n", input_connect_timeout_sec, 3),
+        U64("InputTimeoutSec", "[Inputs]\nInputTimeoutSec=3600\n", input_timeout_sec, 3600),
+        BOOL("InputAllowInternalAddresses=yes", "[Inputs]\nInputAllowInternalAddresses=yes\n", input_allow_internal, 1),
+        BOOL("InputAllowInternalAddresses=true", "[Inputs]\nInputAllowInternalAddresses=true\n", input_allow_internal, 1),
+        BOOL("InputAllowInternalAddresses=1", "[Inputs]\nInputAllowInternalAddresses=1\n", input_allow_internal, 1),
+        BOOL("InputAllowInternalAddresses=no after yes",
+             "[Inputs]\nInputAllowInternalAddresses=yes\nInputAllowInternalAddresses=no\n", input_allow_internal, 0),
+        BOOL("InputAllowInternalAddresses=off", "[Inputs]\nInputAllowInternalAddresses=off\n", input_allow_internal, 0),
         U64("KeepFinished", "[Daemon]\nKeepFinished=0\n", keep_finished, 0),
         U64("SweepIntervalSec", "[Daemon]\nSweepIntervalSec=60\n", sweep_interval_sec, 60),
         U64("SessionIdleSec=2", "[Daemon]\nSessionIdleSec=2\n", session_idle_sec, 2),
@@ -196,6 +221,9 @@ static void test_key_row(void **state) {
         case F_INT:
                 assert_int_equal(*(const int *) p, (int) row->u);
                 break;
+        case F_BOOL:
+                assert_int_equal(*(const bool *) p, row->u != 0);
+                break;
         }
 }
 
@@ -262,6 +290,17 @@ static const ErrorRow error_rows[] = {
           "x.conf:2: MaxRequestBytes=1023 is outside [1024, 1073741824]" },
         { "size above maximum", "[Daemon]\nMaxRequestBytes=2G\n",
           "x.conf:2: MaxRequestBytes=2G is outside [1024, 1073741824]" },
+        { "MaxInputFiles above maximum", "[Inputs]\nMaxInputFiles=257\n",
+          "x.conf:2: MaxInputFiles=257 is outside [0, 256]" },
+        { "InputAllowInternalAddresses not a boolean", "[Inputs]\nInputAllowInternalAddresses=maybe\n",
+          "x.conf:2: InputAllowInternalAddresses= takes yes or no, got 'maybe'" },
+        { "InputTimeoutSec zero", "[Inputs]\nInputTimeoutSec=0\n", "x.conf:2: InputTimeoutSec=0 is outside [1, 3600]" },
+        { "InputConnectTimeoutSec above maximum", "[Inputs]\nInputConnectTimeoutSec=301\n",
+          "x.conf:2: InputConnectTimeoutSec=301 is outside [1, 300]" },
+        { "MaxInputFileBytes zero", "[Inputs]\nMaxInputFileBytes=0\n",
+          "x.conf:2: MaxInputFileBytes=0 is outside [1, 68719476736]" },
+        { "input key in the wrong section", "[Daemon]\nMaxInputFiles=3\n",
+          "x.conf:2: unknown key 'MaxInputFiles' in section [Daemon]" },
         { "size above maximum by one", "[Sandbox]\nOutputHeadBytes=16777217\n",
           "x.conf:2: OutputHeadBytes=16777217 is outside [0, 16777216]" },
         { "fractional size", "[Daemon]\nMaxCodeBytes=1.5M\n",
@@ -518,6 +557,12 @@ static const ValidateRow validate_rows[] = {
           "DefaultCPUCores=0.75 exceeds MaxCPUCores=0.5" },
         { "disk above ceiling", "[Limits]\nDefaultDiskMB=8193\n", "DefaultDiskMB=8193 exceeds MaxDiskMB=8192" },
         { "tasks above ceiling", "[Limits]\nMaxTasks=64\n", "DefaultTasks=128 exceeds MaxTasks=64" },
+        { "input file cap above the total", "[Inputs]\nMaxInputFileBytes=300M\n",
+          "MaxInputFileBytes=314572800 exceeds MaxInputTotalBytes=268435456" },
+        { "input file cap equal to the total", "[Inputs]\nMaxInputFileBytes=256M\n", NULL },
+        { "inline cap does not fit the body", "[Inputs]\nMaxInlineInputBytes=2M\n",
+          "MaxInlineInputBytes=2097152 does not fit in MaxRequestBytes=2097152 once base64-encoded" },
+        { "inline cap fits a larger body", "[Daemon]\nMaxRequestBytes=4M\n[Inputs]\nMaxInlineInputBytes=2M\n", NULL },
         { "all equal to the ceilings", "[Limits]\nDefaultTimeoutMS=600000\nDefaultMemoryMB=8192\n"
           "DefaultCPUCores=2\nDefaultDiskMB=8192\nDefaultTasks=1024\n", NULL },
         { "callback base above the max step", "[Callbacks]\nCallbackBackoffBaseMS=2000\nCallbackBackoffMaxSec=1\n",

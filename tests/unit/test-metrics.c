@@ -186,9 +186,9 @@ static void test_observe(_unused_ void **state) {
         assert_int_equal(value_of(text, "sandboxd_executions_total{language=\"python\",status=\"success\",error_type=\"timeout\"}"), -1);
         assert_int_equal(value_of(text, "sandboxd_executions_total{language=\"python\",status=\"queued\",error_type=\"none\"}"), -1);
         assert_int_equal(value_of(text, "sandboxd_executions_total{language=\"other\",status=\"failed\",error_type=\"oom\"}"), -1);
-        /* Fixed cardinality: 8 series per language of the table (success, cancelled, 6 failures),
+        /* Fixed cardinality: 9 series per language of the table (success, cancelled, 7 failures),
          * plus the one "other" that was counted. */
-        assert_int_equal(count_prefix(text, "sandboxd_executions_total{"), 8 * language_count() + 1);
+        assert_int_equal(count_prefix(text, "sandboxd_executions_total{"), 9 * language_count() + 1);
 
         assert_int_equal(value_of(text, "sandboxd_execution_duration_seconds_count"), 10);
         assert_int_equal(value_of(text, "sandboxd_execution_duration_seconds_bucket{le=\"0.05\"}"), 9);

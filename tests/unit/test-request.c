@@ -5,6 +5,9 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <arpa/inet.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
 
 #include "conf.h"
 #include "request.h"
@@ -16,6 +19,8 @@
 
 #define TEST_MAX_REQUEST_BYTES (128 * 1024)
 #define TEST_MAX_CODE_BYTES 1024
+#define TEST_MAX_INPUT_FILES 4
+#define TEST_MAX_INLINE_BYTES 16
 
 #define sizeof_field(type, member) sizeof(((type *) NULL)->member)
 
@@ -27,6 +32,8 @@ static int setup_config(_unused_ void **state) {
                 return -1;
         cfg->max_request_bytes = TEST_MAX_REQUEST_BYTES;
         cfg->max_code_bytes = TEST_MAX_CODE_BYTES;
+        cfg->max_input_files = TEST_MAX_INPUT_FILES;
+        cfg->max_inline_input_bytes = TEST_MAX_INLINE_BYTES;
         return 0;
 }
 
@@ -115,6 +122,11 @@ typedef struct RefuseRow {
 #define REQ(more) "{\"language\": \"python\", \"code\": \"print(1)\", " more "}"
 #define LIMITS(l) REQ("\"limits\": {" l "}")
 #define ENV(e) REQ("\"env\": {" e "}")
+#define FILES(f) REQ("\"files\": " f)
+#define F_URL(p) "{\"path\": \"" p "\", \"url\": \"http://127.0.0.1/x\"}"
+/* base64 of 17 and of 9 bytes 'a' */
+#define B64_17 "YWFhYWFhYWFhYWFhYWFhYWE="
+#define B64_9 "YWFhYWFhYWFh"
 
 #define BAD(name, body, field, message) { name, body, 0, 400, "invalid_request", field, message }
 #define BAD_JSON(name, body) { name, body, 0, 400, "invalid_json", "", "invalid JSON" }
@@ -292,11 +304,83 @@ static const RefuseRow refuse_rows[] = {
         BAD("callback_url NUL", REQ("\"callback_url\": \"http://h/\\u0000x\""), "callback_url", "NUL"),
         BAD("callback_url credentials", REQ("\"callback_url\": \"https://u:p@h/\""), "callback_url", "credentials"),
 
-        /* not implemented yet */
-        { "files", REQ("\"files\": [{\"name\": \"a\", \"content\": \"b\"}]"), 0, 422, "unsupported", "files", "files" },
-        { "files empty", REQ("\"files\": []"), 0, 422, "unsupported", "files", NULL },
-        { "files null", REQ("\"files\": null"), 0, 422, "unsupported", "files", NULL },
-        { "files before other errors", "{\"files\": [], \"language\": \"cobol\"}", 0, 422, "unsupported", "files", NULL },
+        /* files: the array and its entries */
+        BAD("files null", FILES("null"), "files", "expected an array"),
+        BAD("files object", REQ("\"files\": {\"path\": \"a\"}"), "files", "expected an array"),
+        BAD("files more than MaxInputFiles", FILES("[" F_URL("a") "," F_URL("b") "," F_URL("c") "," F_URL("d") ","
+                                                   F_URL("e") "]"), "files", "5 files, at most 4"),
+        BAD("files entry string", FILES("[\"a.csv\"]"), "files[0]", "expected an object"),
+        BAD("files entry unknown field", FILES("[{\"path\": \"a\", \"url\": \"http://h/\", \"mode\": 1}]"), "files[0]",
+            "unknown field 'mode'"),
+        BAD("files neither url nor content", FILES("[{\"path\": \"a\"}]"), "files[0]", "exactly one of"),
+        BAD("files both url and content", FILES("[{\"path\": \"a\", \"url\": \"http://h/\", \"content_base64\": \"\"}]"),
+            "files[0]", "exactly one of"),
+        BAD("files second entry named", FILES("[" F_URL("a") ", {\"path\": \"b\"}]"), "files[1]", "exactly one of"),
+
+        /* files[].path */
+        BAD("path missing", FILES("[{\"url\": \"http://h/\"}]"), "files[0].path", "required"),
+        BAD("path number", FILES("[{\"path\": 1, \"url\": \"http://h/\"}]"), "files[0].path", "expected a string"),
+        BAD("path empty", FILES("[" F_URL("") "]"), "files[0].path", "is empty"),
+        BAD("path absolute", FILES("[" F_URL("/abs") "]"), "files[0].path", "must be relative"),
+        BAD("path dot-dot", FILES("[" F_URL("../x") "]"), "files[0].path", "'.' or '..'"),
+        BAD("path dot-dot inside", FILES("[" F_URL("a/../../b") "]"), "files[0].path", "'.' or '..'"),
+        BAD("path dot-dot last", FILES("[" F_URL("a/..") "]"), "files[0].path", "'.' or '..'"),
+        BAD("path dot", FILES("[" F_URL("./a") "]"), "files[0].path", "'.' or '..'"),
+        BAD("path only dot", FILES("[" F_URL(".") "]"), "files[0].path", "'.' or '..'"),
+        BAD("path empty component", FILES("[" F_URL("a//b") "]"), "files[0].path", "empty component"),
+        BAD("path trailing slash", FILES("[" F_URL("a/") "]"), "files[0].path", "empty component"),
+        BAD("path newline", FILES("[" F_URL("a\\nb") "]"), "files[0].path", "control character"),
+        BAD("path tab", FILES("[" F_URL("a\\tb") "]"), "files[0].path", "control character"),
+        BAD("path DEL", FILES("[" F_URL("a\\u007fb") "]"), "files[0].path", "control character"),
+        BAD("path escape", FILES("[" F_URL("a\\u001b[0m") "]"), "files[0].path", "control character"),
+        BAD("path NUL", FILES("[" F_URL("a\\u0000b") "]"), "files[0].path", "NUL"),
+        BAD("path backslash", FILES("[" F_URL("a\\\\b") "]"), "files[0].path", "backslash"),
+        BAD("path duplicate", FILES("[" F_URL("a/b") "," F_URL("a/b") "]"), "files[1].path", "also files[0].path"),
+        BAD("path below a file", FILES("[" F_URL("a") "," F_URL("a/b") "]"), "files[1].path", "cannot both be files"),
+        BAD("path above a file", FILES("[" F_URL("a/b/c") "," F_URL("a/b") "]"), "files[1].path", "cannot both be files"),
+        BAD("path too deep", FILES("[" F_URL("a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q") "]"), "files[0].path", "too deep"),
+
+        /* files[].url */
+        BAD("url number", FILES("[{\"path\": \"a\", \"url\": 5}]"), "files[0].url", "expected a string"),
+        BAD("url file scheme", FILES("[{\"path\": \"a\", \"url\": \"file:///etc/passwd\"}]"), "files[0].url",
+            "http:// or https://"),
+        BAD("url ftp scheme", FILES("[{\"path\": \"a\", \"url\": \"ftp://h/x\"}]"), "files[0].url", "http:// or https://"),
+        BAD("url gopher scheme", FILES("[{\"path\": \"a\", \"url\": \"gopher://h/x\"}]"), "files[0].url", "http://"),
+        BAD("url without scheme", FILES("[{\"path\": \"a\", \"url\": \"h/x\"}]"), "files[0].url", "http://"),
+        BAD("url scheme-relative", FILES("[{\"path\": \"a\", \"url\": \"//h/x\"}]"), "files[0].url", "http://"),
+        BAD("url http without slashes", FILES("[{\"path\": \"a\", \"url\": \"http:h/x\"}]"), "files[0].url", "http://"),
+        BAD("url no host", FILES("[{\"path\": \"a\", \"url\": \"http:///x\"}]"), "files[0].url", "no host"),
+        BAD("url userinfo", FILES("[{\"path\": \"a\", \"url\": \"https://u:p@h/x\"}]"), "files[0].url", "user:password@"),
+        BAD("url space", FILES("[{\"path\": \"a\", \"url\": \"http://h/a b\"}]"), "files[0].url", "space"),
+        BAD("url newline", FILES("[{\"path\": \"a\", \"url\": \"http://h/a\\r\\nX: y\"}]"), "files[0].url",
+            "control character"),
+        BAD("url NUL", FILES("[{\"path\": \"a\", \"url\": \"http://h/\\u0000\"}]"), "files[0].url", "NUL"),
+        BAD("url empty", FILES("[{\"path\": \"a\", \"url\": \"\"}]"), "files[0].url", "http://"),
+
+        /* files[].content_base64 (inline cap in this test: 16 bytes decoded) */
+        BAD("base64 number", FILES("[{\"path\": \"a\", \"content_base64\": 1}]"), "files[0].content_base64",
+            "expected a string"),
+        BAD("base64 unpadded", FILES("[{\"path\": \"a\", \"content_base64\": \"YQ\"}]"), "files[0].content_base64",
+            "not valid base64"),
+        BAD("base64 whitespace", FILES("[{\"path\": \"a\", \"content_base64\": \"YW Jj\"}]"), "files[0].content_base64",
+            "not valid base64"),
+        BAD("base64 newline", FILES("[{\"path\": \"a\", \"content_base64\": \"YWJj\\nYWJj\"}]"), "files[0].content_base64",
+            "not valid base64"),
+        BAD("base64 url alphabet", FILES("[{\"path\": \"a\", \"content_base64\": \"-_-_\"}]"), "files[0].content_base64",
+            "not valid base64"),
+        BAD("base64 padding inside", FILES("[{\"path\": \"a\", \"content_base64\": \"YQ==YWJj\"}]"),
+            "files[0].content_base64", "not valid base64"),
+        BAD("base64 non-canonical", FILES("[{\"path\": \"a\", \"content_base64\": \"YR==\"}]"), "files[0].content_base64",
+            "not valid base64"),
+        BAD("base64 three pads", FILES("[{\"path\": \"a\", \"content_base64\": \"Y===\"}]"), "files[0].content_base64",
+            "not valid base64"),
+        { "base64 over the inline cap", FILES("[{\"path\": \"a\", \"content_base64\": \"" B64_17 "\"}]"), 0, 413,
+          "too_large", "files[0].content_base64", "at most 16 bytes in all" },
+        { "base64 over the inline cap in all", FILES("[{\"path\": \"a\", \"content_base64\": \"" B64_9 "\"}, "
+                                                     "{\"path\": \"b\", \"content_base64\": \"" B64_9 "\"}]"), 0, 413,
+          "too_large", "files[1].content_base64", "at most 16 bytes in all" },
+        BAD("files checked after the limits", "{\"files\": [], \"language\": \"cobol\", \"code\": \"\"}", "language",
+            "unknown language"),
 };
 
 static void test_refuse_row(void **state) {
@@ -865,6 +949,255 @@ static void test_env_name_predicates(_unused_ void **state) {
         }
 }
 
+/* ---- input files ---- */
+
+static void test_files_accepted(_unused_ void **state) {
+        _cleanup_(exec_request_freep) ExecRequest *req = NULL, *again = NULL;
+        RequestError err;
+        json_object *j;
+
+        req = parse_ok(REQ("\"files\": [{\"path\": \"data/input.csv\", \"url\": \"HTTPS://example.com/a.csv?x=1#f\"},"
+                           "{\"path\": \"notes.txt\", \"content_base64\": \"aGVsbG8K\"},"
+                           "{\"path\": \"empty\", \"content_base64\": \"\"},"
+                           "{\"path\": \"d\\u00e9j\\u00e0 vu/..x/.y/x..\", \"url\": \"http://[::1]:8080/\"}]"));
+        assert_int_equal(req->n_files, 4);
+        assert_string_equal(req->files[0].path, "data/input.csv");
+        assert_string_equal(req->files[0].url, "HTTPS://example.com/a.csv?x=1#f");
+        assert_null(req->files[0].content);
+        assert_string_equal(req->files[1].path, "notes.txt");
+        assert_null(req->files[1].url);
+        assert_int_equal(req->files[1].content_len, 6);
+        assert_memory_equal(req->files[1].content, "hello\n", 6);
+        assert_int_equal(req->files[2].content_len, 0);
+        assert_null(req->files[2].url);
+        assert_string_equal(req->files[3].path, "d\xc3\xa9j\xc3\xa0 vu/..x/.y/x..");
+
+        /* What job.c stores reads back as the same files. */
+        j = request_files_to_json(req);
+        assert_non_null(j);
+        again = calloc(1, sizeof(ExecRequest));
+        assert_non_null(again);
+        assert_int_equal(request_parse_files(j, cfg, 1, again, &err), 0);
+        json_object_put(j);
+        assert_int_equal(again->n_files, 4);
+        for (size_t i = 0; i < 4; i++) {
+                assert_string_equal(again->files[i].path, req->files[i].path);
+                assert_true(streq_ptr(again->files[i].url, req->files[i].url));
+                assert_int_equal(again->files[i].content_len, req->files[i].content_len);
+                if (req->files[i].content_len > 0)
+                        assert_memory_equal(again->files[i].content, req->files[i].content, req->files[i].content_len);
+        }
+}
+
+static void test_files_limits(_unused_ void **state) {
+        _cleanup_free_ char *p255 = repeat('a', 255), *p256 = repeat('a', 256), *body = NULL;
+        _cleanup_free_ char *u2048 = NULL, *u2049 = NULL;
+        ExecRequest *req;
+
+        /* Path length: 255 bytes yes, 256 no. */
+        body = strf(REQ("\"files\": [{\"path\": \"%s\", \"url\": \"http://h/\"}]"), p255);
+        req = parse_ok(body);
+        exec_request_free(req);
+        free(body);
+        body = strf(REQ("\"files\": [{\"path\": \"%s\", \"url\": \"http://h/\"}]"), p256);
+        check_refused(body, 400, "invalid_request", "files[0].path", "too long");
+        free(body);
+
+        /* 16 components yes, 17 no (the 17-deep row is in the table). */
+        req = parse_ok(FILES("[" F_URL("a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p") "]"));
+        exec_request_free(req);
+
+        /* URL length: 2048 yes, 2049 no. */
+        u2048 = repeat('u', 2048);
+        memcpy(u2048, "http://h/", 9);
+        u2049 = repeat('u', 2049);
+        memcpy(u2049, "http://h/", 9);
+        body = strf(REQ("\"files\": [{\"path\": \"a\", \"url\": \"%s\"}]"), u2048);
+        req = parse_ok(body);
+        exec_request_free(req);
+        free(body);
+        body = strf(REQ("\"files\": [{\"path\": \"a\", \"url\": \"%s\"}]"), u2049);
+        check_refused(body, 400, "invalid_request", "files[0].url", "too long");
+        free(body);
+
+        /* Exactly MaxInputFiles; exactly the inline cap. */
+        req = parse_ok(FILES("[" F_URL("a") "," F_URL("b") "," F_URL("c") "," F_URL("d") "]"));
+        exec_request_free(req);
+        req = parse_ok(FILES("[{\"path\": \"a\", \"content_base64\": \"YWFhYWFhYWFhYWFhYWFhYQ==\"}]"));
+        assert_int_equal(req->files[0].content_len, 16);
+        exec_request_free(req);
+        body = NULL;
+
+        /* Inline content larger than disk_mb: refused up front. */
+        {
+                _cleanup_free_ char *big = NULL, *b64 = NULL, *raw = repeat('x', 1024 * 1024 + 1);
+                uint64_t old = cfg->max_inline_input_bytes, old_req = cfg->max_request_bytes;
+
+                cfg->max_inline_input_bytes = 2 * 1024 * 1024;
+                cfg->max_request_bytes = 4 * 1024 * 1024;
+                b64 = base64_encode((const uint8_t *) raw, strlen(raw));
+                assert_non_null(b64);
+                big = strf(REQ("\"limits\": {\"disk_mb\": 1}, \"files\": [{\"path\": \"a\", \"content_base64\": \"%s\"}]"),
+                           b64);
+                check_refused(big, 400, "invalid_request", "files[0].content_base64", "limits.disk_mb=1");
+                cfg->max_inline_input_bytes = old;
+                cfg->max_request_bytes = old_req;
+        }
+
+        /* MaxInputFiles=0 turns "files" off, but an empty array is still fine. */
+        {
+                uint64_t old = cfg->max_input_files;
+
+                cfg->max_input_files = 0;
+                check_refused(FILES("[" F_URL("a") "]"), 400, "invalid_request", "files", "at most 0");
+                req = parse_ok(FILES("[]"));
+                assert_int_equal(req->n_files, 0);
+                exec_request_free(req);
+                cfg->max_input_files = old;
+        }
+}
+
+static void test_files_fingerprint(_unused_ void **state) {
+        _cleanup_(exec_request_freep) ExecRequest *a = parse_ok(FILES("[" F_URL("a") "]"));
+        _cleanup_(exec_request_freep) ExecRequest *b = parse_ok(FILES("[" F_URL("b") "]"));
+        _cleanup_(exec_request_freep) ExecRequest *c = parse_ok(FILES("[{\"path\": \"a\", \"content_base64\": \"YQ==\"}]"));
+        _cleanup_(exec_request_freep) ExecRequest *d = parse_ok(FILES("[{\"path\": \"a\", \"content_base64\": \"Yg==\"}]"));
+        _cleanup_(exec_request_freep) ExecRequest *none = parse_ok(REQ("\"seed\": 0"));
+        _cleanup_(exec_request_freep) ExecRequest *empty = parse_ok(FILES("[]"));
+
+        assert_memory_not_equal(a->fingerprint, b->fingerprint, 32);
+        assert_memory_not_equal(a->fingerprint, c->fingerprint, 32);
+        assert_memory_not_equal(c->fingerprint, d->fingerprint, 32);
+        assert_memory_not_equal(a->fingerprint, none->fingerprint, 32);
+        /* No files and an empty list are the same request. */
+        assert_memory_equal(none->fingerprint, empty->fingerprint, 32);
+}
+
+static void test_input_path_rows(_unused_ void **state) {
+        static const struct {
+                const char *path;
+                bool valid;
+        } rows[] = {
+                { "a", true },            { "a/b/c.csv", true },   { "..a", true },      { "a..", true },
+                { ".hidden", true },      { "a b", true },         { "\xc3\xa9", true }, { "a:b", true },
+                { "", false },            { "/", false },          { "/a", false },      { "a/", false },
+                { "a//b", false },        { ".", false },          { "..", false },      { "a/./b", false },
+                { "a/../b", false },      { "../a", false },       { "a\\b", false },    { "a\nb", false },
+                { "a\rb", false },        { "\x7f", false },       { "\x01", false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                const char *why = NULL;
+                bool v = input_path_is_valid(rows[i].path, strlen(rows[i].path), &why);
+
+                if (v != rows[i].valid || (!v && !why)) {
+                        print_error("'%s': valid=%d why=%s\n", rows[i].path, v, strna(why));
+                        fail();
+                }
+        }
+}
+
+static void test_input_url_rows(_unused_ void **state) {
+        static const struct {
+                const char *url;
+                bool valid;
+        } rows[] = {
+                { "http://h", true },              { "https://h/x", true },          { "HtTpS://H/x", true },
+                { "http://h:80/x?q=1#f", true },   { "http://[::1]/", true },        { "http://h/a@b", true },
+                { "http://h?x@y", true },          { "file:///etc/passwd", false },  { "ftp://h/", false },
+                { "https:/h", false },             { "http://", false },             { "http://@h/", false },
+                { "http://u@h/", false },          { "http://h/\x01", false },       { "http://h/ x", false },
+                { "data:text/plain,x", false },    { "javascript:x", false },        { "httpx://h", false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                const char *why = NULL;
+                bool v = input_url_is_valid(rows[i].url, strlen(rows[i].url), &why);
+
+                if (v != rows[i].valid || (!v && !why)) {
+                        print_error("'%s': valid=%d why=%s\n", rows[i].url, v, strna(why));
+                        fail();
+                }
+        }
+}
+
+static void test_internal_address_rows(_unused_ void **state) {
+        static const struct {
+                const char *addr;
+                bool internal;
+        } rows[] = {
+                { "127.0.0.1", true },       { "127.255.0.9", true },    { "10.1.2.3", true },
+                { "172.16.0.1", true },      { "172.31.255.255", true }, { "172.32.0.1", false },
+                { "192.168.1.1", true },     { "169.254.169.254", true },{ "100.64.0.1", true },
+                { "100.128.0.1", false },    { "0.0.0.0", true },        { "224.0.0.1", true },
+                { "255.255.255.255", true }, { "198.18.0.1", true },     { "8.8.8.8", false },
+                { "1.1.1.1", false },        { "192.0.2.1", false },     { "93.184.216.34", false },
+                { "::1", true },             { "::", true },             { "fe80::1", true },
+                { "fc00::1", true },         { "fd12:3456::1", true },   { "ff02::1", true },
+                { "::ffff:127.0.0.1", true },{ "::ffff:169.254.169.254", true },
+                { "::ffff:8.8.8.8", false }, { "2001:4860:4860::8888", false }, { "2606:4700::1111", false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                struct sockaddr_storage ss = {};
+                size_t len;
+
+                if (strchr(rows[i].addr, ':')) {
+                        struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
+                        a->sin6_family = AF_INET6;
+                        assert_int_equal(inet_pton(AF_INET6, rows[i].addr, &a->sin6_addr), 1);
+                        len = sizeof(*a);
+                } else {
+                        struct sockaddr_in *a = (struct sockaddr_in *) &ss;
+                        a->sin_family = AF_INET;
+                        assert_int_equal(inet_pton(AF_INET, rows[i].addr, &a->sin_addr), 1);
+                        len = sizeof(*a);
+                }
+                if (address_is_internal((struct sockaddr *) &ss, len) != rows[i].internal) {
+                        print_error("%s: internal=%d\n", rows[i].addr, !rows[i].internal);
+                        fail();
+                }
+        }
+        {
+                struct sockaddr_storage ss = { .ss_family = AF_UNIX };
+                assert_true(address_is_internal((struct sockaddr *) &ss, sizeof(ss)));
+                assert_true(address_is_internal(NULL, 0));
+        }
+}
+
+static void test_base64_rows(_unused_ void **state) {
+        static const struct {
+                const char *in;
+                const char *out;         /* NULL: refused */
+        } rows[] = {
+                { "", "" },          { "YQ==", "a" },     { "YWI=", "ab" },    { "YWJj", "abc" },
+                { "YWJjZA==", "abcd" }, { "+/+/", "\xfb\xff\xbf" },
+                { "YQ=", NULL },     { "YQ", NULL },      { "Y", NULL },       { "====", NULL },
+                { "YQ==YQ==", NULL }, { "YW=j", NULL },   { "YWJ\n", NULL },   { "YR==", NULL },
+                { "YWK=", NULL },    { "-_==", NULL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                _cleanup_free_ uint8_t *out = NULL;
+                _cleanup_free_ char *back = NULL;
+                size_t n = 0;
+                int r = base64_decode_strict(rows[i].in, strlen(rows[i].in), &out, &n);
+
+                if (!rows[i].out) {
+                        if (r != -EINVAL) {
+                                print_error("'%s' decoded (%d)\n", rows[i].in, r);
+                                fail();
+                        }
+                        continue;
+                }
+                assert_int_equal(r, 0);
+                assert_int_equal(n, strlen(rows[i].out));
+                assert_memory_equal(out, rows[i].out, n);
+                back = base64_encode(out, n);
+                assert_string_equal(back, rows[i].in);
+        }
+}
+
 int main(void) {
         size_t n = ELEMENTSOF(refuse_rows) + ELEMENTSOF(limits_rows) + 32, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
@@ -896,6 +1229,13 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_fingerprint);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_callback_url);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_env_name_predicates);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_files_accepted);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_files_limits);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_files_fingerprint);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_input_path_rows);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_input_url_rows);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_base64_rows);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_internal_address_rows);
         if (i > n)
                 abort();
 

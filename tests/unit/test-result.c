@@ -26,7 +26,7 @@ static const char *const all_keys[] = {
         "stdout", "stdout_bytes", "stdout_lines", "stdout_truncated",
         "stderr", "stderr_bytes", "stderr_lines", "stderr_truncated",
         "duration_ms", "cpu_time_ms", "peak_memory_mb", "created_at", "started_at", "finished_at",
-        "limits", "unit", "reason",
+        "limits", "unit", "reason", "error_message",
 };
 
 static json_object *get(json_object *o, const char *key) {
@@ -179,6 +179,7 @@ static void test_queued(_unused_ void **state) {
         check_limits(o, &limits);
         check_null(o, "unit");
         check_null(o, "reason");
+        check_null(o, "error_message");
 
         /* The same after serialisation. */
         r = roundtrip(o);
@@ -269,6 +270,7 @@ static void test_success(_unused_ void **state) {
         check_limits(o, &limits);
         check_string(o, "unit", "sandboxd-exec_20261130_0a1b2c3d4e5f6789.service");
         check_string(o, "reason", "program exited with 0");
+        check_null(o, "error_message");
 
         /* peak_memory_mb: a number with one decimal, on the wire too. */
         assert_true(json_object_is_type(get(o, "peak_memory_mb"), json_type_double));

@@ -123,6 +123,8 @@ static StoreRecord *record_full(const char *id) {
         e->limits = (Limits) { 30000, 512, 1.25, 1024, 128 };
         e->unit = strf("sandboxd-%s.service", id);
         e->reason = "program exited with a non-zero status";
+        e->error_message = strdup("files[0] 'data/x.csv': HTTP 404");
+        assert_non_null(e->error_message);
         r->code = strdup("import sys\nprint('hello')\nsys.exit(3)\n");
         for (size_t i = 0; i < sizeof(r->fingerprint); i++)
                 r->fingerprint[i] = (uint8_t) (i * 7 + 1);
@@ -168,6 +170,7 @@ static void assert_record_equal(const StoreRecord *a, const StoreRecord *b) {
         assert_int_equal(x->limits.tasks, y->limits.tasks);
         assert_true(streq_ptr(x->unit, y->unit));
         assert_true(streq_ptr(x->reason, y->reason));
+        assert_true(streq_ptr(x->error_message, y->error_message));
         assert_true(streq_ptr(a->code, b->code));
         assert_memory_equal(a->fingerprint, b->fingerprint, sizeof(a->fingerprint));
         assert_true(streq_ptr(a->owner, b->owner));
@@ -944,19 +947,20 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (4)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (5)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 4");
+        sql_exec_raw("PRAGMA user_version = 5");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
 
         /* A version 1 database (as the first release wrote it) is migrated on open, rows kept. */
-        sql_exec_raw("DROP TABLE callbacks; DROP TABLE sessions; "
+        sql_exec_raw("DROP TABLE callbacks; DROP TABLE sessions; ALTER TABLE executions DROP COLUMN error_message; "
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "PRAGMA user_version = 1");
-        r->workspace = mfree(r->workspace);     /* version 1 had neither */
+        r->workspace = mfree(r->workspace);     /* version 1 had none of them */
         r->request = mfree(r->request);
+        r->exec->error_message = mfree(r->exec->error_message);
         s = open_ok();
         get_equal(s, r);
         store_close(s);

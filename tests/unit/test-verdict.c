@@ -59,6 +59,7 @@ static void test_error_type_strings(_unused_ void **state) {
                 { ERROR_OOM,            "oom" },
                 { ERROR_RESOURCE_LIMIT, "resource_limit" },
                 { ERROR_INTERNAL,       "internal_error" },
+                { ERROR_INPUT,          "input_error" },
         };
 
         assert_int_equal(ELEMENTSOF(rows), _ERROR_TYPE_MAX);
@@ -301,6 +302,14 @@ static const VerdictRow verdict_rows[] = {
         { "timeout during the compile step", EXITED("exit-code", 137),
           true, { .valid = true, .phase = PHASE_COMPILE, .exit_code = -1, .signal = SIGKILL, .timed_out = true },
           EXEC_FAILED, ERROR_TIMEOUT, -1, SIGKILL, R_TIMEOUT },
+
+        /* an input file could not be fetched: the unit never started */
+        { "input_failed", { .input_failed = true },
+          NO_REPORT, EXEC_FAILED, ERROR_INPUT, -1, 0, "an input file could not be fetched" },
+        { "cancelled during the download beats input_failed", { .cancelled = true, .input_failed = true },
+          NO_REPORT, EXEC_CANCELLED, ERROR_NONE, -1, 0, "cancelled by the caller" },
+        { "input_failed beats daemon_error", { .input_failed = true, .daemon_error = true },
+          NO_REPORT, EXEC_FAILED, ERROR_INPUT, -1, 0, NULL },
 
         /* sandboxd's and systemd's own failures */
         { "start_failed", { .start_failed = true },

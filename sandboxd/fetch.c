@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fetch.h"
+#include "log.h"
+
+#ifndef CURL_WRITEFUNC_ERROR
+#define CURL_WRITEFUNC_ERROR 0  /* libcurl < 7.87: any short count aborts the transfer */
+#endif
+
+typedef enum DownloadFailure {
+        DOWNLOAD_OK,
+        DOWNLOAD_TOO_BIG,        /* over MaxInputFileBytes= */
+        DOWNLOAD_TOTAL,          /* over the total budget */
+        DOWNLOAD_WRITE,          /* write(2) failed: errno in write_errno */
+} DownloadFailure;
+
+typedef struct Download {
+        Fetch *fetch;
+        size_t index;            /* in the request's files[] */
+        char *path, *url;
+        CURL *easy;
+        int dir_fd, fd;          /* the file's parent directory and the file, while it downloads */
+        char *name;              /* last component of path */
+        uint64_t bytes;
+        DownloadFailure failure;
+        int write_errno;
+        bool started, done, whole;
+        char blocked[INET6_ADDRSTRLEN];  /* an internal address curl wanted to connect to, refused */
+        char errbuf[CURL_ERROR_SIZE];
+} Download;
+
+struct Fetch {
+        CurlEvent *curl;
+        int input_fd;            /* <workspace>/input */
+        FetchLimits limits;
+        Download *downloads;
+        size_t n, next, running, done;
+        uint64_t total;          /* bytes written so far, inline files included */
+        fetch_done_t cb;
+        void *userdata;
+};
+
+_printf_(3, 4) static int set_message(char **ret, int r, const char *fmt, ...) {
+        va_list ap;
+
+        if (ret) {
+                free(*ret);
+                *ret = NULL;
+                va_start(ap, fmt);
+                if (vasprintf(ret, fmt, ap) < 0)
+                        *ret = NULL;
+                va_end(ap);
+        }
+        return r;
+}
+
+/* One component below dir_fd, never through a symlink or onto another mount. openat2() came with
+ * Linux 5.6; without it O_NOFOLLOW on a single component (no '/') is just as strict. */
+static int open_beneath(int dir_fd, const char *name, int flags, mode_t mode) {
+        struct open_how how = {
+                .flags = (uint64_t) (flags | O_NOFOLLOW | O_CLOEXEC),
+                .mode = (flags & O_CREAT) ? mode : 0,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        int fd;
+
+        fd = (int) syscall(SYS_openat2, dir_fd, name, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS)
+                fd = openat(dir_fd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+        return fd < 0 ? -errno : fd;
+}
+
+/* mkdir (0755) unless it exists, then open it: it must be a real directory, not a symlink to one. */
+static int mkdir_open(int dir_fd, const char *name) {
+        bool created = mkdirat(dir_fd, name, 0755) >= 0;
+        int fd;
+
+        if (!created && errno != EEXIST)
+                return -errno;
+        fd = open_beneath(dir_fd, name, O_RDONLY | O_DIRECTORY, 0);
+        if (fd < 0)
+                return fd == -ELOOP ? -ENOTDIR : fd;
+        if (created)
+                (void) fchmod(fd, 0755);        /* whatever the umask */
+        return fd;
+}
+
+static const char *open_error(int r) {
+        switch (r) {
+        case -ENOTDIR:
+        case -ELOOP:
+                return "a directory on its path exists in the workspace as something else (a file or a symlink)";
+        case -EEXIST:
+                return "exists in the workspace and is not a regular file";
+        case -ENOSPC:
+        case -EDQUOT:
+                return "no space left in the workspace (limits.disk_mb)";
+        default:
+                return NULL;
+        }
+}
+
+/* Create the file at path below input_fd, with its directories. Returns the file's fd and its
+ * parent's in *ret_dir_fd and last component in *ret_name. An existing regular file is replaced. */
+static int create_file(int input_fd, const char *path, int *ret_dir_fd, char **ret_name) {
+        _cleanup_free_ char *copy = strdup(path);
+        _cleanup_close_ int dir = -EBADF;
+        char *p, *slash;
+        int fd;
+
+        if (!copy)
+                return -ENOMEM;
+        dir = fcntl(input_fd, F_DUPFD_CLOEXEC, 3);
+        if (dir < 0)
+                return -errno;
+        for (p = copy; (slash = strchr(p, '/')); p = slash + 1) {
+                int sub;
+
+                *slash = 0;
+                sub = mkdir_open(dir, p);
+                if (sub < 0)
+                        return sub;
+                safe_close(dir);
+                dir = sub;
+        }
+
+        for (int attempt = 0;; attempt++) {
+                struct stat st;
+
+                fd = open_beneath(dir, p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+                if (fd >= 0 || fd != -EEXIST || attempt > 0)
+                        break;
+                /* What an earlier run of the session left: a regular file is replaced, anything else
+                 * (symlink, directory, FIFO, socket, device) is refused. */
+                if (fstatat(dir, p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+                if (!S_ISREG(st.st_mode))
+                        return -EEXIST;
+                if (unlinkat(dir, p, 0) < 0)
+                        return -errno;
+        }
+        if (fd < 0)
+                return fd;
+        (void) fchmod(fd, 0644);
+        *ret_name = strdup(p);
+        if (!*ret_name) {
+                (void) unlinkat(dir, p, 0);
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        *ret_dir_fd = TAKE_FD(dir);
+        return fd;
+}
+
+static void download_close(Download *d, bool remove_file) {
+        if (d->easy) {
+                if (d->started && !d->done)
+                        curl_event_remove(d->fetch->curl, d->easy);
+                curl_easy_cleanup(d->easy);
+                d->easy = NULL;
+        }
+        d->fd = safe_close(d->fd);
+        if (remove_file && d->dir_fd >= 0 && d->name)
+                (void) unlinkat(d->dir_fd, d->name, 0);
+        d->dir_fd = safe_close(d->dir_fd);
+        d->name = mfree(d->name);
+}
+
+Fetch *fetch_free(Fetch *f) {
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < f->n; i++) {
+                Download *d = f->downloads + i;
+
+                /* A file that did not arrive whole does not stay behind (a session keeps its workspace). */
+                download_close(d, !d->whole);
+                free(d->path);
+                free(d->url);
+        }
+        free(f->downloads);
+        safe_close(f->input_fd);
+        free(f);
+        return NULL;
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata) {
+        Download *d = userdata;
+        Fetch *f = d->fetch;
+        size_t n = size * nmemb;
+        int r;
+
+        /* Counted here too: a server may send more than its Content-Length said, or say nothing. */
+        if (d->bytes + n > f->limits.max_file_bytes) {
+                d->failure = DOWNLOAD_TOO_BIG;
+                return CURL_WRITEFUNC_ERROR;
+        }
+        if (f->total + n > f->limits.max_total_bytes) {
+                d->failure = DOWNLOAD_TOTAL;
+                return CURL_WRITEFUNC_ERROR;
+        }
+        /* A write to the workspace tmpfs: memory, not disk, so fine on the loop. */
+        r = loop_write(d->fd, p, n);
+        if (r < 0) {
+                d->failure = DOWNLOAD_WRITE;
+                d->write_errno = -r;
+                return CURL_WRITEFUNC_ERROR;
+        }
+        d->bytes += n;
+        f->total += n;
+        return n;
+}
+
+static void fetch_fail(Fetch *f, int r, const char *message) {
+        fetch_done_t cb = f->cb;
+
+        /* Stop the others now; the owner frees f (and with it the partial files). */
+        for (size_t i = 0; i < f->n; i++)
+                if (f->downloads[i].started && !f->downloads[i].done) {
+                        curl_event_remove(f->curl, f->downloads[i].easy);
+                        f->downloads[i].done = true;
+                }
+        f->next = f->n;
+        f->cb = NULL;
+        if (cb)
+                cb(f, r, message, f->userdata);
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION: every connection, redirects included, passes here with the address
+ * it is about to connect to (after name resolution, so a name that resolves to an internal address,
+ * or changes its answer between lookups, is caught all the same). */
+static curl_socket_t on_open_socket(void *userdata, curlsocktype purpose, struct curl_sockaddr *a) {
+        Download *d = userdata;
+        int fd;
+
+        if (!d->fetch->limits.allow_internal && address_is_internal(&a->addr, a->addrlen)) {
+                const void *raw = a->family == AF_INET6 ? (const void *) &((struct sockaddr_in6 *) &a->addr)->sin6_addr
+                                                        : (const void *) &((struct sockaddr_in *) &a->addr)->sin_addr;
+
+                if ((a->family != AF_INET && a->family != AF_INET6) ||
+                    !inet_ntop(a->family, raw, d->blocked, sizeof(d->blocked)))
+                        snprintf(d->blocked, sizeof(d->blocked), "(family %d)", a->family);
+                return CURL_SOCKET_BAD;
+        }
+        fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+        return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+static void describe_failure(Download *d, CURLcode result, char *buf, size_t size) {
+        const FetchLimits *l = &d->fetch->limits;
+        long code = 0, redirects = 0;
+        curl_off_t connect_usec = 0;
+
+        (void) curl_easy_getinfo(d->easy, CURLINFO_RESPONSE_CODE, &code);
+        (void) curl_easy_getinfo(d->easy, CURLINFO_REDIRECT_COUNT, &redirects);
+        (void) curl_easy_getinfo(d->easy, CURLINFO_CONNECT_TIME_T, &connect_usec);
+
+        switch (d->failure) {
+        case DOWNLOAD_TOO_BIG:
+                snprintf(buf, size, "larger than %" PRIu64 " bytes (MaxInputFileBytes=)", l->max_file_bytes);
+                return;
+        case DOWNLOAD_TOTAL:
+                snprintf(buf, size, "the input files exceed %" PRIu64 " bytes in all (MaxInputTotalBytes=, limits.disk_mb)",
+                         l->max_total_bytes);
+                return;
+        case DOWNLOAD_WRITE:
+                if (d->write_errno == ENOSPC || d->write_errno == EDQUOT)
+                        snprintf(buf, size, "no space left in the workspace (limits.disk_mb)");
+                else
+                        snprintf(buf, size, "cannot write the file: %s", strerror(d->write_errno));
+                return;
+        case DOWNLOAD_OK:
+                break;
+        }
+
+        switch (result) {
+        case CURLE_OK:
+        case CURLE_HTTP_RETURNED_ERROR:
+                snprintf(buf, size, "HTTP %ld", code);
+                return;
+        case CURLE_FILESIZE_EXCEEDED:
+                snprintf(buf, size, "larger than %" PRIu64 " bytes (MaxInputFileBytes=)", l->max_file_bytes);
+                return;
+        case CURLE_OPERATION_TIMEDOUT:
+                if (connect_usec == 0)
+                        snprintf(buf, size, "connect timeout after %" PRIu64 " s (InputConnectTimeoutSec=)",
+                                 l->connect_timeout_sec);
+                else
+                        snprintf(buf, size, "timed out after %" PRIu64 " s (InputTimeoutSec=)", l->timeout_sec);
+                return;
+        case CURLE_UNSUPPORTED_PROTOCOL:
+                if (redirects > 0 || code / 100 == 3) {
+                        snprintf(buf, size, "redirected to a URL that is not http:// or https://");
+                        return;
+                }
+                break;
+        case CURLE_TOO_MANY_REDIRECTS:
+                snprintf(buf, size, "more than %d redirects", FETCH_MAX_REDIRS);
+                return;
+        case CURLE_COULDNT_CONNECT:
+                if (d->blocked[0]) {
+                        snprintf(buf, size, "refused to connect to the internal address %s "
+                                 "(InputAllowInternalAddresses=no)", d->blocked);
+                        return;
+                }
+                break;
+        default:
+                break;
+        }
+        snprintf(buf, size, "download failed: %.200s", d->errbuf[0] ? d->errbuf : curl_easy_strerror(result));
+}
+
+static int fetch_pump(Fetch *f, char **ret_message);
+
+static void on_done(CURL *easy, CURLcode result, void *userdata) {
+        Download *d = userdata;
+        Fetch *f = d->fetch;
+        _cleanup_free_ char *message = NULL;
+        long code = 0;
+        int r;
+
+        d->done = true;
+        f->running--;
+        (void) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+        if (result != CURLE_OK || d->failure != DOWNLOAD_OK || code < 200 || code > 299) {
+                char why[256];
+
+                describe_failure(d, result, why, sizeof(why));
+                (void) set_message(&message, 0, "files[%zu] '%s': %s", d->index, d->path, why);
+                log_debug("Input %s: %s", d->path, why);
+                fetch_fail(f, -EIO, message ?: "an input file could not be fetched");
+                return;
+        }
+
+        /* Whole: close it now (and keep it). */
+        d->whole = true;
+        curl_easy_cleanup(d->easy);
+        d->easy = NULL;
+        d->fd = safe_close(d->fd);
+        d->dir_fd = safe_close(d->dir_fd);
+        f->done++;
+
+        r = fetch_pump(f, &message);
+        if (r < 0) {
+                fetch_fail(f, r, message ?: "an input file could not be fetched");
+                return;
+        }
+        if (f->running == 0 && f->next >= f->n) {
+                fetch_done_t cb = f->cb;
+
+                f->cb = NULL;
+                if (cb)
+                        cb(f, 0, NULL, f->userdata);
+        }
+}
+
+static int download_begin(Fetch *f, Download *d, char **ret_message) {
+        const FetchLimits *l = &f->limits;
+        CURL *e;
+        int r;
+
+        r = create_file(f->input_fd, d->path, &d->dir_fd, &d->name);
+        if (r < 0)
+                return set_message(ret_message, r, "files[%zu] '%s': %s", d->index, d->path,
+                                   open_error(r) ?: strerror(-r));
+        d->fd = r;
+
+        e = d->easy = curl_easy_init();
+        if (!e)
+                return set_message(ret_message, -ENOMEM, "files[%zu] '%s': out of memory", d->index, d->path);
+#define SET(opt, val)                                                                                        \
+        do {                                                                                                 \
+                if (curl_easy_setopt(e, opt, val) != CURLE_OK)                                               \
+                        return set_message(ret_message, -EIO, "files[%zu] '%s': libcurl refused option " #opt, \
+                                           d->index, d->path);                                              \
+        } while (0)
+        /* Name resolution runs in libcurl's resolver thread (Debian builds it with AsynchDNS), never
+         * on the loop. No CURLOPT_ACCEPT_ENCODING: nothing is decompressed, so the bytes counted are
+         * the bytes written. */
+        SET(CURLOPT_URL, d->url);
+        /* http and https only, for the first request and for every redirect (no file://, no gopher). */
+        SET(CURLOPT_PROTOCOLS_STR, "http,https");
+        SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        SET(CURLOPT_FOLLOWLOCATION, 1L);
+        SET(CURLOPT_MAXREDIRS, (long) FETCH_MAX_REDIRS);
+        SET(CURLOPT_CONNECTTIMEOUT, (long) l->connect_timeout_sec);
+        SET(CURLOPT_TIMEOUT, (long) l->timeout_sec);
+        /* Refused before a byte is written when Content-Length says so; on_write counts the rest. */
+        SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) l->max_file_bytes);
+        /* A 4xx/5xx body is not the file: fail before it is written. */
+        SET(CURLOPT_FAILONERROR, 1L);
+        SET(CURLOPT_NOSIGNAL, 1L);
+        /* A connection of its own: what one caller's server left in a kept-alive connection (bytes
+         * beyond its Content-Length) must never become the start of another execution's download. */
+        SET(CURLOPT_FRESH_CONNECT, 1L);
+        SET(CURLOPT_FORBID_REUSE, 1L);
+        /* No proxy from sandboxd's environment (http_proxy, ...): the configuration says where to go. */
+        SET(CURLOPT_PROXY, "");
+        SET(CURLOPT_USERAGENT, "sandboxd/" PACKAGE_VERSION);
+        SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+        SET(CURLOPT_OPENSOCKETDATA, d);
+        SET(CURLOPT_WRITEFUNCTION, on_write);
+        SET(CURLOPT_WRITEDATA, d);
+        SET(CURLOPT_ERRORBUFFER, d->errbuf);
+#undef SET
+        r = curl_event_add(f->curl, e, on_done, d);
+        if (r < 0)
+                return set_message(ret_message, r, "files[%zu] '%s': cannot start the download: %s", d->index, d->path,
+                                   strerror(-r));
+        d->started = true;
+        f->running++;
+        return 0;
+}
+
+/* Start downloads while fewer than FETCH_PARALLEL run. */
+static int fetch_pump(Fetch *f, char **ret_message) {
+        while (f->running < FETCH_PARALLEL && f->next < f->n) {
+                int r = download_begin(f, f->downloads + f->next++, ret_message);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int write_inline(int input_fd, size_t index, const InputFile *in, char **ret_message) {
+        _cleanup_close_ int dir = -EBADF, fd = -EBADF;
+        _cleanup_free_ char *name = NULL;
+        int r;
+
+        fd = create_file(input_fd, in->path, &dir, &name);
+        if (fd < 0)
+                return set_message(ret_message, fd, "files[%zu] '%s': %s", index, in->path,
+                                   open_error(fd) ?: strerror(-fd));
+        r = loop_write(fd, in->content, in->content_len);
+        if (r < 0) {
+                (void) unlinkat(dir, name, 0);
+                return set_message(ret_message, r, "files[%zu] '%s': %s", index, in->path,
+                                   open_error(r) ?: strerror(-r));
+        }
+        return 0;
+}
+
+int fetch_start(CurlEvent *curl, const char *workspace_dir, const InputFile *files, size_t n_files,
+                const FetchLimits *limits, fetch_done_t cb, void *userdata, Fetch **ret, char **ret_message) {
+        _cleanup_(fetch_freep) Fetch *f = NULL;
+        _cleanup_close_ int ws = -EBADF;
+        _cleanup_free_ char *ws_path = NULL;
+        uint64_t inline_total = 0;
+        size_t n_urls = 0;
+        int r;
+
+        *ret = NULL;
+        if (n_files == 0)
+                return 0;
+        if (asprintf(&ws_path, "%s/workspace", workspace_dir) < 0)
+                return -ENOMEM;
+        ws = open(ws_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ws < 0)
+                return set_message(ret_message, -errno, "cannot open the workspace: %s", strerror(errno));
+
+        f = calloc(1, sizeof(Fetch));
+        if (!f)
+                return -ENOMEM;
+        f->curl = curl;
+        f->limits = *limits;
+        f->cb = cb;
+        f->userdata = userdata;
+        f->input_fd = mkdir_open(ws, "input");
+        if (f->input_fd < 0)
+                return set_message(ret_message, f->input_fd, "input: %s",
+                                   f->input_fd == -ENOTDIR ? "exists in the workspace and is not a directory"
+                                                           : strerror(-f->input_fd));
+
+        for (size_t i = 0; i < n_files; i++)
+                if (files[i].url)
+                        n_urls++;
+        f->downloads = calloc(n_urls + 1, sizeof(Download));
+        if (!f->downloads)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n_files; i++) {
+                const InputFile *in = files + i;
+                Download *d;
+
+                if (!in->url) {
+                        inline_total += in->content_len;
+                        if (inline_total > limits->max_total_bytes)
+                                return set_message(ret_message, -EFBIG, "files[%zu] '%s': the input files exceed %" PRIu64
+                                                   " bytes in all (MaxInputTotalBytes=, limits.disk_mb)", i, in->path,
+                                                   limits->max_total_bytes);
+                        r = write_inline(f->input_fd, i, in, ret_message);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                d = f->downloads + f->n++;
+                *d = (Download) { .fetch = f, .index = i, .dir_fd = -EBADF, .fd = -EBADF };
+                d->path = strdup(in->path);
+                d->url = strdup(in->url);
+                if (!d->path || !d->url)
+                        return -ENOMEM;
+        }
+        f->total = inline_total;
+        if (f->n == 0)
+                return 0;
+
+        r = fetch_pump(f, ret_message);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(f);
+        return 0;
+}
