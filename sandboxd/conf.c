@@ -48,6 +48,11 @@ Config *config_new(void) {
         c->nofile = 1024;
         c->kill_grace_ms = 1000;
         c->workspace_pool = 16;
+
+        c->artifact_url_lifetime_sec = 900;
+        c->artifact_max_files = 1000;
+        c->artifact_max_file_bytes = 100ULL << 20;
+        c->artifact_max_total_bytes = 1ULL << 30;
         return c;
 }
 
@@ -69,6 +74,8 @@ Config *config_free(Config *c) {
         free(c->runtime_dir);
         free(c->database);
         free(c->helper);
+        free(c->artifacts_dir);
+        free(c->artifact_url_key_file);
         free(c);
         return NULL;
 }
@@ -161,6 +168,13 @@ static const ConfKey conf_keys[] = {
         K("Sandbox", "LimitNOFILE",     V_U64,      nofile,              16, 1 << 20),
         K("Sandbox", "KillGraceMS",     V_U64,      kill_grace_ms,       0, 60000),
         K("Sandbox", "WorkspacePool",   V_U64,      workspace_pool,      0, 1024),
+
+        K("Artifacts", "ArtifactsDirectory",     V_PATH, artifacts_dir,             0, 0),
+        K("Artifacts", "ArtifactURLKeyFile",     V_PATH, artifact_url_key_file,     0, 0),
+        K("Artifacts", "ArtifactURLLifetimeSec", V_U64,  artifact_url_lifetime_sec, 1, 7ULL * 24 * 3600),
+        K("Artifacts", "ArtifactMaxFiles",       V_U64,  artifact_max_files,        0, 1000000),
+        K("Artifacts", "ArtifactMaxFileBytes",   V_SIZE, artifact_max_file_bytes,   0, 1ULL << 40),
+        K("Artifacts", "ArtifactMaxTotalBytes",  V_SIZE, artifact_max_total_bytes,  0, 1ULL << 40),
 };
 
 static int parse_loglevel(const char *v) {

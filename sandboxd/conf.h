@@ -50,6 +50,15 @@ typedef struct Config {
         uint64_t nofile;             /* LimitNOFILE= inside the sandbox */
         uint64_t kill_grace_ms;      /* KillGraceMS= sandboxd's own deadline beyond timeout_ms */
         uint64_t workspace_pool;     /* WorkspacePool= workspaces of the default size mounted ahead */
+
+        /* [Artifacts] */
+        char *artifacts_dir;              /* ArtifactsDirectory= NULL: StateDirectory/artifacts */
+        char *artifact_url_key_file;      /* ArtifactURLKeyFile= NULL: StateDirectory/artifact-url.key,
+                                           * generated at the first start */
+        uint64_t artifact_url_lifetime_sec;  /* ArtifactURLLifetimeSec= */
+        uint64_t artifact_max_files;      /* ArtifactMaxFiles= per execution */
+        uint64_t artifact_max_file_bytes; /* ArtifactMaxFileBytes= */
+        uint64_t artifact_max_total_bytes;  /* ArtifactMaxTotalBytes= per execution */
 } Config;
 
 Config *config_new(void);          /* defaults */
