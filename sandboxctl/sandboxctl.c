@@ -1720,17 +1720,19 @@ static int download_artifact(const ArtifactEntry *a, int fd) {
 }
 
 /* Download one artifact to -o FILE ("-": standard output) or below --dest DIR (default: the
- * current directory), at its relative path. */
+ * current directory), at its relative path. Returns the exit status. */
 static int artifact_fetch(const ArtifactEntry *a, int dest_fd) {
         _cleanup_close_ int fd = -EBADF, parent_fd = -EBADF;
         const char *name = NULL;
         int r;
 
-        if (!artifact_path_is_safe(a->path.s))
-                return log_error_errno(-EBADMSG, "Refusing artifact path '%s': not a plain relative path.", a->path.s);
+        if (!artifact_path_is_safe(a->path.s)) {
+                (void) log_error_errno(-EBADMSG, "Refusing artifact path '%s': not a plain relative path.", a->path.s);
+                return EX_UNAVAILABLE;
+        }
         if (arg_output && streq(arg_output, "-")) {
                 r = download_artifact(a, STDOUT_FILENO);
-                return r;
+                return r < 0 ? (r == -ENOENT ? EXIT_NOT_FOUND : exit_status_for(r, EX_UNAVAILABLE)) : 0;
         }
         if (arg_output) {
                 fd = open(arg_output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
@@ -1738,8 +1740,10 @@ static int artifact_fetch(const ArtifactEntry *a, int dest_fd) {
                         fd = -errno;
         } else
                 fd = create_below(dest_fd, a->path.s, &parent_fd, &name);
-        if (fd < 0)
-                return log_error_errno(fd, "Cannot create '%s': %m", arg_output ?: a->path.s);
+        if (fd < 0) {
+                (void) log_error_errno(fd, "Cannot create '%s': %m", arg_output ?: a->path.s);
+                return EX_CANTCREAT;
+        }
         r = download_artifact(a, fd);
         if (r < 0) {
                 /* Nothing half-written stays behind. */
@@ -1747,10 +1751,12 @@ static int artifact_fetch(const ArtifactEntry *a, int dest_fd) {
                         (void) unlink(arg_output);
                 else
                         (void) unlinkat(parent_fd, name, 0);
-                return r;
+                return r == -ENOENT ? EXIT_NOT_FOUND : exit_status_for(r, EX_UNAVAILABLE);
         }
-        if (fsync(fd) < 0 && errno != EINVAL)
-                return log_error_errno(-errno, "Cannot write '%s': %m", arg_output ?: a->path.s);
+        if (fsync(fd) < 0 && errno != EINVAL) {
+                (void) log_error_errno(-errno, "Cannot write '%s': %m", arg_output ?: a->path.s);
+                return EX_CANTCREAT;
+        }
         if (!arg_json && !arg_output)
                 fprintf(stderr, "%s\n", a->path.s);
         return 0;
@@ -1883,8 +1889,8 @@ static int verb_artifacts(char **args, size_t n_args) {
                 if (arg_get && !streq(a.path.s, arg_get))
                         continue;
                 r = artifact_fetch(&a, dest_fd);
-                if (r < 0)
-                        return r == -ENOENT ? EXIT_NOT_FOUND : exit_status_for(r, EX_UNAVAILABLE);
+                if (r != EXIT_SUCCESS)
+                        return r;
                 fetched++;
         }
         if (arg_get && fetched == 0) {

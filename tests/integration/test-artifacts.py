@@ -235,8 +235,8 @@ p = ctl("artifacts", eid, "--get", "tables/data set.csv", "--dest", d1)
 t.ok(p.returncode == 0 and open(os.path.join(d1, "tables/data set.csv"), "rb").read() == CSV,
      "sandboxctl --get PATH --dest DIR downloads it byte-identical", p)
 p = ctl("artifacts", eid, "--get", "tables/data set.csv", "--dest", d1)
-t.ok(p.returncode != 0 and open(os.path.join(d1, "tables/data set.csv"), "rb").read() == CSV,
-     "an existing file is not overwritten", p)
+t.ok(p.returncode == 73 and open(os.path.join(d1, "tables/data set.csv"), "rb").read() == CSV,
+     "an existing file is not overwritten (exit 73)", p)
 d2 = os.path.join(SCRATCH, "all")
 os.makedirs(d2)
 p = ctl("artifacts", eid, "--all", "--dest", d2)
@@ -254,7 +254,8 @@ d3 = os.path.join(SCRATCH, "planted")
 os.makedirs(d3)
 os.symlink(MARKER, os.path.join(d3, "plot.png"))
 p = ctl("artifacts", eid, "--get", "plot.png", "--dest", d3)
-t.ok(p.returncode != 0 and open(MARKER).read() == TOKEN + "\n", "a symlink in the destination is not followed", p)
+t.ok(p.returncode == 73 and open(MARKER).read() == TOKEN + "\n" and os.path.islink(os.path.join(d3, "plot.png")),
+     "a symlink in the destination is not followed (exit 73)", p)
 
 # ---- 5. the hostile corpus -----------------------------------------------------------------------
 
