@@ -748,6 +748,19 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
         ExecArtifacts *a = NULL;
 
         j->collect = artifact_collect_cancel(j->collect);       /* frees the handle; the thread is done */
+        /* A sweep may have removed a blob this collection found already stored (its last record
+         * purged between the copy and now): collect once more, the workspace is still there. */
+        for (size_t i = 0; r >= 0 && l && i < l->n_items && !j->artifacts_retried; i++) {
+                int fd = artifacts_store_open_blob(j->manager->artifacts_fd, l->items[i].sha256);
+
+                if (fd == -ENOENT) {
+                        log_info("%s: an artifact blob was purged meanwhile, collecting again", j->exec->id);
+                        j->artifacts_retried = true;
+                        job_maybe_finalize(j);
+                        return;
+                }
+                safe_close(fd);
+        }
         j->artifacts_done = true;
         if (r < 0)
                 log_error_errno(r, "%s: collecting the artifacts failed: %m", j->exec->id);
