@@ -56,6 +56,21 @@ static json_object *exec_json(Manager *m, const Execution *e) {
         return o;
 }
 
+/* A job's execution object. A final job keeps its artifact list in the store only (up to
+ * ArtifactMaxFiles= entries for each of KeepFinished= jobs would be a lot of memory): read it back. */
+static json_object *job_json(Manager *m, Job *j) {
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = NULL;
+        json_object *o;
+
+        if (!job_is_final(j) || j->exec->artifacts || !m->store ||
+            store_get_artifacts(m->store, j->exec->id, &a) < 0)
+                return exec_json(m, j->exec);
+        j->exec->artifacts = a;
+        o = exec_json(m, j->exec);
+        j->exec->artifacts = NULL;
+        return o;
+}
+
 static void on_request_gone(HttpRequest *req, void *userdata) {
         ApiWait *w = userdata;
 
@@ -74,7 +89,7 @@ static void on_job_done(Job *j, void *userdata) {
                 http_respond_error(w->req, 503, "shutting_down", NULL, "sandboxd is stopping; execution %s did not finish",
                                    j->exec->id);
         else
-                http_respond_json(w->req, 200, exec_json(m, j->exec));
+                http_respond_json(w->req, 200, job_json(m, j));
         free(w);
 }
 
@@ -256,7 +271,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
                 wait_for(req, j);
                 return;
         }
-        http_respond_json(req, 200, exec_json(m, j->exec));
+        http_respond_json(req, 200, job_json(m, j));
 }
 
 /* GET /v1/executions/<id>/artifacts: the artifact part of the execution object, URLs signed afresh.
@@ -285,7 +300,7 @@ static void handle_artifacts_list(Manager *m, HttpRequest *req, const char *id) 
                 http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
                 return;
         }
-        full = exec_json(m, e);
+        full = j ? job_json(m, j) : exec_json(m, e);
         if (!full) {
                 http_respond_error(req, 500, "internal", NULL, "out of memory");
                 return;
@@ -336,9 +351,9 @@ static void handle_artifact_get(Manager *m, HttpRequest *req, const char *id, co
         }
 
         j = manager_find_job(m, id);
-        if (j && job_is_final(j))
+        if (j && job_is_final(j) && j->exec->artifacts)
                 a = j->exec->artifacts;
-        else if (!j && m->store && store_get_artifacts(m->store, id, &stored) >= 0)
+        else if ((!j || job_is_final(j)) && m->store && store_get_artifacts(m->store, id, &stored) >= 0)
                 a = stored;
         for (size_t i = 0; a && i < a->n_items; i++)
                 if (streq(a->items[i].path, path)) {
@@ -404,7 +419,7 @@ static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
                 return;
         }
         log_info("%s: cancel requested", id);
-        http_respond_json(req, 202, exec_json(m, j->exec));
+        http_respond_json(req, 202, job_json(m, j));
 }
 
 static void handle_list(Manager *m, HttpRequest *req) {

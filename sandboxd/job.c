@@ -781,7 +781,8 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
                         metrics_store_error(j->manager->metrics);
                         log_error_errno(k, "%s: cannot record the artifacts: %s", j->exec->id,
                                         store_error_message(j->manager->store));
-                }
+                } else
+                        j->artifacts_stored = true;
         }
         if (a)
                 log_debug("%s: %zu artifacts collected, %" PRIu64 " skipped", j->exec->id, a->n_items,
@@ -1063,6 +1064,10 @@ static void job_finalize(Job *j) {
         if (e->error_type == ERROR_INTERNAL)
                 log_error("%s: internal error: %s", e->id, strna(e->reason));
         (void) job_persist(j);
+        /* The list is in the store: a finished job kept in memory need not hold it too (api.c reads
+         * it back when asked). */
+        if (j->artifacts_stored)
+                j->exec->artifacts = exec_artifacts_free(j->exec->artifacts);
         log_execution(j);
         /* Before the waiters and the eviction below, either of which may free j. queued_mono is 0 for
          * an execution adopted after a restart: when it was accepted is not known. */

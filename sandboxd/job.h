@@ -55,6 +55,7 @@ struct Job {
         ArtifactCollect *collect;        /* artifacts being collected (finishing) */
         bool artifacts_done;             /* collected, or nothing to collect: the job may be final */
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
+        bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
         UnitOutcome outcome;
         char *result;                    /* owned copy of Result= */
         uint64_t exec_start_mono, exec_exit_mono, cpu_nsec;
