@@ -427,7 +427,42 @@ if shadow_stat:
     t.eq((s.st_uid, s.st_gid, s.st_mode), (shadow_stat.st_uid, shadow_stat.st_gid, shadow_stat.st_mode),
          "/etc/shadow's owner and mode unchanged")
 
-# ---- 6. artifacts go with their records --------------------------------------------------------
+# ---- 6. the URL key --------------------------------------------------------------------------------
+
+def restart():
+    subprocess.run(["systemctl", "reset-failed", "sandboxd.service"], capture_output=True)
+    rc = subprocess.run(["systemctl", "restart", "sandboxd.service"], capture_output=True).returncode
+    if rc == 0:
+        wait_until(lambda: os.path.exists(SOCKET) and health().get("status") == "ok", 30)
+    return rc
+
+
+def journal():
+    return subprocess.run(["journalctl", "-u", "sandboxd.service", "--no-pager", "-n", "100"],
+                          capture_output=True, text=True).stdout
+
+
+k = os.stat("/var/lib/sandboxd/artifact-url.key")
+t.eq((k.st_size, k.st_mode & 0o7777, k.st_uid), (32, 0o600, 0), "the generated key: 32 bytes, 0600, root's")
+own_key = os.path.join(CONF, "artifact-url.key")
+with open(own_key, "wb") as f:
+    f.write(secrets.token_bytes(48))
+os.chmod(own_key, 0o644)
+with open(os.path.join(DROPIN, "63-artifact-key.conf"), "w") as f:
+    f.write(f"[Artifacts]\nArtifactURLKeyFile={own_key}\n")
+t.ok(restart() != 0, "a key file others can read fails the start")
+t.ok(wait_until(lambda: "not accessible to group or others" in journal(), 10), "... and says why", journal()[-1500:])
+os.chmod(own_key, 0o600)
+t.eq(restart(), 0, "with mode 0600 it starts")
+st, _, body = raw_get(url)
+t.eq(st, 404, "a URL signed with the old key is refused")
+st, again = get(eid)
+st, _, body = raw_get(by_path(again)["plot.png"]["url"])
+t.ok(st == 200 and body == PNG, "a URL signed with the new key works")
+os.unlink(os.path.join(DROPIN, "63-artifact-key.conf"))
+t.eq(restart(), 0, "back to the generated key")
+
+# ---- 7. artifacts go with their records --------------------------------------------------------
 
 blob = os.path.join(STORE, png["sha256"][:2], png["sha256"])
 t.ok(os.path.isfile(blob), "the PNG's blob is in the store", blob)
