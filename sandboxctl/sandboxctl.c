@@ -78,6 +78,7 @@ static const char *arg_language = NULL;
 static const char *arg_code = NULL;
 static const char *arg_session = NULL;
 static const char *arg_id = NULL;
+static const char *arg_callback_url = NULL;
 static bool arg_timeout_ms_set = false, arg_memory_mb_set = false, arg_disk_mb_set = false,
             arg_cpu_cores_set = false;
 static uint64_t arg_timeout_ms = 0, arg_memory_mb = 0, arg_disk_mb = 0;
@@ -576,6 +577,10 @@ typedef struct Execution {
                 stderr_lines;
         Number peak_memory_mb;
         bool stdout_truncated, stderr_truncated;
+        struct {
+                String url, state, last_error;
+                Integer attempts;
+        } callback;
 } Execution;
 
 static int execution_parse(json_object *j, Execution *ret) {
@@ -602,12 +607,25 @@ static int execution_parse(json_object *j, Execution *ret) {
                 { "stdout_truncated", FIELD_BOOLEAN, offsetof(Execution, stdout_truncated), false },
                 { "stderr_truncated", FIELD_BOOLEAN, offsetof(Execution, stderr_truncated), false },
         };
+        static const Field callback_fields[] = {
+                { "url", FIELD_STRING, offsetof(Execution, callback.url), true },
+                { "state", FIELD_STRING, offsetof(Execution, callback.state), true },
+                { "last_error", FIELD_STRING, offsetof(Execution, callback.last_error), false },
+                { "attempts", FIELD_INTEGER, offsetof(Execution, callback.attempts), false },
+        };
         Execution e = {};
+        json_object *cb = NULL;
         int r;
 
         r = json_dispatch(j, "the execution", fields, ELEMENTSOF(fields), &e);
         if (r < 0)
                 return r;
+        /* Present once a final execution has a callback delivery. */
+        if (json_object_object_get_ex(j, "callback", &cb) && cb) {
+                r = json_dispatch(cb, "the callback", callback_fields, ELEMENTSOF(callback_fields), &e);
+                if (r < 0)
+                        return r;
+        }
 
         /* These end up in our exit status: out of range values must not turn into a wrong one. */
         if (e.exit_code.set && (e.exit_code.value < 0 || e.exit_code.value > 255))
@@ -788,6 +806,8 @@ static int build_request(const char *path, json_object **ret) {
                 r = json_add(req, "execution_id", json_object_new_string(arg_id));
         if (r >= 0 && arg_session)
                 r = json_add(req, "session_id", json_object_new_string(arg_session));
+        if (r >= 0 && arg_callback_url)
+                r = json_add(req, "callback_url", json_object_new_string(arg_callback_url));
         if (r >= 0 && arg_timeout_ms_set)
                 r = json_add(limits, "timeout_ms", json_object_new_int64((int64_t) arg_timeout_ms));
         if (r >= 0 && arg_memory_mb_set)
@@ -967,6 +987,21 @@ static int execution_print(const Execution *e) {
         }
         print_string_field("Unit", &e->unit);
         print_string_field("Reason", &e->reason);
+        if (e->callback.state.s) {
+                print_key("Callback");
+                printf("%s", e->callback.state.s);
+                if (e->callback.attempts.set)
+                        printf(" after %" PRIi64 " attempt%s", e->callback.attempts.value,
+                               e->callback.attempts.value == 1 ? "" : "s");
+                printf(" to ");
+                fputs_escaped(stdout, e->callback.url.s, e->callback.url.len, false);
+                if (e->callback.last_error.s) {
+                        printf(" (");
+                        fputs_escaped(stdout, e->callback.last_error.s, e->callback.last_error.len, false);
+                        printf(")");
+                }
+                printf("\n");
+        }
 
         print_output_section("stdout", &e->out, &e->stdout_bytes, &e->stdout_lines, e->stdout_truncated);
         print_output_section("stderr", &e->err, &e->stderr_bytes, &e->stderr_lines, e->stderr_truncated);
@@ -2692,6 +2727,8 @@ static void help(void) {
                "     --env=NAME=VALUE       Set an environment variable (repeatable)\n"
                "     --session=ID           Session ID to record\n"
                "     --id=ID                Execution ID (an idempotency key)\n"
+               "     --callback-url=URL     POST the signed result to this http(s) URL when the\n"
+               "                            execution ends\n"
                "\n"
                "Options for status and show:\n"
                "     --wait                 Wait until the execution is final\n"
@@ -2794,6 +2831,7 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 ARG_ENV,
                 ARG_SESSION,
                 ARG_ID,
+                ARG_CALLBACK_URL,
                 ARG_WAIT,
                 ARG_STATUS,
                 ARG_ERROR_TYPE,
@@ -2823,6 +2861,7 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 { "env", required_argument, NULL, ARG_ENV },
                 { "session", required_argument, NULL, ARG_SESSION },
                 { "id", required_argument, NULL, ARG_ID },
+                { "callback-url", required_argument, NULL, ARG_CALLBACK_URL },
                 { "wait", no_argument, NULL, ARG_WAIT },
                 { "status", required_argument, NULL, ARG_STATUS },
                 { "error-type", required_argument, NULL, ARG_ERROR_TYPE },
@@ -2941,6 +2980,13 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 case ARG_ID:
                         arg_id = optarg;
                         note_option_group(OPTION_GROUP_EXECUTE, "--id");
+                        break;
+                case ARG_CALLBACK_URL:
+                        /* The daemon checks it and names what is wrong; only the obvious here. */
+                        if (isempty(optarg))
+                                return log_error_errno(-EINVAL, "--callback-url: empty URL.");
+                        arg_callback_url = optarg;
+                        note_option_group(OPTION_GROUP_EXECUTE, "--callback-url");
                         break;
                 case ARG_WAIT:
                         arg_wait = true;

@@ -3,6 +3,7 @@
 
 #include "api.h"
 #include "artifacts.h"
+#include "callback.h"
 #include "job.h"
 #include "signed-url.h"
 #include "store.h"
@@ -33,9 +34,18 @@ static bool query_true(HttpRequest *req, const char *key) {
         return v && (streq(v, "true") || streq(v, "1") || streq(v, "yes") || *v == 0);
 }
 
+/* The record as the API shows it: the result, and its callback delivery if it has one. */
+static json_object *record_json(Manager *m, const Execution *e) {
+        json_object *o = execution_to_json(e);
+
+        if (exec_status_is_final(e->status))
+                callback_add_json(m, o, e->id);
+        return o;
+}
+
 /* The execution object, with a freshly signed URL for each artifact. */
 static json_object *exec_json(Manager *m, const Execution *e) {
-        json_object *o = execution_to_json(e), *l = NULL;
+        json_object *o = record_json(m, e), *l = NULL;
         uint64_t expires = now_usec(CLOCK_REALTIME) / 1000000ULL + m->config->artifact_url_lifetime_sec;
         char ts[64];
 

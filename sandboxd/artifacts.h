@@ -20,13 +20,16 @@
 #include "util.h"
 
 #define ARTIFACT_SKIPPED_LISTED_MAX 100   /* skipped entries listed one by one; the rest are counted */
+#define ARTIFACT_DEPTH_MAX 64             /* max_depth is clamped to this (one open directory per level) */
 
 typedef struct ArtifactLimits {
         uint64_t max_files;             /* artifacts collected at most; further files are skipped */
         uint64_t max_file_bytes;        /* a larger file is skipped ("too_large"), never read */
         uint64_t max_total_bytes;       /* sum of collected sizes */
         size_t max_path;                /* bytes of a relative path below output/ */
-        unsigned max_depth;             /* directory nesting below output/ */
+        unsigned max_depth;             /* directory nesting below output/: 0 collects only the files
+                                         * directly in output/, 1 also those of output/x/, ...; a
+                                         * directory deeper than that is skipped as "too_deep" */
 } ArtifactLimits;
 
 typedef struct Artifact {
@@ -38,16 +41,20 @@ typedef struct Artifact {
 
 typedef struct ArtifactSkip {
         char *path;                     /* printable: bytes that are not valid UTF-8 or are control
-                                         * characters are shown as \xNN; cut to max_path */
-        const char *reason;             /* static: "symlink", "hardlink", "fifo", "socket", "device",
-                                         * "too_large", "too_many", "total_too_large", "name_invalid",
-                                         * "path_too_long", "too_deep", "not_directory", "io_error" */
+                                         * characters, and the backslash, are shown as \xNN; cut to
+                                         * max_path at a character boundary; "." is output/ itself */
+        const char *reason;             /* static: "symlink", "hardlink", "fifo", "socket", "device"
+                                         * (a device node, or a mount below output/), "too_large",
+                                         * "too_many", "total_too_large", "name_invalid",
+                                         * "path_too_long", "too_deep", "not_directory", "io_error"
+                                         * (unreadable, replaced while collected, or shrank) */
 } ArtifactSkip;
 
 typedef struct ArtifactList {
-        Artifact *items;                /* sorted by path */
+        Artifact *items;                /* sorted by path (strcmp) */
         size_t n_items;
-        ArtifactSkip *skipped;          /* at most ARTIFACT_SKIPPED_LISTED_MAX */
+        ArtifactSkip *skipped;          /* at most ARTIFACT_SKIPPED_LISTED_MAX, the first met in
+                                         * directory order, sorted by path */
         size_t n_skipped;
         uint64_t n_skipped_total;       /* including those not listed */
         uint64_t total_bytes;
@@ -65,17 +72,27 @@ int artifacts_collect(int workspace_fd, int store_fd, const ArtifactLimits *lim,
 
 /* Run artifacts_collect() on a worker thread; cb runs on the event loop with its result (r < 0:
  * failure, list NULL; else the callee owns list). The fds are duplicated; the caller may close its
- * own. Cancelling (artifact_collect_cancel) joins the thread and drops the result without calling
- * cb. */
+ * own. Cancelling (artifact_collect_cancel) joins the thread (the worker stops between two entries
+ * or two 64 KiB chunks, -ECANCELED) and drops the result without calling cb. The handle is the
+ * caller's in every case: after cb, artifact_collect_cancel() only frees it, and it may be called
+ * from within cb. */
 typedef struct ArtifactCollect ArtifactCollect;
 typedef void (*artifacts_done_t)(int r, ArtifactList *list, void *userdata);
 int artifacts_collect_async(sd_event *event, int workspace_fd, int store_fd, const ArtifactLimits *lim,
                             artifacts_done_t cb, void *userdata, ArtifactCollect **ret);
 ArtifactCollect *artifact_collect_cancel(ArtifactCollect *c);
 
-/* Open (creating if missing, mode 0700) the store directory; its fd. */
+/* Open (creating if missing, mode 0700; its parent must exist) the store directory; its fd. */
 int artifacts_store_open(const char *dir);
 /* Open one stored artifact for reading by its hex digest: a read-only fd, or -ENOENT/-EINVAL. */
 int artifacts_store_open_blob(int store_fd, const char *sha256_hex);
 /* Remove one blob (when no record refers to it any more). -ENOENT if absent. */
 int artifacts_store_remove_blob(int store_fd, const char *sha256_hex);
+
+/* The walk's building blocks, for tests and for whoever else opens below a hostile directory. */
+/* openat2(path, flags | O_NOFOLLOW | O_CLOEXEC) with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
+ * RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV: no symlink in any component, nothing outside dir_fd, no
+ * mount crossed. An fd or -errno (-ELOOP: a symlink on the way; -ENOSYS: a kernel before 5.6). */
+int artifacts_openat_beneath(int dir_fd, const char *path, int flags);
+/* The printable rendering of a hostile path used for ArtifactSkip.path (see there); NULL on OOM. */
+char *artifacts_path_render(const char *path, size_t max);

@@ -53,6 +53,12 @@ Config *config_new(void) {
         c->artifact_max_files = 1000;
         c->artifact_max_file_bytes = 100ULL << 20;
         c->artifact_max_total_bytes = 1ULL << 30;
+        c->callback_max_attempts = 8;
+        c->callback_max_age_sec = 86400;
+        c->callback_timeout_sec = 10;
+        c->callback_backoff_base_ms = 1000;
+        c->callback_backoff_max_sec = 600;
+        c->callback_max_concurrent = 16;
         return c;
 }
 
@@ -73,6 +79,7 @@ Config *config_free(Config *c) {
         free(c->state_dir);
         free(c->runtime_dir);
         free(c->database);
+        free(c->callback_key_file);
         free(c->helper);
         free(c->artifacts_dir);
         free(c->artifact_url_key_file);
@@ -150,6 +157,14 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "LogLevel",         V_LOGLEVEL, log_level,           0, 0),
         K("Daemon", "Listen",           V_LISTEN,   listen,              0, 0),
         K("Daemon", "APIKeysFile",      V_PATH,     api_keys_file,       0, 0),
+
+        K("Callbacks", "CallbackKeyFile",       V_PATH, callback_key_file,       0, 0),
+        K("Callbacks", "CallbackMaxAttempts",   V_U64,  callback_max_attempts,   1, 100),
+        K("Callbacks", "CallbackMaxAgeSec",     V_U64,  callback_max_age_sec,    1, 30ULL * 86400),
+        K("Callbacks", "CallbackTimeoutSec",    V_U64,  callback_timeout_sec,    1, 300),
+        K("Callbacks", "CallbackBackoffBaseMS", V_U64,  callback_backoff_base_ms, 10, 3600000),
+        K("Callbacks", "CallbackBackoffMaxSec", V_U64,  callback_backoff_max_sec, 1, 86400),
+        K("Callbacks", "CallbackMaxConcurrent", V_U64,  callback_max_concurrent, 1, 1024),
 
         K("Limits", "DefaultTimeoutMS", V_U64,      defaults.timeout_ms, 100, 86400000),
         K("Limits", "DefaultMemoryMB",  V_U64,      defaults.memory_mb,  16, 1 << 20),
@@ -544,5 +559,8 @@ int config_validate(const Config *c, char **ret_error) {
                                  d->disk_mb, m->disk_mb);
         if (d->tasks > m->tasks)
                 return error_set(ret_error, "DefaultTasks=%" PRIu64 " exceeds MaxTasks=%" PRIu64, d->tasks, m->tasks);
+        if (c->callback_backoff_base_ms > c->callback_backoff_max_sec * 1000)
+                return error_set(ret_error, "CallbackBackoffBaseMS=%" PRIu64 " exceeds CallbackBackoffMaxSec=%" PRIu64,
+                                 c->callback_backoff_base_ms, c->callback_backoff_max_sec);
         return 0;
 }

@@ -39,6 +39,15 @@ typedef struct Config {
         char **listen;               /* Listen= TCP addresses, NULL-terminated; NULL: no TCP listener */
         char *api_keys_file;         /* APIKeysFile= keys of the TCP listeners */
 
+        /* [Callbacks] */
+        char *callback_key_file;     /* CallbackKeyFile= NULL: StateDirectory/callback.key, generated */
+        uint64_t callback_max_attempts;   /* CallbackMaxAttempts= attempts in all, then failed */
+        uint64_t callback_max_age_sec;    /* CallbackMaxAgeSec= no attempt after this long since enqueued */
+        uint64_t callback_timeout_sec;    /* CallbackTimeoutSec= one attempt, connect to last byte */
+        uint64_t callback_backoff_base_ms;   /* CallbackBackoffBaseMS= the first retry's delay step */
+        uint64_t callback_backoff_max_sec;   /* CallbackBackoffMaxSec= the largest delay step */
+        uint64_t callback_max_concurrent;    /* CallbackMaxConcurrent= attempts in flight at once */
+
         /* [Limits] */
         Limits defaults;             /* DefaultTimeoutMS= ... */
         Limits ceilings;             /* MaxTimeoutMS= ... */

@@ -7,6 +7,7 @@
 #include <systemd/sd-journal.h>
 #include <time.h>
 
+#include "callback.h"
 #include "job.h"
 #include "log.h"
 #include "sysd.h"
@@ -102,6 +103,7 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
                 goto oom;
         j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
         memcpy(j->fingerprint, request->fingerprint, sizeof(j->fingerprint));
+        j->callback_url = TAKE_PTR(request->callback_url);
         j->request = TAKE_PTR(request);
         j->state = JOB_QUEUED;
         j->queued_mono = now_mono(j);
@@ -124,7 +126,7 @@ oom:
 
 /* The part of the request a restarted sandboxd needs to run a queued execution, besides the code,
  * limits and language the record has anyway. */
-static char *request_json(const ExecRequest *req) {
+static char *request_json(const ExecRequest *req, const char *callback_url) {
         json_object *o = json_object_new_object(), *env = json_object_new_array();
         char *s;
 
@@ -132,6 +134,8 @@ static char *request_json(const ExecRequest *req) {
                 json_object_array_add(env, json_object_new_string(req->env[i]));
         json_object_object_add(o, "env", env);
         json_object_object_add(o, "seed", json_object_new_uint64(req->seed));
+        if (callback_url)
+                json_object_object_add(o, "callback_url", json_object_new_string(callback_url));
         s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         json_object_put(o);
         return s;
@@ -151,11 +155,22 @@ int job_persist(Job *j) {
         if (!j->manager->store)
                 return 0;
         if (j->state == JOB_QUEUED && j->request) {
-                request = request_json(j->request);
+                request = request_json(j->request, j->callback_url);
                 r.request = request;
+        }
+        /* The final record and its callback delivery are one write: neither exists without the other. */
+        if (job_is_final(j) && j->callback_url) {
+                k = callback_prepare(j->exec, j->callback_url, &r.callback);
+                if (k < 0)
+                        log_error_errno(k, "%s: cannot prepare the callback delivery: %m", j->exec->id);
         }
         memcpy(r.fingerprint, j->fingerprint, sizeof(r.fingerprint));
         k = store_put(j->manager->store, &r);
+        if (r.callback) {
+                r.callback = store_callback_free(r.callback);
+                if (k >= 0)
+                        callbacks_kick(j->manager->callbacks);
+        }
         if (k < 0) {
                 metrics_store_error(j->manager->metrics);
                 log_error_errno(k, "%s: cannot write the execution record: %s", j->exec->id,
@@ -185,6 +200,7 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
         j->ctl_fd = -EBADF;
         j->exec = TAKE_PTR(rec->exec);
         j->owner = TAKE_PTR(rec->owner);
+        j->callback_url = callback_url_from_request_json(rec->request);
         memcpy(j->fingerprint, rec->fingerprint, sizeof(j->fingerprint));
         j->unit_name = execution_unit_name(e->id);
         j->unit_path = j->unit_name ? sysd_unit_path(j->unit_name) : NULL;
@@ -269,6 +285,7 @@ Job *job_free(Job *j) {
                 free(w);
         }
         exec_request_free(j->request);
+        free(j->callback_url);
         execution_free(j->exec);
         free(j->unit_name);
         free(j->unit_path);

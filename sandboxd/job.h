@@ -33,6 +33,7 @@ struct Job {
         ExecRequest *request;            /* until the unit is started */
         uint8_t fingerprint[32];
         char *owner;                     /* "uid:N" of the caller that submitted it */
+        char *callback_url;              /* where the result goes when final (callback.c); NULL: nowhere */
 
         char *unit_name, *unit_path;
         char *mount_name, *workspace;

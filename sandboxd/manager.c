@@ -12,6 +12,7 @@
 
 #include "api.h"
 #include "artifacts.h"
+#include "callback.h"
 #include "curl-event.h"
 #include "job.h"
 #include "language.h"
@@ -206,6 +207,10 @@ void manager_notify_status(Manager *m) {
 }
 
 void manager_metrics_gauges(Manager *m, MetricsGauges *ret) {
+        uint64_t outbox = 0;
+
+        /* One indexed count: deliveries stay in the store, not in memory. */
+        (void) store_callback_count(m->store, CALLBACK_PENDING, &outbox);
         *ret = (MetricsGauges) {
                 .running = m->n_running,
                 .queued = m->n_queued,
@@ -213,7 +218,7 @@ void manager_metrics_gauges(Manager *m, MetricsGauges *ret) {
                 .queue_max = m->config->max_queued,
                 .pool_ready = m->n_pool,
                 .pool_target = m->config->workspace_pool,
-                .outbox = 0,     /* no callbacks yet (callback_url is refused with 422) */
+                .outbox = outbox,
         };
 }
 
@@ -589,6 +594,7 @@ static int request_from_record(StoreRecord *rec, ExecRequest **ret) {
                 }
         }
         req->seed = json_object_get_uint64(seed);
+        req->callback_url = callback_url_from_request_json(rec->request);
         req->execution_id = strdup(rec->exec->id);
         req->session_id = rec->exec->session_id ? strdup(rec->exec->session_id) : NULL;
         req->code = TAKE_PTR(rec->code);
@@ -702,6 +708,12 @@ static int manager_adopt(Manager *m) {
                 e->error_type = ERROR_INTERNAL;
                 e->reason = "sandboxd restarted and could not resume this execution";
                 e->finished_usec = now_usec(CLOCK_REALTIME);
+                {
+                        _cleanup_free_ char *url = callback_url_from_request_json(l[i]->request);
+
+                        if (url && callback_prepare(e, url, &l[i]->callback) < 0)
+                                log_oom();
+                }
                 if (store_put(m->store, l[i]) < 0)
                         log_warning("%s: cannot mark as failed: %s", e->id, store_error_message(m->store));
                 failed++;
@@ -780,6 +792,8 @@ int manager_reload(Manager *m) {
         (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ON);
         /* New keys apply to the next request; Listen= needs a restart. */
         (void) http_reload_auth(m->http, m->config->api_keys_file);
+        /* The key file may have changed; the new limits and delays apply to the next attempt. */
+        (void) callbacks_reload(m->callbacks);
         workspace_pool_fill(m);
         log_info("Configuration reloaded from %s.", m->config_dir);
         (void) sd_notify(false, "READY=1");
@@ -875,9 +889,14 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (r < 0)
                 return log_error_errno(r, "Failed to subscribe to systemd's signals: %m");
 
+        r = callbacks_new(m, &m->callbacks);
+        if (r < 0)
+                return r;
         r = manager_adopt(m);
         if (r < 0)
                 return r;
+        /* Resume the deliveries pending from before (and any the adoption just enqueued). */
+        callbacks_kick(m->callbacks);
 
         g = getgrnam(m->config->socket_group);
         hs = (HttpSettings) {
@@ -926,6 +945,7 @@ Manager *manager_free(Manager *m) {
         m->http = http_free(m->http);
         while (m->jobs)
                 job_free(m->jobs);
+        m->callbacks = callbacks_free(m->callbacks);   /* before the transfers and the store it uses */
         m->curl = curl_event_free(m->curl);
         while (m->pool) {
                 Workspace *w = m->pool;

@@ -10,6 +10,7 @@
 #include "signed-url.h"
 #include "store.h"
 
+typedef struct Callbacks Callbacks;
 typedef struct CurlEvent CurlEvent;
 typedef struct Job Job;
 typedef struct Workspace Workspace;
@@ -33,6 +34,7 @@ typedef struct Manager {
         Store *store;
         Metrics *metrics;        /* what GET /metrics renders */
         CurlEvent *curl;         /* HTTP client transfers (input downloads, callbacks) on the loop */
+        Callbacks *callbacks;    /* callback deliveries from the store's outbox (callback.c) */
 
         /* Artifacts: the content-addressed store (ArtifactsDirectory=) and the key that signs their
          * URLs (ArtifactURLKeyFile=), both fixed at start. */

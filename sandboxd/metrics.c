@@ -315,7 +315,7 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
         render_gauge(&t, "sandboxd_workspace_pool_target", "Workspaces to keep mounted ahead of time (WorkspacePool=).",
                      g->pool_target);
         render_gauge(&t, "sandboxd_callback_outbox_size",
-                     "Callbacks waiting to be delivered. Always 0 in this version: callback_url is not implemented yet.",
+                     "Callback deliveries pending (not yet delivered or given up).",
                      g->outbox);
 
         render_counter(&t, "sandboxd_store_errors_total", "Writes of execution records the store refused.",

@@ -59,7 +59,7 @@ typedef struct MetricsGauges {
         uint64_t queue_max;              /* MaxQueued= */
         uint64_t pool_ready;             /* workspaces mounted ahead, ready or mounting */
         uint64_t pool_target;            /* WorkspacePool= */
-        uint64_t outbox;                 /* callbacks waiting to be delivered: 0, none exist yet */
+        uint64_t outbox;                 /* callback deliveries pending in the store */
 } MetricsGauges;
 
 Metrics *metrics_new(void);

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <stdarg.h>
 
+#include "backoff.h"
 #include "request.h"
 #include "utf8.h"
 
@@ -13,6 +14,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         free(r->execution_id);
         free(r->session_id);
         free(r->code);
+        free(r->callback_url);
         for (size_t i = 0; i < r->n_env; i++)
                 free(r->env[i]);
         free(r->env);
@@ -240,6 +242,11 @@ static void fingerprint(ExecRequest *req) {
         EVP_DigestUpdate(ctx, req->code, req->code_len);
         for (size_t i = 0; i < req->n_env; i++)
                 EVP_DigestUpdate(ctx, req->env[i], strlen(req->env[i]) + 1);
+        /* Only when given: the fingerprints of requests without one stay what they were. */
+        if (req->callback_url) {
+                EVP_DigestUpdate(ctx, "|callback_url=", strlen("|callback_url="));
+                EVP_DigestUpdate(ctx, req->callback_url, strlen(req->callback_url));
+        }
         EVP_DigestFinal_ex(ctx, req->fingerprint, &len);
         EVP_MD_CTX_free(ctx);
 }
@@ -304,10 +311,6 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
 
         if (json_object_object_get_ex(root, "files", &v)) {
                 r = fail(err, 422, "unsupported", "files", "files: input files are not supported by this version");
-                goto finish;
-        }
-        if (json_object_object_get_ex(root, "callback_url", &v)) {
-                r = fail(err, 422, "unsupported", "callback_url", "callback_url: callbacks are not supported by this version");
                 goto finish;
         }
 
@@ -380,6 +383,26 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                 r = get_u64(v, "seed", 0, INT64_MAX - 1, &req->seed, err);
                 if (r < 0)
                         goto finish;
+        }
+
+        if (json_object_object_get_ex(root, "callback_url", &v)) {
+                const char *why = NULL;
+
+                if (!json_object_is_type(v, json_type_string)) {
+                        r = fail(err, 400, "invalid_request", "callback_url", "callback_url: expected a string");
+                        goto finish;
+                }
+                if ((size_t) json_object_get_string_len(v) != strlen(json_object_get_string(v)) ||
+                    !callback_url_is_valid(json_object_get_string(v), &why)) {
+                        r = fail(err, 400, "invalid_request", "callback_url", "callback_url: %s",
+                                 why ?: "contains a NUL byte");
+                        goto finish;
+                }
+                req->callback_url = strdup(json_object_get_string(v));
+                if (!req->callback_url) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
         }
 
         fingerprint(req);

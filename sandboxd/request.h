@@ -29,6 +29,7 @@ typedef struct ExecRequest {
         char **env;              /* "KEY=VALUE", sorted by name (a fixed order is part of reproducibility) */
         size_t n_env;
         uint64_t seed;           /* SANDBOX_SEED; 0 unless the request sets "seed" */
+        char *callback_url;      /* NULL: none; http(s), validated (callback_url_is_valid()) */
         uint8_t fingerprint[32]; /* SHA-256 over the canonical request, for idempotency checks */
 } ExecRequest;
 

@@ -46,6 +46,11 @@ typedef struct StoreOps {
         int (*put_artifacts)(Store *s, const char *id, const ExecArtifacts *a);
         int (*get_artifacts)(Store *s, const char *id, ExecArtifacts **ret);
         int (*count)(Store *s, uint64_t *ret);
+        int (*callback_get)(Store *s, const char *id, bool with_body, StoreCallback **ret);
+        int (*callback_due)(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n);
+        int (*callback_next_due)(Store *s, uint64_t *ret_usec);
+        int (*callback_update)(Store *s, const StoreCallback *c);
+        int (*callback_count)(Store *s, CallbackState st, uint64_t *ret);
 } StoreOps;
 
 struct Store {
@@ -67,6 +72,9 @@ const char *store_intern_reason(const char *reason);
  * accepted, anything else is -EINVAL. */
 int store_cursor_format(const StoreCursor *c, char **ret);
 int store_cursor_parse(const char *s, StoreCursor *ret);
+
+/* A delivery fit to enqueue or update: valid ids, a URL, a body (enqueue), values that fit. */
+bool store_callback_is_valid(const StoreCallback *c, bool need_body);
 
 /* Column values that do not fit the backends' signed 64-bit integers are refused on put. */
 bool store_record_is_valid(const StoreRecord *r);

@@ -77,7 +77,25 @@ static const char *const migrations[] = {
          * one, the rest of the request (env, seed; JSON) of a queued one. */
         "ALTER TABLE executions ADD COLUMN workspace TEXT;\n"
         "ALTER TABLE executions ADD COLUMN request TEXT;\n",
-        /* 3 (artifacts): one row per collected file, the blob named by its sha256 in the artifact
+        /* 3: the callback outbox, one delivery per execution. Written in the same transaction as the
+         * final record, so a crash cannot lose one between them; deleted with its execution, which
+         * store_purge() keeps while the delivery is pending. The body is stored, not re-rendered:
+         * every attempt posts the same bytes under the same signature input. */
+        "CREATE TABLE callbacks (\n"
+        "        execution_id TEXT PRIMARY KEY NOT NULL\n"
+        "                REFERENCES executions (execution_id) ON DELETE CASCADE,\n"
+        "        state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),\n"
+        "        next_attempt_at INTEGER,\n"
+        "        attempts INTEGER NOT NULL,\n"
+        "        created_at INTEGER NOT NULL,\n"
+        "        delivered_at INTEGER,\n"
+        "        url TEXT NOT NULL,\n"
+        "        delivery_id TEXT NOT NULL,\n"
+        "        last_error TEXT,\n"
+        "        body TEXT NOT NULL\n"
+        ") STRICT;\n"
+        "CREATE INDEX callbacks_due ON callbacks (state, next_attempt_at);\n",
+        /* 4 (artifacts): one row per collected file, the blob named by its sha256 in the artifact
          * store; and per execution whose output/ was collected, what was skipped (JSON
          * [{"path","reason"}], the first 100) and how many in all. Rows go when their execution is
          * purged (store_purge_ex()). */
@@ -171,12 +189,51 @@ static const char sql_count[] = "SELECT count(*) FROM executions";
 static const char sql_unfinished[] =
         "SELECT " COLUMNS " FROM executions WHERE status IN (?1, ?2) ORDER BY created_at, execution_id";
 
-#define PURGED "SELECT execution_id FROM executions WHERE finished_at IS NOT NULL AND finished_at < ?1"
-static const char sql_purge[] = "DELETE FROM executions WHERE finished_at IS NOT NULL AND finished_at < ?1";
+#define PURGE_WHERE                                                                                    \
+        "finished_at IS NOT NULL AND finished_at < ?1 "                                                \
+        "AND execution_id NOT IN (SELECT execution_id FROM callbacks WHERE state = 'pending')"
+#define PURGED "SELECT execution_id FROM executions WHERE " PURGE_WHERE
+static const char sql_purge[] = "DELETE FROM executions WHERE " PURGE_WHERE;
 static const char sql_purge_digests[] = "SELECT DISTINCT sha256 FROM artifacts WHERE execution_id IN (" PURGED ")";
 static const char sql_purge_artifacts[] = "DELETE FROM artifacts WHERE execution_id IN (" PURGED ")";
 static const char sql_purge_collections[] = "DELETE FROM artifact_collections WHERE execution_id IN (" PURGED ")";
 static const char sql_digest_used[] = "SELECT 1 FROM artifacts WHERE sha256 = ?1 LIMIT 1";
+
+/* ---- the callback outbox ---- */
+
+#define CALLBACK_COLUMNS \
+        "execution_id, state, next_attempt_at, attempts, created_at, delivered_at, url, delivery_id, last_error"
+
+enum {
+        CB_ID,
+        CB_STATE,
+        CB_NEXT,
+        CB_ATTEMPTS,
+        CB_CREATED,
+        CB_DELIVERED,
+        CB_URL,
+        CB_DELIVERY_ID,
+        CB_LAST_ERROR,
+        CB_BODY,
+};
+
+/* An execution is final once: a second final write (a retried put) keeps the delivery as it is. */
+static const char sql_callback_enqueue[] =
+        "INSERT INTO callbacks (" CALLBACK_COLUMNS ", body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+        "ON CONFLICT (execution_id) DO NOTHING";
+
+static const char sql_callback_get[] = "SELECT " CALLBACK_COLUMNS " FROM callbacks WHERE execution_id = ?1";
+static const char sql_callback_get_body[] =
+        "SELECT " CALLBACK_COLUMNS ", body FROM callbacks WHERE execution_id = ?1";
+static const char sql_callback_due[] =
+        "SELECT " CALLBACK_COLUMNS ", body FROM callbacks WHERE state = 'pending' AND next_attempt_at <= ?1 "
+        "ORDER BY next_attempt_at, execution_id LIMIT ?2";
+static const char sql_callback_next_due[] =
+        "SELECT min(next_attempt_at) FROM callbacks WHERE state = 'pending'";
+static const char sql_callback_count[] = "SELECT count(*) FROM callbacks WHERE state = ?1";
+static const char sql_callback_update[] =
+        "UPDATE callbacks SET state = ?2, next_attempt_at = ?3, attempts = ?4, last_error = ?5, delivered_at = ?6 "
+        "WHERE execution_id = ?1";
 
 typedef struct SqliteStore {
         Store base;
@@ -494,9 +551,44 @@ finish:
 
 /* ---- operations ---- */
 
+static int bind_callback(sqlite3_stmt *st, const StoreCallback *c) {
+        int rc;
+
+        rc = bind_text(st, 1 + CB_ID, c->execution_id);
+        rc = rc ?: bind_text(st, 1 + CB_STATE, callback_state_to_string(c->state));
+        rc = rc ?: bind_u64_or_null(st, 1 + CB_NEXT, c->next_attempt_usec, c->state == CALLBACK_PENDING);
+        rc = rc ?: bind_u64(st, 1 + CB_ATTEMPTS, c->attempts);
+        rc = rc ?: bind_u64(st, 1 + CB_CREATED, c->created_usec);
+        rc = rc ?: bind_u64_or_null(st, 1 + CB_DELIVERED, c->delivered_usec, c->delivered_usec > 0);
+        rc = rc ?: bind_text(st, 1 + CB_URL, c->url);
+        rc = rc ?: bind_text(st, 1 + CB_DELIVERY_ID, c->delivery_id);
+        rc = rc ?: bind_text(st, 1 + CB_LAST_ERROR, c->last_error);
+        rc = rc ?: bind_text(st, 1 + CB_BODY, c->body);
+        return rc;
+}
+
+/* One prepared, bound and stepped statement that returns no rows; finalized. */
+static int exec_bound(SqliteStore *ss, sqlite3_stmt *st, int rc) {
+        int r = 0;
+
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE)
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        return r;
+}
+
 static int sqlite_put(Store *s, const StoreRecord *rec) {
         SqliteStore *ss = SQLITE_STORE(s);
         int rc, r = 0;
+
+        /* With a delivery to enqueue, the record and the delivery commit together or not at all. */
+        if (rec->callback) {
+                rc = sqlite3_exec(ss->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+                if (rc != SQLITE_OK)
+                        return fail(ss, rc);
+        }
 
         rc = bind_record(ss->put, rec);
         if (rc != SQLITE_OK)
@@ -508,6 +600,199 @@ static int sqlite_put(Store *s, const StoreRecord *rec) {
         }
         (void) sqlite3_reset(ss->put);
         (void) sqlite3_clear_bindings(ss->put);   /* no dangling SQLITE_STATIC pointers into rec */
+
+        if (r >= 0 && rec->callback) {
+                sqlite3_stmt *st = NULL;
+
+                rc = sqlite3_prepare_v2(ss->db, sql_callback_enqueue, -1, &st, NULL);
+                if (rc == SQLITE_OK)
+                        r = exec_bound(ss, st, bind_callback(st, rec->callback));
+                else
+                        r = fail(ss, rc);
+                if (r >= 0) {
+                        rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
+                        if (rc != SQLITE_OK)
+                                r = fail(ss, rc);
+                }
+        }
+        if (r < 0)
+                rollback_if_open(ss);
+        return r;
+}
+
+static int row_to_callback(sqlite3_stmt *st, bool with_body, StoreCallback **ret) {
+        _cleanup_(store_callback_freep) StoreCallback *c = calloc(1, sizeof(StoreCallback));
+        bool have;
+        int k;
+
+        if (!c)
+                return -ENOMEM;
+        k = column_strdup(st, CB_ID, &c->execution_id);
+        if (k >= 0 && !c->execution_id)
+                k = -EBADMSG;
+        if (k >= 0) {
+                c->state = callback_state_from_string((const char *) sqlite3_column_text(st, CB_STATE));
+                if (c->state < 0)
+                        k = -EBADMSG;
+        }
+        k = k ?: column_u64(st, CB_NEXT, &c->next_attempt_usec, &have);
+        k = k ?: column_u64(st, CB_ATTEMPTS, &c->attempts, NULL);
+        k = k ?: column_u64(st, CB_CREATED, &c->created_usec, NULL);
+        k = k ?: column_u64(st, CB_DELIVERED, &c->delivered_usec, &have);
+        k = k ?: column_strdup(st, CB_URL, &c->url);
+        k = k ?: column_strdup(st, CB_DELIVERY_ID, &c->delivery_id);
+        k = k ?: column_strdup(st, CB_LAST_ERROR, &c->last_error);
+        if (k >= 0 && with_body)
+                k = column_strdup(st, CB_BODY, &c->body);
+        if (k >= 0 && (!c->url || !c->delivery_id || (with_body && !c->body)))
+                k = -EBADMSG;
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+/* Step st to the end collecting deliveries; finalizes st. rc: how binding went. */
+static int collect_callbacks(SqliteStore *ss, sqlite3_stmt *st, int rc, bool with_body, StoreCallback ***ret,
+                             size_t *ret_n) {
+        StoreCallback **l = NULL;
+        size_t n = 0, allocated = 0;
+        int r = 0;
+
+        if (rc != SQLITE_OK) {
+                r = fail(ss, rc);
+                goto finish;
+        }
+        for (;;) {
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_DONE)
+                        break;
+                if (rc != SQLITE_ROW) {
+                        r = fail(ss, rc);
+                        goto finish;
+                }
+                if (n == allocated) {
+                        size_t m = MAX(allocated * 2, (size_t) 8);
+                        StoreCallback **t = reallocarray(l, m, sizeof(StoreCallback *));
+                        if (!t) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                        l = t;
+                        allocated = m;
+                }
+                r = row_to_callback(st, with_body, &l[n]);
+                if (r < 0) {
+                        if (r == -EBADMSG)
+                                store_set_error(&ss->base, "a stored callback delivery is damaged");
+                        goto finish;
+                }
+                n++;
+        }
+finish:
+        sqlite3_finalize(st);
+        if (r < 0) {
+                store_callbacks_free(l, n);
+                return r;
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+static int sqlite_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        StoreCallback **l = NULL;
+        sqlite3_stmt *st = NULL;
+        size_t n = 0;
+        int rc, r;
+
+        rc = sqlite3_prepare_v2(ss->db, with_body ? sql_callback_get_body : sql_callback_get, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        r = collect_callbacks(ss, st, rc, with_body, &l, &n);
+        if (r < 0)
+                return r;
+        if (n == 0) {
+                free(l);
+                return -ENOENT;
+        }
+        *ret = TAKE_PTR(l[0]);
+        store_callbacks_free(l, n);
+        return 0;
+}
+
+static int sqlite_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(ss->db, sql_callback_due, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = bind_u64(st, 1, now_usec);
+        rc = rc ?: sqlite3_bind_int64(st, 2, limit);
+        return collect_callbacks(ss, st, rc, true, ret, ret_n);
+}
+
+static int sqlite_callback_next_due(Store *s, uint64_t *ret_usec) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        rc = sqlite3_prepare_v2(ss->db, sql_callback_next_due, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+                r = fail(ss, rc);
+        else if (sqlite3_column_type(st, 0) == SQLITE_NULL)
+                r = -ENOENT;
+        else {
+                sqlite3_int64 v = sqlite3_column_int64(st, 0);
+                *ret_usec = v < 0 ? 0 : (uint64_t) v;
+        }
+        sqlite3_finalize(st);
+        return r;
+}
+
+static int sqlite_callback_count(Store *s, CallbackState state, uint64_t *ret) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        rc = sqlite3_prepare_v2(ss->db, sql_callback_count, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = sqlite3_bind_text(st, 1, callback_state_to_string(state), -1, SQLITE_STATIC);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                *ret = (uint64_t) MAX(sqlite3_column_int64(st, 0), (sqlite3_int64) 0);
+        else
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        return r;
+}
+
+static int sqlite_callback_update(Store *s, const StoreCallback *c) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc, r;
+
+        rc = sqlite3_prepare_v2(ss->db, sql_callback_update, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = bind_text(st, 1, c->execution_id);
+        rc = rc ?: bind_text(st, 2, callback_state_to_string(c->state));
+        rc = rc ?: bind_u64_or_null(st, 3, c->next_attempt_usec, c->state == CALLBACK_PENDING);
+        rc = rc ?: bind_u64(st, 4, c->attempts);
+        rc = rc ?: bind_text(st, 5, c->last_error);
+        rc = rc ?: bind_u64_or_null(st, 6, c->delivered_usec, c->delivered_usec > 0);
+        r = exec_bound(ss, st, rc);
+        if (r >= 0 && sqlite3_changes(ss->db) == 0)
+                r = -ENOENT;
         if (r < 0)
                 rollback_if_open(ss);
         return r;
@@ -891,6 +1176,11 @@ static const StoreOps sqlite_ops = {
         .put_artifacts = sqlite_put_artifacts,
         .get_artifacts = sqlite_get_artifacts,
         .count = sqlite_count,
+        .callback_get = sqlite_callback_get,
+        .callback_due = sqlite_callback_due,
+        .callback_next_due = sqlite_callback_next_due,
+        .callback_update = sqlite_callback_update,
+        .callback_count = sqlite_callback_count,
 };
 
 /* ---- opening ---- */

@@ -18,9 +18,47 @@ StoreRecord *store_record_new(const char *id) {
         return r;
 }
 
+static const char *const callback_state_table[_CALLBACK_STATE_MAX] = {
+        [CALLBACK_PENDING] = "pending",
+        [CALLBACK_DELIVERED] = "delivered",
+        [CALLBACK_FAILED] = "failed",
+};
+
+const char *callback_state_to_string(CallbackState s) {
+        return s >= 0 && s < _CALLBACK_STATE_MAX ? callback_state_table[s] : NULL;
+}
+
+CallbackState callback_state_from_string(const char *s) {
+        if (s)
+                for (int i = 0; i < _CALLBACK_STATE_MAX; i++)
+                        if (streq(s, callback_state_table[i]))
+                                return (CallbackState) i;
+        return _CALLBACK_STATE_INVALID;
+}
+
+StoreCallback *store_callback_free(StoreCallback *c) {
+        if (!c)
+                return NULL;
+        free(c->execution_id);
+        free(c->url);
+        free(c->delivery_id);
+        free(c->last_error);
+        free(c->body);
+        return mfree(c);
+}
+
+void store_callbacks_free(StoreCallback **l, size_t n) {
+        if (!l)
+                return;
+        for (size_t i = 0; i < n; i++)
+                store_callback_free(l[i]);
+        free(l);
+}
+
 StoreRecord *store_record_free(StoreRecord *r) {
         if (!r)
                 return NULL;
+        store_callback_free(r->callback);
         execution_free(r->exec);
         free(r->code);
         free(r->workspace);
@@ -43,6 +81,17 @@ static bool u64_fits(uint64_t v) {
         return v <= (uint64_t) INT64_MAX;
 }
 
+bool store_callback_is_valid(const StoreCallback *c, bool need_body) {
+        if (!c || !id_is_valid(c->execution_id, STORE_ID_MAX) || !id_is_valid(c->delivery_id, STORE_ID_MAX))
+                return false;
+        if (isempty(c->url) || (need_body && !c->body))
+                return false;
+        if (c->state < 0 || c->state >= _CALLBACK_STATE_MAX)
+                return false;
+        return u64_fits(c->attempts) && u64_fits(c->next_attempt_usec) && u64_fits(c->created_usec) &&
+               u64_fits(c->delivered_usec);
+}
+
 bool store_record_is_valid(const StoreRecord *r) {
         const Execution *e;
 
@@ -62,6 +111,8 @@ bool store_record_is_valid(const StoreRecord *r) {
         if (r->owner && isempty(r->owner))
                 return false;
         if (!isfinite(e->limits.cpu_cores))
+                return false;
+        if (r->callback && (!store_callback_is_valid(r->callback, true) || !streq(r->callback->execution_id, e->id)))
                 return false;
 
         const uint64_t values[] = {
@@ -469,4 +520,34 @@ int store_count(Store *s, uint64_t *ret) {
         if (!s || !ret)
                 return -EINVAL;
         return s->ops->count(s, ret);
+}
+
+int store_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret) {
+        if (!s || !ret || !id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        return s->ops->callback_get(s, id, with_body, ret);
+}
+
+int store_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n) {
+        if (!s || !ret || !ret_n || limit < 1 || limit > STORE_LIST_MAX)
+                return -EINVAL;
+        return s->ops->callback_due(s, MIN(now_usec, (uint64_t) INT64_MAX), limit, ret, ret_n);
+}
+
+int store_callback_next_due(Store *s, uint64_t *ret_usec) {
+        if (!s || !ret_usec)
+                return -EINVAL;
+        return s->ops->callback_next_due(s, ret_usec);
+}
+
+int store_callback_count(Store *s, CallbackState st, uint64_t *ret) {
+        if (!s || !ret || st < 0 || st >= _CALLBACK_STATE_MAX)
+                return -EINVAL;
+        return s->ops->callback_count(s, st, ret);
+}
+
+int store_callback_update(Store *s, const StoreCallback *c) {
+        if (!s || !store_callback_is_valid(c, false))
+                return -EINVAL;
+        return s->ops->callback_update(s, c);
 }

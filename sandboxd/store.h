@@ -32,6 +32,35 @@
 
 typedef struct Store Store;
 
+/* The outbox: one callback delivery per execution that asked for one (callback.c delivers them). */
+typedef enum CallbackState {
+        CALLBACK_PENDING,               /* to be attempted (again) at next_attempt_usec */
+        CALLBACK_DELIVERED,             /* a receiver answered 2xx */
+        CALLBACK_FAILED,                /* given up: refused, or out of attempts or time */
+        _CALLBACK_STATE_MAX,
+        _CALLBACK_STATE_INVALID = -22,
+} CallbackState;
+
+const char *callback_state_to_string(CallbackState s);
+CallbackState callback_state_from_string(const char *s);
+
+typedef struct StoreCallback {
+        char *execution_id;
+        char *url;
+        char *delivery_id;              /* the same on every attempt: receivers dedupe on it */
+        CallbackState state;
+        uint64_t attempts;              /* attempts started so far */
+        uint64_t next_attempt_usec;     /* pending: when the next attempt is due (CLOCK_REALTIME) */
+        char *last_error;               /* NULL: none */
+        uint64_t created_usec;          /* enqueued (CLOCK_REALTIME) */
+        uint64_t delivered_usec;        /* 0: not delivered */
+        char *body;                     /* what is posted, the same bytes every attempt; NULL if not loaded */
+} StoreCallback;
+
+StoreCallback *store_callback_free(StoreCallback *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(StoreCallback *, store_callback_free);
+void store_callbacks_free(StoreCallback **l, size_t n);
+
 typedef struct StoreRecord {            /* what is stored besides the Execution itself */
         Execution *exec;                /* owned */
         char *code;                     /* may be NULL; bounded by the caller */
@@ -39,6 +68,8 @@ typedef struct StoreRecord {            /* what is stored besides the Execution 
         char *owner;                    /* "uid:0", "key:ci" ...; NULL = unknown */
         char *workspace;                /* the workspace mount of a started execution; NULL = keep */
         char *request;                  /* the rest of the request (JSON: env, seed); NULL = keep */
+        StoreCallback *callback;        /* store_put(): enqueue this delivery in the same transaction, unless
+                                         * the execution has one already; NULL: none. Not read back. */
 } StoreRecord;
 
 typedef enum StoreOrder {
@@ -92,8 +123,9 @@ int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n,
 /* Records with status queued or running, oldest first: what a restart has to resolve. */
 int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n);
 
-/* Delete finished records whose finished_at is before finished_before_usec (CLOCK_REALTIME).
- * Unfinished records are never purged. *ret_n (may be NULL) is the number deleted. */
+/* Delete finished records whose finished_at is before finished_before_usec (CLOCK_REALTIME), with
+ * their callback deliveries. Unfinished records, and records whose delivery is still pending, are
+ * never purged. *ret_n (may be NULL) is the number deleted. */
 int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n);
 /* The same, and their artifact rows go with them in the same transaction. *ret_unreferenced (may be
  * NULL) is a NULL-terminated list of the sha256 digests no artifact refers to any more (NULL when
@@ -108,6 +140,19 @@ int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a);
 int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret);
 
 int store_count(Store *s, uint64_t *ret);
+
+/* The delivery of one execution, -ENOENT if it has none. with_body: load the body too. */
+int store_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret);
+/* Pending deliveries due at now_usec, earliest first, at most limit (1..STORE_LIST_MAX), bodies
+ * loaded. *ret is NULL when none. */
+int store_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n);
+/* When the earliest pending delivery is due; -ENOENT if none is pending. */
+int store_callback_next_due(Store *s, uint64_t *ret_usec);
+/* How many deliveries are in state st. */
+int store_callback_count(Store *s, CallbackState st, uint64_t *ret);
+/* Write state, attempts, next_attempt_usec, last_error and delivered_usec of c by execution_id;
+ * -ENOENT if there is no such delivery. */
+int store_callback_update(Store *s, const StoreCallback *c);
 
 StoreRecord *store_record_new(const char *id);   /* with a fresh Execution; NULL on OOM */
 StoreRecord *store_record_free(StoreRecord *r);

@@ -89,7 +89,7 @@ cases = [
     ({"language": "python", "code": "1", "env": {"1BAD": "x"}}, 400, "env.1BAD"),
     ({"language": "python", "code": "1", "execution_id": "../etc"}, 400, "execution_id"),
     ({"language": "python", "code": "1", "files": []}, 422, "files"),
-    ({"language": "python", "code": "1", "callback_url": "http://x"}, 422, "callback_url"),
+    ({"language": "python", "code": "1", "callback_url": "ftp://x/"}, 400, "callback_url"),
 ]
 for body, want_status, field in cases:
     st, res = request("POST", "/v1/executions", body)

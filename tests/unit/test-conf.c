@@ -59,6 +59,13 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->artifact_max_files, 1000);
         assert_int_equal(c->artifact_max_file_bytes, 100ULL << 20);
         assert_int_equal(c->artifact_max_total_bytes, 1ULL << 30);
+        assert_null(c->callback_key_file);
+        assert_int_equal(c->callback_max_attempts, 8);
+        assert_int_equal(c->callback_max_age_sec, 86400);
+        assert_int_equal(c->callback_timeout_sec, 10);
+        assert_int_equal(c->callback_backoff_base_ms, 1000);
+        assert_int_equal(c->callback_backoff_max_sec, 600);
+        assert_int_equal(c->callback_max_concurrent, 16);
 
         /* The defaults are consistent on their own. */
         assert_int_equal(config_validate(c, &error), 0);
@@ -153,6 +160,16 @@ static const KeyRow key_rows[] = {
         U64("ArtifactMaxFileBytes=10M", "[Artifacts]\nArtifactMaxFileBytes=10M\n", artifact_max_file_bytes, 10 << 20),
         U64("ArtifactMaxTotalBytes=1T (maximum)", "[Artifacts]\nArtifactMaxTotalBytes=1T\n",
             artifact_max_total_bytes, 1ULL << 40),
+        /* [Callbacks] */
+        STR("CallbackKeyFile", "[Callbacks]\nCallbackKeyFile=/etc/sandboxd/cb.key\n", callback_key_file,
+            "/etc/sandboxd/cb.key"),
+        U64("CallbackMaxAttempts=1 (minimum)", "[Callbacks]\nCallbackMaxAttempts=1\n", callback_max_attempts, 1),
+        U64("CallbackMaxAttempts=100 (maximum)", "[Callbacks]\nCallbackMaxAttempts=100\n", callback_max_attempts, 100),
+        U64("CallbackMaxAgeSec", "[Callbacks]\nCallbackMaxAgeSec=3600\n", callback_max_age_sec, 3600),
+        U64("CallbackTimeoutSec", "[Callbacks]\nCallbackTimeoutSec=1\n", callback_timeout_sec, 1),
+        U64("CallbackBackoffBaseMS", "[Callbacks]\nCallbackBackoffBaseMS=10\n", callback_backoff_base_ms, 10),
+        U64("CallbackBackoffMaxSec", "[Callbacks]\nCallbackBackoffMaxSec=86400\n", callback_backoff_max_sec, 86400),
+        U64("CallbackMaxConcurrent", "[Callbacks]\nCallbackMaxConcurrent=1024\n", callback_max_concurrent, 1024),
 
         /* Syntax around the assignment. */
         U64("spaces around '=' and the line", "[Daemon]\n   MaxConcurrent =  12  \n", max_concurrent, 12),
@@ -232,6 +249,16 @@ static const ErrorRow error_rows[] = {
         { "unknown section", "[Daemon]\nMaxConcurrent=4\n\n[Nope]\n", "x.conf:4: unknown section [Nope]" },
         { "section case matters", "[daemon]\n", "x.conf:1: unknown section [daemon]" },
         { "section with spaces", "[ Daemon ]\n", "x.conf:1: unknown section [ Daemon ]" },
+        { "CallbackMaxAttempts=0", "[Callbacks]\nCallbackMaxAttempts=0\n",
+          "x.conf:2: CallbackMaxAttempts=0 is outside [1, 100]" },
+        { "CallbackTimeoutSec=301", "[Callbacks]\nCallbackTimeoutSec=301\n",
+          "x.conf:2: CallbackTimeoutSec=301 is outside [1, 300]" },
+        { "CallbackMaxConcurrent=0", "[Callbacks]\nCallbackMaxConcurrent=0\n",
+          "x.conf:2: CallbackMaxConcurrent=0 is outside [1, 1024]" },
+        { "CallbackKeyFile relative", "[Callbacks]\nCallbackKeyFile=cb.key\n",
+          "x.conf:2: CallbackKeyFile= must be an absolute path, got 'cb.key'" },
+        { "Callback key in [Daemon]", "[Daemon]\nCallbackMaxAttempts=3\n",
+          "x.conf:2: unknown key 'CallbackMaxAttempts' in section [Daemon]" },
         { "unterminated section header", "\n[Daemon\n", "x.conf:2: invalid section header '[Daemon'" },
         { "empty section header", "[]\n", "x.conf:1: invalid section header '[]'" },
         { "assignment outside a section", "# top\n\nMaxConcurrent=4\n[Daemon]\n",
@@ -521,6 +548,10 @@ static const ValidateRow validate_rows[] = {
         { "tasks above ceiling", "[Limits]\nMaxTasks=64\n", "DefaultTasks=128 exceeds MaxTasks=64" },
         { "all equal to the ceilings", "[Limits]\nDefaultTimeoutMS=600000\nDefaultMemoryMB=8192\n"
           "DefaultCPUCores=2\nDefaultDiskMB=8192\nDefaultTasks=1024\n", NULL },
+        { "callback base above the max step", "[Callbacks]\nCallbackBackoffBaseMS=2000\nCallbackBackoffMaxSec=1\n",
+          "CallbackBackoffBaseMS=2000 exceeds CallbackBackoffMaxSec=1" },
+        { "callback base equal to the max step", "[Callbacks]\nCallbackBackoffBaseMS=1000\nCallbackBackoffMaxSec=1\n",
+          NULL },
         { "all ceilings lowered to the defaults", "[Limits]\nMaxTimeoutMS=30000\nMaxMemoryMB=512\n"
           "MaxCPUCores=1\nMaxDiskMB=1024\nMaxTasks=128\n", NULL },
 };

@@ -280,11 +280,22 @@ static const RefuseRow refuse_rows[] = {
         BAD("env value array", ENV("\"A\": [\"x\"]"), "env.A", "expected a string"),
         BAD("env value with NUL", ENV("\"A\": \"x\\u0000y\""), "env.A", "NUL"),
 
+        /* callback_url (the URL rules themselves are test-backoff's rows) */
+        BAD("callback_url number", REQ("\"callback_url\": 1"), "callback_url", "expected a string"),
+        BAD("callback_url null", REQ("\"callback_url\": null"), "callback_url", "expected a string"),
+        BAD("callback_url object", REQ("\"callback_url\": {}"), "callback_url", "expected a string"),
+        BAD("callback_url ftp", REQ("\"callback_url\": \"ftp://h/\""), "callback_url", "callback_url: only http"),
+        BAD("callback_url no host", REQ("\"callback_url\": \"http:///x\""), "callback_url", "host is required"),
+        BAD("callback_url empty", REQ("\"callback_url\": \"\""), "callback_url", "only http"),
+        BAD("callback_url space", REQ("\"callback_url\": \"http://h/a b\""), "callback_url", "white space"),
+        BAD("callback_url CRLF", REQ("\"callback_url\": \"http://h/\\r\\nX: y\""), "callback_url", "white space"),
+        BAD("callback_url NUL", REQ("\"callback_url\": \"http://h/\\u0000x\""), "callback_url", "NUL"),
+        BAD("callback_url credentials", REQ("\"callback_url\": \"https://u:p@h/\""), "callback_url", "credentials"),
+
         /* not implemented yet */
         { "files", REQ("\"files\": [{\"name\": \"a\", \"content\": \"b\"}]"), 0, 422, "unsupported", "files", "files" },
         { "files empty", REQ("\"files\": []"), 0, 422, "unsupported", "files", NULL },
         { "files null", REQ("\"files\": null"), 0, 422, "unsupported", "files", NULL },
-        { "callback_url", REQ("\"callback_url\": \"http://x\""), 0, 422, "unsupported", "callback_url", "callback" },
         { "files before other errors", "{\"files\": [], \"language\": \"cobol\"}", 0, 422, "unsupported", "files", NULL },
 };
 
@@ -675,6 +686,31 @@ static void fingerprint_of(const char *body, uint8_t ret[32]) {
         "{\"timeout_ms\": 5000, \"memory_mb\": 256, \"cpu_cores\": 0.5, \"disk_mb\": 64, \"tasks\": 32}, " \
         "\"env\": {\"A\": \"1\", \"B\": \"2\"}, \"seed\": 7"
 
+static void test_callback_url(_unused_ void **state) {
+        _cleanup_free_ char *url = NULL, *body = NULL;
+        ExecRequest *req, *plain;
+
+        req = parse_ok(REQ("\"callback_url\": \"https://hooks.example.com:8443/done?k=1\""));
+        assert_string_equal(req->callback_url, "https://hooks.example.com:8443/done?k=1");
+        plain = parse_ok(REQ("\"seed\": 0"));
+        assert_null(plain->callback_url);
+        /* part of what an execution_id names: the same id with another receiver is a conflict */
+        assert_memory_not_equal(req->fingerprint, plain->fingerprint, sizeof(req->fingerprint));
+        exec_request_free(req);
+        exec_request_free(plain);
+
+        /* exactly the bound, and one byte more */
+        url = repeat('a', 2048);
+        memcpy(url, "http://h/", 9);
+        body = strf(REQ("\"callback_url\": \"%s\""), url);
+        req = parse_ok(body);
+        assert_int_equal(strlen(req->callback_url), 2048);
+        exec_request_free(req);
+        free(body);
+        body = strf(REQ("\"callback_url\": \"%sa\""), url);
+        check_refused(body, 400, "invalid_request", "callback_url", "longer than 2048");
+}
+
 static void test_fingerprint(_unused_ void **state) {
         static const char *const same[] = {
                 "{" BASE_FIELDS "}",
@@ -838,6 +874,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_seed);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_accepted_odds_and_ends);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_fingerprint);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_callback_url);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_env_name_predicates);
         if (i > n)
                 abort();

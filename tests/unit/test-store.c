@@ -855,6 +855,187 @@ static void test_purge_artifacts(_unused_ void **state) {
         assert_int_equal(count(s), 0);
 }
 
+/* ---- the callback outbox ---- */
+
+static StoreCallback *callback_new(const char *id, uint64_t due) {
+        StoreCallback *c = calloc(1, sizeof(StoreCallback));
+
+        assert_non_null(c);
+        c->execution_id = strdup(id);
+        c->url = strdup("https://hooks.example.com/done?x=1");
+        c->delivery_id = strf("dlv_%s", id);
+        c->state = CALLBACK_PENDING;
+        c->next_attempt_usec = due;
+        c->created_usec = BASE_USEC + 5;
+        c->body = strf("{\"execution_id\":\"%s\",\"stdout\":\"w\u00f6rld\"}", id);
+        assert_non_null(c->execution_id);
+        assert_non_null(c->url);
+        assert_non_null(c->body);
+        return c;
+}
+
+/* Put the final record of id together with its delivery due at due. */
+static void put_with_callback(Store *s, const char *id, uint64_t due) {
+        _cleanup_(store_record_freep) StoreRecord *r = record_full(id);
+
+        r->callback = callback_new(id, due);
+        assert_int_equal(store_put(s, r), 0);
+}
+
+static void assert_callback_equal(const StoreCallback *a, const StoreCallback *b, bool body) {
+        assert_string_equal(a->execution_id, b->execution_id);
+        assert_string_equal(a->url, b->url);
+        assert_string_equal(a->delivery_id, b->delivery_id);
+        assert_int_equal(a->state, b->state);
+        assert_int_equal(a->attempts, b->attempts);
+        if (a->state == CALLBACK_PENDING)
+                assert_int_equal(a->next_attempt_usec, b->next_attempt_usec);
+        assert_true(streq_ptr(a->last_error, b->last_error));
+        assert_int_equal(a->created_usec, b->created_usec);
+        assert_int_equal(a->delivered_usec, b->delivered_usec);
+        if (body)
+                assert_string_equal(a->body, b->body);
+}
+
+static void test_callback_outbox(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_callback_freep) StoreCallback *want = callback_new("exec_cb1", BASE_USEC + 100);
+        _cleanup_(store_record_freep) StoreRecord *plain = record_full("exec_plain");
+        StoreCallback *got = NULL, **l = NULL;
+        size_t n = 0;
+        uint64_t due = 0;
+
+        /* Nothing pending in an empty store. */
+        assert_int_equal(store_callback_next_due(s, &due), -ENOENT);
+        assert_int_equal(store_callback_due(s, UINT64_MAX, 10, &l, &n), 0);
+        assert_int_equal(n, 0);
+        free(l);
+
+        /* A record without a delivery has none. */
+        assert_int_equal(store_put(s, plain), 0);
+        assert_int_equal(store_callback_get(s, "exec_plain", true, &got), -ENOENT);
+
+        /* Enqueued with its record; read back with and without the body. */
+        put_with_callback(s, "exec_cb1", BASE_USEC + 100);
+        get_equal(s, plain);
+        assert_int_equal(store_callback_get(s, "exec_cb1", true, &got), 0);
+        assert_callback_equal(got, want, true);
+        got = store_callback_free(got);
+        assert_int_equal(store_callback_get(s, "exec_cb1", false, &got), 0);
+        assert_null(got->body);
+        assert_callback_equal(got, want, false);
+        got = store_callback_free(got);
+
+        /* A second final write does not reset it (the execution is final once). */
+        want->attempts = 2;
+        want->last_error = strdup("HTTP 503");
+        want->next_attempt_usec = BASE_USEC + 300;
+        assert_int_equal(store_callback_update(s, want), 0);
+        put_with_callback(s, "exec_cb1", BASE_USEC + 1);
+        assert_int_equal(store_callback_get(s, "exec_cb1", true, &got), 0);
+        assert_callback_equal(got, want, true);
+        got = store_callback_free(got);
+
+        /* Two more, due earlier and later: next_due and due() see them in order of due time. */
+        put_with_callback(s, "exec_cb0", BASE_USEC + 50);
+        put_with_callback(s, "exec_cb2", BASE_USEC + 900);
+        assert_int_equal(store_callback_next_due(s, &due), 0);
+        assert_int_equal(due, BASE_USEC + 50);
+        assert_int_equal(store_callback_due(s, BASE_USEC + 49, 10, &l, &n), 0);
+        assert_int_equal(n, 0);
+        free(l);
+        assert_int_equal(store_callback_due(s, BASE_USEC + 300, 10, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(l[0]->execution_id, "exec_cb0");
+        assert_string_equal(l[1]->execution_id, "exec_cb1");
+        assert_non_null(l[1]->body);
+        store_callbacks_free(l, n);
+        assert_int_equal(store_callback_due(s, UINT64_MAX, 1, &l, &n), 0);
+        assert_int_equal(n, 1);
+        store_callbacks_free(l, n);
+
+        assert_int_equal(store_callback_count(s, CALLBACK_PENDING, &due), 0);
+        assert_int_equal(due, 3);
+        assert_int_equal(store_callback_count(s, CALLBACK_DELIVERED, &due), 0);
+        assert_int_equal(due, 0);
+        assert_int_equal(store_callback_count(s, _CALLBACK_STATE_MAX, &due), -EINVAL);
+
+        /* Delivered and failed ones are no longer due. */
+        want->state = CALLBACK_DELIVERED;
+        want->attempts = 3;
+        want->delivered_usec = BASE_USEC + 400;
+        want->last_error = mfree(want->last_error);
+        assert_int_equal(store_callback_update(s, want), 0);
+        assert_int_equal(store_callback_get(s, "exec_cb1", false, &got), 0);
+        assert_callback_equal(got, want, false);
+        got = store_callback_free(got);
+        assert_int_equal(store_callback_due(s, UINT64_MAX, 10, &l, &n), 0);
+        assert_int_equal(n, 2);
+        store_callbacks_free(l, n);
+        assert_int_equal(store_callback_get(s, "exec_cb0", false, &got), 0);
+        got->state = CALLBACK_FAILED;
+        got->attempts = 1;
+        got->last_error = strdup("HTTP 400");
+        assert_int_equal(store_callback_update(s, got), 0);
+        got = store_callback_free(got);
+        assert_int_equal(store_callback_next_due(s, &due), 0);
+        assert_int_equal(due, BASE_USEC + 900);
+        assert_int_equal(store_callback_count(s, CALLBACK_PENDING, &due), 0);
+        assert_int_equal(due, 1);
+        assert_int_equal(store_callback_count(s, CALLBACK_FAILED, &due), 0);
+        assert_int_equal(due, 1);
+
+        /* Updating a delivery that does not exist, and invalid ones. */
+        free(want->execution_id);
+        want->execution_id = strdup("exec_none");
+        assert_int_equal(store_callback_update(s, want), -ENOENT);
+        want->state = _CALLBACK_STATE_MAX;
+        assert_int_equal(store_callback_update(s, want), -EINVAL);
+        assert_int_equal(store_callback_get(s, "bad id!", false, &got), -EINVAL);
+        assert_int_equal(store_callback_due(s, 0, 0, &l, &n), -EINVAL);
+        {
+                _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_mismatch");
+                r->callback = callback_new("exec_other", 1);
+                assert_int_equal(store_put(s, r), -EINVAL);
+                r->callback = store_callback_free(r->callback);
+                r->callback = callback_new("exec_mismatch", 1);
+                r->callback->body = mfree(r->callback->body);
+                assert_int_equal(store_put(s, r), -EINVAL);
+        }
+
+        /* Purge: a pending delivery keeps its record; delivered and failed ones go with theirs. */
+        assert_int_equal(store_purge(s, UINT64_MAX, &due), 0);
+        assert_int_equal(due, 3);      /* exec_plain, exec_cb0, exec_cb1 */
+        assert_int_equal(count(s), 1);
+        assert_int_equal(store_callback_get(s, "exec_cb1", false, &got), -ENOENT);
+        assert_int_equal(store_callback_get(s, "exec_cb0", false, &got), -ENOENT);
+        assert_int_equal(store_callback_get(s, "exec_cb2", false, &got), 0);
+        got->state = CALLBACK_DELIVERED;
+        got->delivered_usec = BASE_USEC + 1000;
+        assert_int_equal(store_callback_update(s, got), 0);
+        got = store_callback_free(got);
+        assert_int_equal(store_purge(s, UINT64_MAX, &due), 0);
+        assert_int_equal(due, 1);
+        assert_int_equal(count(s), 0);
+        assert_int_equal(store_callback_next_due(s, &due), -ENOENT);
+}
+
+static void test_callback_survives_reopen(_unused_ void **state) {
+        Store *s = open_ok();
+        StoreCallback *got = NULL;
+        uint64_t due = 0;
+
+        put_with_callback(s, "exec_r", BASE_USEC + 7);
+        store_close(s);
+        s = open_ok();
+        assert_int_equal(store_callback_next_due(s, &due), 0);
+        assert_int_equal(due, BASE_USEC + 7);
+        assert_int_equal(store_callback_get(s, "exec_r", true, &got), 0);
+        assert_string_equal(got->delivery_id, "dlv_exec_r");
+        store_callback_free(got);
+        store_close(s);
+}
+
 /* ---- what an administrator can do to the file ---- */
 
 static void sql_exec_raw(const char *sql) {
@@ -876,16 +1057,17 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (3)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (4)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 3");
+        sql_exec_raw("PRAGMA user_version = 4");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
 
         /* A version 1 database (as the first release wrote it) is migrated on open, rows kept. */
-        sql_exec_raw("ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
-                     "DROP TABLE artifacts; DROP TABLE artifact_collections; PRAGMA user_version = 1");
+        sql_exec_raw("DROP TABLE callbacks; DROP TABLE artifacts; DROP TABLE artifact_collections; "
+                     "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
+                     "PRAGMA user_version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had neither */
         r->request = mfree(r->request);
         s = open_ok();
@@ -1126,6 +1308,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_purge, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_artifacts, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_purge_artifacts, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_callback_outbox, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_foreign_sqlite, setup_dir, teardown_dir),
