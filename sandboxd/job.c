@@ -807,9 +807,10 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
         job_maybe_finalize(j);
 }
 
-/* Is anything still running in the unit's cgroup (cgroup v2)? A unit that systemd reports inactive
- * has none, unless a process survived the final SIGKILL (stuck in the kernel); then nothing below
- * the workspace is read. Unknown (no file: the cgroup is gone) counts as empty. */
+/* Is anything still running in the unit's cgroup? A unit that systemd reports inactive has nothing
+ * left, unless a process survived the final SIGKILL (stuck in the kernel); then nothing below the
+ * workspace is read. v2: "populated" in cgroup.events; v1: a pid in the pids hierarchy's
+ * cgroup.procs. No file (the cgroup is gone) counts as empty. */
 static bool unit_cgroup_populated(Job *j) {
         Manager *m = j->manager;
         _cleanup_free_ char *path = NULL;
@@ -817,14 +818,14 @@ static bool unit_cgroup_populated(Job *j) {
         char buf[256];
         ssize_t n;
 
-        if (!m->cgroup_v2)
-                return false;
-        for (size_t i = 0; i < m->n_cgroups; i++) {
-                if (!streq(m->cgroups[i].name, "unified"))
-                        continue;
-                if (asprintf(&path, "%s/%s/cgroup.events", m->cgroups[i].slice_dir, j->unit_name) < 0)
+        for (size_t i = 0; i < m->n_cgroups && !path; i++) {
+                const char *file = m->cgroup_v2 && streq(m->cgroups[i].name, "unified") ? "cgroup.events" :
+                                   !m->cgroup_v2 && streq(m->cgroups[i].name, "pids") ? "cgroup.procs" : NULL;
+
+                if (file && asprintf(&path, "%s/%s/%s", m->cgroups[i].slice_dir, j->unit_name, file) < 0) {
+                        path = NULL;
                         return true;
-                break;
+                }
         }
         if (!path)
                 return false;
@@ -832,10 +833,12 @@ static bool unit_cgroup_populated(Job *j) {
         if (fd < 0)
                 return false;
         n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
+        if (n < 0)
                 return true;
         buf[n] = 0;
-        return !strstr(buf, "populated 0");
+        if (m->cgroup_v2)
+                return !strstr(buf, "populated 0");
+        return n > 0;
 }
 
 /* The unit has ended and its report is in: collect output/ of its workspace (only now — no process of

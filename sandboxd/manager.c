@@ -492,8 +492,10 @@ static int load_artifact_key(Manager *m) {
         ssize_t n;
 
         if (!path) {
-                if (asprintf(&def, "%s/artifact-url.key", m->config->state_dir) < 0)
+                if (asprintf(&def, "%s/artifact-url.key", m->config->state_dir) < 0) {
+                        def = NULL;
                         return log_oom();
+                }
                 path = def;
         }
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
@@ -552,8 +554,10 @@ static int open_artifacts(Manager *m) {
         int r;
 
         if (!dir) {
-                if (asprintf(&def, "%s/artifacts", m->config->state_dir) < 0)
+                if (asprintf(&def, "%s/artifacts", m->config->state_dir) < 0) {
+                        def = NULL;
                         return log_oom();
+                }
                 dir = def;
         }
         r = artifacts_store_open(dir);
