@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sys/stat.h>
+
 #include "api.h"
+#include "artifacts.h"
 #include "job.h"
+#include "signed-url.h"
 #include "store.h"
 #include "log.h"
 #include "request.h"
@@ -49,7 +53,7 @@ static void on_job_done(Job *j, void *userdata) {
                 http_respond_error(w->req, 503, "shutting_down", NULL, "sandboxd is stopping; execution %s did not finish",
                                    j->exec->id);
         else
-                http_respond_json(w->req, 200, execution_record_json(m, j->exec));
+                http_respond_json(w->req, 200, job_record_json(m, j));
         free(w);
 }
 
@@ -126,7 +130,7 @@ static void handle_submit(Manager *m, HttpRequest *req) {
         switch (res.outcome) {
         case SUBMIT_EXISTING_RECORD:
                 rec = res.record;
-                http_respond_json(req, 200, query_true(req, "wait") ? execution_record_json(m, rec->exec)
+                http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(m, rec)
                                                                       : accepted_json(rec->exec));
                 return;
         case SUBMIT_EXISTING_JOB:
@@ -159,7 +163,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
                 j = NULL;
         if (!j) {
                 if (m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
-                        http_respond_json(req, 200, execution_record_json(m, rec->exec));
+                        http_respond_json(req, 200, stored_record_json(m, rec));
                         return;
                 }
                 http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
@@ -169,7 +173,125 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
                 wait_for(req, j);
                 return;
         }
-        http_respond_json(req, 200, execution_record_json(m, j->exec));
+        http_respond_json(req, 200, job_record_json(m, j));
+}
+
+/* GET /v1/executions/<id>/artifacts: the artifact part of the execution object, URLs signed afresh.
+ * Who may see the execution may list them. */
+static void handle_artifacts_list(Manager *m, HttpRequest *req, const char *id) {
+        static const char *const keys[] = { "artifacts", "artifacts_skipped", "artifacts_skipped_total" };
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        Job *j = manager_find_job(m, id);
+        const Execution *e = NULL;
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+        json_object *full, *o, *v;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                return;
+        }
+        if (j && may_see(owner, admin, j->owner))
+                e = j->exec;
+        else if (!j && m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
+                if (exec_status_is_final(rec->exec->status))
+                        (void) store_get_artifacts(m->store, id, &rec->exec->artifacts);
+                e = rec->exec;
+        }
+        if (!e) {
+                http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
+                return;
+        }
+        full = j ? job_record_json(m, j) : execution_record_json(m, e);
+        if (!full) {
+                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                return;
+        }
+        o = json_object_new_object();
+        json_object_object_add(o, "execution_id", json_object_new_string(e->id));
+        json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(e->status)));
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (json_object_object_get_ex(full, keys[i], &v))
+                        json_object_object_add(o, keys[i], json_object_get(v));
+        json_object_put(full);
+        http_respond_json(req, 200, o);
+}
+
+/* Everything that is not a valid URL for a stored artifact gets this same answer: whether the
+ * signature was wrong, the link expired, the execution or file is unknown or purged. */
+static void respond_no_artifact(HttpRequest *req) {
+        http_respond_error(req, 404, "not_found", NULL, "no such artifact, or the link is invalid or has expired");
+}
+
+/* GET of a signed URL: the signature is the authorization (no owner, no API key). */
+static void handle_artifact_get(Manager *m, HttpRequest *req, const char *id, const char *path) {
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *stored = NULL;
+        _cleanup_free_ char *canonical = NULL;
+        const ExecArtifacts *a = NULL;
+        const ExecArtifact *x = NULL;
+        const char *base;
+        struct stat st;
+        Job *j;
+        int fd, r;
+
+        if (!id_is_valid(id, REQUEST_ID_MAX) || isempty(path) || strlen(path) > SIGNED_URL_PATH_MAX) {
+                respond_no_artifact(req);
+                return;
+        }
+        canonical = artifact_url_path(id, path);
+        if (!canonical) {
+                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                return;
+        }
+        r = signed_url_verify(m->artifact_key, m->artifact_key_len, "GET", canonical,
+                              http_request_query(req, "expires"), http_request_query(req, "signature"),
+                              now_usec(CLOCK_REALTIME) / 1000000ULL);
+        if (r < 0) {
+                log_debug("%s: artifact URL refused: %s", id, strerror(-r));
+                respond_no_artifact(req);
+                return;
+        }
+
+        j = manager_find_job(m, id);
+        if (j && job_is_final(j) && j->exec->artifacts)
+                a = j->exec->artifacts;
+        else if ((!j || job_is_final(j)) && m->store && store_get_artifacts(m->store, id, &stored) >= 0)
+                a = stored;
+        for (size_t i = 0; a && i < a->n_items; i++)
+                if (streq(a->items[i].path, path)) {
+                        x = &a->items[i];
+                        break;
+                }
+        if (!x) {
+                respond_no_artifact(req);
+                return;
+        }
+        fd = artifacts_store_open_blob(m->artifacts_fd, x->sha256);
+        if (fd < 0) {
+                log_warning_errno(fd, "%s: artifact '%s' (%s) is missing from the store: %m", id, x->path, x->sha256);
+                respond_no_artifact(req);
+                return;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t) st.st_size != x->size) {
+                log_warning("%s: artifact '%s' (%s) in the store does not match its record", id, x->path, x->sha256);
+                safe_close(fd);
+                respond_no_artifact(req);
+                return;
+        }
+        base = strrchr(x->path, '/');
+        http_respond_fd(req, 200, x->mime_type, fd, x->size, base ? base + 1 : x->path);
+}
+
+bool api_route_is_public(const char *method, const char *path) {
+        const char *rest, *slash, *p;
+
+        if (!streq_ptr(method, "GET") || !(rest = startswith(path, "/v1/executions/")))
+                return false;
+        slash = strchr(rest, '/');
+        if (!slash || slash == rest)
+                return false;
+        p = startswith(slash, "/artifacts/");
+        return p && *p;
 }
 
 static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
@@ -199,7 +321,7 @@ static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
                 return;
         }
         log_info("%s: cancel requested", id);
-        http_respond_json(req, 202, execution_to_json(j->exec));
+        http_respond_json(req, 202, job_record_json(m, j));
 }
 
 static const char *query_get(void *userdata, const char *key) {
@@ -373,6 +495,22 @@ void api_handle(HttpRequest *req, void *userdata) {
                                 return;
                         }
                         handle_get(m, req, id);
+                        return;
+                }
+                if (streq(slash, "/artifacts")) {
+                        if (!get) {
+                                http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
+                                return;
+                        }
+                        handle_artifacts_list(m, req, id);
+                        return;
+                }
+                if (startswith(slash, "/artifacts/")) {
+                        if (!get) {
+                                http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
+                                return;
+                        }
+                        handle_artifact_get(m, req, id, slash + strlen("/artifacts/"));
                         return;
                 }
                 if (streq(slash, "/cancel")) {

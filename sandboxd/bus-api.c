@@ -407,7 +407,7 @@ static void on_execute_done(Job *j, void *userdata) {
                 bus_call_reply_error(c, BUS_ERROR_PREFIX "ShuttingDown",
                                      "sandboxd is stopping; execution %s did not finish", j->exec->id);
         else
-                bus_call_reply_json(c, execution_record_json(c->api->manager, j->exec));
+                bus_call_reply_json(c, job_record_json(c->api->manager, j));
 }
 
 static void submit_authorized(BusCall *c, bool wait) {
@@ -433,7 +433,7 @@ static void submit_authorized(BusCall *c, bool wait) {
         if (res.outcome == SUBMIT_EXISTING_RECORD) {
                 rec = res.record;
                 if (wait)
-                        bus_call_reply_json(c, execution_record_json(c->api->manager, rec->exec));
+                        bus_call_reply_json(c, stored_record_json(c->api->manager, rec));
                 else
                         bus_call_reply_string(c, rec->exec->id);
                 return;
@@ -526,7 +526,7 @@ static void get_authorized(BusCall *c) {
                 bus_call_reply_error(c, BUS_ERROR_PREFIX "NotFound", "no execution '%.64s'", c->arg);
                 return;
         }
-        bus_call_reply_json(c, execution_record_json(c->api->manager, j ? j->exec : rec->exec));
+        bus_call_reply_json(c, j ? job_record_json(c->api->manager, j) : stored_record_json(c->api->manager, rec));
 }
 
 static void get_identified(BusCall *c) {
@@ -539,7 +539,7 @@ static void get_identified(BusCall *c) {
                 bus_call_authorize(c, ACTION_READ_OTHERS, get_authorized);
                 return;
         }
-        bus_call_reply_json(c, execution_record_json(c->api->manager, j ? j->exec : rec->exec));
+        bus_call_reply_json(c, j ? job_record_json(c->api->manager, j) : stored_record_json(c->api->manager, rec));
 }
 
 static void cancel_found(BusCall *c) {
@@ -555,7 +555,7 @@ static void cancel_found(BusCall *c) {
                 return;
         }
         log_info("%s: cancel requested over D-Bus by %s", j->exec->id, c->owner);
-        bus_call_reply_json(c, execution_record_json(c->api->manager, j->exec));
+        bus_call_reply_json(c, job_record_json(c->api->manager, j));
 }
 
 static void cancel_authorized(BusCall *c) {

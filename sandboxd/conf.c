@@ -52,6 +52,10 @@ Config *config_new(void) {
         c->kill_grace_ms = 1000;
         c->workspace_pool = 16;
 
+        c->artifact_url_lifetime_sec = 900;
+        c->artifact_max_files = 1000;
+        c->artifact_max_file_bytes = 100ULL << 20;
+        c->artifact_max_total_bytes = 1ULL << 30;
         c->callback_max_attempts = 8;
         c->callback_max_age_sec = 86400;
         c->callback_timeout_sec = 10;
@@ -86,6 +90,8 @@ Config *config_free(Config *c) {
         free(c->database);
         free(c->callback_key_file);
         free(c->helper);
+        free(c->artifacts_dir);
+        free(c->artifact_url_key_file);
         free(c);
         return NULL;
 }
@@ -198,6 +204,12 @@ static const ConfKey conf_keys[] = {
         K("Inputs", "InputConnectTimeoutSec", V_U64,  input_connect_timeout_sec, 1, 300),
         K("Inputs", "InputTimeoutSec",        V_U64,  input_timeout_sec,         1, 3600),
         K("Inputs", "InputAllowInternalAddresses", V_BOOL, input_allow_internal,  0, 0),
+        K("Artifacts", "ArtifactsDirectory",     V_PATH, artifacts_dir,             0, 0),
+        K("Artifacts", "ArtifactURLKeyFile",     V_PATH, artifact_url_key_file,     0, 0),
+        K("Artifacts", "ArtifactURLLifetimeSec", V_U64,  artifact_url_lifetime_sec, 1, 7ULL * 24 * 3600),
+        K("Artifacts", "ArtifactMaxFiles",       V_U64,  artifact_max_files,        0, 1000000),
+        K("Artifacts", "ArtifactMaxFileBytes",   V_SIZE, artifact_max_file_bytes,   0, 1ULL << 40),
+        K("Artifacts", "ArtifactMaxTotalBytes",  V_SIZE, artifact_max_total_bytes,  0, 1ULL << 40),
 };
 
 static int parse_loglevel(const char *v) {

@@ -71,6 +71,15 @@ typedef struct Config {
         uint64_t input_connect_timeout_sec;  /* InputConnectTimeoutSec= */
         uint64_t input_timeout_sec;          /* InputTimeoutSec= one whole download */
         bool input_allow_internal;           /* InputAllowInternalAddresses= loopback, private, link-local */
+
+        /* [Artifacts] */
+        char *artifacts_dir;              /* ArtifactsDirectory= NULL: StateDirectory/artifacts */
+        char *artifact_url_key_file;      /* ArtifactURLKeyFile= NULL: StateDirectory/artifact-url.key,
+                                           * generated at the first start */
+        uint64_t artifact_url_lifetime_sec;  /* ArtifactURLLifetimeSec= */
+        uint64_t artifact_max_files;      /* ArtifactMaxFiles= per execution */
+        uint64_t artifact_max_file_bytes; /* ArtifactMaxFileBytes= */
+        uint64_t artifact_max_total_bytes;  /* ArtifactMaxTotalBytes= per execution */
 } Config;
 
 Config *config_new(void);          /* defaults */

@@ -24,6 +24,67 @@ Execution *execution_free(Execution *e) {
         free(e->err.text);
         free(e->unit);
         free(e->error_message);
+        exec_artifacts_free(e->artifacts);
         free(e);
         return NULL;
+}
+
+ExecArtifacts *exec_artifacts_new(void) {
+        return calloc(1, sizeof(ExecArtifacts));
+}
+
+ExecArtifacts *exec_artifacts_free(ExecArtifacts *a) {
+        if (!a)
+                return NULL;
+        for (size_t i = 0; i < a->n_items; i++) {
+                free(a->items[i].path);
+                free(a->items[i].mime_type);
+        }
+        free(a->items);
+        for (size_t i = 0; i < a->n_skipped; i++) {
+                free(a->skipped[i].path);
+                free(a->skipped[i].reason);
+        }
+        free(a->skipped);
+        free(a);
+        return NULL;
+}
+
+int exec_artifacts_add(ExecArtifacts *a, const char *path, uint64_t size, const char *mime_type, const char *sha256) {
+        ExecArtifact *n, *x;
+
+        if (strlen(sha256) != 64)
+                return -EINVAL;
+        n = reallocarray(a->items, a->n_items + 1, sizeof(ExecArtifact));
+        if (!n)
+                return -ENOMEM;
+        a->items = n;
+        x = &n[a->n_items];
+        *x = (ExecArtifact) { .path = strdup(path), .size = size, .mime_type = strdup(mime_type) };
+        if (!x->path || !x->mime_type) {
+                free(x->path);
+                free(x->mime_type);
+                return -ENOMEM;
+        }
+        memcpy(x->sha256, sha256, 65);
+        a->n_items++;
+        return 0;
+}
+
+int exec_artifacts_add_skip(ExecArtifacts *a, const char *path, const char *reason) {
+        ExecArtifactSkip *n, *x;
+
+        n = reallocarray(a->skipped, a->n_skipped + 1, sizeof(ExecArtifactSkip));
+        if (!n)
+                return -ENOMEM;
+        a->skipped = n;
+        x = &n[a->n_skipped];
+        *x = (ExecArtifactSkip) { .path = strdup(path), .reason = strdup(reason) };
+        if (!x->path || !x->reason) {
+                free(x->path);
+                free(x->reason);
+                return -ENOMEM;
+        }
+        a->n_skipped++;
+        return 0;
 }

@@ -16,6 +16,35 @@ typedef struct OutputStream {
         bool truncated;
 } OutputStream;
 
+/* The artifacts of a final execution (what the collector kept, as the store lists them). URLs are not
+ * here: they are signed when a result is rendered for a caller (api.c), because they expire. */
+typedef struct ExecArtifact {
+        char *path;              /* below output/, valid UTF-8 without control characters */
+        uint64_t size;
+        char *mime_type;
+        char sha256[65];         /* lower-case hex: the blob in the artifact store */
+} ExecArtifact;
+
+typedef struct ExecArtifactSkip {
+        char *path;              /* printable (\xNN for bytes that are not) */
+        char *reason;            /* "symlink", "hardlink", "fifo", "too_large" ... (artifacts.h) */
+} ExecArtifactSkip;
+
+typedef struct ExecArtifacts {
+        ExecArtifact *items;     /* sorted by path */
+        size_t n_items;
+        ExecArtifactSkip *skipped;   /* the first ARTIFACT_SKIPPED_LISTED_MAX */
+        size_t n_skipped;
+        uint64_t n_skipped_total;    /* including those not listed */
+} ExecArtifacts;
+
+ExecArtifacts *exec_artifacts_new(void);
+ExecArtifacts *exec_artifacts_free(ExecArtifacts *a);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ExecArtifacts *, exec_artifacts_free);
+/* Append one artifact / skip (copies the strings). 0 or -ENOMEM. */
+int exec_artifacts_add(ExecArtifacts *a, const char *path, uint64_t size, const char *mime_type, const char *sha256);
+int exec_artifacts_add_skip(ExecArtifacts *a, const char *path, const char *reason);
+
 typedef struct Execution {
         char *id;
         char *session_id;        /* may be NULL */
@@ -38,6 +67,7 @@ typedef struct Execution {
         const char *reason;      /* static */
         char *error_message;     /* what exactly went wrong, e.g. which input file and why; NULL: nothing
                                   * beyond reason */
+        ExecArtifacts *artifacts;    /* NULL: none collected (not final yet, or collection failed) */
 } Execution;
 
 Execution *execution_new(const char *id);

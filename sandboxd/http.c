@@ -12,6 +12,7 @@
 #include "conf.h"
 #include "http.h"
 #include "log.h"
+#include "signed-url.h"
 
 /* One listening socket and the MHD daemon that serves it. The unix socket and every TCP listener
  * are the same thing; only "tcp" (authenticate every request by API key) differs. */
@@ -53,6 +54,7 @@ struct Http {
         unsigned max_connections;
         unsigned n_tcp_connections;                  /* over all TCP listeners */
         AuthTable *auth;
+        bool (*public_route)(const char *method, const char *path);
         http_handler_t handler;
         void *userdata;
 };
@@ -215,7 +217,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
                 /* The 401 comes before the body is read, as the early 413 below: an unauthenticated
                  * client gets nothing buffered. */
-                if (l->tcp && !request_authenticate(r)) {
+                if (l->tcp && !(h->public_route && h->public_route(r->method, r->path)) &&
+                    !request_authenticate(r)) {
                         r->handled = true;
                         respond_unauthorized(r);
                         return r->pending ? queue_pending(r) : MHD_NO;
@@ -381,6 +384,31 @@ void http_respond_text(HttpRequest *req, unsigned status, const char *content_ty
                 return;
         }
         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        respond(req, status, resp);
+}
+
+void http_respond_fd(HttpRequest *req, unsigned status, const char *content_type, int fd, uint64_t size,
+                     const char *attachment_name) {
+        struct MHD_Response *resp;
+
+        resp = MHD_create_response_from_fd64(size, fd);
+        if (!resp) {
+                safe_close(fd);
+                http_respond_error(req, 500, "internal", NULL, "cannot send the file");
+                return;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        if (attachment_name) {
+                _cleanup_free_ char *enc = url_path_encode(attachment_name), *v = NULL;
+
+                if (enc && !strchr(enc, '/') && asprintf(&v, "attachment; filename*=UTF-8''%s", enc) < 0)
+                        v = NULL;
+                if (v)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, v);
+                else
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, "attachment");
+        }
         respond(req, status, resp);
 }
 
@@ -655,6 +683,7 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
         h->userdata = userdata;
         h->max_body = s->max_body;
         h->max_connections = s->max_connections;
+        h->public_route = s->public_route;
         h->socket_path = strdup(s->socket_path);
         if (!h->socket_path) {
                 http_free(h);

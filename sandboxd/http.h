@@ -8,7 +8,9 @@
  *
  * Who may talk: on the unix socket, whoever can connect (the socket is 0660 root:SocketGroup=);
  * the caller is its uid. On TCP, only a request with "Authorization: Bearer <key>" of a key in the
- * key file (auth.h); everything else gets 401 before the handler runs; the caller is the key. */
+ * key file (auth.h); everything else gets 401 before the handler runs; the caller is the key —
+ * except on the routes HttpSettings.public_route names (signed artifact URLs, which carry their own
+ * authorization: the signature), which reach the handler without a key and without an owner. */
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -41,6 +43,9 @@ typedef struct HttpSettings {
          * (sandboxd.socket) is used instead of binding these addresses. */
         char *const *listen;       /* NULL-terminated "127.0.0.1:8080", "[::1]:8080"; NULL: none */
         const char *api_keys_file; /* loaded (and required) when there is a TCP listener */
+        /* Routes that need no API key on TCP (NULL: none). Called with the method and the decoded
+         * path before anything else of the request is looked at. */
+        bool (*public_route)(const char *method, const char *path);
 } HttpSettings;
 
 int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret);
@@ -75,6 +80,12 @@ void http_respond_json(HttpRequest *req, unsigned status, json_object *o);
 /* Answer with a text body of the given Content-Type (takes ownership of text, a NUL-terminated
  * malloc()ed string). */
 void http_respond_text(HttpRequest *req, unsigned status, const char *content_type, char *text);
+/* Stream size bytes of the regular file fd (always taken: closed when sent, or on failure) with
+ * Content-Length, without reading it into memory (libmicrohttpd reads it, or sendfile()s it, as the
+ * socket takes it). Always "X-Content-Type-Options: nosniff"; with attachment_name (a file name, no
+ * '/') also "Content-Disposition: attachment; filename*=UTF-8''<name>". */
+void http_respond_fd(HttpRequest *req, unsigned status, const char *content_type, int fd, uint64_t size,
+                     const char *attachment_name);
 /* {"error": {"code":..., "message":..., "field":...}} */
 void http_respond_error(HttpRequest *req, unsigned status, const char *code, const char *field, const char *fmt, ...)
         __attribute__((format(printf, 5, 6)));

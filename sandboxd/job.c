@@ -17,6 +17,16 @@
 #include "workspace.h"
 
 #define DRAIN_TIMEOUT_USEC (2ULL * 1000000ULL)
+/* Artifact paths below output/: bytes of one path, directory levels. */
+#define ARTIFACT_PATH_MAX 1024
+#define ARTIFACT_NESTING_MAX 16
+
+/* Is path a direct child of dir ("dir/name", name without '/')? */
+static bool path_startswith_dir(const char *path, const char *dir) {
+        const char *rest = startswith(path, dir);
+
+        return rest && rest[0] == '/' && rest[1] && !strchr(rest + 1, '/');
+}
 
 struct JobWaiter {
         JobWaiter *next;
@@ -301,6 +311,7 @@ Job *job_free(Job *j) {
                 session_job_gone(j->session, j, false);
         j->session = NULL;
         job_close_io(j);
+        j->collect = artifact_collect_cancel(j->collect);
         j->slot_mount = sd_bus_slot_unref(j->slot_mount);
         j->slot_start = sd_bus_slot_unref(j->slot_start);
         j->slot_props = sd_bus_slot_unref(j->slot_props);
@@ -834,11 +845,175 @@ void job_on_unit_inactive(Job *j) {
         job_maybe_finalize(j);
 }
 
+/* What the collector returned, as the execution and the store keep it. */
+static int artifacts_from_list(const ArtifactList *l, ExecArtifacts **ret) {
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = exec_artifacts_new();
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < l->n_items; i++) {
+                r = exec_artifacts_add(a, l->items[i].path, l->items[i].size, l->items[i].mime_type,
+                                       l->items[i].sha256);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < l->n_skipped; i++) {
+                r = exec_artifacts_add_skip(a, l->skipped[i].path, l->skipped[i].reason);
+                if (r < 0)
+                        return r;
+        }
+        a->n_skipped_total = l->n_skipped_total;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
+        _cleanup_(artifact_list_freep) ArtifactList *l = list;
+        Job *j = userdata;
+        ExecArtifacts *a = NULL;
+
+        j->collect = artifact_collect_cancel(j->collect);       /* frees the handle; the thread is done */
+        /* A sweep may have removed a blob this collection found already stored (its last record
+         * purged between the copy and now): collect once more, the workspace is still there. */
+        for (size_t i = 0; r >= 0 && l && i < l->n_items && !j->artifacts_retried; i++) {
+                int fd = artifacts_store_open_blob(j->manager->artifacts_fd, l->items[i].sha256);
+
+                if (fd == -ENOENT) {
+                        log_info("%s: an artifact blob was purged meanwhile, collecting again", j->exec->id);
+                        j->artifacts_retried = true;
+                        job_maybe_finalize(j);
+                        return;
+                }
+                safe_close(fd);
+        }
+        j->artifacts_done = true;
+        if (r < 0)
+                log_error_errno(r, "%s: collecting the artifacts failed: %m", j->exec->id);
+        else if (artifacts_from_list(l, &a) < 0)
+                log_oom();
+        if (!a) {
+                /* The execution is final all the same, with an empty list that says why. */
+                a = exec_artifacts_new();
+                if (a && exec_artifacts_add_skip(a, ".", "io_error") >= 0)
+                        a->n_skipped_total = 1;
+        }
+        exec_artifacts_free(j->exec->artifacts);
+        j->exec->artifacts = a;
+        if (a && j->manager->store) {
+                int k = store_put_artifacts(j->manager->store, j->exec->id, a);
+
+                if (k < 0) {
+                        metrics_store_error(j->manager->metrics);
+                        log_error_errno(k, "%s: cannot record the artifacts: %s", j->exec->id,
+                                        store_error_message(j->manager->store));
+                } else
+                        j->artifacts_stored = true;
+        }
+        if (a)
+                log_debug("%s: %zu artifacts collected, %" PRIu64 " skipped", j->exec->id, a->n_items,
+                          a->n_skipped_total);
+        job_maybe_finalize(j);
+}
+
+/* Is anything still running in the unit's cgroup? A unit that systemd reports inactive has nothing
+ * left, unless a process survived the final SIGKILL (stuck in the kernel); then nothing below the
+ * workspace is read. v2: "populated" in cgroup.events; v1: a pid in the pids hierarchy's
+ * cgroup.procs. No file (the cgroup is gone) counts as empty. */
+static bool unit_cgroup_populated(Job *j) {
+        Manager *m = j->manager;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char buf[256];
+        ssize_t n;
+
+        for (size_t i = 0; i < m->n_cgroups && !path; i++) {
+                const char *file = m->cgroup_v2 && streq(m->cgroups[i].name, "unified") ? "cgroup.events" :
+                                   !m->cgroup_v2 && streq(m->cgroups[i].name, "pids") ? "cgroup.procs" : NULL;
+
+                if (file && asprintf(&path, "%s/%s/%s", m->cgroups[i].slice_dir, j->unit_name, file) < 0) {
+                        path = NULL;
+                        return true;
+                }
+        }
+        if (!path)
+                return false;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return false;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return true;
+        buf[n] = 0;
+        if (m->cgroup_v2)
+                return !strstr(buf, "populated 0");
+        return n > 0;
+}
+
+/* The unit has ended and its report is in: collect output/ of its workspace (only now — no process of
+ * the sandbox is left that could change it while it is read). The workspace is opened from the
+ * daemon's own directory downwards, never through a symlink; whether it is unmounted afterwards
+ * does not matter here. Sets artifacts_done when there is nothing to wait for. */
+static void job_collect_artifacts(Job *j) {
+        Manager *m = j->manager;
+        const Config *c = m->config;
+        _cleanup_close_ int parent_fd = -EBADF, mount_fd = -EBADF, ws_fd = -EBADF;
+        const char *name;
+        ArtifactLimits lim = {
+                .max_files = c->artifact_max_files,
+                .max_file_bytes = c->artifact_max_file_bytes,
+                .max_total_bytes = c->artifact_max_total_bytes,
+                .max_path = ARTIFACT_PATH_MAX,
+                .max_depth = ARTIFACT_NESTING_MAX,
+        };
+        int r;
+
+        if (!j->unit_started || !j->mount_started || !j->workspace || m->artifacts_fd < 0 ||
+            c->artifact_max_files == 0) {
+                j->artifacts_done = true;
+                return;
+        }
+        if (unit_cgroup_populated(j)) {
+                log_error("%s: processes are left in the unit's cgroup, not collecting artifacts", j->exec->id);
+                j->artifacts_done = true;
+                return;
+        }
+        name = strrchr(j->workspace, '/');
+        if (!name || !path_startswith_dir(j->workspace, m->workspaces_dir)) {
+                j->artifacts_done = true;
+                return;
+        }
+        parent_fd = open(m->workspaces_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (parent_fd >= 0)
+                mount_fd = openat(parent_fd, name + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (mount_fd >= 0)
+                ws_fd = openat(mount_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ws_fd < 0) {
+                log_warning_errno(errno, "%s: cannot open the workspace %s/workspace, no artifacts: %m", j->exec->id,
+                                  j->workspace);
+                j->artifacts_done = true;
+                return;
+        }
+        r = artifacts_collect_async(m->event, ws_fd, m->artifacts_fd, &lim, on_artifacts_done, j, &j->collect);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot start collecting the artifacts: %m", j->exec->id);
+                j->collect = NULL;
+                j->artifacts_done = true;
+        }
+}
+
 static void job_maybe_finalize(Job *j) {
         if (j->state == JOB_DONE)
                 return;
-        if (j->unit_gone && j->props_read && j->ctl_eof)
-                job_finalize(j);
+        if (!(j->unit_gone && j->props_read && j->ctl_eof))
+                return;
+        if (!j->artifacts_done) {
+                if (!j->collect)
+                        job_collect_artifacts(j);
+                if (!j->artifacts_done)
+                        return;         /* on_artifacts_done() comes back here */
+        }
+        job_finalize(j);
 }
 
 static void fill_stream(OutputStream *o, const Capture *c) {
@@ -983,6 +1158,7 @@ static void job_finalize(Job *j) {
         e->finished_usec = now_usec(CLOCK_REALTIME);
 
         job_close_io(j);
+        j->collect = artifact_collect_cancel(j->collect);
         j->slot_mount = sd_bus_slot_unref(j->slot_mount);
         j->slot_start = sd_bus_slot_unref(j->slot_start);
         j->slot_props = sd_bus_slot_unref(j->slot_props);
@@ -1021,6 +1197,10 @@ static void job_finalize(Job *j) {
         if (e->error_type == ERROR_INTERNAL)
                 log_error("%s: internal error: %s", e->id, strna(e->reason));
         (void) job_persist(j);
+        /* The list is in the store: a finished job kept in memory need not hold it too (api.c reads
+         * it back when asked). */
+        if (j->artifacts_stored)
+                j->exec->artifacts = exec_artifacts_free(j->exec->artifacts);
         log_execution(j);
         /* Before the waiters and the eviction below, either of which may free j. queued_mono is 0 for
          * an execution adopted after a restart: when it was accepted is not known. */

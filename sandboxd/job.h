@@ -2,8 +2,10 @@
 #pragma once
 
 /* One execution's life: queued → preparing (workspace mount unit, then the input files) → starting
- * (service) → running → finishing (unit gone, report read) → done. Every step is an event on the loop. */
+ * (service) → running → finishing (unit gone, report read, then the artifacts collected from the
+ * workspace on a worker thread) → done. Every step is an event on the loop. */
 
+#include "artifacts.h"
 #include "capture.h"
 #include "execution.h"
 #include "manager.h"
@@ -55,6 +57,10 @@ struct Job {
         bool fd_stored;                  /* the control socket is in systemd's fd store */
         bool adopted_without_report;     /* re-adopted after a restart that lost the control socket */
         bool cancel_requested;
+        ArtifactCollect *collect;        /* artifacts being collected (finishing) */
+        bool artifacts_done;             /* collected, or nothing to collect: the job may be final */
+        bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
+        bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
         UnitOutcome outcome;
         char *result;                    /* owned copy of Result= */
         uint64_t exec_start_mono, exec_exit_mono, cpu_nsec;

@@ -5,11 +5,13 @@
 #include <grp.h>
 #include <linux/magic.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <systemd/sd-daemon.h>
 
 #include "api.h"
+#include "artifacts.h"
 #include "callback.h"
 #include "bus-api.h"
 #include "curl-event.h"
@@ -432,9 +434,19 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (m->store && m->config->retention_sec > 0) {
                 uint64_t n = 0, now = now_usec(CLOCK_REALTIME), age = m->config->retention_sec * 1000000ULL;
 
-                if (now > age && store_purge(m->store, now - age, &n) >= 0 && n > 0)
+                char **blobs = NULL;
+
+                if (now > age && store_purge_ex(m->store, now - age, &n, &blobs) >= 0 && n > 0)
                         log_info("Sweep: %" PRIu64 " execution records older than %" PRIu64 " s purged.", n,
                                  m->config->retention_sec);
+                /* Their artifacts' blobs that no record refers to any more. */
+                for (char **b = blobs; b && *b; b++) {
+                        int k = artifacts_store_remove_blob(m->artifacts_fd, *b);
+
+                        if (k < 0 && k != -ENOENT)
+                                log_warning_errno(k, "Sweep: cannot remove artifact blob %s: %m", *b);
+                }
+                store_digests_free(blobs);
                 /* The copies kept in memory go with them. */
                 for (Job *j = m->jobs, *next; j; j = next) {
                         next = j->next;
@@ -514,6 +526,92 @@ static int open_store(Manager *m) {
 
         log_info("Execution store %s: %" PRIu64 " records.", path, count);
         return 0;
+}
+
+/* The URL key: the bytes of a regular file owned by us and private to us (0600 or stricter), never
+ * through a symlink. The default file is created with 32 random bytes if missing (O_EXCL: two starts
+ * racing cannot both write one); a configured file must exist. */
+static int load_artifact_key(Manager *m) {
+        _cleanup_free_ char *def = NULL;
+        const char *path = m->config->artifact_url_key_file;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        ssize_t n;
+
+        if (!path) {
+                if (asprintf(&def, "%s/artifact-url.key", m->config->state_dir) < 0) {
+                        def = NULL;
+                        return log_oom();
+                }
+                path = def;
+        }
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0 && errno == ENOENT && def) {
+                uint8_t key[SIGNED_URL_KEY_MIN];
+                size_t got = 0;
+
+                while (got < sizeof(key)) {
+                        n = getrandom(key + got, sizeof(key) - got, 0);
+                        if (n < 0 && errno != EINTR)
+                                return log_error_errno(errno, "Cannot get random bytes for the artifact URL key: %m");
+                        if (n > 0)
+                                got += (size_t) n;
+                }
+                fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+                if (fd >= 0) {
+                        int r = loop_write(fd, key, sizeof(key));
+
+                        if (r >= 0 && fsync(fd) < 0)
+                                r = -errno;
+                        if (r < 0) {
+                                (void) unlink(path);
+                                return log_error_errno(r, "Cannot write the artifact URL key '%s': %m", path);
+                        }
+                        memcpy(m->artifact_key, key, sizeof(key));
+                        m->artifact_key_len = sizeof(key);
+                        log_info("Generated the artifact URL key %s.", path);
+                        return 0;
+                }
+                if (errno != EEXIST)
+                        return log_error_errno(errno, "Cannot create the artifact URL key '%s': %m", path);
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        }
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot open the artifact URL key '%s' (ArtifactURLKeyFile=): %m", path);
+        if (fstat(fd, &st) < 0)
+                return log_error_errno(errno, "Cannot stat '%s': %m", path);
+        if (!S_ISREG(st.st_mode))
+                return log_error_errno(EBADFD, "The artifact URL key '%s' is not a regular file.", path);
+        if (st.st_uid != geteuid() || (st.st_mode & 0077))
+                return log_error_errno(EPERM, "The artifact URL key '%s' must be owned by uid %u and not accessible to "
+                                       "group or others (chmod 0600).", path, (unsigned) geteuid());
+        if (st.st_size < SIGNED_URL_KEY_MIN || st.st_size > SIGNED_URL_KEY_MAX)
+                return log_error_errno(EINVAL, "The artifact URL key '%s' has %jd bytes, it needs %d to %d.", path,
+                                       (intmax_t) st.st_size, SIGNED_URL_KEY_MIN, SIGNED_URL_KEY_MAX);
+        n = loop_read(fd, m->artifact_key, (size_t) st.st_size);
+        if (n != st.st_size)
+                return log_error_errno(n < 0 ? (int) n : EIO, "Cannot read the artifact URL key '%s': %m", path);
+        m->artifact_key_len = (size_t) n;
+        return 0;
+}
+
+static int open_artifacts(Manager *m) {
+        _cleanup_free_ char *def = NULL;
+        const char *dir = m->config->artifacts_dir;
+        int r;
+
+        if (!dir) {
+                if (asprintf(&def, "%s/artifacts", m->config->state_dir) < 0) {
+                        def = NULL;
+                        return log_oom();
+                }
+                dir = def;
+        }
+        r = artifacts_store_open(dir);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the artifact store '%s' (ArtifactsDirectory=): %m", dir);
+        m->artifacts_fd = r;
+        return load_artifact_key(m);
 }
 
 /* The rest of a queued request, as job_persist() stored it. */
@@ -752,6 +850,9 @@ int manager_reload(Manager *m) {
         if (!streq(c->api_socket, m->config->api_socket) || !streq(c->state_dir, m->config->state_dir) ||
             !streq(c->runtime_dir, m->config->runtime_dir) || !streq_ptr(c->database, m->config->database))
                 log_notice("APISocket=, StateDirectory=, RuntimeDirectory= and Database= take effect at the next restart.");
+        if (!streq_ptr(c->artifacts_dir, m->config->artifacts_dir) ||
+            !streq_ptr(c->artifact_url_key_file, m->config->artifact_url_key_file))
+                log_notice("ArtifactsDirectory= and ArtifactURLKeyFile= take effect at the next restart.");
         if (!strv_equal(c->listen, m->config->listen))
                 log_notice("Listen= takes effect at the next restart.");
         /* Keep the paths the running parts depend on. */
@@ -788,6 +889,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         m = calloc(1, sizeof(Manager));
         if (!m)
                 return log_oom();
+        m->artifacts_fd = -EBADF;
         m->config_dir = strdup(config_dir);
         m->metrics = metrics_new();
         if (!m->config_dir || !m->metrics)
@@ -833,6 +935,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (r < 0)
                 return r;
         r = open_store(m);
+        if (r < 0)
+                return r;
+        r = open_artifacts(m);
         if (r < 0)
                 return r;
         if (access(m->helper_override ?: m->config->helper, X_OK) < 0)
@@ -885,6 +990,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
                 .max_connections = (unsigned) m->config->max_connections,
                 .listen = m->config->listen,
                 .api_keys_file = m->config->api_keys_file,
+                .public_route = api_route_is_public,
         };
         if (!g)
                 log_notice("Group '%s' does not exist: the API socket is for root only.", m->config->socket_group);
@@ -947,6 +1053,8 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_cgroups; i++)
                 free(m->cgroups[i].slice_dir);
         store_close(m->store);
+        safe_close(m->artifacts_fd);
+        explicit_bzero(m->artifact_key, sizeof(m->artifact_key));
         metrics_free(m->metrics);
         config_free(m->config);
         free(m->bpf);

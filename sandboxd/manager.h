@@ -7,6 +7,7 @@
 #include "conf.h"
 #include "http.h"
 #include "metrics.h"
+#include "signed-url.h"
 #include "store.h"
 
 typedef struct Callbacks Callbacks;
@@ -37,6 +38,12 @@ typedef struct Manager {
         Metrics *metrics;        /* what GET /metrics renders */
         CurlEvent *curl;         /* HTTP client transfers (input downloads, callbacks) on the loop */
         Callbacks *callbacks;    /* callback deliveries from the store's outbox (callback.c) */
+
+        /* Artifacts: the content-addressed store (ArtifactsDirectory=) and the key that signs their
+         * URLs (ArtifactURLKeyFile=), both fixed at start. */
+        int artifacts_fd;
+        uint8_t artifact_key[SIGNED_URL_KEY_MAX];
+        size_t artifact_key_len;
 
         uint8_t *bpf;            /* the seccomp filter, compiled once */
         size_t bpf_len;

@@ -50,6 +50,40 @@ static json_object *peak_memory_mb(uint64_t bytes) {
         return json_object_new_double_s((double) tenths / 10.0, buf);
 }
 
+/* null until final; then the list ([] when nothing was collected) and what was skipped. */
+static void add_artifacts(json_object *o, const ExecArtifacts *a, bool final) {
+        json_object *l, *s;
+
+        if (!final) {
+                json_object_object_add(o, "artifacts", NULL);
+                json_object_object_add(o, "artifacts_skipped", NULL);
+                json_object_object_add(o, "artifacts_skipped_total", NULL);
+                return;
+        }
+        l = json_object_new_array();
+        s = json_object_new_array();
+        for (size_t i = 0; a && i < a->n_items; i++) {
+                const ExecArtifact *x = &a->items[i];
+                json_object *e = json_object_new_object();
+
+                json_object_object_add(e, "path", json_object_new_string(x->path));
+                json_object_object_add(e, "size", json_object_new_uint64(x->size));
+                json_object_object_add(e, "mime_type", json_object_new_string(x->mime_type));
+                json_object_object_add(e, "sha256", json_object_new_string(x->sha256));
+                json_object_array_add(l, e);
+        }
+        for (size_t i = 0; a && i < a->n_skipped; i++) {
+                json_object *e = json_object_new_object();
+
+                json_object_object_add(e, "path", json_object_new_string(a->skipped[i].path));
+                json_object_object_add(e, "reason", json_object_new_string(a->skipped[i].reason));
+                json_object_array_add(s, e);
+        }
+        json_object_object_add(o, "artifacts", l);
+        json_object_object_add(o, "artifacts_skipped", s);
+        json_object_object_add(o, "artifacts_skipped_total", json_object_new_uint64(a ? a->n_skipped_total : 0));
+}
+
 json_object *execution_to_json(const Execution *e) {
         json_object *o = json_object_new_object(), *l;
         bool final = exec_status_is_final(e->status);
@@ -83,5 +117,6 @@ json_object *execution_to_json(const Execution *e) {
         json_object_object_add(o, "unit", str_or_null(e->unit));
         json_object_object_add(o, "reason", str_or_null(e->reason));
         json_object_object_add(o, "error_message", str_or_null(e->error_message));
+        add_artifacts(o, e->artifacts, final);
         return o;
 }

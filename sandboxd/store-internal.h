@@ -40,7 +40,11 @@ typedef struct StoreOps {
         int (*get)(Store *s, const char *id, StoreRecord **ret);
         int (*list)(Store *s, const StoreListArgs *a, StoreRecord ***ret, size_t *ret_n);
         int (*list_unfinished)(Store *s, StoreRecord ***ret, size_t *ret_n);
-        int (*purge)(Store *s, uint64_t finished_before_usec, uint64_t *ret_n);
+        /* *ret_unreferenced (if not NULL): NULL-terminated digests no artifact refers to any more,
+         * or NULL when there are none. */
+        int (*purge)(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced);
+        int (*put_artifacts)(Store *s, const char *id, const ExecArtifacts *a);
+        int (*get_artifacts)(Store *s, const char *id, ExecArtifacts **ret);
         int (*count)(Store *s, uint64_t *ret);
         int (*callback_get)(Store *s, const char *id, bool with_body, StoreCallback **ret);
         int (*callback_due)(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n);

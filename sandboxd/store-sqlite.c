@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 
@@ -108,6 +109,24 @@ static const char *const migrations[] = {
         ") STRICT;\n",
         /* 5: the message of an execution that failed before it ran (which input file, and why). */
         "ALTER TABLE executions ADD COLUMN error_message TEXT;\n",
+        /* 6 (artifacts): one row per collected file, the blob named by its sha256 in the artifact
+         * store; and per execution whose output/ was collected, what was skipped (JSON
+         * [{"path","reason"}], the first 100) and how many in all. Rows go when their execution is
+         * purged (store_purge_ex()). */
+        "CREATE TABLE artifacts (\n"
+        "        execution_id TEXT NOT NULL,\n"
+        "        path TEXT NOT NULL,\n"
+        "        size INTEGER NOT NULL,\n"
+        "        mime_type TEXT NOT NULL,\n"
+        "        sha256 TEXT NOT NULL CHECK (length(sha256) = 64),\n"
+        "        PRIMARY KEY (execution_id, path)\n"
+        ") STRICT;\n"
+        "CREATE INDEX artifacts_sha256 ON artifacts (sha256);\n"
+        "CREATE TABLE artifact_collections (\n"
+        "        execution_id TEXT PRIMARY KEY NOT NULL,\n"
+        "        skipped_total INTEGER NOT NULL,\n"
+        "        skipped TEXT NOT NULL\n"
+        ") STRICT;\n",
 };
 
 #define SCHEMA_VERSION ((int) ELEMENTSOF(migrations))
@@ -186,9 +205,15 @@ static const char sql_count[] = "SELECT count(*) FROM executions";
 static const char sql_unfinished[] =
         "SELECT " COLUMNS " FROM executions WHERE status IN (?1, ?2) ORDER BY created_at, execution_id";
 
-static const char sql_purge[] =
-        "DELETE FROM executions WHERE finished_at IS NOT NULL AND finished_at < ?1 "
-        "AND execution_id NOT IN (SELECT execution_id FROM callbacks WHERE state = 'pending')";
+#define PURGE_WHERE                                                                                    \
+        "finished_at IS NOT NULL AND finished_at < ?1 "                                                \
+        "AND execution_id NOT IN (SELECT execution_id FROM callbacks WHERE state = 'pending')"
+#define PURGED "SELECT execution_id FROM executions WHERE " PURGE_WHERE
+static const char sql_purge[] = "DELETE FROM executions WHERE " PURGE_WHERE;
+static const char sql_purge_digests[] = "SELECT DISTINCT sha256 FROM artifacts WHERE execution_id IN (" PURGED ")";
+static const char sql_purge_artifacts[] = "DELETE FROM artifacts WHERE execution_id IN (" PURGED ")";
+static const char sql_purge_collections[] = "DELETE FROM artifact_collections WHERE execution_id IN (" PURGED ")";
+static const char sql_digest_used[] = "SELECT 1 FROM artifacts WHERE sha256 = ?1 LIMIT 1";
 
 /* ---- the callback outbox ---- */
 
@@ -880,25 +905,253 @@ static int sqlite_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
         return collect_bound(ss, st, rc, ret, ret_n);
 }
 
-static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
-        SqliteStore *ss = SQLITE_STORE(s);
+/* Run one statement with ?1 = v to completion. */
+static int exec_u64(SqliteStore *ss, const char *sql, uint64_t v) {
         sqlite3_stmt *st = NULL;
         int rc, r = 0;
 
-        rc = sqlite3_prepare_v2(ss->db, sql_purge, -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        rc = bind_u64(st, 1, finished_before_usec);
+        rc = sqlite3_prepare_v2(ss->db, sql, -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                rc = bind_u64(st, 1, v);
         if (rc == SQLITE_OK)
                 rc = sqlite3_step(st);
         if (rc != SQLITE_DONE)
                 r = fail(ss, rc);
-        else
-                *ret_n = (uint64_t) sqlite3_changes64(ss->db);
         sqlite3_finalize(st);
+        return r;
+}
+
+static void strv_freep_local(char ***l) {
+        for (char **i = *l; i && *i; i++)
+                free(*i);
+        free(*l);
+}
+
+/* Append a copy of s to the NULL-terminated *l of *n entries. */
+static int strv_push_copy(char ***l, size_t *n, const char *s) {
+        char **nl = reallocarray(*l, *n + 2, sizeof(char *));
+
+        if (!nl)
+                return -ENOMEM;
+        *l = nl;
+        nl[*n] = strdup(s);
+        if (!nl[*n])
+                return -ENOMEM;
+        nl[++*n] = NULL;
+        return 0;
+}
+
+/* One transaction: the digests the purged executions' artifacts use, their artifact rows, the
+ * records, then which of those digests no row refers to any more. */
+static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        __attribute__((cleanup(strv_freep_local))) char **candidates = NULL, **unused = NULL;
+        size_t n_candidates = 0, n_unused = 0;
+        sqlite3_stmt *st = NULL;
+        uint64_t n = 0;
+        int rc, r = 0;
+
+        rc = sqlite3_exec(ss->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+
+        rc = sqlite3_prepare_v2(ss->db, sql_purge_digests, -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                rc = bind_u64(st, 1, finished_before_usec);
+        while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *d = (const char *) sqlite3_column_text(st, 0);
+
+                if (d && strv_push_copy(&candidates, &n_candidates, d) < 0) {
+                        sqlite3_finalize(st);
+                        rollback_if_open(ss);
+                        return -ENOMEM;
+                }
+                rc = SQLITE_OK;
+        }
+        if (rc != SQLITE_DONE)
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        st = NULL;
+
+        if (r >= 0)
+                r = exec_u64(ss, sql_purge_artifacts, finished_before_usec);
+        if (r >= 0)
+                r = exec_u64(ss, sql_purge_collections, finished_before_usec);
+        if (r >= 0) {
+                r = exec_u64(ss, sql_purge, finished_before_usec);
+                n = (uint64_t) sqlite3_changes64(ss->db);
+        }
+        if (r >= 0 && n_candidates > 0) {
+                rc = sqlite3_prepare_v2(ss->db, sql_digest_used, -1, &st, NULL);
+                if (rc != SQLITE_OK)
+                        r = fail(ss, rc);
+                for (size_t i = 0; r >= 0 && i < n_candidates; i++) {
+                        rc = sqlite3_bind_text(st, 1, candidates[i], -1, SQLITE_STATIC);
+                        if (rc == SQLITE_OK)
+                                rc = sqlite3_step(st);
+                        if (rc == SQLITE_DONE)
+                                r = strv_push_copy(&unused, &n_unused, candidates[i]);
+                        else if (rc != SQLITE_ROW)
+                                r = fail(ss, rc);
+                        (void) sqlite3_reset(st);
+                }
+                sqlite3_finalize(st);
+        }
+        if (r >= 0) {
+                rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
+                if (rc != SQLITE_OK)
+                        r = fail(ss, rc);
+        }
+        if (r < 0) {
+                rollback_if_open(ss);
+                return r;
+        }
+        *ret_n = n;
+        if (ret_unreferenced)
+                *ret_unreferenced = TAKE_PTR(unused);
+        return 0;
+}
+
+static int sqlite_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        _cleanup_free_ char *skipped = NULL;
+        json_object *l = json_object_new_array();
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->n_skipped; i++) {
+                json_object *e = json_object_new_object();
+
+                json_object_object_add(e, "path", json_object_new_string(a->skipped[i].path));
+                json_object_object_add(e, "reason", json_object_new_string(a->skipped[i].reason));
+                json_object_array_add(l, e);
+        }
+        skipped = strdup(json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN));
+        json_object_put(l);
+        if (!skipped)
+                return -ENOMEM;
+
+        rc = sqlite3_exec(ss->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+
+        rc = sqlite3_prepare_v2(ss->db, "DELETE FROM artifacts WHERE execution_id = ?1", -1, &st, NULL);
+        rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        rc = rc ?: sqlite3_step(st);
+        if (rc != SQLITE_DONE)
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        st = NULL;
+
+        if (r >= 0) {
+                rc = sqlite3_prepare_v2(ss->db,
+                                        "INSERT INTO artifacts (execution_id, path, size, mime_type, sha256) "
+                                        "VALUES (?1, ?2, ?3, ?4, ?5)", -1, &st, NULL);
+                for (size_t i = 0; rc == SQLITE_OK && i < a->n_items; i++) {
+                        const ExecArtifact *x = &a->items[i];
+
+                        rc = sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+                        rc = rc ?: sqlite3_bind_text(st, 2, x->path, -1, SQLITE_STATIC);
+                        rc = rc ?: bind_u64(st, 3, x->size);
+                        rc = rc ?: sqlite3_bind_text(st, 4, x->mime_type, -1, SQLITE_STATIC);
+                        rc = rc ?: sqlite3_bind_text(st, 5, x->sha256, -1, SQLITE_STATIC);
+                        rc = rc ?: sqlite3_step(st);
+                        if (rc == SQLITE_DONE)
+                                rc = sqlite3_reset(st);
+                }
+                if (rc != SQLITE_OK)
+                        r = fail(ss, rc);
+                sqlite3_finalize(st);
+                st = NULL;
+        }
+        if (r >= 0) {
+                rc = sqlite3_prepare_v2(ss->db,
+                                        "INSERT OR REPLACE INTO artifact_collections (execution_id, skipped_total, skipped) "
+                                        "VALUES (?1, ?2, ?3)", -1, &st, NULL);
+                rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+                rc = rc ?: bind_u64(st, 2, a->n_skipped_total);
+                rc = rc ?: sqlite3_bind_text(st, 3, skipped, -1, SQLITE_STATIC);
+                rc = rc ?: sqlite3_step(st);
+                if (rc != SQLITE_DONE)
+                        r = fail(ss, rc);
+                sqlite3_finalize(st);
+        }
+        if (r >= 0) {
+                rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
+                if (rc != SQLITE_OK)
+                        r = fail(ss, rc);
+        }
         if (r < 0)
                 rollback_if_open(ss);
         return r;
+}
+
+static int sqlite_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = exec_artifacts_new();
+        sqlite3_stmt *st = NULL;
+        json_object *l = NULL;
+        bool found = false;
+        int rc, r = 0;
+
+        if (!a)
+                return -ENOMEM;
+        rc = sqlite3_prepare_v2(ss->db, "SELECT skipped_total, skipped FROM artifact_collections WHERE execution_id = ?1",
+                                -1, &st, NULL);
+        rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *text = (const char *) sqlite3_column_text(st, 1);
+
+                found = true;
+                a->n_skipped_total = (uint64_t) sqlite3_column_int64(st, 0);
+                l = text ? json_tokener_parse(text) : NULL;
+                for (size_t i = 0; l && json_object_is_type(l, json_type_array) && i < json_object_array_length(l) &&
+                                   r >= 0; i++) {
+                        json_object *e = json_object_array_get_idx(l, i), *p = NULL, *why = NULL;
+
+                        if (!json_object_object_get_ex(e, "path", &p) || !json_object_object_get_ex(e, "reason", &why))
+                                continue;
+                        r = exec_artifacts_add_skip(a, json_object_get_string(p) ?: "", json_object_get_string(why) ?: "");
+                }
+                json_object_put(l);
+                rc = SQLITE_DONE;
+        }
+        if (rc != SQLITE_DONE)
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        st = NULL;
+        if (r < 0)
+                return r;
+        if (!found)
+                return -ENOENT;
+
+        rc = sqlite3_prepare_v2(ss->db, "SELECT path, size, mime_type, sha256 FROM artifacts WHERE execution_id = ?1 "
+                                "ORDER BY path", -1, &st, NULL);
+        rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *path = (const char *) sqlite3_column_text(st, 0);
+                const char *mime = (const char *) sqlite3_column_text(st, 2);
+                const char *sha = (const char *) sqlite3_column_text(st, 3);
+                sqlite3_int64 size = sqlite3_column_int64(st, 1);
+
+                rc = SQLITE_OK;
+                if (!path || !mime || !sha || size < 0)
+                        continue;       /* not written by us */
+                r = exec_artifacts_add(a, path, (uint64_t) size, mime, sha);
+                if (r == -EINVAL)
+                        r = 0;
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(a);
+        return 0;
 }
 
 static int sqlite_count(Store *s, uint64_t *ret) {
@@ -1035,6 +1288,8 @@ static const StoreOps sqlite_ops = {
         .list = sqlite_list,
         .list_unfinished = sqlite_list_unfinished,
         .purge = sqlite_purge,
+        .put_artifacts = sqlite_put_artifacts,
+        .get_artifacts = sqlite_get_artifacts,
         .count = sqlite_count,
         .callback_get = sqlite_callback_get,
         .callback_due = sqlite_callback_due,

@@ -468,13 +468,52 @@ int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
         return s->ops->list_unfinished(s, ret, ret_n);
 }
 
-int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
+int store_purge_ex(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced) {
         uint64_t dummy;
 
         if (!s)
                 return -EINVAL;
+        if (ret_unreferenced)
+                *ret_unreferenced = NULL;
         /* Everything finished before a time past the representable range is everything. */
-        return s->ops->purge(s, MIN(finished_before_usec, (uint64_t) INT64_MAX), ret_n ?: &dummy);
+        return s->ops->purge(s, MIN(finished_before_usec, (uint64_t) INT64_MAX), ret_n ?: &dummy, ret_unreferenced);
+}
+
+char **store_digests_free(char **l) {
+        for (char **i = l; i && *i; i++)
+                free(*i);
+        free(l);
+        return NULL;
+}
+
+int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
+        return store_purge_ex(s, finished_before_usec, ret_n, NULL);
+}
+
+static bool sha256_hex_is_valid(const char *s) {
+        return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
+int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
+        if (!s || !a || !id || !id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        for (size_t i = 0; i < a->n_items; i++)
+                if (!a->items[i].path || !a->items[i].mime_type || !sha256_hex_is_valid(a->items[i].sha256) ||
+                    !u64_fits(a->items[i].size)) {
+                        store_set_error(s, "invalid artifact");
+                        return -EINVAL;
+                }
+        if (!u64_fits(a->n_skipped_total))
+                return -EINVAL;
+        return s->ops->put_artifacts(s, id, a);
+}
+
+int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
+        if (!s || !id || !ret)
+                return -EINVAL;
+        if (!id_is_valid(id, STORE_ID_MAX))
+                return -ENOENT;
+        return s->ops->get_artifacts(s, id, ret);
 }
 
 int store_count(Store *s, uint64_t *ret) {

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "result.h"
 #include "session.h"
+#include "signed-url.h"
 #include "submit.h"
 
 _printf_(5, 6)
@@ -146,9 +147,13 @@ int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestE
         for (size_t i = 0; i < n; i++) {
                 json_object *e = execution_to_json(l[i]->exec);
 
-                /* A page of records, not of outputs: fetch one execution for its stdout/stderr. */
+                /* A page of records, not of outputs: fetch one execution for its stdout/stderr and
+                 * its artifacts. */
                 json_object_object_del(e, "stdout");
                 json_object_object_del(e, "stderr");
+                json_object_object_del(e, "artifacts");
+                json_object_object_del(e, "artifacts_skipped");
+                json_object_object_del(e, "artifacts_skipped_total");
                 json_object_array_add(a, e);
         }
         store_records_free(l, n);
@@ -159,9 +164,49 @@ int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestE
 }
 
 json_object *execution_record_json(Manager *m, const Execution *e) {
-        json_object *o = execution_to_json(e);
+        json_object *o = execution_to_json(e), *l = NULL;
+        uint64_t expires;
+        char ts[64];
 
-        if (o && exec_status_is_final(e->status))
-                callback_add_json(m, o, e->id);
+        if (!o || !exec_status_is_final(e->status))
+                return o;
+        callback_add_json(m, o, e->id);
+        /* A freshly signed URL for each artifact. */
+        if (!e->artifacts || !json_object_object_get_ex(o, "artifacts", &l) || !l)
+                return o;
+        expires = now_usec(CLOCK_REALTIME) / 1000000ULL + m->config->artifact_url_lifetime_sec;
+        format_timestamp(expires * 1000000ULL, ts, sizeof(ts));
+        for (size_t i = 0; i < e->artifacts->n_items && i < json_object_array_length(l); i++) {
+                json_object *x = json_object_array_get_idx(l, i);
+                char *url = NULL;
+
+                if (artifact_url_build(m->artifact_key, m->artifact_key_len, e->id, e->artifacts->items[i].path,
+                                       expires, &url) < 0)
+                        url = NULL;
+                json_object_object_add(x, "url", url ? json_object_new_string(url) : NULL);
+                json_object_object_add(x, "url_expires_at", json_object_new_string(ts));
+                free(url);
+        }
         return o;
+}
+
+json_object *job_record_json(Manager *m, Job *j) {
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = NULL;
+        json_object *o;
+
+        /* A final job keeps its artifact list in the store only (up to ArtifactMaxFiles= entries for
+         * each of KeepFinished= jobs would be a lot of memory): read it back. */
+        if (!job_is_final(j) || j->exec->artifacts || !m->store || store_get_artifacts(m->store, j->exec->id, &a) < 0)
+                return execution_record_json(m, j->exec);
+        j->exec->artifacts = a;
+        o = execution_record_json(m, j->exec);
+        j->exec->artifacts = NULL;
+        return o;
+}
+
+json_object *stored_record_json(Manager *m, StoreRecord *rec) {
+        /* Not there (never collected, or an older sandboxd): the list stays empty. */
+        if (exec_status_is_final(rec->exec->status) && !rec->exec->artifacts && m->store)
+                (void) store_get_artifacts(m->store, rec->exec->id, &rec->exec->artifacts);
+        return execution_record_json(m, rec->exec);
 }

@@ -32,5 +32,10 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
 /* One page of q as {"executions": [...], "next_cursor": ...}. 0, or negative with *err filled. */
 int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestError *err);
 
-/* An execution as both APIs show it: the result (result.c), and its callback delivery if it has one. */
+/* An execution as both APIs show it: the result (result.c); once final, its callback delivery if it
+ * has one and a freshly signed URL for each artifact in e->artifacts. */
 json_object *execution_record_json(Manager *m, const Execution *e);
+/* The same for a job; a final job's artifacts are read back from the store. */
+json_object *job_record_json(Manager *m, Job *j);
+/* The same for a record read from the store (its artifacts are loaded into it). */
+json_object *stored_record_json(Manager *m, StoreRecord *rec);

@@ -56,6 +56,12 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->nofile, 1024);
         assert_int_equal(c->kill_grace_ms, 1000);
 
+        assert_null(c->artifacts_dir);          /* StateDirectory/artifacts */
+        assert_null(c->artifact_url_key_file);  /* StateDirectory/artifact-url.key */
+        assert_int_equal(c->artifact_url_lifetime_sec, 900);
+        assert_int_equal(c->artifact_max_files, 1000);
+        assert_int_equal(c->artifact_max_file_bytes, 100ULL << 20);
+        assert_int_equal(c->artifact_max_total_bytes, 1ULL << 30);
         assert_null(c->callback_key_file);
         assert_int_equal(c->callback_max_attempts, 8);
         assert_int_equal(c->callback_max_age_sec, 86400);
@@ -172,6 +178,19 @@ static const KeyRow key_rows[] = {
         U64("LimitNOFILE", "[Sandbox]\nLimitNOFILE=16\n", nofile, 16),
         U64("KillGraceMS", "[Sandbox]\nKillGraceMS=60000\n", kill_grace_ms, 60000),
 
+        /* [Artifacts] */
+        STR("ArtifactsDirectory", "[Artifacts]\nArtifactsDirectory=/srv/artifacts\n", artifacts_dir, "/srv/artifacts"),
+        STR("ArtifactURLKeyFile", "[Artifacts]\nArtifactURLKeyFile=/etc/sandboxd/url.key\n", artifact_url_key_file,
+            "/etc/sandboxd/url.key"),
+        U64("ArtifactURLLifetimeSec=1 (minimum)", "[Artifacts]\nArtifactURLLifetimeSec=1\n",
+            artifact_url_lifetime_sec, 1),
+        U64("ArtifactURLLifetimeSec=604800 (maximum)", "[Artifacts]\nArtifactURLLifetimeSec=604800\n",
+            artifact_url_lifetime_sec, 604800),
+        U64("ArtifactMaxFiles=0 (no artifacts)", "[Artifacts]\nArtifactMaxFiles=0\n", artifact_max_files, 0),
+        U64("ArtifactMaxFiles", "[Artifacts]\nArtifactMaxFiles=200000\n", artifact_max_files, 200000),
+        U64("ArtifactMaxFileBytes=10M", "[Artifacts]\nArtifactMaxFileBytes=10M\n", artifact_max_file_bytes, 10 << 20),
+        U64("ArtifactMaxTotalBytes=1T (maximum)", "[Artifacts]\nArtifactMaxTotalBytes=1T\n",
+            artifact_max_total_bytes, 1ULL << 40),
         /* [Callbacks] */
         STR("CallbackKeyFile", "[Callbacks]\nCallbackKeyFile=/etc/sandboxd/cb.key\n", callback_key_file,
             "/etc/sandboxd/cb.key"),
@@ -236,6 +255,22 @@ typedef struct ErrorRow {
 } ErrorRow;
 
 static const ErrorRow error_rows[] = {
+        { "ArtifactURLLifetimeSec=0", "[Artifacts]\nArtifactURLLifetimeSec=0\n",
+          "x.conf:2: ArtifactURLLifetimeSec=0 is outside [1, 604800]" },
+        { "ArtifactURLLifetimeSec too long", "[Artifacts]\nArtifactURLLifetimeSec=604801\n",
+          "x.conf:2: ArtifactURLLifetimeSec=604801 is outside [1, 604800]" },
+        { "ArtifactURLKeyFile relative", "[Artifacts]\nArtifactURLKeyFile=url.key\n",
+          "x.conf:2: ArtifactURLKeyFile= must be an absolute path, got 'url.key'" },
+        { "ArtifactsDirectory relative", "[Artifacts]\nArtifactsDirectory=artifacts\n",
+          "x.conf:2: ArtifactsDirectory= must be an absolute path, got 'artifacts'" },
+        { "ArtifactMaxFiles too many", "[Artifacts]\nArtifactMaxFiles=1000001\n",
+          "x.conf:2: ArtifactMaxFiles=1000001 is outside [0, 1000000]" },
+        { "ArtifactMaxFileBytes not a size", "[Artifacts]\nArtifactMaxFileBytes=lots\n",
+          "x.conf:2: ArtifactMaxFileBytes= takes a size (e.g. 64K, 2M), got 'lots'" },
+        { "ArtifactMaxTotalBytes over 1T", "[Artifacts]\nArtifactMaxTotalBytes=2T\n",
+          "x.conf:2: ArtifactMaxTotalBytes=2T is outside [0, 1099511627776]" },
+        { "artifact key in [Daemon]", "[Daemon]\nArtifactMaxFiles=1\n",
+          "x.conf:2: unknown key 'ArtifactMaxFiles' in section [Daemon]" },
         { "unknown key", "[Daemon]\n# comment\nFoo=1\n",
           "x.conf:3: unknown key 'Foo' in section [Daemon]" },
         { "key of another section", "[Limits]\n\nMaxConcurrent=4\n",

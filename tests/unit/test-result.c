@@ -26,7 +26,7 @@ static const char *const all_keys[] = {
         "stdout", "stdout_bytes", "stdout_lines", "stdout_truncated",
         "stderr", "stderr_bytes", "stderr_lines", "stderr_truncated",
         "duration_ms", "cpu_time_ms", "peak_memory_mb", "created_at", "started_at", "finished_at",
-        "limits", "unit", "reason", "error_message",
+        "limits", "unit", "reason", "error_message", "artifacts", "artifacts_skipped", "artifacts_skipped_total",
 };
 
 static json_object *get(json_object *o, const char *key) {
@@ -180,6 +180,9 @@ static void test_queued(_unused_ void **state) {
         check_null(o, "unit");
         check_null(o, "reason");
         check_null(o, "error_message");
+        check_null(o, "artifacts");
+        check_null(o, "artifacts_skipped");
+        check_null(o, "artifacts_skipped_total");
 
         /* The same after serialisation. */
         r = roundtrip(o);
@@ -271,6 +274,11 @@ static void test_success(_unused_ void **state) {
         check_string(o, "unit", "sandboxd-exec_20261130_0a1b2c3d4e5f6789.service");
         check_string(o, "reason", "program exited with 0");
         check_null(o, "error_message");
+        /* Final without artifacts: empty lists, not null. */
+        assert_true(json_object_is_type(get(o, "artifacts"), json_type_array));
+        assert_int_equal(json_object_array_length(get(o, "artifacts")), 0);
+        assert_int_equal(json_object_array_length(get(o, "artifacts_skipped")), 0);
+        check_int(o, "artifacts_skipped_total", 0);
 
         /* peak_memory_mb: a number with one decimal, on the wire too. */
         assert_true(json_object_is_type(get(o, "peak_memory_mb"), json_type_double));
@@ -390,6 +398,41 @@ static void test_peak_memory(_unused_ void **state) {
         }
 }
 
+static void test_artifacts(_unused_ void **state) {
+        _cleanup_(execution_freep) Execution *e = execution_new("exec_a");
+        _cleanup_json_ json_object *o = NULL;
+        json_object *a, *x;
+
+        assert_non_null(e);
+        e->language = "python";
+        e->status = EXEC_SUCCESS;
+        e->exit_code = 0;
+        e->limits = limits;
+        e->artifacts = exec_artifacts_new();
+        assert_non_null(e->artifacts);
+        assert_int_equal(exec_artifacts_add(e->artifacts, "plot.png", 67, "image/png",
+                                            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"), 0);
+        assert_int_equal(exec_artifacts_add(e->artifacts, "d/t.csv", 5, "text/csv", "short"), -EINVAL);
+        assert_int_equal(exec_artifacts_add_skip(e->artifacts, "link", "symlink"), 0);
+        e->artifacts->n_skipped_total = 7;
+
+        o = execution_to_json(e);
+        check_keys(o);
+        a = get(o, "artifacts");
+        assert_int_equal(json_object_array_length(a), 1);
+        x = json_object_array_get_idx(a, 0);
+        check_string(x, "path", "plot.png");
+        check_int(x, "size", 67);
+        check_string(x, "mime_type", "image/png");
+        check_string(x, "sha256", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+        assert_int_equal(json_object_object_length(x), 4);      /* the url is added by the API */
+        a = get(o, "artifacts_skipped");
+        assert_int_equal(json_object_array_length(a), 1);
+        check_string(json_object_array_get_idx(a, 0), "path", "link");
+        check_string(json_object_array_get_idx(a, 0), "reason", "symlink");
+        check_int(o, "artifacts_skipped_total", 7);
+}
+
 static void test_format_timestamp(_unused_ void **state) {
         static const struct {
                 uint64_t usec;
@@ -426,6 +469,7 @@ int main(void) {
                 cmocka_unit_test(test_success),
                 cmocka_unit_test(test_failed),
                 cmocka_unit_test(test_peak_memory),
+                cmocka_unit_test(test_artifacts),
                 cmocka_unit_test(test_format_timestamp),
         };
 

@@ -745,6 +745,119 @@ static void test_purge(_unused_ void **state) {
         store_records_free(l, n);
 }
 
+/* ---- artifacts ---- */
+
+#define SHA_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define SHA_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define SHA_C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+
+static ExecArtifacts *artifacts_of(const char *sha1, const char *sha2) {
+        ExecArtifacts *a = exec_artifacts_new();
+
+        assert_non_null(a);
+        assert_int_equal(exec_artifacts_add(a, "data/result.csv", 12, "text/csv", sha1), 0);
+        assert_int_equal(exec_artifacts_add(a, "plot \xc3\xa9.png", 1 << 20, "image/png", sha2), 0);
+        assert_int_equal(exec_artifacts_add_skip(a, "link", "symlink"), 0);
+        assert_int_equal(exec_artifacts_add_skip(a, "bad\\x0aname", "name_invalid"), 0);
+        a->n_skipped_total = 5;
+        return a;
+}
+
+static void test_artifacts(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_art");
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = artifacts_of(SHA_A, SHA_B), *b = NULL, *empty = NULL;
+
+        assert_int_equal(store_put(s, r), 0);
+        /* Not collected yet. */
+        assert_int_equal(store_get_artifacts(s, "exec_art", &b), -ENOENT);
+        assert_int_equal(store_get_artifacts(s, "no/such id", &b), -ENOENT);
+
+        assert_int_equal(store_put_artifacts(s, "exec_art", a), 0);
+        assert_int_equal(store_get_artifacts(s, "exec_art", &b), 0);
+        assert_int_equal(b->n_items, 2);
+        /* Sorted by path. */
+        assert_string_equal(b->items[0].path, "data/result.csv");
+        assert_int_equal(b->items[0].size, 12);
+        assert_string_equal(b->items[0].mime_type, "text/csv");
+        assert_string_equal(b->items[0].sha256, SHA_A);
+        assert_string_equal(b->items[1].path, "plot \xc3\xa9.png");
+        assert_int_equal(b->items[1].size, 1 << 20);
+        assert_string_equal(b->items[1].sha256, SHA_B);
+        assert_int_equal(b->n_skipped, 2);
+        assert_string_equal(b->skipped[0].path, "link");
+        assert_string_equal(b->skipped[0].reason, "symlink");
+        assert_string_equal(b->skipped[1].path, "bad\\x0aname");
+        assert_int_equal(b->n_skipped_total, 5);
+        b = exec_artifacts_free(b);
+
+        /* Putting again replaces, all of it. */
+        empty = exec_artifacts_new();
+        assert_non_null(empty);
+        assert_int_equal(store_put_artifacts(s, "exec_art", empty), 0);
+        assert_int_equal(store_get_artifacts(s, "exec_art", &b), 0);
+        assert_int_equal(b->n_items, 0);
+        assert_int_equal(b->n_skipped, 0);
+        assert_int_equal(b->n_skipped_total, 0);
+        b = exec_artifacts_free(b);
+
+        /* All or nothing: a duplicate path fails the whole put, the earlier list stays. */
+        assert_int_equal(store_put_artifacts(s, "exec_art", a), 0);
+        assert_int_equal(exec_artifacts_add(empty, "x", 1, "text/plain", SHA_C), 0);
+        assert_int_equal(exec_artifacts_add(empty, "x", 2, "text/plain", SHA_C), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_art", empty), -EINVAL);
+        assert_int_equal(store_get_artifacts(s, "exec_art", &b), 0);
+        assert_int_equal(b->n_items, 2);
+        b = exec_artifacts_free(b);
+
+        /* Invalid arguments never reach the database. */
+        assert_int_equal(store_put_artifacts(s, "bad id!", a), -EINVAL);
+        a->items[0].sha256[3] = 'X';
+        assert_int_equal(store_put_artifacts(s, "exec_art", a), -EINVAL);
+        a->items[0].sha256[3] = 'a';
+        a->items[0].size = UINT64_MAX;
+        assert_int_equal(store_put_artifacts(s, "exec_art", a), -EINVAL);
+}
+
+/* Purging records takes their artifacts along; a blob two executions share stays until the last. */
+static void test_purge_artifacts(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *old = record_full("exec_old"), *young = record_full("exec_young");
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = artifacts_of(SHA_A, SHA_B), *b = artifacts_of(SHA_B, SHA_C),
+                                                      *got = NULL;
+        char **gone = NULL;
+        uint64_t n = 0;
+
+        young->exec->finished_usec = BASE_USEC + 10 * 1000000ULL;
+        assert_int_equal(store_put(s, old), 0);
+        assert_int_equal(store_put(s, young), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_old", a), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_young", b), 0);
+
+        /* Nothing old enough: nothing goes. */
+        assert_int_equal(store_purge_ex(s, BASE_USEC, &n, &gone), 0);
+        assert_int_equal(n, 0);
+        assert_null(gone);
+
+        /* The old one: SHA_A was its alone, SHA_B is still the young one's. */
+        assert_int_equal(store_purge_ex(s, BASE_USEC + 1000000ULL, &n, &gone), 0);
+        assert_int_equal(n, 1);
+        assert_non_null(gone);
+        assert_string_equal(gone[0], SHA_A);
+        assert_null(gone[1]);
+        gone = store_digests_free(gone);
+        assert_int_equal(store_get_artifacts(s, "exec_old", &got), -ENOENT);
+        assert_int_equal(store_get_artifacts(s, "exec_young", &got), 0);
+        assert_int_equal(got->n_items, 2);
+        got = exec_artifacts_free(got);
+
+        /* store_purge() takes the rows too (the caller learns no digests). */
+        assert_int_equal(store_purge(s, UINT64_MAX, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(store_get_artifacts(s, "exec_young", &got), -ENOENT);
+        assert_int_equal(count(s), 0);
+}
+
 /* ---- the callback outbox ---- */
 
 static StoreCallback *callback_new(const char *id, uint64_t due) {
@@ -947,15 +1060,16 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (5)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (6)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 5");
+        sql_exec_raw("PRAGMA user_version = 6");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
 
         /* A version 1 database (as the first release wrote it) is migrated on open, rows kept. */
-        sql_exec_raw("DROP TABLE callbacks; DROP TABLE sessions; ALTER TABLE executions DROP COLUMN error_message; "
+        sql_exec_raw("DROP TABLE callbacks; DROP TABLE sessions; DROP TABLE artifacts; DROP TABLE artifact_collections; "
+                     "ALTER TABLE executions DROP COLUMN error_message; "
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "PRAGMA user_version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had none of them */
@@ -1248,6 +1362,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_bad_cursor, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_unfinished, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_purge, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_artifacts, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_purge_artifacts, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_outbox, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_sessions, setup_dir, teardown_dir),
