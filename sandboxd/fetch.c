@@ -78,18 +78,38 @@ static int open_beneath(int dir_fd, const char *name, int flags, mode_t mode) {
         return fd < 0 ? -errno : fd;
 }
 
+/* What is created takes the owner of the directory it is created in (through the new entry's own
+ * fd, never a path): in a session's workspace, which belongs to the previous run's dynamic user (the
+ * one the next run most likely gets again: systemd re-owns the tree only when the UID changes), the
+ * run can then replace or delete its inputs. In a single-use workspace everything stays root's. */
+static int inherit_owner(int dir_fd, int fd) {
+        struct stat st;
+
+        if (fstat(dir_fd, &st) < 0)
+                return -errno;
+        if (st.st_uid == 0 && st.st_gid == 0)
+                return 0;
+        return fchown(fd, st.st_uid, st.st_gid) < 0 ? -errno : 0;
+}
+
 /* mkdir (0755) unless it exists, then open it: it must be a real directory, not a symlink to one. */
 static int mkdir_open(int dir_fd, const char *name) {
         bool created = mkdirat(dir_fd, name, 0755) >= 0;
-        int fd;
+        int fd, r;
 
         if (!created && errno != EEXIST)
                 return -errno;
         fd = open_beneath(dir_fd, name, O_RDONLY | O_DIRECTORY, 0);
         if (fd < 0)
                 return fd == -ELOOP ? -ENOTDIR : fd;
-        if (created)
+        if (created) {
                 (void) fchmod(fd, 0755);        /* whatever the umask */
+                r = inherit_owner(dir_fd, fd);
+                if (r < 0) {
+                        safe_close(fd);
+                        return r;
+                }
+        }
         return fd;
 }
 
@@ -114,7 +134,7 @@ static int create_file(int input_fd, const char *path, int *ret_dir_fd, char **r
         _cleanup_free_ char *copy = strdup(path);
         _cleanup_close_ int dir = -EBADF;
         char *p, *slash;
-        int fd;
+        int fd, r;
 
         if (!copy)
                 return -ENOMEM;
@@ -150,6 +170,12 @@ static int create_file(int input_fd, const char *path, int *ret_dir_fd, char **r
         if (fd < 0)
                 return fd;
         (void) fchmod(fd, 0644);
+        r = inherit_owner(dir, fd);
+        if (r < 0) {
+                (void) unlinkat(dir, p, 0);
+                safe_close(fd);
+                return r;
+        }
         *ret_name = strdup(p);
         if (!*ret_name) {
                 (void) unlinkat(dir, p, 0);
@@ -451,7 +477,7 @@ int fetch_start(CurlEvent *curl, const char *workspace_dir, const InputFile *fil
                 const FetchLimits *limits, fetch_done_t cb, void *userdata, Fetch **ret, char **ret_message) {
         _cleanup_(fetch_freep) Fetch *f = NULL;
         _cleanup_close_ int ws = -EBADF;
-        _cleanup_free_ char *ws_path = NULL;
+        _cleanup_close_ int root = -EBADF;
         uint64_t inline_total = 0;
         size_t n_urls = 0;
         int r;
@@ -459,11 +485,15 @@ int fetch_start(CurlEvent *curl, const char *workspace_dir, const InputFile *fil
         *ret = NULL;
         if (n_files == 0)
                 return 0;
-        if (asprintf(&ws_path, "%s/workspace", workspace_dir) < 0)
-                return -ENOMEM;
-        ws = open(ws_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (ws < 0)
+        /* The workspace tmpfs's root is the daemon's (0755 root): nothing in its path is the
+         * sandbox's. workspace/ below it is created if missing: a session's first run (systemd
+         * creates it as the unit's StateDirectory= otherwise, and re-owns what is in it). */
+        root = open(workspace_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (root < 0)
                 return set_message(ret_message, -errno, "cannot open the workspace: %s", strerror(errno));
+        ws = mkdir_open(root, "workspace");
+        if (ws < 0)
+                return set_message(ret_message, ws, "cannot open the workspace: %s", strerror(-ws));
 
         f = calloc(1, sizeof(Fetch));
         if (!f)

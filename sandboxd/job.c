@@ -656,7 +656,7 @@ void job_start(Job *j) {
         if (j->session) {
                 /* The session's mount is there (manager_dispatch_queue() checked) and stays. */
                 session_run_started(j->session, j);
-                start_service(j);
+                workspace_ready(j);
                 return;
         }
 
@@ -968,7 +968,11 @@ static void job_collect_artifacts(Job *j) {
         };
         int r;
 
-        if (!j->unit_started || !j->mount_started || !j->workspace || m->artifacts_fd < 0 ||
+        /* The workspace's tmpfs lives in a directory of the daemon's: workspaces/ for a single-use
+         * one, the sessions' mount directory for a session's. */
+        const char *parent = j->session ? SESSION_MOUNT_DIR : m->workspaces_dir;
+
+        if (!j->unit_started || (!j->mount_started && !j->session) || !j->workspace || m->artifacts_fd < 0 ||
             c->artifact_max_files == 0) {
                 j->artifacts_done = true;
                 return;
@@ -979,11 +983,11 @@ static void job_collect_artifacts(Job *j) {
                 return;
         }
         name = strrchr(j->workspace, '/');
-        if (!name || !path_startswith_dir(j->workspace, m->workspaces_dir)) {
+        if (!name || !path_startswith_dir(j->workspace, parent)) {
                 j->artifacts_done = true;
                 return;
         }
-        parent_fd = open(m->workspaces_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (parent_fd >= 0)
                 mount_fd = openat(parent_fd, name + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (mount_fd >= 0)
