@@ -1687,7 +1687,7 @@ static int artifact_parse(json_object *j, ArtifactEntry *ret) {
         r = json_dispatch(j, "an artifact", fields, ELEMENTSOF(fields), &a);
         if (r < 0)
                 return r;
-        if (a.size.value < 0 || a.sha256.len != 64 || strspn(a.sha256.s, "0123456789abcdef") != 64 ||
+        if (a.size.value < 0 || a.sha256.len != 64 || !is_lower_hex(a.sha256.s, 64) ||
             strlen(a.path.s) != a.path.len)
                 return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: an artifact's size, sha256 or "
                                        "path is invalid.");

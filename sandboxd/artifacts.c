@@ -221,27 +221,6 @@ static const char *file_judge(const Walk *w, const struct stat *st) {
         return NULL;
 }
 
-static void hex_encode(const uint8_t *d, size_t n, char *out) {
-        static const char hex[] = "0123456789abcdef";
-
-        for (size_t i = 0; i < n; i++) {
-                out[2 * i] = hex[d[i] >> 4];
-                out[2 * i + 1] = hex[d[i] & 15];
-        }
-        out[2 * n] = '\0';
-}
-
-static bool digest_is_valid(const char *s) {
-        size_t i;
-
-        if (!s)
-                return false;
-        for (i = 0; s[i]; i++)
-                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= 64)
-                        return false;
-        return i == 64;
-}
-
 /* A file for the copy in the store's directory, not yet visible under any name. O_TMPFILE where the
  * file system has it (Linux 3.11; tmpfs, ext4, xfs, btrfs); else a random dot-name, unlinked again
  * after the link. Mode 0644 explicitly: the umask does not decide, and no mode bit of the sandbox's
@@ -390,7 +369,7 @@ static int copy_to_store(Walk *w, int fd, uint64_t size, const char *path, Artif
                 r = -EIO;
                 goto fail;
         }
-        hex_encode(digest, digest_len, a->sha256);
+        hexmem(digest, digest_len, a->sha256);
 
         r = store_link(w->store_fd, tmp_fd, tmp_name, a->sha256, size);
         if (tmp_name[0])
@@ -795,7 +774,7 @@ int artifacts_store_open(const char *dir) {
 }
 
 static int blob_path(const char *sha256_hex, char ret[static 68]) {
-        if (!digest_is_valid(sha256_hex))
+        if (!is_lower_hex(sha256_hex, 64))
                 return -EINVAL;
         (void) snprintf(ret, 68, "%.2s/%s", sha256_hex, sha256_hex);
         return 0;

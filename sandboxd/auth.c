@@ -53,23 +53,13 @@ static bool name_is_valid(const char *s) {
         return true;
 }
 
-static int unhex(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 static int parse_hash(const char *s, uint8_t ret[static HASH_LEN]) {
         const char *hex = startswith(s, HASH_PREFIX);
 
         if (!hex || strlen(hex) != HASH_LEN * 2)
                 return -EINVAL;
         for (size_t i = 0; i < HASH_LEN; i++) {
-                int hi = unhex(hex[2 * i]), lo = unhex(hex[2 * i + 1]);
+                int hi = unhexchar(hex[2 * i]), lo = unhexchar(hex[2 * i + 1]);
 
                 if (hi < 0 || lo < 0)
                         return -EINVAL;

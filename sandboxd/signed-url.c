@@ -35,16 +35,6 @@ char *url_path_encode(const char *s) {
         return ret;
 }
 
-static int unhex(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -EINVAL;
-}
-
 int url_path_decode(const char *s, char **ret) {
         _cleanup_free_ char *out = malloc(strlen(s) + 1);
         char *p = out;
@@ -58,10 +48,10 @@ int url_path_decode(const char *s, char **ret) {
                         *p++ = *s;
                         continue;
                 }
-                a = unhex(s[1]);
+                a = unhexchar(s[1]);
                 if (a < 0)
                         return -EINVAL;
-                b = unhex(s[2]);
+                b = unhexchar(s[2]);
                 if (b < 0)
                         return -EINVAL;
                 if (a == 0 && b == 0)
@@ -85,7 +75,6 @@ char *artifact_url_path(const char *execution_id, const char *artifact_path) {
 
 static int hmac_hex(const uint8_t *key, size_t key_len, const char *method, const char *path, const char *expires,
                     char ret_hex[static SIGNED_URL_SIGNATURE_HEX + 1]) {
-        static const char hex[] = "0123456789abcdef";
         _cleanup_free_ char *msg = NULL;
         uint8_t mac[EVP_MAX_MD_SIZE];
         unsigned mac_len = 0;
@@ -104,11 +93,7 @@ static int hmac_hex(const uint8_t *key, size_t key_len, const char *method, cons
         if (!HMAC(EVP_sha256(), key, (int) key_len, (const unsigned char *) msg, (size_t) n, mac, &mac_len) ||
             mac_len != SIGNED_URL_SIGNATURE_HEX / 2)
                 return -EIO;
-        for (unsigned i = 0; i < mac_len; i++) {
-                ret_hex[2 * i] = hex[mac[i] >> 4];
-                ret_hex[2 * i + 1] = hex[mac[i] & 15];
-        }
-        ret_hex[SIGNED_URL_SIGNATURE_HEX] = 0;
+        hexmem(mac, mac_len, ret_hex);
         return 0;
 }
 
@@ -151,7 +136,7 @@ int signed_url_verify(const uint8_t *key, size_t key_len, const char *method, co
             (n > 1 && expires[0] == '0') || safe_atou64(expires, &e) < 0)
                 return -EBADMSG;
         if (strlen(signature) != SIGNED_URL_SIGNATURE_HEX ||
-            strspn(signature, "0123456789abcdef") != SIGNED_URL_SIGNATURE_HEX)
+            !is_lower_hex(signature, SIGNED_URL_SIGNATURE_HEX))
                 return -EBADMSG;
         r = hmac_hex(key, key_len, method, canonical_path, expires, want);
         if (r < 0)

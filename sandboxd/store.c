@@ -490,15 +490,11 @@ int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
         return store_purge_ex(s, finished_before_usec, ret_n, NULL);
 }
 
-static bool sha256_hex_is_valid(const char *s) {
-        return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
-}
-
 int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
         if (!s || !a || !id || !id_is_valid(id, STORE_ID_MAX))
                 return -EINVAL;
         for (size_t i = 0; i < a->n_items; i++)
-                if (!a->items[i].path || !a->items[i].mime_type || !sha256_hex_is_valid(a->items[i].sha256) ||
+                if (!a->items[i].path || !a->items[i].mime_type || !is_lower_hex(a->items[i].sha256, 64) ||
                     !u64_fits(a->items[i].size)) {
                         store_set_error(s, "invalid artifact");
                         return -EINVAL;

@@ -125,6 +125,31 @@ bool id_is_valid(const char *s, size_t max) {
         return true;
 }
 
+void hexmem(const void *d, size_t n, char *out) {
+        static const char hex[] = "0123456789abcdef";
+        const uint8_t *b = d;
+
+        for (size_t i = 0; i < n; i++) {
+                out[2 * i] = hex[b[i] >> 4];
+                out[2 * i + 1] = hex[b[i] & 15];
+        }
+        out[2 * n] = 0;
+}
+
+int unhexchar(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -EINVAL;
+}
+
+bool is_lower_hex(const char *s, size_t n) {
+        return s && strlen(s) == n && strspn(s, "0123456789abcdef") == n;
+}
+
 int id_generate(char *buf, size_t size, const char *prefix) {
         uint8_t rnd[8];
         struct tm tm;

@@ -138,6 +138,13 @@ uint64_t now_usec(int clock);
  * with '.' or '-'. Used for names that end up in unit names and paths. */
 bool id_is_valid(const char *s, size_t max);
 
+/* Lower-case hex of n bytes into out (2n + 1 bytes, NUL-terminated). */
+void hexmem(const void *d, size_t n, char *out);
+/* The value of one hex digit (either case), or -EINVAL. */
+int unhexchar(char c);
+/* Exactly n lower-case hex digits, and nothing after them? */
+bool is_lower_hex(const char *s, size_t n);
+
 /* Generate a new execution id "exec_YYYYMMDD_<16 hex>" into buf (at least 32 bytes). */
 int id_generate(char *buf, size_t size, const char *prefix);
 

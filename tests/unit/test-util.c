@@ -129,8 +129,44 @@ static void test_id_is_valid(_unused_ void **state) {
                 }
 }
 
-static bool is_lower_hex(char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+static void test_hex(_unused_ void **state) {
+        static const struct {
+                const char *s;
+                size_t n;
+                bool valid;
+        } rows[] = {
+                { "", 0, true },
+                { "00ff", 4, true },
+                { "0123456789abcdef", 16, true },
+                { "00FF", 4, false },           /* upper case is not ours */
+                { "00ff", 3, false },           /* longer than n */
+                { "00f", 4, false },            /* shorter */
+                { "00fg", 4, false },
+                { "00 f", 4, false },
+                { "-0ff", 4, false },
+        };
+        const uint8_t bytes[] = { 0x00, 0x01, 0x7f, 0x80, 0xab, 0xff };
+        char out[2 * sizeof(bytes) + 1];
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++)
+                if (is_lower_hex(rows[i].s, rows[i].n) != rows[i].valid) {
+                        print_error("is_lower_hex(\"%s\", %zu) should be %s\n", rows[i].s, rows[i].n,
+                                    rows[i].valid ? "true" : "false");
+                        fail();
+                }
+        assert_false(is_lower_hex(NULL, 0));
+
+        memset(out, 'x', sizeof(out));
+        hexmem(bytes, sizeof(bytes), out);
+        assert_string_equal(out, "00017f80abff");
+        hexmem(bytes, 0, out);
+        assert_string_equal(out, "");
+
+        for (int c = 0; c < 256; c++) {
+                int want = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+                           c >= 'A' && c <= 'F' ? c - 'A' + 10 : -EINVAL;
+                assert_int_equal(unhexchar((char) c), want);
+        }
 }
 
 static void test_id_generate(_unused_ void **state) {
@@ -154,8 +190,7 @@ static void test_id_generate(_unused_ void **state) {
         memcpy(today, a + 5, 8);
         today[8] = 0;
         assert_true(streq(today, before) || streq(today, after));
-        for (size_t i = 14; i < 30; i++)
-                assert_true(is_lower_hex(a[i]));
+        assert_true(is_lower_hex(a + 14, 16));
         assert_true(id_is_valid(a, 64));
 
         /* 64 random bits: two ids colliding means the randomness is broken. */
@@ -213,6 +248,7 @@ int main(void) {
                 cmocka_unit_test(test_safe_atou64),
                 cmocka_unit_test(test_safe_atoi),
                 cmocka_unit_test(test_id_is_valid),
+                cmocka_unit_test(test_hex),
                 cmocka_unit_test(test_id_generate),
                 cmocka_unit_test(test_unit_name_escape),
                 cmocka_unit_test(test_free_and_strdup),
