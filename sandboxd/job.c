@@ -275,6 +275,15 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
                                         "org.freedesktop.DBus.Properties", "Get", on_active_state, j, "ss",
                                         "org.freedesktop.systemd1.Unit", "ActiveState");
         log_info("%s: adopted after a restart (%s).", e->id, ctl_fd >= 0 ? "with its control socket" : "without output");
+        /* Its unit was started, but the previous instance died before it saw the start job finish
+         * (the record said queued, manager_adopt() found the unit): no start time is on record and
+         * nothing logged the start. Both happen now, once. */
+        if (e->started_usec == 0) {
+                e->status = EXEC_RUNNING;
+                e->started_usec = now;
+                (void) job_persist(j);
+                log_execution_start(j);
+        }
         *ret = j;
         return 0;
 }
