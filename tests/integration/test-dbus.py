@@ -10,6 +10,7 @@ import pwd
 import select
 import subprocess
 import sys
+import time
 
 # python3-dbus is Debian's, for Debian's interpreter: the tests may be started by another python3.
 try:
@@ -67,14 +68,23 @@ except dbus.exceptions.DBusException as e:
 
 
 def py_as(uid, method, *args):
-    """A python3-dbus client in its own process, as uid: {"ok": reply} or {"error": name, "message": ...}."""
+    """A python3-dbus client in its own process, as uid: {"ok": reply} or {"error": name, "message": ...}.
+    sandboxd fails closed when polkitd cannot be asked ("cannot ask polkit ...", AccessDenied); that
+    is an outage of polkitd, not its decision, which is what these checks are about: such an answer
+    is retried (at most twice, and said in a diagnostic). Seen once in the VM tier under TCG."""
     cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-c", CLIENT,
            method] + list(args)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    try:
-        return json.loads(p.stdout)
-    except ValueError:
-        return {"error": "client failed", "message": p.stderr}
+    for attempt in range(3):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        try:
+            r = json.loads(p.stdout)
+        except ValueError:
+            return {"error": "client failed", "message": p.stderr}
+        if "cannot ask polkit" not in r.get("message", ""):
+            return r
+        print(f"# {method} as uid {uid}: polkitd could not be asked ({r.get('message')}); asking again", flush=True)
+        time.sleep(1)
+    return r
 
 
 def call(method, *args):
