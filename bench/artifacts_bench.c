@@ -4,7 +4,8 @@
  *
  *     build/bench/artifacts-bench [SMALL_FILES] [REPEAT]
  *
- * It builds an output/ tree in a fresh directory under /var/tmp (removed afterwards): SMALL_FILES
+ * It builds an output/ tree in a fresh directory under $ARTIFACTS_BENCH_DIR (default /var/tmp; a
+ * tmpfs such as /dev/shm takes the disk's writeback out of the comparison), removed afterwards: SMALL_FILES
  * files of 4 KiB in 100 directories plus one 64 MiB file, and times, REPEAT times each (median):
  *   collector   artifacts_collect() into an empty content-addressed store (openat2 walk, fstat
  *               checks, streamed copy + SHA-256, O_TMPFILE + link)
@@ -56,6 +57,8 @@ static int write_file(const char *path, size_t size, unsigned seed) {
                 return -errno;
         for (size_t i = 0; i < sizeof(buf); i++)
                 buf[i] = (char) ('a' + (i * 7 + seed) % 26);
+        /* Every file distinct: the store keeps identical content once, which would flatter it. */
+        (void) snprintf(buf, 16, "%015u", seed);
         while (size > 0) {
                 size_t n = size < sizeof(buf) ? size : sizeof(buf);
                 if (loop_write(fd, buf, n) < 0)
@@ -76,7 +79,8 @@ static double run_cmd(const char *cmd) {
 
 int main(int argc, char *argv[]) {
         unsigned files = argc > 1 ? (unsigned) atoi(argv[1]) : 20000, repeat = argc > 2 ? (unsigned) atoi(argv[2]) : 5;
-        char top[] = "/var/tmp/artifacts-bench.XXXXXX", path[4096], cmd[8192];
+        const char *base = getenv("ARTIFACTS_BENCH_DIR") ?: "/var/tmp";
+        char top[1024], path[4096], cmd[8192];
         double t_collect[64], t_cp[64], t_sha[64];
         ArtifactLimits lim = {
                 .max_files = files + 1, .max_file_bytes = 1ULL << 30, .max_total_bytes = 1ULL << 34,
@@ -85,7 +89,8 @@ int main(int argc, char *argv[]) {
         uint64_t bytes = 0;
         size_t n_items = 0;
 
-        if (files < 1 || repeat < 1 || repeat > 64 || !mkdtemp(top)) {
+        if (snprintf(top, sizeof(top), "%s/artifacts-bench.XXXXXX", base) >= (int) sizeof(top) || files < 1 ||
+            repeat < 1 || repeat > 64 || !mkdtemp(top)) {
                 fprintf(stderr, "usage: artifacts-bench [SMALL_FILES>=1] [REPEAT 1..64]\n");
                 return EXIT_FAILURE;
         }
