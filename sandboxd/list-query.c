@@ -11,17 +11,7 @@ static const char *const list_keys[] = {
         "session_id", "status", "error_type", "failed", "order", "limit", "cursor",
 };
 
-_printf_(3, 4)
-static int invalid(RequestError *err, const char *field, const char *fmt, ...) {
-        va_list ap;
-
-        *err = (RequestError) { .http_status = 400, .code = "invalid_request" };
-        (void) snprintf(err->field, sizeof(err->field), "%s", field);
-        va_start(ap, fmt);
-        (void) vsnprintf(err->message, sizeof(err->message), fmt, ap);
-        va_end(ap);
-        return -EINVAL;
-}
+#define invalid(err, field, ...) request_error((err), -EINVAL, 400, "invalid_request", (field), __VA_ARGS__)
 
 int list_query_parse(ListQueryGet get, void *userdata, StoreQuery *q, RequestError *err) {
         const char *v;

@@ -30,17 +30,18 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         return NULL;
 }
 
-_printf_(5, 6) static int fail(RequestError *err, int status, const char *code, const char *field, const char *fmt, ...) {
+int request_error(RequestError *err, int r, int http_status, const char *code, const char *field, const char *fmt, ...) {
         va_list ap;
 
-        err->http_status = status;
-        err->code = code;
-        snprintf(err->field, sizeof(err->field), "%s", field ?: "");
+        *err = (RequestError) { .http_status = http_status, .code = code };
+        (void) snprintf(err->field, sizeof(err->field), "%s", field ?: "");
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        (void) vsnprintf(err->message, sizeof(err->message), fmt, ap);
         va_end(ap);
-        return -EINVAL;
+        return r;
 }
+
+#define fail(err, status, code, field, ...) request_error((err), -EINVAL, (status), (code), (field), __VA_ARGS__)
 
 bool env_name_is_valid(const char *name) {
         size_t n = strlen(name);

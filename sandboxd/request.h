@@ -56,6 +56,11 @@ typedef struct RequestError {
         char message[384];
 } RequestError;
 
+/* Fill *err (field may be NULL: none) and return r: one way for the request parser, the list query
+ * parser and the submission path to describe a refusal. */
+int request_error(RequestError *err, int r, int http_status, const char *code, const char *field, const char *fmt, ...)
+        __attribute__((format(printf, 6, 7)));
+
 ExecRequest *exec_request_free(ExecRequest *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ExecRequest *, exec_request_free);
 

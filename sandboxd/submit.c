@@ -11,21 +11,11 @@
 #include "signed-url.h"
 #include "submit.h"
 
-_printf_(5, 6)
-static int fail(RequestError *err, int r, int status, const char *code, const char *fmt, ...) {
-        va_list ap;
-
-        *err = (RequestError) { .http_status = status, .code = code };
-        va_start(ap, fmt);
-        (void) vsnprintf(err->message, sizeof(err->message), fmt, ap);
-        va_end(ap);
-        return r;
-}
+#define fail(err, r, status, code, ...) request_error((err), (r), (status), (code), NULL, __VA_ARGS__)
 
 static int conflict(RequestError *err, const char *id) {
-        fail(err, -EEXIST, 409, "conflict", "execution_id '%s' was already used for a different request", id);
-        (void) snprintf(err->field, sizeof(err->field), "execution_id");
-        return -EEXIST;
+        return request_error(err, -EEXIST, 409, "conflict", "execution_id",
+                             "execution_id '%s' was already used for a different request", id);
 }
 
 static bool may_see(const char *caller, bool admin, const char *owner) {
@@ -86,14 +76,12 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
                 if (r < 0) {
                         if (!msg)
                                 return fail(err, r, 500, "internal", "cannot create the session: %s", strerror(-r));
-                        fail(err, r, status,
-                             status == 403 ? "forbidden" : status == 409 ? "conflict" :
-                             status == 429 ? "too_many_sessions" :
-                             status == 507 || status == 503 ? "store_error" : "internal", "%s", msg);
-                        (void) snprintf(err->field, sizeof(err->field), "%s",
-                                        status == 403 || status == 429 ? "session_id" :
-                                        status == 409 ? "limits.disk_mb" : "");
-                        return r;
+                        return request_error(err, r, status,
+                                             status == 403 ? "forbidden" : status == 409 ? "conflict" :
+                                             status == 429 ? "too_many_sessions" :
+                                             status == 507 || status == 503 ? "store_error" : "internal",
+                                             status == 403 || status == 429 ? "session_id" :
+                                             status == 409 ? "limits.disk_mb" : NULL, "%s", msg);
                 }
         }
 
@@ -117,18 +105,7 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
         return 0;
 }
 
-_printf_(3, 4)
-static int invalid(RequestError *err, const char *field, const char *fmt, ...) {
-        va_list ap;
-
-
-        *err = (RequestError) { .http_status = 400, .code = "invalid_request" };
-        (void) snprintf(err->field, sizeof(err->field), "%s", field);
-        va_start(ap, fmt);
-        (void) vsnprintf(err->message, sizeof(err->message), fmt, ap);
-        va_end(ap);
-        return -EINVAL;
-}
+#define invalid(err, field, ...) request_error((err), -EINVAL, 400, "invalid_request", (field), __VA_ARGS__)
 
 int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestError *err) {
         StoreRecord **l = NULL;
