@@ -1,40 +1,63 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* sandbox-exec: the main process of every execution unit. It receives the seccomp filter and the
- * source over the control channel (fd 0), writes the source into the workspace, runs the optional
- * compile step and then the program as its children, and reports how they ended (verdict.h) back
- * over the control channel. It runs as the same (dynamic) user as the program, so everything the
- * program can do is assumed to be aimed at this process: it is non-dumpable (no ptrace, no
- * /proc/<pid>/mem, no /proc/<pid>/fd), holds the control socket only on a CLOEXEC fd that no child
- * inherits, and reads nothing the program could have left behind except kernel counters.
+/* sandbox-exec: the main process of every execution unit, and the program's supervisor. It receives
+ * the seccomp filter and the source over the control channel (fd 0), writes the source into its own
+ * directory on the sandbox's private /run, runs the optional compile step and then the program as its
+ * children, and reports how they ended (verdict.h) back over the control channel.
+ *
+ * Privilege separation. The unit starts it with ExecStart=! (systemd allocates the dynamic user but
+ * leaves the credential change to us) and a capability bounding set of CAP_SETUID, CAP_SETGID,
+ * CAP_KILL, CAP_SETPCAP and CAP_SYS_ADMIN. So it runs as root — a different UID from the program's —
+ * and the program can neither signal, stop nor ptrace it, nor see it in /proc (ProtectProc=invisible
+ * hides other users' processes); kill(-1, SIGKILL) from the program only reaches the program's own
+ * processes. Each child drops its bounding set, takes the dynamic UID/GID (the one supplementary group
+ * systemd gave us, in the DynamicUser= range) and never gets a capability back (NoNewPrivileges=).
+ * While nothing of the program exists yet, and only then, CAP_SYS_ADMIN is used inside the unit's own
+ * mount namespace to (1) detach what would show the program the host's layout or let it share
+ * inodes with other sandboxes (everything below /run, /var/lib, /dev/pts: the cgroup and helper binds,
+ * systemd's propagation directory, a session's state directory binds) and (2) put a private overlay
+ * over /usr, so no file of /usr is an inode shared with another sandbox (file locks on shared inodes
+ * are a covert channel) and the daemon's layer hides /usr/local and sandboxd's own files. Then
+ * CAP_SYS_ADMIN is dropped for good; what remains (setuid/setgid for the children, kill) is what a
+ * supervisor needs. Everything the program can do is still assumed to be aimed at this process: it
+ * is non-dumpable, holds the control socket only on a CLOEXEC fd no child inherits, and reads nothing
+ * the program could have written except its output pipes and kernel counters.
  *
  * libc only: no libsystemd, no json-c, no libseccomp (the filter arrives compiled).
  *
  * It also supervises: the program's stdout and stderr come to it through pipes and are kept head
  * and tail (bounded) and sent with the report, it kills the program at --timeout-ms (compile and
  * run together) and on SIGUSR1 (a cancel: systemctl kill --kill-who=main -s USR1), and reports
- * which of these happened. The daemon may restart meanwhile: the report waits in the socket.
+ * which of these happened. When the run failed, a language's syntax checker decides in a fresh
+ * process whether it was a compile error. The daemon may restart meanwhile: the report waits in the
+ * socket.
  *
- * Usage: sandbox-exec [--source NAME] [--max-source BYTES] [--workspace DIR] [--cgroup-dir DIR]
+ * Usage: sandbox-exec [--source NAME] [--code-dir DIR] [--max-source BYTES] [--workspace DIR]
+ *                     [--cgroup-dir DIR] [--tidy-mounts] [--usr-layer DIR] [--uid UID | --same-user]
  *                     [--rlimit-nofile N] [--rlimit-fsize BYTES] [--rlimit-core BYTES]
  *                     [--timeout-ms N] [--head-bytes N] [--tail-bytes N]
- *                     [--compile-arg ARG]... [--syntax-fd] -- RUN_ARGV... */
+ *                     [--compile-arg ARG]... [--check-arg ARG]... -- RUN_ARGV... */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
 #endif
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <poll.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <sys/resource.h>
@@ -57,6 +80,16 @@
 /* Size of the report buffer; must stay within verdict.h's HELPER_REPORT_MAX (4096). */
 #define REPORT_MAX 1024
 #define ERROR_MAX 200
+#define CODE_DIR_DEFAULT "/run/sandbox"
+/* systemd's range for DynamicUser= UIDs and GIDs (docs/UIDS-GIDS.md: 61184…65519). */
+#define DYNAMIC_UID_MIN 61184U
+#define DYNAMIC_UID_MAX 65519U
+/* How long the syntax checker may take after a failed run (it never outlives the unit's backstop,
+ * 2 s past the deadline). */
+#define CHECK_TIMEOUT_USEC (5ULL * 1000000ULL)
+#define CHECK_DEADLINE_SLACK_USEC (1000000ULL)
+/* cgroup counters: the bind points below --cgroup-dir, one per controller (the daemon's names). */
+static const char *const cgroup_names[] = { "memory", "pids", "cpuacct", "unified" };
 
 typedef enum Phase {
         PHASE_SETUP,
@@ -72,14 +105,20 @@ static const char *const phase_names[] = {
 
 typedef struct Options {
         const char *source;
+        const char *code_dir;
         uint64_t max_source;
         const char *workspace;
         const char *cgroup_dir;
+        bool tidy_mounts;
+        const char *usr_layer;
+        bool have_uid, same_user;
+        uid_t uid;
         bool have_nofile, have_fsize;
         uint64_t rlimit_nofile, rlimit_fsize, rlimit_core;
         char **compile_argv;      /* NULL-terminated, or NULL */
         size_t n_compile;
-        bool syntax_fd;
+        char **check_argv;        /* NULL-terminated, or NULL */
+        size_t n_check;
         char **run_argv;
         uint64_t timeout_ms;      /* 0: none (the unit's RuntimeMaxSec= still applies) */
         uint64_t head_bytes, tail_bytes;
@@ -108,6 +147,13 @@ static int signal_fd = -EBADF;
 static uint64_t deadline_usec;    /* CLOCK_MONOTONIC; 0: none */
 static uint64_t run_start_usec, first_output_usec;  /* first_output_usec: 0 until there is output */
 static bool timed_out, cancelled;
+/* Who the program runs as. privileged: we started as root and put every child on prog_uid/prog_gid;
+ * otherwise (--same-user, tests without root) the children run as we do. */
+static bool privileged;
+static uid_t prog_uid;
+static gid_t prog_gid;
+/* One directory fd per controller of the unit's own cgroup, opened before the binds are detached. */
+static int cg_fds[ELEMENTSOF(cgroup_names)] = { -EBADF, -EBADF, -EBADF, -EBADF };
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Reporting */
@@ -214,14 +260,19 @@ static _Noreturn void report_and_exit(const Report *r) {
 
 enum {
         ARG_SOURCE = 0x100,
+        ARG_CODE_DIR,
         ARG_MAX_SOURCE,
         ARG_WORKSPACE,
         ARG_CGROUP_DIR,
+        ARG_TIDY_MOUNTS,
+        ARG_USR_LAYER,
+        ARG_UID,
+        ARG_SAME_USER,
         ARG_RLIMIT_NOFILE,
         ARG_RLIMIT_FSIZE,
         ARG_RLIMIT_CORE,
         ARG_COMPILE_ARG,
-        ARG_SYNTAX_FD,
+        ARG_CHECK_ARG,
         ARG_TIMEOUT_MS,
         ARG_HEAD_BYTES,
         ARG_TAIL_BYTES,
@@ -244,14 +295,19 @@ static uint64_t parse_u64_or_fail(const char *opt, const char *s) {
 static void parse_argv(int argc, char *argv[], Options *o) {
         static const struct option options[] = {
                 { "source",        required_argument, NULL, ARG_SOURCE        },
+                { "code-dir",      required_argument, NULL, ARG_CODE_DIR      },
                 { "max-source",    required_argument, NULL, ARG_MAX_SOURCE    },
                 { "workspace",     required_argument, NULL, ARG_WORKSPACE     },
                 { "cgroup-dir",    required_argument, NULL, ARG_CGROUP_DIR    },
+                { "tidy-mounts",   no_argument,       NULL, ARG_TIDY_MOUNTS   },
+                { "usr-layer",     required_argument, NULL, ARG_USR_LAYER     },
+                { "uid",           required_argument, NULL, ARG_UID           },
+                { "same-user",     no_argument,       NULL, ARG_SAME_USER     },
                 { "rlimit-nofile", required_argument, NULL, ARG_RLIMIT_NOFILE },
                 { "rlimit-fsize",  required_argument, NULL, ARG_RLIMIT_FSIZE  },
                 { "rlimit-core",   required_argument, NULL, ARG_RLIMIT_CORE   },
                 { "compile-arg",   required_argument, NULL, ARG_COMPILE_ARG   },
-                { "syntax-fd",     no_argument,       NULL, ARG_SYNTAX_FD     },
+                { "check-arg",     required_argument, NULL, ARG_CHECK_ARG     },
                 { "timeout-ms",    required_argument, NULL, ARG_TIMEOUT_MS    },
                 { "head-bytes",    required_argument, NULL, ARG_HEAD_BYTES    },
                 { "tail-bytes",    required_argument, NULL, ARG_TAIL_BYTES    },
@@ -260,6 +316,7 @@ static void parse_argv(int argc, char *argv[], Options *o) {
         int c;
 
         *o = (Options) {
+                .code_dir = CODE_DIR_DEFAULT,
                 .max_source = SOURCE_MAX_DEFAULT,
                 .workspace = "/workspace",
                 .head_bytes = 64 * 1024,
@@ -268,7 +325,8 @@ static void parse_argv(int argc, char *argv[], Options *o) {
 
         /* argc bounds the number of compile args. */
         o->compile_argv = calloc((size_t) argc + 1, sizeof(char *));
-        if (!o->compile_argv)
+        o->check_argv = calloc((size_t) argc + 1, sizeof(char *));
+        if (!o->compile_argv || !o->check_argv)
                 fail_setup("Out of memory");
 
         /* '+': stop at the first non-option, never permute the program's argv. Errors are
@@ -280,6 +338,11 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         if (!filename_is_valid(optarg))
                                 fail_setup("Invalid --source file name");
                         o->source = optarg;
+                        break;
+                case ARG_CODE_DIR:
+                        if (optarg[0] != '/')
+                                fail_setup("--code-dir must be an absolute path");
+                        o->code_dir = optarg;
                         break;
                 case ARG_MAX_SOURCE:
                         o->max_source = parse_u64_or_fail("--max-source", optarg);
@@ -296,6 +359,26 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                                 fail_setup("--cgroup-dir must be an absolute path");
                         o->cgroup_dir = optarg;
                         break;
+                case ARG_TIDY_MOUNTS:
+                        o->tidy_mounts = true;
+                        break;
+                case ARG_USR_LAYER:
+                        if (!startswith(optarg, "/run/") || strstr(optarg, ".."))
+                                fail_setup("--usr-layer must be a directory below /run");
+                        o->usr_layer = optarg;
+                        break;
+                case ARG_UID: {
+                        uint64_t v = parse_u64_or_fail("--uid", optarg);
+
+                        if (v == 0 || v >= UINT32_MAX)
+                                fail_setup("--uid must not be root");
+                        o->uid = (uid_t) v;
+                        o->have_uid = true;
+                        break;
+                }
+                case ARG_SAME_USER:
+                        o->same_user = true;
+                        break;
                 case ARG_RLIMIT_NOFILE:
                         o->rlimit_nofile = parse_u64_or_fail("--rlimit-nofile", optarg);
                         o->have_nofile = true;
@@ -310,8 +393,8 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 case ARG_COMPILE_ARG:
                         o->compile_argv[o->n_compile++] = optarg;
                         break;
-                case ARG_SYNTAX_FD:
-                        o->syntax_fd = true;
+                case ARG_CHECK_ARG:
+                        o->check_argv[o->n_check++] = optarg;
                         break;
                 case ARG_TIMEOUT_MS:
                         o->timeout_ms = parse_u64_or_fail("--timeout-ms", optarg);
@@ -335,6 +418,12 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 o->compile_argv = mfree(o->compile_argv);
         else if (o->compile_argv[0][0] != '/')
                 fail_setup("Compile command must be an absolute path");
+        if (o->n_check == 0)
+                o->check_argv = mfree(o->check_argv);
+        else if (o->check_argv[0][0] != '/')
+                fail_setup("Check command must be an absolute path");
+        if (o->have_uid && o->same_user)
+                fail_setup("--uid and --same-user exclude each other");
 
         if (optind >= argc)
                 fail_setup("No program to run");
@@ -483,11 +572,41 @@ static int close_all_from(unsigned from, int keep) {
         return 0;
 }
 
+/* Become the program's user: no capability bounding set, the dynamic GID as the only group, the
+ * dynamic UID for real, effective and saved. From root without SECBIT_KEEP_CAPS, setresuid() clears
+ * the permitted, effective and ambient sets; NoNewPrivileges= keeps them empty across exec. Checked,
+ * not assumed. Returns 0 or a negative errno; in the child, between fork and exec. */
+static int become_program_user(void) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+
+        if (!privileged)
+                return 0;
+        for (unsigned long c = 0; c <= 63; c++)
+                if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+                        return -errno;
+        if (setgroups(1, &prog_gid) < 0 || setresgid(prog_gid, prog_gid, prog_gid) < 0 ||
+            setresuid(prog_uid, prog_uid, prog_uid) < 0)
+                return -errno;
+        if (getuid() != prog_uid || geteuid() != prog_uid || getgid() != prog_gid)
+                return -EPERM;
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        if (d[0].permitted | d[0].effective | d[1].permitted | d[1].effective)
+                return -EPERM;
+        return 0;
+}
+
+/* What a child is for. */
+typedef enum ChildKind {
+        CHILD_PROGRAM,   /* compile or run step: output captured, workspace dirs made */
+        CHILD_CHECK,     /* the syntax checker: output discarded */
+} ChildKind;
+
 /* In the forked child: set up and exec. Never returns. err_fd is CLOEXEC: if exec succeeds the
- * parent sees EOF on it; anything written to it is a setup failure. syntax_w is the write end of
- * the syntax pipe, or -1. */
+ * parent sees EOF on it; anything written to it is a setup failure. */
 static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len,
-                                 int err_fd, int syntax_w) {
+                                 int err_fd, ChildKind kind) {
         struct sock_fprog prog = {
                 .len = (unsigned short) (bpf_len / 8),
                 .filter = (struct sock_filter *) (void *) bpf,
@@ -511,34 +630,37 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
                         child_fail(err_fd, "Cannot set RLIMIT_FSIZE: %s", strerror(-r));
         }
 
-        /* The syntax pipe becomes fd 3, inherited across exec. dup2() onto itself would keep
-         * FD_CLOEXEC, hence the explicit case. */
-        if (syntax_w >= 0) {
-                if (syntax_w == 3) {
-                        if (fcntl(3, F_SETFD, 0) < 0)
-                                child_fail(err_fd, "Cannot set up fd 3: %s", strerror(errno));
-                } else {
-                        if (err_fd == 3) {
-                                /* Unlikely (fd 0..2 are always open), but never clobber it. */
-                                err_fd = fcntl(err_fd, F_DUPFD_CLOEXEC, CONTROL_FD_MIN);
-                                if (err_fd < 0)
-                                        _exit(127);
-                        }
-                        if (dup2(syntax_w, 3) < 0)
-                                child_fail(err_fd, "Cannot set up fd 3: %s", strerror(errno));
-                }
+        r = become_program_user();
+        if (r < 0)
+                child_fail(err_fd, "Cannot switch to the program's user %u: %s", (unsigned) prog_uid, strerror(-r));
+
+        /* The program's working directory, entered as the program: a session's workspace is its own
+         * (0700), which root without CAP_DAC_READ_SEARCH could not enter anyway. */
+        if (chdir(o->workspace) < 0)
+                child_fail(err_fd, "Cannot enter workspace %s: %s", o->workspace, strerror(errno));
+        /* input/ and output/ exist at the start of every run, made as the program so they are its
+         * own. Whatever an earlier turn of a session left at those names stays as it is. */
+        if (kind == CHILD_PROGRAM) {
+                (void) mkdir("input", 0755);
+                (void) mkdir("output", 0755);
         }
 
-        /* stdout and stderr go to us, through the capture pipes. */
-        if (dup2(out_pipe[1], STDOUT_FILENO) < 0 || dup2(err_pipe_[1], STDERR_FILENO) < 0)
-                child_fail(err_fd, "Cannot set up the output pipes: %s", strerror(errno));
+        if (kind == CHILD_PROGRAM) {
+                /* stdout and stderr go to us, through the capture pipes. */
+                if (dup2(out_pipe[1], STDOUT_FILENO) < 0 || dup2(err_pipe_[1], STDERR_FILENO) < 0)
+                        child_fail(err_fd, "Cannot set up the output pipes: %s", strerror(errno));
+        } else {
+                fd = open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0)
+                        child_fail(err_fd, "Cannot set up /dev/null: %s", strerror(errno));
+        }
         /* Its own process group, so that a timeout or a cancel kills the program's whole tree
-         * that stayed in it (whatever escaped dies with the unit). */
+         * that stayed in it (the sweep after it ends kills the rest). */
         (void) setpgid(0, 0);
 
         /* Nothing else crosses into the program: not the control socket (CLOEXEC already, but
          * belt and braces), not the workspace fd, not whatever our own parent leaked to us. */
-        r = close_all_from(syntax_w >= 0 ? 4 : 3, err_fd);
+        r = close_all_from(3, err_fd);
         if (r < 0)
                 child_fail(err_fd, "Cannot close inherited file descriptors: %s", strerror(-r));
 
@@ -549,8 +671,9 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
         (void) sigemptyset(&mask);
         (void) sigprocmask(SIG_SETMASK, &mask, NULL);
 
-        /* systemd adds per-invocation variables (a random INVOCATION_ID, the PID): the same request
-         * must see the same environment, and these say nothing the program needs. */
+        /* systemd adds per-invocation variables (a random INVOCATION_ID, the PID, and with
+         * ExecStart=! the dynamic user's name): the same request must see the same environment, and
+         * these say nothing the program needs. */
         (void) unsetenv("INVOCATION_ID");
         (void) unsetenv("SYSTEMD_EXEC_PID");
         (void) unsetenv("JOURNAL_STREAM");
@@ -565,10 +688,11 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
         if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
                 child_fail(err_fd, "Cannot load the seccomp filter: %s", strerror(errno));
 
-        /* We inherited PR_SET_DUMPABLE=0 from the helper, which makes our /proc/self files owned by
-         * root, so oom_score_adj could not be written. From here on this process holds nothing
-         * the program will not have anyway (fds closed, filter loaded, and exec makes it dumpable
-         * regardless), so it may be dumpable again. */
+        /* We inherited PR_SET_DUMPABLE=0 from the helper (and the UID change cleared it again),
+         * which makes our /proc/self files root's, so oom_score_adj could not be written. From here
+         * on this process holds nothing the program will not have anyway (fds closed, no
+         * capabilities, filter loaded, and exec makes it dumpable regardless), so it may be dumpable
+         * again. */
         (void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 
         /* The OOM killer should pick the program, never the helper that reports on it. Raising
@@ -669,10 +793,47 @@ static int supervise(pid_t pid) {
         }
 }
 
+/* Wait for the syntax checker until deadline, discarding nothing (its output went to /dev/null).
+ * A cancel meanwhile ends it like the program. Returns its wait status, or -1 if it had to be
+ * killed at the deadline. */
+static int wait_quietly(pid_t pid, uint64_t deadline) {
+        for (;;) {
+                struct pollfd p = { .fd = signal_fd, .events = POLLIN };
+                uint64_t now;
+                int status;
+                pid_t w;
+
+                w = waitpid(pid, &status, WNOHANG);
+                if (w == pid)
+                        return status;
+                if (w < 0 && errno != EINTR)
+                        return -1;
+                now = mono_usec();
+                if (now >= deadline) {
+                        kill_program(pid);
+                        (void) waitpid(pid, &status, 0);
+                        return -1;
+                }
+                if (poll(&p, 1, (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT32_MAX)) < 0 &&
+                    errno != EINTR)
+                        return -1;
+                if (p.revents) {
+                        struct signalfd_siginfo si;
+
+                        while (read(signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                if (si.ssi_signo == SIGUSR1) {
+                                        kill_program(pid);
+                                        cancelled = true;
+                                }
+                }
+        }
+}
+
 /* Fork, exec argv in the child, supervise it. A failure before the exec is reported as
- * phase=setup (it is ours, not the program's). Returns the wait status. */
-static int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len,
-                          int syntax_w) {
+ * phase=setup (it is ours, not the program's). Returns the wait status (-1: the checker was killed
+ * at its deadline). */
+static int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind,
+                          uint64_t check_deadline) {
         _cleanup_close_pair_ int err_pipe[2] = { -EBADF, -EBADF };
         char msg[ERROR_MAX + 1];
         ssize_t n;
@@ -687,7 +848,7 @@ static int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, siz
                 fail_setup("Cannot fork: %s", strerror(errno));
         if (pid == 0) {
                 err_pipe[0] = safe_close(err_pipe[0]);
-                exec_child(o, argv, bpf, bpf_len, err_pipe[1], syntax_w);
+                exec_child(o, argv, bpf, bpf_len, err_pipe[1], kind);
         }
 
         err_pipe[1] = safe_close(err_pipe[1]);
@@ -695,12 +856,85 @@ static int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, siz
         /* EOF: the exec happened (CLOEXEC closed the last write end). Data: the child failed
          * before exec. Only our own code writes here; the program never sees this fd. */
         n = loop_read(err_pipe[0], msg, sizeof(msg) - 1);
-        status = supervise(pid);
+        status = kind == CHILD_PROGRAM ? supervise(pid) : wait_quietly(pid, check_deadline);
         if (n > 0) {
                 msg[n] = '\0';
                 fail_setup("%s", msg);
         }
         return status;
+}
+
+/* Is anything but us left in the unit's cgroup? Unknown (no cgroup fd) counts as "no". */
+static bool cgroup_has_others(void) {
+        static const char *const procs[] = { "pids/cgroup.procs", "unified/cgroup.procs", "memory/cgroup.procs" };
+        char buf[4096];
+        pid_t self = getpid();
+
+        for (size_t i = 0; i < ELEMENTSOF(procs); i++) {
+                const char *slash = strchr(procs[i], '/');
+                int dfd = -EBADF;
+                _cleanup_close_ int fd = -EBADF;
+                ssize_t k;
+
+                for (size_t c = 0; c < ELEMENTSOF(cgroup_names); c++)
+                        if (strncmp(cgroup_names[c], procs[i], (size_t) (slash - procs[i])) == 0 &&
+                            cgroup_names[c][slash - procs[i]] == '\0')
+                                dfd = cg_fds[c];
+                if (dfd < 0)
+                        continue;
+                fd = openat(dfd, slash + 1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+                if (fd < 0)
+                        continue;
+                k = loop_read(fd, buf, sizeof(buf) - 1);
+                if (k < 0)
+                        continue;
+                if ((size_t) k == sizeof(buf) - 1)
+                        return true;    /* hundreds of pids: certainly not only us */
+                buf[k] = '\0';
+                for (char *p = buf, *end; *p; p = end) {
+                        long v = strtol(p, &end, 10);
+
+                        if (end == p)
+                                break;
+                        if (v != (long) self)
+                                return true;
+                        while (*end == '\n')
+                                end++;
+                }
+                return false;
+        }
+        return false;
+}
+
+/* Kill every process of the program's user, wherever it went (setsid, double fork): a child of ours
+ * that becomes that user sends kill(-1, SIGKILL), which reaches exactly the processes the program
+ * could signal itself — never us (root), never another sandbox (another dynamic UID). Repeated while
+ * the cgroup still shows others (a process forking in a loop), at most a few times. */
+static void sweep_program_processes(void) {
+        if (!privileged)
+                return;
+        for (unsigned attempt = 0; attempt < 8; attempt++) {
+                int status;
+                pid_t pid = fork();
+
+                if (pid < 0)
+                        return;
+                if (pid == 0) {
+                        if (become_program_user() < 0)
+                                _exit(EXIT_FAILURE);
+                        (void) kill(-1, SIGKILL);
+                        _exit(EXIT_SUCCESS);
+                }
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+                /* Reap whatever of ours the kill produced (the program's orphans were reparented to
+                 * us: we are the unit's main process, not a subreaper, but direct children are ours). */
+                while (waitpid(-1, &status, WNOHANG) > 0)
+                        ;
+                if (!cgroup_has_others())
+                        return;
+                (void) usleep(1000);
+        }
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -755,37 +989,58 @@ static bool read_keyed_file(int dir_fd, const char *path, const char *key, uint6
         return false;
 }
 
-static void read_cgroup_counters(int cg_fd, Report *r, bool *have_cpu, bool *have_peak) {
+/* "memory/memory.oom_control" → the file below that controller's fd. */
+static int cg_dir_fd(const char *path, const char **ret_file) {
+        const char *slash = strchr(path, '/');
+
+        for (size_t c = 0; slash && c < ELEMENTSOF(cgroup_names); c++)
+                if (strncmp(cgroup_names[c], path, (size_t) (slash - path)) == 0 &&
+                    cgroup_names[c][slash - path] == '\0') {
+                        *ret_file = slash + 1;
+                        return cg_fds[c];
+                }
+        return -EBADF;
+}
+
+static bool cg_u64(const char *path, uint64_t *ret) {
+        const char *file = NULL;
+        int fd = cg_dir_fd(path, &file);
+
+        return fd >= 0 && read_u64_file(fd, file, ret);
+}
+
+static bool cg_keyed(const char *path, const char *key, uint64_t *ret) {
+        const char *file = NULL;
+        int fd = cg_dir_fd(path, &file);
+
+        return fd >= 0 && read_keyed_file(fd, file, key, ret);
+}
+
+static void read_cgroup_counters(Report *r, bool *have_cpu, bool *have_peak) {
         uint64_t v;
 
-        if (cg_fd < 0)
-                return;
-
         /* cgroup v1 (the hybrid hierarchy: the controllers live there). */
-        if (read_keyed_file(cg_fd, "memory/memory.oom_control", "oom_kill", &v))
+        if (cg_keyed("memory/memory.oom_control", "oom_kill", &v))
                 r->oom_kill = v;
-        else if (read_keyed_file(cg_fd, "unified/memory.events", "oom_kill", &v))
+        else if (cg_keyed("unified/memory.events", "oom_kill", &v))
                 r->oom_kill = v;
 
-        if (read_u64_file(cg_fd, "memory/memory.max_usage_in_bytes", &v) ||
-            read_u64_file(cg_fd, "unified/memory.peak", &v)) {
+        if (cg_u64("memory/memory.max_usage_in_bytes", &v) || cg_u64("unified/memory.peak", &v)) {
                 r->mem_peak = v;
                 *have_peak = true;
         }
 
         /* v2 has no failcnt; memory.events "max" counts the times usage hit memory.max. */
-        if (read_u64_file(cg_fd, "memory/memory.failcnt", &v) ||
-            read_keyed_file(cg_fd, "unified/memory.events", "max", &v))
+        if (cg_u64("memory/memory.failcnt", &v) || cg_keyed("unified/memory.events", "max", &v))
                 r->mem_failcnt = v;
 
-        if (read_keyed_file(cg_fd, "pids/pids.events", "max", &v) ||
-            read_keyed_file(cg_fd, "unified/pids.events", "max", &v))
+        if (cg_keyed("pids/pids.events", "max", &v) || cg_keyed("unified/pids.events", "max", &v))
                 r->pids_max = v;
 
-        if (read_u64_file(cg_fd, "cpuacct/cpuacct.usage", &v)) {
+        if (cg_u64("cpuacct/cpuacct.usage", &v)) {
                 r->cpu_usec = v / 1000; /* nanoseconds */
                 *have_cpu = true;
-        } else if (read_keyed_file(cg_fd, "unified/cpu.stat", "usage_usec", &v)) {
+        } else if (cg_keyed("unified/cpu.stat", "usage_usec", &v)) {
                 r->cpu_usec = v;
                 *have_cpu = true;
         }
@@ -804,11 +1059,11 @@ static bool fs_is_full(int fd) {
         return (uint64_t) sv.f_bavail * 100 < (uint64_t) sv.f_blocks && avail_bytes < 64 * 1024;
 }
 
-static void gather(Report *r, int cg_fd, int workspace_fd, int tmp_fd) {
+static void gather(Report *r, int workspace_fd, int tmp_fd) {
         bool have_cpu = false, have_peak = false;
         struct rusage ru;
 
-        read_cgroup_counters(cg_fd, r, &have_cpu, &have_peak);
+        read_cgroup_counters(r, &have_cpu, &have_peak);
 
         /* Without a cgroup: what the kernel accounted to our waited-for children. */
         if ((!have_cpu || !have_peak) && getrusage(RUSAGE_CHILDREN, &ru) >= 0) {
@@ -843,19 +1098,264 @@ static bool status_is_success(int status) {
 
 /* ---------------------------------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Privileged setup: only while nothing of the program exists */
+
+/* With ExecStart=! and DynamicUser=, systemd allocates the dynamic user and sets it as our one
+ * supplementary group (initgroups() of the user, v252 exec_child() → get_supplementary_groups()),
+ * but leaves UID and GID to us. DynamicUser= always allocates the same number as UID and GID. */
+static int dynamic_user_from_groups(uid_t *ret_uid, gid_t *ret_gid) {
+        gid_t l[64];
+        gid_t found = 0;
+        int n = getgroups(ELEMENTSOF(l), l);
+
+        if (n < 0)
+                return -errno;
+        for (int i = 0; i < n; i++)
+                if (l[i] >= DYNAMIC_UID_MIN && l[i] <= DYNAMIC_UID_MAX) {
+                        if (found != 0 && found != l[i])
+                                return -ENOTUNIQ;
+                        found = l[i];
+                }
+        if (found == 0)
+                return -ENOENT;
+        *ret_uid = (uid_t) found;
+        *ret_gid = found;
+        return 0;
+}
+
+/* Undo \ooo escapes of a mountinfo field, in place. */
+static void mountinfo_unescape(char *s) {
+        char *o = s;
+
+        for (char *p = s; *p;) {
+                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+                    p[3] <= '7') {
+                        *o++ = (char) ((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+                        p += 4;
+                } else
+                        *o++ = *p++;
+        }
+        *o = '\0';
+}
+
+/* The mounts that show the program how the host is laid out, or give it inodes other sandboxes
+ * share: whatever systemd or the daemon put below /run (the cgroup and helper binds, the usr layer,
+ * systemd's propagation directory /run/systemd/incoming named after the unit), below /var/lib (a
+ * session's state directory binds and their tmpfs), the host's devpts, and mounts below /usr (the
+ * host's own submounts; the overlay that replaces /usr is mounted after). Nothing systemd mounts to
+ * protect (/proc/sys read-only, inaccessible nodes) is in these places. */
+static bool mount_point_detachable(const char *path, const char *keep) {
+        if (keep && streq(path, keep))
+                return false;
+        return startswith(path, "/run/") || streq(path, "/var/lib") || startswith(path, "/var/lib/") ||
+                streq(path, "/dev/pts") || startswith(path, "/dev/pts/") || startswith(path, "/usr/");
+}
+
+static size_t path_depth(const char *p) {
+        size_t n = 0;
+
+        for (; *p; p++)
+                n += *p == '/';
+        return n;
+}
+
+static int compare_depth_desc(const void *a, const void *b) {
+        size_t da = path_depth(*(char *const *) a), db = path_depth(*(char *const *) b);
+
+        return da < db ? 1 : da > db ? -1 : 0;
+}
+
+/* Read all of /proc/self/mountinfo (at most 4 MiB). */
+static char *read_mountinfo(void) {
+        _cleanup_close_ int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        size_t n = 0, allocated = 0;
+        char *buf = NULL;
+
+        if (fd < 0)
+                return NULL;
+        for (;;) {
+                ssize_t k;
+
+                if (allocated - n < 4096) {
+                        char *nb;
+
+                        if (allocated >= 4 * 1024 * 1024) {
+                                free(buf);
+                                errno = E2BIG;
+                                return NULL;
+                        }
+                        nb = realloc(buf, allocated ? allocated * 2 : 64 * 1024);
+                        if (!nb) {
+                                free(buf);
+                                return NULL;
+                        }
+                        buf = nb;
+                        allocated = allocated ? allocated * 2 : 64 * 1024;
+                }
+                k = read(fd, buf + n, allocated - n - 1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        free(buf);
+                        return NULL;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        buf[n] = '\0';
+        return buf;
+}
+
+/* Detach every detachable mount (see above) except keep, deepest first. */
+static void tidy_mounts(const char *keep) {
+        _cleanup_free_ char *info = read_mountinfo();
+        _cleanup_free_ char **paths = NULL;
+        size_t n = 0, allocated = 0;
+
+        if (!info)
+                fail_setup("Cannot read /proc/self/mountinfo: %s", strerror(errno));
+
+        for (char *line = info, *next; line && *line; line = next) {
+                char *f, *mp;
+                unsigned field = 0;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... */
+                mp = NULL;
+                for (f = strtok(line, " "); f; f = strtok(NULL, " "))
+                        if (++field == 5) {
+                                mp = f;
+                                break;
+                        }
+                if (!mp)
+                        continue;
+                mountinfo_unescape(mp);
+                if (!mount_point_detachable(mp, keep))
+                        continue;
+                if (n >= allocated) {
+                        char **np = realloc(paths, (allocated ? allocated * 2 : 32) * sizeof(char *));
+
+                        if (!np)
+                                fail_setup("Out of memory");
+                        paths = np;
+                        allocated = allocated ? allocated * 2 : 32;
+                }
+                paths[n++] = mp;
+        }
+
+        if (n > 0)
+                qsort(paths, n, sizeof(char *), compare_depth_desc);
+        for (size_t i = 0; i < n; i++)
+                /* EINVAL: no longer a mount point (went with a mount below which it was, or listed
+                 * twice); ENOENT: its place went with its parent. */
+                if (umount2(paths[i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+                        fail_setup("Cannot detach %s: %s", paths[i], strerror(errno));
+}
+
+/* Empty our private /run of the mount points the detached mounts left (directories, and the empty
+ * file the helper was bound on). Nothing else has been put there yet, and nothing of the program
+ * exists: no name here can be anybody else's. */
+static void clear_dir(int dfd, unsigned depth) {
+        _cleanup_close_ int fd = -EBADF;
+        DIR *d;
+        struct dirent *de;
+
+        if (depth > 8)
+                return;
+        fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return;
+        d = fdopendir(fd);
+        if (!d)
+                return;
+        fd = -EBADF;    /* the DIR owns it */
+        while ((de = readdir(d))) {
+                _cleanup_close_ int sub = -EBADF;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) >= 0)
+                        continue;
+                sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0)
+                        continue;
+                clear_dir(sub, depth + 1);
+                (void) unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+}
+
+static void mount_usr_overlay(const char *layer) {
+        char opts[PATH_MAX + 32];
+
+        /* Read-only overlay without an upper layer: the daemon's layer (whiteouts for /usr/local and
+         * sandboxd's own files, the runtime's /etc files) over the host's /usr. Its inodes are this
+         * sandbox's own, so a lock on one of them is seen by nobody else. */
+        if (strpbrk(layer, ":,\\") || (size_t) snprintf(opts, sizeof(opts), "lowerdir=%s:/usr", layer) >= sizeof(opts))
+                fail_setup("Invalid --usr-layer");
+        if (mount("overlay", "/usr", "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) < 0)
+                fail_setup("Cannot mount the /usr overlay: %s", strerror(errno));
+        if (umount2(layer, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL)
+                fail_setup("Cannot detach %s: %s", layer, strerror(errno));
+}
+
+/* What the supervisor keeps once setup is done: CAP_SETUID/SETGID to start children as the program,
+ * CAP_SETPCAP to empty their bounding set, CAP_KILL to end them. CAP_SYS_ADMIN goes. */
+static void drop_setup_capabilities(void) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+        uint32_t keep = (1U << CAP_SETUID) | (1U << CAP_SETGID) | (1U << CAP_SETPCAP) | (1U << CAP_KILL);
+
+        d[0].permitted = d[0].effective = keep;
+        if (syscall(SYS_capset, &h, d) < 0)
+                fail_setup("Cannot drop capabilities: %s", strerror(errno));
+}
+
+static void write_file_at(int dfd, const char *name, const char *data, size_t n) {
+        _cleanup_close_ int fd = -EBADF;
+
+        (void) unlinkat(dfd, name, 0);
+        fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0)
+                fail_setup("Cannot create %s: %s", name, strerror(errno));
+        if (loop_write(fd, data, n) < 0 || close(TAKE_FD(fd)) < 0)
+                fail_setup("Cannot write %s: %s", name, strerror(errno));
+}
+
+/* /etc/passwd and /etc/group of the sandbox are symlinks to these: the program's own user has a
+ * name (whoami, getpass, ~ expansion work), and nothing of the host's accounts is shown. */
+static void write_accounts(int dfd) {
+        char buf[512];
+        int n;
+
+        n = snprintf(buf, sizeof(buf),
+                     "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                     "sandbox:x:%u:%u:sandbox:/workspace:/bin/sh\n"
+                     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                     (unsigned) prog_uid, (unsigned) prog_gid);
+        write_file_at(dfd, "passwd", buf, (size_t) n);
+        n = snprintf(buf, sizeof(buf), "root:x:0:\nsandbox:x:%u:\nnogroup:x:65534:\n", (unsigned) prog_gid);
+        write_file_at(dfd, "group", buf, (size_t) n);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
 int main(int argc, char *argv[]) {
-        _cleanup_close_ int workspace_fd = -EBADF, tmp_fd = -EBADF, cg_fd = -EBADF, source_fd = -EBADF;
-        _cleanup_close_pair_ int syntax_pipe[2] = { -EBADF, -EBADF };
+        _cleanup_close_ int workspace_fd = -EBADF, tmp_fd = -EBADF, code_fd = -EBADF, source_fd = -EBADF;
         _cleanup_free_ uint8_t *bpf = NULL;
         uint64_t bpf_len, code_len, start_usec;
         Options o;
         Report report = {};
         struct stat st;
-        int status, fd, flags;
+        int status, fd, flags, r;
 
-        /* First of all: the program will run as our uid. Non-dumpable, it cannot ptrace us, open
-         * our /proc/<pid>/mem or fd/, or steal the control socket. NO_NEW_PRIVS is what lets an
-         * unprivileged process load a seccomp filter, and no exec below may gain privileges. */
+        /* First of all: non-dumpable, nothing can ptrace us, open our /proc/<pid>/mem or fd/, or
+         * steal the control socket. NO_NEW_PRIVS is what lets the children load a seccomp filter
+         * without CAP_SYS_ADMIN, and no exec below may gain privileges. */
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 fail_setup("Cannot make sandbox-exec non-dumpable: %s", strerror(errno));
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -897,20 +1397,67 @@ int main(int argc, char *argv[]) {
                 fail_setup("Out of memory");
         read_exact_or_fail(STDIN_FILENO, bpf, (size_t) bpf_len, "seccomp filter");
 
-        /* b. The workspace, pinned by an fd: everything below is relative to it, and the same fd
-         * is what statvfs looks at later, whatever the program does to paths. */
-        workspace_fd = open(o.workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (workspace_fd < 0)
-                fail_setup("Cannot open workspace %s: %s", o.workspace, strerror(errno));
+        /* b. Who the program runs as. */
+        if (o.same_user) {
+                prog_uid = getuid();
+                prog_gid = getgid();
+        } else if (geteuid() != 0)
+                fail_setup("sandbox-exec must start as root (ExecStart=!) to run the program as another user");
+        else {
+                privileged = true;
+                if (o.have_uid) {
+                        prog_uid = o.uid;
+                        prog_gid = (gid_t) o.uid;
+                } else {
+                        r = dynamic_user_from_groups(&prog_uid, &prog_gid);
+                        if (r < 0)
+                                fail_setup("Cannot tell the execution's dynamic user (expected one supplementary "
+                                           "group in %u..%u from DynamicUser= and ExecStart=!): %s",
+                                           DYNAMIC_UID_MIN, DYNAMIC_UID_MAX, strerror(-r));
+                }
+        }
 
+        /* c. The unit's own cgroup, one fd per controller, before its binds are detached. Optional:
+         * without it there are fewer counters. */
+        if (o.cgroup_dir) {
+                _cleanup_close_ int cg = open(o.cgroup_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+                for (size_t c = 0; cg >= 0 && c < ELEMENTSOF(cgroup_names); c++)
+                        cg_fds[c] = openat(cg, cgroup_names[c], O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        }
+
+        /* d. The sandbox's mount table, while only we exist: nothing of the host's layout, no inode
+         * shared with another sandbox. Then CAP_SYS_ADMIN goes. */
+        if (privileged) {
+                if (o.tidy_mounts) {
+                        tidy_mounts(o.usr_layer);
+                        if (o.usr_layer)
+                                mount_usr_overlay(o.usr_layer);
+                        fd = open("/run", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd >= 0) {
+                                clear_dir(fd, 0);
+                                (void) close(fd);
+                        }
+                } else if (o.usr_layer)
+                        mount_usr_overlay(o.usr_layer);
+                drop_setup_capabilities();
+        }
+
+        /* e. The source, in a directory of our own that the program can read and not change (root's,
+         * 0755; a session's workspace is never where it lives, so nothing a turn leaves behind can
+         * stand in its way), and the accounts the sandbox's /etc/passwd and /etc/group point to. */
+        if (mkdir(o.code_dir, 0755) < 0 && errno != EEXIST)
+                fail_setup("Cannot create %s: %s", o.code_dir, strerror(errno));
+        code_fd = open(o.code_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (code_fd < 0)
+                fail_setup("Cannot open %s: %s", o.code_dir, strerror(errno));
         if (o.source) {
-                /* A previous run in a persistent workspace may have left this name behind, as a
-                 * file or a symlink planted to redirect our write. Remove the name itself (unlinkat
-                 * never follows), then create exclusively without following: if anything appears
-                 * in between, the create fails instead of writing somewhere else. */
-                if (unlinkat(workspace_fd, o.source, 0) < 0 && errno != ENOENT)
+                /* Remove the name itself (unlinkat never follows), then create exclusively without
+                 * following: if anything appears in between, the create fails instead of writing
+                 * somewhere else. */
+                if (unlinkat(code_fd, o.source, 0) < 0 && errno != ENOENT)
                         fail_setup("Cannot remove old %s: %s", o.source, strerror(errno));
-                source_fd = openat(workspace_fd, o.source,
+                source_fd = openat(code_fd, o.source,
                                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
                 if (source_fd < 0)
                         fail_setup("Cannot create %s: %s", o.source, strerror(errno));
@@ -918,6 +1465,15 @@ int main(int argc, char *argv[]) {
                 if (close(TAKE_FD(source_fd)) < 0)
                         fail_setup("Cannot write source file: %s", strerror(errno));
         }
+        write_accounts(code_fd);
+
+        /* The workspace and /tmp, pinned by O_PATH fds for the "disk full" check at the end, whatever
+         * the program does to paths (both are mount points it cannot replace). O_PATH: root without
+         * CAP_DAC_READ_SEARCH cannot open a session's 0700 workspace for reading, and needs not. */
+        workspace_fd = open(o.workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (workspace_fd < 0)
+                fail_setup("Cannot open workspace %s: %s", o.workspace, strerror(errno));
+        tmp_fd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
         /* Off fd 0, CLOEXEC: no child ever holds the control socket. fd 0 becomes /dev/null, so
          * a program reading stdin sees EOF rather than our protocol. */
@@ -931,15 +1487,6 @@ int main(int argc, char *argv[]) {
         if (dup2(fd, STDIN_FILENO) < 0)
                 fail_setup("Cannot replace stdin: %s", strerror(errno));
         (void) close(fd);
-
-        if (fchdir(workspace_fd) < 0)
-                fail_setup("Cannot enter workspace: %s", strerror(errno));
-
-        /* Opened before any of the program runs, so it cannot swap what they point to. Both are
-         * optional: no /tmp or no cgroup directory just means fewer counters. */
-        tmp_fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (o.cgroup_dir)
-                cg_fd = open(o.cgroup_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         /* The capture: output pipes (the read ends non-blocking, the write ends for the children
          * only), SIGCHLD and SIGUSR1 through a signalfd, the deadline over compile and run. */
@@ -966,47 +1513,50 @@ int main(int argc, char *argv[]) {
         if (o.timeout_ms > 0)
                 deadline_usec = start_usec + o.timeout_ms * 1000ULL;
 
-        /* d. The compile step. */
+        /* f. The compile step. */
         if (o.compile_argv) {
-                status = spawn_and_wait(&o, o.compile_argv, bpf, (size_t) bpf_len, -1);
+                status = spawn_and_wait(&o, o.compile_argv, bpf, (size_t) bpf_len, CHILD_PROGRAM, 0);
                 if (!status_is_success(status) || timed_out || cancelled) {
+                        sweep_program_processes();
                         report.phase = PHASE_COMPILE;
                         status_to_report(status, &report);
                         report.timed_out = timed_out;
                         report.cancelled = cancelled;
                         report.run_usec = mono_usec() - start_usec;
-                        gather(&report, cg_fd, workspace_fd, tmp_fd);
+                        gather(&report, workspace_fd, tmp_fd);
                         report_and_exit(&report);
                 }
         }
 
-        /* e. The run step. The read end is non-blocking: a grandchild may hold the write end
-         * open forever, and we only ever look at what is already there once the child is gone. */
-        if (o.syntax_fd && pipe2(syntax_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-                fail_setup("Cannot create pipe: %s", strerror(errno));
-        /* The write end must block in the child as pipes normally do. */
-        if (o.syntax_fd && fcntl(syntax_pipe[1], F_SETFL, 0) < 0)
-                fail_setup("Cannot set up pipe: %s", strerror(errno));
-
-        status = spawn_and_wait(&o, o.run_argv, bpf, (size_t) bpf_len, o.syntax_fd ? syntax_pipe[1] : -1);
-
-        /* f. What happened. */
+        /* g. The run step, then whatever of the program is still alive dies (kill -9 -1 as its
+         * user), and what it wrote meanwhile is drained. */
+        status = spawn_and_wait(&o, o.run_argv, bpf, (size_t) bpf_len, CHILD_PROGRAM, 0);
         report.phase = PHASE_RUN;
         status_to_report(status, &report);
         report.timed_out = timed_out;
         report.cancelled = cancelled;
         report.run_usec = mono_usec() - start_usec;
-        if (o.syntax_fd) {
-                char c = 0;
+        sweep_program_processes();
+        (void) pump(out_pipe[0], &cap_out, true);
+        (void) pump(err_pipe_[0], &cap_err, true);
 
-                syntax_pipe[1] = safe_close(syntax_pipe[1]);
-                /* 'C' is only written by the bootstrap, before any user code runs; an exit status
-                 * of 0 overrides it (nothing failed). */
-                if (read(syntax_pipe[0], &c, 1) == 1 && c == 'C' && !status_is_success(status))
+        /* h. A failed run: was it a syntax error? Asked of the language's checker in a fresh process,
+         * once nothing of the program is left that could meddle with it (a syntax error means the
+         * program never ran, so there is nothing to outlive it). Its exit status 1 alone says so. */
+        if (o.check_argv && WIFEXITED(status) && WEXITSTATUS(status) != 0 && !timed_out && !cancelled &&
+            !cgroup_has_others()) {
+                uint64_t now = mono_usec(), deadline = now + CHECK_TIMEOUT_USEC;
+                int cs;
+
+                if (deadline_usec > 0)
+                        deadline = MIN(deadline, MAX(deadline_usec, now) + CHECK_DEADLINE_SLACK_USEC);
+                cs = spawn_and_wait(&o, o.check_argv, bpf, (size_t) bpf_len, CHILD_CHECK, deadline);
+                if (cs >= 0 && WIFEXITED(cs) && WEXITSTATUS(cs) == 1)
                         report.phase = PHASE_COMPILE;
+                sweep_program_processes();
         }
-        gather(&report, cg_fd, workspace_fd, tmp_fd);
+        gather(&report, workspace_fd, tmp_fd);
 
-        /* g. */
+        /* i. */
         report_and_exit(&report);
 }

@@ -536,8 +536,7 @@ static void start_service(Job *j) {
                 .user_env = j->request->env,
                 .n_user_env = j->request->n_env,
                 .seed = j->request->seed,
-                .root_dir = m->root_dir,
-                .empty_dir = m->empty_dir,
+                .usr_layer = m->usr_layer,
                 .helper = m->helper_override ?: m->config->helper,
                 .workspace = j->workspace,
                 .session_state_dir = j->session ? j->session->state_dir : NULL,
@@ -663,8 +662,13 @@ void job_start(Job *j) {
         j->start_mono = now_mono(j);
 
         if (j->session) {
-                /* The session's mount is there (manager_dispatch_queue() checked) and stays. */
+                /* The session's mount is there (manager_dispatch_queue() checked) and stays. Its root
+                 * is the sandbox's root: written before each run, what is there stays. */
                 session_run_started(j->session, j);
+                if (workspace_prepare_root(j->workspace, true, j->exec->id) < 0) {
+                        job_fail_internal(j, "the session's root could not be prepared");
+                        return;
+                }
                 workspace_ready(j);
                 return;
         }
@@ -1208,7 +1212,9 @@ static void job_finalize(Job *j) {
         m->counter_finished++;
 
         if (e->error_type == ERROR_INTERNAL)
-                log_error("%s: internal error: %s", e->id, strna(e->reason));
+                log_error("%s: internal error: %s%s%s", e->id, strna(e->reason),
+                          report.valid && report.error[0] ? ": sandbox-exec: " : "",
+                          report.valid && report.error[0] ? report.error : "");
         (void) job_persist(j);
         /* The list is in the store: a finished job kept in memory need not hold it too (api.c reads
          * it back when asked). */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* The LanguageRunner table. A row says where the code goes, what runs it and how a syntax error is
- * told apart from a runtime failure. sandbox-exec runs these argvs inside the unit with the
- * workspace as the working directory, so relative file names below are workspace files. */
+ * told apart from a runtime failure. sandbox-exec runs these argvs inside the unit, as the program's
+ * user, with the workspace as the working directory; the source is SANDBOX_CODE_DIR/<source_name>. */
 
 #include <unistd.h>
 
@@ -11,13 +11,18 @@
 
 #define STRV(...) ((const char *const[]) { __VA_ARGS__, NULL })
 
-/* Python: compile first so a SyntaxError is reported as such (phase=compile) and not as a crash of
- * the program; then run the code object as __main__, as "python3 main.py" would: fresh module
- * dict registered in sys.modules (pickle, multiprocessing and "if __name__ == '__main__'" work),
- * sys.argv=['main.py'], sys.path[0] the workspace. The source file name comes from argv[1] so the
- * bootstrap is the same for any row. Tracebacks skip the bootstrap's own frame. fd 3 is the syntax
- * pipe (see Language.syntax_fd); it is closed before user code runs so the program cannot fake a
- * compile error. (excepthook prints e.__traceback__, not its tb argument, hence with_traceback().) */
+/* Python: compile first so a SyntaxError is reported as such and the program does not run; then run
+ * the code object as __main__, as "python3 FILE" would: fresh module dict registered in sys.modules
+ * (pickle, multiprocessing and "if __name__ == '__main__'" work), sys.argv=[FILE], sys.path[0] the
+ * working directory (the workspace, so a session's own modules import). The source file name comes
+ * from argv[1] so the bootstrap is the same for any row. Tracebacks skip the bootstrap's own frame.
+ * Whether a failure was a syntax error is decided afterwards by PYTHON_CHECK in a fresh process
+ * (Language.check_argv), never by anything this process says. (excepthook prints e.__traceback__,
+ * not its tb argument, hence with_traceback().)
+ *
+ * -s: no user site directory. HOME is the workspace, so a session turn that wrote
+ * ~/.local/lib/python3.X/site-packages/x.pth would otherwise run code at the start of every later turn,
+ * before this bootstrap. Not -I (which implies -E): PYTHONHASHSEED=0 must keep working. */
 #define PYTHON_BOOTSTRAP                                                                                     \
         "import sys, os\n"                                                                                   \
         "def _sandboxd_main():\n"                                                                            \
@@ -29,20 +34,12 @@
         "        code = compile(src, name, 'exec', dont_inherit=True)\n"                                     \
         "    except (SyntaxError, ValueError) as e:\n"                                                       \
         "        import traceback\n"                                                                         \
-        "        try:\n"                                                                                     \
-        "            os.write(3, b'C')\n"                                                                    \
-        "        except OSError:\n"                                                                          \
-        "            pass\n"                                                                                 \
         "        sys.stderr.write(''.join(traceback.format_exception_only(type(e), e)))\n"                   \
         "        sys.stderr.flush()\n"                                                                       \
         "        sys.exit(1)\n"                                                                              \
-        "    try:\n"                                                                                         \
-        "        os.close(3)\n"                                                                              \
-        "    except OSError:\n"                                                                              \
-        "        pass\n"                                                                                     \
         "    import types\n"                                                                                 \
         "    m = types.ModuleType('__main__')\n"                                                             \
-        "    m.__file__ = os.path.join(cwd, name)\n"                                                         \
+        "    m.__file__ = name\n"                                                                            \
         "    m.__cached__ = None\n"                                                                          \
         "    sys.modules['__main__'] = m\n"                                                                  \
         "    sys.argv[:] = [name]\n"                                                                         \
@@ -60,6 +57,19 @@
         "        sys.exit(1)\n"                                                                              \
         "_sandboxd_main()\n"
 
+/* The syntax check, in a process of its own started with -I -S (no site, no environment, no user
+ * directories): only the interpreter and the file are involved. Exit 1: does not compile; 0: does;
+ * 2: the check itself failed (too deep, out of memory), which decides nothing. */
+#define PYTHON_CHECK                                                                                         \
+        "import sys\n"                                                                                       \
+        "try:\n"                                                                                             \
+        "    with open(sys.argv[1], 'rb') as f:\n"                                                           \
+        "        compile(f.read(), sys.argv[1], 'exec', dont_inherit=True)\n"                                \
+        "except (SyntaxError, ValueError):\n"                                                                \
+        "    sys.exit(1)\n"                                                                                  \
+        "except BaseException:\n"                                                                            \
+        "    sys.exit(2)\n"
+
 /* Node: check the file as a CommonJS module body with vm.compileFunction and the module wrapper's
  * parameters (exports, require, module, __filename, __dirname), which is exactly what Node's own
  * CJS loader compiles, so top-level return is allowed and line/column match "node main.js".
@@ -68,14 +78,9 @@
  * frames. Errors that only mean "this is an ES module" (import/export, top-level await, ...) are
  * left to Node's loader, which detects module syntax itself; a real syntax error in such a file
  * then surfaces at run time. The program is started with Module.runMain(), as the node binary
- * does, so require.main === module holds. */
-#define NODE_BOOTSTRAP                                                                                       \
-        "'use strict';\n"                                                                                    \
-        "(() => {\n"                                                                                         \
-        "  const fs = require('fs'), path = require('path'), vm = require('vm');\n"                          \
-        "  const Module = require('module');\n"                                                              \
-        "  const file = path.resolve(process.argv[1]);\n"                                                    \
-        "  const src = fs.readFileSync(file, 'utf8');\n"                                                     \
+ * does, so require.main === module holds. NODE_CHECK is the same test in a process of its own,
+ * which decides phase=compile after a failed run (exit 1: a syntax error; 0: none; 2: unknown). */
+#define NODE_ESM_ONLY_ERRORS                                                                                 \
         "  const esm = [\n"                                                                                  \
         "    'Cannot use import statement outside a module',\n"                                              \
         "    \"Unexpected token 'export'\",\n"                                                               \
@@ -86,22 +91,45 @@
         "    \"Identifier '__filename' has already been declared\",\n"                                       \
         "    \"Identifier '__dirname' has already been declared\",\n"                                        \
         "    'await is only valid in async functions and the top level bodies of modules',\n"                \
-        "  ];\n"                                                                                             \
+        "  ];\n"
+
+#define NODE_BOOTSTRAP                                                                                       \
+        "'use strict';\n"                                                                                    \
+        "(() => {\n"                                                                                         \
+        "  const fs = require('fs'), path = require('path'), vm = require('vm');\n"                          \
+        "  const Module = require('module');\n"                                                              \
+        "  const file = path.resolve(process.argv[1]);\n"                                                    \
+        "  const src = fs.readFileSync(file, 'utf8');\n"                                                     \
+        NODE_ESM_ONLY_ERRORS                                                                                 \
         "  try {\n"                                                                                          \
         "    vm.compileFunction(src, ['exports', 'require', 'module', '__filename', '__dirname'],\n"         \
         "                       { filename: file });\n"                                                      \
         "  } catch (e) {\n"                                                                                  \
         "    if (!(e instanceof SyntaxError)) throw e;\n"                                                    \
         "    if (!esm.includes(e.message)) {\n"                                                              \
-        "      try { fs.writeSync(3, 'C'); } catch {}\n"                                                     \
         "      const text = String(e.stack).split('\\n').filter(l => !/^    at /.test(l));\n"                \
         "      fs.writeSync(2, text.join('\\n') + '\\n');\n"                                                 \
         "      process.exit(1);\n"                                                                           \
         "    }\n"                                                                                            \
         "  }\n"                                                                                              \
-        "  try { fs.closeSync(3); } catch {}\n"                                                              \
         "  process.argv[1] = file;\n"                                                                        \
         "  Module.runMain();\n"                                                                              \
+        "})();\n"
+
+#define NODE_CHECK                                                                                           \
+        "'use strict';\n"                                                                                    \
+        "(() => {\n"                                                                                         \
+        "  const fs = require('fs'), vm = require('vm');\n"                                                  \
+        NODE_ESM_ONLY_ERRORS                                                                                 \
+        "  let src;\n"                                                                                       \
+        "  try { src = fs.readFileSync(process.argv[1], 'utf8'); } catch { process.exit(2); }\n"             \
+        "  try {\n"                                                                                          \
+        "    vm.compileFunction(src, ['exports', 'require', 'module', '__filename', '__dirname'],\n"         \
+        "                       { filename: process.argv[1] });\n"                                           \
+        "  } catch (e) {\n"                                                                                  \
+        "    process.exit(e instanceof SyntaxError && !esm.includes(e.message) ? 1 : 2);\n"                  \
+        "  }\n"                                                                                              \
+        "  process.exit(0);\n"                                                                               \
         "})();\n"
 
 static const Language languages[] = {
@@ -110,8 +138,8 @@ static const Language languages[] = {
                 .aliases = STRV("python3", "py"),
                 .source_name = "main.py",
                 .runtime = "/usr/bin/python3",
-                .run_argv = STRV("/usr/bin/python3", "-c", PYTHON_BOOTSTRAP, "main.py"),
-                .syntax_fd = true,
+                .run_argv = STRV("/usr/bin/python3", "-s", "-c", PYTHON_BOOTSTRAP, SANDBOX_CODE_DIR "/main.py"),
+                .check_argv = STRV("/usr/bin/python3", "-I", "-S", "-c", PYTHON_CHECK, SANDBOX_CODE_DIR "/main.py"),
                 /* No __pycache__ written into the workspace (it is the program's output area). */
                 .env = STRV("PYTHONDONTWRITEBYTECODE=1"),
         },
@@ -120,8 +148,8 @@ static const Language languages[] = {
                 .aliases = STRV("javascript", "js", "nodejs"),
                 .source_name = "main.js",
                 .runtime = "/usr/bin/node",
-                .run_argv = STRV("/usr/bin/node", "-e", NODE_BOOTSTRAP, "main.js"),
-                .syntax_fd = true,
+                .run_argv = STRV("/usr/bin/node", "-e", NODE_BOOTSTRAP, SANDBOX_CODE_DIR "/main.js"),
+                .check_argv = STRV("/usr/bin/node", "-e", NODE_CHECK, SANDBOX_CODE_DIR "/main.js"),
         },
         {
                 .name = "bash",
@@ -130,8 +158,8 @@ static const Language languages[] = {
                 .runtime = "/bin/bash",
                 /* bash -n parses the whole file without running it: a syntax error anywhere is a
                  * compile error, not a failure half-way through the script. */
-                .compile_argv = STRV("/bin/bash", "-n", "main.sh"),
-                .run_argv = STRV("/bin/bash", "main.sh"),
+                .compile_argv = STRV("/bin/bash", "-n", SANDBOX_CODE_DIR "/main.sh"),
+                .run_argv = STRV("/bin/bash", SANDBOX_CODE_DIR "/main.sh"),
         },
         /* Compiled languages are rows with a compile step whose output lands in the workspace.
          * Rows are only added for compilers the hosts actually ship, e.g.:
@@ -140,7 +168,7 @@ static const Language languages[] = {
          *         .name = "c",
          *         .source_name = "main.c",
          *         .runtime = "/usr/bin/gcc",
-         *         .compile_argv = STRV("/usr/bin/gcc", "-O2", "-o", "/workspace/main", "main.c", "-lm"),
+         *         .compile_argv = STRV("/usr/bin/gcc", "-O2", "-o", "/workspace/main", SANDBOX_CODE_DIR "/main.c", "-lm"),
          *         .run_argv = STRV("/workspace/main"),
          * },
          * {
@@ -148,7 +176,7 @@ static const Language languages[] = {
          *         .aliases = STRV("golang"),
          *         .source_name = "main.go",
          *         .runtime = "/usr/lib/go/bin/go",
-         *         .compile_argv = STRV("/usr/lib/go/bin/go", "build", "-o", "/workspace/main", "main.go"),
+         *         .compile_argv = STRV("/usr/lib/go/bin/go", "build", "-o", "/workspace/main", SANDBOX_CODE_DIR "/main.go"),
          *         .run_argv = STRV("/workspace/main"),
          *         // the Go tool wants a writable cache and home; /tmp is the bounded tmpfs
          *         .env = STRV("GOCACHE=/tmp/go-cache", "HOME=/tmp", "GO111MODULE=off"),
@@ -158,7 +186,7 @@ static const Language languages[] = {
          *         .aliases = STRV("rs"),
          *         .source_name = "main.rs",
          *         .runtime = "/usr/bin/rustc",
-         *         .compile_argv = STRV("/usr/bin/rustc", "-O", "-o", "/workspace/main", "main.rs"),
+         *         .compile_argv = STRV("/usr/bin/rustc", "-O", "-o", "/workspace/main", SANDBOX_CODE_DIR "/main.rs"),
          *         .run_argv = STRV("/workspace/main"),
          * },
          */

@@ -7,16 +7,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Where sandbox-exec writes the program's source inside the sandbox: a directory of its own on the
+ * sandbox's private /run, owned by root and only readable by the program, so no earlier run of a
+ * session can plant anything at that name and the program cannot rewrite its own source. */
+#define SANDBOX_CODE_DIR "/run/sandbox"
+
 typedef struct Language {
         const char *name;                  /* protocol name: "python" */
         const char *const *aliases;        /* NULL-terminated, may be NULL */
-        const char *source_name;           /* file the code is written to in /workspace */
+        const char *source_name;           /* file the code is written to, in SANDBOX_CODE_DIR */
         const char *runtime;               /* absolute path that must exist on the host */
         const char *const *compile_argv;   /* NULL-terminated, or NULL: no separate compile step */
         const char *const *run_argv;       /* NULL-terminated */
-        /* The run step checks syntax itself and, on a syntax error, writes 'C' to fd 3 before
-         * exiting: sandbox-exec then reports phase=compile. */
-        bool syntax_fd;
+        /* A syntax checker, run by sandbox-exec in a fresh process only after the run step failed
+         * with a non-zero exit status (nothing of the program is alive by then): exit status 1 means
+         * "the source does not compile" and makes the report phase=compile. The run step prints the
+         * error itself; no channel the program's own process could write decides this. */
+        const char *const *check_argv;     /* NULL-terminated, or NULL */
         const char *const *env;            /* extra KEY=VALUE pairs for this language, or NULL */
 } Language;
 

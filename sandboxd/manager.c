@@ -23,6 +23,7 @@
 #include "seccomp-policy.h"
 #include "session.h"
 #include "sysd.h"
+#include "usr-layer.h"
 #include "workspace.h"
 
 static int mkdir_checked(const char *path, mode_t mode) {
@@ -39,47 +40,38 @@ static int mkdir_checked(const char *path, mode_t mode) {
         return 0;
 }
 
-static int symlink_checked(const char *target, const char *path) {
-        char buf[256];
-        ssize_t n;
+/* Is fstype listed in /proc/filesystems (built in, or its module loaded)? */
+static bool filesystem_available(const char *fstype) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/filesystems", "re");
+        char line[256];
 
-        if (symlink(target, path) >= 0)
-                return 0;
-        if (errno != EEXIST)
-                return -errno;
-        n = readlink(path, buf, sizeof(buf) - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = 0;
-        return streq(buf, target) ? 0 : -EEXIST;
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f)) {
+                char *name = strrchr(line, '\t');
+
+                name = name ? name + 1 : line;
+                name[strcspn(name, "\n")] = '\0';
+                if (streq(name, fstype))
+                        return true;
+        }
+        return false;
 }
 
-/* The skeleton every sandbox sees as "/": empty directories and the merged-/usr symlinks; all the
- * content comes from read-only bind mounts. Root-owned and not writable by anyone else. */
+/* sandboxd's own directories, the places systemd's StateDirectory= needs for sessions, and the
+ * /usr layer of this start (usr-layer.h). Each sandbox's root is written into its own tmpfs
+ * (workspace.c), not here. */
 static int setup_directories(Manager *m) {
-        static const char *const dirs[] = { "usr", "etc", "proc", "dev", "run", "sys", "tmp", "var", "var/tmp",
-                                            "workspace" };
-        static const char *const links[][2] = {
-                { "usr/bin", "bin" }, { "usr/sbin", "sbin" }, { "usr/lib", "lib" }, { "usr/lib64", "lib64" },
-        };
         const Config *c = m->config;
         int r;
 
-        free(m->root_dir);
-        free(m->empty_dir);
         free(m->workspaces_dir);
-        if (asprintf(&m->root_dir, "%s/root", c->state_dir) < 0 ||
-            asprintf(&m->empty_dir, "%s/empty", c->state_dir) < 0 ||
-            asprintf(&m->workspaces_dir, "%s/workspaces", c->runtime_dir) < 0)
+        if (asprintf(&m->workspaces_dir, "%s/workspaces", c->runtime_dir) < 0)
                 return log_oom();
 
         r = mkdir_checked(c->state_dir, 0755);
         if (r >= 0)
                 r = mkdir_checked(c->runtime_dir, 0755);
-        if (r >= 0)
-                r = mkdir_checked(m->root_dir, 0755);
-        if (r >= 0)
-                r = mkdir_checked(m->empty_dir, 0555);
         if (r >= 0)
                 r = mkdir_checked(m->workspaces_dir, 0700);
         if (r < 0)
@@ -112,22 +104,14 @@ static int setup_directories(Manager *m) {
                 }
         }
 
-        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-                _cleanup_free_ char *p = NULL;
-                if (asprintf(&p, "%s/%s", m->root_dir, dirs[i]) < 0)
-                        return log_oom();
-                r = mkdir_checked(p, 0755);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to create '%s': %m", p);
-        }
-        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
-                _cleanup_free_ char *p = NULL;
-                if (asprintf(&p, "%s/%s", m->root_dir, links[i][1]) < 0)
-                        return log_oom();
-                r = symlink_checked(links[i][0], p);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to create symlink '%s': %m", p);
-        }
+        /* The /usr layer: overlayfs must be there, or every sandbox would share /usr's inodes. */
+        if (!filesystem_available("overlay"))
+                return log_error_errno(ENODEV, "overlayfs is not available (modprobe overlay; see modules-load.d(5)): "
+                                       "the sandboxes' /usr is an overlay of their own");
+        m->usr_layer = mfree(m->usr_layer);
+        r = usr_layer_build(c->state_dir, &m->usr_layer);
+        if (r < 0)
+                return r;
         return 0;
 }
 
@@ -1058,8 +1042,7 @@ Manager *manager_free(Manager *m) {
         metrics_free(m->metrics);
         config_free(m->config);
         free(m->bpf);
-        free(m->root_dir);
-        free(m->empty_dir);
+        free(m->usr_layer);
         free(m->workspaces_dir);
         free(m->config_dir);
         free(m->helper_override);

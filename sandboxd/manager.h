@@ -48,8 +48,8 @@ typedef struct Manager {
         uint8_t *bpf;            /* the seccomp filter, compiled once */
         size_t bpf_len;
 
-        char *root_dir;          /* skeleton used as RootDirectory= */
-        char *empty_dir;         /* empty directory bound over /sys */
+        char *usr_layer;         /* this start's /usr layer (usr-layer.h) */
+        unsigned n_adopted_live; /* adopted executions not yet final: they may use older layers */
         char *workspaces_dir;    /* where the per-execution tmpfs mount units go */
 
         CgroupRoot cgroups[3];

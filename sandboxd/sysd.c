@@ -79,6 +79,34 @@ static int append_one(sd_bus_message *m, const UnitProp *x) {
                 if (r >= 0)
                         r = close_containers(m, 2);
                 break;
+        case PK_EXEC_EX: {
+                /* One command: (path, argv, flags), ExecStartEx= (systemd ≥ 243). */
+                char *flags[2] = { (char *) x->flag, NULL };
+
+                r = open_array_variant(m, "(sasas)");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'r', "sasas");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", x->s);
+                if (r >= 0)
+                        r = sd_bus_message_append_strv(m, x->strv);
+                if (r >= 0)
+                        r = sd_bus_message_append_strv(m, x->flag ? flags : flags + 1);
+                if (r >= 0)
+                        r = close_containers(m, 3);
+                break;
+        }
+        case PK_BSTRV:
+                r = sd_bus_message_open_container(m, 'v', "(bas)");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'r', "bas");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "b", (int) x->b);
+                if (r >= 0)
+                        r = sd_bus_message_append_strv(m, x->strv);
+                if (r >= 0)
+                        r = close_containers(m, 2);
+                break;
         case PK_EXEC:
                 /* One command: (path, argv, ignore-failure). */
                 r = open_array_variant(m, "(sasb)");

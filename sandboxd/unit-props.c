@@ -5,24 +5,7 @@
 
 #include "unit-props.h"
 
-/* /etc entries the language runtimes need, bound read-only one by one: nothing else of the
- * host's /etc (secrets, sandboxd's own configuration) is visible. Missing entries are skipped. */
-static const char *const etc_entries[] = {
-        "/etc/ld.so.cache",
-        "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d",
-        "/etc/nsswitch.conf",
-        "/etc/passwd",
-        "/etc/group",
-        "/etc/hosts",
-        "/etc/localtime",
-        "/etc/alternatives",
-        "/etc/ssl",
-        "/etc/ca-certificates",
-        "/etc/mime.types",
-        "/etc/python3",
-        "/etc/python3.11",
-};
+#include "sandbox-root.h"
 
 static UnitProp *add(UnitProps *p, const char *name, PropKind kind, const char *reason) {
         UnitProp *x;
@@ -86,6 +69,28 @@ static int add_fd(UnitProps *p, const char *name, int fd, const char *reason) {
         UnitProp *x;
         ADD_OR_OOM(x, p, name, PK_FD, reason);
         x->fd = fd;
+        return 0;
+}
+
+static int strv_push(char ***l, size_t *n, const char *s);
+
+/* (bas): an allow-list (b true) or deny-list of names. */
+static int add_bstrv(UnitProps *p, const char *name, bool b, const char *const *items, const char *reason) {
+        UnitProp *x;
+        ADD_OR_OOM(x, p, name, PK_BSTRV, reason);
+        x->b = b;
+        for (const char *const *i = items; *i; i++)
+                if (strv_push(&x->strv, &x->n, *i) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+static int add_strv(UnitProps *p, const char *name, const char *const *items, const char *reason) {
+        UnitProp *x;
+        ADD_OR_OOM(x, p, name, PK_STRV, reason);
+        for (const char *const *i = items; *i; i++)
+                if (strv_push(&x->strv, &x->n, *i) < 0)
+                        return -ENOMEM;
         return 0;
 }
 
@@ -172,7 +177,7 @@ int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n) {
         size_t n = 0;
         /* Reproducibility: the same request sees the same environment, in the same order. */
         static const char *const fixed[] = {
-                "PATH=/usr/local/bin:/usr/bin:/bin",
+                "PATH=/usr/bin:/bin",
                 "HOME=" SANDBOX_WORKSPACE,
                 "PWD=" SANDBOX_WORKSPACE,
                 "TMPDIR=/tmp",
@@ -212,7 +217,13 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
         char buf[64];
         int r = 0;
 
-        ADD_OR_OOM(x, p, "ExecStart", PK_EXEC, "sandbox-exec loads the filter, runs the program, reports the phase");
+        /* "!" (no-setuid): systemd allocates the dynamic user but starts the helper as root, with
+         * the bounding set below; the helper runs the program as the dynamic user, so the program
+         * cannot signal, stop or ptrace its supervisor (sandbox-exec.c). */
+        ADD_OR_OOM(x, p, "ExecStartEx", PK_EXEC_EX,
+                   "sandbox-exec, as root (ExecStart=!): a supervisor the program cannot reach; it runs the "
+                   "program as the dynamic user, enforces the deadline, reports");
+        x->flag = "no-setuid";
         x->s = strdup(SANDBOX_HELPER);
         if (!x->s)
                 return -ENOMEM;
@@ -222,6 +233,9 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
         snprintf(buf, sizeof(buf), "--max-source=%" PRIu64, plan->max_code_bytes);
         r |= strv_push(&x->strv, &x->n, buf);
         r |= strv_push(&x->strv, &x->n, "--cgroup-dir=" SANDBOX_CGROUP_DIR);
+        r |= strv_push(&x->strv, &x->n, "--tidy-mounts");
+        if (plan->usr_layer)
+                r |= strv_push(&x->strv, &x->n, "--usr-layer=" SANDBOX_USR_LAYER);
         snprintf(buf, sizeof(buf), "--rlimit-nofile=%" PRIu64, plan->nofile);
         r |= strv_push(&x->strv, &x->n, buf);
         /* No single file may be larger than the whole workspace. */
@@ -240,8 +254,12 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
                         return -ENOMEM;
                 r |= strv_push(&x->strv, &x->n, arg);
         }
-        if (l->syntax_fd)
-                r |= strv_push(&x->strv, &x->n, "--syntax-fd");
+        for (const char *const *a = l->check_argv; a && *a; a++) {
+                _cleanup_free_ char *arg = NULL;
+                if (asprintf(&arg, "--check-arg=%s", *a) < 0)
+                        return -ENOMEM;
+                r |= strv_push(&x->strv, &x->n, arg);
+        }
         r |= strv_push(&x->strv, &x->n, "--");
         for (const char *const *a = l->run_argv; *a; a++)
                 r |= strv_push(&x->strv, &x->n, *a);
@@ -257,28 +275,33 @@ uint64_t sandbox_workspace_bytes(const Limits *l) {
 }
 
 static int add_binds(UnitProps *p, const UnitPlan *plan) {
-        _cleanup_free_ char *ws = NULL, *tmp = NULL, *shm_opts = NULL;
+        _cleanup_free_ char *ws = NULL, *tmp = NULL, *sys = NULL, *shm_opts = NULL, *run_opts = NULL;
         UnitProp *ro, *rw, *t;
         int r = 0;
 
         if (asprintf(&ws, "%s/workspace", plan->workspace) < 0 || asprintf(&tmp, "%s/tmp", plan->workspace) < 0 ||
-            asprintf(&shm_opts, "mode=1777,nosuid,nodev,noexec,size=%" PRIu64, sandbox_shm_bytes(&plan->limits)) < 0)
+            asprintf(&sys, "%s/sys", plan->workspace) < 0 ||
+            asprintf(&shm_opts, "mode=1777,nosuid,nodev,noexec,size=%" PRIu64, sandbox_shm_bytes(&plan->limits)) < 0 ||
+            /* Room for the source and the two account files, nothing more. */
+            asprintf(&run_opts, "mode=0755,nosuid,nodev,noexec,size=%" PRIu64, plan->max_code_bytes + 1024 * 1024) < 0)
                 return -ENOMEM;
 
         ADD_OR_OOM(ro, p, "BindReadOnlyPaths", PK_BINDS,
                    "the runtime's files, read-only; the rest of the host tree does not exist in the sandbox");
         r |= bind_push(ro, "/usr", "/usr", false);
-        for (size_t i = 0; i < ELEMENTSOF(etc_entries); i++)
-                r |= bind_push(ro, etc_entries[i], etc_entries[i], true);
         /* An empty /sys: MountAPIVFS= would show the host's devices and every other sandbox's cgroup.
-         * A bind mount outranks systemd's own /sys mount. */
-        r |= bind_push(ro, plan->empty_dir, "/sys", false);
+         * A bind mount outranks systemd's own /sys mount. The root's own empty directory. */
+        r |= bind_push(ro, sys, "/sys", false);
         r |= bind_push(ro, plan->helper, SANDBOX_HELPER, false);
+        if (plan->usr_layer)
+                /* sandbox-exec mounts it over /usr, then detaches this bind. */
+                r |= bind_push(ro, plan->usr_layer, SANDBOX_USR_LAYER, false);
         for (size_t i = 0; i < plan->n_cgroups; i++) {
                 _cleanup_free_ char *dst = NULL;
                 if (asprintf(&dst, SANDBOX_CGROUP_DIR "/%s", plan->cgroups[i].name) < 0)
                         return -ENOMEM;
-                /* The unit's own counters, read by sandbox-exec before the cgroup disappears. */
+                /* The unit's own counters, opened by sandbox-exec before it detaches the bind (the
+                 * cgroup disappears with the unit: only something inside can read them). */
                 r |= bind_push(ro, plan->cgroups[i].source, dst, true);
         }
 
@@ -291,16 +314,17 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
         r |= bind_push(rw, tmp, "/var/tmp", false);
 
         /* PrivateDevices= would bind the host's /dev/shm: a tmpfs of its own, sized from disk_mb. */
-        ADD_OR_OOM(t, p, "TemporaryFileSystem", PK_TMPFS, "a private, size-bounded /dev/shm; a read-only /run");
+        ADD_OR_OOM(t, p, "TemporaryFileSystem", PK_TMPFS,
+                   "a private, size-bounded /dev/shm; a /run only sandbox-exec (root) can write");
         r |= strv_push(&t->strv, &t->n, "/dev/shm");
         r |= strv_push(&t->strv, &t->n, shm_opts);
-        /* With RootDirectory= systemd mounts a writable tmpfs on /run; a read-only one outranks it. */
+        /* With RootDirectory= systemd would mount a tmpfs on /run anyway: this one is sized, and root's. */
         r |= strv_push(&t->strv, &t->n, "/run");
-        r |= strv_push(&t->strv, &t->n, "ro,mode=0755,nosuid,nodev,noexec,size=1m");
+        r |= strv_push(&t->strv, &t->n, run_opts);
         if (plan->session_state_dir) {
                 /* With RootDirectory= systemd binds each StateDirectory= at /var/lib/<dir> inside the
-                 * root, creating the mount point: on an empty tmpfs, not in the shared skeleton (other
-                 * sandboxes would see the session's name). Root-owned: the sandbox cannot write it. */
+                 * root, creating the mount point: on an empty tmpfs, which sandbox-exec detaches with
+                 * the binds (their paths name sandboxd and the session). */
                 r |= strv_push(&t->strv, &t->n, "/var/lib");
                 r |= strv_push(&t->strv, &t->n, "mode=0755,nosuid,nodev,noexec,size=1m");
         }
@@ -325,6 +349,26 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
                 if (r < 0 || add_u32(p, "StateDirectoryMode", 0700, "only the session's runs can enter its directories") < 0)
                         return -ENOMEM;
         }
+        return r < 0 ? -ENOMEM : 0;
+}
+
+/* systemd's protections of the kernel, which cover sandbox-exec too (it runs before our own filter is
+ * loaded, in the program's process only). Each one's start-up cost is measured by bench/. */
+static int add_kernel_protection(UnitProps *p) {
+        static const char *const families[] = { "AF_UNIX", NULL };
+        static const char *const native[] = { "native", NULL };
+        int r = 0;
+
+        r |= add_u64(p, "RestrictNamespaces", 0, "no namespace of any kind can be created or joined");
+        r |= add_bool(p, "LockPersonality", true, "the execution domain cannot be changed");
+        r |= add_bool(p, "RestrictRealtime", true, "no realtime scheduling: the host's CPU stays fair");
+        r |= add_bstrv(p, "RestrictAddressFamilies", true, families, "sockets: AF_UNIX only (network is off anyway)");
+        r |= add_strv(p, "SystemCallArchitectures", native, "no 32-bit or x32 system call entry points");
+        r |= add_bool(p, "ProtectKernelTunables", true, "/proc/sys and friends are read-only");
+        r |= add_bool(p, "ProtectKernelModules", true, "no module loading, /usr/lib/modules hidden");
+        r |= add_bool(p, "ProtectKernelLogs", true, "no kernel log (syslog(2), /dev/kmsg)");
+        r |= add_bool(p, "ProtectClock", true, "the clock cannot be set");
+        r |= add_bool(p, "ProtectControlGroups", true, "cgroupfs is read-only");
         return r < 0 ? -ENOMEM : 0;
 }
 
@@ -375,12 +419,14 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         /* Identity and privileges. */
         TRY(add_bool(&p, "DynamicUser", true, "a fresh UID per execution: no two sandboxes can signal or ptrace each other"));
         TRY(add_bool(&p, "NoNewPrivileges", true, "setuid binaries and file capabilities grant nothing"));
-        TRY(add_u64(&p, "CapabilityBoundingSet", 0, "no capabilities at all"));
-        TRY(add_u64(&p, "AmbientCapabilities", 0, "no capabilities at all"));
+        TRY(add_u64(&p, "CapabilityBoundingSet", SANDBOX_HELPER_CAPABILITIES,
+                    "what sandbox-exec needs as the program's supervisor; its children drop all of it"));
+        TRY(add_u64(&p, "AmbientCapabilities", 0, "nothing is passed on across exec"));
         TRY(add_bool(&p, "RestrictSUIDSGID", true, "cannot create setuid/setgid files"));
 
         /* The file system: a minimal root. ProtectSystem=strict alone leaves the host tree readable. */
-        TRY(add_string(&p, "RootDirectory", plan->root_dir, "an empty skeleton as /: the host tree is absent, not hidden"));
+        TRY(add_string(&p, "RootDirectory", plan->workspace,
+                       "the execution's own tmpfs as /: the host tree is absent, no inode of / is shared"));
         TRY(add_bool(&p, "MountAPIVFS", true, "a /proc and /dev of the sandbox's own"));
         TRY(add_binds(&p, plan));
         TRY(add_string(&p, "ProtectProc", "invisible", "other users' processes (the host, other sandboxes) are invisible"));
@@ -389,6 +435,8 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         TRY(add_bool(&p, "PrivateIPC", true, "SysV IPC and POSIX message queues are not shared with the host"));
         TRY(add_bool(&p, "PrivateNetwork", true, "no network: only a loopback device of its own"));
         TRY(add_bool(&p, "ProtectHostname", true, "cannot change the host name"));
+        if (!plan->no_kernel_protection)
+                TRY(add_kernel_protection(&p));
 
         /* Limits. */
         TRY(add_bool(&p, "MemoryAccounting", true, "peak memory is measured"));

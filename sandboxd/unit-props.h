@@ -14,8 +14,14 @@
 
 /* Paths inside the sandbox. */
 #define SANDBOX_WORKSPACE "/workspace"
-#define SANDBOX_HELPER "/run/sandboxd/sandbox-exec"
-#define SANDBOX_CGROUP_DIR "/run/sandboxd/cgroup"
+/* Inside the sandbox, below its private /run: where the helper and the unit's cgroup directories are
+ * bound. sandbox-exec detaches both before the program exists (their sources name the host). */
+#define SANDBOX_HELPER "/run/.sandbox-exec"
+#define SANDBOX_CGROUP_DIR "/run/.cgroup"
+/* sandbox-exec's bounding set: CAP_KILL (5), CAP_SETGID (6), CAP_SETUID (7), CAP_SETPCAP (8),
+ * CAP_SYS_ADMIN (21); see sandbox-exec.c for what each is for and when it is dropped. */
+#define SANDBOX_HELPER_CAPABILITIES                                                                  \
+        ((UINT64_C(1) << 5) | (UINT64_C(1) << 6) | (UINT64_C(1) << 7) | (UINT64_C(1) << 8) | (UINT64_C(1) << 21))
 
 typedef enum PropKind {
         PK_BOOL,       /* b */
@@ -27,6 +33,8 @@ typedef enum PropKind {
         PK_FD,         /* h */
         PK_BINDS,      /* a(ssbt): strv holds triples source, destination, "-" (ignore if missing) or "" */
         PK_EXEC,       /* a(sasb): strv holds the argv, s the path */
+        PK_EXEC_EX,    /* a(sasas): strv holds the argv, s the path, flag the one ExecStartEx flag or NULL */
+        PK_BSTRV,      /* (bas): b and strv, e.g. RestrictAddressFamilies= as an allow-list */
         PK_TMPFS,      /* a(ss): strv holds pairs path, options */
 } PropKind;
 
@@ -40,6 +48,7 @@ typedef struct UnitProp {
         char *s;
         char **strv;
         size_t n;
+        const char *flag;
         const char *reason;
 } UnitProp;
 
@@ -60,10 +69,11 @@ typedef struct UnitPlan {
         char *const *user_env;   /* sorted "KEY=VALUE" */
         size_t n_user_env;
         uint64_t seed;
-        const char *root_dir;    /* the empty skeleton used as RootDirectory= */
-        const char *empty_dir;   /* an empty read-only directory, bound over /sys */
         const char *helper;      /* host path of sandbox-exec */
-        const char *workspace;   /* host path of this execution's tmpfs (a mount unit) */
+        const char *workspace;   /* host path of this execution's tmpfs (a mount unit), or of the
+                                  * session's: the sandbox's root (sandbox-root.h), with workspace/
+                                  * and tmp/ in it */
+        const char *usr_layer;   /* host path of the /usr layer (usr-layer.h), or NULL: no overlay */
         const char *session_state_dir; /* a session's run: the workspace relative to /var/lib (for
                                         * StateDirectory=, see SESSION_STATE_PREFIX), else NULL */
         const CgroupBind *cgroups;
@@ -72,6 +82,9 @@ typedef struct UnitPlan {
         uint64_t max_code_bytes;
         uint64_t head_bytes, tail_bytes;   /* output capture (sandbox-exec keeps it) */
         int stdin_fd;                      /* the control channel */
+        /* The systemd protections of the kernel and of the helper (RestrictNamespaces=,
+         * ProtectKernel*=, ...): always on in sandboxd; off only in bench/ to measure their cost. */
+        bool no_kernel_protection;
 } UnitPlan;
 
 int unit_props_build(const UnitPlan *plan, UnitProps *ret);

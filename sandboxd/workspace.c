@@ -7,6 +7,7 @@
 #include "log.h"
 #include "sysd.h"
 #include "unit-props.h"
+#include "usr-layer.h"
 #include "workspace.h"
 
 #define POOL_RETRY_USEC (5ULL * 1000000ULL)
@@ -32,6 +33,7 @@ int workspace_prepare_dirs(const char *path, const char *parent_path, const char
         _cleanup_close_ int fd = -EBADF;
         struct statfs sfs;
         struct stat st, parent;
+        int r;
 
         /* Nothing has run in it yet, but open it as if it were hostile. */
         fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -50,6 +52,27 @@ int workspace_prepare_dirs(const char *path, const char *parent_path, const char
                 if (fchmodat(fd, dirs[i].name, dirs[i].mode, 0) < 0)
                         return log_error_errno(errno, "%s: chmod %s: %m", log_id, dirs[i].name);
         }
+        /* The tmpfs is the sandbox's root (RootDirectory=): its skeleton, root's, read-only inside. */
+        r = sandbox_root_write(fd, false);
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot write the sandbox's root into '%s': %m", log_id, path);
+        if (fchmod(fd, 0755) < 0)
+                return log_error_errno(errno, "%s: chmod '%s': %m", log_id, path);
+        return 0;
+}
+
+int workspace_prepare_root(const char *path, bool session, const char *log_id) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        /* A root-owned mount point the sandbox never sees from above: its workspace/ and tmp/ are
+         * bound in, the rest is ours. */
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "%s: cannot open '%s': %m", log_id, path);
+        r = sandbox_root_write(fd, session);
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot write the sandbox's root into '%s': %m", log_id, path);
         return 0;
 }
 

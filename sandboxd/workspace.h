@@ -23,9 +23,12 @@ struct Workspace {
 
 Workspace *workspace_free(Workspace *w);
 
-/* Create workspace/ (0777) and tmp/ (01777) in the freshly mounted tmpfs at path, after checking
- * that path is the mount itself (a tmpfs on a different device than parent). */
+/* Create workspace/ (0777), tmp/ (01777) and the sandbox's root skeleton (sandbox-root.h) in the
+ * freshly mounted tmpfs at path, after checking that path is the mount itself (a tmpfs on a different
+ * device than parent). */
 int workspace_prepare_dirs(const char *path, const char *parent, const char *log_id);
+/* (Re)write the root skeleton into a session's mount root before one of its runs. */
+int workspace_prepare_root(const char *path, bool session, const char *log_id);
 
 /* Top the pool up to WorkspacePool= ready-or-mounting workspaces of the default size. */
 void workspace_pool_fill(Manager *m);

@@ -3,8 +3,8 @@
 /* Test tool for tests/unit/test-sandbox-exec.sh: feeds sandbox-exec exactly what the daemon would.
  *   dump-seccomp-bpf                  the seccomp_policy_build() output, raw, on stdout
  *   dump-seccomp-bpf --language NAME  the row of language NAME as NUL-terminated "key", "value"
- *                                     pairs (source, syntax_fd, compile, run, env; compile, run and
- *                                     env repeat once per argument), so the tests run the real
+ *                                     pairs (source, compile, run, check, env; all but source repeat
+ *                                     once per argument), so the tests run the real
  *                                     bootstraps from language.c rather than copies. */
 
 #include "language.h"
@@ -37,11 +37,11 @@ static int dump_language(const char *name) {
         }
         r = put("source", l->source_name);
         if (r >= 0)
-                r = put("syntax_fd", l->syntax_fd ? "1" : "0");
-        if (r >= 0)
                 r = put_strv("compile", l->compile_argv);
         if (r >= 0)
                 r = put_strv("run", l->run_argv);
+        if (r >= 0)
+                r = put_strv("check", l->check_argv);
         if (r >= 0)
                 r = put_strv("env", l->env);
         return r;

@@ -7,9 +7,10 @@ dump-seccomp-bpf). One case per invocation; exit 0 if it passed. Standard librar
 Usage: sandbox-exec-driver.py SANDBOX_EXEC DUMP_SECCOMP_BPF CASE
        sandbox-exec-driver.py --list
 
-Run as root, the helper and the program are dropped to nobody (65534), as DynamicUser= would run
-them: root could read any process's memory whatever the helper does, which would make the
-/proc/<pid>/mem case meaningless."""
+Run as root, sandbox-exec runs as root (as ExecStart=! starts it) and runs the program as UID
+UNPRIVILEGED (--uid), a number nothing else on the host uses, as DynamicUser= would give it: the cases
+that attack the supervisor from the program are meaningful only so. Without root, --same-user. The
+source goes to a temporary --code-dir (SANDBOX_CODE_DIR inside a unit)."""
 
 import os
 import shutil
@@ -19,7 +20,9 @@ import sys
 import tempfile
 import threading
 
-UNPRIVILEGED = 65534
+# Not nobody: sandbox-exec's sweep kills every process of the program's UID when it ends.
+UNPRIVILEGED = 2147000123
+CODE_DIR = '/run/sandbox'
 
 
 class Failure(Exception):
@@ -72,6 +75,9 @@ class Env:
         self.bpf = subprocess.run([dump], check=True, stdout=subprocess.PIPE).stdout
         self.drop = os.geteuid() == 0
         self.tmpdirs = []
+        self.code_dir = os.path.join(tempfile.mkdtemp(prefix='sandbox-exec-code.'), 'code')
+        self.tmpdirs.append(os.path.dirname(self.code_dir))
+        os.chmod(os.path.dirname(self.code_dir), 0o755)
 
     def cleanup(self):
         for d in self.tmpdirs:
@@ -88,9 +94,10 @@ class Env:
         out = subprocess.run([self.dump, '--language', name], check=True,
                              stdout=subprocess.PIPE).stdout
         fields = out.split(b'\0')[:-1]
-        row = {'compile': [], 'run': [], 'env': []}
+        row = {'compile': [], 'run': [], 'check': [], 'env': []}
         for k, v in zip(fields[0::2], fields[1::2]):
             k, v = k.decode(), v.decode()
+            v = v.replace(CODE_DIR + '/', self.code_dir + '/')
             if k in row and isinstance(row[k], list):
                 row[k].append(v)
             else:
@@ -107,16 +114,10 @@ class Env:
             k, _, v = kv.partition('=')
             env[k] = v
 
-        def demote():
-            if self.drop:
-                os.setgroups([])
-                os.setgid(UNPRIVILEGED)
-                os.setuid(UNPRIVILEGED)
-
-        argv = [self.sandbox_exec, '--workspace', workspace] + list(args)
+        who = ['--uid', str(UNPRIVILEGED)] if self.drop else ['--same-user']
+        argv = [self.sandbox_exec, '--workspace', workspace, '--code-dir', self.code_dir] + who + list(args)
         proc = subprocess.Popen(argv, stdin=theirs.fileno(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env, preexec_fn=demote,
-                                close_fds=True)
+                                stderr=subprocess.PIPE, env=env, close_fds=True)
         theirs.close()
 
         def send():
@@ -165,8 +166,8 @@ class Env:
         args = ['--source', row['source']]
         for a in row['compile']:
             args += ['--compile-arg', a]
-        if row.get('syntax_fd') == '1':
-            args.append('--syntax-fd')
+        for a in row['check']:
+            args += ['--check-arg', a]
         args += list(extra_args)
         args += ['--'] + row['run']
         if isinstance(code, str):
@@ -206,14 +207,15 @@ def python_main_module(env):
     code = ('import sys, os\n'
             'assert __name__ == "__main__"\n'
             'assert sys.modules["__main__"].__dict__ is globals()\n'
-            'assert sys.argv == ["main.py"], sys.argv\n'
+            'assert sys.argv == [CODE + "/main.py"], sys.argv\n'
             'assert sys.path[0] == os.getcwd(), sys.path\n'
-            'assert __file__ == os.path.join(os.getcwd(), "main.py")\n'
+            'assert __file__ == CODE + "/main.py", __file__\n'
+            'assert not sys.flags.no_site and sys.flags.no_user_site\n'
             'assert sys.stdin.read() == ""\n'
             'assert "_sandboxd_main" not in globals()\n'
             'assert open("/proc/self/oom_score_adj").read().strip() == "1000"\n'
             'print("ok")\n')
-    r = env.run_lang('python', code)
+    r = env.run_lang('python', 'CODE = %r\n' % env.code_dir + code)
     expect(r, 'run', 0)
     check(r.stdout == 'ok\n', 'stdout', r)
 
@@ -222,7 +224,7 @@ def python_main_module(env):
 def python_syntax_error(env):
     r = env.run_lang('python', 'print("a"\n')
     expect(r, 'compile', 1)
-    check('File "main.py", line 1' in r.stderr and 'SyntaxError' in r.stderr,
+    check('main.py", line 1' in r.stderr and 'SyntaxError' in r.stderr,
           'Python-style syntax error on stderr', r)
 
 
@@ -345,19 +347,112 @@ def filter_active(env):
 
 @case
 def source_symlink_not_followed(env):
+    # A symlink planted where the source goes is replaced, never written through; and the source
+    # is not in the workspace at all, so a workspace's main.py (a session's leftover, a directory)
+    # neither receives it nor gets in the way.
     ws = env.mkdtemp()
     outside = os.path.join(env.mkdtemp(), 'victim')
     with open(outside, 'w') as f:
         f.write('untouched')
-    if env.drop:
-        os.chown(outside, UNPRIVILEGED, UNPRIVILEGED)
+    os.makedirs(env.code_dir, exist_ok=True)
+    os.symlink(outside, os.path.join(env.code_dir, 'main.py'))
     os.symlink(outside, os.path.join(ws, 'main.py'))
+    os.mkdir(os.path.join(ws, 'main.js'))
     r = env.run_lang('python', 'print("fresh")\n', workspace=ws)
     expect(r, 'run', 0)
     check(r.stdout == 'fresh\n', 'stdout', r)
     with open(outside) as f:
         check(f.read() == 'untouched', 'the symlink target must not be written', r)
-    check(not os.path.islink(os.path.join(ws, 'main.py')), 'symlink replaced by the source', r)
+    check(not os.path.islink(os.path.join(env.code_dir, 'main.py')), 'symlink replaced by the source', r)
+    check(os.path.islink(os.path.join(ws, 'main.py')), 'the workspace is not where the source goes', r)
+    r = env.run_lang('node', 'console.log("node too")\n', workspace=ws)
+    expect(r, 'run', 0)
+    check(r.stdout == 'node too\n', 'a directory named main.js in the workspace is no obstacle', r)
+
+
+@case
+def workspace_dirs_made(env):
+    ws = env.mkdtemp()
+    r = env.run_lang('bash', 'test -d input && test -d output && touch output/x && echo ok\n', workspace=ws)
+    expect(r, 'run', 0)
+    check(r.stdout == 'ok\n', 'input/ and output/ exist and output/ is writable', r)
+    if env.drop:
+        check(os.stat(os.path.join(ws, 'output')).st_uid == UNPRIVILEGED, 'made by the program\'s user', r)
+
+
+@case
+def forged_compile_error(env):
+    # The program prints what a syntax error prints and exits 1: only the checker, in a process of
+    # its own, may call it a compile error.
+    r = env.run_lang('python', 'import sys\nsys.stderr.write(\'  File "main.py", line 1\\nSyntaxError: forged\\n\')\n'
+                     'sys.exit(1)\n')
+    expect(r, 'run', 1)
+    r = env.run_lang('node', 'process.stderr.write("SyntaxError: forged\\n"); process.exit(1);\n')
+    expect(r, 'run', 1)
+    # ... and a real one still is.
+    r = env.run_lang('node', 'function (\n')
+    expect(r, 'compile', 1)
+
+
+@case
+def supervisor_unreachable(env):
+    # The program's own attacks on its supervisor: signals (cancel forgery, stop, kill), ptrace,
+    # its /proc. Only meaningful when the program runs as another user (as root).
+    if not env.drop:
+        print('# not root: the program runs as sandbox-exec\'s own user; nothing to check')
+        return
+    code = ('import os, signal, ctypes, errno\n'
+            'pp = os.getppid()\n'
+            'for sig in (signal.SIGUSR1, signal.SIGSTOP, signal.SIGKILL, signal.SIGTERM):\n'
+            '    try:\n'
+            '        os.kill(pp, sig); print("SENT", int(sig))\n'
+            '    except OSError as e:\n'
+            '        print("denied", errno.errorcode[e.errno])\n'
+            'libc = ctypes.CDLL(None, use_errno=True)\n'
+            'r = libc.ptrace(16, pp, 0, 0)\n'  # PTRACE_ATTACH
+            'print("ptrace", r, errno.errorcode.get(ctypes.get_errno()))\n'
+            # status is world-readable without a unit's ProtectProc=invisible (the integration
+            # tests check that); environ, mem and fd are the helper's own.
+            'for f in ("environ", "mem", "fd"):\n'
+            '    try:\n'
+            '        (os.listdir if f == "fd" else open)("/proc/%d/%s" % (pp, f)); print("OPENED", f)\n'
+            '    except OSError as e:\n'
+            '        print("denied", f)\n'
+            'print("still here", flush=True)\n')
+    r = env.run_lang('python', code)
+    expect(r, 'run', 0)
+    check('SENT' not in r.stdout and 'OPENED' not in r.stdout, 'no signal, no /proc file reached the helper', r)
+    check('ptrace -1' in r.stdout, 'ptrace refused', r)
+    check(r.report.get('cancelled') == '0', 'no cancel was forged', r)
+    # kill -9 -1 from bash: every other process of the program's user dies (kill(2) spares the
+    # caller), the helper lives on and reports all of it.
+    r = env.run_lang('bash', 'echo before-kill\nsleep 30 &\nkill -9 -1\nwait $!; echo "after $?"\n')
+    expect(r, 'run', 0, 0)
+    check(r.stdout == 'before-kill\nafter 137\n', 'the sleep was killed, the output is whole', r)
+
+
+@case
+def escaped_processes_swept(env):
+    # A daemonized grandchild (setsid, double fork) does not outlive the run: the sweep kills every
+    # process of the program's user before the report.
+    if not env.drop:
+        print('# not root: no sweep without a user of its own')
+        return
+    marker = os.path.join(env.mkdtemp(), 'alive')
+    code = ('import os, time\n'
+            'if os.fork() == 0:\n'
+            '    os.setsid()\n'
+            '    if os.fork() == 0:\n'
+            '        time.sleep(1.5)\n'
+            '        open(%r, "w").write("survived")\n'
+            '    os._exit(0)\n'
+            'print("parent done")\n' % marker)
+    os.chmod(os.path.dirname(marker), 0o777)
+    r = env.run_lang('python', code)
+    expect(r, 'run', 0)
+    import time
+    time.sleep(2.5)
+    check(not os.path.exists(marker), 'the escaped grandchild was killed', r)
 
 
 @case

@@ -83,19 +83,38 @@ static void test_rows_content(void **state) {
 
         assert_string_equal(py->source_name, "main.py");
         assert_string_equal(py->runtime, "/usr/bin/python3");
-        assert_true(py->syntax_fd);
+        assert_non_null(py->check_argv);
         assert_null(py->compile_argv);
+        /* Isolated from user site directories, the source outside the workspace; the checker fully
+         * isolated (-I -S) and aimed at the same file. */
+        assert_string_equal(py->run_argv[1], "-s");
+        assert_string_equal(py->run_argv[4], SANDBOX_CODE_DIR "/main.py");
+        assert_string_equal(py->check_argv[1], "-I");
+        assert_string_equal(py->check_argv[2], "-S");
+        assert_string_equal(py->check_argv[5], SANDBOX_CODE_DIR "/main.py");
 
         assert_string_equal(node->source_name, "main.js");
         assert_string_equal(node->runtime, "/usr/bin/node");
-        assert_true(node->syntax_fd);
+        assert_non_null(node->check_argv);
+        assert_string_equal(node->check_argv[3], SANDBOX_CODE_DIR "/main.js");
         assert_null(node->compile_argv);
 
         assert_string_equal(bash->source_name, "main.sh");
         assert_string_equal(bash->runtime, "/bin/bash");
-        assert_false(bash->syntax_fd);
+        assert_null(bash->check_argv);
         assert_non_null(bash->compile_argv);
         assert_string_equal(bash->compile_argv[1], "-n");
+        assert_string_equal(bash->compile_argv[2], SANDBOX_CODE_DIR "/main.sh");
+
+        /* Every argv names the source by its absolute place, never a workspace-relative name. */
+        for (size_t i = 0; i < language_count(); i++) {
+                const Language *l = language_get(i);
+                const char *const *argvs[] = { l->compile_argv, l->run_argv, l->check_argv };
+
+                for (size_t k = 0; k < ELEMENTSOF(argvs); k++)
+                        for (const char *const *a = argvs[k]; a && *a; a++)
+                                assert_false(streq(*a, l->source_name));
+        }
 }
 
 static void test_available(void **state) {

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "language.h"
+#include "sandbox-root.h"
 #include "unit-props.h"
 #include "util.h"
 
@@ -17,8 +18,7 @@
 
 #define MiB (UINT64_C(1024) * 1024)
 
-#define ROOT_DIR "/run/sandboxd/root"
-#define EMPTY_DIR "/run/sandboxd/empty"
+#define USR_LAYER "/var/lib/sandboxd/usr-layers/layer_1"
 #define HELPER_HOST "/usr/libexec/sandboxd/sandbox-exec"
 #define WORKSPACE "/run/sandboxd/workspaces/exec_1"
 #define CG_MEMORY "/sys/fs/cgroup/memory/sandboxd.slice/sandboxd-exec_1.service"
@@ -41,8 +41,7 @@ static UnitPlan make_plan(const Language *l) {
                 .user_env = user_env,
                 .n_user_env = ELEMENTSOF(user_env),
                 .seed = 1234,
-                .root_dir = ROOT_DIR,
-                .empty_dir = EMPTY_DIR,
+                .usr_layer = USR_LAYER,
                 .helper = HELPER_HOST,
                 .workspace = WORKSPACE,
                 .cgroups = cgroups,
@@ -104,11 +103,21 @@ static const PropRow prop_rows[] = {
         /* identity and privileges */
         P_BOOL("DynamicUser", true),
         P_BOOL("NoNewPrivileges", true),
-        P_U64("CapabilityBoundingSet", 0),
+        /* sandbox-exec's: kill, setgid, setuid, setpcap, sys_admin; its children drop them all */
+        P_U64("CapabilityBoundingSet", (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 21)),
         P_U64("AmbientCapabilities", 0),
         P_BOOL("RestrictSUIDSGID", true),
-        /* file system and namespaces */
-        P_STR("RootDirectory", ROOT_DIR),
+        /* systemd's protections of the kernel (they cover sandbox-exec too) */
+        P_U64("RestrictNamespaces", 0),
+        P_BOOL("LockPersonality", true),
+        P_BOOL("RestrictRealtime", true),
+        P_BOOL("ProtectKernelTunables", true),
+        P_BOOL("ProtectKernelModules", true),
+        P_BOOL("ProtectKernelLogs", true),
+        P_BOOL("ProtectClock", true),
+        P_BOOL("ProtectControlGroups", true),
+        /* file system and namespaces: the execution's own tmpfs is the root */
+        P_STR("RootDirectory", WORKSPACE),
         P_BOOL("MountAPIVFS", true),
         P_STR("ProtectProc", "invisible"),
         P_STR("ProcSubset", "pid"),
@@ -207,6 +216,8 @@ static void test_all_props_well_formed(_unused_ void **state) {
                         break;
                 case PK_STRV:
                 case PK_EXEC:
+                case PK_EXEC_EX:
+                case PK_BSTRV:
                         assert_non_null(x->strv);
                         assert_null(x->strv[x->n]);
                         break;
@@ -268,7 +279,7 @@ static void test_limits_row(void **state) {
 
         /* No single file larger than the whole disk allowance. */
         snprintf(fsize, sizeof(fsize), "--rlimit-fsize=%" PRIu64, row->limits.disk_mb * MiB);
-        x = need(&p, "ExecStart");
+        x = need(&p, "ExecStartEx");
         for (size_t i = 0; i < x->n; i++)
                 if (streq(x->strv[i], fsize))
                         found = true;
@@ -356,41 +367,103 @@ static bool path_is_or_under(const char *p, const char *dir) {
 
 static void test_bind_read_only(_unused_ void **state) {
         static const char *const never[] = { "/etc", "/root", "/home", "/run/dbus", "/run/systemd", "/var/lib/sandboxd",
-                                             "/proc", "/dev", "/run/sandboxd/api.sock" };
+                                             "/proc", "/dev", "/run/sandboxd" };
         const UnitProp *x = need(&props, "BindReadOnlyPaths");
 
         assert_int_equal(x->kind, PK_BINDS);
         assert_true(has_bind(x, "/usr", "/usr", ""));
-        assert_true(has_bind(x, EMPTY_DIR, "/sys", ""));
+        assert_true(has_bind(x, WORKSPACE "/sys", "/sys", ""));
         assert_true(has_bind(x, HELPER_HOST, SANDBOX_HELPER, ""));
+        assert_true(has_bind(x, USR_LAYER, SANDBOX_USR_LAYER, ""));
         assert_true(has_bind(x, CG_MEMORY, SANDBOX_CGROUP_DIR "/memory", "-"));
         assert_true(has_bind(x, CG_PIDS, SANDBOX_CGROUP_DIR "/pids", "-"));
-        /* A few /etc files the runtimes need, one by one, each optional. */
-        assert_true(has_bind(x, "/etc/ld.so.cache", "/etc/ld.so.cache", "-"));
-        assert_true(has_bind(x, "/etc/passwd", "/etc/passwd", "-"));
 
         for (size_t i = 0; i < x->n; i += 3) {
                 const char *src = x->strv[i], *dst = x->strv[i + 1];
 
-                /* Never the root, never a whole tree of secrets. */
+                /* Never the root, never a whole tree of secrets, nothing of the host's /etc (the
+                 * sandbox's /etc is written into its own root). */
                 assert_false(streq(src, "/"));
                 assert_false(streq(dst, "/"));
                 for (size_t k = 0; k < ELEMENTSOF(never); k++)
-                        if (streq(src, never[k]) || streq(dst, never[k]) ||
-                            (!streq(never[k], "/etc") && (path_is_or_under(src, never[k]) ||
-                                                          path_is_or_under(dst, never[k])))) {
+                        if ((path_is_or_under(src, never[k]) && !streq(src, USR_LAYER) &&
+                             !path_is_or_under(src, WORKSPACE)) ||
+                            path_is_or_under(dst, never[k])) {
                                 print_error("read-only bind %s -> %s exposes %s\n", src, dst, never[k]);
                                 fail();
                         }
-                /* /etc entries are bound onto themselves and may be missing. */
-                if (path_is_or_under(src, "/etc")) {
-                        assert_string_equal(src, dst);
-                        assert_string_equal(x->strv[i + 2], "-");
-                }
+                /* Whatever is bound for sandbox-exec alone lands below /run, which it empties. */
+                if (!streq(dst, "/usr") && !streq(dst, "/sys"))
+                        assert_true(path_is_or_under(dst, "/run"));
                 /* Nothing is mounted over the writable places. */
                 assert_false(path_is_or_under(dst, "/workspace"));
                 assert_false(path_is_or_under(dst, "/tmp"));
         }
+}
+
+/* Without a layer there is no overlay to ask for, and no bind for it. */
+static void test_no_usr_layer(_unused_ void **state) {
+        UnitPlan plan = make_plan(language_find("python"));
+        UnitProps p = {};
+        const UnitProp *x;
+
+        plan.usr_layer = NULL;
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        x = need(&p, "BindReadOnlyPaths");
+        for (size_t i = 0; i < x->n; i += 3)
+                assert_false(streq(x->strv[i + 1], SANDBOX_USR_LAYER));
+        x = need(&p, "ExecStartEx");
+        for (size_t i = 0; i < x->n; i++)
+                assert_null(startswith(x->strv[i], "--usr-layer"));
+        unit_props_done(&p);
+}
+
+/* The bench's ablation: the same plan without systemd's kernel protections has none of them, and
+ * nothing else differs. */
+static void test_kernel_protection_ablation(_unused_ void **state) {
+        static const char *const names[] = { "RestrictNamespaces", "LockPersonality", "RestrictRealtime",
+                                             "RestrictAddressFamilies", "SystemCallArchitectures",
+                                             "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
+                                             "ProtectClock", "ProtectControlGroups" };
+        UnitPlan plan = make_plan(language_find("python"));
+        UnitProps p = {};
+        const UnitProp *x;
+
+        x = need(&props, "RestrictAddressFamilies");
+        assert_int_equal(x->kind, PK_BSTRV);
+        assert_true(x->b);
+        assert_int_equal(x->n, 1);
+        assert_string_equal(x->strv[0], "AF_UNIX");
+        x = need(&props, "SystemCallArchitectures");
+        assert_int_equal(x->kind, PK_STRV);
+        assert_int_equal(x->n, 1);
+        assert_string_equal(x->strv[0], "native");
+
+        plan.no_kernel_protection = true;
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                assert_non_null(unit_props_find(&props, names[i]));
+                assert_null(unit_props_find(&p, names[i]));
+        }
+        assert_int_equal(p.n + ELEMENTSOF(names), props.n);
+        unit_props_done(&p);
+}
+
+/* /run is sandbox-exec's: writable by root only, room for the largest source. */
+static void test_run_tmpfs(_unused_ void **state) {
+        const UnitProp *x = need(&props, "TemporaryFileSystem");
+        const char *opt = NULL;
+        _cleanup_free_ char *size = NULL;
+
+        for (size_t k = 0; k < x->n; k += 2)
+                if (streq(x->strv[k], "/run"))
+                        opt = x->strv[k + 1];
+        assert_non_null(opt);
+        assert_non_null(strstr(opt, "mode=0755"));
+        assert_non_null(strstr(opt, "noexec"));
+        assert_null(strstr(opt, "ro,"));
+        assert_true(asprintf(&size, "size=%" PRIu64, UINT64_C(1048576) + 1024 * 1024) > 0);
+        assert_non_null(strstr(opt, size));
 }
 
 static void test_bind_writable(_unused_ void **state) {
@@ -473,7 +546,8 @@ static void check_exec(const UnitProp *x, const Language *l, const UnitPlan *pla
         size_t n_run = 0, n_compile = 0, n_compile_args = 0;
         ssize_t dashes;
 
-        assert_int_equal(x->kind, PK_EXEC);
+        assert_int_equal(x->kind, PK_EXEC_EX);
+        assert_string_equal(x->flag, "no-setuid");   /* ExecStart=!: root, the dynamic user allocated */
         assert_string_equal(x->s, SANDBOX_HELPER);
         assert_true(x->n >= 5);
         assert_string_equal(x->strv[0], SANDBOX_HELPER);
@@ -489,11 +563,27 @@ static void check_exec(const UnitProp *x, const Language *l, const UnitPlan *pla
         assert_true(argv_index(x, "--cgroup-dir=" SANDBOX_CGROUP_DIR) > 2);
         assert_true(argv_index(x, "--cgroup-dir=" SANDBOX_CGROUP_DIR) < dashes);
 
-        /* The syntax pipe exactly for the languages that check syntax themselves. */
-        if (l->syntax_fd)
-                assert_true(argv_index(x, "--syntax-fd") > 2 && argv_index(x, "--syntax-fd") < dashes);
-        else
-                assert_int_equal(argv_index(x, "--syntax-fd"), -1);
+        assert_true(argv_index(x, "--tidy-mounts") > 2 && argv_index(x, "--tidy-mounts") < dashes);
+        assert_true(argv_index(x, "--usr-layer=" SANDBOX_USR_LAYER) > 2 &&
+                    argv_index(x, "--usr-layer=" SANDBOX_USR_LAYER) < dashes);
+        assert_int_equal(argv_index(x, "--syntax-fd"), -1);
+
+        /* The syntax checker, argument by argument and in order, before "--". */
+        {
+                size_t n_check = 0, n_check_args = 0;
+
+                for (const char *const *a = l->check_argv; a && *a; a++)
+                        n_check++;
+                for (ssize_t i = 0; i < dashes; i++) {
+                        const char *v = startswith(x->strv[i], "--check-arg=");
+                        if (!v)
+                                continue;
+                        assert_true(n_check_args < n_check);
+                        assert_string_equal(v, l->check_argv[n_check_args]);
+                        n_check_args++;
+                }
+                assert_int_equal(n_check_args, n_check);
+        }
 
         /* The compile step, argument by argument and in order, before "--". */
         for (const char *const *a = l->compile_argv; a && *a; a++)
@@ -519,12 +609,13 @@ static void check_exec(const UnitProp *x, const Language *l, const UnitPlan *pla
 static void test_exec_python(_unused_ void **state) {
         const Language *l = language_find("python");
         UnitPlan plan = make_plan(l);
-        const UnitProp *x = need(&props, "ExecStart");
+        const UnitProp *x = need(&props, "ExecStartEx");
 
         check_exec(x, l, &plan);
         assert_string_equal(x->strv[2], "main.py");
-        assert_true(argv_index(x, "--syntax-fd") > 0);
-        assert_string_equal(x->strv[x->n - 1], "main.py");
+        assert_true(argv_index(x, "--check-arg=-I") > 0);
+        assert_string_equal(x->strv[x->n - 1], SANDBOX_CODE_DIR "/main.py");
+        assert_null(unit_props_find(&props, "ExecStart"));
 }
 
 static void test_exec_bash(_unused_ void **state) {
@@ -535,15 +626,14 @@ static void test_exec_bash(_unused_ void **state) {
         ssize_t a, b, c;
 
         assert_int_equal(unit_props_build(&plan, &p), 0);
-        x = need(&p, "ExecStart");
+        x = need(&p, "ExecStartEx");
         check_exec(x, l, &plan);
         a = argv_index(x, "--compile-arg=/bin/bash");
         b = argv_index(x, "--compile-arg=-n");
-        c = argv_index(x, "--compile-arg=main.sh");
+        c = argv_index(x, "--compile-arg=" SANDBOX_CODE_DIR "/main.sh");
         assert_true(a > 0 && a < b && b < c && c < argv_index(x, "--"));
-        assert_int_equal(argv_index(x, "--syntax-fd"), -1);
         assert_string_equal(x->strv[x->n - 2], "/bin/bash");
-        assert_string_equal(x->strv[x->n - 1], "main.sh");
+        assert_string_equal(x->strv[x->n - 1], SANDBOX_CODE_DIR "/main.sh");
         unit_props_done(&p);
 }
 
@@ -554,7 +644,7 @@ static void test_exec_every_language(_unused_ void **state) {
                 UnitProps p = {};
 
                 assert_int_equal(unit_props_build(&plan, &p), 0);
-                check_exec(need(&p, "ExecStart"), l, &plan);
+                check_exec(need(&p, "ExecStartEx"), l, &plan);
                 unit_props_done(&p);
         }
         assert_null(language_get(language_count()));
@@ -586,7 +676,7 @@ static ssize_t env_index(char *const *env, size_t n, const char *assignment) {
 
 static void test_environment(_unused_ void **state) {
         static const char *const expect[] = {
-                "PATH=/usr/local/bin:/usr/bin:/bin",
+                "PATH=/usr/bin:/bin",
                 "HOME=/workspace",
                 "PWD=/workspace",
                 "TMPDIR=/tmp",
@@ -654,7 +744,7 @@ static void test_environment_dedupe(_unused_ void **state) {
         assert_int_equal(env_index(env, n, "FOO=1"), -1);
         assert_int_equal(env_index(env, n, "FOO=2"), -1);
         /* A prefix of another name is a different name. */
-        assert_true(env_index(env, n, "PATH=/usr/local/bin:/usr/bin:/bin") >= 0);
+        assert_true(env_index(env, n, "PATH=/usr/bin:/bin") >= 0);
         for (size_t i = 0; i < n; i++)
                 free(env[i]);
         free(env);
@@ -677,7 +767,7 @@ static void test_environment_prefix_names(_unused_ void **state) {
         plan.user_env = uenv;
         plan.n_user_env = ELEMENTSOF(uenv);
         assert_int_equal(sandbox_environment(&plan, &env, &n), 0);
-        assert_true(env_index(env, n, "PATH=/usr/local/bin:/usr/bin:/bin") >= 0);
+        assert_true(env_index(env, n, "PATH=/usr/bin:/bin") >= 0);
         assert_true(env_index(env, n, "HOME=/workspace") >= 0);
         assert_true(env_index(env, n, "PATHX=1") >= 0);
         assert_true(env_index(env, n, "PAT=2") >= 0);
@@ -735,7 +825,7 @@ static void test_mount_unit_names(_unused_ void **state) {
 }
 
 int main(void) {
-        size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + 24, i = 0;
+        size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + 32, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -752,6 +842,9 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_tmpfs_shm);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_bind_read_only);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_bind_writable);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_no_usr_layer);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_kernel_protection_ablation);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_run_tmpfs);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_no_cgroups);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_session_state_dirs);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_python);
