@@ -65,6 +65,7 @@ typedef struct Execution {
         Limits limits;
         char *unit;
         const char *reason;      /* static */
+        bool cancel_requested;   /* a caller asked sandboxd to cancel it (persisted: adoption keeps it) */
         char *error_message;     /* what exactly went wrong, e.g. which input file and why; NULL: nothing
                                   * beyond reason */
         ExecArtifacts *artifacts;    /* NULL: none collected (not final yet, or collection failed) */

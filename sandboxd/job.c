@@ -14,6 +14,7 @@
 #include "session.h"
 #include "sysd.h"
 #include "unit-props.h"
+#include "usr-layer.h"
 #include "workspace.h"
 
 #define DRAIN_TIMEOUT_USEC (2ULL * 1000000ULL)
@@ -245,8 +246,13 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
                 return -ENOMEM;
         }
         j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
+        /* A cancel asked for before the restart still decides the verdict (and, if the program
+         * still runs, is sent again once its state is known). */
+        j->cancel_requested = j->exec->cancel_requested;
         j->state = JOB_RUNNING;
         j->unit_started = true;
+        j->adopted = true;
+        m->n_adopted_live++;
         j->mount_started = j->mount_name != NULL;
         j->start_mono = now_mono(j);
         job_link(m, j);
@@ -769,6 +775,10 @@ void job_on_active_state(Job *j, const char *state) {
                 return;
         if (streq(state, "inactive") || streq(state, "failed"))
                 job_on_unit_inactive(j);
+        else if (j->adopted && j->cancel_requested && !j->cancel_src)
+                /* Asked for before a restart, perhaps never delivered: again (a second SIGUSR1 is
+                 * harmless, sandbox-exec has killed the program already). */
+                job_send_cancel(j);
 }
 
 void job_flush_waiters(Job *j) {
@@ -1208,6 +1218,9 @@ static void job_finalize(Job *j) {
         j->state = JOB_DONE;
         if (was_running && m->n_running > 0)
                 m->n_running--;
+        if (j->adopted && m->n_adopted_live > 0 && --m->n_adopted_live == 0)
+                /* Nothing started by an earlier instance runs any more: its /usr layers can go. */
+                (void) usr_layer_prune(m->config->state_dir, m->usr_layer);
         m->n_finished++;
         m->counter_finished++;
 
@@ -1259,13 +1272,13 @@ int job_cancel(Job *j) {
 
         switch (j->state) {
         case JOB_QUEUED:
-                j->cancel_requested = true;
+                j->cancel_requested = j->exec->cancel_requested = true;
                 j->unit_gone = j->props_read = true;
                 j->ctl_eof = true;
                 job_finalize(j);
                 return 0;
         case JOB_PREPARING:
-                j->cancel_requested = true;     /* acted upon when the mount job completes */
+                j->cancel_requested = j->exec->cancel_requested = true;  /* acted upon when the mount job completes */
                 if (j->fetch) {
                         /* Downloading the inputs: stop the transfers, the unit never starts. */
                         j->fetch = fetch_free(j->fetch);
@@ -1275,10 +1288,13 @@ int job_cancel(Job *j) {
                 }
                 return 0;
         case JOB_STARTING:
-                j->cancel_requested = true;     /* acted upon when the start job completes */
+                j->cancel_requested = j->exec->cancel_requested = true;  /* acted upon when the start job completes */
+                (void) job_persist(j);
                 return 0;
         case JOB_RUNNING:
-                j->cancel_requested = true;
+                /* Recorded first: the verdict "cancelled" comes from this alone, also after a restart. */
+                j->cancel_requested = j->exec->cancel_requested = true;
+                (void) job_persist(j);
                 job_send_cancel(j);
                 return 0;
         case JOB_FINISHING:

@@ -57,6 +57,7 @@ struct Job {
         bool fd_stored;                  /* the control socket is in systemd's fd store */
         bool adopted_without_report;     /* re-adopted after a restart that lost the control socket */
         bool cancel_requested;
+        bool adopted;            /* started by an earlier instance of sandboxd */
         ArtifactCollect *collect;        /* artifacts being collected (finishing) */
         bool artifacts_done;             /* collected, or nothing to collect: the job may be final */
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */

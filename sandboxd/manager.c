@@ -959,6 +959,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         r = manager_adopt(m);
         if (r < 0)
                 return r;
+        /* /usr layers of earlier starts: in use only by what was adopted (see job_finalize()). */
+        if (m->n_adopted_live == 0)
+                (void) usr_layer_prune(m->config->state_dir, m->usr_layer);
         /* Resume the deliveries pending from before (and any the adoption just enqueued). */
         callbacks_kick(m->callbacks);
         /* Resumed queued executions start now if slots are free: with nothing running, no finishing

@@ -127,6 +127,9 @@ static const char *const migrations[] = {
         "        skipped_total INTEGER NOT NULL,\n"
         "        skipped TEXT NOT NULL\n"
         ") STRICT;\n",
+        /* 7: the caller asked for a cancel (sandboxd's own state: a verdict of "cancelled" is only
+         * ever decided from it, never from what the sandbox reports), kept for an adoption. */
+        "ALTER TABLE executions ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;\n",
 };
 
 #define SCHEMA_VERSION ((int) ELEMENTSOF(migrations))
@@ -137,7 +140,7 @@ static const char *const migrations[] = {
         "duration_ms, exit_code, signal, cpu_usec, peak_memory_bytes, language, timeout_ms, "        \
         "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
         "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
-        "stderr, code, workspace, request, error_message"
+        "stderr, code, workspace, request, error_message, cancel_requested"
 
 enum {
         COL_ID,
@@ -174,6 +177,7 @@ enum {
         COL_WORKSPACE,
         COL_REQUEST,
         COL_ERROR_MESSAGE,
+        COL_CANCEL_REQUESTED,
         _COL_MAX,
 };
 
@@ -181,7 +185,7 @@ enum {
 static const char sql_put[] =
         "INSERT INTO executions (" COLUMNS ") VALUES "
         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34) "
+        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35) "
         "ON CONFLICT (execution_id) DO UPDATE SET "
         "session_id = excluded.session_id, owner = COALESCE(excluded.owner, owner), "
         "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
@@ -196,7 +200,7 @@ static const char sql_put[] =
         "stderr_lines = excluded.stderr_lines, stderr_truncated = excluded.stderr_truncated, "
         "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, code), "
         "workspace = COALESCE(excluded.workspace, workspace), request = COALESCE(excluded.request, request), "
-        "error_message = excluded.error_message";
+        "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested";
 
 static const char sql_get[] = "SELECT " COLUMNS " FROM executions WHERE execution_id = ?1";
 
@@ -381,6 +385,7 @@ static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
         B(bind_text(st, 1 + COL_WORKSPACE, r->workspace));
         B(bind_text(st, 1 + COL_REQUEST, r->request));
         B(bind_text(st, 1 + COL_ERROR_MESSAGE, e->error_message));
+        B(sqlite3_bind_int(st, 1 + COL_CANCEL_REQUESTED, e->cancel_requested));
 #undef B
         return rc;
 }
@@ -517,6 +522,7 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
         C(column_strdup(st, COL_WORKSPACE, &r->workspace));
         C(column_strdup(st, COL_REQUEST, &r->request));
         C(column_strdup(st, COL_ERROR_MESSAGE, &e->error_message));
+        e->cancel_requested = sqlite3_column_int(st, COL_CANCEL_REQUESTED) != 0;
 #undef C
 
         *ret = TAKE_PTR(r);

@@ -315,8 +315,10 @@ static bool cld_known(int code) {
         return code == CLD_EXITED || code == CLD_KILLED || code == CLD_DUMPED;
 }
 
+/* Only sandboxd's own state says "cancelled": a cancel it was asked for and sent. The helper's
+ * cancelled=1 merely confirms; a report cannot make an execution cancelled by itself. */
 static bool match_cancelled(const VerdictInput *in) {
-        return in->u->cancelled || (in->r && in->r->cancelled);
+        return in->u->cancelled;
 }
 
 static bool match_input_failed(const VerdictInput *in) {

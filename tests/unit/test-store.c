@@ -1060,16 +1060,16 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (6)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (7)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 6");
+        sql_exec_raw("PRAGMA user_version = 7");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
 
         /* A version 1 database (as the first release wrote it) is migrated on open, rows kept. */
         sql_exec_raw("DROP TABLE callbacks; DROP TABLE sessions; DROP TABLE artifacts; DROP TABLE artifact_collections; "
-                     "ALTER TABLE executions DROP COLUMN error_message; "
+                     "ALTER TABLE executions DROP COLUMN error_message; ALTER TABLE executions DROP COLUMN cancel_requested; "
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "PRAGMA user_version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had none of them */
