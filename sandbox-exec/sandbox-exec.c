@@ -51,6 +51,7 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -119,6 +120,8 @@ typedef struct Options {
         size_t n_compile;
         char **check_argv;        /* NULL-terminated, or NULL */
         size_t n_check;
+        char **inputs;            /* --input: paths below <workspace>/input written by the daemon */
+        size_t n_inputs;
         char **run_argv;
         uint64_t timeout_ms;      /* 0: none (the unit's RuntimeMaxSec= still applies) */
         uint64_t head_bytes, tail_bytes;
@@ -273,6 +276,7 @@ enum {
         ARG_RLIMIT_CORE,
         ARG_COMPILE_ARG,
         ARG_CHECK_ARG,
+        ARG_INPUT,
         ARG_TIMEOUT_MS,
         ARG_HEAD_BYTES,
         ARG_TAIL_BYTES,
@@ -308,6 +312,7 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "rlimit-core",   required_argument, NULL, ARG_RLIMIT_CORE   },
                 { "compile-arg",   required_argument, NULL, ARG_COMPILE_ARG   },
                 { "check-arg",     required_argument, NULL, ARG_CHECK_ARG     },
+                { "input",         required_argument, NULL, ARG_INPUT         },
                 { "timeout-ms",    required_argument, NULL, ARG_TIMEOUT_MS    },
                 { "head-bytes",    required_argument, NULL, ARG_HEAD_BYTES    },
                 { "tail-bytes",    required_argument, NULL, ARG_TAIL_BYTES    },
@@ -326,7 +331,8 @@ static void parse_argv(int argc, char *argv[], Options *o) {
         /* argc bounds the number of compile args. */
         o->compile_argv = calloc((size_t) argc + 1, sizeof(char *));
         o->check_argv = calloc((size_t) argc + 1, sizeof(char *));
-        if (!o->compile_argv || !o->check_argv)
+        o->inputs = calloc((size_t) argc + 1, sizeof(char *));
+        if (!o->compile_argv || !o->check_argv || !o->inputs)
                 fail_setup("Out of memory");
 
         /* '+': stop at the first non-option, never permute the program's argv. Errors are
@@ -395,6 +401,11 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_CHECK_ARG:
                         o->check_argv[o->n_check++] = optarg;
+                        break;
+                case ARG_INPUT:
+                        if (optarg[0] == '/' || strstr(optarg, "..") || strlen(optarg) > PATH_MAX - 64)
+                                fail_setup("Invalid --input path");
+                        o->inputs[o->n_inputs++] = optarg;
                         break;
                 case ARG_TIMEOUT_MS:
                         o->timeout_ms = parse_u64_or_fail("--timeout-ms", optarg);
@@ -1099,6 +1110,86 @@ static bool status_is_success(int status) {
 /* ---------------------------------------------------------------------------------------------- */
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Input files */
+
+static int open_beneath(int dfd, const char *path, uint64_t flags) {
+        struct open_how how = {
+                .flags = flags | O_CLOEXEC | O_NOFOLLOW,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+
+        return fd < 0 ? -errno : (int) fd;
+}
+
+/* Copy input/<rel> over itself: the daemon wrote it, so its tmpfs pages are charged to
+ * sandboxd.service; a copy written here, by the program's user in the unit's cgroup, is the
+ * execution's memory, and the daemon's pages go with the old inode. Best effort: whatever fails
+ * leaves the original in place (it still is the right file). */
+static void recharge_input(int ws_fd, const char *rel) {
+        _cleanup_free_ char *path = NULL, *tmp = NULL;
+        _cleanup_close_ int in = -EBADF, dir = -EBADF, out = -EBADF;
+        const char *base;
+        char buf[64 * 1024];
+        struct stat st;
+
+        if (asprintf(&path, "input/%s", rel) < 0)
+                return;
+        base = strrchr(path, '/') + 1;
+        in = open_beneath(ws_fd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+        if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+                return;
+        path[base - path - 1] = '\0';
+        dir = open_beneath(ws_fd, path, O_RDONLY | O_DIRECTORY);
+        if (dir < 0 || asprintf(&tmp, ".%s.sandbox-exec", base) < 0)
+                return;
+        (void) unlinkat(dir, tmp, 0);
+        out = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, st.st_mode & 0777);
+        if (out < 0)
+                return;
+        for (;;) {
+                ssize_t k = read(in, buf, sizeof(buf));
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 || (k > 0 && loop_write(out, buf, (size_t) k) < 0)) {
+                        (void) unlinkat(dir, tmp, 0);
+                        return;
+                }
+                if (k == 0)
+                        break;
+        }
+        if (close(TAKE_FD(out)) < 0 || renameat(dir, tmp, dir, base) < 0)
+                (void) unlinkat(dir, tmp, 0);
+}
+
+/* In a child that is the program's user, before any of the program runs. */
+static void recharge_inputs(const Options *o) {
+        int status;
+        pid_t pid;
+
+        if (o->n_inputs == 0)
+                return;
+        pid = fork();
+        if (pid < 0)
+                return;
+        if (pid == 0) {
+                _cleanup_close_ int ws = -EBADF;
+
+                if (become_program_user() < 0)
+                        _exit(EXIT_FAILURE);
+                ws = open(o->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (ws < 0)
+                        _exit(EXIT_FAILURE);
+                for (size_t i = 0; i < o->n_inputs; i++)
+                        recharge_input(ws, o->inputs[i]);
+                _exit(EXIT_SUCCESS);
+        }
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Privileged setup: only while nothing of the program exists */
 
 /* With ExecStart=! and DynamicUser=, systemd allocates the dynamic user and sets it as our one
@@ -1512,6 +1603,9 @@ int main(int argc, char *argv[]) {
         start_usec = run_start_usec = mono_usec();
         if (o.timeout_ms > 0)
                 deadline_usec = start_usec + o.timeout_ms * 1000ULL;
+
+        /* The input files become the execution's memory (see recharge_input()). */
+        recharge_inputs(&o);
 
         /* f. The compile step. */
         if (o.compile_argv) {

@@ -293,8 +293,8 @@ static void describe_failure(Download *d, CURLcode result, char *buf, size_t siz
                 snprintf(buf, size, "larger than %" PRIu64 " bytes (MaxInputFileBytes=)", l->max_file_bytes);
                 return;
         case DOWNLOAD_TOTAL:
-                snprintf(buf, size, "the input files exceed %" PRIu64 " bytes in all (MaxInputTotalBytes=, limits.disk_mb)",
-                         l->max_total_bytes);
+                snprintf(buf, size, "the input files exceed %" PRIu64 " bytes in all (MaxInputTotalBytes=, limits.disk_mb, "
+                         "limits.memory_mb)", l->max_total_bytes);
                 return;
         case DOWNLOAD_WRITE:
                 if (d->write_errno == ENOSPC || d->write_errno == EDQUOT)
@@ -523,7 +523,7 @@ int fetch_start(CurlEvent *curl, const char *workspace_dir, const InputFile *fil
                         inline_total += in->content_len;
                         if (inline_total > limits->max_total_bytes)
                                 return set_message(ret_message, -EFBIG, "files[%zu] '%s': the input files exceed %" PRIu64
-                                                   " bytes in all (MaxInputTotalBytes=, limits.disk_mb)", i, in->path,
+                                                   " bytes in all (MaxInputTotalBytes=, limits.disk_mb, limits.memory_mb)", i, in->path,
                                                    limits->max_total_bytes);
                         r = write_inline(f->input_fd, i, in, ret_message);
                         if (r < 0)

@@ -553,6 +553,8 @@ static void start_service(Job *j) {
                 .head_bytes = m->config->output_head_bytes,
                 .tail_bytes = m->config->output_tail_bytes,
                 .stdin_fd = ctl[1],
+                .inputs = j->request->files,
+                .n_inputs = j->request->n_files,
         };
         r = unit_props_build(&plan, &props);
         for (size_t i = 0; i < m->n_cgroups; i++)
@@ -623,8 +625,11 @@ static void workspace_ready(Job *j) {
         }
         limits = (FetchLimits) {
                 .max_file_bytes = m->config->max_input_file_bytes,
-                /* They land on the workspace tmpfs, so they count against disk_mb as well. */
-                .max_total_bytes = MIN(m->config->max_input_total_bytes, j->exec->limits.disk_mb * 1024 * 1024),
+                /* They land on the workspace tmpfs, so they count against disk_mb as well, and
+                 * sandbox-exec copies them once more inside the unit so that their pages are the
+                 * execution's memory, not sandboxd's (--input=): against memory_mb too. */
+                .max_total_bytes = MIN(MIN(m->config->max_input_total_bytes, j->exec->limits.disk_mb * 1024 * 1024),
+                                       j->exec->limits.memory_mb * 1024 * 1024),
                 .connect_timeout_sec = m->config->input_connect_timeout_sec,
                 .timeout_sec = m->config->input_timeout_sec,
                 .allow_internal = m->config->input_allow_internal,

@@ -248,6 +248,12 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
         r |= strv_push(&x->strv, &x->n, buf);
         snprintf(buf, sizeof(buf), "--tail-bytes=%" PRIu64, plan->tail_bytes);
         r |= strv_push(&x->strv, &x->n, buf);
+        for (size_t i = 0; i < plan->n_inputs; i++) {
+                _cleanup_free_ char *arg = NULL;
+                if (asprintf(&arg, "--input=%s", plan->inputs[i].path) < 0)
+                        return -ENOMEM;
+                r |= strv_push(&x->strv, &x->n, arg);
+        }
         for (const char *const *a = l->compile_argv; a && *a; a++) {
                 _cleanup_free_ char *arg = NULL;
                 if (asprintf(&arg, "--compile-arg=%s", *a) < 0)

@@ -11,6 +11,7 @@
 
 #include "conf.h"
 #include "language.h"
+#include "request.h"
 
 /* Paths inside the sandbox. */
 #define SANDBOX_WORKSPACE "/workspace"
@@ -82,6 +83,10 @@ typedef struct UnitPlan {
         uint64_t max_code_bytes;
         uint64_t head_bytes, tail_bytes;   /* output capture (sandbox-exec keeps it) */
         int stdin_fd;                      /* the control channel */
+        /* This run's input files (below <workspace>/input), written by sandboxd: sandbox-exec
+         * copies each once more inside the unit, so its pages are charged to the execution. */
+        const InputFile *inputs;
+        size_t n_inputs;
         /* The systemd protections of the kernel and of the helper (RestrictNamespaces=,
          * ProtectKernel*=, ...): always on in sandboxd; off only in bench/ to measure their cost. */
         bool no_kernel_protection;

@@ -10,8 +10,8 @@
 
 #include <stdbool.h>
 
-/* Builds <state_dir>/usr-layers/<random name> and returns its path. Whiteouts need CAP_MKNOD; without
- * it they are left out (logged), the rest is built. */
+/* Builds <state_dir>/usr-layers/<random name> and returns its path. Whiteouts (character device 0:0)
+ * need no CAP_MKNOD since Linux 5.8; where mknod fails they are left out (logged), the rest is built. */
 int usr_layer_build(const char *state_dir, char **ret_path);
 
 /* Removes every layer below <state_dir>/usr-layers except keep. */

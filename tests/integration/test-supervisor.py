@@ -121,8 +121,12 @@ except KeyError:
     out["whoami"] = None
 out["ws"] = sorted(os.listdir("/workspace"))
 out["file"] = __file__
-import numpy, ssl
-out["numpy"] = float(numpy.arange(4).sum())
+import ssl
+try:
+    import numpy
+    out["numpy"] = float(numpy.arange(4).sum())
+except ImportError:
+    out["numpy"] = None
 out["certs"] = ssl.create_default_context().cert_store_stats().get("x509_ca", 0)
 print(json.dumps(out))
 '''
@@ -158,7 +162,9 @@ t.ok(o.get("hosts", "").split() == ["127.0.0.1", "localhost", "::1", "localhost"
 t.ok({"input", "output"} <= set(o.get("ws", [])), "/workspace/input and /workspace/output exist at the start",
      o.get("ws"))
 t.ok("main.py" not in o.get("ws", []), "the source is not in the workspace", o.get("ws"))
-t.eq((o.get("numpy"), o.get("certs", 0) > 0), (6.0, True), "numpy and the CA certificates work")
+HAVE_NUMPY = os.path.isdir("/usr/lib/python3/dist-packages/numpy")
+t.eq((o.get("numpy"), o.get("certs", 0) > 0), (6.0 if HAVE_NUMPY else None, True),
+     "numpy (where the host has it) and the CA certificates work")
 
 # ---- 5. no covert channel through locks on shared inodes ---------------------------------------
 
