@@ -10,6 +10,7 @@
 
 #include "fetch.h"
 #include "log.h"
+#include "netaddr.h"
 
 #ifndef CURL_WRITEFUNC_ERROR
 #define CURL_WRITEFUNC_ERROR 0  /* libcurl < 7.87: any short count aborts the transfer */
@@ -266,7 +267,7 @@ static curl_socket_t on_open_socket(void *userdata, curlsocktype purpose, struct
         Download *d = userdata;
         int fd;
 
-        if (!d->fetch->limits.allow_internal && address_is_internal(&a->addr, a->addrlen)) {
+        if (!d->fetch->limits.allow_internal && netaddr_is_internal(&a->addr, a->addrlen)) {
                 const void *raw = a->family == AF_INET6 ? (const void *) &((struct sockaddr_in6 *) &a->addr)->sin6_addr
                                                         : (const void *) &((struct sockaddr_in *) &a->addr)->sin_addr;
 
