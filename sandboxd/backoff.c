@@ -11,12 +11,14 @@
 static const char *const transport_result_table[_TRANSPORT_MAX] = {
         [TRANSPORT_OK] = "ok",
         [TRANSPORT_TIMEOUT] = "timeout",
-        [TRANSPORT_CONNECT] = "connect",
-        [TRANSPORT_DNS] = "dns",
-        [TRANSPORT_RESET] = "reset",
-        [TRANSPORT_TLS] = "tls",
+        [TRANSPORT_CONNECT] = "connection failed",
+        [TRANSPORT_DNS] = "name resolution failed",
+        [TRANSPORT_RESET] = "connection closed",
+        [TRANSPORT_TLS] = "tls error",
         [TRANSPORT_TOO_LARGE] = "response too large",
-        [TRANSPORT_OTHER] = "other",
+        [TRANSPORT_OTHER] = "transfer failed",
+        [TRANSPORT_REFUSED] = "refused: internal address",
+        [TRANSPORT_PROTOCOL] = "invalid response",
 };
 
 const char *transport_result_to_string(TransportResult t) {
@@ -24,6 +26,8 @@ const char *transport_result_to_string(TransportResult t) {
 }
 
 DeliveryOutcome delivery_outcome(TransportResult t, long http_status) {
+        if (t == TRANSPORT_REFUSED)
+                return DELIVERY_FAILED;
         if (t != TRANSPORT_OK)
                 /* Nothing the receiver decided: the network, a hung or restarting receiver. A
                  * response larger than we read still came from a receiver that answered, so the

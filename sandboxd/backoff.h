@@ -11,16 +11,20 @@
 
 #include "util.h"
 
-/* How a transfer ended below HTTP. callback.c maps libcurl's codes onto these. */
+/* How a transfer ended below HTTP. curl-event.c maps libcurl's codes onto these. */
 typedef enum TransportResult {
         TRANSPORT_OK,                    /* an HTTP response arrived: its status decides */
-        TRANSPORT_TIMEOUT,               /* connect or whole-transfer timeout */
-        TRANSPORT_CONNECT,               /* refused, unreachable */
+        TRANSPORT_TIMEOUT,               /* connected, but no complete answer in time */
+        TRANSPORT_CONNECT,               /* no connection: refused, unreachable, or no answer to the
+                                          * connection attempt in time */
         TRANSPORT_DNS,                   /* the host name did not resolve */
         TRANSPORT_RESET,                 /* reset, closed early, send/receive error, empty reply */
         TRANSPORT_TLS,                   /* handshake or certificate failure */
         TRANSPORT_TOO_LARGE,             /* the response exceeded what we read of it */
-        TRANSPORT_OTHER,                 /* our own failure (out of memory, bad option): retry */
+        TRANSPORT_OTHER,                 /* anything else, our own failures included (out of memory) */
+        TRANSPORT_REFUSED,               /* never connected: the address is internal and the
+                                          * configuration does not allow internal addresses */
+        TRANSPORT_PROTOCOL,              /* an answer that is not HTTP, or not valid HTTP */
         _TRANSPORT_MAX,
 } TransportResult;
 
@@ -30,11 +34,15 @@ typedef enum DeliveryOutcome {
         DELIVERY_FAILED,                 /* the receiver refused it for good */
 } DeliveryOutcome;
 
+/* The class as callers are told it (a callback's last_error, an input file's error_message): one
+ * fixed phrase per class, never libcurl's own text, which names the address and port and tells a
+ * refused connection from an unreachable or filtered one: the answers of a port scan. */
 const char *transport_result_to_string(TransportResult t);
 
 /* The decision table. http_status only matters for TRANSPORT_OK: 2xx delivered; 408, 429 and 5xx
  * retry; every other status (1xx, 3xx — redirects are not followed —, other 4xx) fails for good.
- * TLS failures retry: a certificate may be renewed meanwhile. */
+ * TLS failures retry: a certificate may be renewed meanwhile. An internal address refused by the
+ * configuration fails for good, like a 4xx: asking again gives the same answer. */
 DeliveryOutcome delivery_outcome(TransportResult t, long http_status);
 
 typedef struct BackoffPolicy {

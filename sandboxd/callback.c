@@ -29,6 +29,7 @@ struct Delivery {
         size_t response_bytes;
         bool response_too_large;
         uint64_t retry_after;
+        CurlGuard guard;
         char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -196,38 +197,6 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata) {
         return n;
 }
 
-static TransportResult transport_from_curl(CURLcode k) {
-        switch (k) {
-        case CURLE_OK:
-                return TRANSPORT_OK;
-        case CURLE_OPERATION_TIMEDOUT:
-                return TRANSPORT_TIMEOUT;
-        case CURLE_COULDNT_CONNECT:
-                return TRANSPORT_CONNECT;
-        case CURLE_COULDNT_RESOLVE_HOST:
-        case CURLE_COULDNT_RESOLVE_PROXY:
-                return TRANSPORT_DNS;
-        case CURLE_SEND_ERROR:
-        case CURLE_RECV_ERROR:
-        case CURLE_GOT_NOTHING:
-        case CURLE_PARTIAL_FILE:
-                return TRANSPORT_RESET;
-        case CURLE_SSL_CONNECT_ERROR:
-        case CURLE_PEER_FAILED_VERIFICATION:
-        case CURLE_SSL_CERTPROBLEM:
-        case CURLE_SSL_CIPHER:
-        case CURLE_SSL_CACERT_BADFILE:
-        case CURLE_SSL_ISSUER_ERROR:
-        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-        case CURLE_SSL_INVALIDCERTSTATUS:
-                return TRANSPORT_TLS;
-        case CURLE_WRITE_ERROR:
-                return TRANSPORT_TOO_LARGE;
-        default:
-                return TRANSPORT_OTHER;
-        }
-}
-
 static void set_last_error(StoreCallback *cb, const char *fmt, ...) _printf_(2, 3);
 static void set_last_error(StoreCallback *cb, const char *fmt, ...) {
         char buf[LAST_ERROR_MAX];
@@ -247,18 +216,24 @@ static void save(Callbacks *c, const StoreCallback *cb) {
                                 store_error_message(c->manager->store));
 }
 
-/* The attempt ended with transport t (and, for TRANSPORT_OK, HTTP status): record what it means. */
+/* The attempt ended with transport t (and, for TRANSPORT_OK, HTTP status): record what it means.
+ * The record (last_error, which the caller reads) gets the class only; detail (libcurl's text, the
+ * refused address) goes to the journal, for the operator. */
 static void attempt_done(Delivery *d, TransportResult t, long status, const char *detail) {
         Callbacks *c = d->owner;
         const Config *cfg = c->manager->config;
         StoreCallback *cb = d->cb;
         uint64_t now = now_usec(CLOCK_REALTIME);
-        char what[LAST_ERROR_MAX];
+        char what[LAST_ERROR_MAX], why[LAST_ERROR_MAX + CURL_ERROR_SIZE];
 
         if (t == TRANSPORT_OK)
                 snprintf(what, sizeof(what), "HTTP %ld", status);
         else
-                snprintf(what, sizeof(what), "%s: %s", transport_result_to_string(t), detail ?: "");
+                snprintf(what, sizeof(what), "%s", transport_result_to_string(t));
+        if (t != TRANSPORT_OK && !isempty(detail))
+                snprintf(why, sizeof(why), "%s: %s", what, detail);
+        else
+                snprintf(why, sizeof(why), "%s", what);
 
         switch (delivery_outcome(t, status)) {
         case DELIVERY_DELIVERED:
@@ -266,12 +241,12 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
                 cb->delivered_usec = now;
                 cb->last_error = mfree(cb->last_error);
                 log_info("%s: callback delivered to %s (attempt %" PRIu64 ", %s).", cb->execution_id, cb->url,
-                         cb->attempts, what);
+                         cb->attempts, why);
                 break;
         case DELIVERY_FAILED:
                 cb->state = CALLBACK_FAILED;
                 set_last_error(cb, "%s", what);
-                log_warning("%s: callback to %s refused (%s), not retrying.", cb->execution_id, cb->url, what);
+                log_warning("%s: callback to %s failed (%s), not retrying.", cb->execution_id, cb->url, why);
                 break;
         case DELIVERY_RETRY: {
                 BackoffPolicy p = {
@@ -294,10 +269,10 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
                         cb->next_attempt_usec = now + delay;
                         set_last_error(cb, "%s", what);
                         log_info("%s: callback attempt %" PRIu64 " to %s failed (%s), retrying in %" PRIu64 " ms.",
-                                 cb->execution_id, cb->attempts, cb->url, what, delay / 1000);
+                                 cb->execution_id, cb->attempts, cb->url, why, delay / 1000);
                         break;
                 }
-                log_warning("%s: callback to %s failed: %s", cb->execution_id, cb->url, cb->last_error);
+                log_warning("%s: callback to %s failed: %s (%s)", cb->execution_id, cb->url, cb->last_error, why);
                 break;
         }
         }
@@ -307,14 +282,19 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
 static void on_done(CURL *easy, CURLcode result, void *userdata) {
         Delivery *d = userdata;
         Callbacks *c = d->owner;
-        TransportResult t = transport_from_curl(result);
+        TransportResult t = curl_transport_result(easy, result, &d->guard);
+        char detail[CURL_ERROR_SIZE + INET6_ADDRSTRLEN + 64];
         long status = 0;
 
         (void) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
         /* A receiver that answered and then kept talking: its status decides. */
         if (t == TRANSPORT_TOO_LARGE && d->response_too_large && status > 0)
                 t = TRANSPORT_OK;
-        attempt_done(d, t, status, d->errbuf[0] ? d->errbuf : curl_easy_strerror(result));
+        if (t == TRANSPORT_REFUSED)
+                snprintf(detail, sizeof(detail), "%s (CallbackAllowInternalAddresses=no)", d->guard.refused_address);
+        else
+                snprintf(detail, sizeof(detail), "%s", d->errbuf[0] ? d->errbuf : curl_easy_strerror(result));
+        attempt_done(d, t, status, detail);
         delivery_free(d);
         dispatch(c);
 }
@@ -359,6 +339,10 @@ static int attempt_setup(Delivery *d) {
         d->easy = curl_easy_init();
         if (!d->easy)
                 return -ENOMEM;
+        d->guard = (CurlGuard) { .allow_internal = cfg->callback_allow_internal };
+        r = curl_guard_apply(d->easy, &d->guard);
+        if (r < 0)
+                return r;
 #define O(opt, val)                                                      \
         do {                                                             \
                 if (curl_easy_setopt(d->easy, opt, val) != CURLE_OK)     \
@@ -381,6 +365,10 @@ static int attempt_setup(Delivery *d) {
         O(CURLOPT_HEADERDATA, d);
         O(CURLOPT_ERRORBUFFER, d->errbuf);
         O(CURLOPT_MAXREDIRS, 0L);
+        /* A connection of its own for every attempt: one that was kept alive would skip the guard,
+         * and a reload that sets CallbackAllowInternalAddresses=no applies to the next attempt. */
+        O(CURLOPT_FRESH_CONNECT, 1L);
+        O(CURLOPT_FORBID_REUSE, 1L);
 #undef O
         return curl_event_add(d->owner->manager->curl, d->easy, on_done, d);
 }

@@ -178,6 +178,7 @@ static const ConfKey conf_keys[] = {
         K("Callbacks", "CallbackBackoffBaseMS", V_U64,  callback_backoff_base_ms, 10, 3600000),
         K("Callbacks", "CallbackBackoffMaxSec", V_U64,  callback_backoff_max_sec, 1, 86400),
         K("Callbacks", "CallbackMaxConcurrent", V_U64,  callback_max_concurrent, 1, 1024),
+        K("Callbacks", "CallbackAllowInternalAddresses", V_BOOL, callback_allow_internal, 0, 0),
 
         K("Limits", "DefaultTimeoutMS", V_U64,      defaults.timeout_ms, 100, 86400000),
         K("Limits", "DefaultMemoryMB",  V_U64,      defaults.memory_mb,  16, 1 << 20),

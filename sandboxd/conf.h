@@ -50,6 +50,7 @@ typedef struct Config {
         uint64_t callback_backoff_base_ms;   /* CallbackBackoffBaseMS= the first retry's delay step */
         uint64_t callback_backoff_max_sec;   /* CallbackBackoffMaxSec= the largest delay step */
         uint64_t callback_max_concurrent;    /* CallbackMaxConcurrent= attempts in flight at once */
+        bool callback_allow_internal;        /* CallbackAllowInternalAddresses= loopback, private, link-local */
 
         /* [Limits] */
         Limits defaults;             /* DefaultTimeoutMS= ... */

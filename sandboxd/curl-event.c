@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 
 #include "curl-event.h"
 #include "log.h"
+#include "netaddr.h"
 
 typedef struct Transfer Transfer;
 struct Transfer {
@@ -235,4 +237,84 @@ void curl_event_remove(CurlEvent *c, CURL *easy) {
 
 unsigned curl_event_running(CurlEvent *c) {
         return c ? c->n_transfers : 0;
+}
+
+static curl_socket_t guard_open_socket(void *userdata, curlsocktype purpose, struct curl_sockaddr *a) {
+        CurlGuard *g = userdata;
+        int fd;
+
+        if (!g->allow_internal && netaddr_is_internal(&a->addr, a->addrlen)) {
+                const void *raw = a->family == AF_INET6
+                                          ? (const void *) &((struct sockaddr_in6 *) &a->addr)->sin6_addr
+                                          : (const void *) &((struct sockaddr_in *) &a->addr)->sin_addr;
+
+                g->refused++;
+                if ((a->family != AF_INET && a->family != AF_INET6) ||
+                    !inet_ntop(a->family, raw, g->refused_address, sizeof(g->refused_address)))
+                        snprintf(g->refused_address, sizeof(g->refused_address), "(family %d)", a->family);
+                return CURL_SOCKET_BAD;
+        }
+        fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+        return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+int curl_guard_apply(CURL *easy, CurlGuard *g) {
+        /* CURLOPT_PROXY "" alone turns the proxy off; CURLOPT_NOPROXY "*" says the same to any
+         * code path that still looks at the environment's no_proxy. */
+        if (curl_easy_setopt(easy, CURLOPT_PROXY, "") != CURLE_OK ||
+            curl_easy_setopt(easy, CURLOPT_NOPROXY, "*") != CURLE_OK ||
+            curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, guard_open_socket) != CURLE_OK ||
+            curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, g) != CURLE_OK)
+                return -EIO;
+        return 0;
+}
+
+TransportResult curl_transport_result(CURL *easy, CURLcode result, const CurlGuard *g) {
+        curl_off_t connect_usec = 0;
+
+        switch (result) {
+        case CURLE_OK:
+        case CURLE_HTTP_RETURNED_ERROR:          /* CURLOPT_FAILONERROR: the status decides */
+                return TRANSPORT_OK;
+        case CURLE_OPERATION_TIMEDOUT:
+                /* A connection attempt nobody answers (a firewall that drops, a full backlog) fails
+                 * like a refused one. Once connected, it is the receiver that is slow. */
+                if (curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_usec) == CURLE_OK &&
+                    connect_usec > 0)
+                        return TRANSPORT_TIMEOUT;
+                _fallthrough_;
+        case CURLE_COULDNT_CONNECT:
+                /* Every address the guard refused fails with CURLE_COULDNT_CONNECT; if there were
+                 * others too, that an internal one was among them is the answer. */
+                return g && g->refused > 0 ? TRANSPORT_REFUSED : TRANSPORT_CONNECT;
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+                return TRANSPORT_DNS;
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_PARTIAL_FILE:
+                return TRANSPORT_RESET;
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_CIPHER:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_ISSUER_ERROR:
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        case CURLE_SSL_INVALIDCERTSTATUS:
+                return TRANSPORT_TLS;
+        case CURLE_UNSUPPORTED_PROTOCOL:         /* also an HTTP/0.9 answer: not an HTTP server */
+        case CURLE_WEIRD_SERVER_REPLY:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+        case CURLE_BAD_CONTENT_ENCODING:
+        case CURLE_TOO_MANY_REDIRECTS:
+                return TRANSPORT_PROTOCOL;
+        case CURLE_WRITE_ERROR:
+        case CURLE_FILESIZE_EXCEEDED:
+                return TRANSPORT_TOO_LARGE;
+        default:
+                return TRANSPORT_OTHER;
+        }
 }

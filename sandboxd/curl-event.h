@@ -11,8 +11,10 @@
  * caller calls curl_event_remove() (no callback runs). */
 
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <systemd/sd-event.h>
 
+#include "backoff.h"
 #include "util.h"
 
 typedef struct CurlEvent CurlEvent;
@@ -33,3 +35,25 @@ void curl_event_remove(CurlEvent *c, CURL *easy);
 
 /* Transfers added and not yet done. */
 unsigned curl_event_running(CurlEvent *c);
+
+/* Transfers made on a caller's behalf (input downloads, callback deliveries) go where the caller's
+ * URL says, so sandboxd must not become the caller's way into what only sandboxd can reach. The
+ * guard judges the address of every connection libcurl opens (after name resolution, so a name
+ * that resolves to an internal address, or changes its answer between lookups, is caught too; and
+ * every redirect) by netaddr.h's tables. */
+typedef struct CurlGuard {
+        bool allow_internal;                     /* InputAllowInternalAddresses=, CallbackAllowInternalAddresses= */
+        unsigned refused;                        /* connections refused so far */
+        char refused_address[INET6_ADDRSTRLEN];  /* the last one refused: for the journal, never the caller */
+} CurlGuard;
+
+/* Make g the handle's CURLOPT_OPENSOCKETFUNCTION and turn off every proxy: libcurl would otherwise
+ * take http_proxy, https_proxy and ALL_PROXY from the daemon's environment and send the caller's
+ * request, and the internal address check's decision, to whatever they name. g must outlive the
+ * transfer. 0, or -EIO if libcurl refuses an option. */
+int curl_guard_apply(CURL *easy, CurlGuard *g);
+
+/* How a transfer on easy ended, as a class (backoff.h). A connection that was never made is
+ * TRANSPORT_CONNECT whether it was refused, unreachable or timed out (told apart, they would say
+ * which ports are open, closed or filtered), or TRANSPORT_REFUSED if g refused an address. */
+TransportResult curl_transport_result(CURL *easy, CURLcode result, const CurlGuard *g);

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -33,7 +32,7 @@ typedef struct Download {
         DownloadFailure failure;
         int write_errno;
         bool started, done, whole;
-        char blocked[INET6_ADDRSTRLEN];  /* an internal address curl wanted to connect to, refused */
+        CurlGuard guard;                 /* the internal address check of its connections */
         char errbuf[CURL_ERROR_SIZE];
 } Download;
 
@@ -259,34 +258,16 @@ static void fetch_fail(Fetch *f, int r, const char *message) {
                 cb(f, r, message, f->userdata);
 }
 
-/* CURLOPT_OPENSOCKETFUNCTION: every connection, redirects included, passes here with the address
- * it is about to connect to (after name resolution, so a name that resolves to an internal address,
- * or changes its answer between lookups, is caught all the same). */
-static curl_socket_t on_open_socket(void *userdata, curlsocktype purpose, struct curl_sockaddr *a) {
-        Download *d = userdata;
-        int fd;
-
-        if (!d->fetch->limits.allow_internal && address_is_internal(&a->addr, a->addrlen)) {
-                const void *raw = a->family == AF_INET6 ? (const void *) &((struct sockaddr_in6 *) &a->addr)->sin6_addr
-                                                        : (const void *) &((struct sockaddr_in *) &a->addr)->sin_addr;
-
-                if ((a->family != AF_INET && a->family != AF_INET6) ||
-                    !inet_ntop(a->family, raw, d->blocked, sizeof(d->blocked)))
-                        snprintf(d->blocked, sizeof(d->blocked), "(family %d)", a->family);
-                return CURL_SOCKET_BAD;
-        }
-        fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
-        return fd < 0 ? CURL_SOCKET_BAD : fd;
-}
-
+/* What the caller is told (error_message): sandboxd's own limits by name, otherwise only the class of
+ * the failure (curl-event.h), never libcurl's text or the address: those would make the downloads a
+ * port scanner of the daemon's network. The detail is for the journal (log_detail()). */
 static void describe_failure(Download *d, CURLcode result, char *buf, size_t size) {
         const FetchLimits *l = &d->fetch->limits;
         long code = 0, redirects = 0;
-        curl_off_t connect_usec = 0;
+        TransportResult t;
 
         (void) curl_easy_getinfo(d->easy, CURLINFO_RESPONSE_CODE, &code);
         (void) curl_easy_getinfo(d->easy, CURLINFO_REDIRECT_COUNT, &redirects);
-        (void) curl_easy_getinfo(d->easy, CURLINFO_CONNECT_TIME_T, &connect_usec);
 
         switch (d->failure) {
         case DOWNLOAD_TOO_BIG:
@@ -307,19 +288,8 @@ static void describe_failure(Download *d, CURLcode result, char *buf, size_t siz
         }
 
         switch (result) {
-        case CURLE_OK:
-        case CURLE_HTTP_RETURNED_ERROR:
-                snprintf(buf, size, "HTTP %ld", code);
-                return;
         case CURLE_FILESIZE_EXCEEDED:
                 snprintf(buf, size, "larger than %" PRIu64 " bytes (MaxInputFileBytes=)", l->max_file_bytes);
-                return;
-        case CURLE_OPERATION_TIMEDOUT:
-                if (connect_usec == 0)
-                        snprintf(buf, size, "connect timeout after %" PRIu64 " s (InputConnectTimeoutSec=)",
-                                 l->connect_timeout_sec);
-                else
-                        snprintf(buf, size, "timed out after %" PRIu64 " s (InputTimeoutSec=)", l->timeout_sec);
                 return;
         case CURLE_UNSUPPORTED_PROTOCOL:
                 if (redirects > 0 || code / 100 == 3) {
@@ -330,17 +300,27 @@ static void describe_failure(Download *d, CURLcode result, char *buf, size_t siz
         case CURLE_TOO_MANY_REDIRECTS:
                 snprintf(buf, size, "more than %d redirects", FETCH_MAX_REDIRS);
                 return;
-        case CURLE_COULDNT_CONNECT:
-                if (d->blocked[0]) {
-                        snprintf(buf, size, "refused to connect to the internal address %s "
-                                 "(InputAllowInternalAddresses=no)", d->blocked);
-                        return;
-                }
-                break;
         default:
                 break;
         }
-        snprintf(buf, size, "download failed: %.200s", d->errbuf[0] ? d->errbuf : curl_easy_strerror(result));
+
+        t = curl_transport_result(d->easy, result, &d->guard);
+        if (t == TRANSPORT_OK)
+                snprintf(buf, size, "HTTP %ld", code);
+        else if (t == TRANSPORT_TIMEOUT)
+                snprintf(buf, size, "timed out after %" PRIu64 " s (InputTimeoutSec=)", l->timeout_sec);
+        else
+                snprintf(buf, size, "%s", transport_result_to_string(t));
+}
+
+/* What the operator is told: libcurl's own words, the refused address. */
+static void log_detail(Download *d, CURLcode result, const char *why) {
+        if (d->guard.refused > 0 && curl_transport_result(d->easy, result, &d->guard) == TRANSPORT_REFUSED)
+                log_info("Input files[%zu] '%s': %s: %s (InputAllowInternalAddresses=no)", d->index, d->path, why,
+                         d->guard.refused_address);
+        else
+                log_info("Input files[%zu] '%s': %s: %s", d->index, d->path, why,
+                         d->errbuf[0] ? d->errbuf : curl_easy_strerror(result));
 }
 
 static int fetch_pump(Fetch *f, char **ret_message);
@@ -360,7 +340,7 @@ static void on_done(CURL *easy, CURLcode result, void *userdata) {
 
                 describe_failure(d, result, why, sizeof(why));
                 (void) set_message(&message, 0, "files[%zu] '%s': %s", d->index, d->path, why);
-                log_debug("Input %s: %s", d->path, why);
+                log_detail(d, result, why);
                 fetch_fail(f, -EIO, message ?: "an input file could not be fetched");
                 return;
         }
@@ -427,15 +407,18 @@ static int download_begin(Fetch *f, Download *d, char **ret_message) {
          * beyond its Content-Length) must never become the start of another execution's download. */
         SET(CURLOPT_FRESH_CONNECT, 1L);
         SET(CURLOPT_FORBID_REUSE, 1L);
-        /* No proxy from sandboxd's environment (http_proxy, ...): the configuration says where to go. */
-        SET(CURLOPT_PROXY, "");
         SET(CURLOPT_USERAGENT, "sandboxd/" PACKAGE_VERSION);
-        SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
-        SET(CURLOPT_OPENSOCKETDATA, d);
         SET(CURLOPT_WRITEFUNCTION, on_write);
         SET(CURLOPT_WRITEDATA, d);
         SET(CURLOPT_ERRORBUFFER, d->errbuf);
 #undef SET
+        /* Every connection, redirects included, to a public address only (unless
+         * InputAllowInternalAddresses=yes), and no proxy from sandboxd's environment. */
+        d->guard = (CurlGuard) { .allow_internal = l->allow_internal };
+        r = curl_guard_apply(e, &d->guard);
+        if (r < 0)
+                return set_message(ret_message, r, "files[%zu] '%s': libcurl refused the address check", d->index,
+                                   d->path);
         r = curl_event_add(f->curl, e, on_done, d);
         if (r < 0)
                 return set_message(ret_message, r, "files[%zu] '%s': cannot start the download: %s", d->index, d->path,

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <json-c/json.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <strings.h>
@@ -310,51 +309,6 @@ bool input_url_is_valid(const char *url, size_t len, const char **ret_why) {
         if (ret_why)
                 *ret_why = why;
         return !why;
-}
-
-static bool ipv4_is_internal(uint32_t a) {
-        static const struct {
-                uint32_t net, mask;
-        } nets[] = {
-                { 0x00000000, 0xff000000 },     /* 0.0.0.0/8 "this network" */
-                { 0x0a000000, 0xff000000 },     /* 10/8 */
-                { 0x64400000, 0xffc00000 },     /* 100.64/10 carrier-grade NAT */
-                { 0x7f000000, 0xff000000 },     /* 127/8 loopback */
-                { 0xa9fe0000, 0xffff0000 },     /* 169.254/16 link-local, cloud metadata */
-                { 0xac100000, 0xfff00000 },     /* 172.16/12 */
-                { 0xc0000000, 0xffffff00 },     /* 192.0.0/24 IETF protocol assignments */
-                { 0xc0a80000, 0xffff0000 },     /* 192.168/16 */
-                { 0xc6120000, 0xfffe0000 },     /* 198.18/15 benchmarking */
-                { 0xe0000000, 0xf0000000 },     /* 224/4 multicast */
-                { 0xf0000000, 0xf0000000 },     /* 240/4 reserved, broadcast */
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(nets); i++)
-                if ((a & nets[i].mask) == nets[i].net)
-                        return true;
-        return false;
-}
-
-bool address_is_internal(const struct sockaddr *sa, size_t len) {
-        if (!sa || len < sizeof(sa_family_t))
-                return true;
-        if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
-                return ipv4_is_internal(be32toh(((const struct sockaddr_in *) sa)->sin_addr.s_addr));
-        if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-                const uint8_t *b = ((const struct sockaddr_in6 *) sa)->sin6_addr.s6_addr;
-                static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-                static const uint8_t zero[12] = {};
-
-                /* ::ffff:a.b.c.d, and the deprecated ::a.b.c.d (:: and ::1 fall in 0.0.0.0/8) */
-                if (memcmp(b, mapped, 12) == 0 || memcmp(b, zero, 12) == 0)
-                        return ipv4_is_internal((uint32_t) b[12] << 24 | (uint32_t) b[13] << 16 |
-                                                (uint32_t) b[14] << 8 | b[15]);
-                return (b[0] & 0xfe) == 0xfc ||                 /* fc00::/7 unique local */
-                       (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) || /* fe80::/10 link-local */
-                       (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) || /* fec0::/10 site-local (deprecated) */
-                       b[0] == 0xff;                              /* ff00::/8 multicast */
-        }
-        return true;
 }
 
 static int b64_value(unsigned char c) {

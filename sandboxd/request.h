@@ -83,13 +83,6 @@ bool input_path_is_valid(const char *path, size_t len, const char **ret_why);
 /* Is this a URL sandboxd downloads: http:// or https:// (any case), a host, no user:password@,
  * no control characters or spaces, at most REQUEST_FILE_URL_MAX bytes. */
 bool input_url_is_valid(const char *url, size_t len, const char **ret_why);
-/* Is this an address sandboxd does not download from unless InputAllowInternalAddresses=yes:
- * unspecified, loopback, private (RFC 1918, fc00::/7), shared (100.64/10), link-local (cloud metadata
- * at 169.254.169.254 included), multicast, reserved, and IPv4-mapped forms of those. Anything not
- * AF_INET/AF_INET6 counts as internal. */
-struct sockaddr;
-bool address_is_internal(const struct sockaddr *sa, size_t len);
-
 /* Strict base64 (RFC 4648 alphabet, padding required, no whitespace). 0, -EINVAL, -ENOMEM. */
 int base64_decode_strict(const char *s, size_t len, uint8_t **ret, size_t *ret_len);
 char *base64_encode(const uint8_t *p, size_t len);

@@ -29,9 +29,11 @@ KEY_PATH = "/var/lib/sandboxd/callback.key"
 
 
 def configure(timeout_sec):
+    # The receivers are on 127.0.0.1, refused by default (test-ssrf checks that).
     os.makedirs(f"{confdir}/sandboxd.conf.d", exist_ok=True)
     with open(f"{confdir}/sandboxd.conf.d/50-callbacks.conf", "w") as f:
         f.write("[Callbacks]\n"
+                "CallbackAllowInternalAddresses=yes\n"
                 f"CallbackTimeoutSec={timeout_sec}\n"
                 "CallbackBackoffBaseMS=200\n"
                 "CallbackBackoffMaxSec=1\n"
@@ -264,7 +266,7 @@ t.ok(wait_until(lambda: ((callback_of(c["execution_id"]) or {}).get("attempts") 
      "c: retried while the receiver is down", callback_of(c["execution_id"]))
 cbc = callback_of(c["execution_id"]) or {}
 t.eq(cbc.get("state"), "pending", "c: still pending", cbc)
-t.ok("connect" in (cbc.get("last_error") or ""), "c: last_error names the connection failure", cbc)
+t.eq(cbc.get("last_error"), "connection failed", "c: last_error is the class of the failure, nothing more", cbc)
 t.eq(outbox_size(), 2.0, "c: metrics: two deliveries pending (the one in flight, the one to the receiver that is down)")
 
 # An execution still running across the restart keeps its callback_url (adopted, then delivered).

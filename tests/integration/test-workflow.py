@@ -53,11 +53,13 @@ srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 threading.Thread(target=srv.serve_forever, daemon=True).start()
 BASE = f"http://127.0.0.1:{srv.server_address[1]}"
 
-# Loopback downloads are refused by default (InputAllowInternalAddresses=no); quick callback retries.
+# Loopback downloads and callbacks are refused by default (Input/CallbackAllowInternalAddresses=no);
+# quick callback retries.
 conf = os.environ["SANDBOXD_CONFIG_DIR"]
 os.makedirs(f"{conf}/sandboxd.conf.d", exist_ok=True)
 with open(f"{conf}/sandboxd.conf.d/50-workflow.conf", "w") as f:
-    f.write("[Inputs]\nInputAllowInternalAddresses=yes\n[Callbacks]\nCallbackBackoffBaseMS=200\nCallbackBackoffMaxSec=1\n")
+    f.write("[Inputs]\nInputAllowInternalAddresses=yes\n[Callbacks]\nCallbackAllowInternalAddresses=yes\n"
+            "CallbackBackoffBaseMS=200\nCallbackBackoffMaxSec=1\n")
 subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
 
 

@@ -56,6 +56,8 @@ static const OutcomeRow outcome_rows[] = {
         { "other retry", TRANSPORT_OTHER, 0, DELIVERY_RETRY },
         { "timeout with a stale 200 still retries", TRANSPORT_TIMEOUT, 200, DELIVERY_RETRY },
         { "response too large retries", TRANSPORT_TOO_LARGE, 0, DELIVERY_RETRY },
+        { "invalid response retries", TRANSPORT_PROTOCOL, 0, DELIVERY_RETRY },
+        { "internal address refused fails", TRANSPORT_REFUSED, 0, DELIVERY_FAILED },
 };
 
 static void test_outcome_row(void **state) {
@@ -245,8 +247,25 @@ static void test_url_length(_unused_ void **state) {
 }
 
 static void test_transport_names(_unused_ void **state) {
-        for (TransportResult t = 0; t < _TRANSPORT_MAX; t++)
-                assert_non_null(transport_result_to_string(t));
+        /* The phrases are what callers see (callback.last_error, error_message) and docs/http-api.md
+         * lists: a contract. None may carry a detail such as an address or a port. */
+        static const char *const want[_TRANSPORT_MAX] = {
+                [TRANSPORT_OK] = "ok",
+                [TRANSPORT_TIMEOUT] = "timeout",
+                [TRANSPORT_CONNECT] = "connection failed",
+                [TRANSPORT_DNS] = "name resolution failed",
+                [TRANSPORT_RESET] = "connection closed",
+                [TRANSPORT_TLS] = "tls error",
+                [TRANSPORT_TOO_LARGE] = "response too large",
+                [TRANSPORT_OTHER] = "transfer failed",
+                [TRANSPORT_REFUSED] = "refused: internal address",
+                [TRANSPORT_PROTOCOL] = "invalid response",
+        };
+
+        for (TransportResult t = 0; t < _TRANSPORT_MAX; t++) {
+                assert_non_null(want[t]);
+                assert_string_equal(transport_result_to_string(t), want[t]);
+        }
         assert_null(transport_result_to_string(_TRANSPORT_MAX));
 }
 

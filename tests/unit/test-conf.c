@@ -69,6 +69,7 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->callback_backoff_base_ms, 1000);
         assert_int_equal(c->callback_backoff_max_sec, 600);
         assert_int_equal(c->callback_max_concurrent, 16);
+        assert_false(c->callback_allow_internal);
         assert_int_equal(c->max_input_files, 16);
         assert_int_equal(c->max_input_file_bytes, 64ULL << 20);
         assert_int_equal(c->max_input_total_bytes, 256ULL << 20);
@@ -144,6 +145,12 @@ static const KeyRow key_rows[] = {
         BOOL("InputAllowInternalAddresses=no after yes",
              "[Inputs]\nInputAllowInternalAddresses=yes\nInputAllowInternalAddresses=no\n", input_allow_internal, 0),
         BOOL("InputAllowInternalAddresses=off", "[Inputs]\nInputAllowInternalAddresses=off\n", input_allow_internal, 0),
+        /* [Callbacks] */
+        BOOL("CallbackAllowInternalAddresses=yes", "[Callbacks]\nCallbackAllowInternalAddresses=yes\n",
+             callback_allow_internal, 1),
+        BOOL("CallbackAllowInternalAddresses=no after yes",
+             "[Callbacks]\nCallbackAllowInternalAddresses=yes\nCallbackAllowInternalAddresses=no\n",
+             callback_allow_internal, 0),
         U64("KeepFinished", "[Daemon]\nKeepFinished=0\n", keep_finished, 0),
         U64("SweepIntervalSec", "[Daemon]\nSweepIntervalSec=60\n", sweep_interval_sec, 60),
         U64("SessionIdleSec=2", "[Daemon]\nSessionIdleSec=2\n", session_idle_sec, 2),
@@ -329,6 +336,10 @@ static const ErrorRow error_rows[] = {
           "x.conf:2: MaxInputFiles=257 is outside [0, 256]" },
         { "InputAllowInternalAddresses not a boolean", "[Inputs]\nInputAllowInternalAddresses=maybe\n",
           "x.conf:2: InputAllowInternalAddresses= takes yes or no, got 'maybe'" },
+        { "CallbackAllowInternalAddresses not a boolean", "[Callbacks]\nCallbackAllowInternalAddresses=maybe\n",
+          "x.conf:2: CallbackAllowInternalAddresses= takes yes or no, got 'maybe'" },
+        { "CallbackAllowInternalAddresses in [Inputs]", "[Inputs]\nCallbackAllowInternalAddresses=yes\n",
+          "x.conf:2: unknown key 'CallbackAllowInternalAddresses' in section [Inputs]" },
         { "InputTimeoutSec zero", "[Inputs]\nInputTimeoutSec=0\n", "x.conf:2: InputTimeoutSec=0 is outside [1, 3600]" },
         { "InputConnectTimeoutSec above maximum", "[Inputs]\nInputConnectTimeoutSec=301\n",
           "x.conf:2: InputConnectTimeoutSec=301 is outside [1, 300]" },

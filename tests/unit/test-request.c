@@ -5,9 +5,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
-#include <arpa/inet.h>
 #include <json-c/json.h>
-#include <netinet/in.h>
 
 #include "conf.h"
 #include "request.h"
@@ -1121,50 +1119,6 @@ static void test_input_url_rows(_unused_ void **state) {
         }
 }
 
-static void test_internal_address_rows(_unused_ void **state) {
-        static const struct {
-                const char *addr;
-                bool internal;
-        } rows[] = {
-                { "127.0.0.1", true },       { "127.255.0.9", true },    { "10.1.2.3", true },
-                { "172.16.0.1", true },      { "172.31.255.255", true }, { "172.32.0.1", false },
-                { "192.168.1.1", true },     { "169.254.169.254", true },{ "100.64.0.1", true },
-                { "100.128.0.1", false },    { "0.0.0.0", true },        { "224.0.0.1", true },
-                { "255.255.255.255", true }, { "198.18.0.1", true },     { "8.8.8.8", false },
-                { "1.1.1.1", false },        { "192.0.2.1", false },     { "93.184.216.34", false },
-                { "::1", true },             { "::", true },             { "fe80::1", true },
-                { "fc00::1", true },         { "fd12:3456::1", true },   { "ff02::1", true },
-                { "::ffff:127.0.0.1", true },{ "::ffff:169.254.169.254", true },
-                { "::ffff:8.8.8.8", false }, { "2001:4860:4860::8888", false }, { "2606:4700::1111", false },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
-                struct sockaddr_storage ss = {};
-                size_t len;
-
-                if (strchr(rows[i].addr, ':')) {
-                        struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
-                        a->sin6_family = AF_INET6;
-                        assert_int_equal(inet_pton(AF_INET6, rows[i].addr, &a->sin6_addr), 1);
-                        len = sizeof(*a);
-                } else {
-                        struct sockaddr_in *a = (struct sockaddr_in *) &ss;
-                        a->sin_family = AF_INET;
-                        assert_int_equal(inet_pton(AF_INET, rows[i].addr, &a->sin_addr), 1);
-                        len = sizeof(*a);
-                }
-                if (address_is_internal((struct sockaddr *) &ss, len) != rows[i].internal) {
-                        print_error("%s: internal=%d\n", rows[i].addr, !rows[i].internal);
-                        fail();
-                }
-        }
-        {
-                struct sockaddr_storage ss = { .ss_family = AF_UNIX };
-                assert_true(address_is_internal((struct sockaddr *) &ss, sizeof(ss)));
-                assert_true(address_is_internal(NULL, 0));
-        }
-}
-
 static void test_base64_rows(_unused_ void **state) {
         static const struct {
                 const char *in;
@@ -1235,7 +1189,6 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_input_path_rows);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_input_url_rows);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_base64_rows);
-        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_internal_address_rows);
         if (i > n)
                 abort();
 
