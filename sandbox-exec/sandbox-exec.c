@@ -51,7 +51,6 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
-#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1112,21 +1111,43 @@ static bool status_is_success(int status) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Input files */
 
-static int open_beneath(int dfd, const char *path, uint64_t flags) {
-        struct open_how how = {
-                .flags = flags | O_CLOEXEC | O_NOFOLLOW,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-        };
-        long fd = syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+/* Open path below dfd one component at a time, never following a symlink (every directory with
+ * O_NOFOLLOW|O_DIRECTORY, the last component with flags|O_NOFOLLOW). Not openat2(): systemd's
+ * RestrictSUIDSGID= filter answers it with ENOSYS (it cannot inspect struct open_how). */
+static int open_beneath(int dfd, const char *path, int flags) {
+        _cleanup_free_ char *p = strdup(path);
+        _cleanup_close_ int cur = -EBADF;
+        char *c, *slash;
+        int fd;
 
-        return fd < 0 ? -errno : (int) fd;
+        if (!p)
+                return -ENOMEM;
+        cur = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return -errno;
+        for (c = p; (slash = strchr(c, '/')); c = slash + 1) {
+                *slash = '\0';
+                if (isempty(c) || streq(c, ".") || streq(c, ".."))
+                        return -EINVAL;
+                fd = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                (void) close(cur);
+                cur = fd;
+        }
+        if (isempty(c) || streq(c, ".") || streq(c, ".."))
+                return -EINVAL;
+        fd = openat(cur, c, flags | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
 }
 
 /* Copy input/<rel> over itself: the daemon wrote it, so its tmpfs pages are charged to
- * sandboxd.service; a copy written here, by the program's user in the unit's cgroup, is the
- * execution's memory, and the daemon's pages go with the old inode. Best effort: whatever fails
- * leaves the original in place (it still is the right file). */
-static void recharge_input(int ws_fd, const char *rel) {
+ * sandboxd.service; a copy written here, in the unit's cgroup, is the execution's memory, and the
+ * daemon's pages go with the old inode. Only if it belongs to owner: root's files (a fresh workspace:
+ * read-only to the program) are copied by us, a session's (its owner's) by a child that is the
+ * program's user. Best effort: whatever fails leaves the original in place (it still is the right
+ * file). */
+static void recharge_input(int ws_fd, const char *rel, uid_t owner) {
         _cleanup_free_ char *path = NULL, *tmp = NULL;
         _cleanup_close_ int in = -EBADF, dir = -EBADF, out = -EBADF;
         const char *base;
@@ -1137,7 +1158,7 @@ static void recharge_input(int ws_fd, const char *rel) {
                 return;
         base = strrchr(path, '/') + 1;
         in = open_beneath(ws_fd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-        if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+        if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != owner)
                 return;
         path[base - path - 1] = '\0';
         dir = open_beneath(ws_fd, path, O_RDONLY | O_DIRECTORY);
@@ -1163,13 +1184,20 @@ static void recharge_input(int ws_fd, const char *rel) {
                 (void) unlinkat(dir, tmp, 0);
 }
 
-/* In a child that is the program's user, before any of the program runs. */
+/* Before any of the program runs: root's inputs here, the rest in a child that is the program's
+ * user. */
 static void recharge_inputs(const Options *o) {
         int status;
         pid_t pid;
 
         if (o->n_inputs == 0)
                 return;
+        if (privileged) {
+                _cleanup_close_ int ws = open(o->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                for (size_t i = 0; ws >= 0 && i < o->n_inputs; i++)
+                        recharge_input(ws, o->inputs[i], 0);
+        }
         pid = fork();
         if (pid < 0)
                 return;
@@ -1182,7 +1210,7 @@ static void recharge_inputs(const Options *o) {
                 if (ws < 0)
                         _exit(EXIT_FAILURE);
                 for (size_t i = 0; i < o->n_inputs; i++)
-                        recharge_input(ws, o->inputs[i]);
+                        recharge_input(ws, o->inputs[i], prog_uid);
                 _exit(EXIT_SUCCESS);
         }
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

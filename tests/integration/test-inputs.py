@@ -89,6 +89,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 hold_release.wait(30)
                 return
             self.body(CSV)
+        elif p == "/48m":              # 48 MiB: big enough to tell whose memory it is
+            self.body(b"m" * (48 * 1024 * 1024), "application/octet-stream")
         elif p == "/missing":
             self.send_error(404)
         elif p == "/broken":
@@ -315,6 +317,22 @@ except OSError as e:
 t.eq((res.get("status"), res.get("stdout")), ("success", "100 5050\n"),
      "after a restart during its download, the execution ran with its input", res)
 t.ok(hits.get("/hold", 0) >= 2, "it downloaded again after the restart", hits)
+
+# ---- inputs are the execution's memory, not sandboxd's ---------------------------------------------
+# sandboxd writes them into the workspace tmpfs, so their pages were charged to sandboxd.service;
+# sandbox-exec copies each once more inside the unit, and their sum is bounded by memory_mb.
+with open(f"{CONF}/sandboxd.conf.d/50-inputs.conf", "w") as f:
+    f.write("[Inputs]\nMaxInputFileBytes=64M\nMaxInputTotalBytes=128M\nInputAllowInternalAddresses=yes\n")
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+time.sleep(0.5)
+res = run("import os\nprint(os.stat('/workspace/input/big.bin').st_size)\n",
+          files=[{"path": "big.bin", "url": f"{URL}/48m"}], limits={"memory_mb": 256, "disk_mb": 128})
+t.eq((res.get("status"), res.get("stdout")), ("success", f"{48 * 1024 * 1024}\n"), "a 48 MiB download", res)
+t.ok((res.get("peak_memory_mb") or 0) >= 48, f"its pages count in the execution's peak memory "
+     f"({res.get('peak_memory_mb')} MB >= 48)", res.get("peak_memory_mb"))
+res = run("print('ran')\n", files=[{"path": "big.bin", "url": f"{URL}/48m"}], limits={"memory_mb": 32, "disk_mb": 128})
+t.verdict(res, "failed", "input_error", "48 MiB of inputs with memory_mb=32")
+t.ok("memory_mb" in (res.get("error_message") or ""), "the message names memory_mb", res.get("error_message"))
 
 os.unlink(f"{CONF}/sandboxd.conf.d/50-inputs.conf")
 subprocess.run(["systemctl", "reload", "sandboxd.service"], check=False)
