@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build check check-unit check-integration check-asan check-vm demo bench bench-load clean
+.PHONY: all deps build check check-unit check-integration check-asan check-vm demo bench bench-load bench-hardening clean
 
 all: build
 
@@ -45,6 +45,11 @@ demo: build
 
 bench: build
 	bench/run --build $(BUILD)
+	bench/run --build $(BUILD) --hardening
+
+# systemd's kernel protections on the units: with and without, interleaved (~2 min).
+bench-hardening: build
+	bench/run --build $(BUILD) --hardening
 
 # The load test (10,000 async submissions at 40/s, 8 slots; stops early if sandboxd falls behind;
 # at most ~10 min): not part of `make bench`, which alone takes ~7-9 min.

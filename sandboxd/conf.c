@@ -51,6 +51,7 @@ Config *config_new(void) {
         c->nofile = 1024;
         c->kill_grace_ms = 1000;
         c->workspace_pool = 16;
+        c->protect_kernel = true;
 
         c->artifact_url_lifetime_sec = 900;
         c->artifact_max_files = 1000;
@@ -197,6 +198,7 @@ static const ConfKey conf_keys[] = {
         K("Sandbox", "LimitNOFILE",     V_U64,      nofile,              16, 1 << 20),
         K("Sandbox", "KillGraceMS",     V_U64,      kill_grace_ms,       0, 60000),
         K("Sandbox", "WorkspacePool",   V_U64,      workspace_pool,      0, 1024),
+        K("Sandbox", "ProtectKernel",   V_BOOL,     protect_kernel,      0, 0),
 
         K("Inputs", "MaxInputFiles",          V_U64,  max_input_files,           0, 256),
         K("Inputs", "MaxInputFileBytes",      V_SIZE, max_input_file_bytes,      1, 64ULL << 30),

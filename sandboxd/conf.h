@@ -63,6 +63,8 @@ typedef struct Config {
         uint64_t nofile;             /* LimitNOFILE= inside the sandbox */
         uint64_t kill_grace_ms;      /* KillGraceMS= sandboxd's own deadline beyond timeout_ms */
         uint64_t workspace_pool;     /* WorkspacePool= workspaces of the default size mounted ahead */
+        bool protect_kernel;         /* ProtectKernel= systemd's kernel protections on every unit (bench/ turns
+                                      * them off to measure their cost) */
 
         /* [Inputs] the request's "files" */
         uint64_t max_input_files;            /* MaxInputFiles= per execution; 0: "files" refused */

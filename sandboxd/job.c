@@ -553,6 +553,7 @@ static void start_service(Job *j) {
                 .head_bytes = m->config->output_head_bytes,
                 .tail_bytes = m->config->output_tail_bytes,
                 .stdin_fd = ctl[1],
+                .no_kernel_protection = !m->config->protect_kernel,
                 .inputs = j->request->files,
                 .n_inputs = j->request->n_files,
         };

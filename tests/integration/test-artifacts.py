@@ -347,10 +347,12 @@ for p, a in arts.items():
     st, _, body = raw_get(a["url"])
     t.ok(st == 200 and TOKEN.encode() not in body and b"root:" not in body, f"artifact {p}: no outside content")
 
-# output/ itself replaced: by a symlink to the host's state directory, and by a file.
-for what, prog in (("a symlink", f"import os\nos.symlink('/var/lib/sandboxd', '/workspace/output')\n"),
-                   ("a symlink to the marker", f"import os\nos.symlink({MARKER!r}, '/workspace/output')\n"),
-                   ("a file", "open('/workspace/output', 'w').write('not a dir')\n")):
+# output/ itself replaced (it exists at the start: the program removes it first): by a symlink to the
+# host's state directory, and by a file.
+RM = "import os\nos.rmdir('/workspace/output')\n"
+for what, prog in (("a symlink", RM + "os.symlink('/var/lib/sandboxd', '/workspace/output')\n"),
+                   ("a symlink to the marker", RM + f"os.symlink({MARKER!r}, '/workspace/output')\n"),
+                   ("a file", RM + "open('/workspace/output', 'w').write('not a dir')\n")):
     r2 = run(prog)
     t.ok(r2.get("artifacts") == [] and skipped(r2) == {".": "not_directory"},
          f"output/ is {what}: nothing collected, one 'not_directory'", r2.get("artifacts_skipped"))
@@ -359,7 +361,7 @@ for what, prog in (("a symlink", f"import os\nos.symlink('/var/lib/sandboxd', '/
 many = """
 import os
 O = '/workspace/output'
-os.makedirs(O)
+os.makedirs(O, exist_ok=True)
 for i in range(100000):
     with open('%s/f%06d.txt' % (O, i), 'w') as f:
         f.write(str(i))

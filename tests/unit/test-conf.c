@@ -145,6 +145,8 @@ static const KeyRow key_rows[] = {
         BOOL("InputAllowInternalAddresses=no after yes",
              "[Inputs]\nInputAllowInternalAddresses=yes\nInputAllowInternalAddresses=no\n", input_allow_internal, 0),
         BOOL("InputAllowInternalAddresses=off", "[Inputs]\nInputAllowInternalAddresses=off\n", input_allow_internal, 0),
+        BOOL("ProtectKernel=no", "[Sandbox]\nProtectKernel=no\n", protect_kernel, 0),
+        BOOL("ProtectKernel=yes after no", "[Sandbox]\nProtectKernel=no\nProtectKernel=yes\n", protect_kernel, 1),
         /* [Callbacks] */
         BOOL("CallbackAllowInternalAddresses=yes", "[Callbacks]\nCallbackAllowInternalAddresses=yes\n",
              callback_allow_internal, 1),
