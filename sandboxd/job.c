@@ -1049,12 +1049,16 @@ static void job_maybe_finalize(Job *j) {
 }
 
 static void fill_stream(OutputStream *o, const Capture *c) {
+        uint64_t elided = 0;
+
         free(o->text);
         o->text = NULL;
-        (void) capture_render(c, &o->text);
+        /* Out of memory: no text, and so truncated if there was any output. */
+        if (capture_render(c, &o->text, &elided) < 0)
+                elided = c->total_bytes;
         o->bytes = c->total_bytes;
         o->lines = c->total_lines;
-        o->truncated = capture_elided(c) > 0;
+        o->truncated = elided > 0;
 }
 
 /* The report: "key=value\n" text, an empty line, then the stdout head and tail and the stderr
