@@ -43,6 +43,17 @@ static void on_request_gone(HttpRequest *req, void *userdata) {
         free(w);
 }
 
+/* A job as the answer (a final one read back from the store), or why it cannot be read. */
+static void respond_job(HttpRequest *req, Manager *m, Job *j, unsigned status) {
+        json_object *o = NULL;
+        RequestError err;
+
+        if (job_record_json(m, j, &o, &err) < 0)
+                http_respond_error(req, (unsigned) err.http_status, err.code, err.field, "%s", err.message);
+        else
+                http_respond_json(req, status, o);
+}
+
 static void on_job_done(Job *j, void *userdata) {
         ApiWait *w = userdata;
         Manager *m = j->manager;
@@ -53,7 +64,7 @@ static void on_job_done(Job *j, void *userdata) {
                 http_respond_error(w->req, 503, "shutting_down", NULL, "sandboxd is stopping; execution %s did not finish",
                                    j->exec->id);
         else
-                http_respond_json(w->req, 200, job_record_json(m, j));
+                respond_job(w->req, m, j, 200);
         free(w);
 }
 
@@ -173,7 +184,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
                 wait_for(req, j);
                 return;
         }
-        http_respond_json(req, 200, job_record_json(m, j));
+        respond_job(req, m, j, 200);
 }
 
 /* GET /v1/executions/<id>/artifacts: the artifact part of the execution object, URLs signed afresh.
@@ -185,7 +196,8 @@ static void handle_artifacts_list(Manager *m, HttpRequest *req, const char *id) 
         const Execution *e = NULL;
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
-        json_object *full, *o, *v;
+        json_object *full = NULL, *o, *v;
+        RequestError err;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
                 http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
@@ -202,7 +214,12 @@ static void handle_artifacts_list(Manager *m, HttpRequest *req, const char *id) 
                 http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
                 return;
         }
-        full = j ? job_record_json(m, j) : execution_record_json(m, e);
+        if (j && job_record_json(m, j, &full, &err) < 0) {
+                http_respond_error(req, (unsigned) err.http_status, err.code, err.field, "%s", err.message);
+                return;
+        }
+        if (!j)
+                full = execution_record_json(m, e);
         if (!full) {
                 http_respond_error(req, 500, "internal", NULL, "out of memory");
                 return;
@@ -321,7 +338,7 @@ static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
                 return;
         }
         log_info("%s: cancel requested", id);
-        http_respond_json(req, 202, job_record_json(m, j));
+        respond_job(req, m, j, 202);
 }
 
 static const char *query_get(void *userdata, const char *key) {

@@ -171,6 +171,17 @@ static void bus_call_reply_json(BusCall *c, json_object *o) {
         json_object_put(o);
 }
 
+/* A job as the answer (a final one read back from the store), or why it cannot be read. */
+static void bus_call_reply_job(BusCall *c, Job *j) {
+        json_object *o = NULL;
+        RequestError err;
+
+        if (job_record_json(c->api->manager, j, &o, &err) < 0)
+                bus_call_reply_request_error(c, &err);
+        else
+                bus_call_reply_json(c, o);
+}
+
 static int on_unix_user(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
 static void on_polkit(int r, PolkitVerdict verdict, void *userdata);
 
@@ -407,7 +418,7 @@ static void on_execute_done(Job *j, void *userdata) {
                 bus_call_reply_error(c, BUS_ERROR_PREFIX "ShuttingDown",
                                      "sandboxd is stopping; execution %s did not finish", j->exec->id);
         else
-                bus_call_reply_json(c, job_record_json(c->api->manager, j));
+                bus_call_reply_job(c, j);
 }
 
 static void submit_authorized(BusCall *c, bool wait) {
@@ -526,7 +537,10 @@ static void get_authorized(BusCall *c) {
                 bus_call_reply_error(c, BUS_ERROR_PREFIX "NotFound", "no execution '%.64s'", c->arg);
                 return;
         }
-        bus_call_reply_json(c, j ? job_record_json(c->api->manager, j) : stored_record_json(c->api->manager, rec));
+        if (j)
+                bus_call_reply_job(c, j);
+        else
+                bus_call_reply_json(c, stored_record_json(c->api->manager, rec));
 }
 
 static void get_identified(BusCall *c) {
@@ -539,7 +553,10 @@ static void get_identified(BusCall *c) {
                 bus_call_authorize(c, ACTION_READ_OTHERS, get_authorized);
                 return;
         }
-        bus_call_reply_json(c, j ? job_record_json(c->api->manager, j) : stored_record_json(c->api->manager, rec));
+        if (j)
+                bus_call_reply_job(c, j);
+        else
+                bus_call_reply_json(c, stored_record_json(c->api->manager, rec));
 }
 
 static void cancel_found(BusCall *c) {
@@ -555,7 +572,7 @@ static void cancel_found(BusCall *c) {
                 return;
         }
         log_info("%s: cancel requested over D-Bus by %s", j->exec->id, c->owner);
-        bus_call_reply_json(c, job_record_json(c->api->manager, j));
+        bus_call_reply_job(c, j);
 }
 
 static void cancel_authorized(BusCall *c) {

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <inttypes.h>
 
 #include "capture.h"
 #include "utf8.h"
 #include "util.h"
 
-#define ELIDED_MARKER_FMT "\n[... sandboxd: %" PRIu64 " bytes elided ...]\n"
+#define ELIDED_MARKER_FMT CAPTURE_MARKER_PREFIX "%" PRIu64 CAPTURE_MARKER_SUFFIX
+
+/* 20 digits: UINT64_MAX. */
+static_assert(CAPTURE_MARKER_MAX == sizeof(CAPTURE_MARKER_PREFIX) - 1 + 20 + sizeof(CAPTURE_MARKER_SUFFIX) - 1,
+              "CAPTURE_MARKER_MAX");
 
 int capture_init(Capture *c, size_t head_max, size_t tail_max) {
         _cleanup_free_ uint8_t *head = NULL, *tail = NULL;
@@ -104,13 +109,47 @@ uint64_t capture_elided(const Capture *c) {
         return c->total_bytes - c->head_len - c->tail_len;
 }
 
-int capture_render(const Capture *c, char **ret) {
+int capture_render(const Capture *c, char **ret, uint64_t *ret_elided) {
         _cleanup_free_ uint8_t *raw = NULL;
-        char marker[80];
-        uint64_t elided = capture_elided(c);
-        size_t marker_len = 0, start, n;
-        uint8_t *q;
-        char *s;
+        char marker[CAPTURE_MARKER_MAX + 1];
+        size_t n = c->head_len + c->tail_len, head_end, tail_start, marker_len = 0, head_out, tail_out;
+        uint64_t elided;
+        char *s, *q;
+
+        /* Head and tail in one piece, oldest byte first. The buffers are NULL when their size is 0;
+         * memcpy() must not see them even for 0 bytes. */
+        raw = malloc(n ?: 1);
+        if (!raw)
+                return -ENOMEM;
+        if (c->head_len > 0)
+                memcpy(raw, c->head, c->head_len);
+        (void) capture_tail_copy(c, raw + c->head_len);
+
+        /* What is kept is bounded in bytes of the program's output, but what is delivered is text: an
+         * invalid byte becomes U+FFFD (3 bytes), a control character \u00XX in JSON (6). So the head
+         * and the tail are each cut, at a character boundary, to what fits their size once rendered
+         * (utf8.h: the weight), and the marker counts every byte of output not shown. */
+        if (capture_elided(c) == 0 && utf8_fit_prefix(raw, n, c->head_max + c->tail_max, NULL) == n)
+                /* All of it: head and tail are contiguous output, a character split across them
+                 * survives. */
+                head_end = tail_start = n;
+        else if (capture_elided(c) == 0) {
+                /* All of it kept, but too heavy rendered: the middle goes. */
+                head_end = utf8_fit_prefix(raw, n, c->head_max, NULL);
+                tail_start = head_end + utf8_fit_suffix(raw + head_end, n - head_end, c->tail_max, NULL);
+        } else {
+                size_t skip = 0;
+
+                /* A character cut by the elision at the end of the head or the start of the tail
+                 * goes with the elided bytes instead of showing as U+FFFD. */
+                head_end = utf8_fit_prefix(raw, c->head_len - utf8_cut_suffix(raw, c->head_len), c->head_max,
+                                           NULL);
+                while (skip < 3 && skip < c->tail_len && (raw[c->head_len + skip] & 0xc0) == 0x80)
+                        skip++;
+                tail_start = c->head_len + skip;
+                tail_start += utf8_fit_suffix(raw + tail_start, n - tail_start, c->tail_max, NULL);
+        }
+        elided = c->total_bytes - head_end - (n - tail_start);
 
         if (elided > 0) {
                 int k = snprintf(marker, sizeof(marker), ELIDED_MARKER_FMT, elided);
@@ -119,34 +158,20 @@ int capture_render(const Capture *c, char **ret) {
                 marker_len = (size_t) k;
         }
 
-        /* Sanitize head, marker and tail in one piece: when nothing was elided the head and tail
-         * are contiguous output, and a character split across them must survive. */
-        n = c->head_len + marker_len + c->tail_len;
-        raw = malloc(n ?: 1);
-        if (!raw)
-                return -ENOMEM;
-
-        /* The buffers are NULL when their size is 0; memcpy() must not see them even for 0 bytes. */
-        q = raw;
-        if (c->head_len > 0) {
-                memcpy(q, c->head, c->head_len);
-                q += c->head_len;
-        }
-        if (marker_len > 0) {
-                memcpy(q, marker, marker_len);
-                q += marker_len;
-        }
-        if (c->tail_len > 0) {
-                /* Oldest byte: at tail_pos once the ring has wrapped, at 0 before. */
-                start = c->tail_len == c->tail_max ? c->tail_pos : 0;
-                memcpy(q, c->tail + start, c->tail_len - start);
-                memcpy(q + (c->tail_len - start), c->tail, start);
-        }
-
-        s = utf8_sanitize(raw, n, NULL);
+        head_out = utf8_sanitize_to(raw, head_end, NULL);
+        tail_out = utf8_sanitize_to(raw + tail_start, n - tail_start, NULL);
+        s = malloc(head_out + marker_len + tail_out + 1);
         if (!s)
                 return -ENOMEM;
+        q = s + utf8_sanitize_to(raw, head_end, s);
+        memcpy(q, marker, marker_len);
+        q += marker_len;
+        q += utf8_sanitize_to(raw + tail_start, n - tail_start, q);
+        *q = 0;
+
         *ret = s;
+        if (ret_elided)
+                *ret_elided = elided;
         return 0;
 }
 

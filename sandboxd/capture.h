@@ -30,10 +30,20 @@ void capture_append(Capture *c, const void *data, size_t n);
 /* Bytes not kept (0 when everything fits in head + tail). */
 uint64_t capture_elided(const Capture *c);
 
-/* The kept text as valid UTF-8 (invalid sequences and NULs become U+FFFD): the head, then, if
- * bytes were dropped, the marker "\n[... sandboxd: N bytes elided ...]\n", then the tail.
- * Returns 0 or -ENOMEM; *ret is malloc'ed and NUL-terminated. */
-int capture_render(const Capture *c, char **ret);
+#define CAPTURE_MARKER_PREFIX "\n[... sandboxd: "
+#define CAPTURE_MARKER_SUFFIX " bytes elided ...]\n"
+/* The longest marker (N = UINT64_MAX); it has two characters JSON escapes (the newlines). */
+#define CAPTURE_MARKER_MAX 55U
+
+/* The kept text as valid UTF-8 (invalid sequences and NULs become U+FFFD): the head, then, if any
+ * output is not shown, the marker CAPTURE_MARKER_PREFIX N CAPTURE_MARKER_SUFFIX, then the tail.
+ * Bounded by what is delivered, not only by what was kept: the head's text weighs at most head_max
+ * and the tail's at most tail_max (utf8.h), each cut at a character boundary; N counts every byte
+ * of the stream not shown (*ret_elided, optional, receives it). So the text is at most head_max +
+ * tail_max + CAPTURE_MARKER_MAX bytes, and at most 2 * (head_max + tail_max) + CAPTURE_MARKER_MAX + 2
+ * bytes as a JSON string (without its quotes). Returns 0 or -ENOMEM; *ret is malloc'ed and
+ * NUL-terminated. */
+int capture_render(const Capture *c, char **ret, uint64_t *ret_elided);
 
 /* The tail, oldest byte first, into buf (at least tail_len bytes). Returns tail_len. */
 size_t capture_tail_copy(const Capture *c, uint8_t *buf);

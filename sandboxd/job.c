@@ -1050,12 +1050,16 @@ static void job_maybe_finalize(Job *j) {
 }
 
 static void fill_stream(OutputStream *o, const Capture *c) {
+        uint64_t elided = 0;
+
         free(o->text);
         o->text = NULL;
-        (void) capture_render(c, &o->text);
+        /* Out of memory: no text, and so truncated if there was any output. */
+        if (capture_render(c, &o->text, &elided) < 0)
+                elided = c->total_bytes;
         o->bytes = c->total_bytes;
         o->lines = c->total_lines;
-        o->truncated = capture_elided(c) > 0;
+        o->truncated = elided > 0;
 }
 
 /* The report: "key=value\n" text, an empty line, then the stdout head and tail and the stderr
@@ -1234,9 +1238,14 @@ static void job_finalize(Job *j) {
                 log_error("%s: internal error: %s%s%s", e->id, strna(e->reason),
                           report.valid && report.error[0] ? ": sandbox-exec: " : "",
                           report.valid && report.error[0] ? report.error : "");
-        (void) job_persist(j);
-        /* The list is in the store: a finished job kept in memory need not hold it too (api.c reads
-         * it back when asked). */
+        /* The record is in the store: a finished job kept in memory (KeepFinished=) need not hold its
+         * output or its artifact list too; job_record_json() reads them back when asked. When the
+         * write failed the job keeps them, the only copy, bounded by the capture sizes. */
+        if (job_persist(j) >= 0 && m->store) {
+                e->out.text = mfree(e->out.text);
+                e->err.text = mfree(e->err.text);
+                j->output_stored = true;
+        }
         if (j->artifacts_stored)
                 j->exec->artifacts = exec_artifacts_free(j->exec->artifacts);
         log_execution(j);

@@ -62,6 +62,7 @@ struct Job {
         bool artifacts_done;             /* collected, or nothing to collect: the job may be final */
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
         bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
+        bool output_stored;              /* the final record is in the store: stdout/stderr are read there */
         UnitOutcome outcome;
         char *result;                    /* owned copy of Result= */
         uint64_t exec_start_mono, exec_exit_mono, cpu_nsec;

@@ -167,18 +167,44 @@ json_object *execution_record_json(Manager *m, const Execution *e) {
         return o;
 }
 
-json_object *job_record_json(Manager *m, Job *j) {
+int job_record_json(Manager *m, Job *j, json_object **ret, RequestError *err) {
         _cleanup_(exec_artifacts_freep) ExecArtifacts *a = NULL;
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         json_object *o;
+        int r;
 
-        /* A final job keeps its artifact list in the store only (up to ArtifactMaxFiles= entries for
-         * each of KeepFinished= jobs would be a lot of memory): read it back. */
-        if (!job_is_final(j) || j->exec->artifacts || !m->store || store_get_artifacts(m->store, j->exec->id, &a) < 0)
-                return execution_record_json(m, j->exec);
-        j->exec->artifacts = a;
-        o = execution_record_json(m, j->exec);
-        j->exec->artifacts = NULL;
-        return o;
+        if (job_is_final(j) && j->output_stored) {
+                /* A final job's output is in the store only (up to 2 * (OutputHeadBytes= +
+                 * OutputTailBytes=) of text for each of KeepFinished= jobs would be a lot of memory):
+                 * the record is read back whole; the artifact list is the job's if the store has
+                 * none. */
+                r = store_get(m->store, j->exec->id, &rec);
+                if (r == -ENOENT)
+                        return request_error(err, r, 404, "not_found", NULL, "no execution '%s' (purged)",
+                                             j->exec->id);
+                if (r < 0)
+                        return fail(err, r, 503, "store_error", "cannot read the record of execution '%s': %s",
+                                    j->exec->id, store_error_message(m->store));
+                if (j->artifacts_stored)
+                        o = stored_record_json(m, rec);
+                else {
+                        rec->exec->artifacts = j->exec->artifacts;
+                        o = execution_record_json(m, rec->exec);
+                        rec->exec->artifacts = NULL;
+                }
+        } else if (!job_is_final(j) || j->exec->artifacts || !m->store ||
+                   store_get_artifacts(m->store, j->exec->id, &a) < 0)
+                o = execution_record_json(m, j->exec);
+        else {
+                /* The artifact list alone is in the store (the record write failed). */
+                j->exec->artifacts = a;
+                o = execution_record_json(m, j->exec);
+                j->exec->artifacts = NULL;
+        }
+        if (!o)
+                return fail(err, -ENOMEM, 500, "internal", "out of memory");
+        *ret = o;
+        return 0;
 }
 
 json_object *stored_record_json(Manager *m, StoreRecord *rec) {

@@ -35,7 +35,9 @@ int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestE
 /* An execution as both APIs show it: the result (result.c); once final, its callback delivery if it
  * has one and a freshly signed URL for each artifact in e->artifacts. */
 json_object *execution_record_json(Manager *m, const Execution *e);
-/* The same for a job; a final job's artifacts are read back from the store. */
-json_object *job_record_json(Manager *m, Job *j);
+/* The same for a job. A final job's record is read back from the store (the job keeps no output
+ * once it is there), or its artifacts alone if the record could not be written. 0, or negative with
+ * *err filled: 503 store_error (the record cannot be read), 404 not_found (purged meanwhile). */
+int job_record_json(Manager *m, Job *j, json_object **ret, RequestError *err);
 /* The same for a record read from the store (its artifacts are loaded into it). */
 json_object *stored_record_json(Manager *m, StoreRecord *rec);

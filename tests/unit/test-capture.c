@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <cmocka.h>
+#include <json-c/json.h>
 
 #include "capture.h"
 #include "utf8.h"
@@ -20,7 +21,7 @@ static void capture_donep(Capture *c) {
 static char *render(const Capture *c) {
         char *s = NULL;
 
-        assert_int_equal(capture_render(c, &s), 0);
+        assert_int_equal(capture_render(c, &s, NULL), 0);
         assert_non_null(s);
         assert_true(utf8_is_valid(s, strlen(s)));
         return s;
@@ -332,11 +333,12 @@ static void test_invalid_utf8_and_nul(_unused_ void **state) {
                 /* A character straddling head and tail with nothing elided stays whole. */
                 ROW(2, 4, "a\xe2\x82\xac", "a\xe2\x82\xac"),
                 ROW(1, 8, "a\xf0\x9f\x98\x80z", "a\xf0\x9f\x98\x80z"),
-                /* Split by the elision: both halves become U+FFFD, the marker stays intact. */
-                ROW(2, 2, "a\xe2\x82\xacxy\xe2\x82\xac",
-                    "a\xef\xbf\xbd\n[... sandboxd: 5 bytes elided ...]\n\xef\xbf\xbd\xef\xbf\xbd"),
-                /* NUL right after the head and right before the end. */
-                ROW(3, 3, "abc\0defg\0", "abc\n[... sandboxd: 3 bytes elided ...]\nfg\xef\xbf\xbd"),
+                /* Split by the elision: both halves of a cut character go with the elided bytes
+                 * (and are counted there) instead of showing as U+FFFD. */
+                ROW(2, 2, "a\xe2\x82\xacxy\xe2\x82\xac", "a\n[... sandboxd: 8 bytes elided ...]\n"),
+                /* NUL right after the head and right before the end: its U+FFFD weighs 3, all the
+                 * tail's budget. */
+                ROW(3, 3, "abc\0defg\0", "abc\n[... sandboxd: 5 bytes elided ...]\n\xef\xbf\xbd"),
         };
 
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
@@ -379,8 +381,170 @@ static void test_random_bytes_render_valid(_unused_ void **state) {
                 }
                 s = render(&c);   /* asserts validity */
                 assert_int_equal(c.total_bytes, total);
-                /* Each kept byte becomes at most 3 bytes (U+FFFD), plus the marker. */
-                assert_true(strlen(s) <= 3 * (c.head_len + c.tail_len) + 64);
+                /* However many bytes become U+FFFD: the capture's sizes, plus the marker. */
+                assert_true(strlen(s) <= c.head_max + c.tail_max + CAPTURE_MARKER_MAX);
+        }
+}
+
+/* ---- what is delivered is bounded (issue 12 §6) ---- */
+
+#define FFFD "\xef\xbf\xbd"
+#define X10(s) s s s s s s s s s s
+
+/* The text's bytes and its JSON string's bytes (without the quotes), as the HTTP API writes it
+ * (no slash escaping) and as D-Bus and callbacks do (json-c's default escapes '/' too). */
+static void json_sizes(const char *s, size_t *ret_plain, size_t *ret_slash) {
+        json_object *o = json_object_new_string(s);
+
+        assert_non_null(o);
+        *ret_plain = strlen(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                                 JSON_C_TO_STRING_NOSLASHESCAPE)) - 2;
+        *ret_slash = strlen(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)) - 2;
+        json_object_put(o);
+}
+
+static void check_bounds(const Capture *c, const char *s, uint64_t elided) {
+        size_t plain, slash;
+
+        assert_true(utf8_is_valid(s, strlen(s)));
+        assert_true(strlen(s) <= c->head_max + c->tail_max + (elided > 0 ? CAPTURE_MARKER_MAX : 0));
+        json_sizes(s, &plain, &slash);
+        assert_true(plain <= 2 * (c->head_max + c->tail_max) + (elided > 0 ? CAPTURE_MARKER_MAX + 2 : 0));
+        assert_true(slash <= 2 * (c->head_max + c->tail_max) + (elided > 0 ? CAPTURE_MARKER_MAX + 2 : 0));
+}
+
+/* Rows written out: invalid bytes (U+FFFD, 3 bytes), control characters (\u00XX, 6 bytes in JSON,
+ * weight 3), 4-byte characters at every edge. */
+static void test_render_budget_rows(_unused_ void **state) {
+#define ROW(h, t, in, out, e) { h, t, in, sizeof(in) - 1, out, e }
+        static const struct {
+                size_t head, tail;
+                const char *in;
+                size_t len;
+                const char *out;
+                uint64_t elided;
+        } rows[] = {
+                /* All invalid, more than the capture keeps: one U+FFFD fits each budget of 4. */
+                ROW(4, 4, X10("\xff\xff"), FFFD "\n[... sandboxd: 18 bytes elided ...]\n" FFFD, 18),
+                /* All invalid, exactly what the capture keeps (nothing dropped there): 24 bytes of
+                 * U+FFFD do not fit 8, the middle goes. */
+                ROW(4, 4, "\xff\xff\xff\xff\xfe\xfe\xfe\xfe", FFFD "\n[... sandboxd: 6 bytes elided ...]\n" FFFD, 6),
+                ROW(6, 6, "\x80\x80\x80\x80", FFFD FFFD FFFD FFFD, 0),          /* 12 fits 12 */
+                ROW(6, 5, "\x80\x80\x80\x80", FFFD FFFD "\n[... sandboxd: 1 bytes elided ...]\n" FFFD, 1),
+                ROW(0, 0, "\xff", "\n[... sandboxd: 1 bytes elided ...]\n", 1),
+                ROW(1, 1, "\xff", "\n[... sandboxd: 1 bytes elided ...]\n", 1),   /* below one U+FFFD */
+                ROW(2, 2, "\xff", FFFD, 0),    /* one piece: 3 fits 4 */
+                /* Control characters weigh 3 ... */
+                ROW(6, 6, X10("\x01\x01"), "\x01\x01\n[... sandboxd: 16 bytes elided ...]\n\x01\x01", 16),
+                ROW(6, 6, "\x1b[0m\x1b", "\x1b[0m\x1b", 0),
+                /* ... except the ones JSON writes in two bytes, and DEL, which it writes as is. */
+                ROW(4, 4, "\n\t\r\b\f\n\t\x7f", "\n\t\r\b\f\n\t\x7f", 0),
+                /* Mixed: 'A' U+FFFD \x01 weigh 7, the é after them would make 9 > 8; the tail keeps
+                 * \x01 U+FFFD 'Z' (7) of "---é\x01\xffZ". */
+                ROW(8, 8, "A\xff\x01\xc3\xa9" "BC" "----------" "\xc3\xa9\x01\xffZ",
+                    "A" FFFD "\x01\n[... sandboxd: 16 bytes elided ...]\n\x01" FFFD "Z", 16),
+                /* A 4-byte character cut by the capture at the end of the head and at the start of
+                 * the tail: both parts go with the elided bytes. */
+                ROW(5, 5, "abc\xf0\x9f\x98\x80" "xxxxxxxxxx" "\xf0\x9f\x98\x80yz",
+                    "abc\n[... sandboxd: 18 bytes elided ...]\nyz", 18),
+                /* Whole 4-byte characters at the edges of head and tail stay. */
+                ROW(4, 4, "\xf0\x9f\x98\x80" "xxx" "\xf0\x9f\x98\x80",
+                    "\xf0\x9f\x98\x80\n[... sandboxd: 3 bytes elided ...]\n\xf0\x9f\x98\x80", 3),
+                /* A 4-byte character that does not fit what is left of a budget is not split. */
+                ROW(5, 5, "\x01\xf0\x9f\x98\x80" "\xf0\x9f\x98\x80\x01",
+                    "\x01\n[... sandboxd: 8 bytes elided ...]\n\x01", 8),
+                /* Nothing elided but a character straddles head and tail: kept whole (one piece). */
+                ROW(3, 3, "ab\xf0\x9f\x98\x80", "ab\xf0\x9f\x98\x80", 0),
+                /* A truncated character at the very end of the stream (not cut by the capture) is
+                 * the program's: one U+FFFD, if it fits. */
+                ROW(4, 4, "abcd\xf0\x9f\x98", "abcd" FFFD, 0),
+                /* Stray continuation bytes at the start of a stream are the program's too. */
+                ROW(4, 4, "\x80z", FFFD "z", 0),
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                _cleanup_capture_ Capture c = {};
+                _cleanup_free_ char *s = NULL;
+                uint64_t elided = UINT64_MAX;
+
+                assert_int_equal(capture_init(&c, rows[i].head, rows[i].tail), 0);
+                capture_append(&c, rows[i].in, rows[i].len);
+                assert_int_equal(capture_render(&c, &s, &elided), 0);
+                if (!streq(s, rows[i].out) || elided != rows[i].elided) {
+                        print_error("row %zu: got \"%s\", %" PRIu64 " elided\n", i, s, elided);
+                        fail();
+                }
+                /* Counts stay those of the whole stream. */
+                assert_int_equal(c.total_bytes, rows[i].len);
+                check_bounds(&c, s, elided);
+        }
+#undef ROW
+}
+
+static uint32_t xorshift(uint32_t *x) {
+        *x ^= *x << 13;
+        *x ^= *x >> 17;
+        *x ^= *x << 5;
+        return *x;
+}
+
+/* Random streams of the kinds above, random geometries and chunks: the text stays within the bounds,
+ * it is a prefix and a suffix of what the whole stream renders to with the marker between (or, with
+ * nothing elided, all of it), and the marker's number is the one reported. */
+static void test_render_budget_random(_unused_ void **state) {
+        static const char *const pieces[] = {
+                "a", "\n", "\t", "\x01", "\x1f", "\x7f", "\0", "\xff", "\x80", "\xc3\xa9", "\xe2\x82\xac",
+                "\xf0\x9f\x98\x80", "\xf0\x9f", "\xe2", "\"", "\\", "/", "\xed\xa0\x80",
+        };
+        uint32_t x = 0x12345678;
+
+        for (int round = 0; round < 2000; round++) {
+                _cleanup_capture_ Capture c = {};
+                _cleanup_free_ char *s = NULL, *whole = NULL;
+                _cleanup_free_ uint8_t *in = malloc(4096);
+                size_t n = 0, len, wlen, a, b, head = xorshift(&x) % 40, tail = xorshift(&x) % 40;
+                uint64_t elided = UINT64_MAX, shown;
+                const char *m;
+
+                assert_non_null(in);
+                assert_int_equal(capture_init(&c, head, tail), 0);
+                for (size_t k = xorshift(&x) % 200; k > 0; k--) {
+                        const char *p = pieces[xorshift(&x) % ELEMENTSOF(pieces)];
+                        size_t pl = *p ? strlen(p) : 1;
+
+                        memcpy(in + n, p, pl);
+                        n += pl;
+                }
+                for (size_t i = 0; i < n;) {
+                        size_t r = 1 + xorshift(&x) % 17, k = MIN(n - i, r);     /* MIN() evaluates twice */
+
+                        capture_append(&c, in + i, k);
+                        i += k;
+                }
+                assert_int_equal(capture_render(&c, &s, &elided), 0);
+                check_bounds(&c, s, elided);
+                whole = utf8_sanitize(in, n, &wlen);
+                assert_non_null(whole);
+                len = strlen(s);
+                m = strstr(s, CAPTURE_MARKER_PREFIX);
+                if (elided == 0) {
+                        assert_string_equal(s, whole);
+                        continue;
+                }
+                /* The program's output has no marker of its own here ("[" is not among the pieces). */
+                assert_non_null(m);
+                assert_int_equal(strtoull(m + strlen(CAPTURE_MARKER_PREFIX), NULL, 10), elided);
+                a = (size_t) (m - s);
+                m = strstr(m, CAPTURE_MARKER_SUFFIX) + strlen(CAPTURE_MARKER_SUFFIX);
+                b = len - (size_t) (m - s);
+                assert_true(a + b <= wlen);
+                assert_memory_equal(s, whole, a);
+                assert_memory_equal(m, whole + wlen - b, b);
+                /* Every byte of output not shown is counted: what is shown came from at most
+                 * total - elided bytes, and some bytes were not shown. */
+                assert_true(elided <= c.total_bytes);
+                shown = c.total_bytes - elided;
+                assert_true(shown <= c.head_len + c.tail_len);
         }
 }
 
@@ -416,6 +580,8 @@ int main(void) {
                 cmocka_unit_test(test_lines),
                 cmocka_unit_test(test_invalid_utf8_and_nul),
                 cmocka_unit_test(test_random_bytes_render_valid),
+                cmocka_unit_test(test_render_budget_rows),
+                cmocka_unit_test(test_render_budget_random),
                 cmocka_unit_test(test_init_done),
         };
 

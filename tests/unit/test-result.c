@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "capture.h"
 #include "execution.h"
 #include "result.h"
 #include "util.h"
@@ -462,6 +463,100 @@ static void test_format_timestamp(_unused_ void **state) {
         }
 }
 
+/* What a caller gets is bounded whatever the program printed (issue 12 §6): the output rendered by
+ * capture.c into the result, measured the way the APIs serialise it. Before, 128 KiB of invalid
+ * bytes became 384 KiB of U+FFFD, and each \x01 six bytes of JSON on top. */
+static uint8_t hostile_byte(unsigned kind, uint64_t i) {
+        switch (kind) {
+        case 0:  return (uint8_t) (0x80 + i % 0x80);                          /* 0x80..0xff */
+        case 1:  return 0x01;                                                /* \u0001 in JSON */
+        case 2:  return i % 3 == 0 ? 0x01 : (uint8_t) (0x80 + i % 0x80);      /* both */
+        case 3:  /* 4-byte characters, cut at 64 KiB by the capture */
+                return i < 2 ? 'a' : (const uint8_t[]) { 0xf0, 0x9f, 0x98, 0x80 }[(i - 2) % 4];
+        case 4:  return "\"\\/\n"[i % 4];                                    /* two bytes each in JSON */
+        default: return 'x';
+        }
+}
+
+static size_t json_string_len(const char *s, int flags) {
+        json_object *o = json_object_new_string(s);
+        size_t n;
+
+        assert_non_null(o);
+        n = strlen(json_object_to_json_string_ext(o, flags)) - 2;     /* without the quotes */
+        json_object_put(o);
+        return n;
+}
+
+static void test_output_bounds(_unused_ void **state) {
+        const size_t H = CAPTURE_DEFAULT_HEAD, T = CAPTURE_DEFAULT_TAIL;
+        static const int flags[] = {
+                JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,      /* HTTP (http.c) */
+                JSON_C_TO_STRING_PLAIN,                                       /* D-Bus, callbacks */
+        };
+        static const uint64_t sizes[] = { 1000, 128 * 1024, 128 * 1024 + 1, 1024 * 1024 };
+
+        for (unsigned kind = 0; kind <= 5; kind++)
+                for (size_t z = 0; z < ELEMENTSOF(sizes); z++) {
+                        _cleanup_(execution_freep) Execution *e = execution_new("exec_bounds");
+                        _cleanup_free_ uint8_t *buf = malloc(sizes[z]);
+                        _cleanup_json_ json_object *o = NULL;
+                        Capture c = {};
+                        uint64_t elided = 0;
+                        const char *text;
+
+                        assert_non_null(e);
+                        assert_non_null(buf);
+                        for (uint64_t i = 0; i < sizes[z]; i++)
+                                buf[i] = hostile_byte(kind, i);
+                        assert_int_equal(capture_init(&c, H, T), 0);
+                        capture_append(&c, buf, sizes[z]);
+                        e->language = "python";
+                        e->status = EXEC_SUCCESS;
+                        e->exit_code = 0;
+                        e->limits = limits;
+                        assert_int_equal(capture_render(&c, &e->out.text, &elided), 0);
+                        e->out.bytes = c.total_bytes;
+                        e->out.lines = c.total_lines;
+                        e->out.truncated = elided > 0;
+                        e->err = e->out;
+                        e->err.text = strdup(e->out.text);
+                        assert_non_null(e->err.text);
+                        capture_done(&c);
+
+                        o = execution_to_json(e);
+                        check_keys(o);
+                        text = json_object_get_string(get(o, "stdout"));
+                        /* The text: at most head + tail + the marker, in bytes of UTF-8. */
+                        if (strlen(text) > H + T + CAPTURE_MARKER_MAX) {
+                                print_error("kind %u, %" PRIu64 " bytes: %zu bytes of text\n", kind, sizes[z],
+                                            strlen(text));
+                                fail();
+                        }
+                        /* Totals stay exact; truncated says whether anything is not shown. */
+                        check_int(o, "stdout_bytes", (int64_t) sizes[z]);
+                        check_bool(o, "stdout_truncated", elided > 0);
+                        assert_int_equal(elided > 0, strstr(text, CAPTURE_MARKER_PREFIX) != NULL);
+                        /* Text of weight 1 per byte fitting the capture is all there. */
+                        if (kind >= 4 && sizes[z] <= H + T)
+                                assert_int_equal(elided, 0);
+                        for (size_t f = 0; f < ELEMENTSOF(flags); f++) {
+                                size_t body = strlen(json_object_to_json_string_ext(o, flags[f]));
+                                size_t str = json_string_len(text, flags[f]);
+
+                                /* Each string in JSON: at most twice head + tail, plus the marker
+                                 * (its two newlines escaped). */
+                                if (str > 2 * (H + T) + CAPTURE_MARKER_MAX + 2) {
+                                        print_error("kind %u, %" PRIu64 " bytes, flags %d: %zu bytes of JSON\n",
+                                                    kind, sizes[z], flags[f], str);
+                                        fail();
+                                }
+                                /* The body: both streams and about 1 KiB of everything else. */
+                                assert_true(body <= 2 * (2 * (H + T) + CAPTURE_MARKER_MAX + 4) + 1024);
+                        }
+                }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_queued),
@@ -471,6 +566,7 @@ int main(void) {
                 cmocka_unit_test(test_peak_memory),
                 cmocka_unit_test(test_artifacts),
                 cmocka_unit_test(test_format_timestamp),
+                cmocka_unit_test(test_output_bounds),
         };
 
         return cmocka_run_group_tests_name("result", tests, NULL, NULL);

@@ -265,8 +265,158 @@ static void test_null_and_optional_len(_unused_ void **state) {
         assert_string_equal(b, "x" FFFD);
 }
 
+/* ---- budgets: the weight of the rendered text (utf8.h) ---- */
+
+typedef struct FitRow {
+        const char *in;
+        size_t len;
+        size_t max;
+        size_t prefix, prefix_weight;   /* utf8_fit_prefix(): bytes of in, weight */
+        size_t suffix, suffix_weight;   /* utf8_fit_suffix(): offset in in, weight */
+} FitRow;
+
+#define FIT(in, max, p, pw, s, sw) { in, sizeof(in) - 1, max, p, pw, s, sw }
+
+static void test_fit(_unused_ void **state) {
+        static const FitRow fit_rows[] = {
+                FIT("", 0, 0, 0, 0, 0),
+                FIT("", 5, 0, 0, 0, 0),
+                FIT("abc", 0, 0, 0, 3, 0),
+                FIT("abc", 2, 2, 2, 1, 2),
+                FIT("abc", 3, 3, 3, 0, 3),
+                FIT("abc", 99, 3, 3, 0, 3),
+                /* All invalid: each byte is one U+FFFD of weight 3. */
+                FIT("\xff\xff\xff", 8, 2, 6, 1, 6),
+                FIT("\xff\xff\xff", 9, 3, 9, 0, 9),
+                FIT("\xff", 2, 0, 0, 1, 0),
+                /* A maximal subpart is one U+FFFD whatever its length: 3 bytes taken for weight 3. */
+                FIT("\xf0\x9f\x98" "a", 3, 3, 3, 3, 1),
+                FIT("\xf0\x9f\x98" "a", 4, 4, 4, 0, 4),
+                /* NUL is U+FFFD too. */
+                FIT("a\0b", 3, 1, 1, 2, 1),
+                FIT("a\0b", 4, 2, 4, 1, 4),
+                /* Control characters JSON writes as \u00XX weigh 3, not 1 ... */
+                FIT("\x01\x01\x01", 6, 2, 6, 1, 6),
+                FIT("\x1b[m", 3, 1, 3, 1, 2),
+                FIT("\x1f", 2, 0, 0, 1, 0),
+                /* ... those it writes in two bytes weigh 1, as do DEL and '"', '\\', '/'. */
+                FIT("\b\t\n\f\r\x7f\"\\/", 9, 9, 9, 0, 9),
+                /* Multi-byte characters are never split. */
+                FIT("\xf0\x9f\x98\x80\xf0\x9f\x98\x80", 7, 4, 4, 4, 4),
+                FIT("\xf0\x9f\x98\x80\xf0\x9f\x98\x80", 3, 0, 0, 8, 0),
+                FIT("\xc3\xa9\xc3\xa9\xc3\xa9", 5, 4, 4, 2, 4),
+                FIT("a\xe2\x82\xac" "b", 3, 1, 1, 4, 1),
+                FIT("a\xe2\x82\xac" "b", 4, 4, 4, 1, 4),
+                /* Stray continuation bytes read from the start: each its own U+FFFD. */
+                FIT("\x80\x80\x80\x80", 6, 2, 6, 2, 6),
+                /* Mixed. */
+                FIT("A\xff\x01\xc3\xa9" "Z", 7, 3, 7, 2, 6),
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(fit_rows); i++) {
+                const FitRow *r = &fit_rows[i];
+                size_t pw = SIZE_MAX, sw = SIZE_MAX, p, o;
+
+                p = utf8_fit_prefix(r->in, r->len, r->max, &pw);
+                o = utf8_fit_suffix(r->in, r->len, r->max, &sw);
+                if (p != r->prefix || pw != r->prefix_weight || o != r->suffix || sw != r->suffix_weight) {
+                        print_error("row %zu (max %zu): prefix %zu weight %zu, suffix at %zu weight %zu\n", i,
+                                    r->max, p, pw, o, sw);
+                        fail();
+                }
+                /* The weight bounds the bytes of the rendered piece. */
+                assert_true(utf8_sanitize_to(r->in, p, NULL) <= pw);
+                assert_true(utf8_sanitize_to(r->in + o, r->len - o, NULL) <= sw);
+        }
+}
+
+static void test_cut_suffix(_unused_ void **state) {
+        static const struct {
+                const char *in;
+                size_t len, cut;
+        } cut_rows[] = {
+#define CUT(in, cut) { in, sizeof(in) - 1, cut }
+                CUT("", 0),
+                CUT("abc", 0),
+                CUT("a\xc3", 1),
+                CUT("a\xe2", 1),
+                CUT("a\xe2\x82", 2),
+                CUT("a\xf0", 1),
+                CUT("a\xf0\x9f", 2),
+                CUT("a\xf0\x9f\x98", 3),
+                CUT("\xf0\x9f\x98", 3),
+                CUT("a\xf0\x9f\x98\x80", 0),            /* complete */
+                CUT("a\xe2\x82\xac", 0),
+                CUT("a\xe2\x28", 0),                    /* broken, not cut: the program's */
+                CUT("a\xe0\x80", 0),                    /* overlong: broken at its second byte */
+                CUT("a\xed\xa0", 0),                    /* surrogate */
+                CUT("a\xf4\x90", 0),                    /* above U+10FFFF */
+                CUT("a\xc0", 0),                        /* never a lead */
+                CUT("a\xf5", 0),
+                CUT("a\xff", 0),
+                CUT("a\x80", 0),                        /* stray continuation */
+                CUT("\x80\x80\x80", 0),
+                CUT("\xf0\x80\x80\x80", 0),
+                CUT("a\0", 0),
+#undef CUT
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cut_rows); i++)
+                if (utf8_cut_suffix(cut_rows[i].in, cut_rows[i].len) != cut_rows[i].cut) {
+                        print_error("row %zu: %zu, want %zu\n", i,
+                                    utf8_cut_suffix(cut_rows[i].in, cut_rows[i].len), cut_rows[i].cut);
+                        fail();
+                }
+}
+
+/* Every short byte string and every budget: the prefix and the suffix are the longest that fit,
+ * end and start where the whole string's characters do, and render to a prefix and a suffix of the
+ * whole rendering. */
+static void test_fit_exhaustive(_unused_ void **state) {
+        static const uint8_t alphabet[] = {
+                'a', 0x00, 0x01, '\n', 0x80, 0xa0, 0xbf, 0xc3, 0xe2, 0xed, 0xf0, 0x9f, 0xff,
+        };
+        uint8_t b[4];
+
+        for (size_t n = 0; n <= 4; n++) {
+                size_t combos = 1;
+
+                for (size_t k = 0; k < n; k++)
+                        combos *= ELEMENTSOF(alphabet);
+                for (size_t c = 0; c < combos; c++) {
+                        _cleanup_free_ char *whole = NULL;
+                        size_t wlen, v = c, total;
+
+                        for (size_t k = 0; k < n; k++, v /= ELEMENTSOF(alphabet))
+                                b[k] = alphabet[v % ELEMENTSOF(alphabet)];
+                        whole = utf8_sanitize(b, n, &wlen);
+                        assert_non_null(whole);
+                        assert_int_equal(utf8_fit_prefix(b, n, SIZE_MAX, &total), n);
+                        assert_true(total >= wlen && total <= 3 * n);
+                        for (size_t max = 0; max <= total + 1; max++) {
+                                size_t pw, sw, p = utf8_fit_prefix(b, n, max, &pw);
+                                size_t o = utf8_fit_suffix(b, n, max, &sw);
+                                size_t pl = utf8_sanitize_to(b, p, NULL);
+                                size_t sl = utf8_sanitize_to(b + o, n - o, NULL);
+                                char buf[16];
+
+                                assert_true(pw <= max && sw <= max && pl <= pw && sl <= sw);
+                                assert_int_equal(utf8_sanitize_to(b, p, buf), pl);
+                                assert_memory_equal(buf, whole, pl);
+                                assert_int_equal(utf8_sanitize_to(b + o, n - o, buf), sl);
+                                assert_memory_equal(buf, whole + wlen - sl, sl);
+                                /* Longest: one more character would not fit. */
+                                if (p < n)
+                                        assert_int_equal(utf8_fit_prefix(b + p, n - p, max - pw, NULL), 0);
+                                if (o > 0)
+                                        assert_true(max < total);
+                        }
+                }
+        }
+}
+
 int main(void) {
-        struct CMUnitTest tests[ELEMENTSOF(rows) + 5];
+        struct CMUnitTest tests[ELEMENTSOF(rows) + 8];
         size_t i = 0;
 
         for (size_t k = 0; k < ELEMENTSOF(rows); k++)
@@ -276,6 +426,9 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_random_garbage);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_large_pathological);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_null_and_optional_len);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_fit);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_cut_suffix);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_fit_exhaustive);
 
         return _cmocka_run_group_tests("utf8", tests, i, NULL, NULL);
 }
