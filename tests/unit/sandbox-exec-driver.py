@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Runs the built sandbox-exec directly (no systemd), playing the daemon's part: a socketpair as
-its stdin, a temporary workspace, the real BPF filter and the real language rows (both from
+its stdin, a temporary workspace, the real BPF filters and the real language rows (all from
 dump-seccomp-bpf). One case per invocation; exit 0 if it passed. Standard library only.
 
 Usage: sandbox-exec-driver.py SANDBOX_EXEC DUMP_SECCOMP_BPF CASE
@@ -90,6 +90,10 @@ class Env:
             os.chown(d, UNPRIVILEGED, UNPRIVILEGED)
         return d
 
+    def filter(self, name):
+        """The seccomp filter the daemon sends for language NAME (its row's extra_syscalls)."""
+        return subprocess.run([self.dump, '--filter', name], check=True, stdout=subprocess.PIPE).stdout
+
     def language(self, name):
         out = subprocess.run([self.dump, '--language', name], check=True,
                              stdout=subprocess.PIPE).stdout
@@ -172,7 +176,8 @@ class Env:
         args += ['--'] + row['run']
         if isinstance(code, str):
             code = code.encode()
-        return self.run_raw(args, self.payload(code), workspace=workspace, extra_env=row['env'])
+        return self.run_raw(args, self.payload(code, self.filter(lang)), workspace=workspace,
+                            extra_env=row['env'])
 
 
 def expect(r, phase, exit_code=None, signal=None):
