@@ -491,7 +491,8 @@ static int add_ioctl_rules(scmp_filter_ctx ctx) {
                 if (r < 0)
                         return r;
                 if (bad[i] > lo) {
-                        r = add_interval_rules(ctx, SCMP_ACT_ALLOW, nr, 1, UINT64_C(0xffffffff), lo, bad[i] - 1);
+                        r = add_interval_rules(ctx, SCMP_ACT_ALLOW, nr, 1, UINT64_C(0xffffffff), lo,
+                                               bad[i] - 1);
                         if (r < 0)
                                 return r;
                 }

@@ -112,6 +112,7 @@ if "pku" in flags and "ospke" in flags:
     t.verdict(r, "success", None, "node under python's filter runs")
     t.eq(r.get("stdout", "").strip(), "0", "node under python's filter has no protection key")
 else:
-    print("# the CPU or kernel has no protection keys (pku/ospke): the node row's extra calls are not observable")
+    print("# the CPU or kernel has no protection keys (pku/ospke): the node row's extra calls"
+          " are not observable here")
 
 t.done()

@@ -647,7 +647,8 @@ static void test_tables(void **state) {
                         if (streq(name, other))
                                 fail_msg("allow row '%s' twice", name);
                 /* The ones checked by argument are no rows (a plain row would override them). */
-                assert_false(in_list(name, STRV("clone", "clone3", "socket", "socketpair", "ioctl", "personality")));
+                assert_false(in_list(name, STRV("clone", "clone3", "socket", "socketpair", "ioctl",
+                                                "personality")));
         }
         assert_true(n > 100);
 
