@@ -317,9 +317,10 @@ static const SyscallDeny deny[] = {
         { "bpf", EPERM }, { "perf_event_open", EPERM },
         /* userfaultfd makes kernel race conditions reliably winnable. */
         { "userfaultfd", EPERM },
-        /* Reaching into other processes: sandbox-exec runs as the same uid as the program, and the
-         * program must not read or steer it (or siblings). pidfd_getfd steals descriptors,
-         * process_madvise/move_pages/migrate_pages act on another process's memory. */
+        /* Reaching into other processes: the supervisor is another user now, but these are the
+         * kernel's cross-process interfaces and no runtime needs them (a debugger in the sandbox
+         * is not a use case). pidfd_getfd steals descriptors, process_madvise/move_pages/
+         * migrate_pages act on another process's memory. */
         { "ptrace", EPERM }, { "process_vm_readv", EPERM }, { "process_vm_writev", EPERM },
         { "kcmp", EPERM }, { "pidfd_getfd", EPERM }, { "process_madvise", EPERM },
         { "move_pages", EPERM }, { "migrate_pages", EPERM },
