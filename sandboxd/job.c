@@ -493,18 +493,20 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
 }
 
 static int build_control_payload(Job *j) {
-        Manager *m = j->manager;
+        const SeccompFilter *f = manager_seccomp_filter(j->manager, j->request->language);
         char header[96];
         int hl;
 
-        hl = snprintf(header, sizeof(header), "SANDBOXD-EXEC 1 %zu %zu\n", m->bpf_len, j->request->code_len);
-        j->ctl_len = (size_t) hl + m->bpf_len + j->request->code_len;
+        if (!f)
+                return -EINVAL;
+        hl = snprintf(header, sizeof(header), "SANDBOXD-EXEC 1 %zu %zu\n", f->bpf_len, j->request->code_len);
+        j->ctl_len = (size_t) hl + f->bpf_len + j->request->code_len;
         j->ctl_buf = malloc(j->ctl_len);
         if (!j->ctl_buf)
                 return -ENOMEM;
         memcpy(j->ctl_buf, header, (size_t) hl);
-        memcpy(j->ctl_buf + hl, m->bpf, m->bpf_len);
-        memcpy(j->ctl_buf + hl + m->bpf_len, j->request->code, j->request->code_len);
+        memcpy(j->ctl_buf + hl, f->bpf, f->bpf_len);
+        memcpy(j->ctl_buf + hl + f->bpf_len, j->request->code, j->request->code_len);
         j->ctl_off = 0;
         return 0;
 }

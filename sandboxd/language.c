@@ -150,6 +150,10 @@ static const Language languages[] = {
                 .runtime = "/usr/bin/node",
                 .run_argv = STRV("/usr/bin/node", "-e", NODE_BOOTSTRAP, SANDBOX_CODE_DIR "/main.js"),
                 .check_argv = STRV("/usr/bin/node", "-e", NODE_CHECK, SANDBOX_CODE_DIR "/main.js"),
+                /* V8 write-protects its JIT code space with memory protection keys where the CPU
+                 * has them (pkey_alloc at start, pkey_mprotect per code page); without them it
+                 * falls back to mprotect. */
+                .extra_syscalls = STRV("pkey_alloc", "pkey_free", "pkey_mprotect"),
         },
         {
                 .name = "bash",

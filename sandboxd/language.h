@@ -25,6 +25,12 @@ typedef struct Language {
          * error itself; no channel the program's own process could write decides this. */
         const char *const *check_argv;     /* NULL-terminated, or NULL */
         const char *const *env;            /* extra KEY=VALUE pairs for this language, or NULL */
+        /* System calls this language needs beyond the common allow-list of seccomp-policy.c
+         * (NULL-terminated names, or NULL). Each row gets its own filter, compiled once at start;
+         * a name the policy denies or checks arguments of is refused there (the daemon does not
+         * start). The filter is inherited: a program of another language that runs this
+         * language's runtime as a subprocess does not get these calls (ENOSYS). */
+        const char *const *extra_syscalls;
 } Language;
 
 const Language *language_find(const char *name);

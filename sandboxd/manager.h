@@ -6,6 +6,7 @@
 
 #include "conf.h"
 #include "http.h"
+#include "language.h"
 #include "metrics.h"
 #include "signed-url.h"
 #include "store.h"
@@ -21,6 +22,11 @@ typedef struct CgroupRoot {
         const char *name;        /* "memory", "pids", "cpuacct" (v1) or "unified" (v2) */
         char *slice_dir;         /* host path of sandboxd.slice in that hierarchy */
 } CgroupRoot;
+
+typedef struct SeccompFilter {
+        uint8_t *bpf;            /* classic BPF, bpf_len / 8 instructions */
+        size_t bpf_len;
+} SeccompFilter;
 
 typedef struct Manager {
         sd_event *event;
@@ -45,8 +51,11 @@ typedef struct Manager {
         uint8_t artifact_key[SIGNED_URL_KEY_MAX];
         size_t artifact_key_len;
 
-        uint8_t *bpf;            /* the seccomp filter, compiled once */
-        size_t bpf_len;
+        /* The seccomp filters, compiled once at start: filters[i] for the language row
+         * language_get(i), which may add system calls to the common allow-list
+         * (Language.extra_syscalls). */
+        SeccompFilter *filters;
+        size_t n_filters;
 
         char *usr_layer;         /* this start's /usr layer (usr-layer.h) */
         unsigned n_adopted_live; /* adopted executions not yet final: they may use older layers */
@@ -89,5 +98,7 @@ void manager_dispatch_queue(Manager *m);
 /* Drop the oldest finished jobs beyond KeepFinished=. */
 void manager_evict_finished(Manager *m);
 void manager_notify_status(Manager *m);
+/* The compiled seccomp filter for programs of language l, or NULL if l is not a row. */
+const SeccompFilter *manager_seccomp_filter(Manager *m, const Language *l);
 /* The gauges of GET /metrics, as they are now. */
 void manager_metrics_gauges(Manager *m, MetricsGauges *ret);

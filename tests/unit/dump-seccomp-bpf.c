@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* Test tool for tests/unit/test-sandbox-exec.sh: feeds sandbox-exec exactly what the daemon would.
- *   dump-seccomp-bpf                  the seccomp_policy_build() output, raw, on stdout
+ *   dump-seccomp-bpf                  the seccomp_policy_build() output, raw, on stdout: the
+ *                                     common allow-list only
+ *   dump-seccomp-bpf --filter NAME    the same for language NAME: its row's extra_syscalls added,
+ *                                     as the daemon compiles it
  *   dump-seccomp-bpf --language NAME  the row of language NAME as NUL-terminated "key", "value"
  *                                     pairs (source, compile, run, check, env; all but source repeat
  *                                     once per argument), so the tests run the real
@@ -49,17 +52,26 @@ static int dump_language(const char *name) {
 
 int main(int argc, char *argv[]) {
         _cleanup_free_ uint8_t *bpf = NULL;
+        const char *const *extra = NULL;
         size_t len = 0;
         int r;
 
         if (argc == 3 && streq(argv[1], "--language"))
                 return dump_language(argv[2]) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
-        if (argc != 1) {
-                fprintf(stderr, "Usage: %s [--language NAME]\n", argv[0]);
+        if (argc == 3 && streq(argv[1], "--filter")) {
+                const Language *l = language_find(argv[2]);
+
+                if (!l) {
+                        fprintf(stderr, "Unknown language: %s\n", argv[2]);
+                        return EXIT_FAILURE;
+                }
+                extra = l->extra_syscalls;
+        } else if (argc != 1) {
+                fprintf(stderr, "Usage: %s [--language NAME | --filter NAME]\n", argv[0]);
                 return EXIT_FAILURE;
         }
 
-        r = seccomp_policy_build(&bpf, &len);
+        r = seccomp_policy_build(extra, &bpf, &len);
         if (r < 0) {
                 fprintf(stderr, "seccomp_policy_build: %s\n", strerror(-r));
                 return EXIT_FAILURE;
