@@ -41,6 +41,8 @@ for f in ("status", "environ", "mem", "fd", "cmdline"):
     except OSError as e:
         out[f] = errno.errorcode[e.errno]
 out["visible pids"] = sorted(int(x) for x in os.listdir("/proc") if x.isdigit())
+os.kill(-1, signal.SIGKILL)     # every process it may signal but itself: not the supervisor
+out["kill(-1)"] = "survived"
 print(json.dumps(out), flush=True)
 print("after the attack", flush=True)
 '''
@@ -60,6 +62,7 @@ for f in ("status", "environ", "mem", "fd", "cmdline"):
     t.eq(o.get(f), "ENOENT", f"/proc/<ppid>/{f} does not exist for the program")
 t.ok(o.get("ppid") not in o.get("visible pids", [o.get("ppid")]), "the supervisor is not in the program's /proc",
      o.get("visible pids"))
+t.eq(o.get("kill(-1)"), "survived", "kill(-1, SIGKILL) from the program leaves its supervisor (and the report) alive")
 t.eq(lines[0] if lines else None, "before the attack", "the output before the attack is there")
 t.eq(lines[-1] if lines else None, "after the attack", "the output after the attack is there")
 t.ok("cancel" not in (r.get("reason") or ""), "a forged SIGUSR1 is no cancel", r.get("reason"))
