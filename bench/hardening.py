@@ -51,6 +51,51 @@ def one():
     return wall, (parse_ts(r["started_at"]) - parse_ts(r["created_at"])) * 1000.0
 
 
+# Each of systemd's kernel protections alone, on a plain hardened transient service started with
+# systemd-run (the same PID 1 work, without sandboxd's own steps): what each one adds.
+EACH = ["RestrictNamespaces=yes", "LockPersonality=yes", "RestrictRealtime=yes",
+        "RestrictAddressFamilies=AF_UNIX", "SystemCallArchitectures=native", "ProtectKernelTunables=yes",
+        "ProtectKernelModules=yes", "ProtectKernelLogs=yes", "ProtectClock=yes", "ProtectControlGroups=yes"]
+BASE = ["DynamicUser=yes", "PrivateNetwork=yes", "PrivateDevices=yes", "PrivateIPC=yes", "ProtectProc=invisible",
+        "ProcSubset=pid", "NoNewPrivileges=yes", "CapabilityBoundingSet=", "MemoryMax=512M", "TasksMax=128"]
+
+
+def systemd_run(props):
+    argv = ["systemd-run", "--wait", "--pipe", "--quiet", "--collect"]
+    for p in props:
+        argv += ["-p", p]
+    t0 = time.monotonic()
+    p = subprocess.run(argv + ["/usr/bin/python3", "-c", "print(1)"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0 or p.stdout != b"1\n":
+        raise RuntimeError(f"systemd-run {props[-1]}: {p.returncode} {p.stderr[-300:]!r}")
+    return (time.monotonic() - t0) * 1000.0
+
+
+def each_property(rounds, block):
+    variants = [("(base)", BASE)] + [(e, BASE + [e]) for e in EACH] + [("all ten", BASE + EACH)]
+    res = {name: {"wall": [], "pid1_ms": 0.0, "n": 0} for name, _ in variants}
+    for rnd in range(rounds):
+        order = variants if rnd % 2 == 0 else list(reversed(variants))
+        for name, props in order:
+            systemd_run(props)
+            c0 = pid1_cpu_ms()
+            for _ in range(block):
+                res[name]["wall"].append(systemd_run(props))
+            res[name]["pid1_ms"] += pid1_cpu_ms() - c0
+            res[name]["n"] += block
+    base = res["(base)"]
+    b_wall, b_cpu = pct(base["wall"], 50), base["pid1_ms"] / base["n"]
+    print(f"\nsystemd-run, a hardened base profile plus one protection, {rounds} interleaved blocks of {block}")
+    print(f"{'property':<34} {'wall p50':>9} {'Δ wall':>8} {'PID 1 CPU/exec':>15} {'Δ CPU':>8}")
+    out = {}
+    for name, _ in variants:
+        r = res[name]
+        w, c = pct(r["wall"], 50), r["pid1_ms"] / r["n"]
+        out[name] = {"wall_p50_ms": w, "pid1_cpu_ms_per_exec": c, "n": r["n"]}
+        print(f"{name:<34} {w:8.1f}  {w - b_wall:+7.1f}  {c:13.2f} ms {c - b_cpu:+7.2f}")
+    return out
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))] if xs else float("nan")
@@ -60,6 +105,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=8, help="blocks per variant (interleaved)")
     ap.add_argument("--block", type=int, default=8, help="executions per block")
+    ap.add_argument("--each-rounds", type=int, default=4, help="blocks per property in the systemd-run ablation")
+    ap.add_argument("--each-block", type=int, default=4, help="starts per block in the systemd-run ablation")
     args = ap.parse_args()
 
     res = {v: {"wall": [], "start": [], "pid1_ms": 0.0, "n": 0} for v in ("with", "without")}
@@ -94,6 +141,8 @@ def main():
     print(f"cost of the protections: wall p50 {w['wall_p50_ms'] - wo['wall_p50_ms']:+.1f} ms "
           f"({w['wall_p50_ms'] / wo['wall_p50_ms']:.3f}x), start p50 {w['start_p50_ms'] - wo['start_p50_ms']:+.1f} ms, "
           f"PID 1 CPU {w['pid1_cpu_ms_per_exec'] - wo['pid1_cpu_ms_per_exec']:+.2f} ms per execution")
+    if args.each_rounds > 0:
+        out["each"] = each_property(args.each_rounds, args.each_block)
     path = os.path.join(HERE, "results", "hardening-%s.json" % time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
