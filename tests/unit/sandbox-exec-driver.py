@@ -20,8 +20,10 @@ import sys
 import tempfile
 import threading
 
-# Not nobody: sandbox-exec's sweep kills every process of the program's UID when it ends.
-UNPRIVILEGED = 2147000123
+# Not nobody: sandbox-exec's sweep kills every process of the program's UID when it ends. One of
+# its own per test run (from the PID of test-sandbox-exec.sh, which runs the cases one by one), so
+# that two runs side by side never kill each other's programs.
+UNPRIVILEGED = 2147000000 + (int(os.environ.get('SANDBOX_EXEC_TEST_RUN', os.getppid())) % 1000000)
 CODE_DIR = '/run/sandbox'
 
 

@@ -12,6 +12,8 @@ sandbox_exec=$1
 dump=$2
 driver=$3
 python=${PYTHON:-python3}
+# The cases of this run share one program UID (see UNPRIVILEGED in the driver).
+export SANDBOX_EXEC_TEST_RUN=$$
 
 mapfile -t cases < <("$python" "$driver" --list)
 if [ ${#cases[@]} -eq 0 ]; then
