@@ -57,8 +57,9 @@ int quota_check_execution(const Config *c, const QuotaUsage *u, RequestError *er
         if (!starts_now && u->queued >= limit) {
                 if (limit < c->max_queued)
                         return refuse(err, -EAGAIN, "queue_full", NULL,
-                                      "%" PRIu64 " executions queued (MaxQueued=%" PRIu64 ", of which AdminQueueReserve=%"
-                                      PRIu64 " only for administrators); retry later", u->queued, c->max_queued,
+                                      "%" PRIu64 " executions queued (MaxQueued=%" PRIu64 ", of which "
+                                      "AdminQueueReserve=%" PRIu64 " only for administrators); retry later",
+                                      u->queued, c->max_queued,
                                       c->max_queued - limit);
                 return refuse(err, -EAGAIN, "queue_full", NULL,
                               "%" PRIu64 " executions queued (MaxQueued=%" PRIu64 "); retry later", u->queued,

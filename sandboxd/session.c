@@ -266,8 +266,8 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
 
         if (m->n_sessions >= m->config->max_sessions)
                 return request_error(err, -EUSERS, 429, "too_many_sessions", "session_id",
-                                     "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or retry later",
-                                     m->n_sessions, m->config->max_sessions);
+                                     "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or retry "
+                                     "later", m->n_sessions, m->config->max_sessions);
         for (Session *x = m->sessions; x; x = x->next) {
                 u.sessions_disk_mb += x->disk_mb;
                 if (streq_ptr(x->owner, owner)) {
