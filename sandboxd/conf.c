@@ -38,6 +38,10 @@ Config *config_new(void) {
         c->session_idle_sec = 3600;
         c->max_sessions = 64;
         c->max_sessions_per_caller = 16;
+        c->max_queued_per_caller = CONFIG_UNSET;
+        c->max_running_per_caller = CONFIG_UNSET;
+        c->admin_queue_reserve = 16;
+        c->max_stored_bytes_per_caller = 1ULL << 30;
         c->max_connections = 256;
         c->log_level = LOG_INFO;
 
@@ -63,6 +67,7 @@ Config *config_new(void) {
         c->callback_backoff_base_ms = 1000;
         c->callback_backoff_max_sec = 600;
         c->callback_max_concurrent = 16;
+        c->callback_max_pending_per_caller = 256;
         c->max_input_files = 16;
         c->max_input_file_bytes = 64ULL << 20;
         c->max_input_total_bytes = 256ULL << 20;
@@ -167,6 +172,12 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "SessionIdleSec",   V_U64,      session_idle_sec,    1, 30ULL * 24 * 3600),
         K("Daemon", "MaxSessions",      V_U64,      max_sessions,        0, 100000),
         K("Daemon", "MaxSessionsPerCaller", V_U64,  max_sessions_per_caller, 0, 100000),
+        K("Daemon", "MaxSessionsDiskMB", V_U64,     max_sessions_disk_mb, 1, 1ULL << 40),
+        K("Daemon", "MaxSessionsDiskMBPerCaller", V_U64, max_sessions_disk_mb_per_caller, 1, 1ULL << 40),
+        K("Daemon", "MaxQueuedPerCaller", V_U64,    max_queued_per_caller, 0, 1000000),
+        K("Daemon", "MaxRunningPerCaller", V_U64,   max_running_per_caller, 1, 4096),
+        K("Daemon", "AdminQueueReserve", V_U64,     admin_queue_reserve, 0, 1000000),
+        K("Daemon", "MaxStoredBytesPerCaller", V_SIZE, max_stored_bytes_per_caller, 64ULL << 10, 1ULL << 50),
         K("Daemon", "MaxConnections",   V_U64,      max_connections,     1, 65536),
         K("Daemon", "LogLevel",         V_LOGLEVEL, log_level,           0, 0),
         K("Daemon", "Listen",           V_LISTEN,   listen,              0, 0),
@@ -180,6 +191,7 @@ static const ConfKey conf_keys[] = {
         K("Callbacks", "CallbackBackoffMaxSec", V_U64,  callback_backoff_max_sec, 1, 86400),
         K("Callbacks", "CallbackMaxConcurrent", V_U64,  callback_max_concurrent, 1, 1024),
         K("Callbacks", "CallbackAllowInternalAddresses", V_BOOL, callback_allow_internal, 0, 0),
+        K("Callbacks", "CallbackMaxPendingPerCaller", V_U64, callback_max_pending_per_caller, 0, 1000000),
 
         K("Limits", "DefaultTimeoutMS", V_U64,      defaults.timeout_ms, 100, 86400000),
         K("Limits", "DefaultMemoryMB",  V_U64,      defaults.memory_mb,  16, 1 << 20),

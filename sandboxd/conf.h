@@ -37,6 +37,13 @@ typedef struct Config {
         uint64_t session_idle_sec;   /* SessionIdleSec= a session unused this long is removed */
         uint64_t max_sessions;       /* MaxSessions= sessions at once (each holds a tmpfs) */
         uint64_t max_sessions_per_caller; /* MaxSessionsPerCaller= of them one owner may hold */
+        /* Budgets per caller (owner) and for everyone (quota.h gives the values in force). */
+        uint64_t max_sessions_disk_mb;    /* MaxSessionsDiskMB= sum of all sessions' disk_mb; 0: from RAM */
+        uint64_t max_sessions_disk_mb_per_caller; /* MaxSessionsDiskMBPerCaller= one owner's sum; 0: from RAM */
+        uint64_t max_queued_per_caller;   /* MaxQueuedPerCaller= CONFIG_UNSET: MaxQueued= */
+        uint64_t max_running_per_caller;  /* MaxRunningPerCaller= slots one owner holds; CONFIG_UNSET: all */
+        uint64_t admin_queue_reserve;     /* AdminQueueReserve= queue places only admins may take */
+        uint64_t max_stored_bytes_per_caller; /* MaxStoredBytesPerCaller= one owner's records in the store */
         uint64_t max_connections;    /* MaxConnections= */
         int log_level;               /* LogLevel= */
         char **listen;               /* Listen= TCP addresses, NULL-terminated; NULL: no TCP listener */
@@ -51,6 +58,7 @@ typedef struct Config {
         uint64_t callback_backoff_max_sec;   /* CallbackBackoffMaxSec= the largest delay step */
         uint64_t callback_max_concurrent;    /* CallbackMaxConcurrent= attempts in flight at once */
         bool callback_allow_internal;        /* CallbackAllowInternalAddresses= loopback, private, link-local */
+        uint64_t callback_max_pending_per_caller; /* CallbackMaxPendingPerCaller= one owner's undelivered */
 
         /* [Limits] */
         Limits defaults;             /* DefaultTimeoutMS= ... */
@@ -84,6 +92,9 @@ typedef struct Config {
         uint64_t artifact_max_file_bytes; /* ArtifactMaxFileBytes= */
         uint64_t artifact_max_total_bytes;  /* ArtifactMaxTotalBytes= per execution */
 } Config;
+
+/* A per-caller key left out: it follows its global counterpart (MaxQueued=, MaxConcurrent=). */
+#define CONFIG_UNSET UINT64_MAX
 
 Config *config_new(void);          /* defaults */
 Config *config_free(Config *c);

@@ -36,7 +36,6 @@ struct JobWaiter {
 };
 
 static void job_finalize(Job *j);
-static void queue_remove(Manager *m, Job *j);
 static void job_maybe_finalize(Job *j);
 static void log_execution_start(Job *j);
 static int on_active_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
@@ -124,14 +123,13 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         j->state = JOB_QUEUED;
         j->queued_mono = now_mono(j);
 
-        /* Newest first in the list of all jobs; last in the FIFO queue. */
+        /* Newest first in the list of all jobs; last in its owner's FIFO. */
         job_link(m, j);
-        if (m->queue_tail)
-                m->queue_tail->queue_next = j;
-        else
-                m->queue_head = j;
-        m->queue_tail = j;
-        m->n_queued++;
+        r = manager_queue_job(m, j);
+        if (r < 0) {
+                job_free(j);
+                return r;
+        }
 
         *ret = j;
         return 0;
@@ -256,7 +254,8 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
         j->mount_started = j->mount_name != NULL;
         j->start_mono = now_mono(j);
         job_link(m, j);
-        m->n_running++;
+        if (manager_adopt_running_job(m, j) < 0)
+                log_oom();
 
         if (ctl_fd >= 0) {
                 /* The report (and with it the output) is waiting in this socket, or will be. */
@@ -319,8 +318,7 @@ Job *job_free(Job *j) {
                 if (j->next)
                         j->next->prev = j->prev;
                 m->n_jobs--;
-                if (j->state == JOB_QUEUED)
-                        queue_remove(m, j);
+                manager_job_leaves(m, j);
         }
         if (j->session && j->state != JOB_DONE)
                 session_job_gone(j->session, j, false);
@@ -347,24 +345,6 @@ Job *job_free(Job *j) {
         free(j->owner);
         free(j);
         return NULL;
-}
-
-static void queue_remove(Manager *m, Job *j) {
-        Job *prev = NULL;
-
-        for (Job *i = m->queue_head; i; prev = i, i = i->queue_next) {
-                if (i != j)
-                        continue;
-                if (prev)
-                        prev->queue_next = i->queue_next;
-                else
-                        m->queue_head = i->queue_next;
-                if (m->queue_tail == i)
-                        m->queue_tail = prev;
-                i->queue_next = NULL;
-                m->n_queued--;
-                return;
-        }
 }
 
 static void job_fail_internal(Job *j, const char *why) {
@@ -670,8 +650,7 @@ void job_start(Job *j) {
         Workspace *w;
         int r;
 
-        queue_remove(m, j);
-        m->n_running++;
+        manager_job_starts(m, j);
         j->state = JOB_PREPARING;
         j->start_mono = now_mono(j);
 
@@ -1221,15 +1200,12 @@ static void job_finalize(Job *j) {
                         (void) sysd_stop_unit(m->bus, j->mount_name);
         }
 
-        if (j->state == JOB_QUEUED)
-                queue_remove(m, j);
+        manager_job_leaves(m, j);
         if (j->session) {
                 session_job_gone(j->session, j, was_running);
                 j->session = NULL;
         }
         j->state = JOB_DONE;
-        if (was_running && m->n_running > 0)
-                m->n_running--;
         if (j->adopted && m->n_adopted_live > 0 && --m->n_adopted_live == 0)
                 /* Nothing started by an earlier instance runs any more: its /usr layers can go. */
                 (void) usr_layer_prune(m->config->state_dir, m->usr_layer);

@@ -26,7 +26,7 @@ typedef struct JobWaiter JobWaiter;
 struct Job {
         Manager *manager;
         Job *prev, *next;                /* manager->jobs */
-        Job *queue_next;                 /* manager->queue */
+        QueueEntry queue_entry;          /* manager->queue: waiting, or holding a slot */
         JobState state;
 
         Execution *exec;

@@ -20,6 +20,7 @@
 #include "request.h"
 #include "log.h"
 #include "manager.h"
+#include "quota.h"
 #include "seccomp-policy.h"
 #include "session.h"
 #include "sysd.h"
@@ -194,18 +195,59 @@ static Job *find_job_by_unit(Manager *m, const char *unit) {
         return NULL;
 }
 
-/* FIFO, except that a run of a busy session (one of its runs is active, or its mount is not ready)
- * waits without holding up the jobs behind it. Starting may finish a job at once and re-enter
- * here, so the scan starts over from the head each time. */
+static Job *job_of_entry(QueueEntry *e) {
+        return (Job *) ((uint8_t *) e - offsetof(Job, queue_entry));
+}
+
+static void queue_counters(Manager *m) {
+        m->n_queued = m->queue.n_waiting;
+        m->n_running = m->queue.n_active;
+}
+
+int manager_queue_job(Manager *m, Job *j) {
+        int r = queue_push(&m->queue, &j->queue_entry, j->owner, j->session ? &j->session->lane : NULL,
+                           j->callback_url != NULL);
+
+        queue_counters(m);
+        return r;
+}
+
+int manager_adopt_running_job(Manager *m, Job *j) {
+        int r = queue_push_active(&m->queue, &j->queue_entry, j->owner, j->callback_url != NULL);
+
+        queue_counters(m);
+        return r;
+}
+
+void manager_job_starts(Manager *m, Job *j) {
+        queue_start(&m->queue, &j->queue_entry);
+        queue_counters(m);
+}
+
+void manager_job_leaves(Manager *m, Job *j) {
+        queue_drop(&m->queue, &j->queue_entry);
+        queue_counters(m);
+}
+
+/* A session's runs form a lane: its next run may start once its mount is ready and no run of it is
+ * active. */
+static bool session_lane_ready(QueueLane *l, void *userdata) {
+        Session *s = (Session *) ((uint8_t *) l - offsetof(Session, lane));
+
+        return session_may_run(s);
+}
+
+/* Round robin between the owners with waiting jobs, each owner's oldest first, an owner at
+ * MaxRunningPerCaller= skipped; a run of a busy session waits without holding up anything (queue.h).
+ * Starting may finish a job at once and re-enter here, so every slot is picked afresh. */
 void manager_dispatch_queue(Manager *m) {
         while (!m->stopping && m->n_running < m->config->max_concurrent) {
-                Job *j = m->queue_head;
+                QueueEntry *e = queue_pick(&m->queue, (unsigned) quota_max_running_per_caller(m->config),
+                                           session_lane_ready, m);
 
-                while (j && j->session && !session_may_run(j->session))
-                        j = j->queue_next;
-                if (!j)
+                if (!e)
                         return;
-                job_start(j);
+                job_start(job_of_entry(e));
         }
 }
 
@@ -798,6 +840,19 @@ static int manager_adopt(Manager *m) {
         return 0;
 }
 
+/* What quota.c makes of the configuration, derived values included. */
+static void log_budgets(Manager *m) {
+        const Config *c = m->config;
+
+        log_info("Budgets per caller: %" PRIu64 " running, %" PRIu64 " queued (of %" PRIu64 ", %" PRIu64
+                 " kept for admins), %" PRIu64 " callbacks pending, %" PRIu64 " bytes stored, %" PRIu64
+                 " MB of session disk (of %" PRIu64 " MB for all sessions).",
+                 quota_max_running_per_caller(c), quota_max_queued_per_caller(c), c->max_queued,
+                 c->max_queued - quota_queue_limit(c, false), c->callback_max_pending_per_caller,
+                 c->max_stored_bytes_per_caller, quota_sessions_disk_mb_per_caller(c, m->phys_mem_bytes),
+                 quota_sessions_disk_mb(c, m->phys_mem_bytes));
+}
+
 static int load_config(const char *dir, Config **ret) {
         _cleanup_(config_freep) Config *c = config_new();
         _cleanup_free_ char *error = NULL;
@@ -857,6 +912,7 @@ int manager_reload(Manager *m) {
         (void) callbacks_reload(m->callbacks);
         workspace_pool_fill(m);
         log_info("Configuration reloaded from %s.", m->config_dir);
+        log_budgets(m);
         (void) sd_notify(false, "READY=1");
         manager_notify_status(m);
         manager_dispatch_queue(m);
@@ -904,6 +960,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (!m)
                 return log_oom();
         m->artifacts_fd = -EBADF;
+        queue_init(&m->queue);
         m->config_dir = strdup(config_dir);
         m->metrics = metrics_new();
         if (!m->config_dir || !m->metrics)
@@ -915,6 +972,14 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (r < 0)
                 return r;
         log_set_max_level(m->config->log_level);
+        {
+                long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+                m->phys_mem_bytes = pages > 0 && size > 0 ? (uint64_t) pages * (uint64_t) size : 0;
+                if (m->phys_mem_bytes == 0)
+                        log_warning("Cannot tell the host's memory: no session disk budget unless MaxSessionsDiskMB= "
+                                    "and MaxSessionsDiskMBPerCaller= are set.");
+        }
 
         r = sd_event_default(&m->event);
         if (r < 0)
@@ -1036,6 +1101,7 @@ int manager_run(Manager *m) {
         (void) sd_notifyf(false, "READY=1\nSTATUS=Listening on %s.", m->config->api_socket);
         log_info("sandboxd " PACKAGE_VERSION " running, API on %s, %" PRIu64 " slots.", m->config->api_socket,
                  m->config->max_concurrent);
+        log_budgets(m);
         r = sd_event_loop(m->event);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
@@ -1050,6 +1116,7 @@ Manager *manager_free(Manager *m) {
         m->bus_api = bus_api_free(m->bus_api);
         while (m->jobs)
                 job_free(m->jobs);
+        queue_done(&m->queue);
         m->callbacks = callbacks_free(m->callbacks);   /* before the transfers and the store it uses */
         session_free_all(m);
         m->curl = curl_event_free(m->curl);

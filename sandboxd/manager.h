@@ -8,6 +8,7 @@
 #include "http.h"
 #include "language.h"
 #include "metrics.h"
+#include "queue.h"
 #include "signed-url.h"
 #include "store.h"
 
@@ -64,10 +65,12 @@ typedef struct Manager {
         CgroupRoot cgroups[3];
         size_t n_cgroups;
         bool cgroup_v2;
+        uint64_t phys_mem_bytes;         /* the host's memory, for the session budgets (0: unknown) */
 
-        /* All jobs, newest first; the queue in FIFO order. */
+        /* All jobs, newest first. The queue (queue.c): each owner's waiting jobs, and the slots they
+         * hold; n_queued and n_running are its counters. */
         Job *jobs;
-        Job *queue_head, *queue_tail;
+        Queue queue;
         unsigned n_jobs, n_running, n_queued, n_finished;
         uint64_t counter_finished;
 
@@ -93,8 +96,15 @@ int manager_run(Manager *m);
 int manager_reload(Manager *m);
 
 Job *manager_find_job(Manager *m, const char *id);
-/* Start queued jobs while slots are free. */
+/* Start queued jobs while slots are free, round robin between owners (queue.h). */
 void manager_dispatch_queue(Manager *m);
+/* A job's place in the queue: it waits from job_new() (manager_queue_job), holds a slot from
+ * job_start() (manager_job_starts) or its adoption after a restart (manager_adopt_running_job), and
+ * leaves when final or freed (manager_job_leaves: any state, more than once is fine). */
+int manager_queue_job(Manager *m, Job *j);
+int manager_adopt_running_job(Manager *m, Job *j);
+void manager_job_starts(Manager *m, Job *j);
+void manager_job_leaves(Manager *m, Job *j);
 /* Drop the oldest finished jobs beyond KeepFinished=. */
 void manager_evict_finished(Manager *m);
 void manager_notify_status(Manager *m);

@@ -7,6 +7,7 @@
 
 #include "job.h"
 #include "log.h"
+#include "quota.h"
 #include "result.h"
 #include "session.h"
 #include "store.h"
@@ -240,51 +241,50 @@ bool session_job_removed(Manager *m, const char *unit, const char *result) {
 }
 
 int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
-                    unsigned *ret_status, char **ret_message) {
+                    RequestError *err) {
+        QuotaUsage u = { .new_session_disk_mb = disk_mb };
+        uint64_t mine = 0;
         char name[64];
         Session *s;
         int r;
 
-        *ret_message = NULL;
         s = session_find(m, id);
         if (s) {
                 /* Another caller's session is not theirs to use: not even an administrator's run goes
                  * into someone else's files. */
-                if (!streq_ptr(s->owner, owner)) {
-                        *ret_status = 403;
-                        return asprintf(ret_message, "session_id: session '%s' belongs to another caller", id) < 0
-                                ? -ENOMEM : -EPERM;
-                }
+                if (!streq_ptr(s->owner, owner))
+                        return request_error(err, -EPERM, 403, "forbidden", "session_id",
+                                             "session_id: session '%s' belongs to another caller", id);
                 /* The tmpfs has one size for its whole life. */
-                if (s->disk_mb != disk_mb) {
-                        *ret_status = 409;
-                        return asprintf(ret_message,
-                                        "limits.disk_mb: session '%s' was created with disk_mb=%" PRIu64
-                                        ", this request asks for %" PRIu64, id, s->disk_mb, disk_mb) < 0
-                                ? -ENOMEM : -EEXIST;
-                }
+                if (s->disk_mb != disk_mb)
+                        return request_error(err, -EEXIST, 409, "conflict", "limits.disk_mb",
+                                             "limits.disk_mb: session '%s' was created with disk_mb=%" PRIu64
+                                             ", this request asks for %" PRIu64, id, s->disk_mb, disk_mb);
                 *ret = s;
                 return 0;
         }
 
-        if (m->n_sessions >= m->config->max_sessions) {
-                *ret_status = 429;
-                return asprintf(ret_message, "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or "
-                                "retry later", m->n_sessions, m->config->max_sessions) < 0 ? -ENOMEM : -EUSERS;
-        }
-        {
-                uint64_t mine = 0;
-
-                for (Session *x = m->sessions; x; x = x->next)
-                        if (streq_ptr(x->owner, owner))
-                                mine++;
-                if (mine >= m->config->max_sessions_per_caller) {
-                        *ret_status = 429;
-                        return asprintf(ret_message, "session_id: you hold %" PRIu64 " sessions "
-                                        "(MaxSessionsPerCaller=%" PRIu64 "); delete one or retry later", mine,
-                                        m->config->max_sessions_per_caller) < 0 ? -ENOMEM : -EUSERS;
+        if (m->n_sessions >= m->config->max_sessions)
+                return request_error(err, -EUSERS, 429, "too_many_sessions", "session_id",
+                                     "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or retry "
+                                     "later", m->n_sessions, m->config->max_sessions);
+        for (Session *x = m->sessions; x; x = x->next) {
+                u.sessions_disk_mb += x->disk_mb;
+                if (streq_ptr(x->owner, owner)) {
+                        mine++;
+                        u.caller_sessions_disk_mb += x->disk_mb;
                 }
         }
+        if (mine >= m->config->max_sessions_per_caller)
+                return request_error(err, -EUSERS, 429, "too_many_sessions", "session_id",
+                                     "session_id: you hold %" PRIu64 " sessions (MaxSessionsPerCaller=%" PRIu64 "); "
+                                     "delete one or retry later", mine, m->config->max_sessions_per_caller);
+        /* Each session's tmpfs pages stay charged to sandboxd.slice for the session's life, whoever
+         * wrote them: the sum of the sizes is what sessions may pin in memory. */
+        r = quota_check_session(m->config, m->phys_mem_bytes, &u, err);
+        if (r < 0)
+                return r;
+
         /* The directory is named afresh, not after the id: a session deleted and created again never
          * meets a mount of its predecessor still being stopped. */
         r = id_generate(name, sizeof(name), "sess");
@@ -310,9 +310,9 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         if (r < 0) {
                 (void) sysd_stop_unit(m->bus, s->mount_name);
                 session_free(s);
-                *ret_status = r == -ENOSPC ? 507 : 503;
-                return asprintf(ret_message, "the session could not be recorded (%s); nothing was started",
-                                store_error_message(m->store)) < 0 ? -ENOMEM : r;
+                return request_error(err, r, r == -ENOSPC ? 507 : 503, "store_error", NULL,
+                                     "the session could not be recorded (%s); nothing was started",
+                                     store_error_message(m->store));
         }
         s->next = m->sessions;
         m->sessions = s;
@@ -322,8 +322,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         return 0;
 
 internal:
-        *ret_status = 500;
-        return asprintf(ret_message, "cannot create session '%s': %s", id, strerror(-r)) < 0 ? -ENOMEM : r;
+        return request_error(err, r, 500, "internal", NULL, "cannot create session '%s': %s", id, strerror(-r));
 }
 
 int session_load(Manager *m) {

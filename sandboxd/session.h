@@ -43,17 +43,20 @@ struct Session {
         bool ready;                      /* mounted and checked */
         Job *active;                     /* the run that holds the workspace now */
         unsigned n_jobs;                 /* its unfinished (queued or running) executions */
+        QueueLane lane;                  /* its queued runs, one at a time (queue.h) */
         sd_bus_slot *slot;
 };
 
 Session *session_find(Manager *m, const char *id);
 
 /* The session a submitted request runs in: the existing one, or a new one whose mount is started.
- * Refusals come with an HTTP status and a message naming the field:
- *   403 another caller's session; 409 a different limits.disk_mb; 429 MaxSessions= or
- *   MaxSessionsPerCaller= reached. */
+ * Refusals fill *err (docs/http-api.md): 403 forbidden, another caller's session; 409 conflict, a
+ * different limits.disk_mb; 429 too_many_sessions, MaxSessions= or MaxSessionsPerCaller= reached;
+ * 429 session_disk_quota_exceeded or session_disk_full, the sum of disk_mb over the caller's or all
+ * sessions would exceed MaxSessionsDiskMBPerCaller= or MaxSessionsDiskMB= (quota.h); 503/507
+ * store_error; 500 internal. */
 int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
-                    unsigned *ret_status, char **ret_message);
+                    RequestError *err);
 
 /* May a run of this session start now (mounted, no run of it active)? */
 bool session_may_run(const Session *s);

@@ -54,6 +54,7 @@ typedef struct StoreOps {
         int (*session_put)(Store *s, const StoreSession *x);
         int (*session_delete)(Store *s, const char *session_id);
         int (*session_list)(Store *s, StoreSession **ret, size_t *ret_n);
+        int (*usage_get)(Store *s, const char *owner, StoreUsage *ret);
 } StoreOps;
 
 struct Store {

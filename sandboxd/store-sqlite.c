@@ -130,6 +130,65 @@ static const char *const migrations[] = {
         /* 7: the caller asked for a cancel (sandboxd's own state: a verdict of "cancelled" is only
          * ever decided from it, never from what the sandbox reports), kept for an adoption. */
         "ALTER TABLE executions ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;\n",
+        /* 8 (record usage per owner, for MaxStoredBytesPerCaller= and CallbackMaxPendingPerCaller=):
+         * what each owner's execution records take, kept by triggers so that admission reads one row
+         * instead of summing a caller's records. A record counts 256 bytes (its fixed columns and
+         * index entries) plus the bytes of code, stdout, stderr, request and error_message (TEXT
+         * length() counts characters: CAST AS BLOB counts bytes), plus its delivery's body. Deleting
+         * a record (the purge) subtracts it, its delivery included, BEFORE the row goes: the cascade
+         * that deletes the delivery cannot find the owner any more. Rows without an owner are not
+         * counted. Seeded from the rows already there. Artifacts are not in here. */
+#define RECORD_BYTES(r)                                                                                  \
+        "(256 + ifnull(length(CAST(" r ".code AS BLOB)), 0) + ifnull(length(CAST(" r ".stdout AS BLOB)), 0)" \
+        " + ifnull(length(CAST(" r ".stderr AS BLOB)), 0) + ifnull(length(CAST(" r ".request AS BLOB)), 0)"  \
+        " + ifnull(length(CAST(" r ".error_message AS BLOB)), 0))"
+        "CREATE TABLE record_usage (\n"
+        "        owner TEXT PRIMARY KEY NOT NULL,\n"
+        "        records INTEGER NOT NULL,\n"
+        "        bytes INTEGER NOT NULL,\n"
+        "        pending_callbacks INTEGER NOT NULL\n"
+        ") STRICT;\n"
+        "INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
+        "        SELECT owner, count(*), sum(" RECORD_BYTES("executions") "), 0 FROM executions\n"
+        "        WHERE owner IS NOT NULL GROUP BY owner;\n"
+        "UPDATE record_usage SET\n"
+        "        bytes = bytes + (SELECT ifnull(sum(length(CAST(c.body AS BLOB))), 0) FROM callbacks c\n"
+        "                JOIN executions e USING (execution_id) WHERE e.owner = record_usage.owner),\n"
+        "        pending_callbacks = (SELECT count(*) FROM callbacks c JOIN executions e USING (execution_id)\n"
+        "                WHERE e.owner = record_usage.owner AND c.state = 'pending');\n"
+        "CREATE TRIGGER record_usage_insert AFTER INSERT ON executions WHEN new.owner IS NOT NULL BEGIN\n"
+        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
+        "                VALUES (new.owner, 1, " RECORD_BYTES("new") ", 0)\n"
+        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
+        "END;\n"
+        "CREATE TRIGGER record_usage_update AFTER UPDATE ON executions BEGIN\n"
+        "        UPDATE record_usage SET records = records - 1, bytes = bytes - " RECORD_BYTES("old") "\n"
+        "                WHERE owner = old.owner;\n"
+        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
+        "                SELECT new.owner, 1, " RECORD_BYTES("new") ", 0 WHERE new.owner IS NOT NULL\n"
+        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
+        "END;\n"
+        "CREATE TRIGGER record_usage_delete BEFORE DELETE ON executions WHEN old.owner IS NOT NULL BEGIN\n"
+        "        UPDATE record_usage SET records = records - 1,\n"
+        "                bytes = bytes - " RECORD_BYTES("old") " - (SELECT ifnull(sum(length(CAST(body AS BLOB))), 0)\n"
+        "                        FROM callbacks WHERE execution_id = old.execution_id),\n"
+        "                pending_callbacks = pending_callbacks - (SELECT count(*) FROM callbacks\n"
+        "                        WHERE execution_id = old.execution_id AND state = 'pending')\n"
+        "                WHERE owner = old.owner;\n"
+        "        DELETE FROM record_usage WHERE owner = old.owner AND records <= 0;\n"
+        "END;\n"
+        "CREATE TRIGGER record_usage_callback_insert AFTER INSERT ON callbacks BEGIN\n"
+        "        UPDATE record_usage SET bytes = bytes + length(CAST(new.body AS BLOB)),\n"
+        "                pending_callbacks = pending_callbacks + (new.state = 'pending')\n"
+        "                WHERE owner = (SELECT owner FROM executions WHERE execution_id = new.execution_id);\n"
+        "END;\n"
+        "CREATE TRIGGER record_usage_callback_state AFTER UPDATE OF state ON callbacks\n"
+        "        WHEN old.state IS NOT new.state BEGIN\n"
+        "        UPDATE record_usage SET pending_callbacks = pending_callbacks + (new.state = 'pending')\n"
+        "                - (old.state = 'pending')\n"
+        "                WHERE owner = (SELECT owner FROM executions WHERE execution_id = new.execution_id);\n"
+        "END;\n",
+#undef RECORD_BYTES
 };
 
 #define SCHEMA_VERSION ((int) ELEMENTSOF(migrations))
@@ -1286,6 +1345,33 @@ static int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
         return 0;
 }
 
+static int sqlite_usage_get(Store *s, const char *owner, StoreUsage *ret) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        rc = sqlite3_prepare_v2(ss->db, "SELECT records, bytes, pending_callbacks FROM record_usage WHERE owner = ?1",
+                                -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return fail(ss, rc);
+        rc = bind_text(st, 1, owner);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                /* Never negative unless someone edited the table by hand: then it counts as nothing. */
+                *ret = (StoreUsage) {
+                        .records = (uint64_t) MAX(sqlite3_column_int64(st, 0), (sqlite3_int64) 0),
+                        .bytes = (uint64_t) MAX(sqlite3_column_int64(st, 1), (sqlite3_int64) 0),
+                        .pending_callbacks = (uint64_t) MAX(sqlite3_column_int64(st, 2), (sqlite3_int64) 0),
+                };
+        else if (rc == SQLITE_DONE)
+                *ret = (StoreUsage) {};
+        else
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        return r;
+}
+
 static const StoreOps sqlite_ops = {
         .name = "sqlite",
         .close = sqlite_close,
@@ -1305,6 +1391,7 @@ static const StoreOps sqlite_ops = {
         .session_put = sqlite_session_put,
         .session_delete = sqlite_session_delete,
         .session_list = sqlite_session_list,
+        .usage_get = sqlite_usage_get,
 };
 
 /* ---- opening ---- */

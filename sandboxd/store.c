@@ -575,6 +575,12 @@ int store_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
         return s->ops->session_list(s, ret, ret_n);
 }
 
+int store_usage_get(Store *s, const char *owner, StoreUsage *ret) {
+        if (!s || isempty(owner) || !ret)
+                return -EINVAL;
+        return s->ops->usage_get(s, owner, ret);
+}
+
 void store_sessions_free(StoreSession *l, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(l[i].session_id);

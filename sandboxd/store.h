@@ -173,6 +173,21 @@ int store_session_delete(Store *s, const char *session_id);
 int store_session_list(Store *s, StoreSession **ret, size_t *ret_n);
 void store_sessions_free(StoreSession *l, size_t n);
 
+/* What one owner's records take in the store, kept up to date by the database itself (triggers of
+ * store migration 8, on every insert, update and delete of a record or a delivery), so reading it
+ * is one indexed lookup, never a scan. A record counts STORE_RECORD_OVERHEAD_BYTES plus the bytes of
+ * its code, stdout, stderr, request (env, seed, input files) and error message, and the body of its
+ * callback delivery; artifacts are not counted here. Purged records are subtracted. */
+#define STORE_RECORD_OVERHEAD_BYTES 256
+typedef struct StoreUsage {
+        uint64_t records;               /* execution records */
+        uint64_t bytes;                 /* as above */
+        uint64_t pending_callbacks;     /* deliveries in state pending */
+} StoreUsage;
+
+/* owner's usage; all zero for an owner without records. */
+int store_usage_get(Store *s, const char *owner, StoreUsage *ret);
+
 StoreRecord *store_record_new(const char *id);   /* with a fresh Execution; NULL on OOM */
 StoreRecord *store_record_free(StoreRecord *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(StoreRecord *, store_record_free);

@@ -6,6 +6,7 @@
 #include "callback.h"
 #include "job.h"
 #include "log.h"
+#include "quota.h"
 #include "result.h"
 #include "session.h"
 #include "signed-url.h"
@@ -20,6 +21,35 @@ static int conflict(RequestError *err, const char *id) {
 
 static bool may_see(const char *caller, bool admin, const char *owner) {
         return admin || streq_ptr(caller, owner);
+}
+
+/* The queue and the caller's budgets (quota.h): what everyone and this owner hold now. The caller's
+ * records and deliveries come from the store's record_usage row (one indexed read, kept by triggers);
+ * a store that cannot be read counts as nothing, the record's own write fails next if it is broken. */
+static int check_budgets(Manager *m, const char *owner, bool admin, const ExecRequest *er, RequestError *err) {
+        const QueueOwner *o = queue_owner_find(&m->queue, owner);
+        StoreUsage stored = {};
+        QuotaUsage u;
+
+        if (m->store && owner) {
+                int r = store_usage_get(m->store, owner, &stored);
+
+                if (r < 0)
+                        log_warning_errno(r, "Cannot read the stored usage of %s, not counting it: %s", owner,
+                                          store_error_message(m->store));
+        }
+        u = (QuotaUsage) {
+                .admin = admin,
+                .queued = m->n_queued,
+                .running = m->n_running,
+                .caller_queued = o ? o->n_waiting : 0,
+                .caller_running = o ? o->n_active : 0,
+                .callback = er->callback_url != NULL,
+                /* Delivered later: those of executions not final yet, and those pending in the outbox. */
+                .caller_callbacks = (o ? o->n_callbacks : 0) + stored.pending_callbacks,
+                .caller_stored_bytes = stored.bytes,
+        };
+        return quota_check_execution(m->config, &u, err);
 }
 
 int submit_execution(Manager *m, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
@@ -60,29 +90,19 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
 
         if (m->stopping)
                 return fail(err, -ESHUTDOWN, 503, "shutting_down", "sandboxd is stopping");
-        if (m->n_queued >= m->config->max_queued && m->n_running >= m->config->max_concurrent)
-                return fail(err, -EAGAIN, 429, "queue_full", "%u executions queued (MaxQueued=%" PRIu64 "); retry later",
-                            m->n_queued, m->config->max_queued);
+        r = check_budgets(m, owner, admin, er, err);
+        if (r < 0)
+                return r;
 
         if (er->session_id) {
-                _cleanup_free_ char *msg = NULL;
-                unsigned status = 500;
                 Session *s = session_find(m, er->session_id);
 
                 /* A later run that does not ask for a size gets the session's. */
                 if (s && !er->disk_mb_given)
                         er->limits.disk_mb = s->disk_mb;
-                r = session_acquire(m, er->session_id, owner, er->limits.disk_mb, &s, &status, &msg);
-                if (r < 0) {
-                        if (!msg)
-                                return fail(err, r, 500, "internal", "cannot create the session: %s", strerror(-r));
-                        return request_error(err, r, status,
-                                             status == 403 ? "forbidden" : status == 409 ? "conflict" :
-                                             status == 429 ? "too_many_sessions" :
-                                             status == 507 || status == 503 ? "store_error" : "internal",
-                                             status == 403 || status == 429 ? "session_id" :
-                                             status == 409 ? "limits.disk_mb" : NULL, "%s", msg);
-                }
+                r = session_acquire(m, er->session_id, owner, er->limits.disk_mb, &s, err);
+                if (r < 0)
+                        return r;
         }
 
         r = job_new(m, TAKE_PTR(er), owner, &j);

@@ -37,6 +37,13 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->session_idle_sec, 3600);
         assert_int_equal(c->max_sessions, 64);
         assert_int_equal(c->max_sessions_per_caller, 16);
+        assert_int_equal(c->max_sessions_disk_mb, 0);           /* from physical memory (quota.h) */
+        assert_int_equal(c->max_sessions_disk_mb_per_caller, 0);
+        assert_true(c->max_queued_per_caller == CONFIG_UNSET);  /* MaxQueued= */
+        assert_true(c->max_running_per_caller == CONFIG_UNSET); /* MaxConcurrent= */
+        assert_int_equal(c->admin_queue_reserve, 16);
+        assert_int_equal(c->max_stored_bytes_per_caller, 1ULL << 30);
+        assert_int_equal(c->callback_max_pending_per_caller, 256);
         assert_int_equal(c->max_connections, 256);
         assert_int_equal(c->log_level, LOG_INFO);
 
@@ -158,6 +165,19 @@ static const KeyRow key_rows[] = {
         U64("SessionIdleSec=2", "[Daemon]\nSessionIdleSec=2\n", session_idle_sec, 2),
         U64("MaxSessions=0 (sessions off)", "[Daemon]\nMaxSessions=0\n", max_sessions, 0),
         U64("MaxSessionsPerCaller", "[Daemon]\nMaxSessionsPerCaller=3\n", max_sessions_per_caller, 3),
+        U64("MaxSessionsDiskMB", "[Daemon]\nMaxSessionsDiskMB=65536\n", max_sessions_disk_mb, 65536),
+        U64("MaxSessionsDiskMBPerCaller", "[Daemon]\nMaxSessionsDiskMBPerCaller=1\n", max_sessions_disk_mb_per_caller,
+            1),
+        U64("MaxQueuedPerCaller=0", "[Daemon]\nMaxQueuedPerCaller=0\n", max_queued_per_caller, 0),
+        U64("MaxQueuedPerCaller", "[Daemon]\nMaxQueuedPerCaller=32\n", max_queued_per_caller, 32),
+        U64("MaxRunningPerCaller=1 (minimum)", "[Daemon]\nMaxRunningPerCaller=1\n", max_running_per_caller, 1),
+        U64("MaxRunningPerCaller=4096 (maximum)", "[Daemon]\nMaxRunningPerCaller=4096\n", max_running_per_caller,
+            4096),
+        U64("AdminQueueReserve=0", "[Daemon]\nAdminQueueReserve=0\n", admin_queue_reserve, 0),
+        U64("MaxStoredBytesPerCaller=64K (minimum)", "[Daemon]\nMaxStoredBytesPerCaller=64K\n",
+            max_stored_bytes_per_caller, 64 * 1024),
+        U64("MaxStoredBytesPerCaller=10G", "[Daemon]\nMaxStoredBytesPerCaller=10G\n", max_stored_bytes_per_caller,
+            10ULL << 30),
         U64("MaxConnections", "[Daemon]\nMaxConnections=65536\n", max_connections, 65536),
         INT("LogLevel=debug", "[Daemon]\nLogLevel=debug\n", log_level, LOG_DEBUG),
         INT("LogLevel=err", "[Daemon]\nLogLevel=err\n", log_level, LOG_ERR),
@@ -207,6 +227,10 @@ static const KeyRow key_rows[] = {
         U64("CallbackMaxAttempts=100 (maximum)", "[Callbacks]\nCallbackMaxAttempts=100\n", callback_max_attempts, 100),
         U64("CallbackMaxAgeSec", "[Callbacks]\nCallbackMaxAgeSec=3600\n", callback_max_age_sec, 3600),
         U64("CallbackTimeoutSec", "[Callbacks]\nCallbackTimeoutSec=1\n", callback_timeout_sec, 1),
+        U64("CallbackMaxPendingPerCaller=0 (callbacks refused)", "[Callbacks]\nCallbackMaxPendingPerCaller=0\n",
+            callback_max_pending_per_caller, 0),
+        U64("CallbackMaxPendingPerCaller", "[Callbacks]\nCallbackMaxPendingPerCaller=10000\n",
+            callback_max_pending_per_caller, 10000),
         U64("CallbackBackoffBaseMS", "[Callbacks]\nCallbackBackoffBaseMS=10\n", callback_backoff_base_ms, 10),
         U64("CallbackBackoffMaxSec", "[Callbacks]\nCallbackBackoffMaxSec=86400\n", callback_backoff_max_sec, 86400),
         U64("CallbackMaxConcurrent", "[Callbacks]\nCallbackMaxConcurrent=1024\n", callback_max_concurrent, 1024),
@@ -322,6 +346,20 @@ static const ErrorRow error_rows[] = {
         { "below minimum", "[Daemon]\nMaxConcurrent=0\n", "x.conf:2: MaxConcurrent=0 is outside [1, 4096]" },
         { "above maximum", "[Daemon]\nMaxConcurrent=4097\n", "x.conf:2: MaxConcurrent=4097 is outside [1, 4096]" },
         { "SessionIdleSec=0", "[Daemon]\nSessionIdleSec=0\n", "x.conf:2: SessionIdleSec=0 is outside [1, 2592000]" },
+        { "MaxSessionsDiskMB=0", "[Daemon]\nMaxSessionsDiskMB=0\n",
+          "x.conf:2: MaxSessionsDiskMB=0 is outside [1, 1099511627776]" },
+        { "MaxSessionsDiskMBPerCaller=0", "[Daemon]\nMaxSessionsDiskMBPerCaller=0\n",
+          "x.conf:2: MaxSessionsDiskMBPerCaller=0 is outside [1, 1099511627776]" },
+        { "MaxRunningPerCaller=0", "[Daemon]\nMaxRunningPerCaller=0\n",
+          "x.conf:2: MaxRunningPerCaller=0 is outside [1, 4096]" },
+        { "MaxQueuedPerCaller too many", "[Daemon]\nMaxQueuedPerCaller=1000001\n",
+          "x.conf:2: MaxQueuedPerCaller=1000001 is outside [0, 1000000]" },
+        { "MaxStoredBytesPerCaller too small", "[Daemon]\nMaxStoredBytesPerCaller=1K\n",
+          "x.conf:2: MaxStoredBytesPerCaller=1K is outside [65536, 1125899906842624]" },
+        { "MaxStoredBytesPerCaller not a size", "[Daemon]\nMaxStoredBytesPerCaller=much\n",
+          "x.conf:2: MaxStoredBytesPerCaller= takes a size (e.g. 64K, 2M), got 'much'" },
+        { "CallbackMaxPendingPerCaller in [Daemon]", "[Daemon]\nCallbackMaxPendingPerCaller=1\n",
+          "x.conf:2: unknown key 'CallbackMaxPendingPerCaller' in section [Daemon]" },
         { "DefaultMemoryMB below minimum", "[Limits]\nDefaultMemoryMB=15\n",
           "x.conf:2: DefaultMemoryMB=15 is outside [16, 1048576]" },
         { "DefaultTasks below minimum", "[Limits]\nDefaultTasks=3\n",

@@ -1052,6 +1052,118 @@ static void sql_exec_raw(const char *sql) {
         sqlite3_close(db);
 }
 
+/* ---- usage per owner (migration 8) ---- */
+
+static uint64_t len0(const char *s) {
+        return s ? strlen(s) : 0;       /* bytes, not characters: the outputs hold UTF-8 */
+}
+
+/* What one record counts, with the code the store kept. */
+static uint64_t record_bytes(const StoreRecord *r, const char *code) {
+        const Execution *e = r->exec;
+
+        return STORE_RECORD_OVERHEAD_BYTES + len0(code) + len0(e->out.text) + len0(e->err.text) + len0(r->request) +
+               len0(e->error_message);
+}
+
+static StoreUsage usage(Store *s, const char *owner) {
+        StoreUsage u = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+
+        assert_int_equal(store_usage_get(s, owner, &u), 0);
+        return u;
+}
+
+static void assert_usage(Store *s, const char *owner, uint64_t records, uint64_t bytes, uint64_t pending) {
+        StoreUsage u = usage(s, owner);
+
+        if (u.records != records || u.bytes != bytes || u.pending_callbacks != pending) {
+                print_error("%s: records %" PRIu64 " bytes %" PRIu64 " pending %" PRIu64 ", want %" PRIu64 " %" PRIu64
+                            " %" PRIu64 "\n", owner, u.records, u.bytes, u.pending_callbacks, records, bytes, pending);
+                fail();
+        }
+}
+
+static void test_usage(_unused_ void **state) {
+        Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *a = record_full("exec_u1"), *b = record_full("exec_u2"),
+                                                  *anon = record_full("exec_anon"), *c = record_full("exec_u3");
+        _cleanup_(store_callback_freep) StoreCallback *cb = NULL;
+        _cleanup_free_ char *code = NULL;
+        uint64_t bytes_a, bytes_b, body, purged = 0;
+
+        assert_int_equal(store_usage_get(s, "", &(StoreUsage) {}), -EINVAL);
+        assert_usage(s, "uid:1000", 0, 0, 0);
+
+        /* Queued: the code and the request are in. */
+        a->exec->status = EXEC_QUEUED;
+        a->exec->finished_usec = 0;
+        bytes_a = record_bytes(a, a->code);
+        assert_int_equal(store_put(s, a), 0);
+        assert_usage(s, "uid:1000", 1, bytes_a, 0);
+
+        /* Final with more output, the code dropped by the job (the store keeps it): still one record,
+         * counted with what the row holds now. */
+        a->exec->status = EXEC_FAILED;
+        a->exec->finished_usec = BASE_USEC + 63003;
+        free(a->exec->out.text);
+        a->exec->out.text = strdup("x\u00e9\u2713 a longer output, with UTF-8 in it\n");
+        code = TAKE_PTR(a->code);
+        bytes_a = record_bytes(a, code);
+        assert_int_equal(store_put(s, a), 0);
+        assert_usage(s, "uid:1000", 1, bytes_a, 0);
+
+        /* Another owner is counted apart; a record without owner is nobody's. */
+        free(b->owner);
+        b->owner = strdup("key:ci");
+        bytes_b = record_bytes(b, b->code);
+        assert_int_equal(store_put(s, b), 0);
+        anon->owner = mfree(anon->owner);
+        assert_int_equal(store_put(s, anon), 0);
+        assert_usage(s, "uid:1000", 1, bytes_a, 0);
+        assert_usage(s, "key:ci", 1, bytes_b, 0);
+
+        /* A final record with its delivery: the body counts, and the delivery is pending. */
+        c->callback = callback_new("exec_u3", BASE_USEC + 100);
+        body = strlen(c->callback->body);
+        assert_int_equal(store_put(s, c), 0);
+        assert_usage(s, "uid:1000", 2, bytes_a + record_bytes(c, c->code) + body, 1);
+        /* The same final write again (a retried put) changes nothing. */
+        assert_int_equal(store_put(s, c), 0);
+        assert_usage(s, "uid:1000", 2, bytes_a + record_bytes(c, c->code) + body, 1);
+
+        /* A record with a pending delivery is kept by the purge; the others go, and with them what
+         * they counted. */
+        assert_int_equal(store_purge(s, UINT64_MAX, &purged), 0);
+        assert_int_equal(purged, 3);
+        assert_usage(s, "uid:1000", 1, record_bytes(c, c->code) + body, 1);
+        assert_usage(s, "key:ci", 0, 0, 0);
+
+        /* Delivered: no longer pending; then purgeable, and nothing is left counted. */
+        assert_int_equal(store_callback_get(s, "exec_u3", false, &cb), 0);
+        cb->state = CALLBACK_DELIVERED;
+        cb->delivered_usec = BASE_USEC + 200;
+        assert_int_equal(store_callback_update(s, cb), 0);
+        assert_usage(s, "uid:1000", 1, record_bytes(c, c->code) + body, 0);
+
+        /* Migration 8 on a database that has rows already: the usage is computed from them. */
+        store_close(s);
+        sql_exec_raw("DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
+                     "DROP TRIGGER record_usage_delete; DROP TRIGGER record_usage_callback_insert; "
+                     "DROP TRIGGER record_usage_callback_state; DROP TABLE record_usage; "
+                     "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7");
+        s = open_ok();
+        assert_usage(s, "uid:1000", 1, record_bytes(c, c->code) + body, 1);
+        assert_int_equal(store_purge(s, UINT64_MAX, &purged), 0);
+        assert_int_equal(purged, 0);
+        cb->state = CALLBACK_FAILED;
+        assert_int_equal(store_callback_update(s, cb), 0);
+        assert_int_equal(store_purge(s, UINT64_MAX, &purged), 0);
+        assert_int_equal(purged, 1);
+        assert_usage(s, "uid:1000", 0, 0, 0);
+        assert_int_equal(count(s), 0);
+        store_close(s);
+}
+
 static void test_schema_newer(_unused_ void **state) {
         Store *s = open_ok();
         _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_v");
@@ -1060,15 +1172,18 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (7)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (8)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 7");
+        sql_exec_raw("PRAGMA user_version = 8");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
 
         /* A version 1 database (as the first release wrote it) is migrated on open, rows kept. */
-        sql_exec_raw("DROP TABLE callbacks; DROP TABLE sessions; DROP TABLE artifacts; DROP TABLE artifact_collections; "
+        sql_exec_raw("DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
+                     "DROP TRIGGER record_usage_delete; DROP TRIGGER record_usage_callback_insert; "
+                     "DROP TRIGGER record_usage_callback_state; DROP TABLE record_usage; "
+                     "DROP TABLE callbacks; DROP TABLE sessions; DROP TABLE artifacts; DROP TABLE artifact_collections; "
                      "ALTER TABLE executions DROP COLUMN error_message; ALTER TABLE executions DROP COLUMN cancel_requested; "
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "PRAGMA user_version = 1");
@@ -1367,6 +1482,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_callback_outbox, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_sessions, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_foreign_sqlite, setup_dir, teardown_dir),
