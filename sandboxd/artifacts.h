@@ -53,7 +53,8 @@ typedef struct ArtifactLimits {
         unsigned max_depth;             /* directory nesting below output/: 0 collects only the files
                                          * directly in output/, 1 also those of output/x/, ...; a
                                          * directory deeper than that is skipped as "too_deep" */
-        /* The disk budgets, in charged bytes. ARTIFACT_BUDGET_NONE (or a NULL account): none. */
+        /* The disk budgets, in charged bytes. ARTIFACT_BUDGET_NONE (or a NULL account): none; left 0,
+         * a budget lets only files that charge nothing through (ARTIFACT_LIMITS_NO_BUDGETS). */
         uint64_t execution_max_bytes;   /* this collection (the execution's disk_mb): "execution_budget";
                                          * a file with holes whose size alone exceeds it: "sparse" */
         ArtifactAccount *caller;        /* the caller's account, and its budget: "caller_budget" */
