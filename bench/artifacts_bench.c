@@ -84,7 +84,7 @@ int main(int argc, char *argv[]) {
         double t_collect[64], t_cp[64], t_sha[64];
         ArtifactLimits lim = {
                 .max_files = files + 1, .max_file_bytes = 1ULL << 30, .max_total_bytes = 1ULL << 34,
-                .max_path = 1024, .max_depth = 16,
+                .max_path = 1024, .max_depth = 16, ARTIFACT_LIMITS_NO_BUDGETS,
         };
         uint64_t bytes = 0;
         size_t n_items = 0;

@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 
 #include "artifacts.h"
@@ -23,6 +24,66 @@
 #define COPY_CHUNK (64U * 1024U)
 
 #define RESOLVE_HOSTILE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+
+/* What a hole reads as: hashed in COPY_CHUNK steps, never written. */
+static const uint8_t zeros[COPY_CHUNK];
+
+/* One lock for every account: collections of different executions charge the same caller and the
+ * store at once, and a file must be judged and charged in one step (two collections each seeing
+ * room for one more file would both take it). Held for a few additions, never across I/O. */
+static pthread_mutex_t accounts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t add_saturating(uint64_t a, uint64_t b) {
+        return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+void artifact_account_set_committed(ArtifactAccount *a, uint64_t committed) {
+        if (!a)
+                return;
+        pthread_mutex_lock(&accounts_lock);
+        a->committed = committed;
+        pthread_mutex_unlock(&accounts_lock);
+}
+
+void artifact_account_release(ArtifactAccount *a, uint64_t reserved) {
+        if (!a)
+                return;
+        pthread_mutex_lock(&accounts_lock);
+        a->reserved -= MIN(a->reserved, reserved);
+        pthread_mutex_unlock(&accounts_lock);
+}
+
+uint64_t artifact_account_used(ArtifactAccount *a) {
+        uint64_t u;
+
+        if (!a)
+                return 0;
+        pthread_mutex_lock(&accounts_lock);
+        u = add_saturating(a->committed, a->reserved);
+        pthread_mutex_unlock(&accounts_lock);
+        return u;
+}
+
+static bool budget_fits(uint64_t used, uint64_t charge, uint64_t max) {
+        return max == ARTIFACT_BUDGET_NONE || (charge <= max && used <= max - charge);
+}
+
+const char *artifact_budget_check(const ArtifactBudgetCheck *c) {
+        /* Nothing is taken from any budget by an empty file or one that is all holes. */
+        if (c->charge == 0)
+                return NULL;
+        if (!budget_fits(c->execution_used, c->charge, c->execution_max))
+                return "execution_budget";
+        if (!budget_fits(c->caller_used, c->charge, c->caller_max))
+                return "caller_budget";
+        if (!budget_fits(c->store_used, c->charge, c->store_max))
+                return "store_budget";
+        /* Even with min_free 0 the file must fit: a copy that ran into ENOSPC would fail the whole
+         * collection (a store error), not just this file. */
+        if (c->available != UINT64_MAX && (c->available < c->charge || c->available - c->charge < c->min_free))
+                return "low_disk_space";
+        return NULL;
+}
 
 int artifacts_openat_beneath(int dir_fd, const char *path, int flags) {
         struct open_how how = {
@@ -111,6 +172,7 @@ char *artifacts_path_render(const char *path, size_t max) {
 typedef struct Walk {
         int store_fd;
         const ArtifactLimits *lim;
+        ArtifactAccount *caller, *store;        /* lim's, or NULL when their budget is none */
         const atomic_bool *cancel;
         bool no_openat2;                /* the kernel (or a filter) refused openat2(): ENOSYS */
         dev_t dev;                      /* output/'s file system; nothing on another is collected */
@@ -206,6 +268,13 @@ static const char *reason_from_open_error(int dir_fd, const char *name, mode_t w
         }
 }
 
+/* What a file really takes: st_blocks counts 512-byte units whatever the file system's block size. */
+static uint64_t file_charge(const struct stat *st) {
+        uint64_t blocks = (uint64_t) st->st_blocks;
+
+        return blocks > UINT64_MAX / 512 ? UINT64_MAX : blocks * 512;
+}
+
 /* The size rules, judged from a stat before a byte is read; NULL if the file may be collected. */
 static const char *file_judge(const Walk *w, const struct stat *st) {
         uint64_t size = (uint64_t) st->st_size;
@@ -216,9 +285,70 @@ static const char *file_judge(const Walk *w, const struct stat *st) {
                 return "too_many";
         if (size > w->lim->max_file_bytes)
                 return "too_large";
+        /* Larger than the execution's whole disk yet allocated less than its size: mostly holes,
+         * which cost no disk but would be hashed byte by byte (and served as zeros). A dense file
+         * that large is the execution budget's to refuse. */
+        if (w->lim->execution_max_bytes != ARTIFACT_BUDGET_NONE && size > w->lim->execution_max_bytes &&
+            file_charge(st) < size)
+                return "sparse";
         if (size > w->lim->max_total_bytes || w->list->total_bytes > w->lim->max_total_bytes - size)
                 return "total_too_large";
         return NULL;
+}
+
+/* The budgets, judged and charged in one step just before the copy: NULL (charged to the caller's
+ * and the store's account, to be given back by budget_unreserve() if the copy does not happen) or
+ * the reason the file is skipped. */
+static const char *budget_reserve(Walk *w, uint64_t charge) {
+        const ArtifactLimits *lim = w->lim;
+        ArtifactBudgetCheck c = {
+                .charge = charge,
+                .execution_used = w->list->charged_bytes,
+                .execution_max = lim->execution_max_bytes,
+                .caller_max = w->caller ? lim->caller_max_bytes : ARTIFACT_BUDGET_NONE,
+                .store_max = w->store ? lim->store_max_bytes : ARTIFACT_BUDGET_NONE,
+                .available = UINT64_MAX,
+                .min_free = lim->min_free_bytes,
+        };
+        struct statvfs sv;
+        const char *reason;
+
+        if (charge == 0)
+                return NULL;
+        /* Outside the lock: a system call. Other writers to that file system are not ours to
+         * serialize anyway, so this is a headroom, not an exact reservation. */
+        if (fstatvfs(w->store_fd, &sv) >= 0 && sv.f_frsize > 0) {
+                uint64_t frsize = (uint64_t) sv.f_frsize;
+
+                /* UINT64_MAX means "not known": a larger value is capped one below it. */
+                c.available = (uint64_t) sv.f_bavail >= UINT64_MAX / frsize ? UINT64_MAX - 1
+                                                                             : (uint64_t) sv.f_bavail * frsize;
+                if (lim->min_free_percent > 0) {
+                        uint64_t total = (uint64_t) sv.f_blocks > UINT64_MAX / frsize ? UINT64_MAX
+                                                                                       : (uint64_t) sv.f_blocks * frsize;
+                        c.min_free = MAX(c.min_free, total / 100 * lim->min_free_percent);
+                }
+        }
+
+        pthread_mutex_lock(&accounts_lock);
+        if (w->caller)
+                c.caller_used = add_saturating(w->caller->committed, w->caller->reserved);
+        if (w->store)
+                c.store_used = add_saturating(w->store->committed, w->store->reserved);
+        reason = artifact_budget_check(&c);
+        if (!reason) {
+                if (w->caller)
+                        w->caller->reserved = add_saturating(w->caller->reserved, charge);
+                if (w->store)
+                        w->store->reserved = add_saturating(w->store->reserved, charge);
+        }
+        pthread_mutex_unlock(&accounts_lock);
+        return reason;
+}
+
+static void budget_unreserve(Walk *w, uint64_t charge) {
+        artifact_account_release(w->caller, charge);
+        artifact_account_release(w->store, charge);
 }
 
 /* A file for the copy in the store's directory, not yet visible under any name. O_TMPFILE where the
@@ -312,58 +442,162 @@ static void md_ctx_freep(EVP_MD_CTX **p) {
         EVP_MD_CTX_free(*p);
 }
 
-/* Copy exactly size bytes of fd into the store while hashing them. Returns 0 (stored), 1 (the
- * sandbox's file misbehaved: a read error, or it ended early; skipped as io_error) or -errno (the
- * store failed). */
-static int copy_to_store(Walk *w, int fd, uint64_t size, const char *path, Artifact *a) {
+/* The next stretch of data at or after off, as [*ret_data, *ret_end), both at most size; *ret_data ==
+ * size when only a hole is left. Holes are what SEEK_DATA/SEEK_HOLE report (Linux 3.1; tmpfs since
+ * 3.8): a file system without them reports the whole file as data, and so does a kernel that refuses
+ * the whence (EINVAL). -errno on any other failure. */
+static int next_data(int fd, uint64_t off, uint64_t size, uint64_t *ret_data, uint64_t *ret_end) {
+        off_t d, h;
+
+        d = lseek(fd, (off_t) off, SEEK_DATA);
+        if (d < 0) {
+                if (errno == ENXIO) {
+                        *ret_data = *ret_end = size;
+                        return 0;
+                }
+                if (errno != EINVAL)
+                        return -errno;
+                *ret_data = off;
+                *ret_end = size;
+                return 0;
+        }
+        if ((uint64_t) d >= size) {
+                *ret_data = *ret_end = size;
+                return 0;
+        }
+        h = lseek(fd, d, SEEK_HOLE);
+        if (h < 0)
+                return -errno;
+        *ret_data = MAX((uint64_t) d, off);
+        *ret_end = MAX(MIN((uint64_t) h, size), *ret_data);
+        return 0;
+}
+
+typedef struct Copy {
+        EVP_MD_CTX *md;
+        uint8_t head[MIME_SNIFF_BYTES];
+        size_t head_len;
+} Copy;
+
+/* Bytes of the file in order (data, or a hole's zeros): hashed, and the first ones kept for the MIME
+ * sniffing. */
+static int copy_feed(Copy *c, const uint8_t *p, size_t n) {
+        if (c->head_len < sizeof(c->head)) {
+                size_t k = MIN(sizeof(c->head) - c->head_len, n);
+                memcpy(c->head + c->head_len, p, k);
+                c->head_len += k;
+        }
+        return EVP_DigestUpdate(c->md, p, n) == 1 ? 0 : -EIO;
+}
+
+static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
+        while (n > 0) {
+                ssize_t k = pwrite(fd, p, n, (off_t) off);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -EIO;
+                p += k;
+                n -= (size_t) k;
+                off += (uint64_t) k;
+        }
+        return 0;
+}
+
+/* Copy exactly size bytes of fd into the store while hashing them, holes kept as holes: only the
+ * data stretches are read and written (at their offsets), a hole is hashed as zeros and left
+ * unwritten, and ftruncate() gives the copy its size. So the store holds what the file really held,
+ * never more than charge (its st_blocks * 512): a file reporting more data than that is not copied
+ * further. Returns 0 (stored), 1 (the sandbox's file misbehaved: a read error, it ended early or
+ * changed size, more data than its allocation; skipped as io_error) or -errno (the store failed). */
+static int copy_to_store(Walk *w, int fd, uint64_t size, uint64_t charge, const char *path, Artifact *a) {
         _cleanup_(md_ctx_freep) EVP_MD_CTX *md = NULL;
         _cleanup_close_ int tmp_fd = -EBADF;
-        uint8_t head[MIME_SNIFF_BYTES], digest[EVP_MAX_MD_SIZE];
-        size_t head_len = 0;
+        uint8_t digest[EVP_MAX_MD_SIZE];
         unsigned digest_len = 0;
         char tmp_name[32];
-        uint64_t left = size;
+        uint64_t off = 0, data_bytes = 0;
+        struct stat st;
+        Copy c = {};
         int r;
 
         md = EVP_MD_CTX_new();
         if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
                 return -ENOMEM;
+        c.md = md;
 
         tmp_fd = store_tmpfile(w->store_fd, tmp_name);
         if (tmp_fd < 0)
                 return tmp_fd;
 
-        while (left > 0) {
-                ssize_t n;
+        while (off < size) {
+                uint64_t data = size, end = size;
 
-                /* A large file is not waited for by artifact_collect_cancel() either. */
-                if (w->cancel && atomic_load(w->cancel)) {
-                        r = -ECANCELED;
-                        goto fail;
-                }
-                n = read(fd, w->buf, (size_t) MIN(left, (uint64_t) COPY_CHUNK));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        /* A read error, or the file shrank after fstat(). */
+                r = next_data(fd, off, size, &data, &end);
+                if (r < 0) {
                         r = 1;
                         goto fail;
                 }
-                if (head_len < sizeof(head)) {
-                        size_t k = MIN(sizeof(head) - head_len, (size_t) n);
-                        memcpy(head + head_len, w->buf, k);
-                        head_len += k;
+                /* The hole before it. A large file is not waited for by artifact_collect_cancel(),
+                 * neither its data nor its holes. */
+                while (off < data) {
+                        size_t n = (size_t) MIN(data - off, (uint64_t) COPY_CHUNK);
+
+                        if (w->cancel && atomic_load(w->cancel)) {
+                                r = -ECANCELED;
+                                goto fail;
+                        }
+                        r = copy_feed(&c, zeros, n);
+                        if (r < 0)
+                                goto fail;
+                        off += n;
                 }
-                if (EVP_DigestUpdate(md, w->buf, (size_t) n) != 1) {
-                        r = -EIO;
+                if (data >= size)
+                        break;
+                if (end - data > charge - data_bytes) {
+                        r = 1;
                         goto fail;
                 }
-                r = loop_write(tmp_fd, w->buf, (size_t) n);
-                if (r < 0)
-                        goto fail;
-                left -= (uint64_t) n;
+                data_bytes += end - data;
+                while (off < end) {
+                        ssize_t n;
+
+                        if (w->cancel && atomic_load(w->cancel)) {
+                                r = -ECANCELED;
+                                goto fail;
+                        }
+                        n = pread(fd, w->buf, (size_t) MIN(end - off, (uint64_t) COPY_CHUNK), (off_t) off);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n <= 0) {
+                                /* A read error, or the file shrank after fstat(). */
+                                r = 1;
+                                goto fail;
+                        }
+                        r = copy_feed(&c, w->buf, (size_t) n);
+                        if (r < 0)
+                                goto fail;
+                        r = pwrite_all(tmp_fd, w->buf, (size_t) n, off);
+                        if (r < 0)
+                                goto fail;
+                        off += (uint64_t) n;
+                }
         }
-        /* Bytes beyond size (the file grew after fstat()) are not read: size was judged, not more. */
+        /* Bytes beyond size (the file grew after fstat()) are not read: size was judged, not more.
+         * No process of the sandbox is left to change the file, so a different size now is a file
+         * system that misbehaves: not stored. */
+        if (fstat(fd, &st) < 0 || (uint64_t) st.st_size != size) {
+                r = 1;
+                goto fail;
+        }
+        /* The trailing hole, and the size of a file that is all holes. */
+        if (ftruncate(tmp_fd, (off_t) size) < 0) {
+                r = -errno;
+                goto fail;
+        }
 
         if (EVP_DigestFinal_ex(md, digest, &digest_len) != 1 || digest_len != 32) {
                 r = -EIO;
@@ -378,7 +612,8 @@ static int copy_to_store(Walk *w, int fd, uint64_t size, const char *path, Artif
                 return r;
         w->stored = true;
         a->size = size;
-        a->mime_type = mime_type_guess(path, head, head_len);
+        a->charged_bytes = charge;
+        a->mime_type = mime_type_guess(path, c.head, c.head_len);
         return 0;
 
 fail:
@@ -400,6 +635,7 @@ static int item_add(Walk *w, Artifact *a) {
         }
         l->items[l->n_items++] = *a;
         l->total_bytes += a->size;
+        l->charged_bytes = add_saturating(l->charged_bytes, a->charged_bytes);
         return 0;
 }
 
@@ -408,6 +644,7 @@ static int visit_file(Walk *w, int dir_fd, const char *prefix, const char *name,
         _cleanup_close_ int fd = -EBADF;
         const char *reason;
         struct stat fst;
+        uint64_t charge;
         Artifact a = {};
         int r;
 
@@ -434,16 +671,22 @@ static int visit_file(Walk *w, int dir_fd, const char *prefix, const char *name,
         path = path_join(prefix, name);
         if (!path)
                 return -ENOMEM;
-        r = copy_to_store(w, fd, (uint64_t) fst.st_size, path, &a);
-        if (r < 0)
-                return r;
-        if (r > 0)
-                return skip_add(w, prefix, name, "io_error");
+        charge = file_charge(&fst);
+        reason = budget_reserve(w, charge);
+        if (reason)
+                return skip_add(w, prefix, name, reason);
+        r = copy_to_store(w, fd, (uint64_t) fst.st_size, charge, path, &a);
+        if (r != 0) {
+                budget_unreserve(w, charge);
+                return r < 0 ? r : skip_add(w, prefix, name, "io_error");
+        }
 
         a.path = TAKE_PTR(path);
         r = item_add(w, &a);
-        if (r < 0)
+        if (r < 0) {
+                budget_unreserve(w, charge);
                 free(a.path);
+        }
         return r;
 }
 
@@ -601,7 +844,8 @@ static int collect(int workspace_fd, int store_fd, const ArtifactLimits *lim, co
         buf = malloc(COPY_CHUNK);
         if (!l || !buf)
                 return -ENOMEM;
-        w = (Walk) { .store_fd = store_fd, .lim = lim, .cancel = cancel, .buf = buf, .list = l };
+        w = (Walk) { .store_fd = store_fd, .lim = lim, .caller = lim->caller, .store = lim->store, .cancel = cancel,
+                     .buf = buf, .list = l };
 
         if (fstatat(workspace_fd, "output", &st, AT_SYMLINK_NOFOLLOW) < 0) {
                 if (errno != ENOENT) {
@@ -634,18 +878,20 @@ static int collect(int workspace_fd, int store_fd, const ArtifactLimits *lim, co
         w.dev = st.st_dev;
 
         r = walk(&w, TAKE_FD(output_fd));
-        if (r < 0)
+        /* The blobs are on disk before anyone records them: one syncfs() for the whole collection
+         * rather than an fsync() per file. */
+        if (r >= 0 && w.stored && syncfs(store_fd) < 0)
+                r = -errno;
+        if (r < 0) {
+                /* No list, so nobody could give back what it charged. */
+                budget_unreserve(&w, l->charged_bytes);
                 return r;
+        }
 
         if (l->n_items > 1)
                 qsort(l->items, l->n_items, sizeof(Artifact), cmp_artifact);
         if (l->n_skipped > 1)
                 qsort(l->skipped, l->n_skipped, sizeof(ArtifactSkip), cmp_skip);
-
-        /* The blobs are on disk before anyone records them: one syncfs() for the whole collection
-         * rather than an fsync() per file. */
-        if (w.stored && syncfs(store_fd) < 0)
-                return -errno;
 
         *ret = TAKE_PTR(l);
         return 0;
@@ -709,6 +955,11 @@ ArtifactCollect *artifact_collect_cancel(ArtifactCollect *c) {
         safe_close(c->event_fd);
         safe_close(c->workspace_fd);
         safe_close(c->store_fd);
+        /* A list done but never handed to cb: nobody else will give back what it charged. */
+        if (c->list) {
+                artifact_account_release(c->lim.caller, c->list->charged_bytes);
+                artifact_account_release(c->lim.store, c->list->charged_bytes);
+        }
         artifact_list_free(c->list);
         return mfree(c);
 }

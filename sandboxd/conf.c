@@ -61,6 +61,9 @@ Config *config_new(void) {
         c->artifact_max_files = 1000;
         c->artifact_max_file_bytes = 100ULL << 20;
         c->artifact_max_total_bytes = 1ULL << 30;
+        c->artifact_store_max_bytes = 16ULL << 30;
+        c->artifact_max_bytes_per_caller = 4ULL << 30;
+        c->artifact_min_free = (SizeOrPercent) { .percent = 5 };
         c->callback_max_attempts = 8;
         c->callback_max_age_sec = 86400;
         c->callback_timeout_sec = 10;
@@ -139,6 +142,7 @@ typedef enum ValueType {
         V_PATH,          /* absolute path */
         V_U64,
         V_SIZE,
+        V_SIZE_PERCENT,  /* a size, or N% (0..100) */
         V_CORES,
         V_LOGLEVEL,
         V_BOOL,          /* yes/no, true/false, on/off, 1/0 */
@@ -225,6 +229,9 @@ static const ConfKey conf_keys[] = {
         K("Artifacts", "ArtifactMaxFiles",       V_U64,  artifact_max_files,        0, 1000000),
         K("Artifacts", "ArtifactMaxFileBytes",   V_SIZE, artifact_max_file_bytes,   0, 1ULL << 40),
         K("Artifacts", "ArtifactMaxTotalBytes",  V_SIZE, artifact_max_total_bytes,  0, 1ULL << 40),
+        K("Artifacts", "ArtifactStoreMaxBytes",  V_SIZE, artifact_store_max_bytes,  0, 1ULL << 50),
+        K("Artifacts", "ArtifactMaxBytesPerCaller", V_SIZE, artifact_max_bytes_per_caller, 0, 1ULL << 50),
+        K("Artifacts", "ArtifactMinFreeBytes",   V_SIZE_PERCENT, artifact_min_free, 0, 1ULL << 50),
 };
 
 static int parse_loglevel(const char *v) {
@@ -362,6 +369,30 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                                          k->key, value, k->min, k->max);
                 *(uint64_t *) p = u;
                 return 0;
+        case V_SIZE_PERCENT: {
+                size_t n = strlen(value);
+
+                if (n > 1 && value[n - 1] == '%') {
+                        _cleanup_free_ char *digits = strndup(value, n - 1);
+
+                        if (!digits)
+                                return -ENOMEM;
+                        if (strspn(digits, "0123456789") != n - 1 || safe_atou64(digits, &u) < 0 || u > 100)
+                                return error_set(ret_error, "%s: %s= takes a size (e.g. 512M) or a percentage "
+                                                 "from 0%% to 100%%, got '%s'", where, k->key, value);
+                        *(SizeOrPercent *) p = (SizeOrPercent) { .percent = (unsigned) u };
+                        return 0;
+                }
+                r = parse_size(value, &u);
+                if (r < 0)
+                        return error_set(ret_error, "%s: %s= takes a size (e.g. 512M) or a percentage "
+                                         "from 0%% to 100%%, got '%s'", where, k->key, value);
+                if (u < k->min || u > k->max)
+                        return error_set(ret_error, "%s: %s=%s is outside [%" PRIu64 ", %" PRIu64 "]", where,
+                                         k->key, value, k->min, k->max);
+                *(SizeOrPercent *) p = (SizeOrPercent) { .bytes = u };
+                return 0;
+        }
         case V_CORES: {
                 char *end;
                 double d;

@@ -20,6 +20,13 @@ typedef struct Limits {
         uint64_t tasks;
 } Limits;
 
+/* A size, or a share of something's size (a file system's): exactly one of them is not 0, or both
+ * are 0. */
+typedef struct SizeOrPercent {
+        uint64_t bytes;
+        unsigned percent;            /* 0..100 */
+} SizeOrPercent;
+
 typedef struct Config {
         /* [Daemon] */
         char *api_socket;            /* APISocket= */
@@ -91,6 +98,11 @@ typedef struct Config {
         uint64_t artifact_max_files;      /* ArtifactMaxFiles= per execution */
         uint64_t artifact_max_file_bytes; /* ArtifactMaxFileBytes= */
         uint64_t artifact_max_total_bytes;  /* ArtifactMaxTotalBytes= per execution */
+        /* The disk budgets, in charged bytes (a file's allocation, not its size): */
+        uint64_t artifact_store_max_bytes;       /* ArtifactStoreMaxBytes= the whole store */
+        uint64_t artifact_max_bytes_per_caller;  /* ArtifactMaxBytesPerCaller= one owner's executions */
+        SizeOrPercent artifact_min_free;         /* ArtifactMinFreeBytes= left available on the store's
+                                                  * file system */
 } Config;
 
 /* A per-caller key left out: it follows its global counterpart (MaxQueued=, MaxConcurrent=). */

@@ -60,7 +60,8 @@ int exec_artifacts_add(ExecArtifacts *a, const char *path, uint64_t size, const 
                 return -ENOMEM;
         a->items = n;
         x = &n[a->n_items];
-        *x = (ExecArtifact) { .path = strdup(path), .size = size, .mime_type = strdup(mime_type) };
+        *x = (ExecArtifact) { .path = strdup(path), .size = size, .charged_bytes = size,
+                              .mime_type = strdup(mime_type) };
         if (!x->path || !x->mime_type) {
                 free(x->path);
                 free(x->mime_type);

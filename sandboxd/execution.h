@@ -21,6 +21,8 @@ typedef struct OutputStream {
 typedef struct ExecArtifact {
         char *path;              /* below output/, valid UTF-8 without control characters */
         uint64_t size;
+        uint64_t charged_bytes;  /* what the artifact store holds of it (its allocation, holes left out);
+                                  * what the budgets count. exec_artifacts_add() sets it to size */
         char *mime_type;
         char sha256[65];         /* lower-case hex: the blob in the artifact store */
 } ExecArtifact;

@@ -7,6 +7,7 @@
 #include <systemd/sd-journal.h>
 #include <time.h>
 
+#include "artifact-accounts.h"
 #include "callback.h"
 #include "fetch.h"
 #include "job.h"
@@ -325,6 +326,8 @@ Job *job_free(Job *j) {
         j->session = NULL;
         job_close_io(j);
         j->collect = artifact_collect_cancel(j->collect);
+        if (j->artifact_caller)
+                artifact_accounts_settle(m, &j->artifact_caller, 0, false);
         j->slot_mount = sd_bus_slot_unref(j->slot_mount);
         j->slot_start = sd_bus_slot_unref(j->slot_start);
         j->slot_props = sd_bus_slot_unref(j->slot_props);
@@ -867,6 +870,7 @@ static int artifacts_from_list(const ArtifactList *l, ExecArtifacts **ret) {
                                        l->items[i].sha256);
                 if (r < 0)
                         return r;
+                a->items[a->n_items - 1].charged_bytes = l->items[i].charged_bytes;
         }
         for (size_t i = 0; i < l->n_skipped; i++) {
                 r = exec_artifacts_add_skip(a, l->skipped[i].path, l->skipped[i].reason);
@@ -892,6 +896,7 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
                 if (fd == -ENOENT) {
                         log_info("%s: an artifact blob was purged meanwhile, collecting again", j->exec->id);
                         j->artifacts_retried = true;
+                        artifact_accounts_settle(j->manager, &j->artifact_caller, l->charged_bytes, false);
                         job_maybe_finalize(j);
                         return;
                 }
@@ -920,6 +925,8 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
                 } else
                         j->artifacts_stored = true;
         }
+        /* r < 0: the collector gave back what it had charged itself. */
+        artifact_accounts_settle(j->manager, &j->artifact_caller, l ? l->charged_bytes : 0, j->artifacts_stored);
         if (a)
                 log_debug("%s: %zu artifacts collected, %" PRIu64 " skipped", j->exec->id, a->n_items,
                           a->n_skipped_total);
@@ -975,6 +982,7 @@ static void job_collect_artifacts(Job *j) {
                 .max_total_bytes = c->artifact_max_total_bytes,
                 .max_path = ARTIFACT_PATH_MAX,
                 .max_depth = ARTIFACT_NESTING_MAX,
+                ARTIFACT_LIMITS_NO_BUDGETS,     /* artifact_accounts_begin() sets them */
         };
         int r;
 
@@ -1008,11 +1016,18 @@ static void job_collect_artifacts(Job *j) {
                 j->artifacts_done = true;
                 return;
         }
+        r = artifact_accounts_begin(m, j->owner, j->exec->limits.disk_mb, &lim, &j->artifact_caller);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot read the artifact budgets, no artifacts: %m", j->exec->id);
+                j->artifacts_done = true;
+                return;
+        }
         r = artifacts_collect_async(m->event, ws_fd, m->artifacts_fd, &lim, on_artifacts_done, j, &j->collect);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot start collecting the artifacts: %m", j->exec->id);
                 j->collect = NULL;
                 j->artifacts_done = true;
+                artifact_accounts_settle(m, &j->artifact_caller, 0, false);
         }
 }
 
@@ -1177,6 +1192,8 @@ static void job_finalize(Job *j) {
 
         job_close_io(j);
         j->collect = artifact_collect_cancel(j->collect);
+        if (j->artifact_caller)
+                artifact_accounts_settle(m, &j->artifact_caller, 0, false);
         j->slot_mount = sd_bus_slot_unref(j->slot_mount);
         j->slot_start = sd_bus_slot_unref(j->slot_start);
         j->slot_props = sd_bus_slot_unref(j->slot_props);

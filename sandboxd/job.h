@@ -59,6 +59,7 @@ struct Job {
         bool cancel_requested;
         bool adopted;            /* started by an earlier instance of sandboxd */
         ArtifactCollect *collect;        /* artifacts being collected (finishing) */
+        struct ArtifactCallerAccount *artifact_caller;   /* the owner's budget account, while collecting */
         bool artifacts_done;             /* collected, or nothing to collect: the job may be final */
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
         bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */

@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "api.h"
+#include "artifact-accounts.h"
 #include "artifacts.h"
 #include "callback.h"
 #include "bus-api.h"
@@ -473,6 +474,9 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                                 log_warning_errno(k, "Sweep: cannot remove artifact blob %s: %m", *b);
                 }
                 store_digests_free(blobs);
+                /* Their charges are off the budgets (the store's triggers took them away). */
+                if (n > 0)
+                        artifact_accounts_refresh(m);
                 /* The copies kept in memory go with them. */
                 for (Job *j = m->jobs, *next; j; j = next) {
                         next = j->next;
@@ -1019,6 +1023,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         r = open_artifacts(m);
         if (r < 0)
                 return r;
+        r = artifact_accounts_load(m);
+        if (r < 0)
+                return r;
         if (access(m->helper_override ?: m->config->helper, X_OK) < 0)
                 return log_error_errno(errno, "Helper '%s' is not executable: %m", m->helper_override ?: m->config->helper);
 
@@ -1117,6 +1124,7 @@ Manager *manager_free(Manager *m) {
         while (m->jobs)
                 job_free(m->jobs);
         queue_done(&m->queue);
+        artifact_accounts_free(m);      /* after the jobs: their collections held references */
         m->callbacks = callbacks_free(m->callbacks);   /* before the transfers and the store it uses */
         session_free_all(m);
         m->curl = curl_event_free(m->curl);

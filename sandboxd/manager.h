@@ -4,6 +4,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "artifacts.h"
 #include "conf.h"
 #include "http.h"
 #include "language.h"
@@ -51,6 +52,10 @@ typedef struct Manager {
         int artifacts_fd;
         uint8_t artifact_key[SIGNED_URL_KEY_MAX];
         size_t artifact_key_len;
+        /* What the artifact budgets have charged (artifact-accounts.c): the whole store's, and the
+         * callers' that have a collection running. */
+        ArtifactAccount artifact_store_account;
+        struct ArtifactCallerAccount *artifact_callers;
 
         /* The seccomp filters, compiled once at start: filters[i] for the language row
          * language_get(i), which may add system calls to the common allow-list

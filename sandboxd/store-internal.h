@@ -45,6 +45,8 @@ typedef struct StoreOps {
         int (*purge)(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced);
         int (*put_artifacts)(Store *s, const char *id, const ExecArtifacts *a);
         int (*get_artifacts)(Store *s, const char *id, ExecArtifacts **ret);
+        int (*artifact_store_bytes)(Store *s, uint64_t *ret);
+        int (*artifact_caller_bytes)(Store *s, const char *owner, uint64_t *ret);   /* owner never NULL */
         int (*count)(Store *s, uint64_t *ret);
         int (*callback_get)(Store *s, const char *id, bool with_body, StoreCallback **ret);
         int (*callback_due)(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n);

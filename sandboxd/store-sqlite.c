@@ -189,6 +189,63 @@ static const char *const migrations[] = {
         "                WHERE owner = (SELECT owner FROM executions WHERE execution_id = new.execution_id);\n"
         "END;\n",
 #undef RECORD_BYTES
+        /* 9 (artifact budgets): what each artifact is charged (its st_blocks * 512 when collected:
+         * what the store really holds of it) and to whom (the execution's owner, copied into the row
+         * so that what a row added is exactly what its deletion takes away), and the running sums
+         * the budgets are judged against, so that no collection has to add up every row:
+         * artifact_usage per owner ('' for an unknown one) over its artifact rows, every row counted
+         * even where content is shared (a caller's usage never depends on what others stored);
+         * artifact_blobs per distinct content (charged once, by the row that stored it first, kept
+         * while any row refers to it) and artifact_store_usage, their sum: what the store really
+         * holds. Triggers keep all three in the transaction that changes the rows, purges included.
+         * Rows collected before this migration were copied without their holes: charged their size. */
+        "ALTER TABLE artifacts ADD COLUMN charged_bytes INTEGER NOT NULL DEFAULT 0;\n"
+        "ALTER TABLE artifacts ADD COLUMN owner TEXT;\n"
+        "UPDATE artifacts SET charged_bytes = size, owner = COALESCE((SELECT owner FROM executions e "
+        "WHERE e.execution_id = artifacts.execution_id), '');\n"
+        "CREATE TABLE artifact_usage (\n"
+        "        owner TEXT PRIMARY KEY NOT NULL,\n"
+        "        bytes INTEGER NOT NULL,\n"
+        "        artifacts INTEGER NOT NULL\n"
+        ") STRICT;\n"
+        "CREATE TABLE artifact_blobs (\n"
+        "        sha256 TEXT PRIMARY KEY NOT NULL CHECK (length(sha256) = 64),\n"
+        "        bytes INTEGER NOT NULL,\n"
+        "        refs INTEGER NOT NULL\n"
+        ") STRICT;\n"
+        "CREATE TABLE artifact_store_usage (\n"
+        "        id INTEGER PRIMARY KEY CHECK (id = 0),\n"
+        "        bytes INTEGER NOT NULL,\n"
+        "        blobs INTEGER NOT NULL\n"
+        ") STRICT;\n"
+        "INSERT INTO artifact_usage (owner, bytes, artifacts) "
+        "SELECT owner, sum(charged_bytes), count(*) FROM artifacts GROUP BY owner;\n"
+        "INSERT INTO artifact_blobs (sha256, bytes, refs) "
+        "SELECT sha256, max(charged_bytes), count(*) FROM artifacts GROUP BY sha256;\n"
+        "INSERT INTO artifact_store_usage (id, bytes, blobs) "
+        "SELECT 0, COALESCE(sum(bytes), 0), count(*) FROM artifact_blobs;\n"
+        "CREATE TRIGGER artifacts_charge AFTER INSERT ON artifacts BEGIN\n"
+        "        INSERT INTO artifact_usage (owner, bytes, artifacts) VALUES (NEW.owner, NEW.charged_bytes, 1)\n"
+        "                ON CONFLICT (owner) DO UPDATE SET bytes = bytes + excluded.bytes, artifacts = artifacts + 1;\n"
+        "        INSERT INTO artifact_blobs (sha256, bytes, refs) VALUES (NEW.sha256, NEW.charged_bytes, 1)\n"
+        "                ON CONFLICT (sha256) DO UPDATE SET refs = refs + 1;\n"
+        "END;\n"
+        "CREATE TRIGGER artifacts_refund AFTER DELETE ON artifacts BEGIN\n"
+        "        UPDATE artifact_usage SET bytes = bytes - OLD.charged_bytes, artifacts = artifacts - 1\n"
+        "                WHERE owner = OLD.owner;\n"
+        "        DELETE FROM artifact_usage WHERE owner = OLD.owner AND artifacts <= 0;\n"
+        "        UPDATE artifact_blobs SET refs = refs - 1 WHERE sha256 = OLD.sha256;\n"
+        "        DELETE FROM artifact_blobs WHERE sha256 = OLD.sha256 AND refs <= 0;\n"
+        "END;\n"
+        "CREATE TRIGGER artifact_blobs_charge AFTER INSERT ON artifact_blobs BEGIN\n"
+        "        UPDATE artifact_store_usage SET bytes = bytes + NEW.bytes, blobs = blobs + 1;\n"
+        "END;\n"
+        "CREATE TRIGGER artifact_blobs_refund AFTER DELETE ON artifact_blobs BEGIN\n"
+        "        UPDATE artifact_store_usage SET bytes = bytes - OLD.bytes, blobs = blobs - 1;\n"
+        "END;\n"
+        "CREATE TRIGGER artifacts_immutable BEFORE UPDATE OF charged_bytes, owner, sha256 ON artifacts BEGIN\n"
+        "        SELECT RAISE(ABORT, 'artifact rows are replaced, never updated');\n"
+        "END;\n",
 };
 
 #define SCHEMA_VERSION ((int) ELEMENTSOF(migrations))
@@ -1111,9 +1168,13 @@ static int sqlite_put_artifacts(Store *s, const char *id, const ExecArtifacts *a
         st = NULL;
 
         if (r >= 0) {
+                /* Charged to the execution's owner ('' for none or unknown): the usage triggers
+                 * (migration 9) add it up. */
                 rc = sqlite3_prepare_v2(ss->db,
-                                        "INSERT INTO artifacts (execution_id, path, size, mime_type, sha256) "
-                                        "VALUES (?1, ?2, ?3, ?4, ?5)", -1, &st, NULL);
+                                        "INSERT INTO artifacts (execution_id, path, size, mime_type, sha256, "
+                                        "charged_bytes, owner) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                                        "COALESCE((SELECT owner FROM executions WHERE execution_id = ?1), ''))",
+                                        -1, &st, NULL);
                 for (size_t i = 0; rc == SQLITE_OK && i < a->n_items; i++) {
                         const ExecArtifact *x = &a->items[i];
 
@@ -1122,6 +1183,7 @@ static int sqlite_put_artifacts(Store *s, const char *id, const ExecArtifacts *a
                         rc = rc ?: bind_u64(st, 3, x->size);
                         rc = rc ?: sqlite3_bind_text(st, 4, x->mime_type, -1, SQLITE_STATIC);
                         rc = rc ?: sqlite3_bind_text(st, 5, x->sha256, -1, SQLITE_STATIC);
+                        rc = rc ?: bind_u64(st, 6, x->charged_bytes);
                         rc = rc ?: sqlite3_step(st);
                         if (rc == SQLITE_DONE)
                                 rc = sqlite3_reset(st);
@@ -1192,23 +1254,26 @@ static int sqlite_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
         if (!found)
                 return -ENOENT;
 
-        rc = sqlite3_prepare_v2(ss->db, "SELECT path, size, mime_type, sha256 FROM artifacts WHERE execution_id = ?1 "
-                                "ORDER BY path", -1, &st, NULL);
+        rc = sqlite3_prepare_v2(ss->db, "SELECT path, size, mime_type, sha256, charged_bytes FROM artifacts "
+                                "WHERE execution_id = ?1 ORDER BY path", -1, &st, NULL);
         rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const char *path = (const char *) sqlite3_column_text(st, 0);
                 const char *mime = (const char *) sqlite3_column_text(st, 2);
                 const char *sha = (const char *) sqlite3_column_text(st, 3);
-                sqlite3_int64 size = sqlite3_column_int64(st, 1);
+                sqlite3_int64 size = sqlite3_column_int64(st, 1), charged = sqlite3_column_int64(st, 4);
+                size_t n = a->n_items;
 
                 rc = SQLITE_OK;
-                if (!path || !mime || !sha || size < 0)
+                if (!path || !mime || !sha || size < 0 || charged < 0)
                         continue;       /* not written by us */
                 r = exec_artifacts_add(a, path, (uint64_t) size, mime, sha);
                 if (r == -EINVAL)
                         r = 0;
                 if (r < 0)
                         break;
+                if (a->n_items > n)
+                        a->items[n].charged_bytes = (uint64_t) charged;
         }
         if (r >= 0 && rc != SQLITE_DONE)
                 r = fail(ss, rc);
@@ -1217,6 +1282,40 @@ static int sqlite_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
                 return r;
         *ret = TAKE_PTR(a);
         return 0;
+}
+
+/* One number from the usage tables (migration 9): an indexed lookup, never a sum over rows. No row
+ * (an owner with no artifacts) is 0. */
+static int usage_bytes(SqliteStore *ss, const char *sql, const char *owner, uint64_t *ret) {
+        sqlite3_stmt *st = NULL;
+        sqlite3_int64 v = 0;
+        int rc, r = 0;
+
+        rc = sqlite3_prepare_v2(ss->db, sql, -1, &st, NULL);
+        if (rc == SQLITE_OK && owner)
+                rc = sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
+        if (rc == SQLITE_OK) {
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_ROW) {
+                        v = sqlite3_column_int64(st, 0);
+                        rc = SQLITE_DONE;
+                }
+        }
+        if (rc != SQLITE_DONE)
+                r = fail(ss, rc);
+        sqlite3_finalize(st);
+        if (r < 0)
+                return r;
+        *ret = v > 0 ? (uint64_t) v : 0;
+        return 0;
+}
+
+static int sqlite_artifact_store_bytes(Store *s, uint64_t *ret) {
+        return usage_bytes(SQLITE_STORE(s), "SELECT bytes FROM artifact_store_usage WHERE id = 0", NULL, ret);
+}
+
+static int sqlite_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret) {
+        return usage_bytes(SQLITE_STORE(s), "SELECT bytes FROM artifact_usage WHERE owner = ?1", owner, ret);
 }
 
 static int sqlite_count(Store *s, uint64_t *ret) {
@@ -1382,6 +1481,8 @@ static const StoreOps sqlite_ops = {
         .purge = sqlite_purge,
         .put_artifacts = sqlite_put_artifacts,
         .get_artifacts = sqlite_get_artifacts,
+        .artifact_store_bytes = sqlite_artifact_store_bytes,
+        .artifact_caller_bytes = sqlite_artifact_caller_bytes,
         .count = sqlite_count,
         .callback_get = sqlite_callback_get,
         .callback_due = sqlite_callback_due,

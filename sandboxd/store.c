@@ -495,7 +495,7 @@ int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
                 return -EINVAL;
         for (size_t i = 0; i < a->n_items; i++)
                 if (!a->items[i].path || !a->items[i].mime_type || !is_lower_hex(a->items[i].sha256, 64) ||
-                    !u64_fits(a->items[i].size)) {
+                    !u64_fits(a->items[i].size) || !u64_fits(a->items[i].charged_bytes)) {
                         store_set_error(s, "invalid artifact");
                         return -EINVAL;
                 }
@@ -510,6 +510,18 @@ int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
         if (!id_is_valid(id, STORE_ID_MAX))
                 return -ENOENT;
         return s->ops->get_artifacts(s, id, ret);
+}
+
+int store_artifact_store_bytes(Store *s, uint64_t *ret) {
+        if (!s || !ret)
+                return -EINVAL;
+        return s->ops->artifact_store_bytes(s, ret);
+}
+
+int store_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret) {
+        if (!s || !ret)
+                return -EINVAL;
+        return s->ops->artifact_caller_bytes(s, owner ?: "", ret);
 }
 
 int store_count(Store *s, uint64_t *ret) {

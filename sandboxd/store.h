@@ -138,6 +138,12 @@ char **store_digests_free(char **l);
 int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a);
 /* -ENOENT when none were stored for id (not collected, or purged). */
 int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret);
+/* What the recorded artifacts are charged (ExecArtifact.charged_bytes), kept as running sums by the
+ * store itself, so either is one lookup: the whole store's, each distinct content counted once (what
+ * the artifact store really holds), and one owner's, every artifact of its executions counted
+ * (NULL: executions with no known owner). 0 when there are none. */
+int store_artifact_store_bytes(Store *s, uint64_t *ret);
+int store_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret);
 
 int store_count(Store *s, uint64_t *ret);
 

@@ -69,6 +69,10 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->artifact_max_files, 1000);
         assert_int_equal(c->artifact_max_file_bytes, 100ULL << 20);
         assert_int_equal(c->artifact_max_total_bytes, 1ULL << 30);
+        assert_int_equal(c->artifact_store_max_bytes, 16ULL << 30);
+        assert_int_equal(c->artifact_max_bytes_per_caller, 4ULL << 30);
+        assert_int_equal(c->artifact_min_free.bytes, 0);
+        assert_int_equal(c->artifact_min_free.percent, 5);
         assert_null(c->callback_key_file);
         assert_int_equal(c->callback_max_attempts, 8);
         assert_int_equal(c->callback_max_age_sec, 86400);
@@ -220,6 +224,27 @@ static const KeyRow key_rows[] = {
         U64("ArtifactMaxFileBytes=10M", "[Artifacts]\nArtifactMaxFileBytes=10M\n", artifact_max_file_bytes, 10 << 20),
         U64("ArtifactMaxTotalBytes=1T (maximum)", "[Artifacts]\nArtifactMaxTotalBytes=1T\n",
             artifact_max_total_bytes, 1ULL << 40),
+        U64("ArtifactStoreMaxBytes=100G", "[Artifacts]\nArtifactStoreMaxBytes=100G\n",
+            artifact_store_max_bytes, 100ULL << 30),
+        U64("ArtifactStoreMaxBytes=1024T (maximum)", "[Artifacts]\nArtifactStoreMaxBytes=1024T\n",
+            artifact_store_max_bytes, 1ULL << 50),
+        U64("ArtifactMaxBytesPerCaller=0 (only empty files)", "[Artifacts]\nArtifactMaxBytesPerCaller=0\n",
+            artifact_max_bytes_per_caller, 0),
+        U64("ArtifactMaxBytesPerCaller=64M", "[Artifacts]\nArtifactMaxBytesPerCaller=64M\n",
+            artifact_max_bytes_per_caller, 64ULL << 20),
+        U64("ArtifactMinFreeBytes=2G: bytes", "[Artifacts]\nArtifactMinFreeBytes=2G\n",
+            artifact_min_free.bytes, 2ULL << 30),
+        INT("ArtifactMinFreeBytes=2G: no percentage", "[Artifacts]\nArtifactMinFreeBytes=2G\n",
+            artifact_min_free.percent, 0),
+        INT("ArtifactMinFreeBytes=10%: percentage", "[Artifacts]\nArtifactMinFreeBytes=10%\n",
+            artifact_min_free.percent, 10),
+        U64("ArtifactMinFreeBytes=10%: no bytes", "[Artifacts]\nArtifactMinFreeBytes=10%\n",
+            artifact_min_free.bytes, 0),
+        INT("ArtifactMinFreeBytes=0%", "[Artifacts]\nArtifactMinFreeBytes=0%\n", artifact_min_free.percent, 0),
+        INT("ArtifactMinFreeBytes=100%", "[Artifacts]\nArtifactMinFreeBytes=100%\n", artifact_min_free.percent,
+            100),
+        INT("ArtifactMinFreeBytes=0 after a percentage", "[Artifacts]\nArtifactMinFreeBytes=7%\n"
+            "ArtifactMinFreeBytes=0\n", artifact_min_free.percent, 0),
         /* [Callbacks] */
         STR("CallbackKeyFile", "[Callbacks]\nCallbackKeyFile=/etc/sandboxd/cb.key\n", callback_key_file,
             "/etc/sandboxd/cb.key"),
@@ -302,6 +327,20 @@ static const ErrorRow error_rows[] = {
           "x.conf:2: ArtifactMaxFileBytes= takes a size (e.g. 64K, 2M), got 'lots'" },
         { "ArtifactMaxTotalBytes over 1T", "[Artifacts]\nArtifactMaxTotalBytes=2T\n",
           "x.conf:2: ArtifactMaxTotalBytes=2T is outside [0, 1099511627776]" },
+        { "ArtifactStoreMaxBytes over 1024T", "[Artifacts]\nArtifactStoreMaxBytes=1025T\n",
+          "x.conf:2: ArtifactStoreMaxBytes=1025T is outside [0, 1125899906842624]" },
+        { "ArtifactMaxBytesPerCaller not a size", "[Artifacts]\nArtifactMaxBytesPerCaller=-1\n",
+          "x.conf:2: ArtifactMaxBytesPerCaller= takes a size (e.g. 64K, 2M), got '-1'" },
+        { "ArtifactMinFreeBytes over 100%", "[Artifacts]\nArtifactMinFreeBytes=101%\n",
+          "x.conf:2: ArtifactMinFreeBytes= takes a size (e.g. 512M) or a percentage from 0% to 100%, got '101%'" },
+        { "ArtifactMinFreeBytes a fraction", "[Artifacts]\nArtifactMinFreeBytes=2.5%\n",
+          "x.conf:2: ArtifactMinFreeBytes= takes a size (e.g. 512M) or a percentage from 0% to 100%, got '2.5%'" },
+        { "ArtifactMinFreeBytes only '%'", "[Artifacts]\nArtifactMinFreeBytes=%\n",
+          "x.conf:2: ArtifactMinFreeBytes= takes a size (e.g. 512M) or a percentage from 0% to 100%, got '%'" },
+        { "ArtifactMinFreeBytes a word", "[Artifacts]\nArtifactMinFreeBytes=some\n",
+          "x.conf:2: ArtifactMinFreeBytes= takes a size (e.g. 512M) or a percentage from 0% to 100%, got 'some'" },
+        { "ArtifactMinFreeBytes over 1024T", "[Artifacts]\nArtifactMinFreeBytes=2048T\n",
+          "x.conf:2: ArtifactMinFreeBytes=2048T is outside [0, 1125899906842624]" },
         { "artifact key in [Daemon]", "[Daemon]\nArtifactMaxFiles=1\n",
           "x.conf:2: unknown key 'ArtifactMaxFiles' in section [Daemon]" },
         { "unknown key", "[Daemon]\n# comment\nFoo=1\n",

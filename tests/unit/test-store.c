@@ -858,6 +858,153 @@ static void test_purge_artifacts(_unused_ void **state) {
         assert_int_equal(count(s), 0);
 }
 
+/* ---- artifact usage (migration 9): the running sums the budgets read ---- */
+
+static void sql_exec_raw(const char *sql);
+
+static uint64_t store_bytes(Store *s) {
+        uint64_t v = UINT64_MAX;
+
+        assert_int_equal(store_artifact_store_bytes(s, &v), 0);
+        return v;
+}
+
+static uint64_t caller_bytes(Store *s, const char *owner) {
+        uint64_t v = UINT64_MAX;
+
+        assert_int_equal(store_artifact_caller_bytes(s, owner, &v), 0);
+        return v;
+}
+
+/* One artifact per digest given, each charged `charged` bytes (size 1 MiB whatever the charge: a
+ * sparse file's size is not what counts). */
+static ExecArtifacts *charged_artifacts(uint64_t charged, const char *sha1, const char *sha2) {
+        ExecArtifacts *a = exec_artifacts_new();
+
+        assert_non_null(a);
+        assert_int_equal(exec_artifacts_add(a, "one.bin", 1 << 20, "application/octet-stream", sha1), 0);
+        a->items[0].charged_bytes = charged;
+        if (sha2) {
+                assert_int_equal(exec_artifacts_add(a, "two.bin", 1 << 20, "application/octet-stream", sha2), 0);
+                a->items[1].charged_bytes = charged;
+        }
+        return a;
+}
+
+static void put_owned(Store *s, const char *id, const char *owner, uint64_t finished_usec) {
+        _cleanup_(store_record_freep) StoreRecord *r = record_full(id);
+
+        r->owner = mfree(r->owner);
+        if (owner)
+                r->owner = strdup(owner);
+        r->exec->finished_usec = finished_usec;
+        assert_int_equal(store_put(s, r), 0);
+}
+
+/* Row by row: what each step does to the store's sum (distinct contents) and to each owner's (every
+ * row). */
+static void test_artifact_usage(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *ab = charged_artifacts(4096, SHA_A, SHA_B),
+                                                      *b = charged_artifacts(8192, SHA_B, NULL),
+                                                      *c = charged_artifacts(100, SHA_C, NULL),
+                                                      *none = exec_artifacts_new(), *got = NULL;
+        uint64_t n = 0;
+
+        assert_non_null(none);
+        assert_int_equal(store_bytes(s), 0);
+        assert_int_equal(caller_bytes(s, "uid:1"), 0);
+        assert_int_equal(caller_bytes(s, NULL), 0);
+        put_owned(s, "exec_u1", "uid:1", BASE_USEC + 1);
+        put_owned(s, "exec_u2", "uid:1", BASE_USEC + 2);
+        put_owned(s, "exec_k", "key:ci", BASE_USEC + 100 * 1000000ULL);
+        put_owned(s, "exec_anon", NULL, BASE_USEC + 100 * 1000000ULL);
+
+        /* Charged what was really stored, not the size; read back as such. */
+        assert_int_equal(store_put_artifacts(s, "exec_u1", ab), 0);
+        assert_int_equal(store_bytes(s), 8192);
+        assert_int_equal(caller_bytes(s, "uid:1"), 8192);
+        assert_int_equal(store_get_artifacts(s, "exec_u1", &got), 0);
+        assert_int_equal(got->items[0].size, 1 << 20);
+        assert_int_equal(got->items[0].charged_bytes, 4096);
+        got = exec_artifacts_free(got);
+
+        /* The same content again: the store holds it once (charged as first stored), the owner pays
+         * for every row. */
+        assert_int_equal(store_put_artifacts(s, "exec_u2", b), 0);
+        assert_int_equal(store_bytes(s), 8192);
+        assert_int_equal(caller_bytes(s, "uid:1"), 8192 + 8192);
+
+        /* Another owner's content shared: its own usage counts it, the first owner's does not move. */
+        assert_int_equal(store_put_artifacts(s, "exec_k", b), 0);
+        assert_int_equal(caller_bytes(s, "key:ci"), 8192);
+        assert_int_equal(caller_bytes(s, "uid:1"), 16384);
+        assert_int_equal(store_bytes(s), 8192);
+
+        /* No known owner: '' (NULL asks for it). */
+        assert_int_equal(store_put_artifacts(s, "exec_anon", c), 0);
+        assert_int_equal(caller_bytes(s, NULL), 100);
+        assert_int_equal(caller_bytes(s, ""), 100);
+        assert_int_equal(store_bytes(s), 8292);
+
+        /* Replacing a list takes the old rows' charges away first. */
+        assert_int_equal(store_put_artifacts(s, "exec_u1", none), 0);
+        assert_int_equal(caller_bytes(s, "uid:1"), 8192);
+        /* A went; B is still referred to, charged as when it was first stored (4096). */
+        assert_int_equal(store_bytes(s), 4096 + 100);
+        assert_int_equal(store_put_artifacts(s, "exec_u1", ab), 0);
+        assert_int_equal(caller_bytes(s, "uid:1"), 16384);
+        assert_int_equal(store_bytes(s), 4096 + 4096 + 100);
+
+        /* A failed put changes nothing. */
+        assert_int_equal(exec_artifacts_add(none, "x", 1, "text/plain", SHA_C), 0);
+        assert_int_equal(exec_artifacts_add(none, "x", 2, "text/plain", SHA_C), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_u1", none), -EINVAL);
+        assert_int_equal(caller_bytes(s, "uid:1"), 16384);
+        assert_int_equal(store_bytes(s), 4096 + 4096 + 100);
+
+        /* Purging uid:1's two executions gives back all of its usage; B stays (key:ci's). */
+        assert_int_equal(store_purge_ex(s, BASE_USEC + 10, &n, NULL), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(caller_bytes(s, "uid:1"), 0);
+        assert_int_equal(caller_bytes(s, "key:ci"), 8192);
+        assert_int_equal(store_bytes(s), 4096 + 100);
+        assert_int_equal(store_purge(s, UINT64_MAX, &n), 0);
+        assert_int_equal(store_bytes(s), 0);
+        assert_int_equal(caller_bytes(s, "key:ci"), 0);
+        assert_int_equal(caller_bytes(s, NULL), 0);
+}
+
+/* A version 8 database with artifacts: migration 9 charges the old rows their size (they were
+ * copied with their holes filled) to their executions' owners. */
+static void test_artifact_usage_migration(_unused_ void **state) {
+        Store *s = open_ok();
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *ab = charged_artifacts(4096, SHA_A, SHA_B),
+                                                      *b = charged_artifacts(4096, SHA_B, NULL), *got = NULL;
+
+        put_owned(s, "exec_u1", "uid:1", BASE_USEC + 1);
+        put_owned(s, "exec_k", "key:ci", BASE_USEC + 1);
+        assert_int_equal(store_put_artifacts(s, "exec_u1", ab), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_k", b), 0);
+        store_close(s);
+
+        sql_exec_raw("DROP TRIGGER artifacts_charge; DROP TRIGGER artifacts_refund; DROP TRIGGER artifacts_immutable; "
+                     "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
+                     "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
+                     "PRAGMA user_version = 8");
+        s = open_ok();
+        assert_int_equal(caller_bytes(s, "uid:1"), 2 << 20);
+        assert_int_equal(caller_bytes(s, "key:ci"), 1 << 20);
+        assert_int_equal(store_bytes(s), 2 << 20);      /* A and B once each */
+        assert_int_equal(store_get_artifacts(s, "exec_k", &got), 0);
+        assert_int_equal(got->items[0].charged_bytes, 1 << 20);
+        /* And the triggers work on the migrated rows. */
+        assert_int_equal(store_purge(s, UINT64_MAX, NULL), 0);
+        assert_int_equal(store_bytes(s), 0);
+        assert_int_equal(caller_bytes(s, "uid:1"), 0);
+        store_close(s);
+}
+
 /* ---- the callback outbox ---- */
 
 static StoreCallback *callback_new(const char *id, uint64_t due) {
@@ -1150,6 +1297,9 @@ static void test_usage(_unused_ void **state) {
         sql_exec_raw("DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
                      "DROP TRIGGER record_usage_delete; DROP TRIGGER record_usage_callback_insert; "
                      "DROP TRIGGER record_usage_callback_state; DROP TABLE record_usage; "
+                     "DROP TRIGGER artifacts_charge; DROP TRIGGER artifacts_refund; DROP TRIGGER artifacts_immutable; "
+                     "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
+                     "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
                      "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7");
         s = open_ok();
         assert_usage(s, "uid:1000", 1, record_bytes(c, c->code) + body, 1);
@@ -1172,9 +1322,9 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (8)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (9)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 8");
+        sql_exec_raw("PRAGMA user_version = 9");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
@@ -1184,6 +1334,7 @@ static void test_schema_newer(_unused_ void **state) {
                      "DROP TRIGGER record_usage_delete; DROP TRIGGER record_usage_callback_insert; "
                      "DROP TRIGGER record_usage_callback_state; DROP TABLE record_usage; "
                      "DROP TABLE callbacks; DROP TABLE sessions; DROP TABLE artifacts; DROP TABLE artifact_collections; "
+                     "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
                      "ALTER TABLE executions DROP COLUMN error_message; ALTER TABLE executions DROP COLUMN cancel_requested; "
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "PRAGMA user_version = 1");
@@ -1479,6 +1630,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_purge, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_artifacts, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_purge_artifacts, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_artifact_usage, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_artifact_usage_migration, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_outbox, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_sessions, setup_dir, teardown_dir),
