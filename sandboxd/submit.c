@@ -111,11 +111,13 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
         /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
         r = job_persist(j);
         if (r < 0) {
-                const char *why = store_error_message(m->store);
+                /* A copy: freeing the job writes to the store too (its session's record), which
+                 * replaces the store's message. */
+                _cleanup_free_ char *why = strdup(store_error_message(m->store) ?: "");
 
                 job_free(j);
                 return fail(err, r, r == -ENOSPC ? 507 : 503, "store_error",
-                            "the execution could not be recorded (%s); nothing was started", why);
+                            "the execution could not be recorded (%s); nothing was started", strna(why));
         }
         log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
         manager_dispatch_queue(m);
