@@ -166,7 +166,12 @@ rss_after = daemon_rss_kib()
 t.ok(ok, f"{N} executions with {OUT // KiB} KiB on each stream, answered and read back in full")
 grown = rss_after - rss_before
 print(f"# daemon RSS {rss_before} KiB before {N} executions, {rss_after} KiB after ({grown:+} KiB)")
-t.ok(grown < N * 2 * OUT // KiB // 4, f"daemon RSS grew {grown} KiB (< {N * 2 * OUT // KiB // 4} KiB, "
-     f"a quarter of the outputs' captured size)", (rss_before, rss_after))
+if os.environ.get("SANDBOX_HARNESS_SANITIZERS"):
+    # AddressSanitizer keeps freed memory in its quarantine (256 MiB by default): RSS says nothing
+    # about what the daemon holds. The plain leg and the VM tier measure it.
+    print("# daemon RSS not judged under AddressSanitizer (its quarantine keeps freed memory)")
+else:
+    t.ok(grown < N * 2 * OUT // KiB // 4, f"daemon RSS grew {grown} KiB (< {N * 2 * OUT // KiB // 4} KiB, "
+         f"a quarter of the outputs' captured size)", (rss_before, rss_after))
 
 t.done()
