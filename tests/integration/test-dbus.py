@@ -316,7 +316,10 @@ loop.run()
 print(json.dumps(res), flush=True)
 """
 CONNS, PER_CONN, PER_UID = 3, 90, 256
-flood_req = json.dumps({"language": "bash", "code": "sleep 600", "execution_id": "exec_dbus_flood"})
+# The execution outlives the flood however slow it is (sanitizers, a loaded machine): the default
+# 30 s timeout ran out under ASan before the cancel came, and all 256 answers were "failed".
+flood_req = json.dumps({"language": "bash", "code": "sleep 600", "execution_id": "exec_dbus_flood",
+                        "limits": {"timeout_ms": 600000}})
 flood = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "/usr/bin/python3",
                           "-c", FLOOD, flood_req, str(CONNS), str(PER_CONN), str(CONNS * PER_CONN - PER_UID)],
                          stdout=subprocess.PIPE, text=True)
