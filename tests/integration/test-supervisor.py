@@ -115,6 +115,7 @@ out["/run"] = sorted(os.listdir("/run"))
 out["/etc"] = sorted(os.listdir("/etc"))
 out["/usr"] = sorted(os.listdir("/usr"))
 out["/usr/local"] = os.path.lexists("/usr/local")
+out["/proc/sys"] = os.path.lexists("/proc/sys") or os.path.lexists("/proc/sysrq-trigger")
 out["passwd"] = open("/etc/passwd").read()
 out["group"] = open("/etc/group").read()
 out["hosts"] = open("/etc/hosts").read()
@@ -152,6 +153,7 @@ t.ok(not any(p.startswith("/var/lib") or p == "/dev/pts" for p in points), "no /
 t.ok(set(roots) <= {"/", "/usr", "/sys", "/sys/fs/cgroup", "/tmp", "/workspace"},
      "every mount's source is the sandbox's own tmpfs or /usr", roots)
 t.eq(o.get("/run"), ["sandbox"], "/run holds sandbox-exec's directory only")
+t.eq(o.get("/proc/sys"), False, "no /proc/sys, no /proc/sysrq-trigger (what ProtectKernelTunables= would protect)")
 t.ok("local" not in o.get("/usr", ["local"]) and o.get("/usr/local") is False, "no /usr/local", o.get("/usr"))
 t.ok(not any("sandboxd" in x for x in o.get("/", []) + o.get("/etc", []) + o.get("/usr", [])),
      "/, /etc and /usr name nothing of sandboxd", (o.get("/"), o.get("/etc")))

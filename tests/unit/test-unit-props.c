@@ -111,7 +111,6 @@ static const PropRow prop_rows[] = {
         P_U64("RestrictNamespaces", 0),
         P_BOOL("LockPersonality", true),
         P_BOOL("RestrictRealtime", true),
-        P_BOOL("ProtectKernelTunables", true),
         P_BOOL("ProtectKernelModules", true),
         P_BOOL("ProtectKernelLogs", true),
         P_BOOL("ProtectClock", true),
@@ -423,7 +422,7 @@ static void test_no_usr_layer(_unused_ void **state) {
 static void test_kernel_protection_ablation(_unused_ void **state) {
         static const char *const names[] = { "RestrictNamespaces", "LockPersonality", "RestrictRealtime",
                                              "RestrictAddressFamilies", "SystemCallArchitectures",
-                                             "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
+                                             "ProtectKernelModules", "ProtectKernelLogs",
                                              "ProtectClock", "ProtectControlGroups" };
         UnitPlan plan = make_plan(language_find("python"));
         UnitProps p = {};
