@@ -327,7 +327,8 @@ flood = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "
 ready, _, _ = select.select([flood.stdout], [], [], 300)
 first = flood.stdout.readline().strip() if ready else "(nothing)"
 t.eq(first, "limited", f"{CONNS * PER_CONN} Execute calls of one uid: {CONNS * PER_CONN - PER_UID} refused as LimitsExceeded")
-request("POST", "/v1/executions/exec_dbus_flood/cancel")
+cst = request("POST", "/v1/executions/exec_dbus_flood/cancel")
+t.eq(cst[0], 202, "the shared execution is cancelled over HTTP", str(cst[1])[:500])
 out, _ = flood.communicate(timeout=300)
 summary = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
 t.eq(summary.get("replies"), {"cancelled": PER_UID},
