@@ -261,285 +261,363 @@ static void note_option_group(unsigned group, const char *option) {
         arg_option_groups |= 1U << group;
 }
 
-/* Returns < 0 on error (logged), 0 to exit successfully (--help, --version), > 0 to go on. */
-static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret_args, size_t *ret_n_args) {
-        enum {
-                ARG_VERSION = 0x100,
-                ARG_SOCKET,
-                ARG_JSON,
-                ARG_CLIENT_TIMEOUT_MS,
-                ARG_TIMEOUT_MS,
-                ARG_MEMORY_MB,
-                ARG_CPU_CORES,
-                ARG_DISK_MB,
-                ARG_ENV,
-                ARG_INPUT,
-                ARG_INPUT_URL,
-                ARG_SESSION,
-                ARG_ID,
-                ARG_CALLBACK_URL,
-                ARG_WAIT,
-                ARG_STATUS,
-                ARG_ERROR_TYPE,
-                ARG_FAILED,
-                ARG_ORDER,
-                ARG_LIMIT,
-                ARG_CURSOR,
-                ARG_ALL,
-                ARG_ONCE,
-                ARG_INTERVAL,
-                ARG_WINDOW,
-                ARG_GET,
-                ARG_DEST,
-        };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "socket", required_argument, NULL, ARG_SOCKET },
-                { "json", no_argument, NULL, ARG_JSON },
-                { "client-timeout-ms", required_argument, NULL, ARG_CLIENT_TIMEOUT_MS },
-                { "code", required_argument, NULL, 'c' },
-                { "language", required_argument, NULL, 'l' },
-                { "timeout-ms", required_argument, NULL, ARG_TIMEOUT_MS },
-                { "memory-mb", required_argument, NULL, ARG_MEMORY_MB },
-                { "cpu-cores", required_argument, NULL, ARG_CPU_CORES },
-                { "disk-mb", required_argument, NULL, ARG_DISK_MB },
-                { "env", required_argument, NULL, ARG_ENV },
-                { "input", required_argument, NULL, ARG_INPUT },
-                { "input-url", required_argument, NULL, ARG_INPUT_URL },
-                { "session", required_argument, NULL, ARG_SESSION },
-                { "id", required_argument, NULL, ARG_ID },
-                { "callback-url", required_argument, NULL, ARG_CALLBACK_URL },
-                { "wait", no_argument, NULL, ARG_WAIT },
-                { "status", required_argument, NULL, ARG_STATUS },
-                { "error-type", required_argument, NULL, ARG_ERROR_TYPE },
-                { "failed", no_argument, NULL, ARG_FAILED },
-                { "order", required_argument, NULL, ARG_ORDER },
-                { "limit", required_argument, NULL, ARG_LIMIT },
-                { "cursor", required_argument, NULL, ARG_CURSOR },
-                { "all", no_argument, NULL, ARG_ALL },
-                { "once", no_argument, NULL, ARG_ONCE },
-                { "interval", required_argument, NULL, ARG_INTERVAL },
-                { "window", required_argument, NULL, ARG_WINDOW },
-                { "get", required_argument, NULL, ARG_GET },
-                { "dest", required_argument, NULL, ARG_DEST },
-                { "output", required_argument, NULL, 'o' },
-                {}
-        };
-        const Verb *verb = NULL;
+/* The options. Each belongs to the parse_*_option() of its group below, and getopt_long() knows them
+ * all, because GNU getopt permutes: options may come before or after the command and its arguments,
+ * as with systemctl. */
+enum {
+        ARG_VERSION = 0x100,
+        ARG_SOCKET,
+        ARG_JSON,
+        ARG_CLIENT_TIMEOUT_MS,
+        ARG_TIMEOUT_MS,
+        ARG_MEMORY_MB,
+        ARG_CPU_CORES,
+        ARG_DISK_MB,
+        ARG_ENV,
+        ARG_INPUT,
+        ARG_INPUT_URL,
+        ARG_SESSION,
+        ARG_ID,
+        ARG_CALLBACK_URL,
+        ARG_WAIT,
+        ARG_STATUS,
+        ARG_ERROR_TYPE,
+        ARG_FAILED,
+        ARG_ORDER,
+        ARG_LIMIT,
+        ARG_CURSOR,
+        ARG_ALL,
+        ARG_ONCE,
+        ARG_INTERVAL,
+        ARG_WINDOW,
+        ARG_GET,
+        ARG_DEST,
+};
+
+static const struct option options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        { "socket", required_argument, NULL, ARG_SOCKET },
+        { "json", no_argument, NULL, ARG_JSON },
+        { "client-timeout-ms", required_argument, NULL, ARG_CLIENT_TIMEOUT_MS },
+        { "code", required_argument, NULL, 'c' },
+        { "language", required_argument, NULL, 'l' },
+        { "timeout-ms", required_argument, NULL, ARG_TIMEOUT_MS },
+        { "memory-mb", required_argument, NULL, ARG_MEMORY_MB },
+        { "cpu-cores", required_argument, NULL, ARG_CPU_CORES },
+        { "disk-mb", required_argument, NULL, ARG_DISK_MB },
+        { "env", required_argument, NULL, ARG_ENV },
+        { "input", required_argument, NULL, ARG_INPUT },
+        { "input-url", required_argument, NULL, ARG_INPUT_URL },
+        { "session", required_argument, NULL, ARG_SESSION },
+        { "id", required_argument, NULL, ARG_ID },
+        { "callback-url", required_argument, NULL, ARG_CALLBACK_URL },
+        { "wait", no_argument, NULL, ARG_WAIT },
+        { "status", required_argument, NULL, ARG_STATUS },
+        { "error-type", required_argument, NULL, ARG_ERROR_TYPE },
+        { "failed", no_argument, NULL, ARG_FAILED },
+        { "order", required_argument, NULL, ARG_ORDER },
+        { "limit", required_argument, NULL, ARG_LIMIT },
+        { "cursor", required_argument, NULL, ARG_CURSOR },
+        { "all", no_argument, NULL, ARG_ALL },
+        { "once", no_argument, NULL, ARG_ONCE },
+        { "interval", required_argument, NULL, ARG_INTERVAL },
+        { "window", required_argument, NULL, ARG_WINDOW },
+        { "get", required_argument, NULL, ARG_GET },
+        { "dest", required_argument, NULL, ARG_DEST },
+        { "output", required_argument, NULL, 'o' },
+        {}
+};
+
+/* What a parse_*_option() returns, besides a negative errno (logged). */
+enum {
+        OPTION_NOT_MINE,   /* another group's option */
+        OPTION_TAKEN,
+        OPTION_EXIT,       /* --help, --version: done, exit successfully */
+};
+
+/* The options every command takes. */
+static int parse_common_option(int c, const char *value) {
+        int r;
+
+        switch (c) {
+        case 'h':
+                help();
+                return OPTION_EXIT;
+        case ARG_VERSION:
+                printf("sandboxctl %s\n", PACKAGE_VERSION);
+                return OPTION_EXIT;
+        case ARG_SOCKET:
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--socket: empty path.");
+                arg_socket = value;
+                return OPTION_TAKEN;
+        case ARG_JSON:
+                arg_json = true;
+                return OPTION_TAKEN;
+        case ARG_CLIENT_TIMEOUT_MS:
+                r = parse_u64("--client-timeout-ms", value, &arg_client_timeout_ms);
+                if (r < 0)
+                        return r;
+                arg_client_timeout_set = true;
+                return OPTION_TAKEN;
+        }
+        return OPTION_NOT_MINE;
+}
+
+/* --env=NAME=VALUE */
+static int parse_env(const char *value) {
+        _cleanup_free_ char *name = NULL;
         const char *eq;
+        int r;
+
+        eq = strchr(value, '=');
+        if (!eq || eq == value)
+                return log_error_errno(-EINVAL, "--env: expected NAME=VALUE, got '%s'.", value);
+        name = strndup(value, (size_t) (eq - value));
+        if (!name)
+                return log_oom();
+        if (!utf8_is_valid(value, strlen(value)))
+                return log_error_errno(-EINVAL, "--env: '%s' is not valid UTF-8.", name);
+        if (!arg_env) {
+                arg_env = json_object_new_object();
+                if (!arg_env)
+                        return log_oom();
+        }
+        /* Repeating a name replaces it, as in env(1). */
+        r = json_add(arg_env, name, json_object_new_string(eq + 1));
+        if (r < 0)
+                return log_oom();
+        return 0;
+}
+
+/* The execution options of run and submit: what to run and with which limits. */
+static int parse_execute_option(int c, const char *value) {
+        const char *option;
         char *end;
-        int c, r;
+        int r = 0;
 
-        /* GNU getopt permutes: options may come before or after the command and its arguments,
-         * as with systemctl. */
-        while ((c = getopt_long(argc, argv, "hc:l:o:", options, NULL)) >= 0)
-                switch (c) {
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("sandboxctl %s\n", PACKAGE_VERSION);
-                        return 0;
-                case ARG_SOCKET:
-                        if (isempty(optarg))
-                                return log_error_errno(-EINVAL, "--socket: empty path.");
-                        arg_socket = optarg;
-                        break;
-                case ARG_JSON:
-                        arg_json = true;
-                        break;
-                case ARG_CLIENT_TIMEOUT_MS:
-                        r = parse_u64("--client-timeout-ms", optarg, &arg_client_timeout_ms);
-                        if (r < 0)
-                                return r;
-                        arg_client_timeout_set = true;
-                        break;
-                case 'c':
-                        arg_code = optarg;
-                        note_option_group(OPTION_GROUP_EXECUTE, "-c/--code");
-                        break;
-                case 'l':
-                        if (isempty(optarg))
-                                return log_error_errno(-EINVAL, "--language: empty language name.");
-                        arg_language = optarg;
-                        note_option_group(OPTION_GROUP_EXECUTE, "-l/--language");
-                        break;
-                case ARG_TIMEOUT_MS:
-                        r = parse_u64("--timeout-ms", optarg, &arg_timeout_ms);
-                        if (r < 0)
-                                return r;
-                        arg_timeout_ms_set = true;
-                        note_option_group(OPTION_GROUP_EXECUTE, "--timeout-ms");
-                        break;
-                case ARG_MEMORY_MB:
-                        r = parse_u64("--memory-mb", optarg, &arg_memory_mb);
-                        if (r < 0)
-                                return r;
-                        arg_memory_mb_set = true;
-                        note_option_group(OPTION_GROUP_EXECUTE, "--memory-mb");
-                        break;
-                case ARG_DISK_MB:
-                        r = parse_u64("--disk-mb", optarg, &arg_disk_mb);
-                        if (r < 0)
-                                return r;
-                        arg_disk_mb_set = true;
-                        note_option_group(OPTION_GROUP_EXECUTE, "--disk-mb");
-                        break;
-                case ARG_CPU_CORES:
-                        /* Range checks are the daemon's (it knows the ceilings); only refuse what JSON
-                         * cannot carry or what is not a number at all. */
-                        errno = 0;
-                        arg_cpu_cores = strtod(optarg, &end);
-                        if (isempty(optarg) || *end || errno != 0 || !isfinite(arg_cpu_cores))
-                                return log_error_errno(-EINVAL, "--cpu-cores: '%s' is not a valid number.",
-                                                       optarg);
-                        arg_cpu_cores_set = true;
-                        note_option_group(OPTION_GROUP_EXECUTE, "--cpu-cores");
-                        break;
-                case ARG_ENV: {
-                        _cleanup_free_ char *name = NULL;
+        switch (c) {
+        case 'c':
+                arg_code = value;
+                option = "-c/--code";
+                break;
+        case 'l':
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--language: empty language name.");
+                arg_language = value;
+                option = "-l/--language";
+                break;
+        case ARG_TIMEOUT_MS:
+                r = parse_u64("--timeout-ms", value, &arg_timeout_ms);
+                if (r < 0)
+                        return r;
+                arg_timeout_ms_set = true;
+                option = "--timeout-ms";
+                break;
+        case ARG_MEMORY_MB:
+                r = parse_u64("--memory-mb", value, &arg_memory_mb);
+                if (r < 0)
+                        return r;
+                arg_memory_mb_set = true;
+                option = "--memory-mb";
+                break;
+        case ARG_DISK_MB:
+                r = parse_u64("--disk-mb", value, &arg_disk_mb);
+                if (r < 0)
+                        return r;
+                arg_disk_mb_set = true;
+                option = "--disk-mb";
+                break;
+        case ARG_CPU_CORES:
+                /* Range checks are the daemon's (it knows the ceilings); only refuse what JSON
+                 * cannot carry or what is not a number at all. */
+                errno = 0;
+                arg_cpu_cores = strtod(value, &end);
+                if (isempty(value) || *end || errno != 0 || !isfinite(arg_cpu_cores))
+                        return log_error_errno(-EINVAL, "--cpu-cores: '%s' is not a valid number.", value);
+                arg_cpu_cores_set = true;
+                option = "--cpu-cores";
+                break;
+        case ARG_ENV:
+                r = parse_env(value);
+                option = "--env";
+                break;
+        case ARG_INPUT:
+                r = parse_input(value);
+                option = "--input";
+                break;
+        case ARG_INPUT_URL:
+                r = parse_input_url(value);
+                option = "--input-url";
+                break;
+        case ARG_ID:
+                arg_id = value;
+                option = "--id";
+                break;
+        case ARG_CALLBACK_URL:
+                /* The daemon checks it and names what is wrong; only the obvious here. */
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--callback-url: empty URL.");
+                arg_callback_url = value;
+                option = "--callback-url";
+                break;
+        default:
+                return OPTION_NOT_MINE;
+        }
+        if (r < 0)
+                return r;
+        note_option_group(OPTION_GROUP_EXECUTE, option);
+        return OPTION_TAKEN;
+}
 
-                        eq = strchr(optarg, '=');
-                        if (!eq || eq == optarg)
-                                return log_error_errno(-EINVAL, "--env: expected NAME=VALUE, got '%s'.",
-                                                       optarg);
-                        name = strndup(optarg, (size_t) (eq - optarg));
-                        if (!name)
-                                return log_oom();
-                        if (!utf8_is_valid(optarg, strlen(optarg)))
-                                return log_error_errno(-EINVAL, "--env: '%s' is not valid UTF-8.", name);
-                        if (!arg_env) {
-                                arg_env = json_object_new_object();
-                                if (!arg_env)
-                                        return log_oom();
-                        }
-                        /* Repeating a name replaces it, as in env(1). */
-                        r = json_add(arg_env, name, json_object_new_string(eq + 1));
-                        if (r < 0)
-                                return log_oom();
-                        note_option_group(OPTION_GROUP_EXECUTE, "--env");
-                        break;
-                }
-                case ARG_INPUT:
-                        r = parse_input(optarg);
-                        if (r < 0)
-                                return r;
-                        note_option_group(OPTION_GROUP_EXECUTE, "--input");
-                        break;
-                case ARG_INPUT_URL:
-                        r = parse_input_url(optarg);
-                        if (r < 0)
-                                return r;
-                        note_option_group(OPTION_GROUP_EXECUTE, "--input-url");
-                        break;
-                case ARG_SESSION:
-                        arg_session = optarg;
-                        note_option_group(OPTION_GROUP_SESSION, "--session");
-                        break;
-                case ARG_ID:
-                        arg_id = optarg;
-                        note_option_group(OPTION_GROUP_EXECUTE, "--id");
-                        break;
-                case ARG_CALLBACK_URL:
-                        /* The daemon checks it and names what is wrong; only the obvious here. */
-                        if (isempty(optarg))
-                                return log_error_errno(-EINVAL, "--callback-url: empty URL.");
-                        arg_callback_url = optarg;
-                        note_option_group(OPTION_GROUP_EXECUTE, "--callback-url");
-                        break;
-                case ARG_WAIT:
-                        arg_wait = true;
-                        note_option_group(OPTION_GROUP_WAIT, "--wait");
-                        break;
-                case ARG_STATUS:
-                        if (isempty(optarg))
-                                return log_error_errno(-EINVAL, "--status: empty status.");
-                        arg_status = optarg;
-                        note_option_group(OPTION_GROUP_LIST, "--status");
-                        break;
-                case ARG_ERROR_TYPE:
-                        if (isempty(optarg))
-                                return log_error_errno(-EINVAL, "--error-type: empty error type.");
-                        arg_error_type = optarg;
-                        note_option_group(OPTION_GROUP_LIST, "--error-type");
-                        break;
-                case ARG_FAILED:
-                        arg_failed = true;
-                        note_option_group(OPTION_GROUP_LIST, "--failed");
-                        break;
-                case ARG_ORDER:
-                        /* The two orders of docs/http-api.md; anything else is a typo, not a value a
-                         * newer daemon might know. */
-                        if (!streq(optarg, "created_at") && !streq(optarg, "duration_ms"))
-                                return log_error_errno(-EINVAL,
-                                                       "--order: expected 'created_at' or 'duration_ms', got '%s'.",
-                                                       optarg);
-                        arg_order = optarg;
-                        note_option_group(OPTION_GROUP_LIST, "--order");
-                        break;
-                case ARG_LIMIT:
-                        /* The range (1..1000) is the daemon's to check, like the execution limits. */
-                        r = parse_u64("--limit", optarg, &arg_limit);
-                        if (r < 0)
-                                return r;
-                        arg_limit_set = true;
-                        note_option_group(OPTION_GROUP_LIST, "--limit");
-                        break;
-                case ARG_CURSOR:
-                        if (isempty(optarg))
-                                return log_error_errno(-EINVAL, "--cursor: empty cursor.");
-                        arg_cursor = optarg;
-                        note_option_group(OPTION_GROUP_LIST, "--cursor");
-                        break;
-                case ARG_ALL:
-                        arg_all = true;
-                        note_option_group(OPTION_GROUP_ALL, "--all");
-                        break;
-                case ARG_ONCE:
-                        arg_once = true;
-                        note_option_group(OPTION_GROUP_TOP, "--once");
-                        break;
-                case ARG_INTERVAL: {
-                        double v;
+/* Options of one name that several commands take, each with the meaning it has there. */
+static int parse_shared_option(int c, const char *value) {
+        switch (c) {
+        case ARG_SESSION:
+                /* run, submit: the session to run in; list: the session whose executions to list. */
+                arg_session = value;
+                note_option_group(OPTION_GROUP_SESSION, "--session");
+                return OPTION_TAKEN;
+        case ARG_ALL:
+                /* list: every page; artifacts: every artifact. */
+                arg_all = true;
+                note_option_group(OPTION_GROUP_ALL, "--all");
+                return OPTION_TAKEN;
+        case ARG_WAIT:
+                arg_wait = true;
+                note_option_group(OPTION_GROUP_WAIT, "--wait");
+                return OPTION_TAKEN;
+        }
+        return OPTION_NOT_MINE;
+}
 
-                        /* At least 0.1 s: faster would only load the daemon and the store. */
-                        errno = 0;
-                        v = strtod(optarg, &end);
-                        if (isempty(optarg) || *end || errno != 0 || !isfinite(v) || v < 0.1 || v > 86400)
-                                return log_error_errno(-EINVAL, "--interval: '%s' is not a number of seconds "
-                                                       "between 0.1 and 86400.", optarg);
-                        arg_interval_usec = (uint64_t) (v * 1e6);
-                        note_option_group(OPTION_GROUP_TOP, "--interval");
-                        break;
-                }
-                case ARG_WINDOW:
-                        r = parse_span("--window", optarg, &arg_window_usec);
-                        if (r < 0)
-                                return r;
-                        note_option_group(OPTION_GROUP_STATS, "--window");
-                        break;
-                case ARG_GET:
-                        arg_get = optarg;
-                        note_option_group(OPTION_GROUP_ARTIFACTS, "--get");
-                        break;
-                case ARG_DEST:
-                        if (isempty(optarg))
-                                return log_error_errno(-EINVAL, "--dest: empty path.");
-                        arg_dest = optarg;
-                        note_option_group(OPTION_GROUP_ARTIFACTS, "--dest");
-                        break;
-                case 'o':
-                        if (isempty(optarg))
-                                return log_error_errno(-EINVAL, "-o/--output: empty path.");
-                        arg_output = optarg;
-                        note_option_group(OPTION_GROUP_ARTIFACTS, "-o/--output");
-                        break;
-                case '?':
-                        return -EINVAL; /* getopt_long() said why */
-                default:
-                        return log_error_errno(-EINVAL, "Unhandled option %d.", c);
-                }
+/* The filters, order and paging of list. Values are the daemon's to check, except --order. */
+static int parse_list_option(int c, const char *value) {
+        const char *option;
+        int r;
+
+        switch (c) {
+        case ARG_STATUS:
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--status: empty status.");
+                arg_status = value;
+                option = "--status";
+                break;
+        case ARG_ERROR_TYPE:
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--error-type: empty error type.");
+                arg_error_type = value;
+                option = "--error-type";
+                break;
+        case ARG_FAILED:
+                arg_failed = true;
+                option = "--failed";
+                break;
+        case ARG_ORDER:
+                /* The two orders of docs/http-api.md; anything else is a typo, not a value a
+                 * newer daemon might know. */
+                if (!streq(value, "created_at") && !streq(value, "duration_ms"))
+                        return log_error_errno(-EINVAL,
+                                               "--order: expected 'created_at' or 'duration_ms', got '%s'.",
+                                               value);
+                arg_order = value;
+                option = "--order";
+                break;
+        case ARG_LIMIT:
+                /* The range (1..1000) is the daemon's to check, like the execution limits. */
+                r = parse_u64("--limit", value, &arg_limit);
+                if (r < 0)
+                        return r;
+                arg_limit_set = true;
+                option = "--limit";
+                break;
+        case ARG_CURSOR:
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--cursor: empty cursor.");
+                arg_cursor = value;
+                option = "--cursor";
+                break;
+        default:
+                return OPTION_NOT_MINE;
+        }
+        note_option_group(OPTION_GROUP_LIST, option);
+        return OPTION_TAKEN;
+}
+
+/* Which artifact goes where. */
+static int parse_artifacts_option(int c, const char *value) {
+        const char *option;
+
+        switch (c) {
+        case ARG_GET:
+                arg_get = value;
+                option = "--get";
+                break;
+        case ARG_DEST:
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--dest: empty path.");
+                arg_dest = value;
+                option = "--dest";
+                break;
+        case 'o':
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "-o/--output: empty path.");
+                arg_output = value;
+                option = "-o/--output";
+                break;
+        default:
+                return OPTION_NOT_MINE;
+        }
+        note_option_group(OPTION_GROUP_ARTIFACTS, option);
+        return OPTION_TAKEN;
+}
+
+/* How often top refreshes, and the window of stats. */
+static int parse_top_stats_option(int c, const char *value) {
+        double v;
+        char *end;
+        int r;
+
+        switch (c) {
+        case ARG_ONCE:
+                arg_once = true;
+                note_option_group(OPTION_GROUP_TOP, "--once");
+                return OPTION_TAKEN;
+        case ARG_INTERVAL:
+                /* At least 0.1 s: faster would only load the daemon and the store. */
+                errno = 0;
+                v = strtod(value, &end);
+                if (isempty(value) || *end || errno != 0 || !isfinite(v) || v < 0.1 || v > 86400)
+                        return log_error_errno(-EINVAL, "--interval: '%s' is not a number of seconds "
+                                               "between 0.1 and 86400.", value);
+                arg_interval_usec = (uint64_t) (v * 1e6);
+                note_option_group(OPTION_GROUP_TOP, "--interval");
+                return OPTION_TAKEN;
+        case ARG_WINDOW:
+                r = parse_span("--window", value, &arg_window_usec);
+                if (r < 0)
+                        return r;
+                note_option_group(OPTION_GROUP_STATS, "--window");
+                return OPTION_TAKEN;
+        }
+        return OPTION_NOT_MINE;
+}
+
+static int (*const option_parsers[])(int c, const char *value) = {
+        parse_common_option,
+        parse_execute_option,
+        parse_shared_option,
+        parse_list_option,
+        parse_artifacts_option,
+        parse_top_stats_option,
+};
+
+/* The command after the options: known, with as many arguments as it takes, and only options it
+ * takes. */
+static int parse_verb(int argc, char *argv[], const Verb **ret_verb, char ***ret_args, size_t *ret_n_args) {
+        const Verb *verb = NULL;
+        size_t n_args;
 
         if (optind >= argc)
                 return log_error_errno(-EINVAL, "Missing command. See '%s --help'.",
@@ -554,10 +632,10 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
                 return log_error_errno(-EINVAL, "Unknown command '%s'. See '%s --help'.", argv[optind],
                                        program_invocation_short_name);
 
-        *ret_n_args = (size_t) (argc - optind - 1);
-        if (*ret_n_args < verb->min_args)
+        n_args = (size_t) (argc - optind - 1);
+        if (n_args < verb->min_args)
                 return log_error_errno(-EINVAL, "Too few arguments for '%s'.", verb->name);
-        if (*ret_n_args > verb->max_args)
+        if (n_args > verb->max_args)
                 return log_error_errno(-EINVAL, "Too many arguments for '%s'.", verb->name);
 
         for (unsigned g = 0; g < _OPTION_GROUP_MAX; g++)
@@ -567,36 +645,57 @@ static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret
 
         *ret_verb = verb;
         *ret_args = argv + optind + 1;
+        *ret_n_args = n_args;
         return 1;
 }
 
-int main(int argc, char *argv[]) {
+/* Returns < 0 on error (logged), 0 to exit successfully (--help, --version), > 0 to go on. */
+static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret_args, size_t *ret_n_args) {
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "hc:l:o:", options, NULL)) >= 0) {
+                if (c == '?')
+                        return -EINVAL; /* getopt_long() said why */
+
+                r = OPTION_NOT_MINE;
+                for (size_t i = 0; r == OPTION_NOT_MINE && i < ELEMENTSOF(option_parsers); i++)
+                        r = option_parsers[i](c, optarg);
+                if (r < 0)
+                        return r;
+                if (r == OPTION_EXIT)
+                        return 0;
+                if (r == OPTION_NOT_MINE)
+                        return log_error_errno(-EINVAL, "Unhandled option %d.", c);
+        }
+
+        return parse_verb(argc, argv, ret_verb, ret_args, ret_n_args);
+}
+
+static void arg_free(void) {
+        arg_env = (json_object_put(arg_env), NULL);
+        arg_files = (json_object_put(arg_files), NULL);
+}
+
+static int run(int argc, char *argv[]) {
         const Verb *verb = NULL;
         char **args = NULL;
         size_t n_args = 0;
         int r;
 
         r = parse_argv(argc, argv, &verb, &args, &n_args);
-        if (r <= 0) {
-                json_object_put(arg_env);
-                json_object_put(arg_files);
+        if (r <= 0)
                 return r < 0 ? exit_status_for(r, EX_USAGE) : EXIT_SUCCESS;
-        }
 
         if (!arg_socket)
                 arg_socket = getenv("SANDBOXD_SOCKET");
         if (isempty(arg_socket))
                 arg_socket = DEFAULT_SOCKET;
         if (strlen(arg_socket) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
-                json_object_put(arg_env);
-                json_object_put(arg_files);
                 (void) log_error_errno(-EINVAL, "Socket path '%s' is too long for a unix socket.", arg_socket);
                 return EX_USAGE;
         }
 
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-                json_object_put(arg_env);
-                json_object_put(arg_files);
                 (void) log_error_errno(-EIO, "Failed to initialize libcurl.");
                 return EX_OSERR;
         }
@@ -604,7 +703,14 @@ int main(int argc, char *argv[]) {
         r = verb->dispatch(args, n_args);
 
         curl_global_cleanup();
-        json_object_put(arg_env);
-        json_object_put(arg_files);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        int r;
+
+        r = run(argc, argv);
+        /* The globals that own memory, freed in one place (run.c's STATIC_DESTRUCTOR_REGISTER). */
+        arg_free();
         return r;
 }
