@@ -17,20 +17,20 @@
 #include "sandboxctl-json.h"
 #include "sandboxctl-util.h"
 
-typedef struct ArtifactEntry {
-        String path, mime_type, sha256, url;
-        Integer size;
-} ArtifactEntry;
+typedef struct CtlArtifact {
+        CtlString path, mime_type, sha256, url;
+        CtlInteger size;
+} CtlArtifact;
 
-static int artifact_parse(json_object *j, ArtifactEntry *ret) {
-        static const Field fields[] = {
-                { "path", FIELD_STRING, offsetof(ArtifactEntry, path), true },
-                { "size", FIELD_INTEGER, offsetof(ArtifactEntry, size), true },
-                { "mime_type", FIELD_STRING, offsetof(ArtifactEntry, mime_type), false },
-                { "sha256", FIELD_STRING, offsetof(ArtifactEntry, sha256), true },
-                { "url", FIELD_STRING, offsetof(ArtifactEntry, url), false },
+static int artifact_parse(json_object *j, CtlArtifact *ret) {
+        static const CtlField fields[] = {
+                { "path", FIELD_STRING, offsetof(CtlArtifact, path), true },
+                { "size", FIELD_INTEGER, offsetof(CtlArtifact, size), true },
+                { "mime_type", FIELD_STRING, offsetof(CtlArtifact, mime_type), false },
+                { "sha256", FIELD_STRING, offsetof(CtlArtifact, sha256), true },
+                { "url", FIELD_STRING, offsetof(CtlArtifact, url), false },
         };
-        ArtifactEntry a = {};
+        CtlArtifact a = {};
         int r;
 
         r = json_dispatch(j, "an artifact", fields, ELEMENTSOF(fields), &a);
@@ -104,18 +104,18 @@ static int create_below(int dir_fd, const char *path, int *ret_parent_fd, const 
         return fd;
 }
 
-typedef struct Download {
+typedef struct CtlDownload {
         CURL *curl;
         int fd;
         long status;
         uint64_t bytes, max;
         EVP_MD_CTX *sha;
-        Buffer error;            /* the body of a non-200 answer */
+        CtlBuffer error;         /* the body of a non-200 answer */
         int write_errno;
-} Download;
+} CtlDownload;
 
 static size_t download_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        Download *d = userdata;
+        CtlDownload *d = userdata;
         size_t n = size * nmemb;
 
         if (d->status == 0 && curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &d->status) != CURLE_OK)
@@ -139,13 +139,13 @@ static size_t download_write(char *ptr, size_t size, size_t nmemb, void *userdat
 }
 
 /* GET the artifact's signed URL into fd, and check that what came is what the listing promised. */
-static int download_artifact(const ArtifactEntry *a, int fd) {
+static int download_artifact(const CtlArtifact *a, int fd) {
         _cleanup_(curl_easy_cleanupp) CURL *c = NULL;
         _cleanup_free_ char *url = NULL;
         char errbuf[CURL_ERROR_SIZE] = "", hex[65];
         uint8_t md[EVP_MAX_MD_SIZE];
         unsigned md_len = 0;
-        Download d = { .fd = fd, .max = (uint64_t) a->size.value };
+        CtlDownload d = { .fd = fd, .max = (uint64_t) a->size.value };
         CURLcode cc;
         int r = 0;
 
@@ -213,7 +213,7 @@ static int download_artifact(const ArtifactEntry *a, int fd) {
 
 /* Download one artifact to -o FILE ("-": standard output) or below --dest DIR (default: the
  * current directory), at its relative path. Returns the exit status. */
-static int artifact_fetch(const ArtifactEntry *a, int dest_fd) {
+static int artifact_fetch(const CtlArtifact *a, int dest_fd) {
         _cleanup_close_ int fd = -EBADF, parent_fd = -EBADF;
         const char *name = NULL;
         int r;
@@ -254,7 +254,7 @@ static int artifact_fetch(const ArtifactEntry *a, int dest_fd) {
         return 0;
 }
 
-static int artifacts_print(json_object *list, json_object *skipped, Integer skipped_total) {
+static int artifacts_print(json_object *list, json_object *skipped, CtlInteger skipped_total) {
         size_t n = list ? json_object_array_length(list) : 0;
 
         if (n == 0)
@@ -262,7 +262,7 @@ static int artifacts_print(json_object *list, json_object *skipped, Integer skip
         else
                 printf("%12s  %-24s  %s\n", "SIZE", "TYPE", "PATH");
         for (size_t i = 0; i < n; i++) {
-                ArtifactEntry a;
+                CtlArtifact a;
 
                 if (artifact_parse(json_object_array_get_idx(list, i), &a) < 0)
                         return -EBADMSG;
@@ -276,9 +276,9 @@ static int artifacts_print(json_object *list, json_object *skipped, Integer skip
                 printf("\nSkipped: %" PRIi64 "\n", skipped_total.value);
                 for (size_t i = 0; i < k; i++) {
                         struct {
-                                String path, reason;
+                                CtlString path, reason;
                         } s = {};
-                        static const Field fields[] = {
+                        static const CtlField fields[] = {
                                 { "path", FIELD_STRING, offsetof(typeof(s), path), true },
                                 { "reason", FIELD_STRING, offsetof(typeof(s), reason), true },
                         };
@@ -302,10 +302,10 @@ int verb_artifacts(char **args, size_t n_args) {
         _cleanup_close_ int dest_fd = -EBADF;
         json_object *list = NULL, *skipped = NULL;
         struct {
-                String status;
-                Integer skipped_total;
+                CtlString status;
+                CtlInteger skipped_total;
         } h = {};
-        static const Field fields[] = {
+        static const CtlField fields[] = {
                 { "status", FIELD_STRING, offsetof(typeof(h), status), true },
                 { "artifacts_skipped_total", FIELD_INTEGER, offsetof(typeof(h), skipped_total), false },
         };
@@ -374,7 +374,7 @@ int verb_artifacts(char **args, size_t n_args) {
 
         n = json_object_array_length(list);
         for (size_t i = 0; i < n; i++) {
-                ArtifactEntry a;
+                CtlArtifact a;
 
                 if (artifact_parse(json_object_array_get_idx(list, i), &a) < 0)
                         return EX_UNAVAILABLE;

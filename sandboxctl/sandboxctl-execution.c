@@ -12,38 +12,38 @@
 #include "sandboxctl-table.h"
 #include "sandboxctl-util.h"
 
-int execution_parse(json_object *j, Execution *ret) {
-        static const Field fields[] = {
-                { "execution_id", FIELD_STRING, offsetof(Execution, execution_id), true },
-                { "status", FIELD_STRING, offsetof(Execution, status), true },
-                { "session_id", FIELD_STRING, offsetof(Execution, session_id), false },
-                { "language", FIELD_STRING, offsetof(Execution, language), false },
-                { "error_type", FIELD_STRING, offsetof(Execution, error_type), false },
-                { "unit", FIELD_STRING, offsetof(Execution, unit), false },
-                { "reason", FIELD_STRING, offsetof(Execution, reason), false },
-                { "error_message", FIELD_STRING, offsetof(Execution, error_message), false },
-                { "stdout", FIELD_STRING, offsetof(Execution, out), false },
-                { "stderr", FIELD_STRING, offsetof(Execution, err), false },
-                { "created_at", FIELD_STRING, offsetof(Execution, created_at), false },
-                { "exit_code", FIELD_INTEGER, offsetof(Execution, exit_code), false },
-                { "signal", FIELD_INTEGER, offsetof(Execution, signal), false },
-                { "duration_ms", FIELD_INTEGER, offsetof(Execution, duration_ms), false },
-                { "cpu_time_ms", FIELD_INTEGER, offsetof(Execution, cpu_time_ms), false },
-                { "stdout_bytes", FIELD_INTEGER, offsetof(Execution, stdout_bytes), false },
-                { "stdout_lines", FIELD_INTEGER, offsetof(Execution, stdout_lines), false },
-                { "stderr_bytes", FIELD_INTEGER, offsetof(Execution, stderr_bytes), false },
-                { "stderr_lines", FIELD_INTEGER, offsetof(Execution, stderr_lines), false },
-                { "peak_memory_mb", FIELD_NUMBER, offsetof(Execution, peak_memory_mb), false },
-                { "stdout_truncated", FIELD_BOOLEAN, offsetof(Execution, stdout_truncated), false },
-                { "stderr_truncated", FIELD_BOOLEAN, offsetof(Execution, stderr_truncated), false },
+int execution_parse(json_object *j, CtlExecution *ret) {
+        static const CtlField fields[] = {
+                { "execution_id", FIELD_STRING, offsetof(CtlExecution, execution_id), true },
+                { "status", FIELD_STRING, offsetof(CtlExecution, status), true },
+                { "session_id", FIELD_STRING, offsetof(CtlExecution, session_id), false },
+                { "language", FIELD_STRING, offsetof(CtlExecution, language), false },
+                { "error_type", FIELD_STRING, offsetof(CtlExecution, error_type), false },
+                { "unit", FIELD_STRING, offsetof(CtlExecution, unit), false },
+                { "reason", FIELD_STRING, offsetof(CtlExecution, reason), false },
+                { "error_message", FIELD_STRING, offsetof(CtlExecution, error_message), false },
+                { "stdout", FIELD_STRING, offsetof(CtlExecution, out), false },
+                { "stderr", FIELD_STRING, offsetof(CtlExecution, err), false },
+                { "created_at", FIELD_STRING, offsetof(CtlExecution, created_at), false },
+                { "exit_code", FIELD_INTEGER, offsetof(CtlExecution, exit_code), false },
+                { "signal", FIELD_INTEGER, offsetof(CtlExecution, signal), false },
+                { "duration_ms", FIELD_INTEGER, offsetof(CtlExecution, duration_ms), false },
+                { "cpu_time_ms", FIELD_INTEGER, offsetof(CtlExecution, cpu_time_ms), false },
+                { "stdout_bytes", FIELD_INTEGER, offsetof(CtlExecution, stdout_bytes), false },
+                { "stdout_lines", FIELD_INTEGER, offsetof(CtlExecution, stdout_lines), false },
+                { "stderr_bytes", FIELD_INTEGER, offsetof(CtlExecution, stderr_bytes), false },
+                { "stderr_lines", FIELD_INTEGER, offsetof(CtlExecution, stderr_lines), false },
+                { "peak_memory_mb", FIELD_NUMBER, offsetof(CtlExecution, peak_memory_mb), false },
+                { "stdout_truncated", FIELD_BOOLEAN, offsetof(CtlExecution, stdout_truncated), false },
+                { "stderr_truncated", FIELD_BOOLEAN, offsetof(CtlExecution, stderr_truncated), false },
         };
-        static const Field callback_fields[] = {
-                { "url", FIELD_STRING, offsetof(Execution, callback.url), true },
-                { "state", FIELD_STRING, offsetof(Execution, callback.state), true },
-                { "last_error", FIELD_STRING, offsetof(Execution, callback.last_error), false },
-                { "attempts", FIELD_INTEGER, offsetof(Execution, callback.attempts), false },
+        static const CtlField callback_fields[] = {
+                { "url", FIELD_STRING, offsetof(CtlExecution, callback.url), true },
+                { "state", FIELD_STRING, offsetof(CtlExecution, callback.state), true },
+                { "last_error", FIELD_STRING, offsetof(CtlExecution, callback.last_error), false },
+                { "attempts", FIELD_INTEGER, offsetof(CtlExecution, callback.attempts), false },
         };
-        Execution e = {};
+        CtlExecution e = {};
         json_object *cb = NULL;
         int r;
 
@@ -69,13 +69,13 @@ int execution_parse(json_object *j, Execution *ret) {
         return 0;
 }
 
-bool execution_is_final(const Execution *e) {
+bool execution_is_final(const CtlExecution *e) {
         return streq_ptr(e->status.s, "success") || streq_ptr(e->status.s, "failed") ||
                streq_ptr(e->status.s, "cancelled");
 }
 
 /* The verdict as an exit status, see EXIT STATUS in sandboxctl(1). */
-int execution_exit_status(const Execution *e) {
+int execution_exit_status(const CtlExecution *e) {
         static const struct {
                 const char *error_type;
                 int exit_status;
@@ -110,7 +110,7 @@ int execution_exit_status(const Execution *e) {
         return EXIT_FAILURE;
 }
 
-static void print_duration_field(const char *key, const Integer *i) {
+static void print_duration_field(const char *key, const CtlInteger *i) {
         if (!i->set)
                 return;
         print_key(key);
@@ -120,8 +120,8 @@ static void print_duration_field(const char *key, const Integer *i) {
                 printf("%" PRIi64 ".%03" PRIi64 "s\n", i->value / 1000, i->value % 1000);
 }
 
-static void print_output_section(const char *name, const String *s, const Integer *bytes, const Integer *lines,
-                                 bool truncated) {
+static void print_output_section(const char *name, const CtlString *s, const CtlInteger *bytes,
+                                 const CtlInteger *lines, bool truncated) {
         if (!s->s || (s->len == 0 && (!bytes->set || bytes->value == 0)))
                 return;
 
@@ -138,7 +138,7 @@ static void print_output_section(const char *name, const String *s, const Intege
                 fputc('\n', stdout);
 }
 
-int execution_print(const Execution *e) {
+int execution_print(const CtlExecution *e) {
         print_string_field("Execution", &e->execution_id);
         print_string_field("Session", &e->session_id);
         print_string_field("Language", &e->language);

@@ -10,20 +10,20 @@
 
 #include "sandboxctl-json.h"
 
-typedef struct Execution {
-        String execution_id, session_id, language, status, error_type, unit, reason, error_message, out, err,
-                created_at;
-        Integer exit_code, signal, duration_ms, cpu_time_ms, stdout_bytes, stdout_lines, stderr_bytes,
+typedef struct CtlExecution {
+        CtlString execution_id, session_id, language, status, error_type, unit, reason, error_message, out,
+                err, created_at;
+        CtlInteger exit_code, signal, duration_ms, cpu_time_ms, stdout_bytes, stdout_lines, stderr_bytes,
                 stderr_lines;
-        Number peak_memory_mb;
+        CtlNumber peak_memory_mb;
         bool stdout_truncated, stderr_truncated;
         struct {
-                String url, state, last_error;
-                Integer attempts;
+                CtlString url, state, last_error;
+                CtlInteger attempts;
         } callback;
-} Execution;
+} CtlExecution;
 
-int execution_parse(json_object *j, Execution *ret);
-bool execution_is_final(const Execution *e);
-int execution_exit_status(const Execution *e);
-int execution_print(const Execution *e);
+int execution_parse(json_object *j, CtlExecution *ret);
+bool execution_is_final(const CtlExecution *e);
+int execution_exit_status(const CtlExecution *e);
+int execution_print(const CtlExecution *e);

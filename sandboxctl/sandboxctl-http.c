@@ -18,12 +18,12 @@
  * wedged daemon. Requests that wait (run, status --wait) have no timeout unless asked for. */
 #define DEFAULT_CLIENT_TIMEOUT_MS UINT64_C(30000)
 
-void buffer_done(Buffer *b) {
+void buffer_done(CtlBuffer *b) {
         b->data = mfree(b->data);
 }
 
 size_t buffer_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        Buffer *b = userdata;
+        CtlBuffer *b = userdata;
         size_t n = size * nmemb; /* size is always 1 for write callbacks */
 
         /* Returning less than n makes libcurl abort with CURLE_WRITE_ERROR; the flags say why. */
@@ -47,7 +47,7 @@ size_t buffer_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
         return n;
 }
 
-int log_curl_error(CURL *c, CURLcode cc, const Buffer *b, const char *errbuf, uint64_t timeout_ms) {
+int log_curl_error(CURL *c, CURLcode cc, const CtlBuffer *b, const char *errbuf, uint64_t timeout_ms) {
         long os_errno = 0;
 
         switch (cc) {
@@ -105,7 +105,7 @@ int http_call(const char *method, const char *path, json_object *body, bool wait
               json_object **ret_answer) {
         _cleanup_(curl_easy_cleanupp) CURL *c = NULL;
         _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
-        _cleanup_(buffer_done) Buffer b = {};
+        _cleanup_(buffer_done) CtlBuffer b = {};
         _cleanup_free_ char *url = NULL;
         char errbuf[CURL_ERROR_SIZE] = "";
         json_object *answer = NULL;
@@ -205,9 +205,9 @@ int http_call(const char *method, const char *path, json_object *body, bool wait
  * does not already) and return the exit status for it. */
 int log_http_error(long status, json_object *answer, bool not_found_is_status) {
         struct {
-                String code, message, field;
+                CtlString code, message, field;
         } e = {};
-        static const Field fields[] = {
+        static const CtlField fields[] = {
                 { "code", FIELD_STRING, offsetof(typeof(e), code), false },
                 { "message", FIELD_STRING, offsetof(typeof(e), message), false },
                 { "field", FIELD_STRING, offsetof(typeof(e), field), false },
@@ -224,8 +224,8 @@ int log_http_error(long status, json_object *answer, bool not_found_is_status) {
 
                         if (json_object_object_get_ex(error, fields[i].name, &v) && v &&
                             json_object_is_type(v, json_type_string))
-                                *(String *) ((uint8_t *) &e + fields[i].offset) =
-                                        (String) { json_object_get_string(v), 0 };
+                                *(CtlString *) ((uint8_t *) &e + fields[i].offset) =
+                                        (CtlString) { json_object_get_string(v), 0 };
                 }
 
         if (isempty(e.message.s))

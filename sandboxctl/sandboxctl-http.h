@@ -24,16 +24,16 @@ static inline void curl_slist_free_allp(struct curl_slist **l) {
                 curl_slist_free_all(*l);
 }
 
-typedef struct Buffer {
+typedef struct CtlBuffer {
         char *data;
         size_t size, allocated;
         bool too_large, oom;
-} Buffer;
+} CtlBuffer;
 
-void buffer_done(Buffer *b);
+void buffer_done(CtlBuffer *b);
 size_t buffer_write(char *ptr, size_t size, size_t nmemb, void *userdata);
 
-int log_curl_error(CURL *c, CURLcode cc, const Buffer *b, const char *errbuf, uint64_t timeout_ms);
+int log_curl_error(CURL *c, CURLcode cc, const CtlBuffer *b, const char *errbuf, uint64_t timeout_ms);
 int http_call(const char *method, const char *path, json_object *body, bool waits, long *ret_status,
               json_object **ret_answer);
 int log_http_error(long status, json_object *answer, bool not_found_is_status);

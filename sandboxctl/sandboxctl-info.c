@@ -13,27 +13,27 @@
 #include "sandboxctl-json.h"
 #include "sandboxctl-util.h"
 
-typedef struct Language {
-        String name, source;
+typedef struct CtlLanguage {
+        CtlString name, source;
         bool compiled, available;
         char *aliases; /* comma-separated, owned */
-} Language;
+} CtlLanguage;
 
-static void language_array_free(Language *l, size_t n) {
+static void language_array_free(CtlLanguage *l, size_t n) {
         for (size_t i = 0; i < n; i++)
                 free(l[i].aliases);
         free(l);
 }
 
-static int language_parse(json_object *j, Language *ret) {
-        static const Field fields[] = {
-                { "name", FIELD_STRING, offsetof(Language, name), true },
-                { "source", FIELD_STRING, offsetof(Language, source), false },
-                { "compiled", FIELD_BOOLEAN, offsetof(Language, compiled), false },
-                { "available", FIELD_BOOLEAN, offsetof(Language, available), false },
+static int language_parse(json_object *j, CtlLanguage *ret) {
+        static const CtlField fields[] = {
+                { "name", FIELD_STRING, offsetof(CtlLanguage, name), true },
+                { "source", FIELD_STRING, offsetof(CtlLanguage, source), false },
+                { "compiled", FIELD_BOOLEAN, offsetof(CtlLanguage, compiled), false },
+                { "available", FIELD_BOOLEAN, offsetof(CtlLanguage, available), false },
         };
         json_object *aliases = NULL;
-        Language l = {};
+        CtlLanguage l = {};
         size_t n, len = 0;
         int r;
 
@@ -71,7 +71,7 @@ static int language_parse(json_object *j, Language *ret) {
 int verb_languages(char **args, size_t n_args) {
         _cleanup_(json_object_putp) json_object *answer = NULL;
         json_object *list = NULL;
-        Language *languages = NULL;
+        CtlLanguage *languages = NULL;
         size_t n = 0, w_name = 4, w_aliases = 7, w_source = 6;
         long status;
         int r;
@@ -91,7 +91,7 @@ int verb_languages(char **args, size_t n_args) {
 
         /* Check all of it before printing anything, also with --json. */
         n = json_object_array_length(list);
-        languages = calloc(MAX(n, (size_t) 1), sizeof(Language));
+        languages = calloc(MAX(n, (size_t) 1), sizeof(CtlLanguage));
         if (!languages) {
                 (void) log_oom();
                 return EX_OSERR;
@@ -125,10 +125,10 @@ int verb_languages(char **args, size_t n_args) {
 int verb_health(char **args, size_t n_args) {
         _cleanup_(json_object_putp) json_object *answer = NULL;
         struct {
-                String status, version;
-                Integer running, queued, slots, queue_max;
+                CtlString status, version;
+                CtlInteger running, queued, slots, queue_max;
         } h = {};
-        static const Field fields[] = {
+        static const CtlField fields[] = {
                 { "status", FIELD_STRING, offsetof(typeof(h), status), true },
                 { "version", FIELD_STRING, offsetof(typeof(h), version), false },
                 { "running", FIELD_INTEGER, offsetof(typeof(h), running), false },

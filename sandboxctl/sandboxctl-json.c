@@ -17,16 +17,16 @@ static const char *const field_type_name[] = {
 };
 
 /* Copy the listed fields of the JSON object j into the struct at userdata, checking each type.
- * Unknown keys are ignored: newer daemons may add fields. The String pointers stay valid as long
- * as j does. */
-int json_dispatch(json_object *j, const char *what, const Field *fields, size_t n_fields,
+ * Unknown keys are ignored: newer daemons may add fields. The CtlString pointers stay valid as
+ * long as j does. */
+int json_dispatch(json_object *j, const char *what, const CtlField *fields, size_t n_fields,
                   void *userdata) {
         if (!json_object_is_type(j, json_type_object))
                 return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: %s is not a JSON object.",
                                        what);
 
         for (size_t i = 0; i < n_fields; i++) {
-                const Field *f = fields + i;
+                const CtlField *f = fields + i;
                 uint8_t *p = (uint8_t *) userdata + f->offset;
                 json_object *v = NULL;
                 bool ok;
@@ -44,7 +44,7 @@ int json_dispatch(json_object *j, const char *what, const Field *fields, size_t 
                 case FIELD_STRING:
                         ok = json_object_is_type(v, json_type_string);
                         if (ok) {
-                                String *s = (String *) p;
+                                CtlString *s = (CtlString *) p;
                                 int len = json_object_get_string_len(v);
 
                                 s->s = json_object_get_string(v);
@@ -54,12 +54,12 @@ int json_dispatch(json_object *j, const char *what, const Field *fields, size_t 
                 case FIELD_INTEGER:
                         ok = json_object_is_type(v, json_type_int);
                         if (ok)
-                                *(Integer *) p = (Integer) { true, json_object_get_int64(v) };
+                                *(CtlInteger *) p = (CtlInteger) { true, json_object_get_int64(v) };
                         break;
                 case FIELD_NUMBER:
                         ok = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
                         if (ok)
-                                *(Number *) p = (Number) { true, json_object_get_double(v) };
+                                *(CtlNumber *) p = (CtlNumber) { true, json_object_get_double(v) };
                         break;
                 case FIELD_BOOLEAN:
                         ok = json_object_is_type(v, json_type_boolean);

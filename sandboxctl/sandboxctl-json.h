@@ -11,34 +11,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct String {
+typedef struct CtlString {
         const char *s; /* NULL: absent or null */
         size_t len;
-} String;
+} CtlString;
 
-typedef struct Integer {
+typedef struct CtlInteger {
         bool set;
         int64_t value;
-} Integer;
+} CtlInteger;
 
-typedef struct Number {
+typedef struct CtlNumber {
         bool set;
         double value;
-} Number;
+} CtlNumber;
 
-typedef enum FieldType {
+typedef enum CtlFieldType {
         FIELD_STRING,
         FIELD_INTEGER,
         FIELD_NUMBER,
         FIELD_BOOLEAN,
-} FieldType;
+} CtlFieldType;
 
-typedef struct Field {
+typedef struct CtlField {
         const char *name;
-        FieldType type;
+        CtlFieldType type;
         size_t offset;
         bool required; /* present and not null */
-} Field;
+} CtlField;
 
 static inline void json_object_putp(json_object **j) {
         if (*j)
@@ -49,7 +49,7 @@ static inline void json_tokener_freep(json_tokener **t) {
                 json_tokener_free(*t);
 }
 
-int json_dispatch(json_object *j, const char *what, const Field *fields, size_t n_fields, void *userdata);
+int json_dispatch(json_object *j, const char *what, const CtlField *fields, size_t n_fields, void *userdata);
 int json_parse_strict(const char *data, size_t size, json_object **ret);
 int json_add(json_object *obj, const char *key, json_object *val);
 int print_json(json_object *j);

@@ -109,7 +109,7 @@ int list_fetch_page(const char *cursor, json_object **ret_answer, json_object **
         return 0;
 }
 
-static char *cell_exit(const Execution *e) {
+static char *cell_exit(const CtlExecution *e) {
         const char *name;
 
         if (e->exit_code.set)
@@ -134,8 +134,8 @@ enum {
         _COLUMN_MAX,
 };
 
-static int list_print_table(const Execution *executions, size_t n, const char *next_cursor) {
-        static const Column columns[_COLUMN_MAX] = {
+static int list_print_table(const CtlExecution *executions, size_t n, const char *next_cursor) {
+        static const CtlColumn columns[_COLUMN_MAX] = {
                 [COLUMN_EXECUTION] = { "EXECUTION", false },
                 [COLUMN_SESSION] = { "SESSION", false },
                 [COLUMN_LANGUAGE] = { "LANGUAGE", false },
@@ -146,7 +146,7 @@ static int list_print_table(const Execution *executions, size_t n, const char *n
                 [COLUMN_PEAK_MEM] = { "PEAK MEM", true },
                 [COLUMN_CREATED] = { "CREATED", false },
         };
-        _cleanup_(table_done) Table t = {};
+        _cleanup_(table_done) CtlTable t = {};
         int r;
 
         r = table_init(&t, columns, _COLUMN_MAX, n);
@@ -154,7 +154,7 @@ static int list_print_table(const Execution *executions, size_t n, const char *n
                 return r;
 
         for (size_t i = 0; i < n; i++) {
-                const Execution *e = executions + i;
+                const CtlExecution *e = executions + i;
                 char **row = table_row(&t, i);
 
                 row[COLUMN_EXECUTION] = cell_string(&e->execution_id);
@@ -186,7 +186,7 @@ static int list_print_table(const Execution *executions, size_t n, const char *n
 int verb_list(char **args, size_t n_args) {
         _cleanup_(json_object_putp) json_object *page = NULL, *all = NULL, *merged = NULL;
         _cleanup_free_ char *cursor = NULL;
-        _cleanup_free_ Execution *executions = NULL;
+        _cleanup_free_ CtlExecution *executions = NULL;
         json_object *list = NULL, *answer;
         const char *next = NULL;
         size_t n;
@@ -272,7 +272,7 @@ int verb_list(char **args, size_t n_args) {
 
         /* Check all of it before printing anything, also with --json. */
         n = json_object_array_length(list);
-        executions = calloc(MAX(n, (size_t) 1), sizeof(Execution));
+        executions = calloc(MAX(n, (size_t) 1), sizeof(CtlExecution));
         if (!executions)
                 goto oom;
         for (size_t i = 0; i < n; i++) {

@@ -175,7 +175,7 @@ static int build_request(const char *path, json_object **ret) {
 
 static int verb_execute(char **args, size_t n_args, bool wait) {
         _cleanup_(json_object_putp) json_object *req = NULL, *answer = NULL;
-        Execution e;
+        CtlExecution e;
         long status;
         int r;
 

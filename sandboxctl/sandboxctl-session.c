@@ -19,10 +19,10 @@ int verb_session(char **args, size_t n_args) {
         _cleanup_(json_object_putp) json_object *answer = NULL;
         _cleanup_free_ char *path = NULL;
         struct {
-                String session_id, created_at, last_used_at, expires_at, active;
-                Integer disk_mb, size_bytes, executions, pending;
+                CtlString session_id, created_at, last_used_at, expires_at, active;
+                CtlInteger disk_mb, size_bytes, executions, pending;
         } x = {};
-        static const Field fields[] = {
+        static const CtlField fields[] = {
                 { "session_id", FIELD_STRING, offsetof(typeof(x), session_id), true },
                 { "created_at", FIELD_STRING, offsetof(typeof(x), created_at), false },
                 { "last_used_at", FIELD_STRING, offsetof(typeof(x), last_used_at), false },

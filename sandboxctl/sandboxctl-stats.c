@@ -39,16 +39,16 @@ static const char *const stats_statuses[_STATS_STATUS_MAX] = {
         [STATS_CANCELLED] = "cancelled",
 };
 
-typedef struct Stats {
+typedef struct CtlStats {
         size_t executions, finished;
         size_t statuses[ELEMENTSOF(stats_statuses) + 1];        /* + other */
         size_t error_types[ELEMENTSOF(stats_error_types) + 1];  /* + other */
         double *durations, *peaks;                              /* ms, MiB */
         size_t n_durations, n_peaks;
         bool complete;           /* every page within the window was read */
-} Stats;
+} CtlStats;
 
-static void stats_done(Stats *s) {
+static void stats_done(CtlStats *s) {
         free(s->durations);
         free(s->peaks);
 }
@@ -66,14 +66,14 @@ static double percentile(const double *v, size_t n, double p) {
         return v[rank == 0 ? 0 : MIN(rank, n) - 1];
 }
 
-static size_t table_index(const char *const *table, size_t n, const String *s) {
+static size_t table_index(const char *const *table, size_t n, const CtlString *s) {
         for (size_t i = 0; i < n; i++)
                 if (streq_ptr(s->s, table[i]))
                         return i;
         return n;
 }
 
-static int stats_add(Stats *s, const Execution *e) {
+static int stats_add(CtlStats *s, const CtlExecution *e) {
         size_t i = table_index(stats_statuses, ELEMENTSOF(stats_statuses), &e->status);
 
         s->executions++;
@@ -104,7 +104,7 @@ static int stats_add(Stats *s, const Execution *e) {
 /* Read the executions created at or after since (µs), newest first, page by page: the listing is
  * ordered by created_at, so the first one older than the window ends it. Returns an exit status on
  * failure (logged), 0 on success. */
-static int stats_collect(int64_t since, Stats *s) {
+static int stats_collect(int64_t since, CtlStats *s) {
         _cleanup_free_ char *cursor = NULL;
 
         arg_limit = 1000;
@@ -129,7 +129,7 @@ static int stats_collect(int64_t since, Stats *s) {
                         return r;
                 n = json_object_array_length(list);
                 for (size_t i = 0; i < n; i++) {
-                        Execution e;
+                        CtlExecution e;
                         int64_t t;
 
                         r = execution_parse(json_object_array_get_idx(list, i), &e);
@@ -206,7 +206,7 @@ static const char *const duration_names[] = { "p50", "p95", "p99" };
 static const double peak_ps[] = { 50, 95 };
 static const char *const peak_names[] = { "p50", "p95" };
 
-static int stats_print_json(const Stats *s, int64_t since, int64_t now) {
+static int stats_print_json(const CtlStats *s, int64_t since, int64_t now) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
         json_object *statuses = json_object_new_object(), *errors = json_object_new_object();
         double minutes = (double) (now - since) / 60e6;
@@ -278,7 +278,7 @@ static int stats_print_json(const Stats *s, int64_t since, int64_t now) {
         return print_json(o);
 }
 
-static int stats_print(const Stats *s, int64_t since, int64_t now) {
+static int stats_print(const CtlStats *s, int64_t since, int64_t now) {
         double minutes = (double) (now - since) / 60e6;
         char from[64], to[64];
         bool any = false;
@@ -313,7 +313,7 @@ static int stats_print(const Stats *s, int64_t since, int64_t now) {
 }
 
 int verb_stats(char **args, size_t n_args) {
-        _cleanup_(stats_done) Stats s = {};
+        _cleanup_(stats_done) CtlStats s = {};
         int64_t now = now_realtime_usec(), since = now - (int64_t) arg_window_usec;
         int r;
 

@@ -15,7 +15,7 @@
 int verb_status(char **args, size_t n_args) {
         _cleanup_(json_object_putp) json_object *answer = NULL;
         _cleanup_free_ char *path = NULL;
-        Execution e;
+        CtlExecution e;
         long status;
         int r;
 
@@ -46,7 +46,7 @@ int verb_status(char **args, size_t n_args) {
 int verb_cancel(char **args, size_t n_args) {
         _cleanup_(json_object_putp) json_object *answer = NULL, *body = NULL;
         _cleanup_free_ char *path = NULL;
-        Execution e;
+        CtlExecution e;
         long status;
         int r;
 

@@ -16,7 +16,7 @@ void print_key(const char *key) {
         printf("%11s: ", key);
 }
 
-void print_string_field(const char *key, const String *s) {
+void print_string_field(const char *key, const CtlString *s) {
         if (!s->s)
                 return;
         print_key(key);
@@ -39,7 +39,7 @@ static char *cell_escaped(const char *s, size_t n) {
         return buf;
 }
 
-char *cell_string(const String *s) {
+char *cell_string(const CtlString *s) {
         return s->s && s->len > 0 ? cell_escaped(s->s, s->len) : strdup("-");
 }
 
@@ -55,7 +55,7 @@ char *cell_printf(const char *format, ...) {
 }
 
 /* An RFC 3339 timestamp as local time, to the second. Anything else is shown as it came, escaped. */
-char *cell_timestamp(const String *s) {
+char *cell_timestamp(const CtlString *s) {
         struct tm tm;
         int64_t usec;
         time_t t;
@@ -74,7 +74,7 @@ verbatim:
         return cell_escaped(s->s, s->len);
 }
 
-char *cell_duration(const Integer *i) {
+char *cell_duration(const CtlInteger *i) {
         if (!i->set)
                 return strdup("-");
         if (i->value < 1000)
@@ -82,7 +82,7 @@ char *cell_duration(const Integer *i) {
         return cell_printf("%" PRIi64 ".%03" PRIi64 "s", i->value / 1000, i->value % 1000);
 }
 
-char *cell_memory(const Number *n) {
+char *cell_memory(const CtlNumber *n) {
         return n->set ? cell_printf("%.1fM", n->value) : strdup("-");
 }
 
@@ -110,8 +110,8 @@ static void print_cell(const char *s, size_t width, bool right, bool last) {
                 fputc(' ', stdout);
 }
 
-int table_init(Table *t, const Column *columns, size_t n_columns, size_t n_rows) {
-        *t = (Table) {
+int table_init(CtlTable *t, const CtlColumn *columns, size_t n_columns, size_t n_rows) {
+        *t = (CtlTable) {
                 .columns = columns,
                 .n_columns = n_columns,
         };
@@ -124,7 +124,7 @@ int table_init(Table *t, const Column *columns, size_t n_columns, size_t n_rows)
         return 0;
 }
 
-void table_done(Table *t) {
+void table_done(CtlTable *t) {
         if (t->cells)
                 for (size_t i = 0; i < t->n_rows * t->n_columns; i++)
                         free(t->cells[i]);
@@ -132,12 +132,12 @@ void table_done(Table *t) {
         t->n_rows = 0;
 }
 
-char **table_row(Table *t, size_t i) {
+char **table_row(CtlTable *t, size_t i) {
         return t->cells + i * t->n_columns;
 }
 
 /* The header and the rows, each column as wide as its widest cell or title; nothing without rows. */
-int table_print(const Table *t) {
+int table_print(const CtlTable *t) {
         _cleanup_free_ size_t *width = NULL;
 
         if (t->n_rows == 0)

@@ -12,28 +12,28 @@
 #include "util.h"
 
 void print_key(const char *key);
-void print_string_field(const char *key, const String *s);
+void print_string_field(const char *key, const CtlString *s);
 
 /* Cells are allocated; NULL is a failed allocation, which table_print() reports. */
-char *cell_string(const String *s);
+char *cell_string(const CtlString *s);
 char *cell_printf(const char *format, ...) _printf_(1, 2);
-char *cell_timestamp(const String *s);
-char *cell_duration(const Integer *i);
-char *cell_memory(const Number *n);
+char *cell_timestamp(const CtlString *s);
+char *cell_duration(const CtlInteger *i);
+char *cell_memory(const CtlNumber *n);
 
-typedef struct Column {
+typedef struct CtlColumn {
         const char *title;
         bool right;
-} Column;
+} CtlColumn;
 
 /* n_rows × n_columns escaped cells, row by row; a cell left NULL is a failed allocation. */
-typedef struct Table {
-        const Column *columns;
+typedef struct CtlTable {
+        const CtlColumn *columns;
         size_t n_columns, n_rows;
         char **cells;
-} Table;
+} CtlTable;
 
-int table_init(Table *t, const Column *columns, size_t n_columns, size_t n_rows);
-void table_done(Table *t);
-char **table_row(Table *t, size_t i);
-int table_print(const Table *t);
+int table_init(CtlTable *t, const CtlColumn *columns, size_t n_columns, size_t n_rows);
+void table_done(CtlTable *t);
+char **table_row(CtlTable *t, size_t i);
+int table_print(const CtlTable *t);

@@ -21,26 +21,26 @@
 /* What GET /v1/executions says about a running execution. The API has no live memory or CPU
  * figures (those are read inside the unit, once, at its end), so the view shows the limits and the
  * age; see sandboxctl(1). */
-typedef struct TopRow {
-        String execution_id, unit, language, created_at, started_at;
-        Integer memory_mb, timeout_ms;
+typedef struct CtlTopRow {
+        CtlString execution_id, unit, language, created_at, started_at;
+        CtlInteger memory_mb, timeout_ms;
         int64_t age_usec;
-} TopRow;
+} CtlTopRow;
 
-static int top_row_parse(json_object *j, TopRow *ret) {
-        static const Field fields[] = {
-                { "execution_id", FIELD_STRING, offsetof(TopRow, execution_id), true },
-                { "unit", FIELD_STRING, offsetof(TopRow, unit), false },
-                { "language", FIELD_STRING, offsetof(TopRow, language), false },
-                { "created_at", FIELD_STRING, offsetof(TopRow, created_at), false },
-                { "started_at", FIELD_STRING, offsetof(TopRow, started_at), false },
+static int top_row_parse(json_object *j, CtlTopRow *ret) {
+        static const CtlField fields[] = {
+                { "execution_id", FIELD_STRING, offsetof(CtlTopRow, execution_id), true },
+                { "unit", FIELD_STRING, offsetof(CtlTopRow, unit), false },
+                { "language", FIELD_STRING, offsetof(CtlTopRow, language), false },
+                { "created_at", FIELD_STRING, offsetof(CtlTopRow, created_at), false },
+                { "started_at", FIELD_STRING, offsetof(CtlTopRow, started_at), false },
         };
-        static const Field limit_fields[] = {
-                { "memory_mb", FIELD_INTEGER, offsetof(TopRow, memory_mb), false },
-                { "timeout_ms", FIELD_INTEGER, offsetof(TopRow, timeout_ms), false },
+        static const CtlField limit_fields[] = {
+                { "memory_mb", FIELD_INTEGER, offsetof(CtlTopRow, memory_mb), false },
+                { "timeout_ms", FIELD_INTEGER, offsetof(CtlTopRow, timeout_ms), false },
         };
         json_object *limits = NULL;
-        TopRow row = {};
+        CtlTopRow row = {};
         int r;
 
         r = json_dispatch(j, "the execution", fields, ELEMENTSOF(fields), &row);
@@ -56,7 +56,7 @@ static int top_row_parse(json_object *j, TopRow *ret) {
 }
 
 static int top_row_compare(const void *a, const void *b) {
-        const TopRow *x = a, *y = b;
+        const CtlTopRow *x = a, *y = b;
 
         /* Longest running first, as systemd-cgtop puts the heaviest first; then by ID, stably. */
         if (x->age_usec != y->age_usec)
@@ -92,8 +92,8 @@ enum {
         _TOP_COLUMN_MAX,
 };
 
-static int top_print_table(TopRow *rows, size_t n) {
-        static const Column columns[_TOP_COLUMN_MAX] = {
+static int top_print_table(CtlTopRow *rows, size_t n) {
+        static const CtlColumn columns[_TOP_COLUMN_MAX] = {
                 [TOP_COLUMN_EXECUTION] = { "EXECUTION", false },
                 [TOP_COLUMN_UNIT] = { "UNIT", false },
                 [TOP_COLUMN_LANGUAGE] = { "LANGUAGE", false },
@@ -101,7 +101,7 @@ static int top_print_table(TopRow *rows, size_t n) {
                 [TOP_COLUMN_MEMORY] = { "MEMORY LIMIT", true },
                 [TOP_COLUMN_TIMEOUT] = { "TIMEOUT", true },
         };
-        _cleanup_(table_done) Table t = {};
+        _cleanup_(table_done) CtlTable t = {};
         int r;
 
         if (n == 0) {
@@ -113,7 +113,7 @@ static int top_print_table(TopRow *rows, size_t n) {
                 return r;
 
         for (size_t i = 0; i < n; i++) {
-                const TopRow *e = rows + i;
+                const CtlTopRow *e = rows + i;
                 char **row = table_row(&t, i);
 
                 row[TOP_COLUMN_EXECUTION] = cell_string(&e->execution_id);
@@ -132,12 +132,12 @@ static int top_print_table(TopRow *rows, size_t n) {
  * (logged), 0 on success. */
 static int top_frame(bool clear) {
         _cleanup_(json_object_putp) json_object *health = NULL, *page = NULL, *out = NULL;
-        _cleanup_free_ TopRow *rows = NULL;
+        _cleanup_free_ CtlTopRow *rows = NULL;
         struct {
-                String status, version;
-                Integer running, queued, slots, queue_max, finished;
+                CtlString status, version;
+                CtlInteger running, queued, slots, queue_max, finished;
         } h = {};
-        static const Field fields[] = {
+        static const CtlField fields[] = {
                 { "status", FIELD_STRING, offsetof(typeof(h), status), true },
                 { "version", FIELD_STRING, offsetof(typeof(h), version), false },
                 { "running", FIELD_INTEGER, offsetof(typeof(h), running), false },
@@ -168,7 +168,7 @@ static int top_frame(bool clear) {
         now = now_realtime_usec();
 
         n = json_object_array_length(list);
-        rows = calloc(MAX(n, (size_t) 1), sizeof(TopRow));
+        rows = calloc(MAX(n, (size_t) 1), sizeof(CtlTopRow));
         if (!rows) {
                 (void) log_oom();
                 return EX_OSERR;
@@ -184,7 +184,7 @@ static int top_frame(bool clear) {
                                            ? MAX(now - t, (int64_t) 0)
                                            : -1;
         }
-        qsort(rows, n, sizeof(TopRow), top_row_compare);
+        qsort(rows, n, sizeof(CtlTopRow), top_row_compare);
 
         if (arg_json) {
                 out = json_object_new_object();

@@ -130,7 +130,7 @@ char *base64_encode(const uint8_t *p, size_t len) {
 
 /* RFC 3339 ("2026-11-30T03:20:00.123Z", or with an offset) as µs since the epoch. -EINVAL for
  * anything else. Fractions beyond µs are cut. */
-int parse_timestamp(const String *s, int64_t *ret_usec) {
+int parse_timestamp(const CtlString *s, int64_t *ret_usec) {
         struct tm tm = {};
         const char *p;
         long offset = 0;

@@ -34,5 +34,5 @@ bool id_is_valid_for_path(const char *id);
 int read_bounded(const char *path, const char *what, char **ret, size_t *ret_size);
 char *base64_encode(const uint8_t *p, size_t len);
 
-int parse_timestamp(const String *s, int64_t *ret_usec);
+int parse_timestamp(const CtlString *s, int64_t *ret_usec);
 int64_t now_realtime_usec(void);

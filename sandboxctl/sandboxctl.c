@@ -100,15 +100,15 @@ static const char *arg_option_group_first[_OPTION_GROUP_MAX] = {};
 
 /* ---- Command line ---- */
 
-typedef struct Verb {
+typedef struct CtlVerb {
         const char *name;
         size_t min_args, max_args;
         unsigned option_groups; /* which command-specific options it takes */
         int (*dispatch)(char **args, size_t n_args);
-} Verb;
+} CtlVerb;
 
 #define G(g) (1U << (g))
-static const Verb verbs[] = {
+static const CtlVerb verbs[] = {
         { "run", 0, 1, G(OPTION_GROUP_EXECUTE) | G(OPTION_GROUP_SESSION), verb_run },
         { "submit", 0, 1, G(OPTION_GROUP_EXECUTE) | G(OPTION_GROUP_SESSION), verb_submit },
         { "status", 1, 1, G(OPTION_GROUP_WAIT), verb_status },
@@ -615,8 +615,9 @@ static int (*const option_parsers[])(int c, const char *value) = {
 
 /* The command after the options: known, with as many arguments as it takes, and only options it
  * takes. */
-static int parse_verb(int argc, char *argv[], const Verb **ret_verb, char ***ret_args, size_t *ret_n_args) {
-        const Verb *verb = NULL;
+static int parse_verb(int argc, char *argv[], const CtlVerb **ret_verb, char ***ret_args,
+                      size_t *ret_n_args) {
+        const CtlVerb *verb = NULL;
         size_t n_args;
 
         if (optind >= argc)
@@ -650,7 +651,8 @@ static int parse_verb(int argc, char *argv[], const Verb **ret_verb, char ***ret
 }
 
 /* Returns < 0 on error (logged), 0 to exit successfully (--help, --version), > 0 to go on. */
-static int parse_argv(int argc, char *argv[], const Verb **ret_verb, char ***ret_args, size_t *ret_n_args) {
+static int parse_argv(int argc, char *argv[], const CtlVerb **ret_verb, char ***ret_args,
+                      size_t *ret_n_args) {
         int c, r;
 
         while ((c = getopt_long(argc, argv, "hc:l:o:", options, NULL)) >= 0) {
@@ -677,7 +679,7 @@ static void arg_free(void) {
 }
 
 static int run(int argc, char *argv[]) {
-        const Verb *verb = NULL;
+        const CtlVerb *verb = NULL;
         char **args = NULL;
         size_t n_args = 0;
         int r;

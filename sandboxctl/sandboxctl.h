@@ -3,7 +3,11 @@
 
 /* What every part of sandboxctl shares: its exit statuses and the command line (the arg_* globals,
  * defined and parsed in sandboxctl.c, read by the verbs; systemctl.h's arrangement). A verb may
- * set an option it implies before it sends its request ("top" lists with arg_status "running"). */
+ * set an option it implies before it sends its request ("top" lists with arg_status "running").
+ *
+ * The client's types are named Ctl*: they describe answers as sandboxctl reads them and are not
+ * the daemon's types of the same concept (CtlExecution is not sandboxd's Execution, CtlLanguage
+ * not its Language). */
 
 #include <json-c/json.h>
 #include <stdbool.h>
