@@ -168,7 +168,6 @@ static void help(void) {
                "                            PATH: FILE's name; repeatable)\n"
                "     --input-url=URL=PATH   Have sandboxd download URL to /workspace/input/PATH\n"
                "                            (repeatable)\n"
-               "     --session=ID           Session ID to record\n"
                "     --session=ID           Run in this session: its /workspace persists across runs\n"
                "     --id=ID                Execution ID (an idempotency key)\n"
                "     --callback-url=URL     POST the signed result to this http(s) URL when the\n"
