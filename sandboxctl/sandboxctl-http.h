@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* HTTP to sandboxd over its unix socket (arg_socket), with libcurl: one request, one bounded
+ * answer, parsed strictly when it is a success; failures to connect or to understand the peer are
+ * logged with what to check. */
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An execution's answer carries at most 2×128 KiB of output per stream plus metadata, so 64 MiB is
+ * generous; the bound only exists so that a broken peer cannot make us allocate without limit. */
+#define ANSWER_MAX ((size_t) 64 * 1024 * 1024)
+
+static inline void curl_easy_cleanupp(CURL **c) {
+        if (*c)
+                curl_easy_cleanup(*c);
+}
+static inline void curl_slist_free_allp(struct curl_slist **l) {
+        if (*l)
+                curl_slist_free_all(*l);
+}
+
+typedef struct CtlBuffer {
+        char *data;
+        size_t size, allocated;
+        bool too_large, oom;
+} CtlBuffer;
+
+void buffer_done(CtlBuffer *b);
+size_t buffer_write(char *ptr, size_t size, size_t nmemb, void *userdata);
+
+int log_curl_error(CURL *c, CURLcode cc, const CtlBuffer *b, const char *errbuf, uint64_t timeout_ms);
+int http_call(const char *method, const char *path, json_object *body, bool waits, long *ret_status,
+              json_object **ret_answer);
+int log_http_error(long status, json_object *answer, bool not_found_is_status);

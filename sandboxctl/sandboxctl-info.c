@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* languages, health */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandboxctl.h"
+#include "sandboxctl-http.h"
+#include "sandboxctl-info.h"
+#include "sandboxctl-json.h"
+#include "sandboxctl-util.h"
+
+typedef struct CtlLanguage {
+        CtlString name, source;
+        bool compiled, available;
+        char *aliases; /* comma-separated, owned */
+} CtlLanguage;
+
+static void language_array_free(CtlLanguage *l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(l[i].aliases);
+        free(l);
+}
+
+static int language_parse(json_object *j, CtlLanguage *ret) {
+        static const CtlField fields[] = {
+                { "name", FIELD_STRING, offsetof(CtlLanguage, name), true },
+                { "source", FIELD_STRING, offsetof(CtlLanguage, source), false },
+                { "compiled", FIELD_BOOLEAN, offsetof(CtlLanguage, compiled), false },
+                { "available", FIELD_BOOLEAN, offsetof(CtlLanguage, available), false },
+        };
+        json_object *aliases = NULL;
+        CtlLanguage l = {};
+        size_t n, len = 0;
+        int r;
+
+        r = json_dispatch(j, "a language", fields, ELEMENTSOF(fields), &l);
+        if (r < 0)
+                return r;
+
+        if (json_object_object_get_ex(j, "aliases", &aliases) && aliases) {
+                if (!json_object_is_type(aliases, json_type_array))
+                        return log_error_errno(-EBADMSG,
+                                               "Malformed answer from sandboxd: 'aliases' is not an array.");
+                n = json_object_array_length(aliases);
+                for (size_t i = 0; i < n; i++) {
+                        json_object *a = json_object_array_get_idx(aliases, i);
+
+                        if (!a || !json_object_is_type(a, json_type_string))
+                                return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: "
+                                                       "an alias is not a string.");
+                        len += (size_t) json_object_get_string_len(a) + 1;
+                }
+                l.aliases = calloc(1, len + 1);
+                if (!l.aliases)
+                        return log_oom();
+                for (size_t i = 0; i < n; i++) {
+                        if (i > 0)
+                                strcat(l.aliases, ",");
+                        strcat(l.aliases, json_object_get_string(json_object_array_get_idx(aliases, i)));
+                }
+        }
+
+        *ret = l;
+        return 0;
+}
+
+int verb_languages(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        json_object *list = NULL;
+        CtlLanguage *languages = NULL;
+        size_t n = 0, w_name = 4, w_aliases = 7, w_source = 6;
+        long status;
+        int r;
+
+        r = http_call("GET", "/v1/languages", NULL, false, &status, &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, false);
+
+        if (!json_object_is_type(answer, json_type_object) ||
+            !json_object_object_get_ex(answer, "languages", &list) || !list ||
+            !json_object_is_type(list, json_type_array)) {
+                (void) log_error_errno(-EBADMSG, "Malformed answer from sandboxd: no 'languages' array.");
+                return EX_UNAVAILABLE;
+        }
+
+        /* Check all of it before printing anything, also with --json. */
+        n = json_object_array_length(list);
+        languages = calloc(MAX(n, (size_t) 1), sizeof(CtlLanguage));
+        if (!languages) {
+                (void) log_oom();
+                return EX_OSERR;
+        }
+        for (size_t i = 0; i < n; i++) {
+                r = language_parse(json_object_array_get_idx(list, i), languages + i);
+                if (r < 0) {
+                        language_array_free(languages, n);
+                        return exit_status_for(r, EX_UNAVAILABLE);
+                }
+                w_name = MAX(w_name, languages[i].name.len);
+                w_aliases = MAX(w_aliases, strlen(strempty(languages[i].aliases)));
+                w_source = MAX(w_source, languages[i].source.len);
+        }
+
+        if (arg_json)
+                r = print_json(answer);
+        else {
+                printf("%-*s %-*s %-*s %-8s %s\n", (int) w_name, "NAME", (int) w_aliases, "ALIASES",
+                       (int) w_source, "SOURCE", "COMPILED", "AVAILABLE");
+                for (size_t i = 0; i < n; i++)
+                        printf("%-*s %-*s %-*s %-8s %s\n", (int) w_name, languages[i].name.s, (int) w_aliases,
+                               strempty(languages[i].aliases), (int) w_source, strempty(languages[i].source.s),
+                               languages[i].compiled ? "yes" : "no", languages[i].available ? "yes" : "no");
+                r = flush_stdout();
+        }
+        language_array_free(languages, n);
+        return r < 0 ? EX_OSERR : EXIT_SUCCESS;
+}
+
+int verb_health(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        struct {
+                CtlString status, version;
+                CtlInteger running, queued, slots, queue_max;
+        } h = {};
+        static const CtlField fields[] = {
+                { "status", FIELD_STRING, offsetof(typeof(h), status), true },
+                { "version", FIELD_STRING, offsetof(typeof(h), version), false },
+                { "running", FIELD_INTEGER, offsetof(typeof(h), running), false },
+                { "queued", FIELD_INTEGER, offsetof(typeof(h), queued), false },
+                { "slots", FIELD_INTEGER, offsetof(typeof(h), slots), false },
+                { "queue_max", FIELD_INTEGER, offsetof(typeof(h), queue_max), false },
+        };
+        long status;
+        int r;
+
+        r = http_call("GET", "/v1/health", NULL, false, &status, &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, false);
+
+        r = json_dispatch(answer, "the health answer", fields, ELEMENTSOF(fields), &h);
+        if (r < 0)
+                return EX_UNAVAILABLE;
+
+        if (arg_json)
+                r = print_json(answer);
+        else {
+                printf("%7s: ", "Status");
+                fputs_escaped(stdout, h.status.s, h.status.len, false);
+                fputc('\n', stdout);
+                if (h.version.s) {
+                        printf("%7s: ", "Version");
+                        fputs_escaped(stdout, h.version.s, h.version.len, false);
+                        fputc('\n', stdout);
+                }
+                if (h.running.set) {
+                        printf("%7s: %" PRIi64, "Running", h.running.value);
+                        if (h.slots.set)
+                                printf(" of %" PRIi64 " slots", h.slots.value);
+                        fputc('\n', stdout);
+                }
+                if (h.queued.set) {
+                        printf("%7s: %" PRIi64, "Queued", h.queued.value);
+                        if (h.queue_max.set)
+                                printf(" of at most %" PRIi64, h.queue_max.value);
+                        fputc('\n', stdout);
+                }
+                r = flush_stdout();
+        }
+        if (r < 0)
+                return EX_OSERR;
+
+        /* Usable as a probe: "sandboxctl health && ..." */
+        return streq(h.status.s, "ok") ? EXIT_SUCCESS : EX_UNAVAILABLE;
+}

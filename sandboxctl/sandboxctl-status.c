@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* status ID (show ID), cancel ID. */
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sandboxctl.h"
+#include "sandboxctl-execution.h"
+#include "sandboxctl-http.h"
+#include "sandboxctl-json.h"
+#include "sandboxctl-status.h"
+#include "sandboxctl-util.h"
+
+int verb_status(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        _cleanup_free_ char *path = NULL;
+        CtlExecution e;
+        long status;
+        int r;
+
+        if (!id_is_valid_for_path(args[0])) {
+                (void) log_error_errno(-EINVAL, "Invalid execution ID '%s'.", args[0]);
+                return EX_USAGE;
+        }
+        if (asprintf(&path, "/v1/executions/%s%s", args[0], arg_wait ? "?wait=true" : "") < 0) {
+                path = NULL;
+                (void) log_oom();
+                return EX_OSERR;
+        }
+
+        r = http_call("GET", path, NULL, arg_wait, &status, &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, true);
+
+        r = execution_parse(answer, &e);
+        if (r < 0)
+                return EX_UNAVAILABLE;
+
+        r = arg_json ? print_json(answer) : execution_print(&e);
+        return r < 0 ? EX_OSERR : EXIT_SUCCESS;
+}
+
+int verb_cancel(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL, *body = NULL;
+        _cleanup_free_ char *path = NULL;
+        CtlExecution e;
+        long status;
+        int r;
+
+        if (!id_is_valid_for_path(args[0])) {
+                (void) log_error_errno(-EINVAL, "Invalid execution ID '%s'.", args[0]);
+                return EX_USAGE;
+        }
+        if (asprintf(&path, "/v1/executions/%s/cancel", args[0]) < 0) {
+                path = NULL;
+                (void) log_oom();
+                return EX_OSERR;
+        }
+
+        /* An empty object rather than no body: the daemon refuses POSTs that are not JSON (415). */
+        body = json_object_new_object();
+        if (!body) {
+                (void) log_oom();
+                return EX_OSERR;
+        }
+
+        r = http_call("POST", path, body, false, &status, &answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, answer, true);
+
+        r = execution_parse(answer, &e);
+        if (r < 0)
+                return EX_UNAVAILABLE;
+
+        /* Like systemctl stop: quiet on success. */
+        if (arg_json && print_json(answer) < 0)
+                return EX_OSERR;
+        return EXIT_SUCCESS;
+}

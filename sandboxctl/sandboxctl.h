@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What every part of sandboxctl shares: its exit statuses and the command line (the arg_* globals,
+ * defined and parsed in sandboxctl.c, read by the verbs; systemctl.h's arrangement). A verb may
+ * set an option it implies before it sends its request ("top" lists with arg_status "running").
+ *
+ * The client's types are named Ctl*: they describe answers as sandboxctl reads them and are not
+ * the daemon's types of the same concept (CtlExecution is not sandboxd's Execution, CtlLanguage
+ * not its Language). */
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sysexits.h>
+
+/* Exit statuses. Verdicts follow the shell's conventions (timeout(1): 124, 128+SIGKILL for the OOM
+ * killer, 128+SIGINT for cancellation) and sysexits.h otherwise; "not found" is 4 as in systemctl. */
+enum {
+        EXIT_NOT_FOUND = 4,
+        EXIT_COMPILE_ERROR = EX_DATAERR,     /* 65 */
+        EXIT_INPUT_ERROR = EX_NOINPUT,       /* 66: an input file could not be fetched */
+        EXIT_RESOURCE_LIMIT = EX_TEMPFAIL,   /* 75 */
+        EXIT_INTERNAL_ERROR = EX_SOFTWARE,   /* 70 */
+        EXIT_TIMEOUT = 124,
+        EXIT_CANCELLED = 130,
+        EXIT_OOM = 137,
+};
+
+/* Common options */
+extern const char *arg_socket;
+extern bool arg_json;
+extern bool arg_client_timeout_set;
+extern uint64_t arg_client_timeout_ms;
+
+/* run, submit */
+extern const char *arg_language;
+extern const char *arg_code;
+extern const char *arg_id;
+extern const char *arg_callback_url;
+extern bool arg_timeout_ms_set, arg_memory_mb_set, arg_disk_mb_set, arg_cpu_cores_set;
+extern uint64_t arg_timeout_ms, arg_memory_mb, arg_disk_mb;
+extern double arg_cpu_cores;
+extern json_object *arg_env;
+extern json_object *arg_files;          /* --input, --input-url: the request's "files" */
+
+/* run, submit: the session to run in; list: the session to list */
+extern const char *arg_session;
+
+/* status, show */
+extern bool arg_wait;
+
+/* list */
+extern const char *arg_status;
+extern const char *arg_error_type;
+extern bool arg_failed;
+extern const char *arg_order;
+extern bool arg_limit_set;
+extern uint64_t arg_limit;
+extern const char *arg_cursor;
+
+/* list: every page; artifacts: every artifact */
+extern bool arg_all;
+
+/* artifacts */
+extern const char *arg_get;
+extern const char *arg_dest;
+extern const char *arg_output;
+
+/* top */
+extern bool arg_once;
+extern uint64_t arg_interval_usec;
+
+/* stats */
+extern uint64_t arg_window_usec;
