@@ -39,7 +39,33 @@ struct JobWaiter {
 static void job_finalize(Job *j);
 static void job_maybe_finalize(Job *j);
 static void log_execution_start(Job *j);
-static int on_active_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
+static void on_active_state(void *userdata, int r, const char *state);
+static void job_on_job_removed(Job *j, const char *unit, const char *result);
+static void job_on_active_state(Job *j, const char *state);
+
+static void on_unit_job_removed(void *userdata, const char *unit, const char *result) {
+        job_on_job_removed(userdata, unit, result);
+}
+
+static void on_unit_active_state(void *userdata, _unused_ const char *unit, const char *state) {
+        job_on_active_state(userdata, state);
+}
+
+/* The service: its start job's end, then its state changes. The mount: its start job's end. */
+static const SysdUnitEvents unit_events = { .job_removed = on_unit_job_removed, .active_state = on_unit_active_state };
+static const SysdUnitEvents mount_events = { .job_removed = on_unit_job_removed };
+
+static int job_watch_unit(Job *j) {
+        if (j->watch_unit)
+                return 0;
+        return sysd_watch(j->manager->sysd, j->unit_name, &unit_events, j, &j->watch_unit);
+}
+
+static int job_watch_mount(Job *j) {
+        if (j->watch_mount || !j->mount_name)
+                return 0;
+        return sysd_watch(j->manager->sysd, j->mount_name, &mount_events, j, &j->watch_mount);
+}
 static int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
 static void job_link(Manager *m, Job *j);
@@ -89,7 +115,6 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         j->unit_name = execution_unit_name(id);
         if (!j->exec->unit || !j->unit_name)
                 goto oom;
-        j->unit_path = sysd_unit_path(j->unit_name);
         if (request->session_id) {
                 /* The caller (api.c, or the adoption of a queued record) made sure it exists. */
                 j->session = session_find(m, request->session_id);
@@ -99,7 +124,7 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
                 }
                 j->session->n_jobs++;
                 j->workspace = strdup(j->session->path);
-                if (!j->unit_path || !j->workspace)
+                if (!j->workspace)
                         goto oom;
         } else {
         /* Named afresh, not after the execution: a workspace mount a crashed instance left behind
@@ -114,7 +139,7 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
                 }
         }
         j->mount_name = mount_unit_name_from_path(j->workspace);
-        if (!j->unit_path || !j->mount_name)
+        if (!j->mount_name)
                 goto oom;
         }
         j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
@@ -228,7 +253,6 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
         j->callback_url = callback_url_from_request_json(rec->request);
         memcpy(j->fingerprint, rec->fingerprint, sizeof(j->fingerprint));
         j->unit_name = execution_unit_name(e->id);
-        j->unit_path = j->unit_name ? sysd_unit_path(j->unit_name) : NULL;
         j->workspace = TAKE_PTR(rec->workspace);
         if (e->session_id) {
                 /* A session's run: the session (loaded before) owns the mount; if it is gone, so is
@@ -240,7 +264,8 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
                 }
         } else if (j->workspace)
                 j->mount_name = mount_unit_name_from_path(j->workspace);
-        if (!j->unit_name || !j->unit_path || (j->workspace && !e->session_id && !j->mount_name)) {
+        if (!j->unit_name || (j->workspace && !e->session_id && !j->mount_name) || job_watch_unit(j) < 0 ||
+            job_watch_mount(j) < 0) {
                 job_free(j);
                 return -ENOMEM;
         }
@@ -277,9 +302,7 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
                                           end > now ? end - now : 1000, 10000, on_deadline, j);
 
         /* Is it still running? The answer (or "no such unit") moves it on. */
-        (void) sd_bus_call_method_async(m->bus, &j->slot_props, SYSD_DEST, j->unit_path,
-                                        "org.freedesktop.DBus.Properties", "Get", on_active_state, j, "ss",
-                                        "org.freedesktop.systemd1.Unit", "ActiveState");
+        (void) sysd_get_active_state(m->sysd, j->unit_name, on_active_state, j, &j->call_props);
         log_info("%s: adopted after a restart (%s).", e->id, ctl_fd >= 0 ? "with its control socket" : "without output");
         /* Its unit was started, but the previous instance died before it saw the start job finish
          * (the record said queued, manager_adopt() found the unit): no start time is on record and
@@ -328,9 +351,11 @@ Job *job_free(Job *j) {
         j->collect = artifact_collect_cancel(j->collect);
         if (j->artifact_caller)
                 artifact_accounts_settle(m, &j->artifact_caller, 0, false);
-        j->slot_mount = sd_bus_slot_unref(j->slot_mount);
-        j->slot_start = sd_bus_slot_unref(j->slot_start);
-        j->slot_props = sd_bus_slot_unref(j->slot_props);
+        j->call_mount = sysd_call_free(j->call_mount);
+        j->call_start = sysd_call_free(j->call_start);
+        j->call_props = sysd_call_free(j->call_props);
+        j->watch_unit = sysd_watch_free(j->watch_unit);
+        j->watch_mount = sysd_watch_free(j->watch_mount);
         free(j->report);
         while (j->waiters) {
                 JobWaiter *w = j->waiters;
@@ -341,7 +366,6 @@ Job *job_free(Job *j) {
         free(j->callback_url);
         execution_free(j->exec);
         free(j->unit_name);
-        free(j->unit_path);
         free(j->mount_name);
         free(j->workspace);
         free(j->result);
@@ -429,7 +453,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         log_info("%s: deadline passed (timeout %" PRIu64 " ms + grace), killing the unit", j->exec->id,
                  j->exec->limits.timeout_ms);
         j->outcome.deadline_hit = true;
-        (void) sysd_kill_unit(j->manager->bus, j->unit_name, "all", SIGKILL);
+        (void) sysd_kill_unit(j->manager->sysd, j->unit_name, "all", SIGKILL);
         return 0;
 }
 
@@ -444,18 +468,17 @@ static int on_drain_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* ---- starting ------------------------------------------------------------------------------ */
 
-static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_start_reply(void *userdata, int r, const char *message) {
         Job *j = userdata;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
 
-        j->slot_start = sd_bus_slot_unref(j->slot_start);
-        if (e) {
-                log_error("%s: StartTransientUnit(%s) failed: %s", j->exec->id, j->unit_name, e->message);
+        j->call_start = sysd_call_free(j->call_start);
+        if (r < 0) {
+                log_error("%s: StartTransientUnit(%s) failed: %s", j->exec->id, j->unit_name, strna(message));
                 j->outcome.start_failed = true;
                 j->unit_gone = j->props_read = true;
                 j->ctl_eof = true;
                 job_finalize(j);
-                return 0;
+                return;
         }
         j->unit_started = true;
         /* The control socket waits in systemd's fd store while the execution runs, so a restarted
@@ -472,7 +495,6 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
                 else if (k < 0)
                         log_debug_errno(k, "%s: cannot put the control socket in the fd store: %m", j->exec->id);
         }
-        return 0;
 }
 
 static int build_control_payload(Job *j) {
@@ -550,8 +572,11 @@ static void start_service(Job *j) {
                 return;
         }
         r = build_control_payload(j);
+        /* Watch first, then start: no signal about the unit can come before we listen. */
         if (r >= 0)
-                r = sysd_start_transient(m->bus, j->unit_name, &props, on_start_reply, j, &j->slot_start);
+                r = job_watch_unit(j);
+        if (r >= 0)
+                r = sysd_start_transient(m->sysd, j->unit_name, &props, on_start_reply, j, &j->call_start);
         unit_props_done(&props);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot call StartTransientUnit: %m", j->exec->id);
@@ -564,7 +589,7 @@ static void start_service(Job *j) {
 
         if (sd_event_add_io(m->event, &j->ctl_src, j->ctl_fd, EPOLLIN | EPOLLOUT, on_control, j) < 0) {
                 j->state = JOB_STARTING;
-                (void) sysd_kill_unit(m->bus, j->unit_name, "all", SIGKILL);
+                (void) sysd_kill_unit(m->sysd, j->unit_name, "all", SIGKILL);
                 log_error("%s: cannot watch the control socket", j->exec->id);
                 j->outcome.daemon_error = true;
                 return;
@@ -634,18 +659,16 @@ static void workspace_ready(Job *j) {
                 start_service(j);
 }
 
-static int on_mount_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_mount_reply(void *userdata, int r, const char *message) {
         Job *j = userdata;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
 
-        j->slot_mount = sd_bus_slot_unref(j->slot_mount);
-        if (e) {
-                log_error("%s: starting workspace mount %s failed: %s", j->exec->id, j->mount_name, e->message);
+        j->call_mount = sysd_call_free(j->call_mount);
+        if (r < 0) {
+                log_error("%s: starting workspace mount %s failed: %s", j->exec->id, j->mount_name, strna(message));
                 job_fail_internal(j, "the workspace could not be mounted");
-                return 0;
+                return;
         }
         j->mount_started = true;
-        return 0;
 }
 
 void job_start(Job *j) {
@@ -677,22 +700,28 @@ void job_start(Job *j) {
                 j->workspace = TAKE_PTR(w->path);
                 j->mount_name = TAKE_PTR(w->mount_name);
                 j->mount_started = true;
-                workspace_free(w);
+                workspace_free(w);      /* and with it the pool's watch of the mount: ours follows */
+                if (job_watch_mount(j) < 0) {
+                        job_fail_internal(j, "out of memory");
+                        return;
+                }
                 workspace_pool_fill(m);
                 workspace_ready(j);
                 return;
         }
         workspace_pool_fill(m);
 
-        r = sysd_start_tmpfs(m->bus, j->mount_name, j->workspace, sandbox_workspace_bytes(&j->exec->limits),
-                             on_mount_reply, j, &j->slot_mount);
+        r = job_watch_mount(j);
+        if (r >= 0)
+                r = sysd_start_tmpfs(m->sysd, j->mount_name, j->workspace, sandbox_workspace_bytes(&j->exec->limits),
+                                     on_mount_reply, j, &j->call_mount);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot start the workspace mount: %m", j->exec->id);
                 job_fail_internal(j, "cannot start the workspace mount");
         }
 }
 
-void job_on_job_removed(Job *j, const char *unit, const char *result) {
+static void job_on_job_removed(Job *j, const char *unit, const char *result) {
         Manager *m = j->manager;
 
         if (j->state == JOB_PREPARING && streq_ptr(unit, j->mount_name)) {
@@ -732,10 +761,8 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
                                                  on_deadline, j);
                         if (j->cancel_requested)
                                 job_send_cancel(j);
-                        /* The unit may have ended before we listened for its state changes. */
-                        (void) sd_bus_call_method_async(m->bus, &j->slot_props, SYSD_DEST, j->unit_path,
-                                                        "org.freedesktop.DBus.Properties", "Get", on_active_state,
-                                                        j, "ss", "org.freedesktop.systemd1.Unit", "ActiveState");
+                        /* It may have ended already: PropertiesChanged before the job's end. */
+                        (void) sysd_get_active_state(m->sysd, j->unit_name, on_active_state, j, &j->call_props);
                 } else {
                         log_error("%s: start job of %s ended with '%s'", j->exec->id, j->unit_name, result);
                         j->outcome.start_failed = true;
@@ -744,23 +771,17 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
         }
 }
 
-static int on_active_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_active_state(void *userdata, int r, const char *state) {
         Job *j = userdata;
-        const char *state;
 
-        j->slot_props = sd_bus_slot_unref(j->slot_props);
-        if (sd_bus_message_is_method_error(reply, NULL)) {
-                /* No such unit: it ended and was collected (adopted after a restart). */
-                job_on_active_state(j, "inactive");
-                return 0;
-        }
-        if (sd_bus_message_read(reply, "v", "s", &state) < 0)
-                return 0;
+        j->call_props = sysd_call_free(j->call_props);
+        if (r < 0)
+                return;
+        /* No such unit reads as "inactive": it ended and was collected (adopted after a restart). */
         job_on_active_state(j, state);
-        return 0;
 }
 
-void job_on_active_state(Job *j, const char *state) {
+static void job_on_active_state(Job *j, const char *state) {
         if (j->state != JOB_RUNNING)
                 return;
         if (streq(state, "inactive") || streq(state, "failed"))
@@ -783,55 +804,23 @@ void job_flush_waiters(Job *j) {
 
 /* ---- finishing ----------------------------------------------------------------------------- */
 
-static int on_service_props(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_service_props(void *userdata, int r, const char *message, const SysdServiceProps *p) {
         Job *j = userdata;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
-        int r;
 
-        j->slot_props = sd_bus_slot_unref(j->slot_props);
+        j->call_props = sysd_call_free(j->call_props);
         j->props_read = true;
-        if (e) {
-                log_warning("%s: cannot read the unit's result: %s", j->exec->id, e->message);
-                goto done;
-        }
-
-        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
         if (r < 0)
-                goto done;
-        for (;;) {
-                const char *name, *s;
-
-                r = sd_bus_message_enter_container(reply, 'e', "sv");
-                if (r <= 0)
-                        break;
-                r = sd_bus_message_read(reply, "s", &name);
-                if (r < 0)
-                        break;
-                if (streq(name, "Result")) {
-                        r = sd_bus_message_read(reply, "v", "s", &s);
-                        if (r >= 0)
-                                (void) free_and_strdup(&j->result, s);
-                } else if (streq(name, "ExecMainCode"))
-                        r = sd_bus_message_read(reply, "v", "i", &j->outcome.exec_main_code);
-                else if (streq(name, "ExecMainStatus"))
-                        r = sd_bus_message_read(reply, "v", "i", &j->outcome.exec_main_status);
-                else if (streq(name, "ExecMainStartTimestampMonotonic"))
-                        r = sd_bus_message_read(reply, "v", "t", &j->exec_start_mono);
-                else if (streq(name, "ExecMainExitTimestampMonotonic"))
-                        r = sd_bus_message_read(reply, "v", "t", &j->exec_exit_mono);
-                else if (streq(name, "CPUUsageNSec"))
-                        r = sd_bus_message_read(reply, "v", "t", &j->cpu_nsec);
-                else
-                        r = sd_bus_message_skip(reply, "v");
-                if (r < 0)
-                        break;
-                r = sd_bus_message_exit_container(reply);
-                if (r < 0)
-                        break;
+                log_warning("%s: cannot read the unit's result: %s", j->exec->id, message ?: strerror(-r));
+        else {
+                if (p->result[0])
+                        (void) free_and_strdup(&j->result, p->result);
+                j->outcome.exec_main_code = p->exec_main_code;
+                j->outcome.exec_main_status = p->exec_main_status;
+                j->exec_start_mono = p->exec_main_start_mono;
+                j->exec_exit_mono = p->exec_main_exit_mono;
+                j->cpu_nsec = p->cpu_usage_nsec;
         }
-done:
         job_maybe_finalize(j);
-        return 0;
 }
 
 void job_on_unit_inactive(Job *j) {
@@ -845,9 +834,8 @@ void job_on_unit_inactive(Job *j) {
                 j->state = JOB_FINISHING;
         j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
 
-        j->slot_props = sd_bus_slot_unref(j->slot_props);
-        r = sd_bus_call_method_async(m->bus, &j->slot_props, SYSD_DEST, j->unit_path, "org.freedesktop.DBus.Properties",
-                                     "GetAll", on_service_props, j, "s", "org.freedesktop.systemd1.Service");
+        j->call_props = sysd_call_free(j->call_props);
+        r = sysd_get_service_props(m->sysd, j->unit_name, on_service_props, j, &j->call_props);
         if (r < 0) {
                 log_warning_errno(r, "%s: cannot ask for the unit's result: %m", j->exec->id);
                 j->props_read = true;
@@ -1194,9 +1182,9 @@ static void job_finalize(Job *j) {
         j->collect = artifact_collect_cancel(j->collect);
         if (j->artifact_caller)
                 artifact_accounts_settle(m, &j->artifact_caller, 0, false);
-        j->slot_mount = sd_bus_slot_unref(j->slot_mount);
-        j->slot_start = sd_bus_slot_unref(j->slot_start);
-        j->slot_props = sd_bus_slot_unref(j->slot_props);
+        j->call_mount = sysd_call_free(j->call_mount);
+        j->call_start = sysd_call_free(j->call_start);
+        j->call_props = sysd_call_free(j->call_props);
         j->request = exec_request_free(j->request);
         j->report = mfree(j->report);
         j->report_len = j->report_allocated = 0;
@@ -1207,14 +1195,16 @@ static void job_finalize(Job *j) {
                 (void) sd_notify(false, msg);
                 j->fd_stored = false;
         }
-        if (m->bus) {
+        j->watch_unit = sysd_watch_free(j->watch_unit);
+        j->watch_mount = sysd_watch_free(j->watch_mount);
+        if (m->sysd) {
                 if (j->unit_started) {
-                        (void) sysd_unref_unit(m->bus, j->unit_name);
+                        (void) sysd_unref_unit(m->sysd, j->unit_name);
                         /* CollectMode=inactive keeps a failed unit for us; we have read it. */
-                        (void) sysd_reset_failed_unit(m->bus, j->unit_name);
+                        (void) sysd_reset_failed_unit(m->sysd, j->unit_name);
                 }
                 if (j->mount_name && (j->mount_started || j->state == JOB_PREPARING))
-                        (void) sysd_stop_unit(m->bus, j->mount_name);
+                        (void) sysd_stop_unit(m->sysd, j->mount_name, NULL, NULL);
         }
 
         manager_job_leaves(m, j);
@@ -1263,7 +1253,7 @@ static int on_cancel_timeout(sd_event_source *s, uint64_t usec, void *userdata) 
         Job *j = userdata;
 
         log_warning("%s: sandbox-exec did not end the program on cancel, killing the unit", j->exec->id);
-        (void) sysd_kill_unit(j->manager->bus, j->unit_name, "all", SIGKILL);
+        (void) sysd_kill_unit(j->manager->sysd, j->unit_name, "all", SIGKILL);
         return 0;
 }
 
@@ -1272,7 +1262,7 @@ static int on_cancel_timeout(sd_event_source *s, uint64_t usec, void *userdata) 
 void job_send_cancel(Job *j) {
         Manager *m = j->manager;
 
-        (void) sysd_kill_unit(m->bus, j->unit_name, "main", SIGUSR1);
+        (void) sysd_kill_unit(m->sysd, j->unit_name, "main", SIGUSR1);
         if (!j->cancel_src)
                 (void) sd_event_add_time_relative(m->event, &j->cancel_src, CLOCK_MONOTONIC, 3 * 1000000ULL, 0,
                                                   on_cancel_timeout, j);

@@ -11,6 +11,7 @@
 #include "manager.h"
 #include "request.h"
 #include "store.h"
+#include "sysd.h"
 
 typedef enum JobState {
         JOB_QUEUED,
@@ -35,13 +36,14 @@ struct Job {
         char *owner;                     /* "uid:N" of the caller that submitted it */
         char *callback_url;              /* where the result goes when final (callback.c); NULL: nowhere */
 
-        char *unit_name, *unit_path;
+        char *unit_name;
         /* workspace: host path of the tmpfs mount whose workspace/ and tmp/ the run gets (for a
          * session run: the session's; mount_name is then NULL, the session owns the mount). */
         char *mount_name, *workspace;
         Session *session;                /* NULL: a single-use workspace */
 
-        sd_bus_slot *slot_mount, *slot_start, *slot_props;
+        SysdCall *call_mount, *call_start, *call_props;
+        SysdWatch *watch_unit, *watch_mount;   /* systemd's signals about the service and the mount */
         struct Fetch *fetch;             /* input files being downloaded (preparing, before the service) */
         bool linked;
         int ctl_fd;
@@ -96,9 +98,7 @@ bool job_is_final(const Job *j);
 int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret);
 void job_remove_waiter(Job *j, JobWaiter *w);
 
-/* Handlers for the manager's bus matches. */
-void job_on_job_removed(Job *j, const char *unit, const char *result);
+/* The unit is gone (its ActiveState said so, or it is unknown after a restart). */
 void job_on_unit_inactive(Job *j);
-void job_on_active_state(Job *j, const char *state);
 /* Shutdown: answer every waiter now (they see the job unfinished). */
 void job_flush_waiters(Job *j);

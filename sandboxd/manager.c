@@ -187,15 +187,6 @@ Job *manager_find_job(Manager *m, const char *id) {
         return NULL;
 }
 
-static Job *find_job_by_unit(Manager *m, const char *unit) {
-        if (!startswith(unit, "sandboxd-") && !startswith(unit, "run-sandboxd"))
-                return NULL;
-        for (Job *j = m->jobs; j; j = j->next)
-                if (j->state != JOB_DONE && (streq(j->unit_name, unit) || streq_ptr(j->mount_name, unit)))
-                        return j;
-        return NULL;
-}
-
 static Job *job_of_entry(QueueEntry *e) {
         return (Job *) ((uint8_t *) e - offsetof(Job, queue_entry));
 }
@@ -288,90 +279,36 @@ void manager_metrics_gauges(Manager *m, MetricsGauges *ret) {
         };
 }
 
-static int on_job_removed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
-        Manager *m = userdata;
-        const char *path, *unit, *result;
-        uint32_t id;
-        Job *j;
-
-        if (sd_bus_message_read(msg, "uoss", &id, &path, &unit, &result) < 0)
-                return 0;
-        if (workspace_pool_job_removed(m, unit, result))
-                return 0;
-        if (session_job_removed(m, unit, result))
-                return 0;
-        j = find_job_by_unit(m, unit);
-        if (j)
-                job_on_job_removed(j, unit, result);
-        return 0;
-}
-
-static int on_properties_changed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
-        Manager *m = userdata;
-        const char *path = sd_bus_message_get_path(msg), *iface;
-        int r;
-
-        if (!path || !startswith(path, SYSD_PATH "/unit/sandboxd_2d"))
-                return 0;
-        if (sd_bus_message_read(msg, "s", &iface) < 0 || !streq(iface, "org.freedesktop.systemd1.Unit"))
-                return 0;
-        r = sd_bus_message_enter_container(msg, 'a', "{sv}");
-        if (r < 0)
-                return 0;
-        while (sd_bus_message_enter_container(msg, 'e', "sv") > 0) {
-                const char *name, *state;
-
-                if (sd_bus_message_read(msg, "s", &name) < 0)
-                        return 0;
-                if (streq(name, "ActiveState")) {
-                        if (sd_bus_message_read(msg, "v", "s", &state) < 0)
-                                return 0;
-                        for (Job *j = m->jobs; j; j = j->next)
-                                if (j->state != JOB_DONE && streq(j->unit_path, path)) {
-                                        job_on_active_state(j, state);
-                                        break;
-                                }
-                        return 0;
-                }
-                if (sd_bus_message_skip(msg, "v") < 0 || sd_bus_message_exit_container(msg) < 0)
-                        return 0;
-        }
-        return 0;
-}
-
 /* Leftovers: units of executions nobody tracks (a crash, a restart) are killed and stopped. */
-static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_list_units(void *userdata, int r, const SysdUnitInfo *units, size_t n) {
         Manager *m = userdata;
-        const char *name, *desc, *load, *active, *sub, *follow, *jtype, *jpath;
-        const char *upath;
-        uint32_t jid;
         unsigned killed = 0;
 
-        if (sd_bus_message_is_method_error(reply, NULL)) {
-                log_warning("Sweep: ListUnitsByPatterns failed: %s", sd_bus_message_get_error(reply)->message);
-                return 0;
+        if (r < 0) {
+                log_warning_errno(r, "Sweep: ListUnitsByPatterns failed: %m");
+                return;
         }
-        if (sd_bus_message_enter_container(reply, 'a', "(ssssssouso)") < 0)
-                return 0;
-        while (sd_bus_message_read(reply, "(ssssssouso)", &name, &desc, &load, &active, &sub, &follow, &upath, &jid,
-                                   &jtype, &jpath) > 0) {
-                if (find_job_by_unit(m, name) || workspace_pool_owns_unit(m, name) || session_owns_unit(m, name))
+        for (size_t i = 0; i < n; i++) {
+                const SysdUnitInfo *u = &units[i];
+
+                /* Watched: a job, a pool workspace or a session has it. */
+                if (sysd_is_watched(m->sysd, u->name))
                         continue;
                 /* Already being stopped (a session just removed: its StopUnit came before this list). */
-                if (streq(jtype, "stop"))
+                if (streq(u->job_type, "stop"))
                         continue;
-                if (streq(active, "failed")) {
+                if (streq(u->active_state, "failed")) {
                         /* CollectMode=inactive keeps failed units for their Result=; nobody will read
                          * this one. */
-                        (void) sysd_reset_failed_unit(m->bus, name);
+                        (void) sysd_reset_failed_unit(m->sysd, u->name);
                         continue;
                 }
-                if (streq(active, "inactive") && !endswith(name, ".mount"))
+                if (streq(u->active_state, "inactive") && !endswith(u->name, ".mount"))
                         continue;
-                log_info("Sweep: stopping leftover unit %s (%s/%s)", name, active, sub);
-                if (startswith(name, "sandboxd-"))
-                        (void) sysd_kill_unit(m->bus, name, "all", SIGKILL);
-                (void) sysd_stop_unit(m->bus, name);
+                log_info("Sweep: stopping leftover unit %s (%s/%s)", u->name, u->active_state, u->sub_state);
+                if (startswith(u->name, "sandboxd-"))
+                        (void) sysd_kill_unit(m->sysd, u->name, "all", SIGKILL);
+                (void) sysd_stop_unit(m->sysd, u->name, NULL, NULL);
                 killed++;
         }
         if (killed) {
@@ -380,7 +317,6 @@ static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 (void) sd_event_source_set_time_relative(m->sweep_timer, 2 * 1000000ULL);
                 (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ONESHOT);
         }
-        return 0;
 }
 
 static void sweep_workspace_dirs(Manager *m) {
@@ -418,20 +354,12 @@ static void sweep_workspace_dirs(Manager *m) {
 
 static void manager_sweep(Manager *m) {
         /* The session mounts' names: SESSION_MOUNT_DIR escaped. */
-        const char *patterns[] = { "sandboxd-*.service", "run-sandboxd-*.mount",
-                                   "var-lib-private-sandboxd-sessions-*.mount", NULL };
-        sd_bus_message *msg = NULL;
+        static const char *const patterns[] = { "sandboxd-*.service", "run-sandboxd-*.mount",
+                                                "var-lib-private-sandboxd-sessions-*.mount", NULL };
         int r;
 
         sweep_workspace_dirs(m);
-        r = sd_bus_message_new_method_call(m->bus, &msg, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "ListUnitsByPatterns");
-        if (r >= 0)
-                r = sd_bus_message_append_strv(msg, (char **) (const char *[]) { NULL });
-        if (r >= 0)
-                r = sd_bus_message_append_strv(msg, (char **) patterns);
-        if (r >= 0)
-                r = sd_bus_call_async(m->bus, NULL, msg, on_list_units, m, 0);
-        sd_bus_message_unref(msg);
+        r = sysd_list_units(m->sysd, patterns, on_list_units, m);
         if (r < 0)
                 log_warning_errno(r, "Sweep: cannot list units: %m");
 }
@@ -447,7 +375,7 @@ static void sweep_overdue(Manager *m) {
                 if (now - j->start_mono > 2 * j->exec->limits.timeout_ms * 1000ULL + 5000000ULL) {
                         log_warning("Sweep: %s runs past twice its timeout, killing it again", j->exec->id);
                         j->outcome.deadline_hit = true;
-                        (void) sysd_kill_unit(m->bus, j->unit_name, "all", SIGKILL);
+                        (void) sysd_kill_unit(m->sysd, j->unit_name, "all", SIGKILL);
                 }
         }
 }
@@ -495,12 +423,11 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
  * calls must be answered before the connection closes: systemd checks the caller's credentials
  * when it handles a call, and a caller that has gone by then is refused. So the loop exits only
  * when every call is answered (or after a few seconds). */
-static int on_end_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_end_reply(void *userdata, _unused_ int r, _unused_ const char *message) {
         Manager *m = userdata;
 
         if (m->n_end_pending > 0 && --m->n_end_pending == 0)
                 (void) sd_event_exit(m->event, 0);
-        return 0;
 }
 
 static int on_end_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -514,9 +441,8 @@ static void manager_end_executions(Manager *m) {
         /* Executions go on: systemd keeps their units running, their control sockets wait in the fd
          * store, and the next start adopts them (a restart or upgrade loses nothing). Queued ones
          * stay queued in the store. Only the workspaces mounted ahead of time are given back. */
-        for (Workspace *w = m->pool; w && m->bus; w = w->next)
-                if (sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "StopUnit", on_end_reply, m,
-                                             "ss", w->mount_name, "replace") >= 0)
+        for (Workspace *w = m->pool; w && m->sysd; w = w->next)
+                if (sysd_stop_unit(m->sysd, w->mount_name, on_end_reply, m) >= 0)
                         m->n_end_pending++;
         for (Job *j = m->jobs; j; j = j->next)
                 if (!job_is_final(j))
@@ -709,16 +635,8 @@ finish:
 /* At start only (before the loop runs), so a synchronous call is fine here. */
 static bool unit_exists(Manager *m, const char *id) {
         _cleanup_free_ char *name = execution_unit_name(id);
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus_message *reply = NULL;
-        int r;
 
-        if (!name)
-                return false;
-        r = sd_bus_call_method(m->bus, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "GetUnit", &error, &reply, "s", name);
-        sd_bus_error_free(&error);
-        sd_bus_message_unref(reply);
-        return r >= 0;
+        return name && sysd_unit_exists_sync(m->sysd, name);
 }
 
 static void free_names(char **names, int n) {
@@ -1038,17 +956,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         /* Losing the bus means losing track of every unit: exit, and be restarted to re-adopt. */
         (void) sd_bus_set_exit_on_disconnect(m->bus, true);
 
-        r = sd_bus_match_signal_async(m->bus, &m->match_job_removed, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "JobRemoved",
-                                      on_job_removed, NULL, m);
-        if (r >= 0)
-                r = sd_bus_add_match_async(m->bus, &m->match_props,
-                                           "type='signal',sender='org.freedesktop.systemd1',"
-                                           "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-                                           "path_namespace='/org/freedesktop/systemd1/unit',"
-                                           "arg0='org.freedesktop.systemd1.Unit'",
-                                           on_properties_changed, NULL, m);
-        if (r >= 0)
-                r = sd_bus_call_method_async(m->bus, NULL, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "Subscribe", NULL, NULL, "");
+        r = sysd_new(m->bus, &m->sysd);
         if (r < 0)
                 return log_error_errno(r, "Failed to subscribe to systemd's signals: %m");
 
@@ -1134,8 +1042,7 @@ Manager *manager_free(Manager *m) {
                 workspace_free(w);
         }
 
-        sd_bus_slot_unref(m->match_job_removed);
-        sd_bus_slot_unref(m->match_props);
+        m->sysd = sysd_free(m->sysd);
         sd_bus_flush_close_unref(m->bus);
         sd_event_source_disable_unref(m->sigterm);
         sd_event_source_disable_unref(m->sigint);

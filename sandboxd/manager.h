@@ -32,8 +32,8 @@ typedef struct SeccompFilter {
 
 typedef struct Manager {
         sd_event *event;
-        sd_bus *bus;
-        sd_bus_slot *match_job_removed, *match_props;
+        sd_bus *bus;             /* the system bus: systemd (through sysd), our D-Bus API, polkit */
+        struct Sysd *sysd;       /* the one speaker of org.freedesktop.systemd1 (sysd.h) */
         sd_event_source *sigterm, *sigint, *sighup, *sweep_timer;
 
         char *config_dir;

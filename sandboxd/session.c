@@ -17,7 +17,8 @@
 static Session *session_free(Session *s) {
         if (!s)
                 return NULL;
-        sd_bus_slot_unref(s->slot);
+        sysd_call_free(s->call);
+        sysd_watch_free(s->watch);
         free(s->id);
         free(s->owner);
         free(s->name);
@@ -54,12 +55,8 @@ Session *session_find(Manager *m, const char *id) {
         return NULL;
 }
 
-bool session_owns_unit(Manager *m, const char *unit) {
-        for (Session *s = m->sessions; s; s = s->next)
-                if (streq(s->mount_name, unit))
-                        return true;
-        return false;
-}
+static void on_session_job_removed(void *userdata, const char *unit, const char *result);
+static const SysdUnitEvents session_events = { .job_removed = on_session_job_removed };
 
 static bool session_owns_dir(Manager *m, const char *name) {
         for (Session *s = m->sessions; s; s = s->next)
@@ -113,6 +110,9 @@ static Session *session_new(Manager *m, const char *id, const char *owner, const
         }
         s->mount_name = mount_unit_name_from_path(s->path);
         if (!s->mount_name)
+                return session_free(s);
+        /* Watched for its whole life: its start job's end, and "tracked" for the sweep. */
+        if (m->sysd && sysd_watch(m->sysd, s->mount_name, &session_events, s, &s->watch) < 0)
                 return session_free(s);
         return s;
 }
@@ -187,8 +187,8 @@ int session_remove(Session *s, const char *why) {
         if (s->n_jobs > 0 || s->active)
                 return -EBUSY;
         log_info("Session %s: %s; removing its workspace (%s).", s->id, why, s->mount_name);
-        if (m->bus)
-                (void) sysd_stop_unit(m->bus, s->mount_name);
+        if (m->sysd)
+                (void) sysd_stop_unit(m->sysd, s->mount_name, NULL, NULL);
         if (m->store && store_session_delete(m->store, s->id) < 0)
                 log_warning("Session %s: cannot delete its record: %s", s->id, store_error_message(m->store));
         session_unlink(m, s);
@@ -201,43 +201,36 @@ int session_remove(Session *s, const char *why) {
         return 0;
 }
 
-static int on_mount_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_mount_reply(void *userdata, int r, const char *message) {
         Session *s = userdata;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
 
-        s->slot = sd_bus_slot_unref(s->slot);
-        if (e) {
+        s->call = sysd_call_free(s->call);
+        if (r < 0) {
                 log_error("Session %s: starting its workspace mount %s failed: %s", s->id, s->mount_name,
-                          e->message);
+                          strna(message));
                 session_fail_jobs(s, "the session's workspace could not be mounted");
                 (void) session_remove(s, "its workspace could not be mounted");
         }
-        return 0;
 }
 
-bool session_job_removed(Manager *m, const char *unit, const char *result) {
-        Session *s;
+static void on_session_job_removed(void *userdata, const char *unit, const char *result) {
+        Session *s = userdata;
+        Manager *m = s->manager;
         struct statfs sfs;
         int r;
 
-        for (s = m->sessions; s; s = s->next)
-                if (streq(s->mount_name, unit))
-                        break;
-        if (!s)
-                return false;
         if (s->ready)
-                return true;            /* a stop job of a mount we no longer track, or a repeat */
+                return;                 /* a stop job, or a repeat */
         r = streq(result, "done") ? session_statfs(s, &sfs) : -EIO;
         if (r < 0) {
                 log_error_errno(r, "Session %s: workspace mount job '%s', the tmpfs is not there: %m", s->id, result);
                 session_fail_jobs(s, "the session's workspace could not be mounted");
                 (void) session_remove(s, "its workspace could not be mounted");
-                return true;
+                return;
         }
         s->ready = true;
         log_debug("Session %s: workspace mounted at %s", s->id, s->path);
         manager_dispatch_queue(m);
-        return true;
 }
 
 int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
@@ -299,8 +292,8 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         {
                 Limits l = { .disk_mb = disk_mb };
 
-                r = sysd_start_tmpfs(m->bus, s->mount_name, s->path, sandbox_workspace_bytes(&l), on_mount_reply, s,
-                                     &s->slot);
+                r = sysd_start_tmpfs(m->sysd, s->mount_name, s->path, sandbox_workspace_bytes(&l), on_mount_reply, s,
+                                     &s->call);
         }
         if (r < 0) {
                 session_free(s);
@@ -308,7 +301,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         }
         r = session_persist(s);
         if (r < 0) {
-                (void) sysd_stop_unit(m->bus, s->mount_name);
+                (void) sysd_stop_unit(m->sysd, s->mount_name, NULL, NULL);
                 session_free(s);
                 return request_error(err, r, r == -ENOSPC ? 507 : 503, "store_error", NULL,
                                      "the session could not be recorded (%s); nothing was started",
@@ -355,8 +348,8 @@ int session_load(Manager *m) {
                 if (session_statfs(s, &sfs) < 0) {
                         /* systemd (or the machine) restarted: the tmpfs and its files are gone. */
                         log_notice("Session %s: its workspace is no longer mounted, forgetting it.", s->id);
-                        if (m->bus)
-                                (void) sysd_stop_unit(m->bus, s->mount_name);
+                        if (m->sysd)
+                                (void) sysd_stop_unit(m->sysd, s->mount_name, NULL, NULL);
                         (void) store_session_delete(m->store, s->id);
                         session_free(s);
                         gone++;

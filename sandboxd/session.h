@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "manager.h"
+#include "sysd.h"
 
 /* StateDirectory= names are relative to /var/lib (systemd's fixed prefix for system services). */
 #define SESSION_STATE_PREFIX "sandboxd/sessions"
@@ -44,7 +45,8 @@ struct Session {
         Job *active;                     /* the run that holds the workspace now */
         unsigned n_jobs;                 /* its unfinished (queued or running) executions */
         QueueLane lane;                  /* its queued runs, one at a time (queue.h) */
-        sd_bus_slot *slot;
+        SysdCall *call;                  /* StartTransientUnit of its mount */
+        SysdWatch *watch;                /* its mount unit's start job */
 };
 
 Session *session_find(Manager *m, const char *id);
@@ -65,8 +67,6 @@ void session_run_started(Session *s, Job *j);
 void session_job_gone(Session *s, Job *j, bool ran);
 
 /* JobRemoved for a session's mount: true if it was one. */
-bool session_job_removed(Manager *m, const char *unit, const char *result);
-bool session_owns_unit(Manager *m, const char *unit);
 
 /* At start, before executions are adopted: the stored sessions whose mount is still there come
  * back; the others are forgotten (their files went with their tmpfs). */

@@ -15,7 +15,8 @@
 Workspace *workspace_free(Workspace *w) {
         if (!w)
                 return NULL;
-        sd_bus_slot_unref(w->slot);
+        sysd_call_free(w->call);
+        sysd_watch_free(w->watch);
         free(w->path);
         free(w->mount_name);
         free(w);
@@ -89,25 +90,43 @@ static void pool_remove(Manager *m, Workspace *w) {
                 }
 }
 
-static int on_pool_mount_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+static void on_pool_mount_reply(void *userdata, int r, const char *message) {
         Workspace *w = userdata;
         Manager *m = w->manager;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
 
-        w->slot = sd_bus_slot_unref(w->slot);
-        if (e) {
-                log_warning("Pool workspace %s could not be mounted: %s", w->mount_name, e->message);
+        w->call = sysd_call_free(w->call);
+        if (r < 0) {
+                log_warning("Pool workspace %s could not be mounted: %s", w->mount_name, strna(message));
                 m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
                 pool_remove(m, w);
                 workspace_free(w);
         }
-        return 0;
 }
+
+/* The mount's start job ended. */
+static void on_pool_job_removed(void *userdata, const char *unit, const char *result) {
+        Workspace *w = userdata;
+        Manager *m = w->manager;
+
+        if (w->ready)
+                return;
+        if (!streq(result, "done") || workspace_prepare_dirs(w->path, m->workspaces_dir, w->mount_name) < 0) {
+                log_warning("Pool workspace %s: mount job '%s', dropped.", unit, result);
+                m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
+                (void) sysd_stop_unit(m->sysd, w->mount_name, NULL, NULL);
+                pool_remove(m, w);
+                workspace_free(w);
+                return;
+        }
+        w->ready = true;
+}
+
+static const SysdUnitEvents pool_events = { .job_removed = on_pool_job_removed };
 
 void workspace_pool_fill(Manager *m) {
         uint64_t size = pool_size_bytes(m);
 
-        if (m->stopping || !m->bus || now_usec(CLOCK_MONOTONIC) < m->pool_retry_after)
+        if (m->stopping || !m->sysd || now_usec(CLOCK_MONOTONIC) < m->pool_retry_after)
                 return;
         while (m->n_pool < m->config->workspace_pool) {
                 char id[64];
@@ -131,7 +150,10 @@ void workspace_pool_fill(Manager *m) {
                         workspace_free(w);
                         return;
                 }
-                r = sysd_start_tmpfs(m->bus, w->mount_name, w->path, size, on_pool_mount_reply, w, &w->slot);
+                /* Watch first, then start. */
+                r = sysd_watch(m->sysd, w->mount_name, &pool_events, w, &w->watch);
+                if (r >= 0)
+                        r = sysd_start_tmpfs(m->sysd, w->mount_name, w->path, size, on_pool_mount_reply, w, &w->call);
                 if (r < 0) {
                         log_warning_errno(r, "Cannot start pool workspace: %m");
                         workspace_free(w);
@@ -154,31 +176,6 @@ Workspace *workspace_pool_take(Manager *m, uint64_t size) {
         return NULL;
 }
 
-bool workspace_pool_job_removed(Manager *m, const char *unit, const char *result) {
-        for (Workspace *w = m->pool; w; w = w->next) {
-                if (!streq(w->mount_name, unit))
-                        continue;
-                if (!streq(result, "done") || workspace_prepare_dirs(w->path, m->workspaces_dir, w->mount_name) < 0) {
-                        log_warning("Pool workspace %s: mount job '%s', dropped.", unit, result);
-                        m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
-                        (void) sysd_stop_unit(m->bus, w->mount_name);
-                        pool_remove(m, w);
-                        workspace_free(w);
-                        return true;
-                }
-                w->ready = true;
-                return true;
-        }
-        return false;
-}
-
-bool workspace_pool_owns_unit(Manager *m, const char *unit) {
-        for (Workspace *w = m->pool; w; w = w->next)
-                if (streq(w->mount_name, unit))
-                        return true;
-        return false;
-}
-
 bool workspace_pool_owns_dir(Manager *m, const char *name) {
         size_t l = strlen(m->workspaces_dir);
 
@@ -194,8 +191,8 @@ void workspace_pool_drain(Manager *m) {
 
                 m->pool = w->next;
                 m->n_pool--;
-                if (m->bus)
-                        (void) sysd_stop_unit(m->bus, w->mount_name);
+                if (m->sysd)
+                        (void) sysd_stop_unit(m->sysd, w->mount_name, NULL, NULL);
                 workspace_free(w);
         }
 }

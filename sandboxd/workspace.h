@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "manager.h"
+#include "sysd.h"
 
 typedef struct Workspace Workspace;
 struct Workspace {
@@ -18,7 +19,8 @@ struct Workspace {
         char *path, *mount_name;
         uint64_t size;
         bool ready;                      /* mounted and its directories created */
-        sd_bus_slot *slot;
+        SysdCall *call;                  /* StartTransientUnit of its mount */
+        SysdWatch *watch;                /* its mount unit's start job */
 };
 
 Workspace *workspace_free(Workspace *w);
@@ -34,10 +36,7 @@ int workspace_prepare_root(const char *path, bool session, const char *log_id);
 void workspace_pool_fill(Manager *m);
 /* A ready workspace of exactly this size, removed from the pool, or NULL. */
 Workspace *workspace_pool_take(Manager *m, uint64_t size);
-/* JobRemoved for one of the pool's mounts: true if it was one. */
-bool workspace_pool_job_removed(Manager *m, const char *unit, const char *result);
-/* Is this mount unit, or this directory name below workspaces/, a pool workspace? */
-bool workspace_pool_owns_unit(Manager *m, const char *unit);
+/* Is this directory name below workspaces/ a pool workspace? */
 bool workspace_pool_owns_dir(Manager *m, const char *name);
 /* Unmount every pooled workspace (stop, or a change of the default size). */
 void workspace_pool_drain(Manager *m);
