@@ -24,6 +24,7 @@
 #include "quota.h"
 #include "seccomp-policy.h"
 #include "session.h"
+#include "strv.h"
 #include "sysd.h"
 #include "usr-layer.h"
 #include "workspace.h"
@@ -473,7 +474,7 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         if (k < 0 && k != -ENOENT)
                                 log_warning_errno(k, "Sweep: cannot remove artifact blob %s: %m", *b);
                 }
-                store_digests_free(blobs);
+                strv_free(blobs);
                 /* Their charges are off the budgets (the store's triggers took them away). */
                 if (n > 0)
                         artifact_accounts_refresh(m);
@@ -721,14 +722,6 @@ static bool unit_exists(Manager *m, const char *id) {
         return r >= 0;
 }
 
-static void free_names(char **names, int n) {
-        if (!names)
-                return;
-        for (int k = 0; k < n; k++)
-                free(names[k]);
-        free(names);
-}
-
 /* A passed fd nobody takes. LISTEN_FDS stays in the environment for http.c, and sd_listen_fds()
  * there touches every fd of the range (F_SETFD): a closed one fails the start with EBADF, again at
  * every restart while the fd store holds the fd. So the number stays valid, on /dev/null. */
@@ -757,7 +750,7 @@ static int manager_adopt(Manager *m) {
 
         r = store_list_unfinished(m->store, &l, &n);
         if (r < 0) {
-                free_names(names, n_fds);
+                strv_free_n(names, (size_t) n_fds);
                 return log_error_errno(r, "Cannot read unfinished executions: %s", store_error_message(m->store));
         }
         for (size_t i = 0; i < n; i++) {
@@ -836,7 +829,7 @@ static int manager_adopt(Manager *m) {
                         (void) sd_notify(false, msg);
                         release_passed_fd(SD_LISTEN_FDS_START + k);
                 }
-        free_names(names, n_fds);
+        strv_free_n(names, (size_t) n_fds);
 
         if (adopted + requeued + failed > 0)
                 log_info("After the restart: %zu running executions adopted, %zu queued resumed, %zu failed.",
@@ -869,13 +862,6 @@ static int load_config(const char *dir, Config **ret) {
                 return log_error_errno(r, "Configuration error: %s", error ?: "out of memory");
         *ret = TAKE_PTR(c);
         return 0;
-}
-
-static bool strv_equal(char **a, char **b) {
-        for (; a && *a && b && *b; a++, b++)
-                if (!streq(*a, *b))
-                        return false;
-        return !(a && *a) && !(b && *b);
 }
 
 int manager_reload(Manager *m) {

@@ -7,6 +7,7 @@
 
 #include "backoff.h"
 #include "request.h"
+#include "strv.h"
 #include "utf8.h"
 
 ExecRequest *exec_request_free(ExecRequest *r) {
@@ -16,9 +17,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         free(r->session_id);
         free(r->code);
         free(r->callback_url);
-        for (size_t i = 0; i < r->n_env; i++)
-                free(r->env[i]);
-        free(r->env);
+        strv_free(r->env);
         for (size_t i = 0; i < r->n_files; i++) {
                 free(r->files[i].path);
                 free(r->files[i].url);

@@ -479,13 +479,6 @@ int store_purge_ex(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, cha
         return s->ops->purge(s, MIN(finished_before_usec, (uint64_t) INT64_MAX), ret_n ?: &dummy, ret_unreferenced);
 }
 
-char **store_digests_free(char **l) {
-        for (char **i = l; i && *i; i++)
-                free(*i);
-        free(l);
-        return NULL;
-}
-
 int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
         return store_purge_ex(s, finished_before_usec, ret_n, NULL);
 }

@@ -9,6 +9,7 @@
 
 #include "language.h"
 #include "sandbox-root.h"
+#include "strv.h"
 #include "unit-props.h"
 #include "util.h"
 
@@ -744,9 +745,7 @@ static void test_environment_dedupe(_unused_ void **state) {
         assert_int_equal(env_index(env, n, "FOO=2"), -1);
         /* A prefix of another name is a different name. */
         assert_true(env_index(env, n, "PATH=/usr/bin:/bin") >= 0);
-        for (size_t i = 0; i < n; i++)
-                free(env[i]);
-        free(env);
+        strv_free(env);
 
         /* The same through unit_props_build. */
         UnitProps p = {};
@@ -774,9 +773,7 @@ static void test_environment_prefix_names(_unused_ void **state) {
         check_unique_keys(env, n);
         /* node has no language env: 11 fixed + 3 */
         assert_int_equal(n, 14);
-        for (size_t i = 0; i < n; i++)
-                free(env[i]);
-        free(env);
+        strv_free(env);
 }
 
 /* ---- unit names ---- */
