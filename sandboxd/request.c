@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "backoff.h"
+#include "base64.h"
 #include "request.h"
 #include "strv.h"
 #include "utf8.h"
@@ -310,80 +311,6 @@ bool input_url_is_valid(const char *url, size_t len, const char **ret_why) {
         return !why;
 }
 
-static int b64_value(unsigned char c) {
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
-int base64_decode_strict(const char *s, size_t len, uint8_t **ret, size_t *ret_len) {
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t n = 0, pad = 0;
-
-        if (len % 4 != 0)
-                return -EINVAL;
-        if (len > 0 && s[len - 1] == '=')
-                pad = len > 1 && s[len - 2] == '=' ? 2 : 1;
-        buf = malloc(len / 4 * 3 + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (size_t i = 0; i < len; i += 4) {
-                int v[4];
-                bool last = i + 4 == len;
-
-                for (size_t k = 0; k < 4; k++) {
-                        if (last && k >= 4 - pad) {
-                                v[k] = 0;
-                                continue;
-                        }
-                        v[k] = b64_value((unsigned char) s[i + k]);
-                        if (v[k] < 0)
-                                return -EINVAL;
-                }
-                uint32_t w = (uint32_t) v[0] << 18 | (uint32_t) v[1] << 12 | (uint32_t) v[2] << 6 | (uint32_t) v[3];
-                buf[n++] = (uint8_t) (w >> 16);
-                if (!last || pad < 2)
-                        buf[n++] = (uint8_t) (w >> 8);
-                if (!last || pad < 1)
-                        buf[n++] = (uint8_t) w;
-                /* Canonical only: the bits a padded group drops must be zero. */
-                if (last && ((pad == 1 && (v[2] & 0x3)) || (pad == 2 && (v[1] & 0xf))))
-                        return -EINVAL;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_len = n;
-        return 0;
-}
-
-char *base64_encode(const uint8_t *p, size_t len) {
-        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        char *out, *o;
-
-        if (len > (SIZE_MAX - 1) / 4 * 3 - 3)
-                return NULL;
-        out = o = malloc((len + 2) / 3 * 4 + 1);
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < len; i += 3) {
-                uint32_t w = (uint32_t) p[i] << 16 | (i + 1 < len ? (uint32_t) p[i + 1] << 8 : 0) |
-                             (i + 2 < len ? (uint32_t) p[i + 2] : 0);
-                *o++ = alphabet[w >> 18 & 63];
-                *o++ = alphabet[w >> 12 & 63];
-                *o++ = i + 1 < len ? alphabet[w >> 6 & 63] : '=';
-                *o++ = i + 2 < len ? alphabet[w & 63] : '=';
-        }
-        *o = 0;
-        return out;
-}
-
 /* Is a a proper prefix directory of b ("data" of "data/x.csv")? */
 static bool path_is_below(const char *a, const char *b) {
         size_t n = strlen(a);
@@ -481,7 +408,7 @@ int request_parse_files(json_object *files, const Config *c, uint64_t disk_mb, E
                         return fail(err, 413, "too_large", field,
                                     "%s: inline files may hold at most %" PRIu64 " bytes in all (MaxInlineInputBytes=)",
                                     field, c->max_inline_input_bytes);
-                r = base64_decode_strict(json_object_get_string(b), len, &in->content, &in->content_len);
+                r = base64_decode(json_object_get_string(b), len, &in->content, &in->content_len);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)

@@ -83,9 +83,6 @@ bool input_path_is_valid(const char *path, size_t len, const char **ret_why);
 /* Is this a URL sandboxd downloads: http:// or https:// (any case), a host, no user:password@,
  * no control characters or spaces, at most REQUEST_FILE_URL_MAX bytes. */
 bool input_url_is_valid(const char *url, size_t len, const char **ret_why);
-/* Strict base64 (RFC 4648 alphabet, padding required, no whitespace). 0, -EINVAL, -ENOMEM. */
-int base64_decode_strict(const char *s, size_t len, uint8_t **ret, size_t *ret_len);
-char *base64_encode(const uint8_t *p, size_t len);
 
 /* Environment variable names sandboxd sets itself, which a request may not override. */
 bool env_name_is_reserved(const char *name);
