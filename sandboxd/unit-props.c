@@ -108,39 +108,6 @@ char *execution_unit_name(const char *execution_id) {
         return s;
 }
 
-char *mount_unit_name_from_path(const char *path) {
-        /* systemd's path escaping (unit_name_from_path(), as "systemd-escape --path"): '/' separates,
-         * '-', '\\' and anything outside [A-Za-z0-9:_.] are hex-escaped, and so is a '.' at the very
-         * start of the name (only there: "/a/.b" is "a-.b"); "/" itself is "-". */
-        size_t n = strlen(path);
-        char *r = malloc(n * 4 + sizeof("-.mount")), *o = r;
-
-        if (!r)
-                return NULL;
-        while (*path == '/')
-                path++;
-        for (const char *c = path; *c; c++) {
-                if (*c == '/') {
-                        while (c[1] == '/')
-                                c++;
-                        if (c[1] == 0)
-                                break;
-                        *o++ = '-';
-                        continue;
-                }
-                if (*c == '-' || (*c == '.' && o == r) ||
-                    !((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
-                      *c == '.' || *c == ':')) {
-                        o += sprintf(o, "\\x%02x", (unsigned char) *c);
-                } else
-                        *o++ = *c;
-        }
-        if (o == r)
-                *o++ = '-';
-        strcpy(o, ".mount");
-        return r;
-}
-
 /* Set KEY=VALUE, replacing an earlier assignment of KEY: systemd refuses duplicate names. */
 static int env_set(char ***l, size_t *n, const char *assignment) {
         size_t k = strcspn(assignment, "=");

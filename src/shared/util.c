@@ -167,22 +167,3 @@ int id_generate(char *buf, size_t size, const char *prefix) {
                 return -ENOBUFS;
         return 0;
 }
-
-char *unit_name_escape(const char *s) {
-        /* Only the characters id_is_valid() allows reach here: '-' is escaped as \x2d, a leading
-         * '.' never occurs; everything else passes as is. */
-        size_t n = strlen(s);
-        char *r = malloc(n * 4 + 1), *p = r;
-
-        if (!r)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] == '-') {
-                        memcpy(p, "\\x2d", 4);
-                        p += 4;
-                } else
-                        *p++ = s[i];
-        }
-        *p = 0;
-        return r;
-}
