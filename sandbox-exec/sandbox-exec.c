@@ -67,6 +67,7 @@
 #include <sys/wait.h>
 
 #include "capture.h"
+#include "time-util.h"
 #include "util.h"
 
 #define HEADER_MAX 64
@@ -86,8 +87,8 @@
 #define DYNAMIC_UID_MAX 65519U
 /* How long the syntax checker may take after a failed run (it never outlives the unit's backstop,
  * 2 s past the deadline). */
-#define CHECK_TIMEOUT_USEC (5ULL * 1000000ULL)
-#define CHECK_DEADLINE_SLACK_USEC (1000000ULL)
+#define CHECK_TIMEOUT_USEC (5 * USEC_PER_SEC)
+#define CHECK_DEADLINE_SLACK_USEC USEC_PER_SEC
 /* cgroup counters: the bind points below --cgroup-dir, one per controller (the daemon's names). */
 static const char *const cgroup_names[] = { "memory", "pids", "cpuacct", "unified" };
 
@@ -721,7 +722,7 @@ static uint64_t mono_usec(void) {
         struct timespec ts;
 
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+        return timespec_to_usec(&ts);
 }
 
 /* Read what is there (one read, or until EAGAIN when draining) into the capture. Returns false
@@ -779,7 +780,7 @@ static int supervise(pid_t pid) {
                                 killed = timed_out = true;
                                 continue;
                         }
-                        timeout = (int) MIN((deadline_usec - now + 999) / 1000, (uint64_t) INT32_MAX);
+                        timeout = (int) MIN(usec_to_msec_up(deadline_usec - now), (uint64_t) INT32_MAX);
                 }
 
                 if (poll(p, ELEMENTSOF(p), timeout) < 0) {
@@ -824,7 +825,7 @@ static int wait_quietly(pid_t pid, uint64_t deadline) {
                         (void) waitpid(pid, &status, 0);
                         return -1;
                 }
-                if (poll(&p, 1, (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT32_MAX)) < 0 &&
+                if (poll(&p, 1, (int) MIN(usec_to_msec_up(deadline - now), (uint64_t) INT32_MAX)) < 0 &&
                     errno != EINTR)
                         return -1;
                 if (p.revents) {
@@ -1048,7 +1049,7 @@ static void read_cgroup_counters(Report *r, bool *have_cpu, bool *have_peak) {
                 r->pids_max = v;
 
         if (cg_u64("cpuacct/cpuacct.usage", &v)) {
-                r->cpu_usec = v / 1000; /* nanoseconds */
+                r->cpu_usec = v / NSEC_PER_USEC;
                 *have_cpu = true;
         } else if (cg_keyed("unified/cpu.stat", "usage_usec", &v)) {
                 r->cpu_usec = v;
@@ -1078,10 +1079,7 @@ static void gather(Report *r, int workspace_fd, int tmp_fd) {
         /* Without a cgroup: what the kernel accounted to our waited-for children. */
         if ((!have_cpu || !have_peak) && getrusage(RUSAGE_CHILDREN, &ru) >= 0) {
                 if (!have_cpu)
-                        r->cpu_usec = (uint64_t) ru.ru_utime.tv_sec * 1000000 +
-                                      (uint64_t) ru.ru_utime.tv_usec +
-                                      (uint64_t) ru.ru_stime.tv_sec * 1000000 +
-                                      (uint64_t) ru.ru_stime.tv_usec;
+                        r->cpu_usec = timeval_to_usec(&ru.ru_utime) + timeval_to_usec(&ru.ru_stime);
                 if (!have_peak)
                         r->mem_peak = (uint64_t) ru.ru_maxrss * 1024;
         }
@@ -1630,7 +1628,7 @@ int main(int argc, char *argv[]) {
         }
         start_usec = run_start_usec = mono_usec();
         if (o.timeout_ms > 0)
-                deadline_usec = start_usec + o.timeout_ms * 1000ULL;
+                deadline_usec = start_usec + o.timeout_ms * USEC_PER_MSEC;
 
         /* The input files become the execution's memory (see recharge_input()). */
         recharge_inputs(&o);

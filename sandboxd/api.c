@@ -11,6 +11,7 @@
 #include "result.h"
 #include "session.h"
 #include "submit.h"
+#include "time-util.h"
 
 /* A request held open until its execution is final (POST ?wait=true, GET ?wait=true). */
 typedef struct ApiWait {
@@ -262,7 +263,7 @@ static void handle_artifact_get(Manager *m, HttpRequest *req, const char *id, co
         }
         r = signed_url_verify(m->artifact_key, m->artifact_key_len, "GET", canonical,
                               http_request_query(req, "expires"), http_request_query(req, "signature"),
-                              now_usec(CLOCK_REALTIME) / 1000000ULL);
+                              now_usec(CLOCK_REALTIME) / USEC_PER_SEC);
         if (r < 0) {
                 log_debug("%s: artifact URL refused: %s", id, strerror(-r));
                 respond_no_artifact(req);

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "backoff.h"
+#include "time-util.h"
 
 static const char *const transport_result_table[_TRANSPORT_MAX] = {
         [TRANSPORT_OK] = "ok",
@@ -49,7 +50,7 @@ uint64_t backoff_delay_usec(const BackoffPolicy *p, unsigned attempts, uint64_t 
         delay = cap / 2 + (cap / 2 == UINT64_MAX ? random : random % (cap / 2 + 1));
 
         if (retry_after_sec > 0) {
-                uint64_t ra = retry_after_sec > UINT64_MAX / 1000000ULL ? UINT64_MAX : retry_after_sec * 1000000ULL;
+                uint64_t ra = retry_after_sec > UINT64_MAX / USEC_PER_SEC ? UINT64_MAX : retry_after_sec * USEC_PER_SEC;
 
                 ra = MIN(ra, p->retry_after_max_usec);
                 delay = MAX(delay, ra);

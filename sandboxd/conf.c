@@ -11,6 +11,7 @@
 
 #include "conf.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define CONF_FILE_MAX (1024 * 1024)
 
@@ -596,7 +597,7 @@ int config_validate(const Config *c, char **ret_error) {
                                  d->disk_mb, m->disk_mb);
         if (d->tasks > m->tasks)
                 return error_set(ret_error, "DefaultTasks=%" PRIu64 " exceeds MaxTasks=%" PRIu64, d->tasks, m->tasks);
-        if (c->callback_backoff_base_ms > c->callback_backoff_max_sec * 1000)
+        if (c->callback_backoff_base_ms > c->callback_backoff_max_sec * MSEC_PER_SEC)
                 return error_set(ret_error, "CallbackBackoffBaseMS=%" PRIu64 " exceeds CallbackBackoffMaxSec=%" PRIu64,
                                  c->callback_backoff_base_ms, c->callback_backoff_max_sec);
         if (c->max_input_file_bytes > c->max_input_total_bytes)

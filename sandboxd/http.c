@@ -13,6 +13,7 @@
 #include "http.h"
 #include "log.h"
 #include "signed-url.h"
+#include "time-util.h"
 
 /* One listening socket and the MHD daemon that serves it. The unix socket and every TCP listener
  * are the same thing; only "tcp" (authenticate every request by API key) differs. */
@@ -96,7 +97,7 @@ static void listener_update(HttpListener *l) {
                         return;
                 }
                 (void) sd_event_now(l->http->event, CLOCK_MONOTONIC, &now);
-                (void) sd_event_source_set_time(l->timer, now + (uint64_t) ms * 1000ULL);
+                (void) sd_event_source_set_time(l->timer, now + (uint64_t) ms * USEC_PER_MSEC);
                 (void) sd_event_source_set_enabled(l->timer, SD_EVENT_ONESHOT);
         } else
                 (void) sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);

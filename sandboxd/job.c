@@ -14,11 +14,12 @@
 #include "log.h"
 #include "session.h"
 #include "sysd.h"
+#include "time-util.h"
 #include "unit-props.h"
 #include "usr-layer.h"
 #include "workspace.h"
 
-#define DRAIN_TIMEOUT_USEC (2ULL * 1000000ULL)
+#define DRAIN_TIMEOUT_USEC (2 * USEC_PER_SEC)
 /* Artifact paths below output/: bytes of one path, directory levels. */
 #define ARTIFACT_PATH_MAX 1024
 #define ARTIFACT_NESTING_MAX 16
@@ -272,9 +273,9 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
         }
 
         /* sandboxd's own backstop deadline, from when it started (or now, if it had not yet). */
-        end = (e->started_usec ?: now) + e->limits.timeout_ms * 1000ULL + m->config->kill_grace_ms * 1000ULL;
+        end = (e->started_usec ?: now) + e->limits.timeout_ms * USEC_PER_MSEC + m->config->kill_grace_ms * USEC_PER_MSEC;
         (void) sd_event_add_time_relative(m->event, &j->deadline_src, CLOCK_MONOTONIC,
-                                          end > now ? end - now : 1000, 10000, on_deadline, j);
+                                          end > now ? end - now : USEC_PER_MSEC, 10 * USEC_PER_MSEC, on_deadline, j);
 
         /* Is it still running? The answer (or "no such unit") moves it on. */
         (void) sd_bus_call_method_async(m->bus, &j->slot_props, SYSD_DEST, j->unit_path,
@@ -726,8 +727,8 @@ void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         j->running_mono = now_mono(j);
                         (void) job_persist(j);
                         log_execution_start(j);
-                        deadline = now_mono(j) + j->exec->limits.timeout_ms * 1000ULL +
-                                   m->config->kill_grace_ms * 1000ULL;
+                        deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC +
+                                   m->config->kill_grace_ms * USEC_PER_MSEC;
                         (void) sd_event_add_time(m->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000,
                                                  on_deadline, j);
                         if (j->cancel_requested)
@@ -1168,16 +1169,16 @@ static void job_finalize(Job *j) {
         if (!e->err.text)
                 e->err.text = strdup("");
         if (report.valid && report.run_usec > 0)
-                e->duration_ms = report.run_usec / 1000;
+                e->duration_ms = report.run_usec / USEC_PER_MSEC;
         else if (j->exec_start_mono > 0 && j->exec_exit_mono >= j->exec_start_mono)
-                e->duration_ms = (j->exec_exit_mono - j->exec_start_mono) / 1000;
+                e->duration_ms = (j->exec_exit_mono - j->exec_start_mono) / USEC_PER_MSEC;
         else if (j->start_mono > 0)
-                e->duration_ms = (now_mono(j) - j->start_mono) / 1000;
+                e->duration_ms = (now_mono(j) - j->start_mono) / USEC_PER_MSEC;
         if (report.valid && report.cpu_usec > 0) {
                 e->cpu_usec = report.cpu_usec;
                 e->have_cpu = true;
         } else if (j->cpu_nsec > 0 && j->cpu_nsec != UINT64_MAX) {
-                e->cpu_usec = j->cpu_nsec / 1000;
+                e->cpu_usec = j->cpu_nsec / NSEC_PER_USEC;
                 e->have_cpu = true;
         }
         if (report.valid && report.have_first_output) {
@@ -1274,7 +1275,7 @@ void job_send_cancel(Job *j) {
 
         (void) sysd_kill_unit(m->bus, j->unit_name, "main", SIGUSR1);
         if (!j->cancel_src)
-                (void) sd_event_add_time_relative(m->event, &j->cancel_src, CLOCK_MONOTONIC, 3 * 1000000ULL, 0,
+                (void) sd_event_add_time_relative(m->event, &j->cancel_src, CLOCK_MONOTONIC, 3 * USEC_PER_SEC, 0,
                                                   on_cancel_timeout, j);
 }
 

@@ -26,6 +26,7 @@
 #include "session.h"
 #include "strv.h"
 #include "sysd.h"
+#include "time-util.h"
 #include "usr-layer.h"
 #include "workspace.h"
 
@@ -378,7 +379,7 @@ static int on_list_units(sd_bus_message *reply, void *userdata, sd_bus_error *re
         if (killed) {
                 log_info("Sweep: %u leftover units stopped", killed);
                 /* Killed units end up failed: sweep again soon to let them go. */
-                (void) sd_event_source_set_time_relative(m->sweep_timer, 2 * 1000000ULL);
+                (void) sd_event_source_set_time_relative(m->sweep_timer, 2 * USEC_PER_SEC);
                 (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ONESHOT);
         }
         return 0;
@@ -445,7 +446,7 @@ static void sweep_overdue(Manager *m) {
         for (Job *j = m->jobs; j; j = j->next) {
                 if (j->state != JOB_RUNNING || j->start_mono == 0)
                         continue;
-                if (now - j->start_mono > 2 * j->exec->limits.timeout_ms * 1000ULL + 5000000ULL) {
+                if (now - j->start_mono > 2 * j->exec->limits.timeout_ms * USEC_PER_MSEC + 5 * USEC_PER_SEC) {
                         log_warning("Sweep: %s runs past twice its timeout, killing it again", j->exec->id);
                         j->outcome.deadline_hit = true;
                         (void) sysd_kill_unit(m->bus, j->unit_name, "all", SIGKILL);
@@ -460,7 +461,7 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         session_sweep(m);
         manager_sweep(m);
         if (m->store && m->config->retention_sec > 0) {
-                uint64_t n = 0, now = now_usec(CLOCK_REALTIME), age = m->config->retention_sec * 1000000ULL;
+                uint64_t n = 0, now = now_usec(CLOCK_REALTIME), age = m->config->retention_sec * USEC_PER_SEC;
 
                 char **blobs = NULL;
 
@@ -487,7 +488,7 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         }
                 }
         }
-        (void) sd_event_source_set_time_relative(s, m->config->sweep_interval_sec * 1000000ULL);
+        (void) sd_event_source_set_time_relative(s, m->config->sweep_interval_sec * USEC_PER_SEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
 }
@@ -539,7 +540,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         manager_end_executions(m);
         if (m->n_end_pending == 0)
                 return sd_event_exit(m->event, 0);
-        return sd_event_add_time_relative(m->event, NULL, CLOCK_MONOTONIC, 5 * 1000000ULL, 0, on_end_timeout, m);
+        return sd_event_add_time_relative(m->event, NULL, CLOCK_MONOTONIC, 5 * USEC_PER_SEC, 0, on_end_timeout, m);
 }
 
 static int open_store(Manager *m) {
@@ -894,7 +895,7 @@ int manager_reload(Manager *m) {
         config_free(m->config);
         m->config = TAKE_PTR(c);
         log_set_max_level(m->config->log_level);
-        (void) sd_event_source_set_time_relative(m->sweep_timer, m->config->sweep_interval_sec * 1000000ULL);
+        (void) sd_event_source_set_time_relative(m->sweep_timer, m->config->sweep_interval_sec * USEC_PER_SEC);
         (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ON);
         /* New keys apply to the next request; Listen= needs a restart. */
         (void) http_reload_auth(m->http, m->config->api_keys_file);
@@ -1077,7 +1078,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
                 return r;
 
         r = sd_event_add_time_relative(m->event, &m->sweep_timer, CLOCK_MONOTONIC,
-                                       m->config->sweep_interval_sec * 1000000ULL, 1000000ULL, on_sweep_timer, m);
+                                       m->config->sweep_interval_sec * USEC_PER_SEC, USEC_PER_SEC, on_sweep_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the sweep timer: %m");
 

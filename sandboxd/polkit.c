@@ -4,13 +4,14 @@
 
 #include "log.h"
 #include "polkit.h"
+#include "time-util.h"
 
 #define POLKIT_DEST "org.freedesktop.PolicyKit1"
 #define POLKIT_PATH "/org/freedesktop/PolicyKit1/Authority"
 #define POLKIT_IFACE "org.freedesktop.PolicyKit1.Authority"
 #define POLKIT_ALLOW_USER_INTERACTION 1u
 /* An interactive check waits for a human typing a password; a plain one for polkitd only. */
-#define POLKIT_INTERACTIVE_TIMEOUT_USEC (300 * 1000000ULL)
+#define POLKIT_INTERACTIVE_TIMEOUT_USEC (300 * USEC_PER_SEC)
 
 typedef struct PolkitQuery {
         PolkitCallback cb;

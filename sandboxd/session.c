@@ -12,6 +12,7 @@
 #include "session.h"
 #include "store.h"
 #include "sysd.h"
+#include "time-util.h"
 #include "unit-props.h"
 
 static Session *session_free(Session *s) {
@@ -195,7 +196,7 @@ int session_remove(Session *s, const char *why) {
         session_free(s);
         /* The directories go once systemd has unmounted: soon, not at the next regular sweep. */
         if (m->sweep_timer) {
-                (void) sd_event_source_set_time_relative(m->sweep_timer, 1000000ULL);
+                (void) sd_event_source_set_time_relative(m->sweep_timer, USEC_PER_SEC);
                 (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ONESHOT);
         }
         return 0;
@@ -409,7 +410,7 @@ static void sweep_dir(Manager *m, const char *path, bool links) {
 }
 
 void session_sweep(Manager *m) {
-        uint64_t now = now_usec(CLOCK_REALTIME), idle = m->config->session_idle_sec * 1000000ULL;
+        uint64_t now = now_usec(CLOCK_REALTIME), idle = m->config->session_idle_sec * USEC_PER_SEC;
 
         for (Session *s = m->sessions, *next; s; s = next) {
                 next = s->next;
@@ -437,7 +438,7 @@ json_object *session_to_json(Session *s) {
         json_object_object_add(o, "created_at", json_object_new_string(buf));
         format_timestamp(s->last_used_usec, buf, sizeof(buf));
         json_object_object_add(o, "last_used_at", json_object_new_string(buf));
-        format_timestamp(s->last_used_usec + m->config->session_idle_sec * 1000000ULL, buf, sizeof(buf));
+        format_timestamp(s->last_used_usec + m->config->session_idle_sec * USEC_PER_SEC, buf, sizeof(buf));
         json_object_object_add(o, "expires_at", s->n_jobs > 0 ? NULL : json_object_new_string(buf));
         json_object_object_add(o, "executions", json_object_new_uint64(s->executions));
         json_object_object_add(o, "active", s->active ? json_object_new_string(s->active->exec->id) : NULL);

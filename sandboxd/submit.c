@@ -11,6 +11,7 @@
 #include "session.h"
 #include "signed-url.h"
 #include "submit.h"
+#include "time-util.h"
 
 #define fail(err, r, status, code, ...) request_error((err), (r), (status), (code), NULL, __VA_ARGS__)
 
@@ -173,8 +174,8 @@ json_object *execution_record_json(Manager *m, const Execution *e) {
         /* A freshly signed URL for each artifact. */
         if (!e->artifacts || !json_object_object_get_ex(o, "artifacts", &l) || !l)
                 return o;
-        expires = now_usec(CLOCK_REALTIME) / 1000000ULL + m->config->artifact_url_lifetime_sec;
-        format_timestamp(expires * 1000000ULL, ts, sizeof(ts));
+        expires = now_usec(CLOCK_REALTIME) / USEC_PER_SEC + m->config->artifact_url_lifetime_sec;
+        format_timestamp(expires * USEC_PER_SEC, ts, sizeof(ts));
         for (size_t i = 0; i < e->artifacts->n_items && i < json_object_array_length(l); i++) {
                 json_object *x = json_object_array_get_idx(l, i);
                 char *url = NULL;

@@ -7,6 +7,7 @@
 
 #include "sandbox-root.h"
 #include "strv.h"
+#include "time-util.h"
 
 static UnitProp *add(UnitProps *p, const char *name, PropKind kind, const char *reason) {
         UnitProp *x;
@@ -397,17 +398,17 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         TRY(add_u64(&p, "MemoryMax", l->memory_mb * 1024 * 1024, "memory_mb: the OOM killer ends the program at the limit"));
         TRY(add_u64(&p, "MemorySwapMax", 0, "no swap: a memory bomb cannot slow the host by swapping (cgroup v2)"));
         TRY(add_bool(&p, "CPUAccounting", true, "cpu time is measured"));
-        TRY(add_u64(&p, "CPUQuotaPerSecUSec", (uint64_t) llround(l->cpu_cores * 1000000.0),
+        TRY(add_u64(&p, "CPUQuotaPerSecUSec", (uint64_t) llround(l->cpu_cores * (double) USEC_PER_SEC),
                     "cpu_cores: a fractional share of CPU time"));
         TRY(add_bool(&p, "TasksAccounting", true, "task count is measured"));
         TRY(add_u64(&p, "TasksMax", l->tasks, "a fork bomb stops at the task limit"));
-        TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * 1000 + 2000000,
+        TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * USEC_PER_MSEC + 2 * USEC_PER_SEC,
                     "backstop 2 s after timeout_ms, where sandbox-exec kills the program and reports"));
         TRY(add_string(&p, "OOMPolicy", "continue", "an OOM kill ends the program, not sandbox-exec, which reports it"));
         TRY(add_string(&p, "KillMode", "control-group", "every process of the execution dies with it"));
         TRY(add_i32(&p, "KillSignal", SIGKILL, "the deadline is hard: a program that ignores SIGTERM dies anyway"));
         TRY(add_bool(&p, "SendSIGKILL", true, "belt and braces"));
-        TRY(add_u64(&p, "TimeoutStopUSec", 1000000, "never the 90 s default"));
+        TRY(add_u64(&p, "TimeoutStopUSec", USEC_PER_SEC, "never the 90 s default"));
         TRY(add_u64(&p, "LimitCORE", 0, "no core dumps"));
         TRY(add_u64(&p, "LimitCORESoft", 0, "no core dumps"));
         TRY(add_u64(&p, "LimitNOFILE", plan->nofile, "bounded file descriptors"));

@@ -6,11 +6,12 @@
 
 #include "log.h"
 #include "sysd.h"
+#include "time-util.h"
 #include "unit-props.h"
 #include "usr-layer.h"
 #include "workspace.h"
 
-#define POOL_RETRY_USEC (5ULL * 1000000ULL)
+#define POOL_RETRY_USEC (5 * USEC_PER_SEC)
 
 Workspace *workspace_free(Workspace *w) {
         if (!w)

@@ -3,6 +3,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "time-util.h"
 #include "util.h"
 
 int free_and_strdup(char **dst, const char *src) {
@@ -103,7 +104,7 @@ uint64_t now_usec(int clock) {
         struct timespec ts;
 
         (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+        return timespec_to_usec(&ts);
 }
 
 bool id_is_valid(const char *s, size_t max) {
