@@ -9,6 +9,7 @@
 
 #include "artifact-accounts.h"
 #include "callback.h"
+#include "exec-protocol.h"
 #include "fetch.h"
 #include "job.h"
 #include "log.h"
@@ -478,12 +479,14 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
 
 static int build_control_payload(Job *j) {
         const SeccompFilter *f = manager_seccomp_filter(j->manager, j->request->language);
-        char header[96];
+        char header[EXEC_HEADER_MAX + 1];
         int hl;
 
         if (!f)
                 return -EINVAL;
-        hl = snprintf(header, sizeof(header), "SANDBOXD-EXEC 1 %zu %zu\n", f->bpf_len, j->request->code_len);
+        hl = exec_header_format(header, sizeof(header), f->bpf_len, j->request->code_len);
+        if (hl < 0)
+                return hl;
         j->ctl_len = (size_t) hl + f->bpf_len + j->request->code_len;
         j->ctl_buf = malloc(j->ctl_len);
         if (!j->ctl_buf)
