@@ -178,7 +178,7 @@ static bool request_authenticate(HttpRequest *r) {
 }
 
 static void respond_unauthorized(HttpRequest *r) {
-        http_respond_error(r, 401, "unauthorized", NULL, "a valid API key is required (Authorization: Bearer <key>)");
+        http_respond_error(r, API_ERROR_UNAUTHORIZED, NULL, "a valid API key is required (Authorization: Bearer <key>)");
         if (r->pending)
                 (void) MHD_add_response_header(r->pending, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 }
@@ -395,7 +395,7 @@ void http_respond_fd(HttpRequest *req, unsigned status, const char *content_type
         resp = MHD_create_response_from_fd64(size, fd);
         if (!resp) {
                 safe_close(fd);
-                http_respond_error(req, 500, "internal", NULL, "cannot send the file");
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "cannot send the file");
                 return;
         }
         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
@@ -440,7 +440,7 @@ void http_respond_json(HttpRequest *req, unsigned status, json_object *o) {
         respond(req, status, resp);
 }
 
-void http_respond_error(HttpRequest *req, unsigned status, const char *code, const char *field, const char *fmt, ...) {
+void http_respond_error(HttpRequest *req, ApiError error, const char *field, const char *fmt, ...) {
         json_object *o = json_object_new_object(), *e = json_object_new_object();
         char msg[512];
         va_list ap;
@@ -448,11 +448,11 @@ void http_respond_error(HttpRequest *req, unsigned status, const char *code, con
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        json_object_object_add(e, "code", json_object_new_string(code));
+        json_object_object_add(e, "code", json_object_new_string(api_error_code(error)));
         json_object_object_add(e, "message", json_object_new_string(msg));
         json_object_object_add(e, "field", isempty(field) ? NULL : json_object_new_string(field));
         json_object_object_add(o, "error", e);
-        http_respond_json(req, status, o);
+        http_respond_json(req, api_error_http_status(error), o);
 }
 
 void http_request_suspend(HttpRequest *req) {

@@ -254,11 +254,11 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
                 /* Another caller's session is not theirs to use: not even an administrator's run goes
                  * into someone else's files. */
                 if (!streq_ptr(s->owner, owner))
-                        return request_error(err, -EPERM, 403, "forbidden", "session_id",
+                        return request_error(err, -EPERM, API_ERROR_FORBIDDEN, "session_id",
                                              "session_id: session '%s' belongs to another caller", id);
                 /* The tmpfs has one size for its whole life. */
                 if (s->disk_mb != disk_mb)
-                        return request_error(err, -EEXIST, 409, "conflict", "limits.disk_mb",
+                        return request_error(err, -EEXIST, API_ERROR_CONFLICT, "limits.disk_mb",
                                              "limits.disk_mb: session '%s' was created with disk_mb=%" PRIu64
                                              ", this request asks for %" PRIu64, id, s->disk_mb, disk_mb);
                 *ret = s;
@@ -266,7 +266,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         }
 
         if (m->n_sessions >= m->config->max_sessions)
-                return request_error(err, -EUSERS, 429, "too_many_sessions", "session_id",
+                return request_error(err, -EUSERS, API_ERROR_TOO_MANY_SESSIONS, "session_id",
                                      "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or retry "
                                      "later", m->n_sessions, m->config->max_sessions);
         for (Session *x = m->sessions; x; x = x->next) {
@@ -277,7 +277,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
                 }
         }
         if (mine >= m->config->max_sessions_per_caller)
-                return request_error(err, -EUSERS, 429, "too_many_sessions", "session_id",
+                return request_error(err, -EUSERS, API_ERROR_TOO_MANY_SESSIONS, "session_id",
                                      "session_id: you hold %" PRIu64 " sessions (MaxSessionsPerCaller=%" PRIu64 "); "
                                      "delete one or retry later", mine, m->config->max_sessions_per_caller);
         /* Each session's tmpfs pages stay charged to sandboxd.slice for the session's life, whoever
@@ -311,7 +311,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         if (r < 0) {
                 (void) sysd_stop_unit(m->bus, s->mount_name);
                 session_free(s);
-                return request_error(err, r, r == -ENOSPC ? 507 : 503, "store_error", NULL,
+                return request_error(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE, NULL,
                                      "the session could not be recorded (%s); nothing was started",
                                      store_error_message(m->store));
         }
@@ -323,7 +323,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         return 0;
 
 internal:
-        return request_error(err, r, 500, "internal", NULL, "cannot create session '%s': %s", id, strerror(-r));
+        return request_error(err, r, API_ERROR_INTERNAL, NULL, "cannot create session '%s': %s", id, strerror(-r));
 }
 
 int session_load(Manager *m) {

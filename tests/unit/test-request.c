@@ -69,8 +69,8 @@ static ExecRequest *parse_ok_len(const char *body, size_t len) {
 
         r = exec_request_parse(body, len, cfg, &req, &err);
         if (r != 0) {
-                print_error("refused (%d): %d %s field='%s': %s\n", r, err.http_status, strna(err.code), err.field,
-                            err.message);
+                print_error("refused (%d): %u %s field='%s': %s\n", r, api_error_http_status(err.error),
+                            strna(api_error_code(err.error)), err.field, err.message);
                 fail();
         }
         assert_non_null(req);
@@ -88,10 +88,12 @@ static void check_refused_len(const char *body, size_t len, int status, const ch
         int r;
 
         r = exec_request_parse(body, len, cfg, &req, &err);
-        if (r != -EINVAL || err.http_status != status || !streq_ptr(err.code, code) || !streq(err.field, field) ||
+        if (r != -EINVAL || api_error_http_status(err.error) != (unsigned) status ||
+            !streq_ptr(api_error_code(err.error), code) || !streq(err.field, field) ||
             (message && !strstr(err.message, message))) {
-                print_error("got %d: %d %s field='%s' message='%s'\n", r, r < 0 ? err.http_status : 0,
-                            r < 0 ? strna(err.code) : "-", r < 0 ? err.field : "", r < 0 ? err.message : "");
+                print_error("got %d: %u %s field='%s' message='%s'\n", r, r < 0 ? api_error_http_status(err.error) : 0,
+                            r < 0 ? strna(api_error_code(err.error)) : "-", r < 0 ? err.field : "",
+                            r < 0 ? err.message : "");
                 print_error("want -EINVAL: %d %s field='%s' message containing '%s'\n", status, code, field,
                             strna(message));
                 exec_request_free(req);
@@ -559,8 +561,9 @@ static void test_scalars(_unused_ void **state) {
 
                 assert_int_equal(exec_request_parse(bodies[i], strlen(bodies[i]), cfg, &req, &err), -EINVAL);
                 assert_null(req);
-                assert_int_equal(err.http_status, 400);
-                assert_true(streq(err.code, "invalid_json") || streq(err.code, "invalid_request"));
+                assert_int_equal(api_error_http_status(err.error), 400);
+                assert_true(streq(api_error_code(err.error), "invalid_json") ||
+                            streq(api_error_code(err.error), "invalid_request"));
                 assert_string_equal(err.field, "");
         }
 }
