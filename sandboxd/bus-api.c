@@ -348,12 +348,13 @@ static BusWatch *bus_watch_free(BusWatch *w) {
 static void on_watch_done(Job *j, void *userdata) {
         BusWatch *w = userdata;
         Manager *m = j->manager;
-        sd_bus_message *sig = NULL;
         int r;
 
         w->waiter = NULL;       /* the job frees it after this call */
         /* At shutdown the waiters are answered unfinished: no signal for what did not finish. */
         if (job_is_final(j)) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *sig = NULL;
+
                 /* Unicast to the submitter: an execution's id and status are its owner's business,
                  * not every system bus client's (HTTP hides them from other owners, too). */
                 r = sd_bus_message_new_signal(m->bus, &sig, BUS_API_PATH, BUS_API_INTERFACE, "ExecutionFinished");
@@ -366,7 +367,6 @@ static void on_watch_done(Job *j, void *userdata) {
                 if (r < 0)
                         log_debug("%s: cannot send ExecutionFinished to %s: %s", j->exec->id, w->destination,
                                   strerror(-r));
-                sd_bus_message_unref(sig);
         }
         bus_watch_free(w);
 }
@@ -709,7 +709,7 @@ static int on_request_name(sd_bus_message *reply, void *userdata, sd_bus_error *
 }
 
 int bus_api_new(Manager *m, BusApi **ret) {
-        BusApi *a;
+        _cleanup_(bus_api_freep) BusApi *a = NULL;
         int r;
 
         a = calloc(1, sizeof(BusApi));
@@ -719,11 +719,9 @@ int bus_api_new(Manager *m, BusApi **ret) {
         r = sd_bus_add_object_vtable(m->bus, &a->object_slot, BUS_API_PATH, BUS_API_INTERFACE, manager_vtable, a);
         if (r >= 0)
                 r = sd_bus_request_name_async(m->bus, &a->name_slot, BUS_API_NAME, 0, on_request_name, a);
-        if (r < 0) {
-                bus_api_free(a);
+        if (r < 0)
                 return log_error_errno(r, "Failed to publish the D-Bus API: %m");
-        }
-        *ret = a;
+        *ret = TAKE_PTR(a);
         return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "http.h"
 #include "log.h"
 #include "signed-url.h"
+#include "strv.h"
 #include "time-util.h"
 
 /* One listening socket and the MHD daemon that serves it. The unix socket and every TCP listener
@@ -672,8 +673,8 @@ static int collect_passed_sockets(int ret_fds[static HTTP_TCP_MAX]) {
 int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret) {
         _cleanup_free_ char *error = NULL;
         int passed[HTTP_TCP_MAX];
-        size_t n_listen = 0;
-        Http *h;
+        _cleanup_(http_freep) Http *h = NULL;
+        size_t n_listen;
         int r, n_passed;
 
         h = calloc(1, sizeof(Http));
@@ -686,53 +687,38 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
         h->max_connections = s->max_connections;
         h->public_route = s->public_route;
         h->socket_path = strdup(s->socket_path);
-        if (!h->socket_path) {
-                http_free(h);
+        if (!h->socket_path)
                 return -ENOMEM;
-        }
 
         r = listen_unix(s->socket_path, s->socket_mode, s->socket_gid);
-        if (r < 0) {
-                http_free(h);
+        if (r < 0)
                 return log_error_errno(r, "Failed to listen on '%s': %m", s->socket_path);
-        }
         r = listener_add(h, r, false, s->socket_path);
-        if (r < 0) {
-                http_free(h);
+        if (r < 0)
                 return r;
-        }
 
         /* TCP: socket-activated sockets replace Listen= (the socket unit has bound those addresses,
          * binding them again would fail). */
         n_passed = collect_passed_sockets(passed);
-        if (n_passed < 0) {
-                http_free(h);
+        if (n_passed < 0)
                 return n_passed;
-        }
-        for (char *const *a = s->listen; a && *a; a++)
-                n_listen++;
+        n_listen = strv_length(s->listen);
         if (n_passed > 0 && n_listen > 0)
                 log_notice("Listen= is ignored: sandboxd.socket passed its TCP socket(s).");
-        if (n_passed == 0 && n_listen > HTTP_TCP_MAX) {
-                http_free(h);
+        if (n_passed == 0 && n_listen > HTTP_TCP_MAX)
                 return log_error_errno(E2BIG, "Listen= has more than %d addresses.", HTTP_TCP_MAX);
-        }
         if (n_passed == 0 && n_listen == 0) {
-                *ret = h;
+                *ret = TAKE_PTR(h);
                 return 0;
         }
 
         /* No TCP without keys: a key file that cannot be loaded fails the start, clearly, rather than
          * leaving a listener that refuses everyone (or worse). */
-        if (!s->api_keys_file) {
-                http_free(h);
+        if (!s->api_keys_file)
                 return log_error_errno(EINVAL, "A TCP listener needs APIKeysFile=.");
-        }
         r = auth_load(s->api_keys_file, &h->auth, &error);
-        if (r < 0) {
-                http_free(h);
+        if (r < 0)
                 return log_error_errno(r, "Cannot use TCP without API keys: %s", error ?: "out of memory");
-        }
         log_info("Loaded %zu API keys from %s.", auth_table_size(h->auth), s->api_keys_file);
 
         for (int i = 0; i < n_passed; i++) {
@@ -744,26 +730,21 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
                         /* The rest are ours now too: do not leave them open behind us. */
                         for (int j = i + 1; j < n_passed; j++)
                                 safe_close(passed[j]);
-                        http_free(h);
                         return r;
                 }
                 log_info("API on TCP socket passed by systemd (fd %d), API key required.", passed[i]);
         }
         for (size_t i = 0; n_passed == 0 && i < n_listen; i++) {
                 r = listen_tcp(s->listen[i]);
-                if (r < 0) {
-                        http_free(h);
+                if (r < 0)
                         return log_error_errno(r, "Failed to listen on %s: %m", s->listen[i]);
-                }
                 r = listener_add(h, r, true, s->listen[i]);
-                if (r < 0) {
-                        http_free(h);
+                if (r < 0)
                         return r;
-                }
                 log_info("API on %s, API key required.", s->listen[i]);
         }
 
-        *ret = h;
+        *ret = TAKE_PTR(h);
         return 0;
 }
 

@@ -51,6 +51,7 @@ typedef struct HttpSettings {
 
 int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret);
 Http *http_free(Http *h);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Http *, http_free);
 
 const char *http_request_method(HttpRequest *req);
 const char *http_request_path(HttpRequest *req);

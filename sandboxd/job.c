@@ -58,9 +58,9 @@ bool job_is_final(const Job *j) {
 
 int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         _cleanup_(exec_request_freep) ExecRequest *request = req;
+        _cleanup_(job_freep) Job *j = NULL;
         char idbuf[64];
         const char *id;
-        Job *j;
         int r;
 
         if (request->execution_id)
@@ -79,30 +79,28 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         j->ctl_fd = -EBADF;
         j->exec = execution_new(id);
         if (!j->exec)
-                goto oom;
+                return -ENOMEM;
         j->exec->language = request->language->name;
         j->exec->limits = request->limits;
         j->exec->created_usec = now_usec(CLOCK_REALTIME);
         if (request->session_id && !(j->exec->session_id = strdup(request->session_id)))
-                goto oom;
+                return -ENOMEM;
         if (owner && !(j->owner = strdup(owner)))
-                goto oom;
+                return -ENOMEM;
         j->exec->unit = execution_unit_name(id);
         j->unit_name = execution_unit_name(id);
         if (!j->exec->unit || !j->unit_name)
-                goto oom;
+                return -ENOMEM;
         j->unit_path = sysd_unit_path(j->unit_name);
         if (request->session_id) {
                 /* The caller (api.c, or the adoption of a queued record) made sure it exists. */
                 j->session = session_find(m, request->session_id);
-                if (!j->session) {
-                        job_free(j);
+                if (!j->session)
                         return -ENOENT;
-                }
                 j->session->n_jobs++;
                 j->workspace = strdup(j->session->path);
                 if (!j->unit_path || !j->workspace)
-                        goto oom;
+                        return -ENOMEM;
         } else {
         /* Named afresh, not after the execution: a workspace mount a crashed instance left behind
          * must never collide with the one this start needs (the sweep removes the old one). */
@@ -112,12 +110,12 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
                 if (id_generate(wsid, sizeof(wsid), "ws") < 0 ||
                     asprintf(&j->workspace, "%s/%s", m->workspaces_dir, wsid) < 0) {
                         j->workspace = NULL;
-                        goto oom;
+                        return -ENOMEM;
                 }
         }
         j->mount_name = mount_unit_name_from_path(j->workspace);
         if (!j->unit_path || !j->mount_name)
-                goto oom;
+                return -ENOMEM;
         }
         j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
         memcpy(j->fingerprint, request->fingerprint, sizeof(j->fingerprint));
@@ -129,16 +127,11 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         /* Newest first in the list of all jobs; last in its owner's FIFO. */
         job_link(m, j);
         r = manager_queue_job(m, j);
-        if (r < 0) {
-                job_free(j);
+        if (r < 0)
                 return r;
-        }
 
-        *ret = j;
+        *ret = TAKE_PTR(j);
         return 0;
-oom:
-        job_free(j);
-        return -ENOMEM;
 }
 
 /* The part of the request a restarted sandboxd needs to run a queued execution, besides the code,

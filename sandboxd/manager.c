@@ -422,7 +422,7 @@ static void manager_sweep(Manager *m) {
         /* The session mounts' names: SESSION_MOUNT_DIR escaped. */
         const char *patterns[] = { "sandboxd-*.service", "run-sandboxd-*.mount",
                                    "var-lib-private-sandboxd-sessions-*.mount", NULL };
-        sd_bus_message *msg = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         int r;
 
         sweep_workspace_dirs(m);
@@ -433,7 +433,6 @@ static void manager_sweep(Manager *m) {
                 r = sd_bus_message_append_strv(msg, (char **) patterns);
         if (r >= 0)
                 r = sd_bus_call_async(m->bus, NULL, msg, on_list_units, m, 0);
-        sd_bus_message_unref(msg);
         if (r < 0)
                 log_warning_errno(r, "Sweep: cannot list units: %m");
 }
@@ -711,16 +710,13 @@ finish:
 /* At start only (before the loop runs), so a synchronous call is fine here. */
 static bool unit_exists(Manager *m, const char *id) {
         _cleanup_free_ char *name = execution_unit_name(id);
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus_message *reply = NULL;
-        int r;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         if (!name)
                 return false;
-        r = sd_bus_call_method(m->bus, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "GetUnit", &error, &reply, "s", name);
-        sd_bus_error_free(&error);
-        sd_bus_message_unref(reply);
-        return r >= 0;
+        return sd_bus_call_method(m->bus, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "GetUnit", &error, &reply, "s",
+                                  name) >= 0;
 }
 
 /* A passed fd nobody takes. LISTEN_FDS stays in the environment for http.c, and sd_listen_fds()

@@ -28,6 +28,7 @@ static Session *session_free(Session *s) {
         free(s);
         return NULL;
 }
+DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);
 
 static void session_unlink(Manager *m, Session *s) {
         for (Session **p = &m->sessions; *p; p = &(*p)->next)
@@ -243,6 +244,7 @@ bool session_job_removed(Manager *m, const char *unit, const char *result) {
 
 int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
                     RequestError *err) {
+        _cleanup_(session_freep) Session *created = NULL;
         QuotaUsage u = { .new_session_disk_mb = disk_mb };
         uint64_t mine = 0;
         char name[64];
@@ -291,7 +293,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         r = id_generate(name, sizeof(name), "sess");
         if (r < 0)
                 goto internal;
-        s = session_new(m, id, owner, name, disk_mb);
+        s = created = session_new(m, id, owner, name, disk_mb);
         if (!s) {
                 r = -ENOMEM;
                 goto internal;
@@ -303,20 +305,17 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
                 r = sysd_start_tmpfs(m->bus, s->mount_name, s->path, sandbox_workspace_bytes(&l), on_mount_reply, s,
                                      &s->slot);
         }
-        if (r < 0) {
-                session_free(s);
+        if (r < 0)
                 goto internal;
-        }
         r = session_persist(s);
         if (r < 0) {
                 (void) sysd_stop_unit(m->bus, s->mount_name);
-                session_free(s);
                 return request_error(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE, NULL,
                                      "the session could not be recorded (%s); nothing was started",
                                      store_error_message(m->store));
         }
         s->next = m->sessions;
-        m->sessions = s;
+        m->sessions = TAKE_PTR(created);
         m->n_sessions++;
         log_info("Session %s: created for %s, disk_mb=%" PRIu64 ", at %s", id, strna(owner), disk_mb, s->path);
         *ret = s;

@@ -143,7 +143,7 @@ int sysd_append_props(sd_bus_message *m, const UnitProps *p) {
 
 int sysd_start_transient(sd_bus *bus, const char *name, const UnitProps *props, sd_bus_message_handler_t cb,
                          void *userdata, sd_bus_slot **ret_slot) {
-        sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
         r = sd_bus_message_new_method_call(bus, &m, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "StartTransientUnit");
@@ -156,13 +156,12 @@ int sysd_start_transient(sd_bus *bus, const char *name, const UnitProps *props, 
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
         if (r >= 0)
                 r = sd_bus_call_async(bus, ret_slot, m, cb, userdata, 0);
-        sd_bus_message_unref(m);
         return r;
 }
 
 int sysd_start_tmpfs(sd_bus *bus, const char *name, const char *where, uint64_t size_bytes,
                      sd_bus_message_handler_t cb, void *userdata, sd_bus_slot **ret_slot) {
-        sd_bus_message *m = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         char options[128];
         int r;
 
@@ -185,7 +184,6 @@ int sysd_start_tmpfs(sd_bus *bus, const char *name, const char *where, uint64_t 
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
         if (r >= 0)
                 r = sd_bus_call_async(bus, ret_slot, m, cb, userdata, 0);
-        sd_bus_message_unref(m);
         return r;
 }
 
