@@ -531,7 +531,8 @@ int callbacks_new(Manager *m, Callbacks **ret) {
         r = key_load(c);
         if (r < 0)
                 return r;
-        r = sd_event_add_time(m->event, &c->timer, CLOCK_REALTIME, UINT64_MAX, 10 * USEC_PER_MSEC, on_timer, c);
+        r = sd_event_add_time(m->event, &c->timer, CLOCK_REALTIME, UINT64_MAX, 10 * USEC_PER_MSEC, on_timer,
+                              c);
         if (r < 0)
                 return log_error_errno(r, "Cannot add the callback timer: %m");
         (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);

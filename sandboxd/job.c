@@ -267,9 +267,11 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
         }
 
         /* sandboxd's own backstop deadline, from when it started (or now, if it had not yet). */
-        end = (e->started_usec ?: now) + e->limits.timeout_ms * USEC_PER_MSEC + m->config->kill_grace_ms * USEC_PER_MSEC;
+        end = (e->started_usec ?: now) + e->limits.timeout_ms * USEC_PER_MSEC +
+              m->config->kill_grace_ms * USEC_PER_MSEC;
         (void) sd_event_add_time_relative(m->event, &j->deadline_src, CLOCK_MONOTONIC,
-                                          end > now ? end - now : USEC_PER_MSEC, 10 * USEC_PER_MSEC, on_deadline, j);
+                                          end > now ? end - now : USEC_PER_MSEC, 10 * USEC_PER_MSEC, on_deadline,
+                                          j);
 
         /* Is it still running? The answer (or "no such unit") moves it on. */
         (void) sd_bus_call_method_async(m->bus, &j->slot_props, SYSD_DEST, j->unit_path,

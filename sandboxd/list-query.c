@@ -11,7 +11,8 @@ static const char *const list_keys[] = {
         "session_id", "status", "error_type", "failed", "order", "limit", "cursor",
 };
 
-#define invalid(err, field, ...) request_error((err), -EINVAL, API_ERROR_INVALID_REQUEST, (field), __VA_ARGS__)
+#define invalid(err, field, ...) \
+        request_error((err), -EINVAL, API_ERROR_INVALID_REQUEST, (field), __VA_ARGS__)
 
 int list_query_parse(ListQueryGet get, void *userdata, StoreQuery *q, RequestError *err) {
         const char *v;

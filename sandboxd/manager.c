@@ -891,7 +891,8 @@ int manager_reload(Manager *m) {
         config_free(m->config);
         m->config = TAKE_PTR(c);
         log_set_max_level(m->config->log_level);
-        (void) sd_event_source_set_time_relative(m->sweep_timer, m->config->sweep_interval_sec * USEC_PER_SEC);
+        (void) sd_event_source_set_time_relative(m->sweep_timer,
+                                                 m->config->sweep_interval_sec * USEC_PER_SEC);
         (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ON);
         /* New keys apply to the next request; Listen= needs a restart. */
         (void) http_reload_auth(m->http, m->config->api_keys_file);

@@ -128,7 +128,8 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
         return 0;
 }
 
-#define invalid(err, field, ...) request_error((err), -EINVAL, API_ERROR_INVALID_REQUEST, (field), __VA_ARGS__)
+#define invalid(err, field, ...) \
+        request_error((err), -EINVAL, API_ERROR_INVALID_REQUEST, (field), __VA_ARGS__)
 
 int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestError *err) {
         StoreRecord **l = NULL;

@@ -9,8 +9,8 @@
 /* ---- the header ---- */
 
 int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len) {
-        int n = snprintf(buf, size, EXEC_PROTOCOL_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " %" PRIu64 " %" PRIu64 "\n",
-                         bpf_len, code_len);
+        int n = snprintf(buf, size, EXEC_PROTOCOL_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " %" PRIu64 " %" PRIu64
+                         "\n", bpf_len, code_len);
 
         if (n < 0 || (size_t) n >= size || n > EXEC_HEADER_MAX)
                 return -ENOBUFS;
@@ -171,8 +171,8 @@ int helper_report_format(const HelperReport *r, char *buf, size_t size) {
         char error[sizeof(r->error)];
         Writer w = { .buf = buf, .size = size };
 
-        if (r->phase < 0 || r->phase >= _PHASE_MAX || r->exit_code < -1 || r->exit_code > 255 || r->signal < 0 ||
-            r->signal >= NSIG)
+        if (r->phase < 0 || r->phase >= _PHASE_MAX || r->exit_code < -1 || r->exit_code > 255 ||
+            r->signal < 0 || r->signal >= NSIG)
                 return -EINVAL;
         if (size == 0)
                 return -ENOBUFS;

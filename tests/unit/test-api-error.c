@@ -85,12 +85,14 @@ static void test_rows_unique(_unused_ void **state) {
                                 fail();
                         }
                         /* ...one code is one D-Bus name, whatever its status... */
-                        if (x->code && y->code && streq(x->code, y->code) && !streq_ptr(x->bus_name, y->bus_name)) {
+                        if (x->code && y->code && streq(x->code, y->code) &&
+                            !streq_ptr(x->bus_name, y->bus_name)) {
                                 print_error("code %s has two D-Bus names\n", x->code);
                                 fail();
                         }
                         /* ...and a D-Bus-only row has a name of its own. */
-                        if (x->bus_name && y->bus_name && streq(x->bus_name, y->bus_name) && (!x->code || !y->code)) {
+                        if (x->bus_name && y->bus_name && streq(x->bus_name, y->bus_name) &&
+                            (!x->code || !y->code)) {
                                 print_error("rows %d and %d share %s\n", a, b, x->bus_name);
                                 fail();
                         }
@@ -411,7 +413,8 @@ static void test_bus_doc(_unused_ void **state) {
                 }
                 for (size_t k = 0; k < want.n_statuses; k++)
                         if (!has_status(rows[r].statuses, rows[r].n_statuses, want.statuses[k])) {
-                                print_error("%s: %s lacks status %u\n", bus_doc, rows[r].bus_name, want.statuses[k]);
+                                print_error("%s: %s lacks status %u\n", bus_doc, rows[r].bus_name,
+                                            want.statuses[k]);
                                 fail();
                         }
                 for (size_t k = 0; k < want.n_codes; k++)

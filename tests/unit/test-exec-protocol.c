@@ -450,7 +450,8 @@ static void test_format_golden(_unused_ void **state) {
         assert_int_equal(n, (int) strlen(text));
         assert_string_equal(text,
                             "phase=setup\nexit=-1\nsignal=0\noom_kill=0\nmem_peak=0\nmem_failcnt=0\npids_max=0\n"
-                            "disk_full=0\ncpu_usec=0\nerror=Cannot read source\ntimeout=0\ncancelled=0\nrun_usec=0\n"
+                            "disk_full=0\ncpu_usec=0\nerror=Cannot read source\n"
+                            "timeout=0\ncancelled=0\nrun_usec=0\n"
                             "stdout_bytes=0\nstdout_lines=0\nstdout_head=0\nstdout_tail=0\n"
                             "stderr_bytes=0\nstderr_lines=0\nstderr_head=0\nstderr_tail=0\n\n");
 }

@@ -28,7 +28,8 @@ static void test_constants(_unused_ void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(rows); i++)
                 if (rows[i].value != rows[i].want) {
-                        print_error("%s = %" PRIu64 ", want %" PRIu64 "\n", rows[i].name, rows[i].value, rows[i].want);
+                        print_error("%s = %" PRIu64 ", want %" PRIu64 "\n", rows[i].name, rows[i].value,
+                                    rows[i].want);
                         fail();
                 }
         /* 64-bit wide, whatever they are multiplied with: an hour of nanoseconds does not wrap. */
