@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "backoff.h"
+#include "string-table.h"
 #include "time-util.h"
 
 static const char *const transport_result_table[_TRANSPORT_MAX] = {
@@ -22,9 +23,7 @@ static const char *const transport_result_table[_TRANSPORT_MAX] = {
         [TRANSPORT_PROTOCOL] = "invalid response",
 };
 
-const char *transport_result_to_string(TransportResult t) {
-        return t >= 0 && t < _TRANSPORT_MAX ? transport_result_table[t] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(transport_result, TransportResult);
 
 DeliveryOutcome delivery_outcome(TransportResult t, long http_status) {
         if (t == TRANSPORT_REFUSED)

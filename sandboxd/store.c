@@ -5,6 +5,7 @@
 #include "base64.h"
 #include "language.h"
 #include "store-internal.h"
+#include "string-table.h"
 
 /* ---- records ---- */
 
@@ -25,17 +26,7 @@ static const char *const callback_state_table[_CALLBACK_STATE_MAX] = {
         [CALLBACK_FAILED] = "failed",
 };
 
-const char *callback_state_to_string(CallbackState s) {
-        return s >= 0 && s < _CALLBACK_STATE_MAX ? callback_state_table[s] : NULL;
-}
-
-CallbackState callback_state_from_string(const char *s) {
-        if (s)
-                for (int i = 0; i < _CALLBACK_STATE_MAX; i++)
-                        if (streq(s, callback_state_table[i]))
-                                return (CallbackState) i;
-        return _CALLBACK_STATE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(callback_state, CallbackState);
 
 StoreCallback *store_callback_free(StoreCallback *c) {
         if (!c)

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "string-table.h"
 #include "util.h"
 #include "verdict.h"
 
@@ -24,44 +25,19 @@ static const char *const error_type_table[_ERROR_TYPE_MAX] = {
         [ERROR_INPUT] = "input_error",
 };
 
-static int table_lookup(const char *const *table, size_t n, const char *s) {
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                if (table[i] && streq(table[i], s))
-                        return (int) i;
-        return -EINVAL;
-}
-
-const char *exec_status_to_string(ExecStatus s) {
-        if (s < 0 || s >= _EXEC_STATUS_MAX)
-                return NULL;
-        return exec_status_table[s];
-}
-
-ExecStatus exec_status_from_string(const char *s) {
-        int i = table_lookup(exec_status_table, ELEMENTSOF(exec_status_table), s);
-        return i < 0 ? _EXEC_STATUS_INVALID : (ExecStatus) i;
-}
+DEFINE_STRING_TABLE_LOOKUP(exec_status, ExecStatus);
 
 bool exec_status_is_final(ExecStatus s) {
         return s == EXEC_SUCCESS || s == EXEC_FAILED || s == EXEC_CANCELLED;
 }
 
-const char *error_type_to_string(ErrorType t) {
-        if (t < 0 || t >= _ERROR_TYPE_MAX)
-                return NULL;
-        return error_type_table[t];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(error_type, ErrorType);
 
 ErrorType error_type_from_string(const char *s) {
-        int i;
-
         /* Mirror of to_string: JSON null (NULL) is ERROR_NONE; no string spells it. */
         if (!s)
                 return ERROR_NONE;
-        i = table_lookup(error_type_table, ELEMENTSOF(error_type_table), s);
-        return i < 0 ? _ERROR_TYPE_INVALID : (ErrorType) i;
+        return (ErrorType) string_table_lookup(error_type_table, ELEMENTSOF(error_type_table), s);
 }
 
 /* ---- the decision ---- */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "exec-protocol.h"
+#include "string-table.h"
 #include "util.h"
 
 /* ---- the header ---- */
@@ -64,13 +65,13 @@ bool exec_bpf_len_is_valid(uint64_t bpf_len) {
 
 /* ---- names ---- */
 
-static const char *const phase_table[_PHASE_MAX] = {
+static const char *const helper_phase_table[_PHASE_MAX] = {
         [PHASE_SETUP] = "setup",
         [PHASE_COMPILE] = "compile",
         [PHASE_RUN] = "run",
 };
 
-static const char *const key_table[_HELPER_KEY_MAX] = {
+static const char *const helper_report_key_table[_HELPER_KEY_MAX] = {
         [HELPER_KEY_PHASE] = "phase",
         [HELPER_KEY_EXIT] = "exit",
         [HELPER_KEY_SIGNAL] = "signal",
@@ -95,36 +96,8 @@ static const char *const key_table[_HELPER_KEY_MAX] = {
         [HELPER_KEY_STDERR_TAIL] = "stderr_tail",
 };
 
-static int table_lookup(const char *const *table, size_t n, const char *s) {
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                if (table[i] && streq(table[i], s))
-                        return (int) i;
-        return -EINVAL;
-}
-
-const char *helper_phase_to_string(HelperPhase p) {
-        if (p < 0 || p >= _PHASE_MAX)
-                return NULL;
-        return phase_table[p];
-}
-
-HelperPhase helper_phase_from_string(const char *s) {
-        int i = table_lookup(phase_table, ELEMENTSOF(phase_table), s);
-        return i < 0 ? _PHASE_INVALID : (HelperPhase) i;
-}
-
-const char *helper_report_key_to_string(HelperReportKey k) {
-        if (k < 0 || k >= _HELPER_KEY_MAX)
-                return NULL;
-        return key_table[k];
-}
-
-HelperReportKey helper_report_key_from_string(const char *s) {
-        int i = table_lookup(key_table, ELEMENTSOF(key_table), s);
-        return i < 0 ? _HELPER_KEY_INVALID : (HelperReportKey) i;
-}
+DEFINE_STRING_TABLE_LOOKUP(helper_phase, HelperPhase);
+DEFINE_STRING_TABLE_LOOKUP(helper_report_key, HelperReportKey);
 
 /* ---- the report: format ---- */
 
@@ -140,7 +113,7 @@ _printf_(3, 4) static void put(Writer *w, HelperReportKey k, const char *fmt, ..
 
         if (w->overflow)
                 return;
-        m = snprintf(w->buf + w->n, w->size - w->n, "%s=", key_table[k]);
+        m = snprintf(w->buf + w->n, w->size - w->n, "%s=", helper_report_key_table[k]);
         if (m < 0 || (size_t) m >= w->size - w->n) {
                 w->overflow = true;
                 return;
@@ -178,7 +151,7 @@ int helper_report_format(const HelperReport *r, char *buf, size_t size) {
                 return -ENOBUFS;
         buf[0] = 0;
 
-        put(&w, HELPER_KEY_PHASE, "%s", phase_table[r->phase]);
+        put(&w, HELPER_KEY_PHASE, "%s", helper_phase_table[r->phase]);
         put(&w, HELPER_KEY_EXIT, "%d", r->exit_code);
         put(&w, HELPER_KEY_SIGNAL, "%d", r->signal);
         put_u64(&w, HELPER_KEY_OOM_KILL, r->oom_kills);
