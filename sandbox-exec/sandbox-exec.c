@@ -3,7 +3,7 @@
 /* sandbox-exec: the main process of every execution unit, and the program's supervisor. It receives
  * the seccomp filter and the source over the control channel (fd 0), writes the source into its own
  * directory on the sandbox's private /run, runs the optional compile step and then the program as its
- * children, and reports how they ended (verdict.h) back over the control channel.
+ * children, and reports how they ended (exec-protocol.h) back over the control channel.
  *
  * Privilege separation. The unit starts it with ExecStart=! (systemd allocates the dynamic user but
  * leaves the credential change to us) and a capability bounding set of CAP_SETUID, CAP_SETGID,
@@ -67,18 +67,17 @@
 #include <sys/wait.h>
 
 #include "capture.h"
+#include "exec-protocol.h"
+#include "time-util.h"
 #include "util.h"
 
-#define HEADER_MAX 64
-#define HEADER_MAGIC "SANDBOXD-EXEC 1 "
-#define BPF_MAX (64U * 1024U)
 #define SOURCE_MAX_DEFAULT (1024U * 1024U)
 /* Not a limit on what the daemon may configure, only a sanity bound on the option. */
 #define SOURCE_MAX_CEILING (UINT64_C(1) << 30)
 /* The control socket moves at least this high, away from the fds 0..3 children are given. */
 #define CONTROL_FD_MIN 10
-/* Size of the report buffer; must stay within verdict.h's HELPER_REPORT_MAX (4096). */
-#define REPORT_MAX 1024
+/* How much of a setup failure's message is reported (exec-protocol.h keeps up to
+ * HELPER_REPORT_ERROR_MAX). */
 #define ERROR_MAX 200
 #define CODE_DIR_DEFAULT "/run/sandbox"
 /* systemd's range for DynamicUser= UIDs and GIDs (docs/UIDS-GIDS.md: 61184…65519). */
@@ -86,22 +85,10 @@
 #define DYNAMIC_UID_MAX 65519U
 /* How long the syntax checker may take after a failed run (it never outlives the unit's backstop,
  * 2 s past the deadline). */
-#define CHECK_TIMEOUT_USEC (5ULL * 1000000ULL)
-#define CHECK_DEADLINE_SLACK_USEC (1000000ULL)
+#define CHECK_TIMEOUT_USEC (5 * USEC_PER_SEC)
+#define CHECK_DEADLINE_SLACK_USEC USEC_PER_SEC
 /* cgroup counters: the bind points below --cgroup-dir, one per controller (the daemon's names). */
 static const char *const cgroup_names[] = { "memory", "pids", "cpuacct", "unified" };
-
-typedef enum Phase {
-        PHASE_SETUP,
-        PHASE_COMPILE,
-        PHASE_RUN,
-} Phase;
-
-static const char *const phase_names[] = {
-        [PHASE_SETUP] = "setup",
-        [PHASE_COMPILE] = "compile",
-        [PHASE_RUN] = "run",
-};
 
 typedef struct Options {
         const char *source;
@@ -125,16 +112,6 @@ typedef struct Options {
         uint64_t timeout_ms;      /* 0: none (the unit's RuntimeMaxSec= still applies) */
         uint64_t head_bytes, tail_bytes;
 } Options;
-
-typedef struct Report {
-        Phase phase;
-        int exit_code;            /* -1 when killed by a signal */
-        int signal;
-        uint64_t oom_kill, mem_peak, mem_failcnt, pids_max, cpu_usec;
-        bool disk_full;
-        bool timed_out, cancelled;
-        uint64_t run_usec;
-} Report;
 
 /* Where the report goes: fd 0 until the socket has been moved away from it. */
 static int control_fd = STDIN_FILENO;
@@ -192,20 +169,25 @@ static void send_stream(const Capture *c) {
         free(tail);
 }
 
-/* The text part, then (after an empty line) the captured bytes whose sizes it announced. */
-static void send_report(const char *text, size_t n) {
-        char sizes[512];
-        int k;
+/* The report (exec-protocol.h): the text, whose last lines announce the sizes of the captured
+ * output, then that output. */
+static void send_report(HelperReport *r) {
+        char text[HELPER_REPORT_MAX + 1];
+        int n;
 
-        k = snprintf(sizes, sizeof(sizes),
-                     "stdout_bytes=%" PRIu64 "\nstdout_lines=%" PRIu64 "\nstdout_head=%zu\nstdout_tail=%zu\n"
-                     "stderr_bytes=%" PRIu64 "\nstderr_lines=%" PRIu64 "\nstderr_head=%zu\nstderr_tail=%zu\n\n",
-                     cap_out.total_bytes, cap_out.total_lines, cap_out.head_len, cap_out.tail_len,
-                     cap_err.total_bytes, cap_err.total_lines, cap_err.head_len, cap_err.tail_len);
+        r->have_first_output = first_output_usec > 0;
+        r->first_output_usec = first_output_usec;
+        r->out.bytes = cap_out.total_bytes;
+        r->out.lines = cap_out.total_lines;
+        r->out.head = cap_out.head_len;
+        r->out.tail = cap_out.tail_len;
+        r->err.bytes = cap_err.total_bytes;
+        r->err.lines = cap_err.total_lines;
+        r->err.head = cap_err.head_len;
+        r->err.tail = cap_err.tail_len;
         /* Nothing useful can be done if this fails: the daemon then decides without a report. */
-        (void) send_all(control_fd, text, n);
-        if (k > 0 && (size_t) k < sizeof(sizes)) {
-                (void) send_all(control_fd, sizes, (size_t) k);
+        n = helper_report_format(r, text, sizeof(text));
+        if (n > 0 && send_all(control_fd, text, (size_t) n) >= 0) {
                 send_stream(&cap_out);
                 send_stream(&cap_err);
         }
@@ -213,43 +195,23 @@ static void send_report(const char *text, size_t n) {
 }
 
 _printf_(1, 2) static _Noreturn void fail_setup(const char *fmt, ...) {
-        char msg[ERROR_MAX + 1], buf[REPORT_MAX];
+        HelperReport r = {
+                .phase = PHASE_SETUP,
+                .exit_code = -1,
+        };
         va_list ap;
-        int n;
 
+        /* Made one printable line by helper_report_format(): error= is the rest of its line. */
         va_start(ap, fmt);
-        (void) vsnprintf(msg, sizeof(msg), fmt, ap);
+        (void) vsnprintf(r.error, MIN(sizeof(r.error), (size_t) ERROR_MAX + 1), fmt, ap);
         va_end(ap);
 
-        /* One line, printable: error= is the rest of its line in the report. */
-        for (char *p = msg; *p; p++)
-                if ((unsigned char) *p < 0x20 || (unsigned char) *p == 0x7f)
-                        *p = ' ';
-
-        n = snprintf(buf, sizeof(buf),
-                     "phase=setup\nexit=-1\nsignal=0\noom_kill=0\nmem_peak=0\nmem_failcnt=0\n"
-                     "pids_max=0\ndisk_full=0\ncpu_usec=0\nerror=%s\n",
-                     msg);
-        if (n > 0)
-                send_report(buf, MIN((size_t) n, sizeof(buf) - 1));
+        send_report(&r);
         _exit(EXIT_FAILURE);
 }
 
-static _Noreturn void report_and_exit(const Report *r) {
-        char buf[REPORT_MAX];
-        int n;
-
-        n = snprintf(buf, sizeof(buf),
-                     "phase=%s\nexit=%d\nsignal=%d\noom_kill=%" PRIu64 "\nmem_peak=%" PRIu64
-                     "\nmem_failcnt=%" PRIu64 "\npids_max=%" PRIu64 "\ndisk_full=%d\ncpu_usec=%" PRIu64
-                     "\ntimeout=%d\ncancelled=%d\nrun_usec=%" PRIu64 "\n",
-                     phase_names[r->phase], r->exit_code, r->signal, r->oom_kill, r->mem_peak,
-                     r->mem_failcnt, r->pids_max, r->disk_full ? 1 : 0, r->cpu_usec,
-                     r->timed_out ? 1 : 0, r->cancelled ? 1 : 0, r->run_usec);
-        if (n > 0 && first_output_usec > 0 && (size_t) n < sizeof(buf))
-                n += snprintf(buf + n, sizeof(buf) - (size_t) n, "first_output_usec=%" PRIu64 "\n", first_output_usec);
-        if (n > 0)
-                send_report(buf, MIN((size_t) n, sizeof(buf) - 1));
+static _Noreturn void report_and_exit(HelperReport *r) {
+        send_report(r);
 
         /* Mirror the program's end in our own exit status, as a shell would. */
         if (r->signal > 0)
@@ -446,34 +408,16 @@ static void parse_argv(int argc, char *argv[], Options *o) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Control channel */
 
-/* Strict decimal: digits only, no sign, no leading zeros (except "0"), no overflow. */
-static int parse_decimal(const char *s, size_t n, uint64_t *ret) {
-        uint64_t v = 0;
-
-        if (n == 0 || n > 20 || (n > 1 && s[0] == '0'))
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
-                        return -ERANGE;
-                v = v * 10 + (uint64_t) (s[i] - '0');
-        }
-        *ret = v;
-        return 0;
-}
-
 /* "SANDBOXD-EXEC 1 <bpf_len> <code_len>\n", read one byte at a time so not a byte of what follows
  * is consumed. */
 static void read_header(int fd, uint64_t *ret_bpf_len, uint64_t *ret_code_len) {
-        char line[HEADER_MAX + 1];
-        const char *p, *sp;
+        char line[EXEC_HEADER_MAX + 1];
         size_t n = 0;
 
         for (;;) {
                 ssize_t k;
 
-                if (n >= HEADER_MAX)
+                if (n >= EXEC_HEADER_MAX)
                         fail_setup("Control header too long");
                 k = read(fd, line + n, 1);
                 if (k < 0) {
@@ -491,12 +435,7 @@ static void read_header(int fd, uint64_t *ret_bpf_len, uint64_t *ret_code_len) {
         }
         line[n] = '\0';
 
-        p = startswith(line, HEADER_MAGIC);
-        if (!p)
-                fail_setup("Malformed control header");
-        sp = strchr(p, ' ');
-        if (!sp || parse_decimal(p, (size_t) (sp - p), ret_bpf_len) < 0 ||
-            parse_decimal(sp + 1, strlen(sp + 1), ret_code_len) < 0)
+        if (exec_header_parse(line, n, ret_bpf_len, ret_code_len) < 0)
                 fail_setup("Malformed control header");
 }
 
@@ -721,7 +660,7 @@ static uint64_t mono_usec(void) {
         struct timespec ts;
 
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+        return timespec_to_usec(&ts);
 }
 
 /* Read what is there (one read, or until EAGAIN when draining) into the capture. Returns false
@@ -779,7 +718,7 @@ static int supervise(pid_t pid) {
                                 killed = timed_out = true;
                                 continue;
                         }
-                        timeout = (int) MIN((deadline_usec - now + 999) / 1000, (uint64_t) INT32_MAX);
+                        timeout = (int) MIN(usec_to_msec_up(deadline_usec - now), (uint64_t) INT32_MAX);
                 }
 
                 if (poll(p, ELEMENTSOF(p), timeout) < 0) {
@@ -824,7 +763,7 @@ static int wait_quietly(pid_t pid, uint64_t deadline) {
                         (void) waitpid(pid, &status, 0);
                         return -1;
                 }
-                if (poll(&p, 1, (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT32_MAX)) < 0 &&
+                if (poll(&p, 1, (int) MIN(usec_to_msec_up(deadline - now), (uint64_t) INT32_MAX)) < 0 &&
                     errno != EINTR)
                         return -1;
                 if (p.revents) {
@@ -1026,29 +965,29 @@ static bool cg_keyed(const char *path, const char *key, uint64_t *ret) {
         return fd >= 0 && read_keyed_file(fd, file, key, ret);
 }
 
-static void read_cgroup_counters(Report *r, bool *have_cpu, bool *have_peak) {
+static void read_cgroup_counters(HelperReport *r, bool *have_cpu, bool *have_peak) {
         uint64_t v;
 
         /* cgroup v1 (the hybrid hierarchy: the controllers live there). */
         if (cg_keyed("memory/memory.oom_control", "oom_kill", &v))
-                r->oom_kill = v;
+                r->oom_kills = v;
         else if (cg_keyed("unified/memory.events", "oom_kill", &v))
-                r->oom_kill = v;
+                r->oom_kills = v;
 
         if (cg_u64("memory/memory.max_usage_in_bytes", &v) || cg_u64("unified/memory.peak", &v)) {
-                r->mem_peak = v;
+                r->memory_peak = v;
                 *have_peak = true;
         }
 
         /* v2 has no failcnt; memory.events "max" counts the times usage hit memory.max. */
         if (cg_u64("memory/memory.failcnt", &v) || cg_keyed("unified/memory.events", "max", &v))
-                r->mem_failcnt = v;
+                r->memory_failcnt = v;
 
         if (cg_keyed("pids/pids.events", "max", &v) || cg_keyed("unified/pids.events", "max", &v))
                 r->pids_max = v;
 
         if (cg_u64("cpuacct/cpuacct.usage", &v)) {
-                r->cpu_usec = v / 1000; /* nanoseconds */
+                r->cpu_usec = v / NSEC_PER_USEC;
                 *have_cpu = true;
         } else if (cg_keyed("unified/cpu.stat", "usage_usec", &v)) {
                 r->cpu_usec = v;
@@ -1069,7 +1008,7 @@ static bool fs_is_full(int fd) {
         return (uint64_t) sv.f_bavail * 100 < (uint64_t) sv.f_blocks && avail_bytes < 64 * 1024;
 }
 
-static void gather(Report *r, int workspace_fd, int tmp_fd) {
+static void gather(HelperReport *r, int workspace_fd, int tmp_fd) {
         bool have_cpu = false, have_peak = false;
         struct rusage ru;
 
@@ -1078,18 +1017,15 @@ static void gather(Report *r, int workspace_fd, int tmp_fd) {
         /* Without a cgroup: what the kernel accounted to our waited-for children. */
         if ((!have_cpu || !have_peak) && getrusage(RUSAGE_CHILDREN, &ru) >= 0) {
                 if (!have_cpu)
-                        r->cpu_usec = (uint64_t) ru.ru_utime.tv_sec * 1000000 +
-                                      (uint64_t) ru.ru_utime.tv_usec +
-                                      (uint64_t) ru.ru_stime.tv_sec * 1000000 +
-                                      (uint64_t) ru.ru_stime.tv_usec;
+                        r->cpu_usec = timeval_to_usec(&ru.ru_utime) + timeval_to_usec(&ru.ru_stime);
                 if (!have_peak)
-                        r->mem_peak = (uint64_t) ru.ru_maxrss * 1024;
+                        r->memory_peak = (uint64_t) ru.ru_maxrss * 1024;
         }
 
         r->disk_full = fs_is_full(workspace_fd) || fs_is_full(tmp_fd);
 }
 
-static void status_to_report(int status, Report *r) {
+static void status_to_report(int status, HelperReport *r) {
         if (WIFEXITED(status)) {
                 r->exit_code = WEXITSTATUS(status);
                 r->signal = 0;
@@ -1468,7 +1404,7 @@ int main(int argc, char *argv[]) {
         _cleanup_free_ uint8_t *bpf = NULL;
         uint64_t bpf_len, code_len, start_usec;
         Options o;
-        Report report = {};
+        HelperReport report = {};
         struct stat st;
         int status, fd, flags, r;
 
@@ -1503,7 +1439,7 @@ int main(int argc, char *argv[]) {
 
         /* a. The control channel: header, filter, source. */
         read_header(STDIN_FILENO, &bpf_len, &code_len);
-        if (bpf_len == 0 || bpf_len % 8 != 0 || bpf_len > BPF_MAX)
+        if (!exec_bpf_len_is_valid(bpf_len))
                 fail_setup("Invalid filter length %" PRIu64, bpf_len);
         if (code_len > o.max_source)
                 fail_setup("Source too large (%" PRIu64 " bytes, at most %" PRIu64 ")", code_len,
@@ -1630,7 +1566,7 @@ int main(int argc, char *argv[]) {
         }
         start_usec = run_start_usec = mono_usec();
         if (o.timeout_ms > 0)
-                deadline_usec = start_usec + o.timeout_ms * 1000ULL;
+                deadline_usec = start_usec + o.timeout_ms * USEC_PER_MSEC;
 
         /* The input files become the execution's memory (see recharge_input()). */
         recharge_inputs(&o);

@@ -11,6 +11,7 @@
 #include "result.h"
 #include "session.h"
 #include "submit.h"
+#include "time-util.h"
 
 /* A request held open until its execution is final (POST ?wait=true, GET ?wait=true). */
 typedef struct ApiWait {
@@ -28,6 +29,11 @@ static int caller_owner(HttpRequest *req, char *buf, size_t size, bool *ret_admi
 
 static bool may_see(const char *caller, bool admin, const char *owner) {
         return admin || streq_ptr(caller, owner);
+}
+
+/* A refusal from the shared admission, list and record code (submit.c, session.c, ...). */
+static void respond_request_error(HttpRequest *req, const RequestError *err) {
+        http_respond_error(req, err->error, err->field, "%s", err->message);
 }
 
 static bool query_true(HttpRequest *req, const char *key) {
@@ -49,7 +55,7 @@ static void respond_job(HttpRequest *req, Manager *m, Job *j, unsigned status) {
         RequestError err;
 
         if (job_record_json(m, j, &o, &err) < 0)
-                http_respond_error(req, (unsigned) err.http_status, err.code, err.field, "%s", err.message);
+                respond_request_error(req, &err);
         else
                 http_respond_json(req, status, o);
 }
@@ -61,7 +67,7 @@ static void on_job_done(Job *j, void *userdata) {
         w->waiter = NULL;       /* the job frees it after this call */
         http_request_set_gone_cb(w->req, NULL, NULL);
         if (!job_is_final(j) && m->stopping)
-                http_respond_error(w->req, 503, "shutting_down", NULL, "sandboxd is stopping; execution %s did not finish",
+                http_respond_error(w->req, API_ERROR_SHUTTING_DOWN, NULL, "sandboxd is stopping; execution %s did not finish",
                                    j->exec->id);
         else
                 respond_job(w->req, m, j, 200);
@@ -74,7 +80,7 @@ static void wait_for(HttpRequest *req, Job *j) {
         int r;
 
         if (!w) {
-                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
         w->req = req;
@@ -85,7 +91,7 @@ static void wait_for(HttpRequest *req, Job *j) {
         r = job_add_waiter(j, on_job_done, w, &jw);
         if (r < 0) {
                 free(w);
-                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
         if (r > 0) {
@@ -117,25 +123,25 @@ static void handle_submit(Manager *m, HttpRequest *req) {
         int r;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
 
         if (http_request_too_large(req)) {
-                http_respond_error(req, 413, "too_large", NULL, "request body exceeds MaxRequestBytes=%" PRIu64,
+                http_respond_error(req, API_ERROR_TOO_LARGE, NULL, "request body exceeds MaxRequestBytes=%" PRIu64,
                                    m->config->max_request_bytes);
                 return;
         }
         ct = http_request_header(req, "Content-Type");
         if (!ct || !startswith(ct, "application/json")) {
-                http_respond_error(req, 415, "unsupported_media_type", NULL, "Content-Type must be application/json");
+                http_respond_error(req, API_ERROR_UNSUPPORTED_MEDIA_TYPE, NULL, "Content-Type must be application/json");
                 return;
         }
         body = http_request_body(req, &len);
         /* Validation, idempotency and the queue limit: the same code as the D-Bus API's. */
         r = submit_execution(m, body, len, owner, admin, &res, &err);
         if (r < 0) {
-                http_respond_error(req, (unsigned) err.http_status, err.code, err.field, "%s", err.message);
+                respond_request_error(req, &err);
                 return;
         }
         switch (res.outcome) {
@@ -166,7 +172,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
         bool admin = false;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
         /* Another owner's execution is "not found": its existence is not ours to reveal. */
@@ -177,7 +183,7 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
                         http_respond_json(req, 200, stored_record_json(m, rec));
                         return;
                 }
-                http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
                 return;
         }
         if (query_true(req, "wait") && !job_is_final(j)) {
@@ -200,7 +206,7 @@ static void handle_artifacts_list(Manager *m, HttpRequest *req, const char *id) 
         RequestError err;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
         if (j && may_see(owner, admin, j->owner))
@@ -211,17 +217,17 @@ static void handle_artifacts_list(Manager *m, HttpRequest *req, const char *id) 
                 e = rec->exec;
         }
         if (!e) {
-                http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
                 return;
         }
         if (j && job_record_json(m, j, &full, &err) < 0) {
-                http_respond_error(req, (unsigned) err.http_status, err.code, err.field, "%s", err.message);
+                respond_request_error(req, &err);
                 return;
         }
         if (!j)
                 full = execution_record_json(m, e);
         if (!full) {
-                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
         o = json_object_new_object();
@@ -237,7 +243,7 @@ static void handle_artifacts_list(Manager *m, HttpRequest *req, const char *id) 
 /* Everything that is not a valid URL for a stored artifact gets this same answer: whether the
  * signature was wrong, the link expired, the execution or file is unknown or purged. */
 static void respond_no_artifact(HttpRequest *req) {
-        http_respond_error(req, 404, "not_found", NULL, "no such artifact, or the link is invalid or has expired");
+        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such artifact, or the link is invalid or has expired");
 }
 
 /* GET of a signed URL: the signature is the authorization (no owner, no API key). */
@@ -257,12 +263,12 @@ static void handle_artifact_get(Manager *m, HttpRequest *req, const char *id, co
         }
         canonical = artifact_url_path(id, path);
         if (!canonical) {
-                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
         r = signed_url_verify(m->artifact_key, m->artifact_key_len, "GET", canonical,
                               http_request_query(req, "expires"), http_request_query(req, "signature"),
-                              now_usec(CLOCK_REALTIME) / 1000000ULL);
+                              now_usec(CLOCK_REALTIME) / USEC_PER_SEC);
         if (r < 0) {
                 log_debug("%s: artifact URL refused: %s", id, strerror(-r));
                 respond_no_artifact(req);
@@ -319,22 +325,22 @@ static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
         int r;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
         if (j && !may_see(owner, admin, j->owner))
                 j = NULL;
         if (!j && m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
-                http_respond_error(req, 409, "conflict", NULL, "execution '%s' has already finished", id);
+                http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
                 return;
         }
         if (!j) {
-                http_respond_error(req, 404, "not_found", NULL, "no execution '%.64s'", id);
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
                 return;
         }
         r = job_cancel(j);
         if (r == -EALREADY) {
-                http_respond_error(req, 409, "conflict", NULL, "execution '%s' has already finished", id);
+                http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
                 return;
         }
         log_info("%s: cancel requested", id);
@@ -353,14 +359,14 @@ static void handle_list(Manager *m, HttpRequest *req) {
         json_object *o;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
         if (!admin)
                 q.owner = owner;
         /* The same filters, and the same page, as the D-Bus API's ListExecutions. */
         if (list_query_parse(query_get, req, &q, &err) < 0 || list_executions(m, &q, &o, &err) < 0) {
-                http_respond_error(req, (unsigned) err.http_status, err.code, err.field, "%s", err.message);
+                respond_request_error(req, &err);
                 return;
         }
         http_respond_json(req, 200, o);
@@ -373,12 +379,12 @@ static Session *find_session_for(Manager *m, HttpRequest *req, const char *id) {
         Session *s;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return NULL;
         }
         s = id_is_valid(id, REQUEST_ID_MAX) ? session_find(m, id) : NULL;
         if (!s || !may_see(owner, admin, s->owner)) {
-                http_respond_error(req, 404, "not_found", NULL, "no session '%.64s'", id);
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);
                 return NULL;
         }
         return s;
@@ -397,7 +403,7 @@ static void handle_session_delete(Manager *m, HttpRequest *req, const char *id) 
         if (!s)
                 return;
         if (session_remove(s, "deleted on request") == -EBUSY) {
-                http_respond_error(req, 409, "conflict", NULL, "session '%s' has executions queued or running",
+                http_respond_error(req, API_ERROR_CONFLICT, NULL, "session '%s' has executions queued or running",
                                    id);
                 return;
         }
@@ -416,7 +422,7 @@ static void handle_session_list(Manager *m, HttpRequest *req) {
         bool admin = false;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, 403, "forbidden", NULL, "cannot identify the caller");
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
         o = json_object_new_object();
@@ -475,7 +481,7 @@ static void handle_metrics(Manager *m, HttpRequest *req) {
 
         manager_metrics_gauges(m, &g);
         if (metrics_render(m->metrics, &g, &text) < 0) {
-                http_respond_error(req, 500, "internal", NULL, "out of memory");
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
         http_respond_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text);
@@ -492,7 +498,7 @@ void api_handle(HttpRequest *req, void *userdata) {
                 else if (get)
                         handle_list(m, req);
                 else
-                        http_respond_error(req, 405, "method_not_allowed", NULL, "use GET or POST");
+                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET or POST");
                 return;
         }
         if ((rest = startswith(path, "/v1/executions/"))) {
@@ -501,14 +507,14 @@ void api_handle(HttpRequest *req, void *userdata) {
                 size_t n = slash ? (size_t) (slash - rest) : strlen(rest);
 
                 if (n == 0 || n > REQUEST_ID_MAX) {
-                        http_respond_error(req, 404, "not_found", NULL, "no such execution");
+                        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such execution");
                         return;
                 }
                 memcpy(id, rest, n);
                 id[n] = 0;
                 if (!slash) {
                         if (!get) {
-                                http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
+                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                                 return;
                         }
                         handle_get(m, req, id);
@@ -516,7 +522,7 @@ void api_handle(HttpRequest *req, void *userdata) {
                 }
                 if (streq(slash, "/artifacts")) {
                         if (!get) {
-                                http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
+                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                                 return;
                         }
                         handle_artifacts_list(m, req, id);
@@ -524,7 +530,7 @@ void api_handle(HttpRequest *req, void *userdata) {
                 }
                 if (startswith(slash, "/artifacts/")) {
                         if (!get) {
-                                http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
+                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                                 return;
                         }
                         handle_artifact_get(m, req, id, slash + strlen("/artifacts/"));
@@ -532,7 +538,7 @@ void api_handle(HttpRequest *req, void *userdata) {
                 }
                 if (streq(slash, "/cancel")) {
                         if (!post) {
-                                http_respond_error(req, 405, "method_not_allowed", NULL, "use POST");
+                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use POST");
                                 return;
                         }
                         handle_cancel(m, req, id);
@@ -543,12 +549,12 @@ void api_handle(HttpRequest *req, void *userdata) {
                 if (get)
                         handle_session_list(m, req);
                 else
-                        http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
+                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                 return;
         }
         if ((rest = startswith(path, "/v1/sessions/"))) {
                 if (strlen(rest) == 0 || strlen(rest) > REQUEST_ID_MAX || strchr(rest, '/')) {
-                        http_respond_error(req, 404, "not_found", NULL, "no such session");
+                        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such session");
                         return;
                 }
                 if (get)
@@ -556,7 +562,7 @@ void api_handle(HttpRequest *req, void *userdata) {
                 else if (streq(method, "DELETE"))
                         handle_session_delete(m, req, rest);
                 else
-                        http_respond_error(req, 405, "method_not_allowed", NULL, "use GET or DELETE");
+                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET or DELETE");
                 return;
         }
         if (streq(path, "/v1/languages") && get) {
@@ -571,8 +577,8 @@ void api_handle(HttpRequest *req, void *userdata) {
                 if (get)
                         handle_metrics(m, req);
                 else
-                        http_respond_error(req, 405, "method_not_allowed", NULL, "use GET");
+                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                 return;
         }
-        http_respond_error(req, 404, "not_found", NULL, "no route for %s %.128s", method, path);
+        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no route for %s %.128s", method, path);
 }

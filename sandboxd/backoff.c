@@ -7,6 +7,8 @@
 #include <strings.h>
 
 #include "backoff.h"
+#include "string-table.h"
+#include "time-util.h"
 
 static const char *const transport_result_table[_TRANSPORT_MAX] = {
         [TRANSPORT_OK] = "ok",
@@ -21,9 +23,7 @@ static const char *const transport_result_table[_TRANSPORT_MAX] = {
         [TRANSPORT_PROTOCOL] = "invalid response",
 };
 
-const char *transport_result_to_string(TransportResult t) {
-        return t >= 0 && t < _TRANSPORT_MAX ? transport_result_table[t] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(transport_result, TransportResult);
 
 DeliveryOutcome delivery_outcome(TransportResult t, long http_status) {
         if (t == TRANSPORT_REFUSED)
@@ -49,7 +49,7 @@ uint64_t backoff_delay_usec(const BackoffPolicy *p, unsigned attempts, uint64_t 
         delay = cap / 2 + (cap / 2 == UINT64_MAX ? random : random % (cap / 2 + 1));
 
         if (retry_after_sec > 0) {
-                uint64_t ra = retry_after_sec > UINT64_MAX / 1000000ULL ? UINT64_MAX : retry_after_sec * 1000000ULL;
+                uint64_t ra = retry_after_sec > UINT64_MAX / USEC_PER_SEC ? UINT64_MAX : retry_after_sec * USEC_PER_SEC;
 
                 ra = MIN(ra, p->retry_after_max_usec);
                 delay = MAX(delay, ra);

@@ -10,8 +10,6 @@
 #include "result.h"
 #include "submit.h"
 
-#define BUS_ERROR_PREFIX BUS_API_NAME ".Error."
-
 #define ACTION_EXECUTE "io.sandboxd.sandbox1.execute"
 #define ACTION_READ_OTHERS "io.sandboxd.sandbox1.read-others"
 #define ACTION_CANCEL_OTHERS "io.sandboxd.sandbox1.cancel-others"
@@ -80,38 +78,6 @@ struct BusApi {
         unsigned n_watches;
 };
 
-/* ---- errors ------------------------------------------------------------------------------------ */
-
-/* The HTTP API's error codes (docs/http-api.md) as D-Bus error names. */
-static const struct {
-        const char *code, *name;
-} error_names[] = {
-        { "invalid_json", BUS_ERROR_PREFIX "InvalidRequest" },
-        { "invalid_request", BUS_ERROR_PREFIX "InvalidRequest" },
-        { "not_found", BUS_ERROR_PREFIX "NotFound" },
-        { "conflict", BUS_ERROR_PREFIX "Conflict" },
-        { "too_large", BUS_ERROR_PREFIX "TooLarge" },
-        { "unsupported", BUS_ERROR_PREFIX "Unsupported" },
-        { "queue_full", BUS_ERROR_PREFIX "QueueFull" },
-        { "too_many_sessions", BUS_ERROR_PREFIX "TooManySessions" },
-        { "caller_queue_full", BUS_ERROR_PREFIX "CallerQueueFull" },
-        { "too_many_callbacks", BUS_ERROR_PREFIX "TooManyCallbacks" },
-        { "storage_quota_exceeded", BUS_ERROR_PREFIX "StorageQuotaExceeded" },
-        { "session_disk_full", BUS_ERROR_PREFIX "SessionDiskFull" },
-        { "session_disk_quota_exceeded", BUS_ERROR_PREFIX "SessionDiskQuotaExceeded" },
-        { "forbidden", BUS_ERROR_PREFIX "Forbidden" },
-        { "shutting_down", BUS_ERROR_PREFIX "ShuttingDown" },
-        { "store_error", BUS_ERROR_PREFIX "StoreError" },
-        { "internal", BUS_ERROR_PREFIX "Internal" },
-};
-
-static const char *error_name(const char *code) {
-        for (size_t i = 0; i < ELEMENTSOF(error_names); i++)
-                if (streq(error_names[i].code, code))
-                        return error_names[i].name;
-        return BUS_ERROR_PREFIX "Internal";
-}
-
 /* ---- calls ------------------------------------------------------------------------------------- */
 
 static BusCall *bus_call_free(BusCall *c) {
@@ -143,21 +109,35 @@ static BusCall *bus_call_free(BusCall *c) {
 
 /* The reply, or an error: the caller may be gone by now (its Execute outlived its connection),
  * which the bus daemon handles by dropping the message. */
-static void bus_call_reply_error(BusCall *c, const char *name, const char *fmt, ...) _printf_(3, 4);
-static void bus_call_reply_error(BusCall *c, const char *name, const char *fmt, ...) {
+_printf_(3, 0) static void bus_call_reply_errorv(BusCall *c, const char *name, const char *fmt, va_list ap) {
         _cleanup_free_ char *text = NULL;
-        va_list ap;
 
-        va_start(ap, fmt);
         if (vasprintf(&text, fmt, ap) < 0)
                 text = NULL;
-        va_end(ap);
         (void) sd_bus_reply_method_errorf(c->msg, name, "%s", text ?: "out of memory");
         bus_call_free(c);
 }
 
+/* With one of the bus's own names (SD_BUS_ERROR_*). */
+_printf_(3, 4) static void bus_call_reply_error(BusCall *c, const char *name, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        bus_call_reply_errorv(c, name, fmt, ap);
+        va_end(ap);
+}
+
+/* With the name api-error.c gives the error. */
+_printf_(3, 4) static void bus_call_reply_api_error(BusCall *c, ApiError error, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        bus_call_reply_errorv(c, api_error_bus_name(error), fmt, ap);
+        va_end(ap);
+}
+
 static void bus_call_reply_request_error(BusCall *c, const RequestError *err) {
-        bus_call_reply_error(c, error_name(err->code), "%s", err->message);
+        bus_call_reply_api_error(c, err->error, "%s", err->message);
 }
 
 static void bus_call_reply_string(BusCall *c, const char *s) {
@@ -170,7 +150,7 @@ static void bus_call_reply_json(BusCall *c, json_object *o) {
         const char *s = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : NULL;
 
         if (!s)
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "Internal", "out of memory");
+                bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
         else
                 bus_call_reply_string(c, s);
         json_object_put(o);
@@ -368,12 +348,13 @@ static BusWatch *bus_watch_free(BusWatch *w) {
 static void on_watch_done(Job *j, void *userdata) {
         BusWatch *w = userdata;
         Manager *m = j->manager;
-        sd_bus_message *sig = NULL;
         int r;
 
         w->waiter = NULL;       /* the job frees it after this call */
         /* At shutdown the waiters are answered unfinished: no signal for what did not finish. */
         if (job_is_final(j)) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *sig = NULL;
+
                 /* Unicast to the submitter: an execution's id and status are its owner's business,
                  * not every system bus client's (HTTP hides them from other owners, too). */
                 r = sd_bus_message_new_signal(m->bus, &sig, BUS_API_PATH, BUS_API_INTERFACE, "ExecutionFinished");
@@ -386,7 +367,6 @@ static void on_watch_done(Job *j, void *userdata) {
                 if (r < 0)
                         log_debug("%s: cannot send ExecutionFinished to %s: %s", j->exec->id, w->destination,
                                   strerror(-r));
-                sd_bus_message_unref(sig);
         }
         bus_watch_free(w);
 }
@@ -420,7 +400,7 @@ static void on_execute_done(Job *j, void *userdata) {
 
         c->waiter = NULL;       /* the job frees it after this call */
         if (!job_is_final(j) && m->stopping)
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "ShuttingDown",
+                bus_call_reply_api_error(c, API_ERROR_SHUTTING_DOWN,
                                      "sandboxd is stopping; execution %s did not finish", j->exec->id);
         else
                 bus_call_reply_job(c, j);
@@ -437,7 +417,7 @@ static void submit_authorized(BusCall *c, bool wait) {
         /* The request is the HTTP body, checked by the same code: the same limits, the same
          * messages. The bus daemon caps a message at 32 MiB (max_message_size); this is ours. */
         if (len > m->config->max_request_bytes) {
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "TooLarge", "request body exceeds MaxRequestBytes=%" PRIu64,
+                bus_call_reply_api_error(c, API_ERROR_TOO_LARGE, "request body exceeds MaxRequestBytes=%" PRIu64,
                                      m->config->max_request_bytes);
                 return;
         }
@@ -466,7 +446,7 @@ static void submit_authorized(BusCall *c, bool wait) {
         /* When the job is already final the callback runs (and frees c) before this returns. */
         r = job_add_waiter(res.job, on_execute_done, c, &c->waiter);
         if (r < 0)
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "Internal", "out of memory");
+                bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
 }
 
 static void execute_authorized(BusCall *c) {
@@ -539,7 +519,7 @@ static void get_authorized(BusCall *c) {
 
         c->admin = true;        /* polkit allowed reading others' executions */
         if (find_execution(c, &j, &rec) == 0) {
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "NotFound", "no execution '%.64s'", c->arg);
+                bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
                 return;
         }
         if (j)
@@ -569,11 +549,11 @@ static void cancel_found(BusCall *c) {
         Job *j;
 
         if (find_execution(c, &j, &rec) == 0) {
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "NotFound", "no execution '%.64s'", c->arg);
+                bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
                 return;
         }
         if (!j || job_cancel(j) == -EALREADY) {
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "Conflict", "execution '%s' has already finished", c->arg);
+                bus_call_reply_api_error(c, API_ERROR_CONFLICT, "execution '%s' has already finished", c->arg);
                 return;
         }
         log_info("%s: cancel requested over D-Bus by %s", j->exec->id, c->owner);
@@ -627,7 +607,7 @@ static void list_identified(BusCall *c) {
 
         r = list_query_json_parse(c->arg, strlen(c->arg), &l, &err);
         if (r == -ENOMEM) {
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "Internal", "out of memory");
+                bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
                 return;
         }
         if (r < 0) {
@@ -667,7 +647,7 @@ static void reload_authorized(BusCall *c) {
         log_info("Reloading the configuration, as %s asked over D-Bus.", c->owner);
         r = manager_reload(c->api->manager);
         if (r < 0) {
-                bus_call_reply_error(c, BUS_ERROR_PREFIX "InvalidConfiguration",
+                bus_call_reply_api_error(c, API_ERROR_INVALID_CONFIGURATION,
                                      "the configuration did not load (see the journal); the old one stays");
                 return;
         }
@@ -729,7 +709,7 @@ static int on_request_name(sd_bus_message *reply, void *userdata, sd_bus_error *
 }
 
 int bus_api_new(Manager *m, BusApi **ret) {
-        BusApi *a;
+        _cleanup_(bus_api_freep) BusApi *a = NULL;
         int r;
 
         a = calloc(1, sizeof(BusApi));
@@ -739,11 +719,9 @@ int bus_api_new(Manager *m, BusApi **ret) {
         r = sd_bus_add_object_vtable(m->bus, &a->object_slot, BUS_API_PATH, BUS_API_INTERFACE, manager_vtable, a);
         if (r >= 0)
                 r = sd_bus_request_name_async(m->bus, &a->name_slot, BUS_API_NAME, 0, on_request_name, a);
-        if (r < 0) {
-                bus_api_free(a);
+        if (r < 0)
                 return log_error_errno(r, "Failed to publish the D-Bus API: %m");
-        }
-        *ret = a;
+        *ret = TAKE_PTR(a);
         return 0;
 }
 

@@ -16,3 +16,4 @@ typedef struct BusApi BusApi;
 int bus_api_new(Manager *m, BusApi **ret);
 /* Before the jobs are freed: drops every pending call and waiter. */
 BusApi *bus_api_free(BusApi *a);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BusApi *, bus_api_free);

@@ -10,13 +10,14 @@
 #include "curl-event.h"
 #include "log.h"
 #include "result.h"
+#include "time-util.h"
 
 /* What we read of a receiver's answer: it is discarded, and a receiver that keeps talking is cut off. */
 #define RESPONSE_MAX (64 * 1024)
 /* How long past its timeout an attempt in flight keeps its lease (see callback.h). */
-#define LEASE_SLACK_USEC (30ULL * 1000000ULL)
+#define LEASE_SLACK_USEC (30 * USEC_PER_SEC)
 /* After a failed store write (or a delivery found still in flight), when to look again. */
-#define STORE_RETRY_USEC (5ULL * 1000000ULL)
+#define STORE_RETRY_USEC (5 * USEC_PER_SEC)
 #define LAST_ERROR_MAX 256
 
 typedef struct Delivery Delivery;
@@ -250,13 +251,13 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
                 break;
         case DELIVERY_RETRY: {
                 BackoffPolicy p = {
-                        .base_usec = cfg->callback_backoff_base_ms * 1000ULL,
-                        .max_usec = cfg->callback_backoff_max_sec * 1000000ULL,
-                        .retry_after_max_usec = cfg->callback_backoff_max_sec * 1000000ULL,
+                        .base_usec = cfg->callback_backoff_base_ms * USEC_PER_MSEC,
+                        .max_usec = cfg->callback_backoff_max_sec * USEC_PER_SEC,
+                        .retry_after_max_usec = cfg->callback_backoff_max_sec * USEC_PER_SEC,
                 };
                 uint64_t delay = backoff_delay_usec(&p, (unsigned) MIN(cb->attempts, (uint64_t) UINT_MAX),
                                                     random_u64(), d->retry_after);
-                uint64_t deadline = cb->created_usec + cfg->callback_max_age_sec * 1000000ULL;
+                uint64_t deadline = cb->created_usec + cfg->callback_max_age_sec * USEC_PER_SEC;
 
                 if (cb->attempts >= cfg->callback_max_attempts) {
                         cb->state = CALLBACK_FAILED;
@@ -269,7 +270,7 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
                         cb->next_attempt_usec = now + delay;
                         set_last_error(cb, "%s", what);
                         log_info("%s: callback attempt %" PRIu64 " to %s failed (%s), retrying in %" PRIu64 " ms.",
-                                 cb->execution_id, cb->attempts, cb->url, why, delay / 1000);
+                                 cb->execution_id, cb->attempts, cb->url, why, delay / USEC_PER_MSEC);
                         break;
                 }
                 log_warning("%s: callback to %s failed: %s (%s)", cb->execution_id, cb->url, cb->last_error, why);
@@ -306,7 +307,7 @@ static int attempt_setup(Delivery *d) {
         const char *fixed[] = { "Content-Type: application/json", "Expect:", NULL };
         int r;
 
-        r = callback_signature(d->owner->key, d->owner->key_len, now_usec(CLOCK_REALTIME) / 1000000ULL, cb->body,
+        r = callback_signature(d->owner->key, d->owner->key_len, now_usec(CLOCK_REALTIME) / USEC_PER_SEC, cb->body,
                                strlen(cb->body), sig);
         if (r < 0)
                 return r;
@@ -381,7 +382,7 @@ static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
         int r;
 
         if (cb->attempts >= cfg->callback_max_attempts ||
-            now >= cb->created_usec + cfg->callback_max_age_sec * 1000000ULL) {
+            now >= cb->created_usec + cfg->callback_max_age_sec * USEC_PER_SEC) {
                 /* Limits lowered by a reload, or a daemon that was down longer than the age. */
                 cb->state = CALLBACK_FAILED;
                 if (cb->attempts >= cfg->callback_max_attempts)
@@ -397,7 +398,7 @@ static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
         }
 
         cb->attempts++;
-        cb->next_attempt_usec = now + cfg->callback_timeout_sec * 1000000ULL + LEASE_SLACK_USEC;
+        cb->next_attempt_usec = now + cfg->callback_timeout_sec * USEC_PER_SEC + LEASE_SLACK_USEC;
         r = store_callback_update(c->manager->store, cb);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot record the callback attempt, not attempting: %s", cb->execution_id,
@@ -530,7 +531,8 @@ int callbacks_new(Manager *m, Callbacks **ret) {
         r = key_load(c);
         if (r < 0)
                 return r;
-        r = sd_event_add_time(m->event, &c->timer, CLOCK_REALTIME, UINT64_MAX, 10 * 1000ULL, on_timer, c);
+        r = sd_event_add_time(m->event, &c->timer, CLOCK_REALTIME, UINT64_MAX, 10 * USEC_PER_MSEC, on_timer,
+                              c);
         if (r < 0)
                 return log_error_errno(r, "Cannot add the callback timer: %m");
         (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);

@@ -10,6 +10,8 @@
 #include <syslog.h>
 
 #include "conf.h"
+#include "strv.h"
+#include "time-util.h"
 
 #define CONF_FILE_MAX (1024 * 1024)
 
@@ -78,13 +80,6 @@ Config *config_new(void) {
         c->input_connect_timeout_sec = 10;
         c->input_timeout_sec = 120;
         return c;
-}
-
-static char **strv_free(char **l) {
-        for (char **i = l; i && *i; i++)
-                free(*i);
-        free(l);
-        return NULL;
 }
 
 Config *config_free(Config *c) {
@@ -303,42 +298,28 @@ int listen_address_parse(const char *s, struct sockaddr_storage *ret, socklen_t 
  * drop-in turns TCP off again. */
 static int assign_listen(char ***p, const char *value, const char *where, char **ret_error) {
         _cleanup_free_ char *copy = strdup(value);
-        char **l = NULL, *save = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        char *save = NULL;
         size_t n = 0;
 
         if (!copy)
-                return -ENOMEM;
-        l = calloc(LISTEN_MAX + 1, sizeof(char *));
-        if (!l)
                 return -ENOMEM;
         for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
                 struct sockaddr_storage ss;
                 socklen_t sl;
 
-                if (n >= LISTEN_MAX) {
-                        strv_free(l);
+                if (n >= LISTEN_MAX)
                         return error_set(ret_error, "%s: Listen= takes at most %d addresses", where, LISTEN_MAX);
-                }
-                if (listen_address_parse(w, &ss, &sl) < 0) {
-                        int r = error_set(ret_error, "%s: Listen= takes ADDRESS:PORT or [IPv6]:PORT with a literal "
-                                          "address, got '%.80s'", where, w);
-                        strv_free(l);
-                        return r;
-                }
-                for (size_t i = 0; i < n; i++)
-                        if (streq(l[i], w)) {
-                                strv_free(l);
-                                return error_set(ret_error, "%s: Listen= names '%.80s' twice", where, w);
-                        }
-                l[n] = strdup(w);
-                if (!l[n]) {
-                        strv_free(l);
+                if (listen_address_parse(w, &ss, &sl) < 0)
+                        return error_set(ret_error, "%s: Listen= takes ADDRESS:PORT or [IPv6]:PORT with a literal "
+                                         "address, got '%.80s'", where, w);
+                if (strv_contains(l, w))
+                        return error_set(ret_error, "%s: Listen= names '%.80s' twice", where, w);
+                if (strv_extend(&l, &n, w) < 0)
                         return -ENOMEM;
-                }
-                n++;
         }
         strv_free(*p);
-        *p = n > 0 ? l : strv_free(l);
+        *p = TAKE_PTR(l);
         return 0;
 }
 
@@ -546,13 +527,9 @@ static int load_one(Config *c, const char *path, bool optional, char **ret_error
         return config_parse_text(c, text, path, ret_error);
 }
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 int config_load(Config *c, const char *dir, char **ret_error) {
         _cleanup_free_ char *main_path = NULL, *dropin_dir = NULL;
-        char **names = NULL;
+        _cleanup_strv_free_ char **names = NULL;
         size_t n_names = 0;
         DIR *d;
         int r;
@@ -577,28 +554,18 @@ int config_load(Config *c, const char *dir, char **ret_error) {
 
                 while ((de = readdir(d))) {
                         size_t l = strlen(de->d_name);
-                        char **nn;
 
                         if (de->d_name[0] == '.' || l < 6 || !streq(de->d_name + l - 5, ".conf"))
                                 continue;
                         if (n_names >= 1024)
                                 break;
-                        nn = realloc(names, sizeof(char *) * (n_names + 1));
-                        if (!nn) {
-                                r = -ENOMEM;
+                        r = strv_extend(&names, &n_names, de->d_name);
+                        if (r < 0)
                                 break;
-                        }
-                        names = nn;
-                        names[n_names] = strdup(de->d_name);
-                        if (!names[n_names]) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        n_names++;
                 }
                 closedir(d);
-                if (r >= 0 && n_names > 0)
-                        qsort(names, n_names, sizeof(char *), cmp_str);
+                if (r >= 0)
+                        strv_sort(names);
                 for (size_t i = 0; r >= 0 && i < n_names; i++) {
                         _cleanup_free_ char *p = NULL;
 
@@ -607,9 +574,6 @@ int config_load(Config *c, const char *dir, char **ret_error) {
                         else
                                 r = load_one(c, p, false, ret_error);
                 }
-                for (size_t i = 0; i < n_names; i++)
-                        free(names[i]);
-                free(names);
                 if (r < 0)
                         return r;
         }
@@ -633,7 +597,7 @@ int config_validate(const Config *c, char **ret_error) {
                                  d->disk_mb, m->disk_mb);
         if (d->tasks > m->tasks)
                 return error_set(ret_error, "DefaultTasks=%" PRIu64 " exceeds MaxTasks=%" PRIu64, d->tasks, m->tasks);
-        if (c->callback_backoff_base_ms > c->callback_backoff_max_sec * 1000)
+        if (c->callback_backoff_base_ms > c->callback_backoff_max_sec * MSEC_PER_SEC)
                 return error_set(ret_error, "CallbackBackoffBaseMS=%" PRIu64 " exceeds CallbackBackoffMaxSec=%" PRIu64,
                                  c->callback_backoff_base_ms, c->callback_backoff_max_sec);
         if (c->max_input_file_bytes > c->max_input_total_bytes)

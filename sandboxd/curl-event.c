@@ -7,6 +7,7 @@
 #include "curl-event.h"
 #include "log.h"
 #include "netaddr.h"
+#include "time-util.h"
 
 typedef struct Transfer Transfer;
 struct Transfer {
@@ -128,7 +129,7 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
 
         if (timeout_ms < 0)
                 return sd_event_source_set_enabled(c->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
-        r = sd_event_source_set_time_relative(c->timer, (uint64_t) timeout_ms * 1000);
+        r = sd_event_source_set_time_relative(c->timer, (uint64_t) timeout_ms * USEC_PER_MSEC);
         if (r >= 0)
                 r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
         if (r < 0) {
@@ -158,7 +159,7 @@ int curl_event_new(sd_event *event, CurlEvent **ret) {
                 return -ENOMEM;
         }
         /* Armed by timer_cb(); created disabled (a time of 0 would fire at once if enabled). */
-        r = sd_event_add_time(event, &c->timer, CLOCK_MONOTONIC, 0, 1000, on_timer, c);
+        r = sd_event_add_time(event, &c->timer, CLOCK_MONOTONIC, 0, USEC_PER_MSEC, on_timer, c);
         if (r < 0) {
                 curl_event_free(c);
                 return r;

@@ -13,6 +13,8 @@
 #include "http.h"
 #include "log.h"
 #include "signed-url.h"
+#include "strv.h"
+#include "time-util.h"
 
 /* One listening socket and the MHD daemon that serves it. The unix socket and every TCP listener
  * are the same thing; only "tcp" (authenticate every request by API key) differs. */
@@ -96,7 +98,7 @@ static void listener_update(HttpListener *l) {
                         return;
                 }
                 (void) sd_event_now(l->http->event, CLOCK_MONOTONIC, &now);
-                (void) sd_event_source_set_time(l->timer, now + (uint64_t) ms * 1000ULL);
+                (void) sd_event_source_set_time(l->timer, now + (uint64_t) ms * USEC_PER_MSEC);
                 (void) sd_event_source_set_enabled(l->timer, SD_EVENT_ONESHOT);
         } else
                 (void) sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
@@ -177,7 +179,7 @@ static bool request_authenticate(HttpRequest *r) {
 }
 
 static void respond_unauthorized(HttpRequest *r) {
-        http_respond_error(r, 401, "unauthorized", NULL, "a valid API key is required (Authorization: Bearer <key>)");
+        http_respond_error(r, API_ERROR_UNAUTHORIZED, NULL, "a valid API key is required (Authorization: Bearer <key>)");
         if (r->pending)
                 (void) MHD_add_response_header(r->pending, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 }
@@ -394,7 +396,7 @@ void http_respond_fd(HttpRequest *req, unsigned status, const char *content_type
         resp = MHD_create_response_from_fd64(size, fd);
         if (!resp) {
                 safe_close(fd);
-                http_respond_error(req, 500, "internal", NULL, "cannot send the file");
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "cannot send the file");
                 return;
         }
         (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
@@ -439,7 +441,7 @@ void http_respond_json(HttpRequest *req, unsigned status, json_object *o) {
         respond(req, status, resp);
 }
 
-void http_respond_error(HttpRequest *req, unsigned status, const char *code, const char *field, const char *fmt, ...) {
+void http_respond_error(HttpRequest *req, ApiError error, const char *field, const char *fmt, ...) {
         json_object *o = json_object_new_object(), *e = json_object_new_object();
         char msg[512];
         va_list ap;
@@ -447,11 +449,11 @@ void http_respond_error(HttpRequest *req, unsigned status, const char *code, con
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        json_object_object_add(e, "code", json_object_new_string(code));
+        json_object_object_add(e, "code", json_object_new_string(api_error_code(error)));
         json_object_object_add(e, "message", json_object_new_string(msg));
         json_object_object_add(e, "field", isempty(field) ? NULL : json_object_new_string(field));
         json_object_object_add(o, "error", e);
-        http_respond_json(req, status, o);
+        http_respond_json(req, api_error_http_status(error), o);
 }
 
 void http_request_suspend(HttpRequest *req) {
@@ -671,8 +673,8 @@ static int collect_passed_sockets(int ret_fds[static HTTP_TCP_MAX]) {
 int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret) {
         _cleanup_free_ char *error = NULL;
         int passed[HTTP_TCP_MAX];
-        size_t n_listen = 0;
-        Http *h;
+        _cleanup_(http_freep) Http *h = NULL;
+        size_t n_listen;
         int r, n_passed;
 
         h = calloc(1, sizeof(Http));
@@ -685,53 +687,38 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
         h->max_connections = s->max_connections;
         h->public_route = s->public_route;
         h->socket_path = strdup(s->socket_path);
-        if (!h->socket_path) {
-                http_free(h);
+        if (!h->socket_path)
                 return -ENOMEM;
-        }
 
         r = listen_unix(s->socket_path, s->socket_mode, s->socket_gid);
-        if (r < 0) {
-                http_free(h);
+        if (r < 0)
                 return log_error_errno(r, "Failed to listen on '%s': %m", s->socket_path);
-        }
         r = listener_add(h, r, false, s->socket_path);
-        if (r < 0) {
-                http_free(h);
+        if (r < 0)
                 return r;
-        }
 
         /* TCP: socket-activated sockets replace Listen= (the socket unit has bound those addresses,
          * binding them again would fail). */
         n_passed = collect_passed_sockets(passed);
-        if (n_passed < 0) {
-                http_free(h);
+        if (n_passed < 0)
                 return n_passed;
-        }
-        for (char *const *a = s->listen; a && *a; a++)
-                n_listen++;
+        n_listen = strv_length(s->listen);
         if (n_passed > 0 && n_listen > 0)
                 log_notice("Listen= is ignored: sandboxd.socket passed its TCP socket(s).");
-        if (n_passed == 0 && n_listen > HTTP_TCP_MAX) {
-                http_free(h);
+        if (n_passed == 0 && n_listen > HTTP_TCP_MAX)
                 return log_error_errno(E2BIG, "Listen= has more than %d addresses.", HTTP_TCP_MAX);
-        }
         if (n_passed == 0 && n_listen == 0) {
-                *ret = h;
+                *ret = TAKE_PTR(h);
                 return 0;
         }
 
         /* No TCP without keys: a key file that cannot be loaded fails the start, clearly, rather than
          * leaving a listener that refuses everyone (or worse). */
-        if (!s->api_keys_file) {
-                http_free(h);
+        if (!s->api_keys_file)
                 return log_error_errno(EINVAL, "A TCP listener needs APIKeysFile=.");
-        }
         r = auth_load(s->api_keys_file, &h->auth, &error);
-        if (r < 0) {
-                http_free(h);
+        if (r < 0)
                 return log_error_errno(r, "Cannot use TCP without API keys: %s", error ?: "out of memory");
-        }
         log_info("Loaded %zu API keys from %s.", auth_table_size(h->auth), s->api_keys_file);
 
         for (int i = 0; i < n_passed; i++) {
@@ -743,26 +730,21 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
                         /* The rest are ours now too: do not leave them open behind us. */
                         for (int j = i + 1; j < n_passed; j++)
                                 safe_close(passed[j]);
-                        http_free(h);
                         return r;
                 }
                 log_info("API on TCP socket passed by systemd (fd %d), API key required.", passed[i]);
         }
         for (size_t i = 0; n_passed == 0 && i < n_listen; i++) {
                 r = listen_tcp(s->listen[i]);
-                if (r < 0) {
-                        http_free(h);
+                if (r < 0)
                         return log_error_errno(r, "Failed to listen on %s: %m", s->listen[i]);
-                }
                 r = listener_add(h, r, true, s->listen[i]);
-                if (r < 0) {
-                        http_free(h);
+                if (r < 0)
                         return r;
-                }
                 log_info("API on %s, API key required.", s->listen[i]);
         }
 
-        *ret = h;
+        *ret = TAKE_PTR(h);
         return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "api-error.h"
 #include "auth.h"
 
 /* At most this many TCP listeners (Listen= addresses or socket-activated "api-tcp" fds). */
@@ -50,6 +51,7 @@ typedef struct HttpSettings {
 
 int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret);
 Http *http_free(Http *h);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Http *, http_free);
 
 const char *http_request_method(HttpRequest *req);
 const char *http_request_path(HttpRequest *req);
@@ -86,9 +88,8 @@ void http_respond_text(HttpRequest *req, unsigned status, const char *content_ty
  * '/') also "Content-Disposition: attachment; filename*=UTF-8''<name>". */
 void http_respond_fd(HttpRequest *req, unsigned status, const char *content_type, int fd, uint64_t size,
                      const char *attachment_name);
-/* {"error": {"code":..., "message":..., "field":...}} */
-void http_respond_error(HttpRequest *req, unsigned status, const char *code, const char *field, const char *fmt, ...)
-        __attribute__((format(printf, 5, 6)));
+/* {"error": {"code":..., "message":..., "field":...}} with error's status and code (api-error.h). */
+void http_respond_error(HttpRequest *req, ApiError error, const char *field, const char *fmt, ...) _printf_(4, 5);
 
 /* Keep the connection open without an answer; answer later with http_respond_json(). */
 void http_request_suspend(HttpRequest *req);

@@ -9,16 +9,18 @@
 
 #include "artifact-accounts.h"
 #include "callback.h"
+#include "exec-protocol.h"
 #include "fetch.h"
 #include "job.h"
 #include "log.h"
 #include "session.h"
 #include "sysd.h"
+#include "time-util.h"
 #include "unit-props.h"
 #include "usr-layer.h"
 #include "workspace.h"
 
-#define DRAIN_TIMEOUT_USEC (2ULL * 1000000ULL)
+#define DRAIN_TIMEOUT_USEC (2 * USEC_PER_SEC)
 /* Artifact paths below output/: bytes of one path, directory levels. */
 #define ARTIFACT_PATH_MAX 1024
 #define ARTIFACT_NESTING_MAX 16
@@ -82,9 +84,9 @@ bool job_is_final(const Job *j) {
 
 int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         _cleanup_(exec_request_freep) ExecRequest *request = req;
+        _cleanup_(job_freep) Job *j = NULL;
         char idbuf[64];
         const char *id;
-        Job *j;
         int r;
 
         if (request->execution_id)
@@ -103,29 +105,27 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         j->ctl_fd = -EBADF;
         j->exec = execution_new(id);
         if (!j->exec)
-                goto oom;
+                return -ENOMEM;
         j->exec->language = request->language->name;
         j->exec->limits = request->limits;
         j->exec->created_usec = now_usec(CLOCK_REALTIME);
         if (request->session_id && !(j->exec->session_id = strdup(request->session_id)))
-                goto oom;
+                return -ENOMEM;
         if (owner && !(j->owner = strdup(owner)))
-                goto oom;
+                return -ENOMEM;
         j->exec->unit = execution_unit_name(id);
         j->unit_name = execution_unit_name(id);
         if (!j->exec->unit || !j->unit_name)
-                goto oom;
+                return -ENOMEM;
         if (request->session_id) {
                 /* The caller (api.c, or the adoption of a queued record) made sure it exists. */
                 j->session = session_find(m, request->session_id);
-                if (!j->session) {
-                        job_free(j);
+                if (!j->session)
                         return -ENOENT;
-                }
                 j->session->n_jobs++;
                 j->workspace = strdup(j->session->path);
                 if (!j->workspace)
-                        goto oom;
+                        return -ENOMEM;
         } else {
         /* Named afresh, not after the execution: a workspace mount a crashed instance left behind
          * must never collide with the one this start needs (the sweep removes the old one). */
@@ -135,12 +135,12 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
                 if (id_generate(wsid, sizeof(wsid), "ws") < 0 ||
                     asprintf(&j->workspace, "%s/%s", m->workspaces_dir, wsid) < 0) {
                         j->workspace = NULL;
-                        goto oom;
+                        return -ENOMEM;
                 }
         }
         j->mount_name = mount_unit_name_from_path(j->workspace);
         if (!j->mount_name)
-                goto oom;
+                return -ENOMEM;
         }
         j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
         memcpy(j->fingerprint, request->fingerprint, sizeof(j->fingerprint));
@@ -152,16 +152,11 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         /* Newest first in the list of all jobs; last in its owner's FIFO. */
         job_link(m, j);
         r = manager_queue_job(m, j);
-        if (r < 0) {
-                job_free(j);
+        if (r < 0)
                 return r;
-        }
 
-        *ret = j;
+        *ret = TAKE_PTR(j);
         return 0;
-oom:
-        job_free(j);
-        return -ENOMEM;
 }
 
 /* The part of the request a restarted sandboxd needs to run a queued execution, besides the code,
@@ -297,9 +292,11 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
         }
 
         /* sandboxd's own backstop deadline, from when it started (or now, if it had not yet). */
-        end = (e->started_usec ?: now) + e->limits.timeout_ms * 1000ULL + m->config->kill_grace_ms * 1000ULL;
+        end = (e->started_usec ?: now) + e->limits.timeout_ms * USEC_PER_MSEC +
+              m->config->kill_grace_ms * USEC_PER_MSEC;
         (void) sd_event_add_time_relative(m->event, &j->deadline_src, CLOCK_MONOTONIC,
-                                          end > now ? end - now : 1000, 10000, on_deadline, j);
+                                          end > now ? end - now : USEC_PER_MSEC, 10 * USEC_PER_MSEC, on_deadline,
+                                          j);
 
         /* Is it still running? The answer (or "no such unit") moves it on. */
         (void) sysd_get_active_state(m->sysd, j->unit_name, on_active_state, j, &j->call_props);
@@ -499,12 +496,14 @@ static void on_start_reply(void *userdata, int r, const char *message) {
 
 static int build_control_payload(Job *j) {
         const SeccompFilter *f = manager_seccomp_filter(j->manager, j->request->language);
-        char header[96];
+        char header[EXEC_HEADER_MAX + 1];
         int hl;
 
         if (!f)
                 return -EINVAL;
-        hl = snprintf(header, sizeof(header), "SANDBOXD-EXEC 1 %zu %zu\n", f->bpf_len, j->request->code_len);
+        hl = exec_header_format(header, sizeof(header), f->bpf_len, j->request->code_len);
+        if (hl < 0)
+                return hl;
         j->ctl_len = (size_t) hl + f->bpf_len + j->request->code_len;
         j->ctl_buf = malloc(j->ctl_len);
         if (!j->ctl_buf)
@@ -755,8 +754,8 @@ static void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         j->running_mono = now_mono(j);
                         (void) job_persist(j);
                         log_execution_start(j);
-                        deadline = now_mono(j) + j->exec->limits.timeout_ms * 1000ULL +
-                                   m->config->kill_grace_ms * 1000ULL;
+                        deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC +
+                                   m->config->kill_grace_ms * USEC_PER_MSEC;
                         (void) sd_event_add_time(m->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000,
                                                  on_deadline, j);
                         if (j->cancel_requested)
@@ -1156,16 +1155,16 @@ static void job_finalize(Job *j) {
         if (!e->err.text)
                 e->err.text = strdup("");
         if (report.valid && report.run_usec > 0)
-                e->duration_ms = report.run_usec / 1000;
+                e->duration_ms = report.run_usec / USEC_PER_MSEC;
         else if (j->exec_start_mono > 0 && j->exec_exit_mono >= j->exec_start_mono)
-                e->duration_ms = (j->exec_exit_mono - j->exec_start_mono) / 1000;
+                e->duration_ms = (j->exec_exit_mono - j->exec_start_mono) / USEC_PER_MSEC;
         else if (j->start_mono > 0)
-                e->duration_ms = (now_mono(j) - j->start_mono) / 1000;
+                e->duration_ms = (now_mono(j) - j->start_mono) / USEC_PER_MSEC;
         if (report.valid && report.cpu_usec > 0) {
                 e->cpu_usec = report.cpu_usec;
                 e->have_cpu = true;
         } else if (j->cpu_nsec > 0 && j->cpu_nsec != UINT64_MAX) {
-                e->cpu_usec = j->cpu_nsec / 1000;
+                e->cpu_usec = j->cpu_nsec / NSEC_PER_USEC;
                 e->have_cpu = true;
         }
         if (report.valid && report.have_first_output) {
@@ -1264,7 +1263,7 @@ void job_send_cancel(Job *j) {
 
         (void) sysd_kill_unit(m->sysd, j->unit_name, "main", SIGUSR1);
         if (!j->cancel_src)
-                (void) sd_event_add_time_relative(m->event, &j->cancel_src, CLOCK_MONOTONIC, 3 * 1000000ULL, 0,
+                (void) sd_event_add_time_relative(m->event, &j->cancel_src, CLOCK_MONOTONIC, 3 * USEC_PER_SEC, 0,
                                                   on_cancel_timeout, j);
 }
 

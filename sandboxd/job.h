@@ -83,6 +83,7 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret);
 /* Write the execution's current state to the store. */
 int job_persist(Job *j);
 Job *job_free(Job *j);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Job *, job_free);
 
 /* Leave the queue and start: mount the workspace, then the service. */
 void job_start(Job *j);

@@ -11,7 +11,8 @@ static const char *const list_keys[] = {
         "session_id", "status", "error_type", "failed", "order", "limit", "cursor",
 };
 
-#define invalid(err, field, ...) request_error((err), -EINVAL, 400, "invalid_request", (field), __VA_ARGS__)
+#define invalid(err, field, ...) \
+        request_error((err), -EINVAL, API_ERROR_INVALID_REQUEST, (field), __VA_ARGS__)
 
 int list_query_parse(ListQueryGet get, void *userdata, StoreQuery *q, RequestError *err) {
         const char *v;
@@ -77,7 +78,7 @@ int list_query_json_parse(const char *s, size_t len, ListQueryJson *ret, Request
 
         *ret = (ListQueryJson) {};
         if (len > LIST_QUERY_JSON_MAX) {
-                *err = (RequestError) { .http_status = 413, .code = "too_large" };
+                *err = (RequestError) { .error = API_ERROR_TOO_LARGE };
                 (void) snprintf(err->message, sizeof(err->message), "query exceeds %u bytes", LIST_QUERY_JSON_MAX);
                 return -E2BIG;
         }

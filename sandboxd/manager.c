@@ -24,7 +24,9 @@
 #include "quota.h"
 #include "seccomp-policy.h"
 #include "session.h"
+#include "strv.h"
 #include "sysd.h"
+#include "time-util.h"
 #include "usr-layer.h"
 #include "workspace.h"
 
@@ -314,7 +316,7 @@ static void on_list_units(void *userdata, int r, const SysdUnitInfo *units, size
         if (killed) {
                 log_info("Sweep: %u leftover units stopped", killed);
                 /* Killed units end up failed: sweep again soon to let them go. */
-                (void) sd_event_source_set_time_relative(m->sweep_timer, 2 * 1000000ULL);
+                (void) sd_event_source_set_time_relative(m->sweep_timer, 2 * USEC_PER_SEC);
                 (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ONESHOT);
         }
 }
@@ -372,7 +374,7 @@ static void sweep_overdue(Manager *m) {
         for (Job *j = m->jobs; j; j = j->next) {
                 if (j->state != JOB_RUNNING || j->start_mono == 0)
                         continue;
-                if (now - j->start_mono > 2 * j->exec->limits.timeout_ms * 1000ULL + 5000000ULL) {
+                if (now - j->start_mono > 2 * j->exec->limits.timeout_ms * USEC_PER_MSEC + 5 * USEC_PER_SEC) {
                         log_warning("Sweep: %s runs past twice its timeout, killing it again", j->exec->id);
                         j->outcome.deadline_hit = true;
                         (void) sysd_kill_unit(m->sysd, j->unit_name, "all", SIGKILL);
@@ -387,7 +389,7 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         session_sweep(m);
         manager_sweep(m);
         if (m->store && m->config->retention_sec > 0) {
-                uint64_t n = 0, now = now_usec(CLOCK_REALTIME), age = m->config->retention_sec * 1000000ULL;
+                uint64_t n = 0, now = now_usec(CLOCK_REALTIME), age = m->config->retention_sec * USEC_PER_SEC;
 
                 char **blobs = NULL;
 
@@ -401,7 +403,7 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         if (k < 0 && k != -ENOENT)
                                 log_warning_errno(k, "Sweep: cannot remove artifact blob %s: %m", *b);
                 }
-                store_digests_free(blobs);
+                strv_free(blobs);
                 /* Their charges are off the budgets (the store's triggers took them away). */
                 if (n > 0)
                         artifact_accounts_refresh(m);
@@ -414,7 +416,7 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         }
                 }
         }
-        (void) sd_event_source_set_time_relative(s, m->config->sweep_interval_sec * 1000000ULL);
+        (void) sd_event_source_set_time_relative(s, m->config->sweep_interval_sec * USEC_PER_SEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
 }
@@ -464,7 +466,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         manager_end_executions(m);
         if (m->n_end_pending == 0)
                 return sd_event_exit(m->event, 0);
-        return sd_event_add_time_relative(m->event, NULL, CLOCK_MONOTONIC, 5 * 1000000ULL, 0, on_end_timeout, m);
+        return sd_event_add_time_relative(m->event, NULL, CLOCK_MONOTONIC, 5 * USEC_PER_SEC, 0, on_end_timeout, m);
 }
 
 static int open_store(Manager *m) {
@@ -639,14 +641,6 @@ static bool unit_exists(Manager *m, const char *id) {
         return name && sysd_unit_exists_sync(m->sysd, name);
 }
 
-static void free_names(char **names, int n) {
-        if (!names)
-                return;
-        for (int k = 0; k < n; k++)
-                free(names[k]);
-        free(names);
-}
-
 /* A passed fd nobody takes. LISTEN_FDS stays in the environment for http.c, and sd_listen_fds()
  * there touches every fd of the range (F_SETFD): a closed one fails the start with EBADF, again at
  * every restart while the fd store holds the fd. So the number stays valid, on /dev/null. */
@@ -675,7 +669,7 @@ static int manager_adopt(Manager *m) {
 
         r = store_list_unfinished(m->store, &l, &n);
         if (r < 0) {
-                free_names(names, n_fds);
+                strv_free_n(names, (size_t) n_fds);
                 return log_error_errno(r, "Cannot read unfinished executions: %s", store_error_message(m->store));
         }
         for (size_t i = 0; i < n; i++) {
@@ -754,7 +748,7 @@ static int manager_adopt(Manager *m) {
                         (void) sd_notify(false, msg);
                         release_passed_fd(SD_LISTEN_FDS_START + k);
                 }
-        free_names(names, n_fds);
+        strv_free_n(names, (size_t) n_fds);
 
         if (adopted + requeued + failed > 0)
                 log_info("After the restart: %zu running executions adopted, %zu queued resumed, %zu failed.",
@@ -789,13 +783,6 @@ static int load_config(const char *dir, Config **ret) {
         return 0;
 }
 
-static bool strv_equal(char **a, char **b) {
-        for (; a && *a && b && *b; a++, b++)
-                if (!streq(*a, *b))
-                        return false;
-        return !(a && *a) && !(b && *b);
-}
-
 int manager_reload(Manager *m) {
         _cleanup_(config_freep) Config *c = NULL;
         int r;
@@ -826,7 +813,8 @@ int manager_reload(Manager *m) {
         config_free(m->config);
         m->config = TAKE_PTR(c);
         log_set_max_level(m->config->log_level);
-        (void) sd_event_source_set_time_relative(m->sweep_timer, m->config->sweep_interval_sec * 1000000ULL);
+        (void) sd_event_source_set_time_relative(m->sweep_timer,
+                                                 m->config->sweep_interval_sec * USEC_PER_SEC);
         (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ON);
         /* New keys apply to the next request; Listen= needs a restart. */
         (void) http_reload_auth(m->http, m->config->api_keys_file);
@@ -999,7 +987,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
                 return r;
 
         r = sd_event_add_time_relative(m->event, &m->sweep_timer, CLOCK_MONOTONIC,
-                                       m->config->sweep_interval_sec * 1000000ULL, 1000000ULL, on_sweep_timer, m);
+                                       m->config->sweep_interval_sec * USEC_PER_SEC, USEC_PER_SEC, on_sweep_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the sweep timer: %m");
 

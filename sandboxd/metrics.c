@@ -4,15 +4,15 @@
 
 #include "language.h"
 #include "metrics.h"
+#include "time-util.h"
 
-#define USEC_PER_SEC UINT64_C(1000000)
 #define MIB (UINT64_C(1024) * UINT64_C(1024))
 
 /* Seconds, in µs: from a warm start (a few ms) to the longest timeout a configuration is likely to
  * allow (5 min); beyond that +Inf says enough. */
 static const uint64_t seconds_bounds[] = {
         5000, 10000, 25000, 50000, 100000, 250000, 500000,
-        1 * USEC_PER_SEC, 2500000, 5 * USEC_PER_SEC, 10 * USEC_PER_SEC, 30 * USEC_PER_SEC,
+        1 * USEC_PER_SEC, 2500 * USEC_PER_MSEC, 5 * USEC_PER_SEC, 10 * USEC_PER_SEC, 30 * USEC_PER_SEC,
         60 * USEC_PER_SEC, 120 * USEC_PER_SEC, 300 * USEC_PER_SEC,
 };
 
@@ -122,7 +122,7 @@ void metrics_observe(Metrics *m, const Execution *e, uint64_t queue_wait_usec, u
         /* The API shows a duration only for executions that started; the histogram counts the same. */
         if (e->started_usec > 0)
                 metrics_histogram_observe(&m->histograms[METRICS_DURATION],
-                                          e->duration_ms > UINT64_MAX / 1000 ? UINT64_MAX : e->duration_ms * 1000);
+                                          e->duration_ms > UINT64_MAX / USEC_PER_MSEC ? UINT64_MAX : e->duration_ms * USEC_PER_MSEC);
         if (e->have_peak)
                 metrics_histogram_observe(&m->histograms[METRICS_PEAK_MEMORY], e->peak_memory_bytes);
         if (e->have_cpu)

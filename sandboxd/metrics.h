@@ -27,7 +27,7 @@
 typedef struct MetricsHistogram {
         const uint64_t *bounds;  /* upper bounds ("le"), ascending, in 1/scale of the unit; +Inf implied */
         size_t n_bounds;
-        uint64_t scale;          /* 1000000 for seconds (values in µs), 1 for bytes */
+        uint64_t scale;          /* USEC_PER_SEC for seconds (values in µs), 1 for bytes */
         uint64_t buckets[METRICS_BUCKETS_MAX + 1];  /* per bucket, not cumulative; [n_bounds] is +Inf */
         uint64_t count;
         uint64_t sum;            /* saturates at UINT64_MAX rather than wrapping */

@@ -2,9 +2,10 @@
 #include <string.h>
 
 #include "netaddr.h"
+#include "string-table.h"
 #include "util.h"
 
-static const char *const kind_table[_NETADDR_KIND_MAX] = {
+static const char *const netaddr_kind_table[_NETADDR_KIND_MAX] = {
         [NETADDR_PUBLIC] = "public",
         [NETADDR_INTERNAL] = "internal",
         [NETADDR_EMBED_LAST32] = "embeds IPv4 (last 32 bits)",
@@ -13,9 +14,7 @@ static const char *const kind_table[_NETADDR_KIND_MAX] = {
         [NETADDR_EMBED_TEREDO] = "embeds IPv4 (Teredo server and client)",
 };
 
-const char *netaddr_kind_to_string(NetaddrKind k) {
-        return k >= 0 && k < _NETADDR_KIND_MAX ? kind_table[k] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(netaddr_kind, NetaddrKind);
 
 #define V4(a, b, c, d, len, kind, name, ref) { AF_INET, { a, b, c, d }, len, NETADDR_##kind, name, ref }
 #define G(x) (uint8_t) ((x) >> 8), (uint8_t) ((x) & 0xff)

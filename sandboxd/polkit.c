@@ -4,13 +4,14 @@
 
 #include "log.h"
 #include "polkit.h"
+#include "time-util.h"
 
 #define POLKIT_DEST "org.freedesktop.PolicyKit1"
 #define POLKIT_PATH "/org/freedesktop/PolicyKit1/Authority"
 #define POLKIT_IFACE "org.freedesktop.PolicyKit1.Authority"
 #define POLKIT_ALLOW_USER_INTERACTION 1u
 /* An interactive check waits for a human typing a password; a plain one for polkitd only. */
-#define POLKIT_INTERACTIVE_TIMEOUT_USEC (300 * 1000000ULL)
+#define POLKIT_INTERACTIVE_TIMEOUT_USEC (300 * USEC_PER_SEC)
 
 typedef struct PolkitQuery {
         PolkitCallback cb;
@@ -45,11 +46,11 @@ static int on_check_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
 
 int polkit_check_async(sd_bus *bus, sd_bus_message *call, uid_t sender_uid, const char *action, PolkitCallback cb,
                        void *userdata, sd_bus_slot **ret_slot) {
-        sd_bus_message *msg = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
+        _cleanup_free_ PolkitQuery *q = NULL;
         sd_bus_slot *slot = NULL;
         const char *sender = sd_bus_message_get_sender(call);
         bool interactive = sd_bus_message_get_allow_interactive_authorization(call) > 0;
-        PolkitQuery *q;
         int r;
 
         if (sender_uid == 0)
@@ -72,12 +73,11 @@ int polkit_check_async(sd_bus *bus, sd_bus_message *call, uid_t sender_uid, cons
                 r = sd_bus_message_append(msg, "a{ss}us", 0, interactive ? POLKIT_ALLOW_USER_INTERACTION : 0u, "");
         if (r >= 0)
                 r = sd_bus_call_async(bus, &slot, msg, on_check_reply, q, interactive ? POLKIT_INTERACTIVE_TIMEOUT_USEC : 0);
-        sd_bus_message_unref(msg);
-        if (r < 0) {
-                free(q);
+        if (r < 0)
                 return r;
-        }
+        /* The slot owns the query from here: freed with it. */
         (void) sd_bus_slot_set_destroy_callback(slot, query_destroy);
+        TAKE_PTR(q);
         *ret_slot = slot;
         return 0;
 }

@@ -33,7 +33,7 @@ uint64_t quota_sessions_disk_mb_per_caller(const Config *c, uint64_t phys_bytes)
         return MIN(v, quota_sessions_disk_mb(c, phys_bytes));
 }
 
-#define refuse(err, r, code, field, ...) request_error((err), (r), 429, (code), (field), __VA_ARGS__)
+#define refuse(err, r, error, field, ...) request_error((err), (r), (error), (field), __VA_ARGS__)
 
 int quota_check_execution(const Config *c, const QuotaUsage *u, RequestError *err) {
         uint64_t running_cap = quota_max_running_per_caller(c), queued_cap = quota_max_queued_per_caller(c);
@@ -45,28 +45,28 @@ int quota_check_execution(const Config *c, const QuotaUsage *u, RequestError *er
          * those. A full queue is queue_full as it always was, whoever filled it; the caller's own
          * cap is named when there is room for others but not for this caller. */
         if (u->caller_stored_bytes >= c->max_stored_bytes_per_caller)
-                return refuse(err, -EDQUOT, "storage_quota_exceeded", NULL,
+                return refuse(err, -EDQUOT, API_ERROR_STORAGE_QUOTA_EXCEEDED, NULL,
                               "your execution records take %" PRIu64 " bytes in the store (MaxStoredBytesPerCaller=%"
                               PRIu64 "); they are purged RetentionSec=%" PRIu64 " s after they finished",
                               u->caller_stored_bytes, c->max_stored_bytes_per_caller, c->retention_sec);
         if (u->callback && u->caller_callbacks >= c->callback_max_pending_per_caller)
-                return refuse(err, -EAGAIN, "too_many_callbacks", "callback_url",
+                return refuse(err, -EAGAIN, API_ERROR_TOO_MANY_CALLBACKS, "callback_url",
                               "callback_url: %" PRIu64 " of your callback deliveries are pending or still to come "
                               "(CallbackMaxPendingPerCaller=%" PRIu64 "); retry when some are delivered or given up",
                               u->caller_callbacks, c->callback_max_pending_per_caller);
         if (!starts_now && u->queued >= limit) {
                 if (limit < c->max_queued)
-                        return refuse(err, -EAGAIN, "queue_full", NULL,
+                        return refuse(err, -EAGAIN, API_ERROR_QUEUE_FULL, NULL,
                                       "%" PRIu64 " executions queued (MaxQueued=%" PRIu64 ", of which "
                                       "AdminQueueReserve=%" PRIu64 " only for administrators); retry later",
                                       u->queued, c->max_queued,
                                       c->max_queued - limit);
-                return refuse(err, -EAGAIN, "queue_full", NULL,
+                return refuse(err, -EAGAIN, API_ERROR_QUEUE_FULL, NULL,
                               "%" PRIu64 " executions queued (MaxQueued=%" PRIu64 "); retry later", u->queued,
                               c->max_queued);
         }
         if (!starts_now && u->caller_queued >= queued_cap)
-                return refuse(err, -EAGAIN, "caller_queue_full", NULL,
+                return refuse(err, -EAGAIN, API_ERROR_CALLER_QUEUE_FULL, NULL,
                               "%" PRIu64 " of your executions are queued (MaxQueuedPerCaller=%" PRIu64 "); retry when "
                               "some have started", u->caller_queued, queued_cap);
         return 0;
@@ -78,12 +78,12 @@ int quota_check_session(const Config *c, uint64_t phys_bytes, const QuotaUsage *
 
         /* Overflow-safe: want ≤ MaxDiskMB ≤ 2^20, the sums are of such values. */
         if (u->caller_sessions_disk_mb + want > mine)
-                return refuse(err, -EDQUOT, "session_disk_quota_exceeded", "limits.disk_mb",
+                return refuse(err, -EDQUOT, API_ERROR_SESSION_DISK_QUOTA_EXCEEDED, "limits.disk_mb",
                               "limits.disk_mb: your sessions hold %" PRIu64 " MB of disk_mb, a new one of %" PRIu64
                               " would exceed MaxSessionsDiskMBPerCaller=%" PRIu64 "; delete a session or ask for less",
                               u->caller_sessions_disk_mb, want, mine);
         if (u->sessions_disk_mb + want > total)
-                return refuse(err, -EAGAIN, "session_disk_full", "limits.disk_mb",
+                return refuse(err, -EAGAIN, API_ERROR_SESSION_DISK_FULL, "limits.disk_mb",
                               "limits.disk_mb: sessions hold %" PRIu64 " MB of disk_mb, a new one of %" PRIu64
                               " would exceed MaxSessionsDiskMB=%" PRIu64 "; retry later or ask for less",
                               u->sessions_disk_mb, want, total);

@@ -6,7 +6,9 @@
 #include <strings.h>
 
 #include "backoff.h"
+#include "base64.h"
 #include "request.h"
+#include "strv.h"
 #include "utf8.h"
 
 ExecRequest *exec_request_free(ExecRequest *r) {
@@ -16,9 +18,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         free(r->session_id);
         free(r->code);
         free(r->callback_url);
-        for (size_t i = 0; i < r->n_env; i++)
-                free(r->env[i]);
-        free(r->env);
+        strv_free(r->env);
         for (size_t i = 0; i < r->n_files; i++) {
                 free(r->files[i].path);
                 free(r->files[i].url);
@@ -29,10 +29,10 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         return NULL;
 }
 
-int request_error(RequestError *err, int r, int http_status, const char *code, const char *field, const char *fmt, ...) {
+int request_error(RequestError *err, int r, ApiError error, const char *field, const char *fmt, ...) {
         va_list ap;
 
-        *err = (RequestError) { .http_status = http_status, .code = code };
+        *err = (RequestError) { .error = error };
         (void) snprintf(err->field, sizeof(err->field), "%s", field ?: "");
         va_start(ap, fmt);
         (void) vsnprintf(err->message, sizeof(err->message), fmt, ap);
@@ -40,7 +40,7 @@ int request_error(RequestError *err, int r, int http_status, const char *code, c
         return r;
 }
 
-#define fail(err, status, code, field, ...) request_error((err), -EINVAL, (status), (code), (field), __VA_ARGS__)
+#define fail(err, error, field, ...) request_error((err), -EINVAL, (error), (field), __VA_ARGS__)
 
 bool env_name_is_valid(const char *name) {
         size_t n = strlen(name);
@@ -79,11 +79,11 @@ static int get_u64(json_object *v, const char *field, uint64_t min, uint64_t max
         int64_t i;
 
         if (!json_object_is_type(v, json_type_int))
-                return fail(err, 400, "invalid_request", field, "%s: expected an integer", field);
+                return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: expected an integer", field);
         errno = 0;
         i = json_object_get_int64(v);
         if (errno == EINVAL || i < 0 || (uint64_t) i < min || (uint64_t) i > max || i == INT64_MAX)
-                return fail(err, 400, "invalid_request", field, "%s: %" PRId64 " is outside [%" PRIu64 ", %" PRIu64 "]",
+                return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: %" PRId64 " is outside [%" PRIu64 ", %" PRIu64 "]",
                             field, i, min, max);
         *ret = (uint64_t) i;
         return 0;
@@ -93,10 +93,10 @@ static int get_id(json_object *v, const char *field, char **ret, RequestError *e
         const char *s;
 
         if (!json_object_is_type(v, json_type_string))
-                return fail(err, 400, "invalid_request", field, "%s: expected a string", field);
+                return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: expected a string", field);
         s = json_object_get_string(v);
         if ((size_t) json_object_get_string_len(v) != strlen(s) || !id_is_valid(s, REQUEST_ID_MAX))
-                return fail(err, 400, "invalid_request", field,
+                return fail(err, API_ERROR_INVALID_REQUEST, field,
                             "%s: must be 1-%d characters of [A-Za-z0-9_.-], not starting with '.' or '-'",
                             field, REQUEST_ID_MAX);
         *ret = strdup(s);
@@ -120,10 +120,10 @@ static int get_limit_u64(json_object *limits, const char *key, uint64_t min, uin
         if (r < 0)
                 return r;
         if (u < min)
-                return fail(err, 400, "invalid_request", field, "%s: %" PRIu64 " is below the minimum %" PRIu64, field,
+                return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: %" PRIu64 " is below the minimum %" PRIu64, field,
                             u, min);
         if (u > ceiling)
-                return fail(err, 400, "invalid_request", field, "%s: %" PRIu64 " exceeds the ceiling %" PRIu64, field,
+                return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: %" PRIu64 " exceeds the ceiling %" PRIu64, field,
                             u, ceiling);
         *ret = u;
         return 0;
@@ -135,7 +135,7 @@ static int parse_limits(json_object *limits, const Config *c, Limits *ret, Reque
 
         if (limits) {
                 if (!json_object_is_type(limits, json_type_object))
-                        return fail(err, 400, "invalid_request", "limits", "limits: expected an object");
+                        return fail(err, API_ERROR_INVALID_REQUEST, "limits", "limits: expected an object");
                 json_object_object_foreach(limits, key, val) {
                         bool ok = false;
                         (void) val;
@@ -143,7 +143,7 @@ static int parse_limits(json_object *limits, const Config *c, Limits *ret, Reque
                                 if (streq(key, known[i]))
                                         ok = true;
                         if (!ok)
-                                return fail(err, 400, "invalid_request", "limits", "limits: unknown field '%.64s'", key);
+                                return fail(err, API_ERROR_INVALID_REQUEST, "limits", "limits: unknown field '%.64s'", key);
                 }
         }
 
@@ -166,13 +166,13 @@ static int parse_limits(json_object *limits, const Config *c, Limits *ret, Reque
                 double d;
 
                 if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-                        return fail(err, 400, "invalid_request", "limits.cpu_cores", "limits.cpu_cores: expected a number");
+                        return fail(err, API_ERROR_INVALID_REQUEST, "limits.cpu_cores", "limits.cpu_cores: expected a number");
                 d = json_object_get_double(v);
                 if (!isfinite(d) || d < 0.01)
-                        return fail(err, 400, "invalid_request", "limits.cpu_cores",
+                        return fail(err, API_ERROR_INVALID_REQUEST, "limits.cpu_cores",
                                     "limits.cpu_cores: %g is below the minimum 0.01", d);
                 if (d > c->ceilings.cpu_cores)
-                        return fail(err, 400, "invalid_request", "limits.cpu_cores",
+                        return fail(err, API_ERROR_INVALID_REQUEST, "limits.cpu_cores",
                                     "limits.cpu_cores: %g exceeds the ceiling %g", d, c->ceilings.cpu_cores);
                 ret->cpu_cores = d;
         }
@@ -196,10 +196,10 @@ static int parse_env(json_object *env, ExecRequest *req, RequestError *err) {
         size_t total = 0, n;
 
         if (!json_object_is_type(env, json_type_object))
-                return fail(err, 400, "invalid_request", "env", "env: expected an object of strings");
+                return fail(err, API_ERROR_INVALID_REQUEST, "env", "env: expected an object of strings");
         n = (size_t) json_object_object_length(env);
         if (n > REQUEST_ENV_MAX)
-                return fail(err, 400, "invalid_request", "env", "env: %zu variables, at most %d allowed", n, REQUEST_ENV_MAX);
+                return fail(err, API_ERROR_INVALID_REQUEST, "env", "env: %zu variables, at most %d allowed", n, REQUEST_ENV_MAX);
         req->env = calloc(n + 1, sizeof(char *));
         if (!req->env)
                 return -ENOMEM;
@@ -211,22 +211,22 @@ static int parse_env(json_object *env, ExecRequest *req, RequestError *err) {
 
                 snprintf(field, sizeof(field), "env.%.128s", key);
                 if (!env_name_is_valid(key))
-                        return fail(err, 400, "invalid_request", field,
+                        return fail(err, API_ERROR_INVALID_REQUEST, field,
                                     "env: invalid variable name '%.64s' (want [A-Za-z_][A-Za-z0-9_]{0,127})", key);
                 if (env_name_is_reserved(key))
-                        return fail(err, 400, "invalid_request", field, "env: '%.64s' is set by sandboxd and cannot be overridden", key);
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "env: '%.64s' is set by sandboxd and cannot be overridden", key);
                 if (!json_object_is_type(val, json_type_string))
-                        return fail(err, 400, "invalid_request", field, "%s: expected a string", field);
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: expected a string", field);
                 s = json_object_get_string(val);
                 vl = (size_t) json_object_get_string_len(val);
                 if (vl != strlen(s))
-                        return fail(err, 400, "invalid_request", field, "%s: contains a NUL byte", field);
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: contains a NUL byte", field);
                 if (vl > REQUEST_ENV_VALUE_MAX)
-                        return fail(err, 400, "invalid_request", field, "%s: value longer than %d bytes", field,
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: value longer than %d bytes", field,
                                     REQUEST_ENV_VALUE_MAX);
                 total += strlen(key) + 1 + vl;
                 if (total > REQUEST_ENV_TOTAL_MAX)
-                        return fail(err, 400, "invalid_request", "env", "env: more than %d bytes in all", REQUEST_ENV_TOTAL_MAX);
+                        return fail(err, API_ERROR_INVALID_REQUEST, "env", "env: more than %d bytes in all", REQUEST_ENV_TOTAL_MAX);
                 if (asprintf(&req->env[req->n_env], "%s=%s", key, s) < 0)
                         return -ENOMEM;
                 req->n_env++;
@@ -311,80 +311,6 @@ bool input_url_is_valid(const char *url, size_t len, const char **ret_why) {
         return !why;
 }
 
-static int b64_value(unsigned char c) {
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
-int base64_decode_strict(const char *s, size_t len, uint8_t **ret, size_t *ret_len) {
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t n = 0, pad = 0;
-
-        if (len % 4 != 0)
-                return -EINVAL;
-        if (len > 0 && s[len - 1] == '=')
-                pad = len > 1 && s[len - 2] == '=' ? 2 : 1;
-        buf = malloc(len / 4 * 3 + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (size_t i = 0; i < len; i += 4) {
-                int v[4];
-                bool last = i + 4 == len;
-
-                for (size_t k = 0; k < 4; k++) {
-                        if (last && k >= 4 - pad) {
-                                v[k] = 0;
-                                continue;
-                        }
-                        v[k] = b64_value((unsigned char) s[i + k]);
-                        if (v[k] < 0)
-                                return -EINVAL;
-                }
-                uint32_t w = (uint32_t) v[0] << 18 | (uint32_t) v[1] << 12 | (uint32_t) v[2] << 6 | (uint32_t) v[3];
-                buf[n++] = (uint8_t) (w >> 16);
-                if (!last || pad < 2)
-                        buf[n++] = (uint8_t) (w >> 8);
-                if (!last || pad < 1)
-                        buf[n++] = (uint8_t) w;
-                /* Canonical only: the bits a padded group drops must be zero. */
-                if (last && ((pad == 1 && (v[2] & 0x3)) || (pad == 2 && (v[1] & 0xf))))
-                        return -EINVAL;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_len = n;
-        return 0;
-}
-
-char *base64_encode(const uint8_t *p, size_t len) {
-        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        char *out, *o;
-
-        if (len > (SIZE_MAX - 1) / 4 * 3 - 3)
-                return NULL;
-        out = o = malloc((len + 2) / 3 * 4 + 1);
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < len; i += 3) {
-                uint32_t w = (uint32_t) p[i] << 16 | (i + 1 < len ? (uint32_t) p[i + 1] << 8 : 0) |
-                             (i + 2 < len ? (uint32_t) p[i + 2] : 0);
-                *o++ = alphabet[w >> 18 & 63];
-                *o++ = alphabet[w >> 12 & 63];
-                *o++ = i + 1 < len ? alphabet[w >> 6 & 63] : '=';
-                *o++ = i + 2 < len ? alphabet[w & 63] : '=';
-        }
-        *o = 0;
-        return out;
-}
-
 /* Is a a proper prefix directory of b ("data" of "data/x.csv")? */
 static bool path_is_below(const char *a, const char *b) {
         size_t n = strlen(a);
@@ -396,10 +322,10 @@ int request_parse_files(json_object *files, const Config *c, uint64_t disk_mb, E
         size_t n;
 
         if (!json_object_is_type(files, json_type_array))
-                return fail(err, 400, "invalid_request", "files", "files: expected an array of objects");
+                return fail(err, API_ERROR_INVALID_REQUEST, "files", "files: expected an array of objects");
         n = json_object_array_length(files);
         if (n > c->max_input_files)
-                return fail(err, 400, "invalid_request", "files", "files: %zu files, at most %" PRIu64 " allowed (MaxInputFiles=)",
+                return fail(err, API_ERROR_INVALID_REQUEST, "files", "files: %zu files, at most %" PRIu64 " allowed (MaxInputFiles=)",
                             n, c->max_input_files);
         req->files = calloc(n + 1, sizeof(InputFile));
         if (!req->files)
@@ -416,32 +342,32 @@ int request_parse_files(json_object *files, const Config *c, uint64_t disk_mb, E
 
                 snprintf(field, sizeof(field), "files[%zu]", i);
                 if (!json_object_is_type(f, json_type_object))
-                        return fail(err, 400, "invalid_request", field, "%s: expected an object", field);
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: expected an object", field);
                 json_object_object_foreach(f, key, val) {
                         (void) val;
                         if (!streq(key, "path") && !streq(key, "url") && !streq(key, "content_base64"))
-                                return fail(err, 400, "invalid_request", field, "%s: unknown field '%.64s'", field, key);
+                                return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: unknown field '%.64s'", field, key);
                 }
 
                 snprintf(field, sizeof(field), "files[%zu].path", i);
                 if (!json_object_object_get_ex(f, "path", &p))
-                        return fail(err, 400, "invalid_request", field, "%s: required", field);
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: required", field);
                 if (!json_object_is_type(p, json_type_string))
-                        return fail(err, 400, "invalid_request", field, "%s: expected a string", field);
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: expected a string", field);
                 s = json_object_get_string(p);
                 len = (size_t) json_object_get_string_len(p);
                 if (strlen(s) != len)
-                        return fail(err, 400, "invalid_request", field, "%s: contains a NUL byte", field);
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: contains a NUL byte", field);
                 if (!input_path_is_valid(s, len, &why))
-                        return fail(err, 400, "invalid_request", field,
+                        return fail(err, API_ERROR_INVALID_REQUEST, field,
                                     "%s: %s (a relative path of at most %d bytes and %d components, no '.' or '..', "
                                     "no control characters)", field, why, REQUEST_FILE_PATH_MAX, REQUEST_FILE_DEPTH_MAX);
                 for (size_t k = 0; k < i; k++) {
                         if (streq(req->files[k].path, s))
-                                return fail(err, 400, "invalid_request", field, "%s: '%s' is also files[%zu].path", field,
+                                return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: '%s' is also files[%zu].path", field,
                                             s, k);
                         if (path_is_below(req->files[k].path, s) || path_is_below(s, req->files[k].path))
-                                return fail(err, 400, "invalid_request", field,
+                                return fail(err, API_ERROR_INVALID_REQUEST, field,
                                             "%s: '%s' and files[%zu].path '%s' cannot both be files", field, s, k,
                                             req->files[k].path);
                 }
@@ -454,17 +380,17 @@ int request_parse_files(json_object *files, const Config *c, uint64_t disk_mb, E
                 has_b = json_object_object_get_ex(f, "content_base64", &b);
                 snprintf(field, sizeof(field), "files[%zu]", i);
                 if (has_u == has_b)
-                        return fail(err, 400, "invalid_request", field, "%s: exactly one of 'url' and 'content_base64' is required",
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: exactly one of 'url' and 'content_base64' is required",
                                     field);
 
                 if (has_u) {
                         snprintf(field, sizeof(field), "files[%zu].url", i);
                         if (!json_object_is_type(u, json_type_string))
-                                return fail(err, 400, "invalid_request", field, "%s: expected a string", field);
+                                return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: expected a string", field);
                         s = json_object_get_string(u);
                         len = (size_t) json_object_get_string_len(u);
                         if (strlen(s) != len || !input_url_is_valid(s, len, &why))
-                                return fail(err, 400, "invalid_request", field, "%s: %s", field,
+                                return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: %s", field,
                                             strlen(s) != len ? "contains a NUL byte" : why);
                         in->url = strdup(s);
                         if (!in->url)
@@ -474,27 +400,27 @@ int request_parse_files(json_object *files, const Config *c, uint64_t disk_mb, E
 
                 snprintf(field, sizeof(field), "files[%zu].content_base64", i);
                 if (!json_object_is_type(b, json_type_string))
-                        return fail(err, 400, "invalid_request", field, "%s: expected a string", field);
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: expected a string", field);
                 len = (size_t) json_object_get_string_len(b);
                 /* Checked before decoding: 4 characters make at most 3 bytes. */
                 if (len / 4 * 3 > c->max_inline_input_bytes + 2 ||
                     inline_total + len / 4 * 3 > c->max_inline_input_bytes + 2)
-                        return fail(err, 413, "too_large", field,
+                        return fail(err, API_ERROR_TOO_LARGE, field,
                                     "%s: inline files may hold at most %" PRIu64 " bytes in all (MaxInlineInputBytes=)",
                                     field, c->max_inline_input_bytes);
-                r = base64_decode_strict(json_object_get_string(b), len, &in->content, &in->content_len);
+                r = base64_decode(json_object_get_string(b), len, &in->content, &in->content_len);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
-                        return fail(err, 400, "invalid_request", field,
+                        return fail(err, API_ERROR_INVALID_REQUEST, field,
                                     "%s: not valid base64 (standard alphabet, padded, no whitespace)", field);
                 inline_total += in->content_len;
                 if (inline_total > c->max_inline_input_bytes)
-                        return fail(err, 413, "too_large", field,
+                        return fail(err, API_ERROR_TOO_LARGE, field,
                                     "%s: inline files may hold at most %" PRIu64 " bytes in all (MaxInlineInputBytes=)",
                                     field, c->max_inline_input_bytes);
                 if (inline_total > disk_mb * 1024 * 1024)
-                        return fail(err, 400, "invalid_request", field,
+                        return fail(err, API_ERROR_INVALID_REQUEST, field,
                                     "%s: inline files of %" PRIu64 " bytes do not fit in limits.disk_mb=%" PRIu64, field,
                                     inline_total, disk_mb);
         }
@@ -579,13 +505,13 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
 
         memset(err, 0, sizeof(*err));
         if (len > c->max_request_bytes)
-                return fail(err, 413, "too_large", NULL, "request body of %zu bytes exceeds MaxRequestBytes=%" PRIu64,
+                return fail(err, API_ERROR_TOO_LARGE, NULL, "request body of %zu bytes exceeds MaxRequestBytes=%" PRIu64,
                             len, c->max_request_bytes);
 
         /* json-c's JSON_TOKENER_VALIDATE_UTF8 lets overlong forms, surrogates and code points above
          * U+10FFFF through; systemd would then refuse such an Environment= entry. Check it all. */
         if (!utf8_is_valid(body, len))
-                return fail(err, 400, "invalid_json", NULL, "invalid JSON: not valid UTF-8");
+                return fail(err, API_ERROR_INVALID_JSON, NULL, "invalid JSON: not valid UTF-8");
 
         tok = json_tokener_new_ex(REQUEST_JSON_DEPTH_MAX);
         if (!tok)
@@ -598,13 +524,13 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                                                                 : "trailing data after the JSON value";
                 json_object_put(root);
                 json_tokener_free(tok);
-                return fail(err, 400, "invalid_json", NULL, "invalid JSON: %s", why);
+                return fail(err, API_ERROR_INVALID_JSON, NULL, "invalid JSON: %s", why);
         }
         json_tokener_free(tok);
 
         if (!json_object_is_type(root, json_type_object)) {
                 json_object_put(root);
-                return fail(err, 400, "invalid_request", NULL, "the request must be a JSON object");
+                return fail(err, API_ERROR_INVALID_REQUEST, NULL, "the request must be a JSON object");
         }
 
         req = calloc(1, sizeof(ExecRequest));
@@ -621,7 +547,7 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                         if (streq(key, known[i]))
                                 ok = true;
                 if (!ok) {
-                        r = fail(err, 400, "invalid_request", key, "unknown field '%.64s'", key);
+                        r = fail(err, API_ERROR_INVALID_REQUEST, key, "unknown field '%.64s'", key);
                         goto finish;
                 }
         }
@@ -638,38 +564,38 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
         }
 
         if (!json_object_object_get_ex(root, "language", &v)) {
-                r = fail(err, 400, "invalid_request", "language", "language: required");
+                r = fail(err, API_ERROR_INVALID_REQUEST, "language", "language: required");
                 goto finish;
         }
         if (!json_object_is_type(v, json_type_string)) {
-                r = fail(err, 400, "invalid_request", "language", "language: expected a string");
+                r = fail(err, API_ERROR_INVALID_REQUEST, "language", "language: expected a string");
                 goto finish;
         }
         req->language = language_find(json_object_get_string(v));
         if ((size_t) json_object_get_string_len(v) != strlen(json_object_get_string(v)))
                 req->language = NULL;   /* "python\u0000x" is not "python" */
         if (!req->language) {
-                r = fail(err, 400, "invalid_request", "language", "language: unknown language '%.64s' (see GET /v1/languages)",
+                r = fail(err, API_ERROR_INVALID_REQUEST, "language", "language: unknown language '%.64s' (see GET /v1/languages)",
                          json_object_get_string(v));
                 goto finish;
         }
 
         if (!json_object_object_get_ex(root, "code", &v)) {
-                r = fail(err, 400, "invalid_request", "code", "code: required");
+                r = fail(err, API_ERROR_INVALID_REQUEST, "code", "code: required");
                 goto finish;
         }
         if (!json_object_is_type(v, json_type_string)) {
-                r = fail(err, 400, "invalid_request", "code", "code: expected a string");
+                r = fail(err, API_ERROR_INVALID_REQUEST, "code", "code: expected a string");
                 goto finish;
         }
         req->code_len = (size_t) json_object_get_string_len(v);
         if (req->code_len > c->max_code_bytes) {
-                r = fail(err, 413, "too_large", "code", "code: %zu bytes exceeds MaxCodeBytes=%" PRIu64, req->code_len,
+                r = fail(err, API_ERROR_TOO_LARGE, "code", "code: %zu bytes exceeds MaxCodeBytes=%" PRIu64, req->code_len,
                          c->max_code_bytes);
                 goto finish;
         }
         if (memchr(json_object_get_string(v), 0, req->code_len)) {
-                r = fail(err, 400, "invalid_request", "code", "code: contains a NUL byte");
+                r = fail(err, API_ERROR_INVALID_REQUEST, "code", "code: contains a NUL byte");
                 goto finish;
         }
         req->code = malloc(req->code_len + 1);
@@ -702,12 +628,12 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                 const char *why = NULL;
 
                 if (!json_object_is_type(v, json_type_string)) {
-                        r = fail(err, 400, "invalid_request", "callback_url", "callback_url: expected a string");
+                        r = fail(err, API_ERROR_INVALID_REQUEST, "callback_url", "callback_url: expected a string");
                         goto finish;
                 }
                 if ((size_t) json_object_get_string_len(v) != strlen(json_object_get_string(v)) ||
                     !callback_url_is_valid(json_object_get_string(v), &why)) {
-                        r = fail(err, 400, "invalid_request", "callback_url", "callback_url: %s",
+                        r = fail(err, API_ERROR_INVALID_REQUEST, "callback_url", "callback_url: %s",
                                  why ?: "contains a NUL byte");
                         goto finish;
                 }

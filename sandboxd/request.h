@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api-error.h"
 #include "conf.h"
 #include "language.h"
 
@@ -49,17 +50,18 @@ typedef struct ExecRequest {
         uint8_t fingerprint[32]; /* SHA-256 over the canonical request, for idempotency checks */
 } ExecRequest;
 
+/* A refusal as both APIs render it: which error (api-error.h gives its HTTP status and code and its
+ * D-Bus name), the field it is about, and the message. */
 typedef struct RequestError {
-        int http_status;         /* 400, 413, 422 */
-        const char *code;        /* "invalid_json", "invalid_request", "unsupported", "too_large" */
+        ApiError error;
         char field[96];          /* "" or a dotted path such as "limits.memory_mb" */
         char message[384];
 } RequestError;
 
 /* Fill *err (field may be NULL: none) and return r: one way for the request parser, the list query
- * parser and the submission path to describe a refusal. */
-int request_error(RequestError *err, int r, int http_status, const char *code, const char *field, const char *fmt, ...)
-        __attribute__((format(printf, 6, 7)));
+ * parser, the budgets and the submission path to describe a refusal. */
+int request_error(RequestError *err, int r, ApiError error, const char *field, const char *fmt, ...)
+        _printf_(5, 6);
 
 ExecRequest *exec_request_free(ExecRequest *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ExecRequest *, exec_request_free);
@@ -83,9 +85,6 @@ bool input_path_is_valid(const char *path, size_t len, const char **ret_why);
 /* Is this a URL sandboxd downloads: http:// or https:// (any case), a host, no user:password@,
  * no control characters or spaces, at most REQUEST_FILE_URL_MAX bytes. */
 bool input_url_is_valid(const char *url, size_t len, const char **ret_why);
-/* Strict base64 (RFC 4648 alphabet, padding required, no whitespace). 0, -EINVAL, -ENOMEM. */
-int base64_decode_strict(const char *s, size_t len, uint8_t **ret, size_t *ret_len);
-char *base64_encode(const uint8_t *p, size_t len);
 
 /* Environment variable names sandboxd sets itself, which a request may not override. */
 bool env_name_is_reserved(const char *name);

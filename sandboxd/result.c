@@ -2,9 +2,10 @@
 #include <time.h>
 
 #include "result.h"
+#include "time-util.h"
 
 void format_timestamp(uint64_t usec, char *buf, size_t size) {
-        time_t t = (time_t) (usec / 1000000ULL);
+        time_t t = (time_t) (usec / USEC_PER_SEC);
         struct tm tm;
 
         if (!gmtime_r(&t, &tm)) {
@@ -12,7 +13,7 @@ void format_timestamp(uint64_t usec, char *buf, size_t size) {
                 return;
         }
         snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                 tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned) ((usec / 1000ULL) % 1000ULL));
+                 tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned) ((usec / USEC_PER_MSEC) % MSEC_PER_SEC));
 }
 
 static json_object *str_or_null(const char *s) {
@@ -100,7 +101,7 @@ json_object *execution_to_json(const Execution *e) {
         add_stream(o, "stdout", &e->out, final);
         add_stream(o, "stderr", &e->err, final);
         json_object_object_add(o, "duration_ms", final && e->started_usec ? json_object_new_uint64(e->duration_ms) : NULL);
-        json_object_object_add(o, "cpu_time_ms", final && e->have_cpu ? json_object_new_uint64(e->cpu_usec / 1000) : NULL);
+        json_object_object_add(o, "cpu_time_ms", final && e->have_cpu ? json_object_new_uint64(e->cpu_usec / USEC_PER_MSEC) : NULL);
         json_object_object_add(o, "peak_memory_mb", final && e->have_peak ? peak_memory_mb(e->peak_memory_bytes) : NULL);
         json_object_object_add(o, "created_at", time_or_null(e->created_usec));
         json_object_object_add(o, "started_at", time_or_null(e->started_usec));

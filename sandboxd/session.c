@@ -12,6 +12,7 @@
 #include "session.h"
 #include "store.h"
 #include "sysd.h"
+#include "time-util.h"
 #include "unit-props.h"
 
 static Session *session_free(Session *s) {
@@ -28,6 +29,7 @@ static Session *session_free(Session *s) {
         free(s);
         return NULL;
 }
+DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);
 
 static void session_unlink(Manager *m, Session *s) {
         for (Session **p = &m->sessions; *p; p = &(*p)->next)
@@ -195,7 +197,7 @@ int session_remove(Session *s, const char *why) {
         session_free(s);
         /* The directories go once systemd has unmounted: soon, not at the next regular sweep. */
         if (m->sweep_timer) {
-                (void) sd_event_source_set_time_relative(m->sweep_timer, 1000000ULL);
+                (void) sd_event_source_set_time_relative(m->sweep_timer, USEC_PER_SEC);
                 (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ONESHOT);
         }
         return 0;
@@ -235,6 +237,7 @@ static void on_session_job_removed(void *userdata, const char *unit, const char 
 
 int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
                     RequestError *err) {
+        _cleanup_(session_freep) Session *created = NULL;
         QuotaUsage u = { .new_session_disk_mb = disk_mb };
         uint64_t mine = 0;
         char name[64];
@@ -246,11 +249,11 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
                 /* Another caller's session is not theirs to use: not even an administrator's run goes
                  * into someone else's files. */
                 if (!streq_ptr(s->owner, owner))
-                        return request_error(err, -EPERM, 403, "forbidden", "session_id",
+                        return request_error(err, -EPERM, API_ERROR_FORBIDDEN, "session_id",
                                              "session_id: session '%s' belongs to another caller", id);
                 /* The tmpfs has one size for its whole life. */
                 if (s->disk_mb != disk_mb)
-                        return request_error(err, -EEXIST, 409, "conflict", "limits.disk_mb",
+                        return request_error(err, -EEXIST, API_ERROR_CONFLICT, "limits.disk_mb",
                                              "limits.disk_mb: session '%s' was created with disk_mb=%" PRIu64
                                              ", this request asks for %" PRIu64, id, s->disk_mb, disk_mb);
                 *ret = s;
@@ -258,7 +261,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         }
 
         if (m->n_sessions >= m->config->max_sessions)
-                return request_error(err, -EUSERS, 429, "too_many_sessions", "session_id",
+                return request_error(err, -EUSERS, API_ERROR_TOO_MANY_SESSIONS, "session_id",
                                      "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or retry "
                                      "later", m->n_sessions, m->config->max_sessions);
         for (Session *x = m->sessions; x; x = x->next) {
@@ -269,7 +272,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
                 }
         }
         if (mine >= m->config->max_sessions_per_caller)
-                return request_error(err, -EUSERS, 429, "too_many_sessions", "session_id",
+                return request_error(err, -EUSERS, API_ERROR_TOO_MANY_SESSIONS, "session_id",
                                      "session_id: you hold %" PRIu64 " sessions (MaxSessionsPerCaller=%" PRIu64 "); "
                                      "delete one or retry later", mine, m->config->max_sessions_per_caller);
         /* Each session's tmpfs pages stay charged to sandboxd.slice for the session's life, whoever
@@ -283,7 +286,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         r = id_generate(name, sizeof(name), "sess");
         if (r < 0)
                 goto internal;
-        s = session_new(m, id, owner, name, disk_mb);
+        s = created = session_new(m, id, owner, name, disk_mb);
         if (!s) {
                 r = -ENOMEM;
                 goto internal;
@@ -295,27 +298,24 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
                 r = sysd_start_tmpfs(m->sysd, s->mount_name, s->path, sandbox_workspace_bytes(&l), on_mount_reply, s,
                                      &s->call);
         }
-        if (r < 0) {
-                session_free(s);
+        if (r < 0)
                 goto internal;
-        }
         r = session_persist(s);
         if (r < 0) {
                 (void) sysd_stop_unit(m->sysd, s->mount_name, NULL, NULL);
-                session_free(s);
-                return request_error(err, r, r == -ENOSPC ? 507 : 503, "store_error", NULL,
+                return request_error(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE, NULL,
                                      "the session could not be recorded (%s); nothing was started",
                                      store_error_message(m->store));
         }
         s->next = m->sessions;
-        m->sessions = s;
+        m->sessions = TAKE_PTR(created);
         m->n_sessions++;
         log_info("Session %s: created for %s, disk_mb=%" PRIu64 ", at %s", id, strna(owner), disk_mb, s->path);
         *ret = s;
         return 0;
 
 internal:
-        return request_error(err, r, 500, "internal", NULL, "cannot create session '%s': %s", id, strerror(-r));
+        return request_error(err, r, API_ERROR_INTERNAL, NULL, "cannot create session '%s': %s", id, strerror(-r));
 }
 
 int session_load(Manager *m) {
@@ -402,7 +402,7 @@ static void sweep_dir(Manager *m, const char *path, bool links) {
 }
 
 void session_sweep(Manager *m) {
-        uint64_t now = now_usec(CLOCK_REALTIME), idle = m->config->session_idle_sec * 1000000ULL;
+        uint64_t now = now_usec(CLOCK_REALTIME), idle = m->config->session_idle_sec * USEC_PER_SEC;
 
         for (Session *s = m->sessions, *next; s; s = next) {
                 next = s->next;
@@ -430,7 +430,7 @@ json_object *session_to_json(Session *s) {
         json_object_object_add(o, "created_at", json_object_new_string(buf));
         format_timestamp(s->last_used_usec, buf, sizeof(buf));
         json_object_object_add(o, "last_used_at", json_object_new_string(buf));
-        format_timestamp(s->last_used_usec + m->config->session_idle_sec * 1000000ULL, buf, sizeof(buf));
+        format_timestamp(s->last_used_usec + m->config->session_idle_sec * USEC_PER_SEC, buf, sizeof(buf));
         json_object_object_add(o, "expires_at", s->n_jobs > 0 ? NULL : json_object_new_string(buf));
         json_object_object_add(o, "executions", json_object_new_uint64(s->executions));
         json_object_object_add(o, "active", s->active ? json_object_new_string(s->active->exec->id) : NULL);

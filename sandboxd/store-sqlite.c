@@ -5,6 +5,7 @@
 #include <stdarg.h>
 
 #include "store-internal.h"
+#include "strv.h"
 
 /* The embedded store: one SQLite file in WAL mode. Everything sqlite3_* lives in this file.
  *
@@ -1043,31 +1044,11 @@ static int exec_u64(SqliteStore *ss, const char *sql, uint64_t v) {
         return r;
 }
 
-static void strv_freep_local(char ***l) {
-        for (char **i = *l; i && *i; i++)
-                free(*i);
-        free(*l);
-}
-
-/* Append a copy of s to the NULL-terminated *l of *n entries. */
-static int strv_push_copy(char ***l, size_t *n, const char *s) {
-        char **nl = reallocarray(*l, *n + 2, sizeof(char *));
-
-        if (!nl)
-                return -ENOMEM;
-        *l = nl;
-        nl[*n] = strdup(s);
-        if (!nl[*n])
-                return -ENOMEM;
-        nl[++*n] = NULL;
-        return 0;
-}
-
 /* One transaction: the digests the purged executions' artifacts use, their artifact rows, the
  * records, then which of those digests no row refers to any more. */
 static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced) {
         SqliteStore *ss = SQLITE_STORE(s);
-        __attribute__((cleanup(strv_freep_local))) char **candidates = NULL, **unused = NULL;
+        _cleanup_strv_free_ char **candidates = NULL, **unused = NULL;
         size_t n_candidates = 0, n_unused = 0;
         sqlite3_stmt *st = NULL;
         uint64_t n = 0;
@@ -1083,7 +1064,7 @@ static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n
         while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const char *d = (const char *) sqlite3_column_text(st, 0);
 
-                if (d && strv_push_copy(&candidates, &n_candidates, d) < 0) {
+                if (d && strv_extend(&candidates, &n_candidates, d) < 0) {
                         sqlite3_finalize(st);
                         rollback_if_open(ss);
                         return -ENOMEM;
@@ -1112,7 +1093,7 @@ static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n
                         if (rc == SQLITE_OK)
                                 rc = sqlite3_step(st);
                         if (rc == SQLITE_DONE)
-                                r = strv_push_copy(&unused, &n_unused, candidates[i]);
+                                r = strv_extend(&unused, &n_unused, candidates[i]);
                         else if (rc != SQLITE_ROW)
                                 r = fail(ss, rc);
                         (void) sqlite3_reset(st);

@@ -2,8 +2,10 @@
 #include <math.h>
 #include <pthread.h>
 
+#include "base64.h"
 #include "language.h"
 #include "store-internal.h"
+#include "string-table.h"
 
 /* ---- records ---- */
 
@@ -24,17 +26,7 @@ static const char *const callback_state_table[_CALLBACK_STATE_MAX] = {
         [CALLBACK_FAILED] = "failed",
 };
 
-const char *callback_state_to_string(CallbackState s) {
-        return s >= 0 && s < _CALLBACK_STATE_MAX ? callback_state_table[s] : NULL;
-}
-
-CallbackState callback_state_from_string(const char *s) {
-        if (s)
-                for (int i = 0; i < _CALLBACK_STATE_MAX; i++)
-                        if (streq(s, callback_state_table[i]))
-                                return (CallbackState) i;
-        return _CALLBACK_STATE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(callback_state, CallbackState);
 
 StoreCallback *store_callback_free(StoreCallback *c) {
         if (!c)
@@ -187,69 +179,6 @@ const char *store_intern_reason(const char *reason) {
 #define CURSOR_PAYLOAD_MAX (2 + 20 + 1 + STORE_ID_MAX)
 #define CURSOR_TEXT_MAX ((CURSOR_PAYLOAD_MAX * 4 + 2) / 3)
 
-static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static char *b64url_encode(const uint8_t *p, size_t n) {
-        char *r = malloc((n + 2) / 3 * 4 + 1), *o = r;
-
-        if (!r)
-                return NULL;
-        for (size_t i = 0; i < n; i += 3) {
-                uint32_t v = (uint32_t) p[i] << 16;
-                size_t k = MIN(n - i, (size_t) 3);
-
-                if (k > 1)
-                        v |= (uint32_t) p[i + 1] << 8;
-                if (k > 2)
-                        v |= p[i + 2];
-                *o++ = b64url[(v >> 18) & 63];
-                *o++ = b64url[(v >> 12) & 63];
-                if (k > 1)
-                        *o++ = b64url[(v >> 6) & 63];
-                if (k > 2)
-                        *o++ = b64url[v & 63];
-        }
-        *o = 0;
-        return r;
-}
-
-static int b64url_value(char c) {
-        const char *p;
-
-        if (c == 0)
-                return -1;
-        p = strchr(b64url, c);
-        return p ? (int) (p - b64url) : -1;
-}
-
-/* Strict: alphabet only, no padding, no impossible length; the unused low bits of the last
- * character must be zero (checked by the caller, which re-encodes and compares). */
-static int b64url_decode(const char *s, uint8_t *buf, size_t size, size_t *ret_n) {
-        size_t len = strlen(s), n = 0;
-        uint32_t acc = 0;
-        unsigned bits = 0;
-
-        if (len % 4 == 1)
-                return -EINVAL;
-        for (size_t i = 0; i < len; i++) {
-                int v = b64url_value(s[i]);
-
-                if (v < 0)
-                        return -EINVAL;
-                acc = (acc << 6) | (uint32_t) v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        if (n >= size)
-                                return -EINVAL;
-                        buf[n++] = (uint8_t) (acc >> bits);
-                        acc &= (1U << bits) - 1;
-                }
-        }
-        *ret_n = n;
-        return 0;
-}
-
 static int cursor_payload(const StoreCursor *c, char *buf, size_t size) {
         int k;
 
@@ -271,7 +200,7 @@ int store_cursor_format(const StoreCursor *c, char **ret) {
         k = cursor_payload(c, payload, sizeof(payload));
         if (k < 0)
                 return k;
-        s = b64url_encode((const uint8_t *) payload, (size_t) k);
+        s = base64url_encode(payload, (size_t) k);
         if (!s)
                 return -ENOMEM;
         *ret = s;
@@ -279,7 +208,7 @@ int store_cursor_format(const StoreCursor *c, char **ret) {
 }
 
 int store_cursor_parse(const char *s, StoreCursor *ret) {
-        uint8_t buf[CURSOR_PAYLOAD_MAX + 1];
+        _cleanup_free_ uint8_t *buf = NULL;
         char canonical[CURSOR_PAYLOAD_MAX + 1];
         _cleanup_free_ char *again = NULL;
         StoreCursor c = {};
@@ -289,12 +218,12 @@ int store_cursor_parse(const char *s, StoreCursor *ret) {
 
         if (isempty(s) || strlen(s) > CURSOR_TEXT_MAX)
                 return -EINVAL;
-        r = b64url_decode(s, buf, sizeof(buf) - 1, &n);
+        r = base64url_decode(s, strlen(s), &buf, &n);
         if (r < 0)
                 return r;
-        if (memchr(buf, 0, n))
+        /* NUL-terminated by the decoder. */
+        if (n > CURSOR_PAYLOAD_MAX || memchr(buf, 0, n))
                 return -EINVAL;
-        buf[n] = 0;
 
         if (n < 2 || buf[1] != ':')
                 return -EINVAL;
@@ -322,7 +251,7 @@ int store_cursor_parse(const char *s, StoreCursor *ret) {
         r = cursor_payload(&c, canonical, sizeof(canonical));
         if (r < 0)
                 return r;
-        again = b64url_encode((const uint8_t *) canonical, (size_t) r);
+        again = base64url_encode(canonical, (size_t) r);
         if (!again)
                 return -ENOMEM;
         if (!streq(again, s))
@@ -477,13 +406,6 @@ int store_purge_ex(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, cha
                 *ret_unreferenced = NULL;
         /* Everything finished before a time past the representable range is everything. */
         return s->ops->purge(s, MIN(finished_before_usec, (uint64_t) INT64_MAX), ret_n ?: &dummy, ret_unreferenced);
-}
-
-char **store_digests_free(char **l) {
-        for (char **i = l; i && *i; i++)
-                free(*i);
-        free(l);
-        return NULL;
 }
 
 int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {

@@ -129,9 +129,8 @@ int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n);
 int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n);
 /* The same, and their artifact rows go with them in the same transaction. *ret_unreferenced (may be
  * NULL) is a NULL-terminated list of the sha256 digests no artifact refers to any more (NULL when
- * there are none): the blobs the caller removes from the artifact store. Free with store_digests_free(). */
+ * there are none): the blobs the caller removes from the artifact store. Free with strv_free(). */
 int store_purge_ex(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced);
-char **store_digests_free(char **l);
 
 /* The artifacts of an execution, replacing any stored before, in one transaction (all or nothing).
  * Paths must be unique; sha256 64 hex digits. */

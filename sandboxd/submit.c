@@ -11,11 +11,12 @@
 #include "session.h"
 #include "signed-url.h"
 #include "submit.h"
+#include "time-util.h"
 
-#define fail(err, r, status, code, ...) request_error((err), (r), (status), (code), NULL, __VA_ARGS__)
+#define fail(err, r, error, ...) request_error((err), (r), (error), NULL, __VA_ARGS__)
 
 static int conflict(RequestError *err, const char *id) {
-        return request_error(err, -EEXIST, 409, "conflict", "execution_id",
+        return request_error(err, -EEXIST, API_ERROR_CONFLICT, "execution_id",
                              "execution_id '%s' was already used for a different request", id);
 }
 
@@ -60,7 +61,7 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
 
         r = exec_request_parse(body, len, m->config, &er, err);
         if (r == -ENOMEM)
-                return fail(err, r, 500, "internal", "out of memory");
+                return fail(err, r, API_ERROR_INTERNAL, "out of memory");
         if (r < 0)
                 return r;
 
@@ -89,7 +90,7 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
         }
 
         if (m->stopping)
-                return fail(err, -ESHUTDOWN, 503, "shutting_down", "sandboxd is stopping");
+                return fail(err, -ESHUTDOWN, API_ERROR_SHUTTING_DOWN, "sandboxd is stopping");
         r = check_budgets(m, owner, admin, er, err);
         if (r < 0)
                 return r;
@@ -107,7 +108,7 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
 
         r = job_new(m, TAKE_PTR(er), owner, &j);
         if (r < 0)
-                return fail(err, r, 500, "internal", "cannot create the execution: %s", strerror(-r));
+                return fail(err, r, API_ERROR_INTERNAL, "cannot create the execution: %s", strerror(-r));
         /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
         r = job_persist(j);
         if (r < 0) {
@@ -116,7 +117,7 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
                 _cleanup_free_ char *why = strdup(store_error_message(m->store) ?: "");
 
                 job_free(j);
-                return fail(err, r, r == -ENOSPC ? 507 : 503, "store_error",
+                return fail(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE,
                             "the execution could not be recorded (%s); nothing was started", strna(why));
         }
         log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
@@ -127,7 +128,8 @@ int submit_execution(Manager *m, const char *body, size_t len, const char *owner
         return 0;
 }
 
-#define invalid(err, field, ...) request_error((err), -EINVAL, 400, "invalid_request", (field), __VA_ARGS__)
+#define invalid(err, field, ...) \
+        request_error((err), -EINVAL, API_ERROR_INVALID_REQUEST, (field), __VA_ARGS__)
 
 int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestError *err) {
         StoreRecord **l = NULL;
@@ -140,7 +142,7 @@ int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestE
         if (r == -EINVAL)
                 return invalid(err, "cursor", "cursor: not a cursor of this query");
         if (r < 0)
-                return fail(err, r, 503, "store_error", "cannot read the store: %s", store_error_message(m->store));
+                return fail(err, r, API_ERROR_STORE, "cannot read the store: %s", store_error_message(m->store));
         o = json_object_new_object();
         a = json_object_new_array();
         for (size_t i = 0; i < n; i++) {
@@ -173,8 +175,8 @@ json_object *execution_record_json(Manager *m, const Execution *e) {
         /* A freshly signed URL for each artifact. */
         if (!e->artifacts || !json_object_object_get_ex(o, "artifacts", &l) || !l)
                 return o;
-        expires = now_usec(CLOCK_REALTIME) / 1000000ULL + m->config->artifact_url_lifetime_sec;
-        format_timestamp(expires * 1000000ULL, ts, sizeof(ts));
+        expires = now_usec(CLOCK_REALTIME) / USEC_PER_SEC + m->config->artifact_url_lifetime_sec;
+        format_timestamp(expires * USEC_PER_SEC, ts, sizeof(ts));
         for (size_t i = 0; i < e->artifacts->n_items && i < json_object_array_length(l); i++) {
                 json_object *x = json_object_array_get_idx(l, i);
                 char *url = NULL;
@@ -202,10 +204,10 @@ int job_record_json(Manager *m, Job *j, json_object **ret, RequestError *err) {
                  * none. */
                 r = store_get(m->store, j->exec->id, &rec);
                 if (r == -ENOENT)
-                        return request_error(err, r, 404, "not_found", NULL, "no execution '%s' (purged)",
+                        return request_error(err, r, API_ERROR_NOT_FOUND, NULL, "no execution '%s' (purged)",
                                              j->exec->id);
                 if (r < 0)
-                        return fail(err, r, 503, "store_error", "cannot read the record of execution '%s': %s",
+                        return fail(err, r, API_ERROR_STORE, "cannot read the record of execution '%s': %s",
                                     j->exec->id, store_error_message(m->store));
                 if (j->artifacts_stored)
                         o = stored_record_json(m, rec);
@@ -224,7 +226,7 @@ int job_record_json(Manager *m, Job *j, json_object **ret, RequestError *err) {
                 j->exec->artifacts = NULL;
         }
         if (!o)
-                return fail(err, -ENOMEM, 500, "internal", "out of memory");
+                return fail(err, -ENOMEM, API_ERROR_INTERNAL, "out of memory");
         *ret = o;
         return 0;
 }

@@ -25,7 +25,7 @@ typedef struct SubmitResult {
 
 /* Parse the JSON request body, check it against the configuration, the caller's earlier executions
  * (execution_id) and the queue, and queue it as owner's. 0 with *ret filled, or a negative errno
- * with *err filled (http_status, code and message as docs/http-api.md lists them). */
+ * with *err filled (the ApiError, field and message both APIs render). */
 int submit_execution(Manager *m, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
                      RequestError *err);
 
@@ -37,7 +37,7 @@ int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestE
 json_object *execution_record_json(Manager *m, const Execution *e);
 /* The same for a job. A final job's record is read back from the store (the job keeps no output
  * once it is there), or its artifacts alone if the record could not be written. 0, or negative with
- * *err filled: 503 store_error (the record cannot be read), 404 not_found (purged meanwhile). */
+ * *err filled: API_ERROR_STORE (the record cannot be read), API_ERROR_NOT_FOUND (purged meanwhile). */
 int job_record_json(Manager *m, Job *j, json_object **ret, RequestError *err);
 /* The same for a record read from the store (its artifacts are loaded into it). */
 json_object *stored_record_json(Manager *m, StoreRecord *rec);

@@ -6,6 +6,8 @@
 #include "unit-props.h"
 
 #include "sandbox-root.h"
+#include "strv.h"
+#include "time-util.h"
 
 static UnitProp *add(UnitProps *p, const char *name, PropKind kind, const char *reason) {
         UnitProp *x;
@@ -72,15 +74,13 @@ static int add_fd(UnitProps *p, const char *name, int fd, const char *reason) {
         return 0;
 }
 
-static int strv_push(char ***l, size_t *n, const char *s);
-
 /* (bas): an allow-list (b true) or deny-list of names. */
 static int add_bstrv(UnitProps *p, const char *name, bool b, const char *const *items, const char *reason) {
         UnitProp *x;
         ADD_OR_OOM(x, p, name, PK_BSTRV, reason);
         x->b = b;
         for (const char *const *i = items; *i; i++)
-                if (strv_push(&x->strv, &x->n, *i) < 0)
+                if (strv_extend(&x->strv, &x->n, *i) < 0)
                         return -ENOMEM;
         return 0;
 }
@@ -89,28 +89,14 @@ static int add_strv(UnitProps *p, const char *name, const char *const *items, co
         UnitProp *x;
         ADD_OR_OOM(x, p, name, PK_STRV, reason);
         for (const char *const *i = items; *i; i++)
-                if (strv_push(&x->strv, &x->n, *i) < 0)
+                if (strv_extend(&x->strv, &x->n, *i) < 0)
                         return -ENOMEM;
         return 0;
 }
 
-static int strv_push(char ***l, size_t *n, const char *s) {
-        char **nl = realloc(*l, sizeof(char *) * (*n + 2));
-
-        if (!nl)
-                return -ENOMEM;
-        *l = nl;
-        nl[*n] = strdup(s);
-        if (!nl[*n])
-                return -ENOMEM;
-        (*n)++;
-        nl[*n] = NULL;
-        return 0;
-}
-
 static int bind_push(UnitProp *x, const char *src, const char *dst, bool ignore_missing) {
-        if (strv_push(&x->strv, &x->n, src) < 0 || strv_push(&x->strv, &x->n, dst) < 0 ||
-            strv_push(&x->strv, &x->n, ignore_missing ? "-" : "") < 0)
+        if (strv_extend(&x->strv, &x->n, src) < 0 || strv_extend(&x->strv, &x->n, dst) < 0 ||
+            strv_extend(&x->strv, &x->n, ignore_missing ? "-" : "") < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -121,39 +107,6 @@ char *execution_unit_name(const char *execution_id) {
         if (asprintf(&s, "sandboxd-%s.service", execution_id) < 0)
                 return NULL;
         return s;
-}
-
-char *mount_unit_name_from_path(const char *path) {
-        /* systemd's path escaping (unit_name_from_path(), as "systemd-escape --path"): '/' separates,
-         * '-', '\\' and anything outside [A-Za-z0-9:_.] are hex-escaped, and so is a '.' at the very
-         * start of the name (only there: "/a/.b" is "a-.b"); "/" itself is "-". */
-        size_t n = strlen(path);
-        char *r = malloc(n * 4 + sizeof("-.mount")), *o = r;
-
-        if (!r)
-                return NULL;
-        while (*path == '/')
-                path++;
-        for (const char *c = path; *c; c++) {
-                if (*c == '/') {
-                        while (c[1] == '/')
-                                c++;
-                        if (c[1] == 0)
-                                break;
-                        *o++ = '-';
-                        continue;
-                }
-                if (*c == '-' || (*c == '.' && o == r) ||
-                    !((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
-                      *c == '.' || *c == ':')) {
-                        o += sprintf(o, "\\x%02x", (unsigned char) *c);
-                } else
-                        *o++ = *c;
-        }
-        if (o == r)
-                *o++ = '-';
-        strcpy(o, ".mount");
-        return r;
 }
 
 /* Set KEY=VALUE, replacing an earlier assignment of KEY: systemd refuses duplicate names. */
@@ -169,11 +122,12 @@ static int env_set(char ***l, size_t *n, const char *assignment) {
                         (*l)[i] = c;
                         return 0;
                 }
-        return strv_push(l, n, assignment);
+        return strv_extend(l, n, assignment);
 }
 
 int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n) {
-        char **env = NULL, seed[64];
+        _cleanup_strv_free_ char **env = NULL;
+        char seed[64];
         size_t n = 0;
         /* Reproducibility: the same request sees the same environment, in the same order. */
         static const char *const fixed[] = {
@@ -190,25 +144,20 @@ int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
-                if (strv_push(&env, &n, fixed[i]) < 0)
-                        goto oom;
+                if (strv_extend(&env, &n, fixed[i]) < 0)
+                        return -ENOMEM;
         snprintf(seed, sizeof(seed), "SANDBOX_SEED=%" PRIu64, plan->seed);
-        if (strv_push(&env, &n, seed) < 0)
-                goto oom;
+        if (strv_extend(&env, &n, seed) < 0)
+                return -ENOMEM;
         for (const char *const *e = plan->language->env; e && *e; e++)
                 if (env_set(&env, &n, *e) < 0)
-                        goto oom;
+                        return -ENOMEM;
         for (size_t i = 0; i < plan->n_user_env; i++)
                 if (env_set(&env, &n, plan->user_env[i]) < 0)
-                        goto oom;
-        *ret = env;
+                        return -ENOMEM;
+        *ret = TAKE_PTR(env);
         *ret_n = n;
         return 0;
-oom:
-        for (size_t i = 0; i < n; i++)
-                free(env[i]);
-        free(env);
-        return -ENOMEM;
 }
 
 static int add_exec(UnitProps *p, const UnitPlan *plan) {
@@ -227,48 +176,48 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
         x->s = strdup(SANDBOX_HELPER);
         if (!x->s)
                 return -ENOMEM;
-        r |= strv_push(&x->strv, &x->n, SANDBOX_HELPER);
-        r |= strv_push(&x->strv, &x->n, "--source");
-        r |= strv_push(&x->strv, &x->n, l->source_name);
+        r |= strv_extend(&x->strv, &x->n, SANDBOX_HELPER);
+        r |= strv_extend(&x->strv, &x->n, "--source");
+        r |= strv_extend(&x->strv, &x->n, l->source_name);
         snprintf(buf, sizeof(buf), "--max-source=%" PRIu64, plan->max_code_bytes);
-        r |= strv_push(&x->strv, &x->n, buf);
-        r |= strv_push(&x->strv, &x->n, "--cgroup-dir=" SANDBOX_CGROUP_DIR);
-        r |= strv_push(&x->strv, &x->n, "--tidy-mounts");
+        r |= strv_extend(&x->strv, &x->n, buf);
+        r |= strv_extend(&x->strv, &x->n, "--cgroup-dir=" SANDBOX_CGROUP_DIR);
+        r |= strv_extend(&x->strv, &x->n, "--tidy-mounts");
         if (plan->usr_layer)
-                r |= strv_push(&x->strv, &x->n, "--usr-layer=" SANDBOX_USR_LAYER);
+                r |= strv_extend(&x->strv, &x->n, "--usr-layer=" SANDBOX_USR_LAYER);
         snprintf(buf, sizeof(buf), "--rlimit-nofile=%" PRIu64, plan->nofile);
-        r |= strv_push(&x->strv, &x->n, buf);
+        r |= strv_extend(&x->strv, &x->n, buf);
         /* No single file may be larger than the whole workspace. */
         snprintf(buf, sizeof(buf), "--rlimit-fsize=%" PRIu64, plan->limits.disk_mb * 1024 * 1024);
-        r |= strv_push(&x->strv, &x->n, buf);
+        r |= strv_extend(&x->strv, &x->n, buf);
         /* sandbox-exec enforces the deadline itself, so the output captured so far survives it. */
         snprintf(buf, sizeof(buf), "--timeout-ms=%" PRIu64, plan->limits.timeout_ms);
-        r |= strv_push(&x->strv, &x->n, buf);
+        r |= strv_extend(&x->strv, &x->n, buf);
         snprintf(buf, sizeof(buf), "--head-bytes=%" PRIu64, plan->head_bytes);
-        r |= strv_push(&x->strv, &x->n, buf);
+        r |= strv_extend(&x->strv, &x->n, buf);
         snprintf(buf, sizeof(buf), "--tail-bytes=%" PRIu64, plan->tail_bytes);
-        r |= strv_push(&x->strv, &x->n, buf);
+        r |= strv_extend(&x->strv, &x->n, buf);
         for (size_t i = 0; i < plan->n_inputs; i++) {
                 _cleanup_free_ char *arg = NULL;
                 if (asprintf(&arg, "--input=%s", plan->inputs[i].path) < 0)
                         return -ENOMEM;
-                r |= strv_push(&x->strv, &x->n, arg);
+                r |= strv_extend(&x->strv, &x->n, arg);
         }
         for (const char *const *a = l->compile_argv; a && *a; a++) {
                 _cleanup_free_ char *arg = NULL;
                 if (asprintf(&arg, "--compile-arg=%s", *a) < 0)
                         return -ENOMEM;
-                r |= strv_push(&x->strv, &x->n, arg);
+                r |= strv_extend(&x->strv, &x->n, arg);
         }
         for (const char *const *a = l->check_argv; a && *a; a++) {
                 _cleanup_free_ char *arg = NULL;
                 if (asprintf(&arg, "--check-arg=%s", *a) < 0)
                         return -ENOMEM;
-                r |= strv_push(&x->strv, &x->n, arg);
+                r |= strv_extend(&x->strv, &x->n, arg);
         }
-        r |= strv_push(&x->strv, &x->n, "--");
+        r |= strv_extend(&x->strv, &x->n, "--");
         for (const char *const *a = l->run_argv; *a; a++)
-                r |= strv_push(&x->strv, &x->n, *a);
+                r |= strv_extend(&x->strv, &x->n, *a);
         return r < 0 ? -ENOMEM : 0;
 }
 
@@ -322,17 +271,17 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
         /* PrivateDevices= would bind the host's /dev/shm: a tmpfs of its own, sized from disk_mb. */
         ADD_OR_OOM(t, p, "TemporaryFileSystem", PK_TMPFS,
                    "a private, size-bounded /dev/shm; a /run only sandbox-exec (root) can write");
-        r |= strv_push(&t->strv, &t->n, "/dev/shm");
-        r |= strv_push(&t->strv, &t->n, shm_opts);
+        r |= strv_extend(&t->strv, &t->n, "/dev/shm");
+        r |= strv_extend(&t->strv, &t->n, shm_opts);
         /* With RootDirectory= systemd would mount a tmpfs on /run anyway: this one is sized, and root's. */
-        r |= strv_push(&t->strv, &t->n, "/run");
-        r |= strv_push(&t->strv, &t->n, run_opts);
+        r |= strv_extend(&t->strv, &t->n, "/run");
+        r |= strv_extend(&t->strv, &t->n, run_opts);
         if (plan->session_state_dir) {
                 /* With RootDirectory= systemd binds each StateDirectory= at /var/lib/<dir> inside the
                  * root, creating the mount point: on an empty tmpfs, which sandbox-exec detaches with
                  * the binds (their paths name sandboxd and the session). */
-                r |= strv_push(&t->strv, &t->n, "/var/lib");
-                r |= strv_push(&t->strv, &t->n, "mode=0755,nosuid,nodev,noexec,size=1m");
+                r |= strv_extend(&t->strv, &t->n, "/var/lib");
+                r |= strv_extend(&t->strv, &t->n, "mode=0755,nosuid,nodev,noexec,size=1m");
         }
         if (r < 0)
                 return -ENOMEM;
@@ -350,8 +299,8 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
                  * O_NOFOLLOW, AT_EMPTY_PATH) and dropping suid/sgid bits. sandboxd never does. */
                 ADD_OR_OOM(sd, p, "StateDirectory", PK_STRV,
                            "a session's workspace and /tmp: systemd re-owns them to this run's dynamic user");
-                r |= strv_push(&sd->strv, &sd->n, sws);
-                r |= strv_push(&sd->strv, &sd->n, stmp);
+                r |= strv_extend(&sd->strv, &sd->n, sws);
+                r |= strv_extend(&sd->strv, &sd->n, stmp);
                 if (r < 0 || add_u32(p, "StateDirectoryMode", 0700, "only the session's runs can enter its directories") < 0)
                         return -ENOMEM;
         }
@@ -412,9 +361,7 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         TRY(sandbox_environment(plan, &env, &n_env));
         x = add(&p, "Environment", PK_STRV, "a fixed environment: nothing of the daemon's reaches the sandbox");
         if (!x) {
-                for (size_t i = 0; i < n_env; i++)
-                        free(env[i]);
-                free(env);
+                strv_free(env);
                 r = -ENOMEM;
                 goto fail;
         }
@@ -451,17 +398,17 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         TRY(add_u64(&p, "MemoryMax", l->memory_mb * 1024 * 1024, "memory_mb: the OOM killer ends the program at the limit"));
         TRY(add_u64(&p, "MemorySwapMax", 0, "no swap: a memory bomb cannot slow the host by swapping (cgroup v2)"));
         TRY(add_bool(&p, "CPUAccounting", true, "cpu time is measured"));
-        TRY(add_u64(&p, "CPUQuotaPerSecUSec", (uint64_t) llround(l->cpu_cores * 1000000.0),
+        TRY(add_u64(&p, "CPUQuotaPerSecUSec", (uint64_t) llround(l->cpu_cores * (double) USEC_PER_SEC),
                     "cpu_cores: a fractional share of CPU time"));
         TRY(add_bool(&p, "TasksAccounting", true, "task count is measured"));
         TRY(add_u64(&p, "TasksMax", l->tasks, "a fork bomb stops at the task limit"));
-        TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * 1000 + 2000000,
+        TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * USEC_PER_MSEC + 2 * USEC_PER_SEC,
                     "backstop 2 s after timeout_ms, where sandbox-exec kills the program and reports"));
         TRY(add_string(&p, "OOMPolicy", "continue", "an OOM kill ends the program, not sandbox-exec, which reports it"));
         TRY(add_string(&p, "KillMode", "control-group", "every process of the execution dies with it"));
         TRY(add_i32(&p, "KillSignal", SIGKILL, "the deadline is hard: a program that ignores SIGTERM dies anyway"));
         TRY(add_bool(&p, "SendSIGKILL", true, "belt and braces"));
-        TRY(add_u64(&p, "TimeoutStopUSec", 1000000, "never the 90 s default"));
+        TRY(add_u64(&p, "TimeoutStopUSec", USEC_PER_SEC, "never the 90 s default"));
         TRY(add_u64(&p, "LimitCORE", 0, "no core dumps"));
         TRY(add_u64(&p, "LimitCORESoft", 0, "no core dumps"));
         TRY(add_u64(&p, "LimitNOFILE", plan->nofile, "bounded file descriptors"));
@@ -480,9 +427,7 @@ void unit_props_done(UnitProps *p) {
         for (size_t i = 0; i < p->n; i++) {
                 UnitProp *x = &p->props[i];
                 free(x->s);
-                for (size_t j = 0; j < x->n; j++)
-                        free(x->strv[j]);
-                free(x->strv);
+                strv_free(x->strv);
         }
         free(p->props);
         *p = (UnitProps) {};

@@ -12,6 +12,7 @@
 #include "conf.h"
 #include "language.h"
 #include "request.h"
+#include "unit-name.h"
 
 /* Paths inside the sandbox. */
 #define SANDBOX_WORKSPACE "/workspace"
@@ -104,6 +105,8 @@ const UnitProp *unit_props_find(const UnitProps *p, const char *name);
 /* Build the fixed environment of every sandbox followed by the language's and the request's. */
 int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n);
 
-/* "sandboxd-<id>.service" and the mount unit for the workspace path. */
+/* "sandboxd-<id>.service" and the mount unit for the workspace path (unit-name.h). */
 char *execution_unit_name(const char *execution_id);
-char *mount_unit_name_from_path(const char *path);
+static inline char *mount_unit_name_from_path(const char *path) {
+        return unit_name_from_path(path, ".mount");
+}

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "string-table.h"
 #include "util.h"
 #include "verdict.h"
 
@@ -24,267 +25,19 @@ static const char *const error_type_table[_ERROR_TYPE_MAX] = {
         [ERROR_INPUT] = "input_error",
 };
 
-static const char *const phase_table[_PHASE_MAX] = {
-        [PHASE_SETUP] = "setup",
-        [PHASE_COMPILE] = "compile",
-        [PHASE_RUN] = "run",
-};
-
-static int table_lookup(const char *const *table, size_t n, const char *s) {
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                if (table[i] && streq(table[i], s))
-                        return (int) i;
-        return -EINVAL;
-}
-
-const char *exec_status_to_string(ExecStatus s) {
-        if (s < 0 || s >= _EXEC_STATUS_MAX)
-                return NULL;
-        return exec_status_table[s];
-}
-
-ExecStatus exec_status_from_string(const char *s) {
-        int i = table_lookup(exec_status_table, ELEMENTSOF(exec_status_table), s);
-        return i < 0 ? _EXEC_STATUS_INVALID : (ExecStatus) i;
-}
+DEFINE_STRING_TABLE_LOOKUP(exec_status, ExecStatus);
 
 bool exec_status_is_final(ExecStatus s) {
         return s == EXEC_SUCCESS || s == EXEC_FAILED || s == EXEC_CANCELLED;
 }
 
-const char *error_type_to_string(ErrorType t) {
-        if (t < 0 || t >= _ERROR_TYPE_MAX)
-                return NULL;
-        return error_type_table[t];
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(error_type, ErrorType);
 
 ErrorType error_type_from_string(const char *s) {
-        int i;
-
         /* Mirror of to_string: JSON null (NULL) is ERROR_NONE; no string spells it. */
         if (!s)
                 return ERROR_NONE;
-        i = table_lookup(error_type_table, ELEMENTSOF(error_type_table), s);
-        return i < 0 ? _ERROR_TYPE_INVALID : (ErrorType) i;
-}
-
-/* ---- the helper's report ---- */
-
-enum {
-        KEY_PHASE,
-        KEY_EXIT,
-        KEY_SIGNAL,
-        KEY_OOM_KILL,
-        KEY_MEM_PEAK,
-        KEY_MEM_FAILCNT,
-        KEY_PIDS_MAX,
-        KEY_DISK_FULL,
-        KEY_CPU_USEC,
-        KEY_ERROR,
-        KEY_TIMEOUT,
-        KEY_CANCELLED,
-        KEY_RUN_USEC,
-        KEY_FIRST_OUTPUT_USEC,
-        KEY_STDOUT_BYTES,
-        KEY_STDOUT_LINES,
-        KEY_STDOUT_HEAD,
-        KEY_STDOUT_TAIL,
-        KEY_STDERR_BYTES,
-        KEY_STDERR_LINES,
-        KEY_STDERR_HEAD,
-        KEY_STDERR_TAIL,
-        _KEY_MAX,
-};
-
-static const char *const report_key_table[_KEY_MAX] = {
-        [KEY_PHASE] = "phase",
-        [KEY_EXIT] = "exit",
-        [KEY_SIGNAL] = "signal",
-        [KEY_OOM_KILL] = "oom_kill",
-        [KEY_MEM_PEAK] = "mem_peak",
-        [KEY_MEM_FAILCNT] = "mem_failcnt",
-        [KEY_PIDS_MAX] = "pids_max",
-        [KEY_DISK_FULL] = "disk_full",
-        [KEY_CPU_USEC] = "cpu_usec",
-        [KEY_ERROR] = "error",
-        [KEY_TIMEOUT] = "timeout",
-        [KEY_CANCELLED] = "cancelled",
-        [KEY_RUN_USEC] = "run_usec",
-        [KEY_FIRST_OUTPUT_USEC] = "first_output_usec",
-        [KEY_STDOUT_BYTES] = "stdout_bytes",
-        [KEY_STDOUT_LINES] = "stdout_lines",
-        [KEY_STDOUT_HEAD] = "stdout_head",
-        [KEY_STDOUT_TAIL] = "stdout_tail",
-        [KEY_STDERR_BYTES] = "stderr_bytes",
-        [KEY_STDERR_LINES] = "stderr_lines",
-        [KEY_STDERR_HEAD] = "stderr_head",
-        [KEY_STDERR_TAIL] = "stderr_tail",
-};
-
-static int parse_bool(const char *v, bool *ret) {
-        if (streq(v, "0"))
-                *ret = false;
-        else if (streq(v, "1"))
-                *ret = true;
-        else
-                return -EINVAL;
-        return 0;
-}
-
-/* util.c's parsers let strtol() skip leading whitespace other than ' ' (and then accept a sign,
- * which wraps for unsigned); the report is machine-written, so demand plain digits. */
-static int parse_u64(const char *v, uint64_t *ret) {
-        if (!(v[0] >= '0' && v[0] <= '9'))
-                return -EINVAL;
-        return safe_atou64(v, ret);
-}
-
-static int parse_int(const char *v, int min, int max, int *ret) {
-        const char *d = v[0] == '-' ? v + 1 : v;
-        int k, r;
-
-        if (!(d[0] >= '0' && d[0] <= '9'))
-                return -EINVAL;
-        r = safe_atoi(v, &k);
-        if (r < 0)
-                return r;
-        if (k < min || k > max)
-                return -ERANGE;
-        *ret = k;
-        return 0;
-}
-
-static int report_set(HelperReport *r, int key, const char *v) {
-        int k;
-
-        switch (key) {
-        case KEY_PHASE:
-                k = table_lookup(phase_table, ELEMENTSOF(phase_table), v);
-                if (k < 0)
-                        return k;
-                r->phase = (HelperPhase) k;
-                return 0;
-        case KEY_EXIT:
-                /* -1: killed by a signal; otherwise a wait status, 0..255. */
-                return parse_int(v, -1, 255, &r->exit_code);
-        case KEY_SIGNAL:
-                return parse_int(v, 0, NSIG - 1, &r->signal);
-        case KEY_OOM_KILL:
-                return parse_u64(v, &r->oom_kills);
-        case KEY_MEM_PEAK:
-                return parse_u64(v, &r->memory_peak);
-        case KEY_MEM_FAILCNT:
-                return parse_u64(v, &r->memory_failcnt);
-        case KEY_PIDS_MAX:
-                return parse_u64(v, &r->pids_max);
-        case KEY_DISK_FULL:
-                if (streq(v, "0"))
-                        r->disk_full = false;
-                else if (streq(v, "1"))
-                        r->disk_full = true;
-                else
-                        return -EINVAL;
-                return 0;
-        case KEY_CPU_USEC:
-                return parse_u64(v, &r->cpu_usec);
-        case KEY_TIMEOUT:
-                return parse_bool(v, &r->timed_out);
-        case KEY_CANCELLED:
-                return parse_bool(v, &r->cancelled);
-        case KEY_RUN_USEC:
-                return parse_u64(v, &r->run_usec);
-        case KEY_FIRST_OUTPUT_USEC:
-                r->have_first_output = true;
-                return parse_u64(v, &r->first_output_usec);
-        case KEY_STDOUT_BYTES:
-                return parse_u64(v, &r->out.bytes);
-        case KEY_STDOUT_LINES:
-                return parse_u64(v, &r->out.lines);
-        case KEY_STDOUT_HEAD:
-                return parse_u64(v, &r->out.head);
-        case KEY_STDOUT_TAIL:
-                return parse_u64(v, &r->out.tail);
-        case KEY_STDERR_BYTES:
-                return parse_u64(v, &r->err.bytes);
-        case KEY_STDERR_LINES:
-                return parse_u64(v, &r->err.lines);
-        case KEY_STDERR_HEAD:
-                return parse_u64(v, &r->err.head);
-        case KEY_STDERR_TAIL:
-                return parse_u64(v, &r->err.tail);
-        case KEY_ERROR: {
-                size_t n = MIN(strlen(v), sizeof(r->error) - 1);
-
-                /* Cut on a character boundary so a truncated message stays valid UTF-8. */
-                if (n < strlen(v))
-                        while (n > 0 && ((uint8_t) v[n] & 0xc0) == 0x80)
-                                n--;
-                memcpy(r->error, v, n);
-                r->error[n] = 0;
-                return 0;
-        }
-        default:
-                return -EINVAL;
-        }
-}
-
-int helper_report_parse(const char *text, size_t len, HelperReport *ret) {
-        char line[HELPER_REPORT_MAX + 1];
-        HelperReport r = {
-                .valid = false,
-                .phase = _PHASE_INVALID,
-                .exit_code = -1,
-        };
-        bool seen[_KEY_MAX] = {};
-        size_t i = 0;
-        int k;
-
-        *ret = r;
-
-        if (!text || len > HELPER_REPORT_MAX)
-                return -EINVAL;
-        /* The report is text; a NUL means it is not one (and would cut our line copies short). */
-        if (memchr(text, 0, len))
-                return -EINVAL;
-
-        while (i < len) {
-                const char *nl = memchr(text + i, '\n', len - i);
-                size_t n;
-                char *v;
-
-                /* A last line without '\n' is a report cut short: its value may be truncated. */
-                if (!nl)
-                        return -EINVAL;
-                n = (size_t) (nl - (text + i));
-                memcpy(line, text + i, n);
-                line[n] = 0;
-                i += n + 1;
-
-                v = memchr(line, '=', n);
-                if (!v || v == line)
-                        return -EINVAL;
-                *v++ = 0;
-
-                k = table_lookup(report_key_table, ELEMENTSOF(report_key_table), line);
-                if (k < 0)
-                        continue;  /* a newer sandbox-exec may say more */
-                /* A repeated key means two reports got mixed up, or someone forged one. */
-                if (seen[k])
-                        return -EINVAL;
-                seen[k] = true;
-
-                if (report_set(&r, k, v) < 0)
-                        return -EINVAL;
-        }
-
-        if (!seen[KEY_PHASE] || !seen[KEY_EXIT])
-                return -EINVAL;
-
-        r.valid = true;
-        *ret = r;
-        return 0;
+        return (ErrorType) string_table_lookup(error_type_table, ELEMENTSOF(error_type_table), s);
 }
 
 /* ---- the decision ---- */

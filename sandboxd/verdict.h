@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Unit result + helper report → verdict. Pure and table-driven; no I/O. */
+/* Unit result + helper report (exec-protocol.h) → verdict. Pure and table-driven; no I/O. */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "exec-protocol.h"
 
 typedef enum ExecStatus {
         EXEC_QUEUED,
@@ -36,52 +38,6 @@ bool exec_status_is_final(ExecStatus s);
 /* ERROR_NONE → NULL */
 const char *error_type_to_string(ErrorType t);
 ErrorType error_type_from_string(const char *s);
-
-typedef enum HelperPhase {
-        PHASE_SETUP,     /* sandbox-exec itself, before the program ran */
-        PHASE_COMPILE,   /* the compile step, or the in-process syntax check */
-        PHASE_RUN,
-        _PHASE_MAX,
-        _PHASE_INVALID = -22,
-} HelperPhase;
-
-/* What sandbox-exec reports over its control socket when the program has ended. Text, one
- * "key=value\n" per line, at most HELPER_REPORT_MAX bytes:
- *   phase=setup|compile|run   exit=N (-1: killed by a signal)   signal=N (0: none)
- *   oom_kill=N   mem_peak=BYTES   mem_failcnt=N   pids_max=N   disk_full=0|1   cpu_usec=N
- *   error=free text (setup failures only; rest of line)
- *   timeout=0|1   cancelled=0|1   run_usec=N   first_output_usec=N (only if there was output)
- *   stdout_bytes=N stdout_lines=N stdout_head=N stdout_tail=N (and stderr_*)
- * The text ends with an empty line; then come the stdout head and tail and the stderr head and
- * tail bytes, of the sizes announced. helper_report_parse() sees only the text part.
- * Unknown keys are ignored (forward compatibility); a malformed value makes the report invalid. */
-#define HELPER_REPORT_MAX 4096
-
-typedef struct HelperReport {
-        bool valid;              /* a complete, well-formed report arrived */
-        HelperPhase phase;
-        int exit_code;           /* -1 when killed by a signal */
-        int signal;
-        uint64_t oom_kills;      /* memory.oom_control:oom_kill (v1) or memory.events:oom_kill (v2) */
-        uint64_t memory_peak;    /* bytes; memory.max_usage_in_bytes (v1) or memory.peak (v2) */
-        uint64_t memory_failcnt;
-        uint64_t pids_max;       /* pids.events:max — fork failed at TasksMax */
-        bool disk_full;          /* the workspace file system had no space left */
-        uint64_t cpu_usec;
-        bool timed_out;          /* sandbox-exec killed the program at --timeout-ms */
-        bool cancelled;          /* sandbox-exec killed the program on SIGUSR1 (a cancel) */
-        uint64_t run_usec;       /* wall time of compile + run, as sandbox-exec measured it */
-        uint64_t first_output_usec;      /* start → first byte of output; only with have_first_output */
-        bool have_first_output;
-        struct {
-                uint64_t bytes, lines;   /* the whole stream */
-                uint64_t head, tail;     /* bytes of each part that follow the text */
-        } out, err;
-        char error[256];
-} HelperReport;
-
-/* 0, or -EINVAL for a malformed report (ret->valid is then false). */
-int helper_report_parse(const char *text, size_t len, HelperReport *ret);
 
 /* What systemd and sandboxd itself know about how the unit ended. */
 typedef struct UnitOutcome {

@@ -6,11 +6,12 @@
 
 #include "log.h"
 #include "sysd.h"
+#include "time-util.h"
 #include "unit-props.h"
 #include "usr-layer.h"
 #include "workspace.h"
 
-#define POOL_RETRY_USEC (5ULL * 1000000ULL)
+#define POOL_RETRY_USEC (5 * USEC_PER_SEC)
 
 Workspace *workspace_free(Workspace *w) {
         if (!w)
@@ -129,8 +130,8 @@ void workspace_pool_fill(Manager *m) {
         if (m->stopping || !m->sysd || now_usec(CLOCK_MONOTONIC) < m->pool_retry_after)
                 return;
         while (m->n_pool < m->config->workspace_pool) {
+                _cleanup_(workspace_freep) Workspace *w = NULL;
                 char id[64];
-                Workspace *w;
                 int r;
 
                 if (id_generate(id, sizeof(id), "pool") < 0)
@@ -142,26 +143,22 @@ void workspace_pool_fill(Manager *m) {
                 w->size = size;
                 if (asprintf(&w->path, "%s/%s", m->workspaces_dir, id) < 0) {
                         w->path = NULL;
-                        workspace_free(w);
                         return;
                 }
                 w->mount_name = mount_unit_name_from_path(w->path);
-                if (!w->mount_name) {
-                        workspace_free(w);
+                if (!w->mount_name)
                         return;
-                }
                 /* Watch first, then start. */
                 r = sysd_watch(m->sysd, w->mount_name, &pool_events, w, &w->watch);
                 if (r >= 0)
                         r = sysd_start_tmpfs(m->sysd, w->mount_name, w->path, size, on_pool_mount_reply, w, &w->call);
                 if (r < 0) {
                         log_warning_errno(r, "Cannot start pool workspace: %m");
-                        workspace_free(w);
                         m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
                         return;
                 }
                 w->next = m->pool;
-                m->pool = w;
+                m->pool = TAKE_PTR(w);
                 m->n_pool++;
         }
 }

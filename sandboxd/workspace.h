@@ -24,6 +24,7 @@ struct Workspace {
 };
 
 Workspace *workspace_free(Workspace *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Workspace *, workspace_free);
 
 /* Create workspace/ (0777), tmp/ (01777) and the sandbox's root skeleton (sandbox-root.h) in the
  * freshly mounted tmpfs at path, after checking that path is the mount itself (a tmpfs on a different

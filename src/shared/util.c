@@ -3,6 +3,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "time-util.h"
 #include "util.h"
 
 int free_and_strdup(char **dst, const char *src) {
@@ -103,7 +104,7 @@ uint64_t now_usec(int clock) {
         struct timespec ts;
 
         (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+        return timespec_to_usec(&ts);
 }
 
 bool id_is_valid(const char *s, size_t max) {
@@ -166,23 +167,4 @@ int id_generate(char *buf, size_t size, const char *prefix) {
         if (n < 0 || (size_t) n >= size)
                 return -ENOBUFS;
         return 0;
-}
-
-char *unit_name_escape(const char *s) {
-        /* Only the characters id_is_valid() allows reach here: '-' is escaped as \x2d, a leading
-         * '.' never occurs; everything else passes as is. */
-        size_t n = strlen(s);
-        char *r = malloc(n * 4 + 1), *p = r;
-
-        if (!r)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] == '-') {
-                        memcpy(p, "\\x2d", 4);
-                        p += 4;
-                } else
-                        *p++ = s[i];
-        }
-        *p = 0;
-        return r;
 }

@@ -147,6 +147,3 @@ bool is_lower_hex(const char *s, size_t n);
 
 /* Generate a new execution id "exec_YYYYMMDD_<16 hex>" into buf (at least 32 bytes). */
 int id_generate(char *buf, size_t size, const char *prefix);
-
-/* Escape a string for a systemd unit name as systemd-escape does for the characters we allow. */
-char *unit_name_escape(const char *s);

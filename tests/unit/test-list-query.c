@@ -88,8 +88,8 @@ static void check(const Row *row, int r, const StoreQuery *q, const RequestError
         print_message("# %s: %s\n", via, via[0] == 'q' ? row->query : row->json);
         assert_int_equal(r, row->r);
         if (r < 0) {
-                assert_int_equal(err->http_status, 400);
-                assert_string_equal(err->code, "invalid_request");
+                assert_int_equal(api_error_http_status(err->error), 400);
+                assert_string_equal(api_error_code(err->error), "invalid_request");
                 assert_string_equal(err->field, row->field);
                 assert_string_equal(err->message, row->message);
                 return;
@@ -159,7 +159,7 @@ static void test_json_refused(void **state) {
                 print_message("# %s\n", bad_json[i].json);
                 assert_int_equal(list_query_json_parse(bad_json[i].json, strlen(bad_json[i].json), &l, &err),
                                  bad_json[i].r);
-                assert_string_equal(err.code, "invalid_request");
+                assert_string_equal(api_error_code(err.error), "invalid_request");
                 assert_string_equal(err.field, bad_json[i].field);
                 assert_string_equal(err.message, bad_json[i].message);
                 assert_null(l.object);
@@ -176,8 +176,8 @@ static void test_json_too_large(void **state) {
         big[sizeof(big) - 2] = '}';
         big[sizeof(big) - 1] = 0;
         assert_int_equal(list_query_json_parse(big, strlen(big), &l, &err), -E2BIG);
-        assert_string_equal(err.code, "too_large");
-        assert_int_equal(err.http_status, 413);
+        assert_string_equal(api_error_code(err.error), "too_large");
+        assert_int_equal(api_error_http_status(err.error), 413);
         /* The cap is inclusive. */
         big[LIST_QUERY_JSON_MAX - 1] = '}';
         assert_int_equal(list_query_json_parse(big, LIST_QUERY_JSON_MAX, &l, &err), 0);

@@ -119,16 +119,17 @@ static const Row session_rows[] = {
 static void check(const Row *row, int r, const RequestError *err) {
         if (!row->code) {
                 if (r != 0) {
-                        print_error("row '%s': refused with %s: %s\n", row->name, err->code, err->message);
+                        print_error("row '%s': refused with %s: %s\n", row->name, api_error_code(err->error),
+                                    err->message);
                         fail();
                 }
                 return;
         }
-        if (r >= 0 || !streq(err->code, row->code) || err->http_status != 429 ||
+        if (r >= 0 || !streq(api_error_code(err->error), row->code) || api_error_http_status(err->error) != 429 ||
             !streq(err->field, row->field ?: "")) {
                 print_error("row '%s': got %d %s '%s' field '%s', want 429 %s field '%s'\n", row->name, r,
-                            r < 0 ? err->code : "-", r < 0 ? err->message : "", r < 0 ? err->field : "", row->code,
-                            strna(row->field));
+                            r < 0 ? api_error_code(err->error) : "-", r < 0 ? err->message : "",
+                            r < 0 ? err->field : "", row->code, strna(row->field));
                 fail();
         }
         assert_true(strlen(err->message) > 0);

@@ -15,6 +15,7 @@
 
 #include "store-internal.h"
 #include "store.h"
+#include "strv.h"
 #include "util.h"
 
 /* The store against real SQLite files in a fresh temporary directory per test: what the daemon
@@ -845,7 +846,7 @@ static void test_purge_artifacts(_unused_ void **state) {
         assert_non_null(gone);
         assert_string_equal(gone[0], SHA_A);
         assert_null(gone[1]);
-        gone = store_digests_free(gone);
+        gone = strv_free(gone);
         assert_int_equal(store_get_artifacts(s, "exec_old", &got), -ENOENT);
         assert_int_equal(store_get_artifacts(s, "exec_young", &got), 0);
         assert_int_equal(got->n_items, 2);

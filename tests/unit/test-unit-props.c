@@ -9,6 +9,7 @@
 
 #include "language.h"
 #include "sandbox-root.h"
+#include "strv.h"
 #include "unit-props.h"
 #include "util.h"
 
@@ -744,9 +745,7 @@ static void test_environment_dedupe(_unused_ void **state) {
         assert_int_equal(env_index(env, n, "FOO=2"), -1);
         /* A prefix of another name is a different name. */
         assert_true(env_index(env, n, "PATH=/usr/bin:/bin") >= 0);
-        for (size_t i = 0; i < n; i++)
-                free(env[i]);
-        free(env);
+        strv_free(env);
 
         /* The same through unit_props_build. */
         UnitProps p = {};
@@ -774,9 +773,7 @@ static void test_environment_prefix_names(_unused_ void **state) {
         check_unique_keys(env, n);
         /* node has no language env: 11 fixed + 3 */
         assert_int_equal(n, 14);
-        for (size_t i = 0; i < n; i++)
-                free(env[i]);
-        free(env);
+        strv_free(env);
 }
 
 /* ---- unit names ---- */
@@ -786,41 +783,6 @@ static void test_execution_unit_name(_unused_ void **state) {
 
         assert_string_equal(a, "sandboxd-exec_1.service");
         assert_string_equal(b, "sandboxd-exec_20261130_0a1b.service");
-}
-
-static void test_mount_unit_names(_unused_ void **state) {
-        /* Expected values are what "systemd-escape --path --suffix=mount" prints (systemd 252). */
-        static const struct {
-                const char *path, *unit;
-        } rows[] = {
-                { "/run/sandboxd/workspaces/exec_1-a.b", "run-sandboxd-workspaces-exec_1\\x2da.b.mount" },
-                { "/run/sandboxd/workspaces/exec_20261130_0a1b2c3d4e5f6789",
-                  "run-sandboxd-workspaces-exec_20261130_0a1b2c3d4e5f6789.mount" },
-                { "/.hidden/x", "\\x2ehidden-x.mount" },
-                { "/a/.b", "a-.b.mount" },
-                { "/a/..b", "a-..b.mount" },
-                { "/run//sandboxd///workspaces/x", "run-sandboxd-workspaces-x.mount" },
-                { "//run/x//", "run-x.mount" },
-                { "/run/x/", "run-x.mount" },
-                { "/", "-.mount" },
-                { "/x/-y", "x-\\x2dy.mount" },
-                { "/run/a:b", "run-a:b.mount" },
-                { "/a b", "a\\x20b.mount" },
-                { "/x~y", "x\\x7ey.mount" },
-                { "/a/b\\c", "a-b\\x5cc.mount" },
-                { "/tmp/\xc3\xa9", "tmp-\\xc3\\xa9.mount" },
-                { "/A_b/c.d.e", "A_b-c.d.e.mount" },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
-                _cleanup_free_ char *u = mount_unit_name_from_path(rows[i].path);
-
-                assert_non_null(u);
-                if (!streq(u, rows[i].unit)) {
-                        print_error("'%s' -> '%s', want '%s'\n", rows[i].path, u, rows[i].unit);
-                        fail();
-                }
-        }
 }
 
 int main(void) {
@@ -853,7 +815,6 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment_dedupe);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment_prefix_names);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_execution_unit_name);
-        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_mount_unit_names);
         if (i > n)
                 abort();
 

@@ -206,32 +206,6 @@ static void test_id_generate(_unused_ void **state) {
         assert_int_equal(strlen(a), 30);
 }
 
-static void test_unit_name_escape(_unused_ void **state) {
-        static const struct {
-                const char *in;
-                const char *out;
-        } rows[] = {
-                { "",                    "" },
-                { "abc",                 "abc" },
-                { "exec_20240101_ab.c",  "exec_20240101_ab.c" },
-                { "a-b",                 "a\\x2db" },
-                { "a--b-",               "a\\x2d\\x2db\\x2d" },
-                { "-",                   "\\x2d" },
-                { "A_Z.0",               "A_Z.0" },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
-                _cleanup_free_ char *s = unit_name_escape(rows[i].in);
-
-                assert_non_null(s);
-                if (!streq(s, rows[i].out)) {
-                        print_error("unit_name_escape(\"%s\") = \"%s\", expected \"%s\"\n", rows[i].in, s,
-                                    rows[i].out);
-                        fail();
-                }
-        }
-}
-
 static void test_free_and_strdup(_unused_ void **state) {
         _cleanup_free_ char *s = NULL;
 
@@ -250,7 +224,6 @@ int main(void) {
                 cmocka_unit_test(test_id_is_valid),
                 cmocka_unit_test(test_hex),
                 cmocka_unit_test(test_id_generate),
-                cmocka_unit_test(test_unit_name_escape),
                 cmocka_unit_test(test_free_and_strdup),
         };
 

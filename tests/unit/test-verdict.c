@@ -80,183 +80,6 @@ static void test_error_type_strings(_unused_ void **state) {
         assert_int_equal(error_type_from_string("compile"), _ERROR_TYPE_INVALID);
 }
 
-/* ---- helper_report_parse ---- */
-
-typedef struct ParseRow {
-        const char *name;
-        const char *text;
-        size_t len;              /* 0: strlen(text) */
-        int ret;
-        HelperReport expect;     /* compared field by field when ret == 0 */
-} ParseRow;
-
-#define RUN(...) { .valid = true, .phase = PHASE_RUN, __VA_ARGS__ }
-
-static const ParseRow parse_rows[] = {
-        { "minimal report", "phase=run\nexit=0\n", 0, 0, RUN(.exit_code = 0) },
-        { "full report",
-          "phase=run\nexit=-1\nsignal=9\noom_kill=2\nmem_peak=268435456\nmem_failcnt=17\npids_max=3\n"
-          "disk_full=1\ncpu_usec=1234567\n", 0, 0,
-          RUN(.exit_code = -1, .signal = 9, .oom_kills = 2, .memory_peak = 268435456, .memory_failcnt = 17,
-              .pids_max = 3, .disk_full = true, .cpu_usec = 1234567) },
-        { "keys in any order", "exit=3\ncpu_usec=5\nphase=compile\n", 0, 0,
-          { .valid = true, .phase = PHASE_COMPILE, .exit_code = 3, .cpu_usec = 5 } },
-        { "phase=setup with error text", "phase=setup\nexit=1\nerror=mount /proc: Permission denied\n", 0, 0,
-          { .valid = true, .phase = PHASE_SETUP, .exit_code = 1,
-            .error = "mount /proc: Permission denied" } },
-        { "error takes the rest of the line, '=' included", "phase=setup\nexit=1\nerror=a=b  c=d \n", 0, 0,
-          { .valid = true, .phase = PHASE_SETUP, .exit_code = 1, .error = "a=b  c=d " } },
-        { "empty error", "phase=run\nexit=0\nerror=\n", 0, 0, RUN(.exit_code = 0) },
-        { "unknown keys are ignored", "phase=run\nfuture_key=whatever=x\nexit=0\nx=\n", 0, 0,
-          RUN(.exit_code = 0) },
-        { "exit=255 is the top", "phase=run\nexit=255\n", 0, 0, RUN(.exit_code = 255) },
-        { "signal=64 is the top", "phase=run\nexit=-1\nsignal=64\n", 0, 0,
-          RUN(.exit_code = -1, .signal = 64) },
-        { "uint64 max", "phase=run\nexit=0\nmem_peak=18446744073709551615\n", 0, 0,
-          RUN(.exit_code = 0, .memory_peak = UINT64_MAX) },
-        { "disk_full=0", "phase=run\nexit=0\ndisk_full=0\n", 0, 0, RUN(.exit_code = 0) },
-        { "supervision and output sizes",
-          "phase=run\nexit=-1\nsignal=9\ntimeout=1\ncancelled=0\nrun_usec=1500123\nfirst_output_usec=2500\n"
-          "stdout_bytes=1048576\nstdout_lines=1024\nstdout_head=65536\nstdout_tail=65536\n"
-          "stderr_bytes=3\nstderr_lines=1\nstderr_head=3\nstderr_tail=0\n", 0, 0,
-          RUN(.exit_code = -1, .signal = 9, .timed_out = true, .run_usec = 1500123, .first_output_usec = 2500,
-              .have_first_output = true, .out = { 1048576, 1024, 65536, 65536 }, .err = { 3, 1, 3, 0 }) },
-        { "cancelled", "phase=run\nexit=-1\nsignal=9\ncancelled=1\n", 0, 0,
-          RUN(.exit_code = -1, .signal = 9, .cancelled = true) },
-        { "timeout=2", "phase=run\nexit=0\ntimeout=2\n", 0, -EINVAL, {} },
-        { "negative stdout_head", "phase=run\nexit=0\nstdout_head=-1\n", 0, -EINVAL, {} },
-        { "len bounds the input", "phase=run\nexit=0\nexit=1\n", 17, 0, RUN(.exit_code = 0) },
-
-        { "empty", "", 0, -EINVAL, {} },
-        { "missing exit", "phase=run\nsignal=0\n", 0, -EINVAL, {} },
-        { "missing phase", "exit=0\nsignal=0\n", 0, -EINVAL, {} },
-        { "last line unterminated", "phase=run\nexit=0", 0, -EINVAL, {} },
-        { "len cuts a line", "phase=run\nexit=137\n", 15, -EINVAL, {} },
-        { "empty line", "phase=run\n\nexit=0\n", 0, -EINVAL, {} },
-        { "line without '='", "phase=run\nexit=0\ngarbage\n", 0, -EINVAL, {} },
-        { "empty key", "phase=run\nexit=0\n=1\n", 0, -EINVAL, {} },
-        { "duplicate key", "phase=run\nexit=0\nexit=1\n", 0, -EINVAL, {} },
-        { "NUL inside", "phase=run\nexit=0\0\n", 18, -EINVAL, {} },
-        { "bad phase", "phase=running\nexit=0\n", 0, -EINVAL, {} },
-        { "empty phase", "phase=\nexit=0\n", 0, -EINVAL, {} },
-        { "phase case", "phase=RUN\nexit=0\n", 0, -EINVAL, {} },
-        { "exit not a number", "phase=run\nexit=abc\n", 0, -EINVAL, {} },
-        { "exit empty", "phase=run\nexit=\n", 0, -EINVAL, {} },
-        { "exit trailing garbage", "phase=run\nexit=1x\n", 0, -EINVAL, {} },
-        { "exit with CR", "phase=run\nexit=1\r\n", 0, -EINVAL, {} },
-        { "exit leading space", "phase=run\nexit= 1\n", 0, -EINVAL, {} },
-        { "exit leading tab", "phase=run\nexit=\t1\n", 0, -EINVAL, {} },
-        { "exit plus sign", "phase=run\nexit=+1\n", 0, -EINVAL, {} },
-        { "exit lone minus", "phase=run\nexit=-\n", 0, -EINVAL, {} },
-        { "exit=256", "phase=run\nexit=256\n", 0, -EINVAL, {} },
-        { "exit=-2", "phase=run\nexit=-2\n", 0, -EINVAL, {} },
-        { "exit overflows int", "phase=run\nexit=99999999999\n", 0, -EINVAL, {} },
-        { "signal negative", "phase=run\nexit=-1\nsignal=-1\n", 0, -EINVAL, {} },
-        { "signal=65", "phase=run\nexit=-1\nsignal=65\n", 0, -EINVAL, {} },
-        { "oom_kill negative", "phase=run\nexit=0\noom_kill=-1\n", 0, -EINVAL, {} },
-        { "oom_kill tab minus", "phase=run\nexit=0\noom_kill=\t-1\n", 0, -EINVAL, {} },
-        { "mem_peak overflow", "phase=run\nexit=0\nmem_peak=18446744073709551616\n", 0, -EINVAL, {} },
-        { "mem_failcnt garbage", "phase=run\nexit=0\nmem_failcnt=0x10\n", 0, -EINVAL, {} },
-        { "pids_max empty", "phase=run\nexit=0\npids_max=\n", 0, -EINVAL, {} },
-        { "cpu_usec float", "phase=run\nexit=0\ncpu_usec=1.5\n", 0, -EINVAL, {} },
-        { "disk_full=2", "phase=run\nexit=0\ndisk_full=2\n", 0, -EINVAL, {} },
-        { "disk_full=yes", "phase=run\nexit=0\ndisk_full=yes\n", 0, -EINVAL, {} },
-        { "malformed value after valid keys", "phase=run\nexit=0\nsignal=x\n", 0, -EINVAL, {} },
-};
-
-static void test_parse_row(void **state) {
-        const ParseRow *row = *state;
-        size_t len = row->len ?: strlen(row->text);
-        HelperReport r;
-        int k;
-
-        /* Poison: the parser must set every field, not rely on the caller. */
-        memset(&r, 0xaa, sizeof(r));
-        k = helper_report_parse(row->text, len, &r);
-        assert_int_equal(k, row->ret);
-        if (k < 0) {
-                assert_false(r.valid);
-                return;
-        }
-
-        assert_true(r.valid);
-        assert_int_equal(r.phase, row->expect.phase);
-        assert_int_equal(r.exit_code, row->expect.exit_code);
-        assert_int_equal(r.signal, row->expect.signal);
-        assert_int_equal(r.oom_kills, row->expect.oom_kills);
-        assert_int_equal(r.memory_peak, row->expect.memory_peak);
-        assert_int_equal(r.memory_failcnt, row->expect.memory_failcnt);
-        assert_int_equal(r.pids_max, row->expect.pids_max);
-        assert_int_equal(r.disk_full, row->expect.disk_full);
-        assert_int_equal(r.cpu_usec, row->expect.cpu_usec);
-        assert_int_equal(r.timed_out, row->expect.timed_out);
-        assert_int_equal(r.cancelled, row->expect.cancelled);
-        assert_int_equal(r.run_usec, row->expect.run_usec);
-        assert_int_equal(r.have_first_output, row->expect.have_first_output);
-        assert_int_equal(r.first_output_usec, row->expect.first_output_usec);
-        assert_int_equal(r.out.bytes, row->expect.out.bytes);
-        assert_int_equal(r.out.lines, row->expect.out.lines);
-        assert_int_equal(r.out.head, row->expect.out.head);
-        assert_int_equal(r.out.tail, row->expect.out.tail);
-        assert_int_equal(r.err.bytes, row->expect.err.bytes);
-        assert_int_equal(r.err.lines, row->expect.err.lines);
-        assert_int_equal(r.err.head, row->expect.err.head);
-        assert_int_equal(r.err.tail, row->expect.err.tail);
-        assert_string_equal(r.error, row->expect.error);
-}
-
-static void test_parse_size_bounds(_unused_ void **state) {
-        char buf[HELPER_REPORT_MAX + 2];
-        const char *head = "phase=run\nexit=7\n";
-        size_t hl = strlen(head);
-        HelperReport r;
-
-        /* Pad with an unknown key up to exactly HELPER_REPORT_MAX bytes. */
-        memcpy(buf, head, hl);
-        memcpy(buf + hl, "pad=", 4);
-        memset(buf + hl + 4, 'x', HELPER_REPORT_MAX - hl - 5);
-        buf[HELPER_REPORT_MAX - 1] = '\n';
-        assert_int_equal(helper_report_parse(buf, HELPER_REPORT_MAX, &r), 0);
-        assert_true(r.valid);
-        assert_int_equal(r.exit_code, 7);
-
-        /* One byte more is refused even though it is well-formed. */
-        buf[HELPER_REPORT_MAX - 1] = 'x';
-        buf[HELPER_REPORT_MAX] = '\n';
-        assert_int_equal(helper_report_parse(buf, HELPER_REPORT_MAX + 1, &r), -EINVAL);
-        assert_false(r.valid);
-
-        assert_int_equal(helper_report_parse(NULL, 0, &r), -EINVAL);
-        assert_false(r.valid);
-}
-
-static void test_parse_error_truncated(_unused_ void **state) {
-        char text[HELPER_REPORT_MAX];
-        HelperReport r;
-        size_t n;
-
-        /* 400 ASCII bytes: cut to the buffer, still NUL-terminated. */
-        n = (size_t) snprintf(text, sizeof(text), "phase=setup\nexit=1\nerror=");
-        memset(text + n, 'e', 400);
-        n += 400;
-        text[n++] = '\n';
-        assert_int_equal(helper_report_parse(text, n, &r), 0);
-        assert_int_equal(strlen(r.error), sizeof(r.error) - 1);
-        assert_true(r.error[0] == 'e' && r.error[sizeof(r.error) - 2] == 'e');
-
-        /* 'é' (2 bytes) from offset 0: 255 is odd, so a byte cut would split the 128th 'é'. */
-        n = (size_t) snprintf(text, sizeof(text), "phase=setup\nexit=1\nerror=");
-        for (size_t i = 0; i < 200; i++) {
-                text[n++] = (char) 0xc3;
-                text[n++] = (char) 0xa9;
-        }
-        text[n++] = '\n';
-        assert_int_equal(helper_report_parse(text, n, &r), 0);
-        assert_int_equal(strlen(r.error), 254);
-        assert_int_equal((uint8_t) r.error[252], 0xc3);
-        assert_int_equal((uint8_t) r.error[253], 0xa9);
-}
-
 /* ---- verdict_decide ---- */
 
 typedef struct VerdictRow {
@@ -621,7 +444,7 @@ static void test_verdict_invariants(_unused_ void **state) {
 }
 
 int main(void) {
-        size_t n = 5 + ELEMENTSOF(parse_rows) + ELEMENTSOF(verdict_rows) + 2, i = 0;
+        size_t n = 5 + ELEMENTSOF(verdict_rows) + 2, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -629,11 +452,6 @@ int main(void) {
 
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_status_strings);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_error_type_strings);
-        for (size_t k = 0; k < ELEMENTSOF(parse_rows); k++)
-                tests[i++] = (struct CMUnitTest) { parse_rows[k].name, test_parse_row, NULL, NULL,
-                                                   (void *) &parse_rows[k] };
-        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_parse_size_bounds);
-        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_parse_error_truncated);
         for (size_t k = 0; k < ELEMENTSOF(verdict_rows); k++)
                 tests[i++] = (struct CMUnitTest) { verdict_rows[k].name, test_verdict_row, NULL, NULL,
                                                    (void *) &verdict_rows[k] };

@@ -3,7 +3,9 @@
 
 /* Logging. Plain messages go to stderr with a "<N>" syslog priority prefix, which journald parses
  * for services (SyslogLevelPrefix=yes is the default), so they land in the journal with the right
- * PRIORITY= and _SYSTEMD_UNIT=. Events about executions carry structured fields (log_execution()). */
+ * PRIORITY= and _SYSTEMD_UNIT=. Events about executions carry structured fields (job.c's
+ * log_execution_start() and friends, sd_journal_send()). libc only (no libsystemd), which is why it
+ * can live in src/shared beside sandbox-exec's code. */
 
 #include <errno.h>
 #include <syslog.h>

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "exec-protocol.h"
+#include "string-table.h"
+#include "util.h"
+
+/* ---- the header ---- */
+
+int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len) {
+        int n = snprintf(buf, size, EXEC_PROTOCOL_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " %" PRIu64 " %" PRIu64
+                         "\n", bpf_len, code_len);
+
+        if (n < 0 || (size_t) n >= size || n > EXEC_HEADER_MAX)
+                return -ENOBUFS;
+        return n;
+}
+
+/* Strict decimal: digits only, no sign, no leading zeros (except "0"), no overflow. */
+static int parse_decimal(const char *s, size_t n, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (n == 0 || n > 20 || (n > 1 && s[0] == '0'))
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+int exec_header_parse(const char *line, size_t n, uint64_t *ret_bpf_len, uint64_t *ret_code_len) {
+        static const char prefix[] = EXEC_PROTOCOL_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " ";
+        const char *p, *sp, *end = line + n;
+        uint64_t bpf_len, code_len;
+        int r;
+
+        if (n >= EXEC_HEADER_MAX || memchr(line, 0, n) || n < sizeof(prefix) - 1 ||
+            memcmp(line, prefix, sizeof(prefix) - 1) != 0)
+                return -EINVAL;
+        p = line + sizeof(prefix) - 1;
+        sp = memchr(p, ' ', (size_t) (end - p));
+        if (!sp)
+                return -EINVAL;
+        r = parse_decimal(p, (size_t) (sp - p), &bpf_len);
+        if (r < 0)
+                return r;
+        r = parse_decimal(sp + 1, (size_t) (end - sp - 1), &code_len);
+        if (r < 0)
+                return r;
+        *ret_bpf_len = bpf_len;
+        *ret_code_len = code_len;
+        return 0;
+}
+
+bool exec_bpf_len_is_valid(uint64_t bpf_len) {
+        return bpf_len > 0 && bpf_len % 8 == 0 && bpf_len <= EXEC_BPF_MAX;
+}
+
+/* ---- names ---- */
+
+static const char *const helper_phase_table[_PHASE_MAX] = {
+        [PHASE_SETUP] = "setup",
+        [PHASE_COMPILE] = "compile",
+        [PHASE_RUN] = "run",
+};
+
+static const char *const helper_report_key_table[_HELPER_KEY_MAX] = {
+        [HELPER_KEY_PHASE] = "phase",
+        [HELPER_KEY_EXIT] = "exit",
+        [HELPER_KEY_SIGNAL] = "signal",
+        [HELPER_KEY_OOM_KILL] = "oom_kill",
+        [HELPER_KEY_MEM_PEAK] = "mem_peak",
+        [HELPER_KEY_MEM_FAILCNT] = "mem_failcnt",
+        [HELPER_KEY_PIDS_MAX] = "pids_max",
+        [HELPER_KEY_DISK_FULL] = "disk_full",
+        [HELPER_KEY_CPU_USEC] = "cpu_usec",
+        [HELPER_KEY_ERROR] = "error",
+        [HELPER_KEY_TIMEOUT] = "timeout",
+        [HELPER_KEY_CANCELLED] = "cancelled",
+        [HELPER_KEY_RUN_USEC] = "run_usec",
+        [HELPER_KEY_FIRST_OUTPUT_USEC] = "first_output_usec",
+        [HELPER_KEY_STDOUT_BYTES] = "stdout_bytes",
+        [HELPER_KEY_STDOUT_LINES] = "stdout_lines",
+        [HELPER_KEY_STDOUT_HEAD] = "stdout_head",
+        [HELPER_KEY_STDOUT_TAIL] = "stdout_tail",
+        [HELPER_KEY_STDERR_BYTES] = "stderr_bytes",
+        [HELPER_KEY_STDERR_LINES] = "stderr_lines",
+        [HELPER_KEY_STDERR_HEAD] = "stderr_head",
+        [HELPER_KEY_STDERR_TAIL] = "stderr_tail",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(helper_phase, HelperPhase);
+DEFINE_STRING_TABLE_LOOKUP(helper_report_key, HelperReportKey);
+
+/* ---- the report: format ---- */
+
+typedef struct Writer {
+        char *buf;
+        size_t size, n;
+        bool overflow;
+} Writer;
+
+_printf_(3, 4) static void put(Writer *w, HelperReportKey k, const char *fmt, ...) {
+        va_list ap;
+        int m;
+
+        if (w->overflow)
+                return;
+        m = snprintf(w->buf + w->n, w->size - w->n, "%s=", helper_report_key_table[k]);
+        if (m < 0 || (size_t) m >= w->size - w->n) {
+                w->overflow = true;
+                return;
+        }
+        w->n += (size_t) m;
+        va_start(ap, fmt);
+        m = vsnprintf(w->buf + w->n, w->size - w->n, fmt, ap);
+        va_end(ap);
+        /* Room for the '\n' and the NUL too. */
+        if (m < 0 || (size_t) m + 1 >= w->size - w->n) {
+                w->overflow = true;
+                return;
+        }
+        w->n += (size_t) m;
+        w->buf[w->n++] = '\n';
+        w->buf[w->n] = 0;
+}
+
+static void put_u64(Writer *w, HelperReportKey k, uint64_t v) {
+        put(w, k, "%" PRIu64, v);
+}
+
+static void put_bool(Writer *w, HelperReportKey k, bool b) {
+        put(w, k, "%d", b ? 1 : 0);
+}
+
+int helper_report_format(const HelperReport *r, char *buf, size_t size) {
+        char error[sizeof(r->error)];
+        Writer w = { .buf = buf, .size = size };
+
+        if (r->phase < 0 || r->phase >= _PHASE_MAX || r->exit_code < -1 || r->exit_code > 255 ||
+            r->signal < 0 || r->signal >= NSIG)
+                return -EINVAL;
+        if (size == 0)
+                return -ENOBUFS;
+        buf[0] = 0;
+
+        put(&w, HELPER_KEY_PHASE, "%s", helper_phase_table[r->phase]);
+        put(&w, HELPER_KEY_EXIT, "%d", r->exit_code);
+        put(&w, HELPER_KEY_SIGNAL, "%d", r->signal);
+        put_u64(&w, HELPER_KEY_OOM_KILL, r->oom_kills);
+        put_u64(&w, HELPER_KEY_MEM_PEAK, r->memory_peak);
+        put_u64(&w, HELPER_KEY_MEM_FAILCNT, r->memory_failcnt);
+        put_u64(&w, HELPER_KEY_PIDS_MAX, r->pids_max);
+        put_bool(&w, HELPER_KEY_DISK_FULL, r->disk_full);
+        put_u64(&w, HELPER_KEY_CPU_USEC, r->cpu_usec);
+        if (r->error[0]) {
+                /* One line, printable: error= is the rest of its line. */
+                strncpy(error, r->error, sizeof(error) - 1);
+                error[sizeof(error) - 1] = 0;
+                for (char *p = error; *p; p++)
+                        if ((unsigned char) *p < 0x20 || (unsigned char) *p == 0x7f)
+                                *p = ' ';
+                put(&w, HELPER_KEY_ERROR, "%s", error);
+        }
+        put_bool(&w, HELPER_KEY_TIMEOUT, r->timed_out);
+        put_bool(&w, HELPER_KEY_CANCELLED, r->cancelled);
+        put_u64(&w, HELPER_KEY_RUN_USEC, r->run_usec);
+        if (r->have_first_output)
+                put_u64(&w, HELPER_KEY_FIRST_OUTPUT_USEC, r->first_output_usec);
+        put_u64(&w, HELPER_KEY_STDOUT_BYTES, r->out.bytes);
+        put_u64(&w, HELPER_KEY_STDOUT_LINES, r->out.lines);
+        put_u64(&w, HELPER_KEY_STDOUT_HEAD, r->out.head);
+        put_u64(&w, HELPER_KEY_STDOUT_TAIL, r->out.tail);
+        put_u64(&w, HELPER_KEY_STDERR_BYTES, r->err.bytes);
+        put_u64(&w, HELPER_KEY_STDERR_LINES, r->err.lines);
+        put_u64(&w, HELPER_KEY_STDERR_HEAD, r->err.head);
+        put_u64(&w, HELPER_KEY_STDERR_TAIL, r->err.tail);
+        /* The empty line that ends the text. */
+        if (w.overflow || w.size - w.n < 2)
+                return -ENOBUFS;
+        buf[w.n++] = '\n';
+        buf[w.n] = 0;
+        if (w.n > HELPER_REPORT_MAX)
+                return -ENOBUFS;
+        return (int) w.n;
+}
+
+/* ---- the report: parse ---- */
+
+static int parse_bool(const char *v, bool *ret) {
+        if (streq(v, "0"))
+                *ret = false;
+        else if (streq(v, "1"))
+                *ret = true;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+/* util.c's parsers let strtol() skip leading whitespace other than ' ' (and then accept a sign,
+ * which wraps for unsigned); the report is machine-written, so demand plain digits. */
+static int parse_u64(const char *v, uint64_t *ret) {
+        if (!(v[0] >= '0' && v[0] <= '9'))
+                return -EINVAL;
+        return safe_atou64(v, ret);
+}
+
+static int parse_int(const char *v, int min, int max, int *ret) {
+        const char *d = v[0] == '-' ? v + 1 : v;
+        int k, r;
+
+        if (!(d[0] >= '0' && d[0] <= '9'))
+                return -EINVAL;
+        r = safe_atoi(v, &k);
+        if (r < 0)
+                return r;
+        if (k < min || k > max)
+                return -ERANGE;
+        *ret = k;
+        return 0;
+}
+
+static int report_set(HelperReport *r, HelperReportKey key, const char *v) {
+        switch (key) {
+        case HELPER_KEY_PHASE:
+                r->phase = helper_phase_from_string(v);
+                return r->phase < 0 ? -EINVAL : 0;
+        case HELPER_KEY_EXIT:
+                /* -1: killed by a signal; otherwise a wait status, 0..255. */
+                return parse_int(v, -1, 255, &r->exit_code);
+        case HELPER_KEY_SIGNAL:
+                return parse_int(v, 0, NSIG - 1, &r->signal);
+        case HELPER_KEY_OOM_KILL:
+                return parse_u64(v, &r->oom_kills);
+        case HELPER_KEY_MEM_PEAK:
+                return parse_u64(v, &r->memory_peak);
+        case HELPER_KEY_MEM_FAILCNT:
+                return parse_u64(v, &r->memory_failcnt);
+        case HELPER_KEY_PIDS_MAX:
+                return parse_u64(v, &r->pids_max);
+        case HELPER_KEY_DISK_FULL:
+                return parse_bool(v, &r->disk_full);
+        case HELPER_KEY_CPU_USEC:
+                return parse_u64(v, &r->cpu_usec);
+        case HELPER_KEY_TIMEOUT:
+                return parse_bool(v, &r->timed_out);
+        case HELPER_KEY_CANCELLED:
+                return parse_bool(v, &r->cancelled);
+        case HELPER_KEY_RUN_USEC:
+                return parse_u64(v, &r->run_usec);
+        case HELPER_KEY_FIRST_OUTPUT_USEC:
+                r->have_first_output = true;
+                return parse_u64(v, &r->first_output_usec);
+        case HELPER_KEY_STDOUT_BYTES:
+                return parse_u64(v, &r->out.bytes);
+        case HELPER_KEY_STDOUT_LINES:
+                return parse_u64(v, &r->out.lines);
+        case HELPER_KEY_STDOUT_HEAD:
+                return parse_u64(v, &r->out.head);
+        case HELPER_KEY_STDOUT_TAIL:
+                return parse_u64(v, &r->out.tail);
+        case HELPER_KEY_STDERR_BYTES:
+                return parse_u64(v, &r->err.bytes);
+        case HELPER_KEY_STDERR_LINES:
+                return parse_u64(v, &r->err.lines);
+        case HELPER_KEY_STDERR_HEAD:
+                return parse_u64(v, &r->err.head);
+        case HELPER_KEY_STDERR_TAIL:
+                return parse_u64(v, &r->err.tail);
+        case HELPER_KEY_ERROR: {
+                size_t n = MIN(strlen(v), sizeof(r->error) - 1);
+
+                /* Cut on a character boundary so a truncated message stays valid UTF-8. */
+                if (n < strlen(v))
+                        while (n > 0 && ((uint8_t) v[n] & 0xc0) == 0x80)
+                                n--;
+                memcpy(r->error, v, n);
+                r->error[n] = 0;
+                return 0;
+        }
+        default:
+                return -EINVAL;
+        }
+}
+
+int helper_report_parse(const char *text, size_t len, HelperReport *ret) {
+        char line[HELPER_REPORT_MAX + 1];
+        HelperReport r = {
+                .valid = false,
+                .phase = _PHASE_INVALID,
+                .exit_code = -1,
+        };
+        bool seen[_HELPER_KEY_MAX] = {};
+        size_t i = 0;
+
+        *ret = r;
+
+        if (!text || len > HELPER_REPORT_MAX)
+                return -EINVAL;
+        /* The report is text; a NUL means it is not one (and would cut our line copies short). */
+        if (memchr(text, 0, len))
+                return -EINVAL;
+
+        while (i < len) {
+                const char *nl = memchr(text + i, '\n', len - i);
+                HelperReportKey k;
+                size_t n;
+                char *v;
+
+                /* A last line without '\n' is a report cut short: its value may be truncated. */
+                if (!nl)
+                        return -EINVAL;
+                n = (size_t) (nl - (text + i));
+                memcpy(line, text + i, n);
+                line[n] = 0;
+                i += n + 1;
+
+                v = memchr(line, '=', n);
+                if (!v || v == line)
+                        return -EINVAL;
+                *v++ = 0;
+
+                k = helper_report_key_from_string(line);
+                if (k < 0)
+                        continue;  /* a newer sandbox-exec may say more */
+                /* A repeated key means two reports got mixed up, or someone forged one. */
+                if (seen[k])
+                        return -EINVAL;
+                seen[k] = true;
+
+                if (report_set(&r, k, v) < 0)
+                        return -EINVAL;
+        }
+
+        if (!seen[HELPER_KEY_PHASE] || !seen[HELPER_KEY_EXIT])
+                return -EINVAL;
+
+        r.valid = true;
+        *ret = r;
+        return 0;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The protocol between sandboxd and sandbox-exec over the control channel (the unit's stdin, a
+ * socketpair), written down once and compiled into both programs. libc only: sandbox-exec links
+ * nothing else.
+ *
+ * sandboxd → sandbox-exec, once, at the start:
+ *   the header line  "SANDBOXD-EXEC 1 <bpf_len> <code_len>\n"  (decimal, no sign, no leading zeros,
+ *   single spaces, at most EXEC_HEADER_MAX bytes with its '\n'), then bpf_len bytes of classic BPF
+ *   (struct sock_filter, 8 bytes each, 1..EXEC_BPF_MAX bytes), then code_len bytes of source.
+ *
+ * sandbox-exec → sandboxd, once, when the program has ended (or setup failed):
+ *   the report text, one "key=value\n" per line (the keys below), at most HELPER_REPORT_MAX bytes,
+ *   ended by an empty line; then the stdout head, the stdout tail, the stderr head and the stderr tail,
+ *   exactly as many bytes of each as stdout_head=, stdout_tail=, stderr_head= and stderr_tail= say.
+ *   Unknown keys are ignored (a newer sandbox-exec may say more), a repeated key or a malformed value
+ *   makes the report invalid, phase= and exit= are required. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EXEC_PROTOCOL_MAGIC "SANDBOXD-EXEC"
+#define EXEC_PROTOCOL_VERSION 1
+/* The header line with its '\n': magic, version and two 20-digit numbers fit with room to spare. */
+#define EXEC_HEADER_MAX 64
+#define EXEC_BPF_MAX (64U * 1024U)
+/* The report's text part, the empty line included. What sandbox-exec writes is far less (every
+ * number at its widest and a full error message: see test-exec-protocol). */
+#define HELPER_REPORT_MAX 4096
+/* error= keeps at most this many bytes (cut on a character boundary). */
+#define HELPER_REPORT_ERROR_MAX 255
+
+/* The header line for these lengths, '\n' included, into buf; its length, or -ENOBUFS. */
+int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len);
+/* One header line without its '\n' (n bytes, NUL bytes refused). 0, -EINVAL (not this protocol's
+ * header: magic, version, spacing, digits), -ERANGE (a number over UINT64_MAX). The outputs are set
+ * only on success. Whether the lengths are acceptable is the receiver's to judge
+ * (exec_bpf_len_is_valid(), its own source limit). */
+int exec_header_parse(const char *line, size_t n, uint64_t *ret_bpf_len, uint64_t *ret_code_len);
+/* Whole instructions, at least one, at most EXEC_BPF_MAX bytes. */
+bool exec_bpf_len_is_valid(uint64_t bpf_len);
+
+typedef enum HelperPhase {
+        PHASE_SETUP,     /* sandbox-exec itself, before the program ran */
+        PHASE_COMPILE,   /* the compile step, or the syntax checker said it was a compile error */
+        PHASE_RUN,
+        _PHASE_MAX,
+        _PHASE_INVALID = -22,
+} HelperPhase;
+
+const char *helper_phase_to_string(HelperPhase p);
+HelperPhase helper_phase_from_string(const char *s);
+
+/* The report's keys, in the order helper_report_format() writes them. */
+typedef enum HelperReportKey {
+        HELPER_KEY_PHASE,             /* phase=setup|compile|run */
+        HELPER_KEY_EXIT,              /* exit=N, 0..255, or -1: killed by a signal or never ran */
+        HELPER_KEY_SIGNAL,            /* signal=N, 0: none */
+        HELPER_KEY_OOM_KILL,          /* oom_kill=N */
+        HELPER_KEY_MEM_PEAK,          /* mem_peak=BYTES */
+        HELPER_KEY_MEM_FAILCNT,       /* mem_failcnt=N */
+        HELPER_KEY_PIDS_MAX,          /* pids_max=N */
+        HELPER_KEY_DISK_FULL,         /* disk_full=0|1 */
+        HELPER_KEY_CPU_USEC,          /* cpu_usec=N */
+        HELPER_KEY_ERROR,             /* error=free text, the rest of the line (only when there is one) */
+        HELPER_KEY_TIMEOUT,           /* timeout=0|1 */
+        HELPER_KEY_CANCELLED,         /* cancelled=0|1 */
+        HELPER_KEY_RUN_USEC,          /* run_usec=N */
+        HELPER_KEY_FIRST_OUTPUT_USEC, /* first_output_usec=N (only when there was output) */
+        HELPER_KEY_STDOUT_BYTES,      /* stdout_bytes=N, stdout_lines=N, stdout_head=N, stdout_tail=N */
+        HELPER_KEY_STDOUT_LINES,
+        HELPER_KEY_STDOUT_HEAD,
+        HELPER_KEY_STDOUT_TAIL,
+        HELPER_KEY_STDERR_BYTES,      /* the same for stderr */
+        HELPER_KEY_STDERR_LINES,
+        HELPER_KEY_STDERR_HEAD,
+        HELPER_KEY_STDERR_TAIL,
+        _HELPER_KEY_MAX,
+        _HELPER_KEY_INVALID = -22,
+} HelperReportKey;
+
+const char *helper_report_key_to_string(HelperReportKey k);
+HelperReportKey helper_report_key_from_string(const char *s);
+
+typedef struct HelperReport {
+        bool valid;              /* a complete, well-formed report arrived (set by the parser only) */
+        HelperPhase phase;
+        int exit_code;           /* -1 when killed by a signal */
+        int signal;
+        uint64_t oom_kills;      /* memory.oom_control:oom_kill (v1) or memory.events:oom_kill (v2) */
+        uint64_t memory_peak;    /* bytes; memory.max_usage_in_bytes (v1) or memory.peak (v2) */
+        uint64_t memory_failcnt;
+        uint64_t pids_max;       /* pids.events:max — fork failed at TasksMax */
+        bool disk_full;          /* the workspace file system had no space left */
+        uint64_t cpu_usec;
+        bool timed_out;          /* sandbox-exec killed the program at --timeout-ms */
+        bool cancelled;          /* sandbox-exec killed the program on SIGUSR1 (a cancel) */
+        uint64_t run_usec;       /* wall time of compile + run, as sandbox-exec measured it */
+        uint64_t first_output_usec;      /* start → first byte of output; only with have_first_output */
+        bool have_first_output;
+        struct {
+                uint64_t bytes, lines;   /* the whole stream */
+                uint64_t head, tail;     /* bytes of each part that follow the text */
+        } out, err;
+        char error[HELPER_REPORT_ERROR_MAX + 1];
+} HelperReport;
+
+/* r's text part as sandbox-exec sends it, the empty line included, into buf (NUL-terminated). A
+ * control character in r->error is written as a space (error= is the rest of its line). Returns the
+ * length, -ENOBUFS if size is too small (HELPER_REPORT_MAX never is), -EINVAL for a phase, exit or
+ * signal out of range. */
+int helper_report_format(const HelperReport *r, char *buf, size_t size);
+
+/* The text part without its empty line: 0, or -EINVAL for a malformed report (ret->valid is then
+ * false). Everything in it is the sandbox's word, checked before it is believed. */
+int helper_report_parse(const char *text, size_t len, HelperReport *ret);
