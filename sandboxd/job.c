@@ -193,7 +193,7 @@ int job_persist(Job *j) {
                 /* Only while the job still has it: the store keeps what it got first. */
                 .code = j->request ? j->request->code : NULL,
                 .owner = j->owner,
-                .workspace = j->state >= JOB_STARTING && j->state != JOB_DONE ? j->workspace : NULL,
+                .workspace = j->state >= JOB_PREPARING && j->state != JOB_DONE ? j->workspace : NULL,
         };
         int k;
 
@@ -571,6 +571,12 @@ static void start_service(Job *j) {
                 return;
         }
         r = build_control_payload(j);
+        /* The workspace goes on record before the unit can exist: a restart that finds the unit
+         * while the record still says queued adopts it with its mount, instead of sweeping the
+         * mount away from under it (which stops the unit: its binds require the mount). Seen in the
+         * VM tier, where a SIGKILL of sandboxd came before 16 start jobs had finished. */
+        if (r >= 0)
+                (void) job_persist(j);
         /* Watch first, then start: no signal about the unit can come before we listen. */
         if (r >= 0)
                 r = job_watch_unit(j);

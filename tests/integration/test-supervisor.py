@@ -180,12 +180,13 @@ for p in PATHS:
     f = os.open(p, os.O_RDONLY)
     fcntl.flock(f, fcntl.LOCK_EX)
     fds.append(f)
-print("holding", flush=True)
-time.sleep(6)
+print("holding", time.time(), flush=True)
+time.sleep(8)
+print("releasing", time.time(), flush=True)
 '''
 PROBE = r'''
-import errno, fcntl, json, os
-out = {}
+import errno, fcntl, json, os, time
+out = {"at": time.time()}
 for p in PATHS:
     f = os.open(p, os.O_RDONLY)
     try:
@@ -202,7 +203,7 @@ holder = res.get("execution_id")
 # Output is only there at the end: wait for it to run, then give it a second and a half to take the
 # locks (it holds them for 6 s).
 t.ok(wait_until(lambda: get(holder)[1].get("status") == "running", timeout=30, step=0.05), "the holder runs")
-time.sleep(1.5)
+time.sleep(2.5)
 r = run(prefix + PROBE)
 try:
     o = json.loads(r["stdout"])
@@ -213,7 +214,12 @@ t.eq(still, "running", "... and still holds them while the second one looks")
 for p in PATHS:
     t.eq(o.get(p), "free", f"a concurrent sandbox does not see the lock on {p}")
 h = get(holder, wait=True)[1]
-t.eq((h.get("status"), h.get("stdout")), ("success", "holding\n"), "the first sandbox had taken every lock")
+hl = (h.get("stdout") or "").split()
+held = float(hl[1]) if len(hl) == 4 and hl[0] == "holding" else None
+released = float(hl[3]) if len(hl) == 4 and hl[2] == "releasing" else None
+# The clocks are the host's: the probe looked while the locks were held, or the test proved nothing.
+t.ok(held is not None and released is not None and held < o.get("at", 0) < released,
+     "the first sandbox held every lock while the second one looked", (h.get("stdout"), o.get("at")))
 
 # ---- 5. a session turn cannot poison the next one ---------------------------------------------
 

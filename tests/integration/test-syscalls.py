@@ -84,6 +84,10 @@ for k in EPERM_CALLS:
 
 # The typical programs, each in its own unit: they must succeed, and say so on their last line.
 for name, (language, code) in WORKLOADS.items():
+    if name == "python-numpy" and not os.path.isdir("/usr/lib/python3/dist-packages/numpy"):
+        # The VM image has no python3-numpy (the development hosts do, tools/install-deps).
+        print(f"# {name}: skipped, numpy is not installed on this host")
+        continue
     r = run(code, language=language, limits={"timeout_ms": 120000, "memory_mb": 1024})
     last = (r.get("stdout") or "").strip().splitlines()[-1:]
     ok = t.verdict(r, "success", None, f"{name} runs")
