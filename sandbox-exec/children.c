@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The program's processes: each child becomes the program's user and runs a step; the supervision of
+ * the run (output, deadline, cancel), the syntax checker, and the sweep of what is left. */
+
+#include "sandbox-exec.h"
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Children */
+
+static _Noreturn void child_fail(int err_fd, const char *fmt, ...) _printf_(2, 3);
+static _Noreturn void child_fail(int err_fd, const char *fmt, ...) {
+        char msg[ERROR_MAX + 1];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (n > 0) {
+                size_t len = MIN((size_t) n, sizeof(msg) - 1);
+
+                /* To the parent, which turns it into a phase=setup report, and to stderr, where
+                 * whoever reads the output sees why nothing ran. */
+                (void) loop_write(err_fd, msg, len);
+                (void) loop_write(STDERR_FILENO, "sandbox-exec: ", strlen("sandbox-exec: "));
+                (void) loop_write(STDERR_FILENO, msg, len);
+                (void) loop_write(STDERR_FILENO, "\n", 1);
+        }
+        _exit(127);
+}
+
+static int set_limit(int resource, uint64_t value) {
+        struct rlimit rl;
+
+        if (getrlimit(resource, &rl) < 0)
+                return -errno;
+        /* Soft and hard alike, so the program cannot raise it again. Never above the current hard
+         * limit: an unprivileged process cannot raise that, and asking would only fail. */
+        if (value != (uint64_t) RLIM_INFINITY && (rl.rlim_max == RLIM_INFINITY || value < rl.rlim_max))
+                rl.rlim_max = (rlim_t) value;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(resource, &rl) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Close every fd from 'from' up, except 'keep'. */
+static int close_all_from(unsigned from, int keep) {
+        if (keep >= 0 && (unsigned) keep >= from) {
+                if ((unsigned) keep > from && close_range(from, (unsigned) keep - 1, 0) < 0)
+                        return -errno;
+                from = (unsigned) keep + 1;
+        }
+        if (close_range(from, ~0U, 0) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Become the program's user: no capability bounding set, the dynamic GID as the only group, the
+ * dynamic UID for real, effective and saved. From root without SECBIT_KEEP_CAPS, setresuid() clears
+ * the permitted, effective and ambient sets; NoNewPrivileges= keeps them empty across exec. Checked,
+ * not assumed. Returns 0 or a negative errno; in the child, between fork and exec. */
+int become_program_user(void) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+
+        if (!privileged)
+                return 0;
+        for (unsigned long c = 0; c <= 63; c++)
+                if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+                        return -errno;
+        if (setgroups(1, &prog_gid) < 0 || setresgid(prog_gid, prog_gid, prog_gid) < 0 ||
+            setresuid(prog_uid, prog_uid, prog_uid) < 0)
+                return -errno;
+        if (getuid() != prog_uid || geteuid() != prog_uid || getgid() != prog_gid)
+                return -EPERM;
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        if (d[0].permitted | d[0].effective | d[1].permitted | d[1].effective)
+                return -EPERM;
+        return 0;
+}
+
+
+/* In the forked child: set up and exec. Never returns. err_fd is CLOEXEC: if exec succeeds the
+ * parent sees EOF on it; anything written to it is a setup failure. */
+static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len,
+                                 int err_fd, ChildKind kind) {
+        struct sock_fprog prog = {
+                .len = (unsigned short) (bpf_len / 8),
+                .filter = (struct sock_filter *) (void *) bpf,
+        };
+        sigset_t mask;
+        int fd, r;
+
+        /* Resource limits first, while nothing of the program runs. RLIMIT_CORE: no core dumps
+         * into the workspace or anywhere else unless asked for. */
+        r = set_limit(RLIMIT_CORE, o->rlimit_core);
+        if (r < 0)
+                child_fail(err_fd, "Cannot set RLIMIT_CORE: %s", strerror(-r));
+        if (o->have_nofile) {
+                r = set_limit(RLIMIT_NOFILE, o->rlimit_nofile);
+                if (r < 0)
+                        child_fail(err_fd, "Cannot set RLIMIT_NOFILE: %s", strerror(-r));
+        }
+        if (o->have_fsize) {
+                r = set_limit(RLIMIT_FSIZE, o->rlimit_fsize);
+                if (r < 0)
+                        child_fail(err_fd, "Cannot set RLIMIT_FSIZE: %s", strerror(-r));
+        }
+
+        r = become_program_user();
+        if (r < 0)
+                child_fail(err_fd, "Cannot switch to the program's user %u: %s", (unsigned) prog_uid, strerror(-r));
+
+        /* The program's working directory, entered as the program: a session's workspace is its own
+         * (0700), which root without CAP_DAC_READ_SEARCH could not enter anyway. */
+        if (chdir(o->workspace) < 0)
+                child_fail(err_fd, "Cannot enter workspace %s: %s", o->workspace, strerror(errno));
+        /* input/ and output/ exist at the start of every run, made as the program so they are its
+         * own. Whatever an earlier turn of a session left at those names stays as it is. */
+        if (kind == CHILD_PROGRAM) {
+                (void) mkdir("input", 0755);
+                (void) mkdir("output", 0755);
+        }
+
+        if (kind == CHILD_PROGRAM) {
+                /* stdout and stderr go to us, through the capture pipes. */
+                if (dup2(out_pipe[1], STDOUT_FILENO) < 0 || dup2(err_pipe_[1], STDERR_FILENO) < 0)
+                        child_fail(err_fd, "Cannot set up the output pipes: %s", strerror(errno));
+        } else {
+                fd = open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0)
+                        child_fail(err_fd, "Cannot set up /dev/null: %s", strerror(errno));
+        }
+        /* Its own process group, so that a timeout or a cancel kills the program's whole tree
+         * that stayed in it (the sweep after it ends kills the rest). */
+        (void) setpgid(0, 0);
+
+        /* Nothing else crosses into the program: not the control socket (CLOEXEC already, but
+         * belt and braces), not the workspace fd, not whatever our own parent leaked to us. */
+        r = close_all_from(3, err_fd);
+        if (r < 0)
+                child_fail(err_fd, "Cannot close inherited file descriptors: %s", strerror(-r));
+
+        /* A normal process environment for the program: systemd starts services with SIGPIPE
+         * ignored (IgnoreSIGPIPE=), and an ignored disposition would survive the exec, turning
+         * "yes | head" into write errors. Nothing of ours is blocked, but make sure. */
+        (void) signal(SIGPIPE, SIG_DFL);
+        (void) sigemptyset(&mask);
+        (void) sigprocmask(SIG_SETMASK, &mask, NULL);
+
+        /* systemd adds per-invocation variables (a random INVOCATION_ID, the PID, and with
+         * ExecStart=! the dynamic user's name): the same request must see the same environment, and
+         * these say nothing the program needs. */
+        (void) unsetenv("INVOCATION_ID");
+        (void) unsetenv("SYSTEMD_EXEC_PID");
+        (void) unsetenv("JOURNAL_STREAM");
+        (void) unsetenv("NOTIFY_SOCKET");
+        (void) unsetenv("WATCHDOG_PID");
+        (void) unsetenv("WATCHDOG_USEC");
+        (void) unsetenv("LISTEN_PID");
+        (void) unsetenv("LISTEN_FDS");
+        (void) unsetenv("LISTEN_FDNAMES");
+
+        /* The filter is the last thing before exec that could fail; without it nothing runs. */
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+                child_fail(err_fd, "Cannot load the seccomp filter: %s", strerror(errno));
+
+        /* We inherited PR_SET_DUMPABLE=0 from the helper (and the UID change cleared it again),
+         * which makes our /proc/self files root's, so oom_score_adj could not be written. From here
+         * on this process holds nothing the program will not have anyway (fds closed, no
+         * capabilities, filter loaded, and exec makes it dumpable regardless), so it may be dumpable
+         * again. */
+        (void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+
+        /* The OOM killer should pick the program, never the helper that reports on it. Raising
+         * the score needs no privilege; failure (no /proc) only costs precision. */
+        fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0) {
+                (void) loop_write(fd, "1000", 4);
+                (void) close(fd);
+        }
+
+        execv(argv[0], argv);
+        child_fail(err_fd, "Cannot execute %s: %s", argv[0], strerror(errno));
+}
+
+uint64_t mono_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return timespec_to_usec(&ts);
+}
+
+/* Read what is there (one read, or until EAGAIN when draining) into the capture. Returns false
+ * at EOF or error. */
+bool pump(int fd, Capture *c, bool drain) {
+        uint8_t buf[64 * 1024];
+
+        /* Bounded even when draining: a process that escaped the kill could write forever. */
+        for (unsigned i = 0; i < (drain ? 256U : 1U); i++) {
+                ssize_t k = read(fd, buf, sizeof(buf));
+                if (k < 0)
+                        return errno == EAGAIN || errno == EINTR;
+                if (k == 0)
+                        return false;
+                if (first_output_usec == 0)
+                        first_output_usec = MAX(mono_usec() - run_start_usec, (uint64_t) 1);
+                capture_append(c, buf, (size_t) k);
+        }
+        return true;
+}
+
+static void kill_program(pid_t pid) {
+        (void) kill(-pid, SIGKILL);
+        (void) kill(pid, SIGKILL);
+}
+
+/* Wait for the child while capturing its output, enforcing the deadline and honouring a cancel
+ * (SIGUSR1). Returns its wait status. Processes that left its process group and still hold the
+ * pipes do not keep us waiting: once the child is gone we drain what is there and go. */
+static int supervise(pid_t pid) {
+        bool killed = false;
+
+        for (;;) {
+                struct pollfd p[3] = {
+                        { .fd = out_pipe[0], .events = POLLIN },
+                        { .fd = err_pipe_[0], .events = POLLIN },
+                        { .fd = signal_fd, .events = POLLIN },
+                };
+                int timeout = -1, status;
+                pid_t w;
+
+                w = waitpid(pid, &status, WNOHANG);
+                if (w == pid) {
+                        (void) pump(out_pipe[0], &cap_out, true);
+                        (void) pump(err_pipe_[0], &cap_err, true);
+                        return status;
+                }
+                if (w < 0 && errno != EINTR)
+                        fail_setup("waitpid failed: %s", strerror(errno));
+
+                if (deadline_usec > 0 && !killed) {
+                        uint64_t now = mono_usec();
+                        if (now >= deadline_usec) {
+                                kill_program(pid);
+                                killed = timed_out = true;
+                                continue;
+                        }
+                        timeout = (int) MIN(usec_to_msec_up(deadline_usec - now), (uint64_t) INT32_MAX);
+                }
+
+                if (poll(p, ELEMENTSOF(p), timeout) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        fail_setup("poll failed: %s", strerror(errno));
+                }
+                if (p[0].revents)
+                        (void) pump(out_pipe[0], &cap_out, false);
+                if (p[1].revents)
+                        (void) pump(err_pipe_[0], &cap_err, false);
+                if (p[2].revents) {
+                        struct signalfd_siginfo si;
+
+                        while (read(signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                if (si.ssi_signo == SIGUSR1 && !killed) {
+                                        kill_program(pid);
+                                        killed = cancelled = true;
+                                }
+                }
+        }
+}
+
+/* Wait for the syntax checker until deadline, discarding nothing (its output went to /dev/null).
+ * A cancel meanwhile ends it like the program. Returns its wait status, or -1 if it had to be
+ * killed at the deadline. */
+static int wait_quietly(pid_t pid, uint64_t deadline) {
+        for (;;) {
+                struct pollfd p = { .fd = signal_fd, .events = POLLIN };
+                uint64_t now;
+                int status;
+                pid_t w;
+
+                w = waitpid(pid, &status, WNOHANG);
+                if (w == pid)
+                        return status;
+                if (w < 0 && errno != EINTR)
+                        return -1;
+                now = mono_usec();
+                if (now >= deadline) {
+                        kill_program(pid);
+                        (void) waitpid(pid, &status, 0);
+                        return -1;
+                }
+                if (poll(&p, 1, (int) MIN(usec_to_msec_up(deadline - now), (uint64_t) INT32_MAX)) < 0 &&
+                    errno != EINTR)
+                        return -1;
+                if (p.revents) {
+                        struct signalfd_siginfo si;
+
+                        while (read(signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                if (si.ssi_signo == SIGUSR1) {
+                                        kill_program(pid);
+                                        cancelled = true;
+                                }
+                }
+        }
+}
+
+/* Fork, exec argv in the child, supervise it. A failure before the exec is reported as
+ * phase=setup (it is ours, not the program's). Returns the wait status (-1: the checker was killed
+ * at its deadline). */
+int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind,
+                          uint64_t check_deadline) {
+        _cleanup_close_pair_ int err_pipe[2] = { -EBADF, -EBADF };
+        char msg[ERROR_MAX + 1];
+        ssize_t n;
+        pid_t pid;
+        int status;
+
+        if (pipe2(err_pipe, O_CLOEXEC) < 0)
+                fail_setup("Cannot create pipe: %s", strerror(errno));
+
+        pid = fork();
+        if (pid < 0)
+                fail_setup("Cannot fork: %s", strerror(errno));
+        if (pid == 0) {
+                err_pipe[0] = safe_close(err_pipe[0]);
+                exec_child(o, argv, bpf, bpf_len, err_pipe[1], kind);
+        }
+
+        err_pipe[1] = safe_close(err_pipe[1]);
+
+        /* EOF: the exec happened (CLOEXEC closed the last write end). Data: the child failed
+         * before exec. Only our own code writes here; the program never sees this fd. */
+        n = loop_read(err_pipe[0], msg, sizeof(msg) - 1);
+        status = kind == CHILD_PROGRAM ? supervise(pid) : wait_quietly(pid, check_deadline);
+        if (n > 0) {
+                msg[n] = '\0';
+                fail_setup("%s", msg);
+        }
+        return status;
+}
+
+/* Is anything but us left in the unit's cgroup? Unknown (no cgroup fd) counts as "no". */
+bool cgroup_has_others(void) {
+        static const char *const procs[] = { "pids/cgroup.procs", "unified/cgroup.procs", "memory/cgroup.procs" };
+        char buf[4096];
+        pid_t self = getpid();
+
+        for (size_t i = 0; i < ELEMENTSOF(procs); i++) {
+                const char *slash = strchr(procs[i], '/');
+                int dfd = -EBADF;
+                _cleanup_close_ int fd = -EBADF;
+                ssize_t k;
+
+                for (size_t c = 0; c < ELEMENTSOF(cgroup_names); c++)
+                        if (strncmp(cgroup_names[c], procs[i], (size_t) (slash - procs[i])) == 0 &&
+                            cgroup_names[c][slash - procs[i]] == '\0')
+                                dfd = cg_fds[c];
+                if (dfd < 0)
+                        continue;
+                fd = openat(dfd, slash + 1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+                if (fd < 0)
+                        continue;
+                k = loop_read(fd, buf, sizeof(buf) - 1);
+                if (k < 0)
+                        continue;
+                if ((size_t) k == sizeof(buf) - 1)
+                        return true;    /* hundreds of pids: certainly not only us */
+                buf[k] = '\0';
+                for (char *p = buf, *end; *p; p = end) {
+                        long v = strtol(p, &end, 10);
+
+                        if (end == p)
+                                break;
+                        if (v != (long) self)
+                                return true;
+                        while (*end == '\n')
+                                end++;
+                }
+                return false;
+        }
+        return false;
+}
+
+/* Kill every process of the program's user, wherever it went (setsid, double fork): a child of ours
+ * that becomes that user sends kill(-1, SIGKILL), which reaches exactly the processes the program
+ * could signal itself — never us (root), never another sandbox (another dynamic UID). Repeated while
+ * the cgroup still shows others (a process forking in a loop), at most a few times. */
+void sweep_program_processes(void) {
+        if (!privileged)
+                return;
+        for (unsigned attempt = 0; attempt < 8; attempt++) {
+                int status;
+                pid_t pid = fork();
+
+                if (pid < 0)
+                        return;
+                if (pid == 0) {
+                        if (become_program_user() < 0)
+                                _exit(EXIT_FAILURE);
+                        (void) kill(-1, SIGKILL);
+                        _exit(EXIT_SUCCESS);
+                }
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+                /* Reap whatever of ours the kill produced (the program's orphans were reparented to
+                 * us: we are the unit's main process, not a subreaper, but direct children are ours). */
+                while (waitpid(-1, &status, WNOHANG) > 0)
+                        ;
+                if (!cgroup_has_others())
+                        return;
+                (void) usleep(1000);
+        }
+}
+

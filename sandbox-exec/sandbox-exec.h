@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* sandbox-exec's own parts (see sandbox-exec.c for what it is): the options, the state every part
+ * shares (it is one process with one job), and what each file gives the others. */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+
+#include "capture.h"
+#include "exec-protocol.h"
+#include "time-util.h"
+#include "util.h"
+
+
+#define SOURCE_MAX_DEFAULT (1024U * 1024U)
+/* Not a limit on what the daemon may configure, only a sanity bound on the option. */
+#define SOURCE_MAX_CEILING (UINT64_C(1) << 30)
+/* The control socket moves at least this high, away from the fds 0..3 children are given. */
+#define CONTROL_FD_MIN 10
+/* How much of a setup failure's message is reported (exec-protocol.h keeps up to
+ * HELPER_REPORT_ERROR_MAX). */
+#define ERROR_MAX 200
+#define CODE_DIR_DEFAULT "/run/sandbox"
+/* systemd's range for DynamicUser= UIDs and GIDs (docs/UIDS-GIDS.md: 61184…65519). */
+#define DYNAMIC_UID_MIN 61184U
+#define DYNAMIC_UID_MAX 65519U
+/* How long the syntax checker may take after a failed run (it never outlives the unit's backstop,
+ * 2 s past the deadline). */
+#define CHECK_TIMEOUT_USEC (5 * USEC_PER_SEC)
+#define CHECK_DEADLINE_SLACK_USEC USEC_PER_SEC
+/* cgroup counters: the bind points below --cgroup-dir, one per controller (the daemon's names). */
+
+
+/* cgroup counters: the bind points below --cgroup-dir, one per controller (the daemon's names). */
+#define N_CGROUP_NAMES 4
+extern const char *const cgroup_names[N_CGROUP_NAMES];
+
+typedef struct Options {
+        const char *source;
+        const char *code_dir;
+        uint64_t max_source;
+        const char *workspace;
+        const char *cgroup_dir;
+        bool tidy_mounts;
+        const char *usr_layer;
+        bool have_uid, same_user;
+        uid_t uid;
+        bool have_nofile, have_fsize;
+        uint64_t rlimit_nofile, rlimit_fsize, rlimit_core;
+        char **compile_argv;      /* NULL-terminated, or NULL */
+        size_t n_compile;
+        char **check_argv;        /* NULL-terminated, or NULL */
+        size_t n_check;
+        char **inputs;            /* --input: paths below <workspace>/input written by the daemon */
+        size_t n_inputs;
+        char **run_argv;
+        uint64_t timeout_ms;      /* 0: none (the unit's RuntimeMaxSec= still applies) */
+        uint64_t head_bytes, tail_bytes;
+} Options;
+
+/* sandbox-exec.c */
+extern int control_fd;
+extern Capture cap_out, cap_err;
+extern int out_pipe[2], err_pipe_[2];
+extern int signal_fd;
+extern uint64_t deadline_usec, run_start_usec, first_output_usec;
+extern bool timed_out, cancelled;
+extern bool privileged;
+extern uid_t prog_uid;
+extern gid_t prog_gid;
+extern int cg_fds[N_CGROUP_NAMES];
+_printf_(1, 2) _Noreturn void fail_setup(const char *fmt, ...);
+_Noreturn void report_and_exit(HelperReport *r);
+
+/* children.c: the program's processes */
+typedef enum ChildKind {
+        CHILD_PROGRAM,   /* compile or run step: output captured, workspace dirs made */
+        CHILD_CHECK,     /* the syntax checker: output discarded */
+} ChildKind;
+int become_program_user(void);
+uint64_t mono_usec(void);
+bool pump(int fd, Capture *c, bool drain);
+int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind,
+                   uint64_t check_deadline);
+bool cgroup_has_others(void);
+void sweep_program_processes(void);
+
+/* counters.c: what the kernel counted */
+void gather(HelperReport *r, int workspace_fd, int tmp_fd);
+void status_to_report(int status, HelperReport *r);
+bool status_is_success(int status);
+
+/* setup.c: before the program exists */
+void recharge_inputs(const Options *o);
+int dynamic_user_from_groups(uid_t *ret_uid, gid_t *ret_gid);
+void tidy_mounts(const char *keep);
+void clear_dir(int dfd, unsigned depth);
+void mount_usr_overlay(const char *layer);
+void drop_setup_capabilities(void);
+void write_accounts(int dfd);
