@@ -4,10 +4,12 @@
 #include <sqlite3.h>
 #include <stdarg.h>
 
-#include "store-internal.h"
+#include "store-sqlite-internal.h"
 #include "strv.h"
 
-/* The embedded store: one SQLite file in WAL mode. Everything sqlite3_* lives in this file.
+/* The embedded store: one SQLite file in WAL mode. Everything sqlite3_* lives in store-sqlite*.c: the
+ * schema (store-sqlite-schema.c), the outbox, artifacts and sessions in files of their own, the
+ * records, opening and migrating here.
  *
  * Why these settings: WAL lets readers (a list) run while a write commits and turns each commit
  * into one append; synchronous=NORMAL then fsyncs only at checkpoints, so a power cut may lose the
@@ -21,235 +23,6 @@
  * someone else's SQLite file. */
 #define SANDBOXD_APPLICATION_ID 0x53425844
 
-/* Numbered migrations: migrations[i] takes the schema from version i to i + 1 (PRAGMA
- * user_version). Append only; never edit one that has shipped.
- *
- * Column order matters: SQLite reads a row's columns in order and keeps only the first part of a
- * large row on the b-tree page, the rest in overflow pages. Everything a query filters or sorts on
- * comes first, the outputs and the code last, so a scan never touches overflow pages.
- * Units are in the names: the result's cpu_time_ms and peak_memory_mb are derived from the exact
- * cpu_usec and peak_memory_bytes. Timestamps are CLOCK_REALTIME microseconds; NULL means "not
- * known (yet)" for every nullable column. STRICT makes a type mismatch an error instead of a silent
- * conversion. Every index ends in execution_id so that "ORDER BY key DESC, execution_id DESC" and
- * the keyset seek of the next page come straight from the index. */
-static const char *const migrations[] = {
-        /* 1 */
-        "CREATE TABLE executions (\n"
-        "        execution_id TEXT PRIMARY KEY NOT NULL,\n"
-        "        session_id TEXT,\n"
-        "        owner TEXT,\n"
-        "        status TEXT NOT NULL,\n"
-        "        error_type TEXT,\n"
-        "        created_at INTEGER NOT NULL,\n"
-        "        started_at INTEGER,\n"
-        "        finished_at INTEGER,\n"
-        "        duration_ms INTEGER NOT NULL,\n"
-        "        exit_code INTEGER,\n"
-        "        signal INTEGER,\n"
-        "        cpu_usec INTEGER,\n"
-        "        peak_memory_bytes INTEGER,\n"
-        "        language TEXT NOT NULL,\n"
-        "        timeout_ms INTEGER NOT NULL,\n"
-        "        memory_mb INTEGER NOT NULL,\n"
-        "        cpu_cores REAL NOT NULL,\n"
-        "        disk_mb INTEGER NOT NULL,\n"
-        "        tasks INTEGER NOT NULL,\n"
-        "        unit TEXT,\n"
-        "        reason TEXT,\n"
-        "        fingerprint BLOB NOT NULL CHECK (length(fingerprint) = 32),\n"
-        "        stdout_bytes INTEGER NOT NULL,\n"
-        "        stdout_lines INTEGER NOT NULL,\n"
-        "        stdout_truncated INTEGER NOT NULL CHECK (stdout_truncated IN (0, 1)),\n"
-        "        stderr_bytes INTEGER NOT NULL,\n"
-        "        stderr_lines INTEGER NOT NULL,\n"
-        "        stderr_truncated INTEGER NOT NULL CHECK (stderr_truncated IN (0, 1)),\n"
-        "        stdout TEXT,\n"
-        "        stderr TEXT,\n"
-        "        code TEXT\n"
-        ") STRICT;\n"
-        "CREATE INDEX executions_created ON executions (created_at, execution_id);\n"
-        "CREATE INDEX executions_session ON executions (session_id, created_at, execution_id);\n"
-        "CREATE INDEX executions_status ON executions (status, created_at, execution_id);\n"
-        "CREATE INDEX executions_error ON executions (error_type, created_at, execution_id);\n"
-        "CREATE INDEX executions_owner ON executions (owner, created_at, execution_id);\n"
-        "CREATE INDEX executions_duration ON executions (duration_ms, execution_id);\n"
-        "CREATE INDEX executions_finished ON executions (finished_at);\n",
-        /* 2: what a restarted sandboxd needs to resume an execution: the workspace mount of a running
-         * one, the rest of the request (env, seed; JSON) of a queued one. */
-        "ALTER TABLE executions ADD COLUMN workspace TEXT;\n"
-        "ALTER TABLE executions ADD COLUMN request TEXT;\n",
-        /* 3: the callback outbox, one delivery per execution. Written in the same transaction as the
-         * final record, so a crash cannot lose one between them; deleted with its execution, which
-         * store_purge() keeps while the delivery is pending. The body is stored, not re-rendered:
-         * every attempt posts the same bytes under the same signature input. */
-        "CREATE TABLE callbacks (\n"
-        "        execution_id TEXT PRIMARY KEY NOT NULL\n"
-        "                REFERENCES executions (execution_id) ON DELETE CASCADE,\n"
-        "        state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),\n"
-        "        next_attempt_at INTEGER,\n"
-        "        attempts INTEGER NOT NULL,\n"
-        "        created_at INTEGER NOT NULL,\n"
-        "        delivered_at INTEGER,\n"
-        "        url TEXT NOT NULL,\n"
-        "        delivery_id TEXT NOT NULL,\n"
-        "        last_error TEXT,\n"
-        "        body TEXT NOT NULL\n"
-        ") STRICT;\n"
-        "CREATE INDEX callbacks_due ON callbacks (state, next_attempt_at);\n",
-        /* 4 (sessions): one row per session, so that a restarted sandboxd keeps them (their tmpfs
-         * mount units keep running under systemd) and the idle sweep still removes them. */
-        "CREATE TABLE IF NOT EXISTS sessions (\n"
-        "        session_id TEXT PRIMARY KEY NOT NULL,\n"
-        "        owner TEXT,\n"
-        "        mount_unit TEXT NOT NULL,\n"
-        "        path TEXT NOT NULL,\n"
-        "        disk_mb INTEGER NOT NULL,\n"
-        "        created_at INTEGER NOT NULL,\n"
-        "        last_used_at INTEGER NOT NULL,\n"
-        "        executions INTEGER NOT NULL\n"
-        ") STRICT;\n",
-        /* 5: the message of an execution that failed before it ran (which input file, and why). */
-        "ALTER TABLE executions ADD COLUMN error_message TEXT;\n",
-        /* 6 (artifacts): one row per collected file, the blob named by its sha256 in the artifact
-         * store; and per execution whose output/ was collected, what was skipped (JSON
-         * [{"path","reason"}], the first 100) and how many in all. Rows go when their execution is
-         * purged (store_purge_ex()). */
-        "CREATE TABLE artifacts (\n"
-        "        execution_id TEXT NOT NULL,\n"
-        "        path TEXT NOT NULL,\n"
-        "        size INTEGER NOT NULL,\n"
-        "        mime_type TEXT NOT NULL,\n"
-        "        sha256 TEXT NOT NULL CHECK (length(sha256) = 64),\n"
-        "        PRIMARY KEY (execution_id, path)\n"
-        ") STRICT;\n"
-        "CREATE INDEX artifacts_sha256 ON artifacts (sha256);\n"
-        "CREATE TABLE artifact_collections (\n"
-        "        execution_id TEXT PRIMARY KEY NOT NULL,\n"
-        "        skipped_total INTEGER NOT NULL,\n"
-        "        skipped TEXT NOT NULL\n"
-        ") STRICT;\n",
-        /* 7: the caller asked for a cancel (sandboxd's own state: a verdict of "cancelled" is only
-         * ever decided from it, never from what the sandbox reports), kept for an adoption. */
-        "ALTER TABLE executions ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0;\n",
-        /* 8 (record usage per owner, for MaxStoredBytesPerCaller= and CallbackMaxPendingPerCaller=):
-         * what each owner's execution records take, kept by triggers so that admission reads one row
-         * instead of summing a caller's records. A record counts 256 bytes (its fixed columns and
-         * index entries) plus the bytes of code, stdout, stderr, request and error_message (TEXT
-         * length() counts characters: CAST AS BLOB counts bytes), plus its delivery's body. Deleting
-         * a record (the purge) subtracts it, its delivery included, BEFORE the row goes: the cascade
-         * that deletes the delivery cannot find the owner any more. Rows without an owner are not
-         * counted. Seeded from the rows already there. Artifacts are not in here. */
-#define RECORD_BYTES(r)                                                                                  \
-        "(256 + ifnull(length(CAST(" r ".code AS BLOB)), 0) + ifnull(length(CAST(" r ".stdout AS BLOB)), 0)" \
-        " + ifnull(length(CAST(" r ".stderr AS BLOB)), 0) + ifnull(length(CAST(" r ".request AS BLOB)), 0)"  \
-        " + ifnull(length(CAST(" r ".error_message AS BLOB)), 0))"
-        "CREATE TABLE record_usage (\n"
-        "        owner TEXT PRIMARY KEY NOT NULL,\n"
-        "        records INTEGER NOT NULL,\n"
-        "        bytes INTEGER NOT NULL,\n"
-        "        pending_callbacks INTEGER NOT NULL\n"
-        ") STRICT;\n"
-        "INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
-        "        SELECT owner, count(*), sum(" RECORD_BYTES("executions") "), 0 FROM executions\n"
-        "        WHERE owner IS NOT NULL GROUP BY owner;\n"
-        "UPDATE record_usage SET\n"
-        "        bytes = bytes + (SELECT ifnull(sum(length(CAST(c.body AS BLOB))), 0) FROM callbacks c\n"
-        "                JOIN executions e USING (execution_id) WHERE e.owner = record_usage.owner),\n"
-        "        pending_callbacks = (SELECT count(*) FROM callbacks c JOIN executions e USING (execution_id)\n"
-        "                WHERE e.owner = record_usage.owner AND c.state = 'pending');\n"
-        "CREATE TRIGGER record_usage_insert AFTER INSERT ON executions WHEN new.owner IS NOT NULL BEGIN\n"
-        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
-        "                VALUES (new.owner, 1, " RECORD_BYTES("new") ", 0)\n"
-        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_update AFTER UPDATE ON executions BEGIN\n"
-        "        UPDATE record_usage SET records = records - 1, bytes = bytes - " RECORD_BYTES("old") "\n"
-        "                WHERE owner = old.owner;\n"
-        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
-        "                SELECT new.owner, 1, " RECORD_BYTES("new") ", 0 WHERE new.owner IS NOT NULL\n"
-        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_delete BEFORE DELETE ON executions WHEN old.owner IS NOT NULL BEGIN\n"
-        "        UPDATE record_usage SET records = records - 1,\n"
-        "                bytes = bytes - " RECORD_BYTES("old") " - (SELECT ifnull(sum(length(CAST(body AS BLOB))), 0)\n"
-        "                        FROM callbacks WHERE execution_id = old.execution_id),\n"
-        "                pending_callbacks = pending_callbacks - (SELECT count(*) FROM callbacks\n"
-        "                        WHERE execution_id = old.execution_id AND state = 'pending')\n"
-        "                WHERE owner = old.owner;\n"
-        "        DELETE FROM record_usage WHERE owner = old.owner AND records <= 0;\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_callback_insert AFTER INSERT ON callbacks BEGIN\n"
-        "        UPDATE record_usage SET bytes = bytes + length(CAST(new.body AS BLOB)),\n"
-        "                pending_callbacks = pending_callbacks + (new.state = 'pending')\n"
-        "                WHERE owner = (SELECT owner FROM executions WHERE execution_id = new.execution_id);\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_callback_state AFTER UPDATE OF state ON callbacks\n"
-        "        WHEN old.state IS NOT new.state BEGIN\n"
-        "        UPDATE record_usage SET pending_callbacks = pending_callbacks + (new.state = 'pending')\n"
-        "                - (old.state = 'pending')\n"
-        "                WHERE owner = (SELECT owner FROM executions WHERE execution_id = new.execution_id);\n"
-        "END;\n",
-#undef RECORD_BYTES
-        /* 9 (artifact budgets): what each artifact is charged (its st_blocks * 512 when collected:
-         * what the store really holds of it) and to whom (the execution's owner, copied into the row
-         * so that what a row added is exactly what its deletion takes away), and the running sums
-         * the budgets are judged against, so that no collection has to add up every row:
-         * artifact_usage per owner ('' for an unknown one) over its artifact rows, every row counted
-         * even where content is shared (a caller's usage never depends on what others stored);
-         * artifact_blobs per distinct content (charged once, by the row that stored it first, kept
-         * while any row refers to it) and artifact_store_usage, their sum: what the store really
-         * holds. Triggers keep all three in the transaction that changes the rows, purges included.
-         * Rows collected before this migration were copied without their holes: charged their size. */
-        "ALTER TABLE artifacts ADD COLUMN charged_bytes INTEGER NOT NULL DEFAULT 0;\n"
-        "ALTER TABLE artifacts ADD COLUMN owner TEXT;\n"
-        "UPDATE artifacts SET charged_bytes = size, owner = COALESCE((SELECT owner FROM executions e "
-        "WHERE e.execution_id = artifacts.execution_id), '');\n"
-        "CREATE TABLE artifact_usage (\n"
-        "        owner TEXT PRIMARY KEY NOT NULL,\n"
-        "        bytes INTEGER NOT NULL,\n"
-        "        artifacts INTEGER NOT NULL\n"
-        ") STRICT;\n"
-        "CREATE TABLE artifact_blobs (\n"
-        "        sha256 TEXT PRIMARY KEY NOT NULL CHECK (length(sha256) = 64),\n"
-        "        bytes INTEGER NOT NULL,\n"
-        "        refs INTEGER NOT NULL\n"
-        ") STRICT;\n"
-        "CREATE TABLE artifact_store_usage (\n"
-        "        id INTEGER PRIMARY KEY CHECK (id = 0),\n"
-        "        bytes INTEGER NOT NULL,\n"
-        "        blobs INTEGER NOT NULL\n"
-        ") STRICT;\n"
-        "INSERT INTO artifact_usage (owner, bytes, artifacts) "
-        "SELECT owner, sum(charged_bytes), count(*) FROM artifacts GROUP BY owner;\n"
-        "INSERT INTO artifact_blobs (sha256, bytes, refs) "
-        "SELECT sha256, max(charged_bytes), count(*) FROM artifacts GROUP BY sha256;\n"
-        "INSERT INTO artifact_store_usage (id, bytes, blobs) "
-        "SELECT 0, COALESCE(sum(bytes), 0), count(*) FROM artifact_blobs;\n"
-        "CREATE TRIGGER artifacts_charge AFTER INSERT ON artifacts BEGIN\n"
-        "        INSERT INTO artifact_usage (owner, bytes, artifacts) VALUES (NEW.owner, NEW.charged_bytes, 1)\n"
-        "                ON CONFLICT (owner) DO UPDATE SET bytes = bytes + excluded.bytes, artifacts = artifacts + 1;\n"
-        "        INSERT INTO artifact_blobs (sha256, bytes, refs) VALUES (NEW.sha256, NEW.charged_bytes, 1)\n"
-        "                ON CONFLICT (sha256) DO UPDATE SET refs = refs + 1;\n"
-        "END;\n"
-        "CREATE TRIGGER artifacts_refund AFTER DELETE ON artifacts BEGIN\n"
-        "        UPDATE artifact_usage SET bytes = bytes - OLD.charged_bytes, artifacts = artifacts - 1\n"
-        "                WHERE owner = OLD.owner;\n"
-        "        DELETE FROM artifact_usage WHERE owner = OLD.owner AND artifacts <= 0;\n"
-        "        UPDATE artifact_blobs SET refs = refs - 1 WHERE sha256 = OLD.sha256;\n"
-        "        DELETE FROM artifact_blobs WHERE sha256 = OLD.sha256 AND refs <= 0;\n"
-        "END;\n"
-        "CREATE TRIGGER artifact_blobs_charge AFTER INSERT ON artifact_blobs BEGIN\n"
-        "        UPDATE artifact_store_usage SET bytes = bytes + NEW.bytes, blobs = blobs + 1;\n"
-        "END;\n"
-        "CREATE TRIGGER artifact_blobs_refund AFTER DELETE ON artifact_blobs BEGIN\n"
-        "        UPDATE artifact_store_usage SET bytes = bytes - OLD.bytes, blobs = blobs - 1;\n"
-        "END;\n"
-        "CREATE TRIGGER artifacts_immutable BEFORE UPDATE OF charged_bytes, owner, sha256 ON artifacts BEGIN\n"
-        "        SELECT RAISE(ABORT, 'artifact rows are replaced, never updated');\n"
-        "END;\n",
-};
-
-#define SCHEMA_VERSION ((int) ELEMENTSOF(migrations))
 
 /* The columns in the order of the table, and their indexes in a result row / parameters - 1. */
 #define COLUMNS                                                                                      \
@@ -336,52 +109,14 @@ static const char sql_purge_artifacts[] = "DELETE FROM artifacts WHERE execution
 static const char sql_purge_collections[] = "DELETE FROM artifact_collections WHERE execution_id IN (" PURGED ")";
 static const char sql_digest_used[] = "SELECT 1 FROM artifacts WHERE sha256 = ?1 LIMIT 1";
 
-/* ---- the callback outbox ---- */
-
-#define CALLBACK_COLUMNS \
-        "execution_id, state, next_attempt_at, attempts, created_at, delivered_at, url, delivery_id, last_error"
-
-enum {
-        CB_ID,
-        CB_STATE,
-        CB_NEXT,
-        CB_ATTEMPTS,
-        CB_CREATED,
-        CB_DELIVERED,
-        CB_URL,
-        CB_DELIVERY_ID,
-        CB_LAST_ERROR,
-        CB_BODY,
-};
+static const StoreOps sqlite_ops;
 
 /* An execution is final once: a second final write (a retried put) keeps the delivery as it is. */
 static const char sql_callback_enqueue[] =
         "INSERT INTO callbacks (" CALLBACK_COLUMNS ", body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
         "ON CONFLICT (execution_id) DO NOTHING";
 
-static const char sql_callback_get[] = "SELECT " CALLBACK_COLUMNS " FROM callbacks WHERE execution_id = ?1";
-static const char sql_callback_get_body[] =
-        "SELECT " CALLBACK_COLUMNS ", body FROM callbacks WHERE execution_id = ?1";
-static const char sql_callback_due[] =
-        "SELECT " CALLBACK_COLUMNS ", body FROM callbacks WHERE state = 'pending' AND next_attempt_at <= ?1 "
-        "ORDER BY next_attempt_at, execution_id LIMIT ?2";
-static const char sql_callback_next_due[] =
-        "SELECT min(next_attempt_at) FROM callbacks WHERE state = 'pending'";
-static const char sql_callback_count[] = "SELECT count(*) FROM callbacks WHERE state = ?1";
-static const char sql_callback_update[] =
-        "UPDATE callbacks SET state = ?2, next_attempt_at = ?3, attempts = ?4, last_error = ?5, delivered_at = ?6 "
-        "WHERE execution_id = ?1";
-
-typedef struct SqliteStore {
-        Store base;
-        sqlite3 *db;
-        char *path;
-        sqlite3_stmt *put, *get, *count;   /* prepared once: the per-transition and per-GET paths */
-} SqliteStore;
-
-static const StoreOps sqlite_ops;
-
-static SqliteStore *SQLITE_STORE(Store *s) {
+SqliteStore *SQLITE_STORE(Store *s) {
         return (SqliteStore *) s;
 }
 
@@ -430,31 +165,31 @@ static int sqlite_errno(sqlite3 *db, int rc) {
 }
 
 /* Record the failure for store_error_message() and turn it into an errno. */
-static int fail(SqliteStore *ss, int rc) {
+int sq_fail(SqliteStore *ss, int rc) {
         store_set_error(&ss->base, sqlite3_errmsg(ss->db));
         return sqlite_errno(ss->db, rc);
 }
 
 /* A failed step inside an explicit transaction may leave it open: roll it back so the connection
  * is usable and nothing half-done is committed later. */
-static void rollback_if_open(SqliteStore *ss) {
+void sq_rollback_if_open(SqliteStore *ss) {
         if (ss->db && !sqlite3_get_autocommit(ss->db))
                 (void) sqlite3_exec(ss->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 /* ---- binding and reading rows ---- */
 
-static int bind_text(sqlite3_stmt *st, int i, const char *s) {
+int sq_bind_text(sqlite3_stmt *st, int i, const char *s) {
         return s ? sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
 }
 
-static int bind_u64(sqlite3_stmt *st, int i, uint64_t v) {
+int sq_bind_u64(sqlite3_stmt *st, int i, uint64_t v) {
         return sqlite3_bind_int64(st, i, (sqlite3_int64) v);   /* ≤ INT64_MAX: store_record_is_valid() */
 }
 
 /* 0 means "not yet" for the timestamps. */
-static int bind_u64_or_null(sqlite3_stmt *st, int i, uint64_t v, bool have) {
-        return have ? bind_u64(st, i, v) : sqlite3_bind_null(st, i);
+int sq_bind_u64_or_null(sqlite3_stmt *st, int i, uint64_t v, bool have) {
+        return have ? sq_bind_u64(st, i, v) : sqlite3_bind_null(st, i);
 }
 
 static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
@@ -467,48 +202,48 @@ static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
                 if (rc != SQLITE_OK)            \
                         return rc;              \
         } while (0)
-        B(bind_text(st, 1 + COL_ID, e->id));
-        B(bind_text(st, 1 + COL_SESSION, e->session_id));
-        B(bind_text(st, 1 + COL_OWNER, r->owner));
-        B(bind_text(st, 1 + COL_STATUS, exec_status_to_string(e->status)));
-        B(bind_text(st, 1 + COL_ERROR_TYPE, error_type_to_string(e->error_type)));   /* NONE → NULL */
-        B(bind_u64(st, 1 + COL_CREATED, e->created_usec));
-        B(bind_u64_or_null(st, 1 + COL_STARTED, e->started_usec, e->started_usec > 0));
-        B(bind_u64_or_null(st, 1 + COL_FINISHED, e->finished_usec, e->finished_usec > 0));
-        B(bind_u64(st, 1 + COL_DURATION, e->duration_ms));
+        B(sq_bind_text(st, 1 + COL_ID, e->id));
+        B(sq_bind_text(st, 1 + COL_SESSION, e->session_id));
+        B(sq_bind_text(st, 1 + COL_OWNER, r->owner));
+        B(sq_bind_text(st, 1 + COL_STATUS, exec_status_to_string(e->status)));
+        B(sq_bind_text(st, 1 + COL_ERROR_TYPE, error_type_to_string(e->error_type)));   /* NONE → NULL */
+        B(sq_bind_u64(st, 1 + COL_CREATED, e->created_usec));
+        B(sq_bind_u64_or_null(st, 1 + COL_STARTED, e->started_usec, e->started_usec > 0));
+        B(sq_bind_u64_or_null(st, 1 + COL_FINISHED, e->finished_usec, e->finished_usec > 0));
+        B(sq_bind_u64(st, 1 + COL_DURATION, e->duration_ms));
         B(e->exit_code == -1 ? sqlite3_bind_null(st, 1 + COL_EXIT_CODE)
                              : sqlite3_bind_int(st, 1 + COL_EXIT_CODE, e->exit_code));
         B(e->signal == 0 ? sqlite3_bind_null(st, 1 + COL_SIGNAL) : sqlite3_bind_int(st, 1 + COL_SIGNAL, e->signal));
-        B(bind_u64_or_null(st, 1 + COL_CPU, e->cpu_usec, e->have_cpu));
-        B(bind_u64_or_null(st, 1 + COL_PEAK, e->peak_memory_bytes, e->have_peak));
-        B(bind_text(st, 1 + COL_LANGUAGE, e->language));
-        B(bind_u64(st, 1 + COL_TIMEOUT, e->limits.timeout_ms));
-        B(bind_u64(st, 1 + COL_MEMORY, e->limits.memory_mb));
+        B(sq_bind_u64_or_null(st, 1 + COL_CPU, e->cpu_usec, e->have_cpu));
+        B(sq_bind_u64_or_null(st, 1 + COL_PEAK, e->peak_memory_bytes, e->have_peak));
+        B(sq_bind_text(st, 1 + COL_LANGUAGE, e->language));
+        B(sq_bind_u64(st, 1 + COL_TIMEOUT, e->limits.timeout_ms));
+        B(sq_bind_u64(st, 1 + COL_MEMORY, e->limits.memory_mb));
         B(sqlite3_bind_double(st, 1 + COL_CPU_CORES, e->limits.cpu_cores));
-        B(bind_u64(st, 1 + COL_DISK, e->limits.disk_mb));
-        B(bind_u64(st, 1 + COL_TASKS, e->limits.tasks));
-        B(bind_text(st, 1 + COL_UNIT, e->unit));
-        B(bind_text(st, 1 + COL_REASON, e->reason));
+        B(sq_bind_u64(st, 1 + COL_DISK, e->limits.disk_mb));
+        B(sq_bind_u64(st, 1 + COL_TASKS, e->limits.tasks));
+        B(sq_bind_text(st, 1 + COL_UNIT, e->unit));
+        B(sq_bind_text(st, 1 + COL_REASON, e->reason));
         B(sqlite3_bind_blob(st, 1 + COL_FINGERPRINT, r->fingerprint, sizeof(r->fingerprint), SQLITE_STATIC));
-        B(bind_u64(st, 1 + COL_OUT_BYTES, e->out.bytes));
-        B(bind_u64(st, 1 + COL_OUT_LINES, e->out.lines));
+        B(sq_bind_u64(st, 1 + COL_OUT_BYTES, e->out.bytes));
+        B(sq_bind_u64(st, 1 + COL_OUT_LINES, e->out.lines));
         B(sqlite3_bind_int(st, 1 + COL_OUT_TRUNCATED, e->out.truncated));
-        B(bind_u64(st, 1 + COL_ERR_BYTES, e->err.bytes));
-        B(bind_u64(st, 1 + COL_ERR_LINES, e->err.lines));
+        B(sq_bind_u64(st, 1 + COL_ERR_BYTES, e->err.bytes));
+        B(sq_bind_u64(st, 1 + COL_ERR_LINES, e->err.lines));
         B(sqlite3_bind_int(st, 1 + COL_ERR_TRUNCATED, e->err.truncated));
-        B(bind_text(st, 1 + COL_OUT, e->out.text));
-        B(bind_text(st, 1 + COL_ERR, e->err.text));
-        B(bind_text(st, 1 + COL_CODE, r->code));
-        B(bind_text(st, 1 + COL_WORKSPACE, r->workspace));
-        B(bind_text(st, 1 + COL_REQUEST, r->request));
-        B(bind_text(st, 1 + COL_ERROR_MESSAGE, e->error_message));
+        B(sq_bind_text(st, 1 + COL_OUT, e->out.text));
+        B(sq_bind_text(st, 1 + COL_ERR, e->err.text));
+        B(sq_bind_text(st, 1 + COL_CODE, r->code));
+        B(sq_bind_text(st, 1 + COL_WORKSPACE, r->workspace));
+        B(sq_bind_text(st, 1 + COL_REQUEST, r->request));
+        B(sq_bind_text(st, 1 + COL_ERROR_MESSAGE, e->error_message));
         B(sqlite3_bind_int(st, 1 + COL_CANCEL_REQUESTED, e->cancel_requested));
 #undef B
         return rc;
 }
 
 /* A copy of a TEXT column, NULL for SQL NULL. -ENOMEM only when SQLite itself ran out. */
-static int column_strdup(sqlite3_stmt *st, int i, char **ret) {
+int sq_column_strdup(sqlite3_stmt *st, int i, char **ret) {
         const unsigned char *t;
         int n;
         char *c;
@@ -531,7 +266,7 @@ static int column_strdup(sqlite3_stmt *st, int i, char **ret) {
 }
 
 /* Unsigned columns: a negative value is a damaged (or hand-edited) row, not something to wrap. */
-static int column_u64(sqlite3_stmt *st, int i, uint64_t *ret, bool *ret_have) {
+int sq_column_u64(sqlite3_stmt *st, int i, uint64_t *ret, bool *ret_have) {
         sqlite3_int64 v;
 
         if (sqlite3_column_type(st, i) == SQLITE_NULL) {
@@ -585,8 +320,8 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
                 if (k < 0)                      \
                         return k;               \
         } while (0)
-        C(column_strdup(st, COL_SESSION, &e->session_id));
-        C(column_strdup(st, COL_OWNER, &r->owner));
+        C(sq_column_strdup(st, COL_SESSION, &e->session_id));
+        C(sq_column_strdup(st, COL_OWNER, &r->owner));
 
         status = sqlite3_column_text(st, COL_STATUS);
         e->status = exec_status_from_string((const char *) status);
@@ -600,26 +335,26 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
                         return -EBADMSG;
         }
 
-        C(column_u64(st, COL_CREATED, &e->created_usec, NULL));
-        C(column_u64(st, COL_STARTED, &e->started_usec, &have));
-        C(column_u64(st, COL_FINISHED, &e->finished_usec, &have));
-        C(column_u64(st, COL_DURATION, &e->duration_ms, NULL));
+        C(sq_column_u64(st, COL_CREATED, &e->created_usec, NULL));
+        C(sq_column_u64(st, COL_STARTED, &e->started_usec, &have));
+        C(sq_column_u64(st, COL_FINISHED, &e->finished_usec, &have));
+        C(sq_column_u64(st, COL_DURATION, &e->duration_ms, NULL));
         C(column_int(st, COL_EXIT_CODE, -1, &e->exit_code));
         C(column_int(st, COL_SIGNAL, 0, &e->signal));
-        C(column_u64(st, COL_CPU, &e->cpu_usec, &e->have_cpu));
-        C(column_u64(st, COL_PEAK, &e->peak_memory_bytes, &e->have_peak));
+        C(sq_column_u64(st, COL_CPU, &e->cpu_usec, &e->have_cpu));
+        C(sq_column_u64(st, COL_PEAK, &e->peak_memory_bytes, &e->have_peak));
 
         language = sqlite3_column_text(st, COL_LANGUAGE);
         if (!language)
                 return -EBADMSG;
         e->language = store_intern_language((const char *) language);
 
-        C(column_u64(st, COL_TIMEOUT, &e->limits.timeout_ms, NULL));
-        C(column_u64(st, COL_MEMORY, &e->limits.memory_mb, NULL));
+        C(sq_column_u64(st, COL_TIMEOUT, &e->limits.timeout_ms, NULL));
+        C(sq_column_u64(st, COL_MEMORY, &e->limits.memory_mb, NULL));
         e->limits.cpu_cores = sqlite3_column_double(st, COL_CPU_CORES);
-        C(column_u64(st, COL_DISK, &e->limits.disk_mb, NULL));
-        C(column_u64(st, COL_TASKS, &e->limits.tasks, NULL));
-        C(column_strdup(st, COL_UNIT, &e->unit));
+        C(sq_column_u64(st, COL_DISK, &e->limits.disk_mb, NULL));
+        C(sq_column_u64(st, COL_TASKS, &e->limits.tasks, NULL));
+        C(sq_column_strdup(st, COL_UNIT, &e->unit));
         if (sqlite3_column_type(st, COL_REASON) != SQLITE_NULL)
                 e->reason = store_intern_reason((const char *) sqlite3_column_text(st, COL_REASON));
 
@@ -627,18 +362,18 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
                 return -EBADMSG;
         memcpy(r->fingerprint, sqlite3_column_blob(st, COL_FINGERPRINT), sizeof(r->fingerprint));
 
-        C(column_u64(st, COL_OUT_BYTES, &e->out.bytes, NULL));
-        C(column_u64(st, COL_OUT_LINES, &e->out.lines, NULL));
+        C(sq_column_u64(st, COL_OUT_BYTES, &e->out.bytes, NULL));
+        C(sq_column_u64(st, COL_OUT_LINES, &e->out.lines, NULL));
         e->out.truncated = sqlite3_column_int(st, COL_OUT_TRUNCATED) != 0;
-        C(column_u64(st, COL_ERR_BYTES, &e->err.bytes, NULL));
-        C(column_u64(st, COL_ERR_LINES, &e->err.lines, NULL));
+        C(sq_column_u64(st, COL_ERR_BYTES, &e->err.bytes, NULL));
+        C(sq_column_u64(st, COL_ERR_LINES, &e->err.lines, NULL));
         e->err.truncated = sqlite3_column_int(st, COL_ERR_TRUNCATED) != 0;
-        C(column_strdup(st, COL_OUT, &e->out.text));
-        C(column_strdup(st, COL_ERR, &e->err.text));
-        C(column_strdup(st, COL_CODE, &r->code));
-        C(column_strdup(st, COL_WORKSPACE, &r->workspace));
-        C(column_strdup(st, COL_REQUEST, &r->request));
-        C(column_strdup(st, COL_ERROR_MESSAGE, &e->error_message));
+        C(sq_column_strdup(st, COL_OUT, &e->out.text));
+        C(sq_column_strdup(st, COL_ERR, &e->err.text));
+        C(sq_column_strdup(st, COL_CODE, &r->code));
+        C(sq_column_strdup(st, COL_WORKSPACE, &r->workspace));
+        C(sq_column_strdup(st, COL_REQUEST, &r->request));
+        C(sq_column_strdup(st, COL_ERROR_MESSAGE, &e->error_message));
         e->cancel_requested = sqlite3_column_int(st, COL_CANCEL_REQUESTED) != 0;
 #undef C
 
@@ -657,7 +392,7 @@ static int collect(SqliteStore *ss, sqlite3_stmt *st, StoreRecord ***ret, size_t
                 if (rc == SQLITE_DONE)
                         break;
                 if (rc != SQLITE_ROW) {
-                        r = fail(ss, rc);
+                        r = sq_fail(ss, rc);
                         goto finish;
                 }
                 if (n == allocated) {
@@ -692,30 +427,14 @@ finish:
 
 /* ---- operations ---- */
 
-static int bind_callback(sqlite3_stmt *st, const StoreCallback *c) {
-        int rc;
-
-        rc = bind_text(st, 1 + CB_ID, c->execution_id);
-        rc = rc ?: bind_text(st, 1 + CB_STATE, callback_state_to_string(c->state));
-        rc = rc ?: bind_u64_or_null(st, 1 + CB_NEXT, c->next_attempt_usec, c->state == CALLBACK_PENDING);
-        rc = rc ?: bind_u64(st, 1 + CB_ATTEMPTS, c->attempts);
-        rc = rc ?: bind_u64(st, 1 + CB_CREATED, c->created_usec);
-        rc = rc ?: bind_u64_or_null(st, 1 + CB_DELIVERED, c->delivered_usec, c->delivered_usec > 0);
-        rc = rc ?: bind_text(st, 1 + CB_URL, c->url);
-        rc = rc ?: bind_text(st, 1 + CB_DELIVERY_ID, c->delivery_id);
-        rc = rc ?: bind_text(st, 1 + CB_LAST_ERROR, c->last_error);
-        rc = rc ?: bind_text(st, 1 + CB_BODY, c->body);
-        return rc;
-}
-
 /* One prepared, bound and stepped statement that returns no rows; finalized. */
-static int exec_bound(SqliteStore *ss, sqlite3_stmt *st, int rc) {
+int sq_exec_bound(SqliteStore *ss, sqlite3_stmt *st, int rc) {
         int r = 0;
 
         if (rc == SQLITE_OK)
                 rc = sqlite3_step(st);
         if (rc != SQLITE_DONE)
-                r = fail(ss, rc);
+                r = sq_fail(ss, rc);
         sqlite3_finalize(st);
         return r;
 }
@@ -728,16 +447,16 @@ static int sqlite_put(Store *s, const StoreRecord *rec) {
         if (rec->callback) {
                 rc = sqlite3_exec(ss->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
                 if (rc != SQLITE_OK)
-                        return fail(ss, rc);
+                        return sq_fail(ss, rc);
         }
 
         rc = bind_record(ss->put, rec);
         if (rc != SQLITE_OK)
-                r = fail(ss, rc);
+                r = sq_fail(ss, rc);
         else {
                 rc = sqlite3_step(ss->put);
                 if (rc != SQLITE_DONE)
-                        r = fail(ss, rc);
+                        r = sq_fail(ss, rc);
         }
         (void) sqlite3_reset(ss->put);
         (void) sqlite3_clear_bindings(ss->put);   /* no dangling SQLITE_STATIC pointers into rec */
@@ -747,195 +466,17 @@ static int sqlite_put(Store *s, const StoreRecord *rec) {
 
                 rc = sqlite3_prepare_v2(ss->db, sql_callback_enqueue, -1, &st, NULL);
                 if (rc == SQLITE_OK)
-                        r = exec_bound(ss, st, bind_callback(st, rec->callback));
+                        r = sq_exec_bound(ss, st, bind_callback(st, rec->callback));
                 else
-                        r = fail(ss, rc);
+                        r = sq_fail(ss, rc);
                 if (r >= 0) {
                         rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
                         if (rc != SQLITE_OK)
-                                r = fail(ss, rc);
+                                r = sq_fail(ss, rc);
                 }
         }
         if (r < 0)
-                rollback_if_open(ss);
-        return r;
-}
-
-static int row_to_callback(sqlite3_stmt *st, bool with_body, StoreCallback **ret) {
-        _cleanup_(store_callback_freep) StoreCallback *c = calloc(1, sizeof(StoreCallback));
-        bool have;
-        int k;
-
-        if (!c)
-                return -ENOMEM;
-        k = column_strdup(st, CB_ID, &c->execution_id);
-        if (k >= 0 && !c->execution_id)
-                k = -EBADMSG;
-        if (k >= 0) {
-                c->state = callback_state_from_string((const char *) sqlite3_column_text(st, CB_STATE));
-                if (c->state < 0)
-                        k = -EBADMSG;
-        }
-        k = k ?: column_u64(st, CB_NEXT, &c->next_attempt_usec, &have);
-        k = k ?: column_u64(st, CB_ATTEMPTS, &c->attempts, NULL);
-        k = k ?: column_u64(st, CB_CREATED, &c->created_usec, NULL);
-        k = k ?: column_u64(st, CB_DELIVERED, &c->delivered_usec, &have);
-        k = k ?: column_strdup(st, CB_URL, &c->url);
-        k = k ?: column_strdup(st, CB_DELIVERY_ID, &c->delivery_id);
-        k = k ?: column_strdup(st, CB_LAST_ERROR, &c->last_error);
-        if (k >= 0 && with_body)
-                k = column_strdup(st, CB_BODY, &c->body);
-        if (k >= 0 && (!c->url || !c->delivery_id || (with_body && !c->body)))
-                k = -EBADMSG;
-        if (k < 0)
-                return k;
-        *ret = TAKE_PTR(c);
-        return 0;
-}
-
-/* Step st to the end collecting deliveries; finalizes st. rc: how binding went. */
-static int collect_callbacks(SqliteStore *ss, sqlite3_stmt *st, int rc, bool with_body, StoreCallback ***ret,
-                             size_t *ret_n) {
-        StoreCallback **l = NULL;
-        size_t n = 0, allocated = 0;
-        int r = 0;
-
-        if (rc != SQLITE_OK) {
-                r = fail(ss, rc);
-                goto finish;
-        }
-        for (;;) {
-                rc = sqlite3_step(st);
-                if (rc == SQLITE_DONE)
-                        break;
-                if (rc != SQLITE_ROW) {
-                        r = fail(ss, rc);
-                        goto finish;
-                }
-                if (n == allocated) {
-                        size_t m = MAX(allocated * 2, (size_t) 8);
-                        StoreCallback **t = reallocarray(l, m, sizeof(StoreCallback *));
-                        if (!t) {
-                                r = -ENOMEM;
-                                goto finish;
-                        }
-                        l = t;
-                        allocated = m;
-                }
-                r = row_to_callback(st, with_body, &l[n]);
-                if (r < 0) {
-                        if (r == -EBADMSG)
-                                store_set_error(&ss->base, "a stored callback delivery is damaged");
-                        goto finish;
-                }
-                n++;
-        }
-finish:
-        sqlite3_finalize(st);
-        if (r < 0) {
-                store_callbacks_free(l, n);
-                return r;
-        }
-        *ret = l;
-        *ret_n = n;
-        return 0;
-}
-
-static int sqlite_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        StoreCallback **l = NULL;
-        sqlite3_stmt *st = NULL;
-        size_t n = 0;
-        int rc, r;
-
-        rc = sqlite3_prepare_v2(ss->db, with_body ? sql_callback_get_body : sql_callback_get, -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        rc = sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        r = collect_callbacks(ss, st, rc, with_body, &l, &n);
-        if (r < 0)
-                return r;
-        if (n == 0) {
-                free(l);
-                return -ENOENT;
-        }
-        *ret = TAKE_PTR(l[0]);
-        store_callbacks_free(l, n);
-        return 0;
-}
-
-static int sqlite_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        sqlite3_stmt *st = NULL;
-        int rc;
-
-        rc = sqlite3_prepare_v2(ss->db, sql_callback_due, -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        rc = bind_u64(st, 1, now_usec);
-        rc = rc ?: sqlite3_bind_int64(st, 2, limit);
-        return collect_callbacks(ss, st, rc, true, ret, ret_n);
-}
-
-static int sqlite_callback_next_due(Store *s, uint64_t *ret_usec) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        sqlite3_stmt *st = NULL;
-        int rc, r = 0;
-
-        rc = sqlite3_prepare_v2(ss->db, sql_callback_next_due, -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW)
-                r = fail(ss, rc);
-        else if (sqlite3_column_type(st, 0) == SQLITE_NULL)
-                r = -ENOENT;
-        else {
-                sqlite3_int64 v = sqlite3_column_int64(st, 0);
-                *ret_usec = v < 0 ? 0 : (uint64_t) v;
-        }
-        sqlite3_finalize(st);
-        return r;
-}
-
-static int sqlite_callback_count(Store *s, CallbackState state, uint64_t *ret) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        sqlite3_stmt *st = NULL;
-        int rc, r = 0;
-
-        rc = sqlite3_prepare_v2(ss->db, sql_callback_count, -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        rc = sqlite3_bind_text(st, 1, callback_state_to_string(state), -1, SQLITE_STATIC);
-        if (rc == SQLITE_OK)
-                rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
-                *ret = (uint64_t) MAX(sqlite3_column_int64(st, 0), (sqlite3_int64) 0);
-        else
-                r = fail(ss, rc);
-        sqlite3_finalize(st);
-        return r;
-}
-
-static int sqlite_callback_update(Store *s, const StoreCallback *c) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        sqlite3_stmt *st = NULL;
-        int rc, r;
-
-        rc = sqlite3_prepare_v2(ss->db, sql_callback_update, -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        rc = bind_text(st, 1, c->execution_id);
-        rc = rc ?: bind_text(st, 2, callback_state_to_string(c->state));
-        rc = rc ?: bind_u64_or_null(st, 3, c->next_attempt_usec, c->state == CALLBACK_PENDING);
-        rc = rc ?: bind_u64(st, 4, c->attempts);
-        rc = rc ?: bind_text(st, 5, c->last_error);
-        rc = rc ?: bind_u64_or_null(st, 6, c->delivered_usec, c->delivered_usec > 0);
-        r = exec_bound(ss, st, rc);
-        if (r >= 0 && sqlite3_changes(ss->db) == 0)
-                r = -ENOENT;
-        if (r < 0)
-                rollback_if_open(ss);
+                sq_rollback_if_open(ss);
         return r;
 }
 
@@ -948,7 +489,7 @@ static int sqlite_get(Store *s, const char *id, StoreRecord **ret) {
         rc = sqlite3_bind_text(ss->get, 1, id, -1, SQLITE_STATIC);
         if (rc != SQLITE_OK) {
                 (void) sqlite3_reset(ss->get);
-                return fail(ss, rc);
+                return sq_fail(ss, rc);
         }
         r = collect(ss, ss->get, &l, &n);
         (void) sqlite3_clear_bindings(ss->get);
@@ -967,7 +508,7 @@ static int sqlite_get(Store *s, const char *id, StoreRecord **ret) {
 
 /* The rows of a prepared statement whose parameters were bound with result rc; finalizes st. */
 static int collect_bound(SqliteStore *ss, sqlite3_stmt *st, int rc, StoreRecord ***ret, size_t *ret_n) {
-        int r = rc != SQLITE_OK ? fail(ss, rc) : collect(ss, st, ret, ret_n);
+        int r = rc != SQLITE_OK ? sq_fail(ss, rc) : collect(ss, st, ret, ret_n);
 
         sqlite3_finalize(st);
         return r;
@@ -997,7 +538,7 @@ static int sqlite_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, siz
 
         rc = sqlite3_prepare_v2(ss->db, sql, -1, &st, NULL);
         if (rc != SQLITE_OK)
-                return fail(ss, rc);
+                return sq_fail(ss, rc);
 
         if (a->session_id)
                 rc = rc ?: sqlite3_bind_text(st, ++i, a->session_id, -1, SQLITE_STATIC);
@@ -1008,7 +549,7 @@ static int sqlite_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, siz
         if (a->error_type > ERROR_NONE)
                 rc = rc ?: sqlite3_bind_text(st, ++i, error_type_to_string(a->error_type), -1, SQLITE_STATIC);
         if (a->after) {
-                rc = rc ?: bind_u64(st, ++i, a->after->key);
+                rc = rc ?: sq_bind_u64(st, ++i, a->after->key);
                 rc = rc ?: sqlite3_bind_text(st, ++i, a->after->id, -1, SQLITE_STATIC);
         }
         rc = rc ?: sqlite3_bind_int64(st, ++i, a->limit);
@@ -1022,7 +563,7 @@ static int sqlite_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
 
         rc = sqlite3_prepare_v2(ss->db, sql_unfinished, -1, &st, NULL);
         if (rc != SQLITE_OK)
-                return fail(ss, rc);
+                return sq_fail(ss, rc);
         rc = sqlite3_bind_text(st, 1, exec_status_to_string(EXEC_QUEUED), -1, SQLITE_STATIC);
         rc = rc ?: sqlite3_bind_text(st, 2, exec_status_to_string(EXEC_RUNNING), -1, SQLITE_STATIC);
         return collect_bound(ss, st, rc, ret, ret_n);
@@ -1035,11 +576,11 @@ static int exec_u64(SqliteStore *ss, const char *sql, uint64_t v) {
 
         rc = sqlite3_prepare_v2(ss->db, sql, -1, &st, NULL);
         if (rc == SQLITE_OK)
-                rc = bind_u64(st, 1, v);
+                rc = sq_bind_u64(st, 1, v);
         if (rc == SQLITE_OK)
                 rc = sqlite3_step(st);
         if (rc != SQLITE_DONE)
-                r = fail(ss, rc);
+                r = sq_fail(ss, rc);
         sqlite3_finalize(st);
         return r;
 }
@@ -1056,23 +597,23 @@ static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n
 
         rc = sqlite3_exec(ss->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         if (rc != SQLITE_OK)
-                return fail(ss, rc);
+                return sq_fail(ss, rc);
 
         rc = sqlite3_prepare_v2(ss->db, sql_purge_digests, -1, &st, NULL);
         if (rc == SQLITE_OK)
-                rc = bind_u64(st, 1, finished_before_usec);
+                rc = sq_bind_u64(st, 1, finished_before_usec);
         while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const char *d = (const char *) sqlite3_column_text(st, 0);
 
                 if (d && strv_extend(&candidates, &n_candidates, d) < 0) {
                         sqlite3_finalize(st);
-                        rollback_if_open(ss);
+                        sq_rollback_if_open(ss);
                         return -ENOMEM;
                 }
                 rc = SQLITE_OK;
         }
         if (rc != SQLITE_DONE)
-                r = fail(ss, rc);
+                r = sq_fail(ss, rc);
         sqlite3_finalize(st);
         st = NULL;
 
@@ -1087,7 +628,7 @@ static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n
         if (r >= 0 && n_candidates > 0) {
                 rc = sqlite3_prepare_v2(ss->db, sql_digest_used, -1, &st, NULL);
                 if (rc != SQLITE_OK)
-                        r = fail(ss, rc);
+                        r = sq_fail(ss, rc);
                 for (size_t i = 0; r >= 0 && i < n_candidates; i++) {
                         rc = sqlite3_bind_text(st, 1, candidates[i], -1, SQLITE_STATIC);
                         if (rc == SQLITE_OK)
@@ -1095,7 +636,7 @@ static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n
                         if (rc == SQLITE_DONE)
                                 r = strv_extend(&unused, &n_unused, candidates[i]);
                         else if (rc != SQLITE_ROW)
-                                r = fail(ss, rc);
+                                r = sq_fail(ss, rc);
                         (void) sqlite3_reset(st);
                 }
                 sqlite3_finalize(st);
@@ -1103,200 +644,16 @@ static int sqlite_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n
         if (r >= 0) {
                 rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
                 if (rc != SQLITE_OK)
-                        r = fail(ss, rc);
+                        r = sq_fail(ss, rc);
         }
         if (r < 0) {
-                rollback_if_open(ss);
+                sq_rollback_if_open(ss);
                 return r;
         }
         *ret_n = n;
         if (ret_unreferenced)
                 *ret_unreferenced = TAKE_PTR(unused);
         return 0;
-}
-
-static int sqlite_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        _cleanup_free_ char *skipped = NULL;
-        json_object *l = json_object_new_array();
-        sqlite3_stmt *st = NULL;
-        int rc, r = 0;
-
-        if (!l)
-                return -ENOMEM;
-        for (size_t i = 0; i < a->n_skipped; i++) {
-                json_object *e = json_object_new_object();
-
-                json_object_object_add(e, "path", json_object_new_string(a->skipped[i].path));
-                json_object_object_add(e, "reason", json_object_new_string(a->skipped[i].reason));
-                json_object_array_add(l, e);
-        }
-        skipped = strdup(json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN));
-        json_object_put(l);
-        if (!skipped)
-                return -ENOMEM;
-
-        rc = sqlite3_exec(ss->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-
-        rc = sqlite3_prepare_v2(ss->db, "DELETE FROM artifacts WHERE execution_id = ?1", -1, &st, NULL);
-        rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        rc = rc ?: sqlite3_step(st);
-        if (rc != SQLITE_DONE)
-                r = fail(ss, rc);
-        sqlite3_finalize(st);
-        st = NULL;
-
-        if (r >= 0) {
-                /* Charged to the execution's owner ('' for none or unknown): the usage triggers
-                 * (migration 9) add it up. */
-                rc = sqlite3_prepare_v2(ss->db,
-                                        "INSERT INTO artifacts (execution_id, path, size, mime_type, sha256, "
-                                        "charged_bytes, owner) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                                        "COALESCE((SELECT owner FROM executions WHERE execution_id = ?1), ''))",
-                                        -1, &st, NULL);
-                for (size_t i = 0; rc == SQLITE_OK && i < a->n_items; i++) {
-                        const ExecArtifact *x = &a->items[i];
-
-                        rc = sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-                        rc = rc ?: sqlite3_bind_text(st, 2, x->path, -1, SQLITE_STATIC);
-                        rc = rc ?: bind_u64(st, 3, x->size);
-                        rc = rc ?: sqlite3_bind_text(st, 4, x->mime_type, -1, SQLITE_STATIC);
-                        rc = rc ?: sqlite3_bind_text(st, 5, x->sha256, -1, SQLITE_STATIC);
-                        rc = rc ?: bind_u64(st, 6, x->charged_bytes);
-                        rc = rc ?: sqlite3_step(st);
-                        if (rc == SQLITE_DONE)
-                                rc = sqlite3_reset(st);
-                }
-                if (rc != SQLITE_OK)
-                        r = fail(ss, rc);
-                sqlite3_finalize(st);
-                st = NULL;
-        }
-        if (r >= 0) {
-                rc = sqlite3_prepare_v2(ss->db,
-                                        "INSERT OR REPLACE INTO artifact_collections (execution_id, skipped_total, skipped) "
-                                        "VALUES (?1, ?2, ?3)", -1, &st, NULL);
-                rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-                rc = rc ?: bind_u64(st, 2, a->n_skipped_total);
-                rc = rc ?: sqlite3_bind_text(st, 3, skipped, -1, SQLITE_STATIC);
-                rc = rc ?: sqlite3_step(st);
-                if (rc != SQLITE_DONE)
-                        r = fail(ss, rc);
-                sqlite3_finalize(st);
-        }
-        if (r >= 0) {
-                rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
-                if (rc != SQLITE_OK)
-                        r = fail(ss, rc);
-        }
-        if (r < 0)
-                rollback_if_open(ss);
-        return r;
-}
-
-static int sqlite_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = exec_artifacts_new();
-        sqlite3_stmt *st = NULL;
-        json_object *l = NULL;
-        bool found = false;
-        int rc, r = 0;
-
-        if (!a)
-                return -ENOMEM;
-        rc = sqlite3_prepare_v2(ss->db, "SELECT skipped_total, skipped FROM artifact_collections WHERE execution_id = ?1",
-                                -1, &st, NULL);
-        rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                const char *text = (const char *) sqlite3_column_text(st, 1);
-
-                found = true;
-                a->n_skipped_total = (uint64_t) sqlite3_column_int64(st, 0);
-                l = text ? json_tokener_parse(text) : NULL;
-                for (size_t i = 0; l && json_object_is_type(l, json_type_array) && i < json_object_array_length(l) &&
-                                   r >= 0; i++) {
-                        json_object *e = json_object_array_get_idx(l, i), *p = NULL, *why = NULL;
-
-                        if (!json_object_object_get_ex(e, "path", &p) || !json_object_object_get_ex(e, "reason", &why))
-                                continue;
-                        r = exec_artifacts_add_skip(a, json_object_get_string(p) ?: "", json_object_get_string(why) ?: "");
-                }
-                json_object_put(l);
-                rc = SQLITE_DONE;
-        }
-        if (rc != SQLITE_DONE)
-                r = fail(ss, rc);
-        sqlite3_finalize(st);
-        st = NULL;
-        if (r < 0)
-                return r;
-        if (!found)
-                return -ENOENT;
-
-        rc = sqlite3_prepare_v2(ss->db, "SELECT path, size, mime_type, sha256, charged_bytes FROM artifacts "
-                                "WHERE execution_id = ?1 ORDER BY path", -1, &st, NULL);
-        rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                const char *path = (const char *) sqlite3_column_text(st, 0);
-                const char *mime = (const char *) sqlite3_column_text(st, 2);
-                const char *sha = (const char *) sqlite3_column_text(st, 3);
-                sqlite3_int64 size = sqlite3_column_int64(st, 1), charged = sqlite3_column_int64(st, 4);
-                size_t n = a->n_items;
-
-                rc = SQLITE_OK;
-                if (!path || !mime || !sha || size < 0 || charged < 0)
-                        continue;       /* not written by us */
-                r = exec_artifacts_add(a, path, (uint64_t) size, mime, sha);
-                if (r == -EINVAL)
-                        r = 0;
-                if (r < 0)
-                        break;
-                if (a->n_items > n)
-                        a->items[n].charged_bytes = (uint64_t) charged;
-        }
-        if (r >= 0 && rc != SQLITE_DONE)
-                r = fail(ss, rc);
-        sqlite3_finalize(st);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(a);
-        return 0;
-}
-
-/* One number from the usage tables (migration 9): an indexed lookup, never a sum over rows. No row
- * (an owner with no artifacts) is 0. */
-static int usage_bytes(SqliteStore *ss, const char *sql, const char *owner, uint64_t *ret) {
-        sqlite3_stmt *st = NULL;
-        sqlite3_int64 v = 0;
-        int rc, r = 0;
-
-        rc = sqlite3_prepare_v2(ss->db, sql, -1, &st, NULL);
-        if (rc == SQLITE_OK && owner)
-                rc = sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
-        if (rc == SQLITE_OK) {
-                rc = sqlite3_step(st);
-                if (rc == SQLITE_ROW) {
-                        v = sqlite3_column_int64(st, 0);
-                        rc = SQLITE_DONE;
-                }
-        }
-        if (rc != SQLITE_DONE)
-                r = fail(ss, rc);
-        sqlite3_finalize(st);
-        if (r < 0)
-                return r;
-        *ret = v > 0 ? (uint64_t) v : 0;
-        return 0;
-}
-
-static int sqlite_artifact_store_bytes(Store *s, uint64_t *ret) {
-        return usage_bytes(SQLITE_STORE(s), "SELECT bytes FROM artifact_store_usage WHERE id = 0", NULL, ret);
-}
-
-static int sqlite_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret) {
-        return usage_bytes(SQLITE_STORE(s), "SELECT bytes FROM artifact_usage WHERE owner = ?1", owner, ret);
 }
 
 static int sqlite_count(Store *s, uint64_t *ret) {
@@ -1307,7 +664,7 @@ static int sqlite_count(Store *s, uint64_t *ret) {
         if (rc == SQLITE_ROW)
                 *ret = (uint64_t) sqlite3_column_int64(ss->count, 0);
         else
-                r = fail(ss, rc);
+                r = sq_fail(ss, rc);
         (void) sqlite3_reset(ss->count);
         return r;
 }
@@ -1329,128 +686,6 @@ static void sqlite_close(Store *s) {
 }
 
 /* ---- sessions ---- */
-
-static int run_session_statement(SqliteStore *ss, sqlite3_stmt *st, int rc) {
-        int r = 0;
-
-        if (rc == SQLITE_OK)
-                rc = sqlite3_step(st);
-        if (rc != SQLITE_DONE)
-                r = fail(ss, rc);
-        sqlite3_finalize(st);
-        if (r < 0)
-                rollback_if_open(ss);
-        return r;
-}
-
-static int sqlite_session_put(Store *s, const StoreSession *x) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        sqlite3_stmt *st = NULL;
-        int rc;
-
-        rc = sqlite3_prepare_v2(ss->db,
-                                "INSERT OR REPLACE INTO sessions (session_id, owner, mount_unit, path, disk_mb, "
-                                "created_at, last_used_at, executions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                                -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        rc = bind_text(st, 1, x->session_id);
-        rc = rc ?: bind_text(st, 2, x->owner);
-        rc = rc ?: bind_text(st, 3, x->mount_unit);
-        rc = rc ?: bind_text(st, 4, x->path);
-        rc = rc ?: bind_u64(st, 5, x->disk_mb);
-        rc = rc ?: bind_u64(st, 6, x->created_usec);
-        rc = rc ?: bind_u64(st, 7, x->last_used_usec);
-        rc = rc ?: bind_u64(st, 8, x->executions);
-        return run_session_statement(ss, st, rc);
-}
-
-static int sqlite_session_delete(Store *s, const char *session_id) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        sqlite3_stmt *st = NULL;
-        int rc;
-
-        rc = sqlite3_prepare_v2(ss->db, "DELETE FROM sessions WHERE session_id = ?1", -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        rc = bind_text(st, 1, session_id);
-        return run_session_statement(ss, st, rc);
-}
-
-static int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        StoreSession *l = NULL;
-        sqlite3_stmt *st = NULL;
-        size_t n = 0;
-        int rc, r = 0;
-
-        rc = sqlite3_prepare_v2(ss->db,
-                                "SELECT session_id, owner, mount_unit, path, disk_mb, created_at, last_used_at, "
-                                "executions FROM sessions ORDER BY created_at",
-                                -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                StoreSession *nl = reallocarray(l, n + 1, sizeof(StoreSession)), *x;
-
-                if (!nl) {
-                        r = -ENOMEM;
-                        break;
-                }
-                l = nl;
-                x = &l[n++];
-                *x = (StoreSession) {};
-                r = column_strdup(st, 0, &x->session_id);
-                r = r ?: column_strdup(st, 1, &x->owner);
-                r = r ?: column_strdup(st, 2, &x->mount_unit);
-                r = r ?: column_strdup(st, 3, &x->path);
-                r = r ?: column_u64(st, 4, &x->disk_mb, NULL);
-                r = r ?: column_u64(st, 5, &x->created_usec, NULL);
-                r = r ?: column_u64(st, 6, &x->last_used_usec, NULL);
-                r = r ?: column_u64(st, 7, &x->executions, NULL);
-                if (r >= 0 && (!x->session_id || !x->mount_unit || !x->path))
-                        r = -EBADMSG;
-                if (r < 0)
-                        break;
-        }
-        if (r >= 0 && rc != SQLITE_DONE)
-                r = fail(ss, rc);
-        sqlite3_finalize(st);
-        if (r < 0) {
-                store_sessions_free(l, n);
-                return r;
-        }
-        *ret = l;
-        *ret_n = n;
-        return 0;
-}
-
-static int sqlite_usage_get(Store *s, const char *owner, StoreUsage *ret) {
-        SqliteStore *ss = SQLITE_STORE(s);
-        sqlite3_stmt *st = NULL;
-        int rc, r = 0;
-
-        rc = sqlite3_prepare_v2(ss->db, "SELECT records, bytes, pending_callbacks FROM record_usage WHERE owner = ?1",
-                                -1, &st, NULL);
-        if (rc != SQLITE_OK)
-                return fail(ss, rc);
-        rc = bind_text(st, 1, owner);
-        if (rc == SQLITE_OK)
-                rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
-                /* Never negative unless someone edited the table by hand: then it counts as nothing. */
-                *ret = (StoreUsage) {
-                        .records = (uint64_t) MAX(sqlite3_column_int64(st, 0), (sqlite3_int64) 0),
-                        .bytes = (uint64_t) MAX(sqlite3_column_int64(st, 1), (sqlite3_int64) 0),
-                        .pending_callbacks = (uint64_t) MAX(sqlite3_column_int64(st, 2), (sqlite3_int64) 0),
-                };
-        else if (rc == SQLITE_DONE)
-                *ret = (StoreUsage) {};
-        else
-                r = fail(ss, rc);
-        sqlite3_finalize(st);
-        return r;
-}
 
 static const StoreOps sqlite_ops = {
         .name = "sqlite",
@@ -1618,26 +853,26 @@ static int migrate(SqliteStore *ss, char **ret_error) {
         rc = pragma_int(ss, "PRAGMA user_version", &version);
         if (rc != SQLITE_OK)
                 goto fail;
-        if (version > SCHEMA_VERSION) {
-                rollback_if_open(ss);
+        if (version > SQLITE_SCHEMA_VERSION) {
+                sq_rollback_if_open(ss);
                 return open_error(ss, ret_error, -EPROTONOSUPPORT,
                                   "database schema version %" PRIi64 " is newer than this sandboxd supports (%d)",
-                                  version, SCHEMA_VERSION);
+                                  version, SQLITE_SCHEMA_VERSION);
         }
-        if (version == SCHEMA_VERSION) {
+        if (version == SQLITE_SCHEMA_VERSION) {
                 rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
                 if (rc != SQLITE_OK)
                         goto fail;
                 return 0;
         }
 
-        for (int64_t v = version; v < SCHEMA_VERSION; v++) {
-                rc = sqlite3_exec(ss->db, migrations[v], NULL, NULL, NULL);
+        for (int64_t v = version; v < SQLITE_SCHEMA_VERSION; v++) {
+                rc = sqlite3_exec(ss->db, sqlite_migrations[v], NULL, NULL, NULL);
                 if (rc != SQLITE_OK) {
                         int r = sqlite_errno(ss->db, rc);
                         _cleanup_free_ char *msg = strdup(sqlite3_errmsg(ss->db));
 
-                        rollback_if_open(ss);
+                        sq_rollback_if_open(ss);
                         return open_error(ss, ret_error, r, "schema migration %" PRIi64 " failed: %s", v + 1,
                                           strna(msg));
                 }
@@ -1650,7 +885,7 @@ static int migrate(SqliteStore *ss, char **ret_error) {
                 if (rc != SQLITE_OK)
                         goto fail;
         }
-        (void) snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SCHEMA_VERSION);
+        (void) snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SQLITE_SCHEMA_VERSION);
         rc = sqlite3_exec(ss->db, sql, NULL, NULL, NULL);
         if (rc != SQLITE_OK)
                 goto fail;
@@ -1669,7 +904,7 @@ static int migrate(SqliteStore *ss, char **ret_error) {
 fail:
         {
                 int r = open_sqlite_error(ss, ret_error, rc, "schema migration failed");
-                rollback_if_open(ss);
+                sq_rollback_if_open(ss);
                 return r;
         }
 }
@@ -1732,10 +967,10 @@ int store_open_sqlite(const char *path, Store **ret, char **ret_error) {
         if (app_id == 0 && (version != 0 || n_objects > 0))
                 return open_error(ss, ret_error, -EBADMSG,
                                   "is not a sandboxd database (an SQLite file with other contents)");
-        if (version > SCHEMA_VERSION)
+        if (version > SQLITE_SCHEMA_VERSION)
                 return open_error(ss, ret_error, -EPROTONOSUPPORT,
                                   "database schema version %" PRIi64 " is newer than this sandboxd supports (%d)",
-                                  version, SCHEMA_VERSION);
+                                  version, SQLITE_SCHEMA_VERSION);
 
         /* The pragma answers with the mode in effect: a file system without shared memory support
          * leaves it at "delete" instead of failing. */
@@ -1792,5 +1027,5 @@ int store_sqlite_set_max_pages_for_test(Store *s, uint64_t max_pages) {
                 return -EINVAL;
         (void) snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %" PRIu64, max_pages);
         rc = sqlite3_exec(ss->db, sql, NULL, NULL, NULL);
-        return rc == SQLITE_OK ? 0 : fail(ss, rc);
+        return rc == SQLITE_OK ? 0 : sq_fail(ss, rc);
 }
