@@ -11,7 +11,7 @@
 #include "callback.h"
 #include "exec-protocol.h"
 #include "fetch.h"
-#include "job.h"
+#include "job-internal.h"
 #include "log.h"
 #include "session.h"
 #include "sysd.h"
@@ -20,13 +20,9 @@
 #include "usr-layer.h"
 #include "workspace.h"
 
-#define DRAIN_TIMEOUT_USEC (2 * USEC_PER_SEC)
-/* Artifact paths below output/: bytes of one path, directory levels. */
-#define ARTIFACT_PATH_MAX 1024
-#define ARTIFACT_NESTING_MAX 16
 
 /* Is path a direct child of dir ("dir/name", name without '/')? */
-static bool path_startswith_dir(const char *path, const char *dir) {
+bool path_startswith_dir(const char *path, const char *dir) {
         const char *rest = startswith(path, dir);
 
         return rest && rest[0] == '/' && rest[1] && !strchr(rest + 1, '/');
@@ -39,7 +35,6 @@ struct JobWaiter {
 };
 
 static void job_finalize(Job *j);
-static void job_maybe_finalize(Job *j);
 static void log_execution_start(Job *j);
 static void on_active_state(void *userdata, int r, const char *state);
 static void job_on_job_removed(Job *j, const char *unit, const char *result);
@@ -68,7 +63,6 @@ static int job_watch_mount(Job *j) {
                 return 0;
         return sysd_watch(j->manager->sysd, j->mount_name, &mount_events, j, &j->watch_mount);
 }
-static int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
 static void job_link(Manager *m, Job *j);
 
@@ -386,64 +380,6 @@ void job_fail(Job *j, const char *why) {
 
 /* ---- output and control channel ---------------------------------------------------------- */
 
-static int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Job *j = userdata;
-
-        if ((revents & EPOLLOUT) && j->ctl_off < j->ctl_len) {
-                ssize_t n = send(fd, j->ctl_buf + j->ctl_off, j->ctl_len - j->ctl_off, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n < 0) {
-                        if (errno != EAGAIN && errno != EINTR) {
-                                /* The helper is gone before reading everything: the report will say. */
-                                j->ctl_off = j->ctl_len;
-                        }
-                } else
-                        j->ctl_off += (size_t) n;
-                if (j->ctl_off >= j->ctl_len) {
-                        j->ctl_buf = mfree(j->ctl_buf);
-                        (void) shutdown(fd, SHUT_WR);
-                        (void) sd_event_source_set_io_events(s, EPOLLIN);
-                }
-        }
-
-        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-                ssize_t n;
-
-                /* Grow as the report arrives, never beyond what a report can be. */
-                if (j->report_len == j->report_allocated) {
-                        size_t na = MIN(MAX(j->report_allocated * 2, (size_t) 16384), j->report_max);
-                        uint8_t *nb;
-
-                        if (na <= j->report_len) {
-                                j->report_overflow = true;
-                                n = 0;
-                                goto eof;
-                        }
-                        nb = realloc(j->report, na);
-                        if (!nb) {
-                                log_oom();
-                                return 0;
-                        }
-                        j->report = nb;
-                        j->report_allocated = na;
-                }
-                n = recv(fd, j->report + j->report_len, j->report_allocated - j->report_len, MSG_DONTWAIT);
-                if (n < 0) {
-                        if (errno == EAGAIN || errno == EINTR)
-                                return 0;
-                        n = 0;
-                }
-        eof:
-                if (n == 0) {
-                        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
-                        j->ctl_eof = true;
-                        job_maybe_finalize(j);
-                        return 0;
-                }
-                j->report_len += (size_t) n;
-        }
-        return 0;
-}
-
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         Job *j = userdata;
 
@@ -492,27 +428,6 @@ static void on_start_reply(void *userdata, int r, const char *message) {
                 else if (k < 0)
                         log_debug_errno(k, "%s: cannot put the control socket in the fd store: %m", j->exec->id);
         }
-}
-
-static int build_control_payload(Job *j) {
-        const SeccompFilter *f = manager_seccomp_filter(j->manager, j->request->language);
-        char header[EXEC_HEADER_MAX + 1];
-        int hl;
-
-        if (!f)
-                return -EINVAL;
-        hl = exec_header_format(header, sizeof(header), f->bpf_len, j->request->code_len);
-        if (hl < 0)
-                return hl;
-        j->ctl_len = (size_t) hl + f->bpf_len + j->request->code_len;
-        j->ctl_buf = malloc(j->ctl_len);
-        if (!j->ctl_buf)
-                return -ENOMEM;
-        memcpy(j->ctl_buf, header, (size_t) hl);
-        memcpy(j->ctl_buf + hl, f->bpf, f->bpf_len);
-        memcpy(j->ctl_buf + hl + f->bpf_len, j->request->code, j->request->code_len);
-        j->ctl_off = 0;
-        return 0;
 }
 
 static void start_service(Job *j) {
@@ -851,180 +766,7 @@ void job_on_unit_inactive(Job *j) {
         job_maybe_finalize(j);
 }
 
-/* What the collector returned, as the execution and the store keep it. */
-static int artifacts_from_list(const ArtifactList *l, ExecArtifacts **ret) {
-        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = exec_artifacts_new();
-        int r;
-
-        if (!a)
-                return -ENOMEM;
-        for (size_t i = 0; i < l->n_items; i++) {
-                r = exec_artifacts_add(a, l->items[i].path, l->items[i].size, l->items[i].mime_type,
-                                       l->items[i].sha256);
-                if (r < 0)
-                        return r;
-                a->items[a->n_items - 1].charged_bytes = l->items[i].charged_bytes;
-        }
-        for (size_t i = 0; i < l->n_skipped; i++) {
-                r = exec_artifacts_add_skip(a, l->skipped[i].path, l->skipped[i].reason);
-                if (r < 0)
-                        return r;
-        }
-        a->n_skipped_total = l->n_skipped_total;
-        *ret = TAKE_PTR(a);
-        return 0;
-}
-
-static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
-        _cleanup_(artifact_list_freep) ArtifactList *l = list;
-        Job *j = userdata;
-        ExecArtifacts *a = NULL;
-
-        j->collect = artifact_collect_cancel(j->collect);       /* frees the handle; the thread is done */
-        /* A sweep may have removed a blob this collection found already stored (its last record
-         * purged between the copy and now): collect once more, the workspace is still there. */
-        for (size_t i = 0; r >= 0 && l && i < l->n_items && !j->artifacts_retried; i++) {
-                int fd = artifacts_store_open_blob(j->manager->artifacts_fd, l->items[i].sha256);
-
-                if (fd == -ENOENT) {
-                        log_info("%s: an artifact blob was purged meanwhile, collecting again", j->exec->id);
-                        j->artifacts_retried = true;
-                        artifact_accounts_settle(j->manager, &j->artifact_caller, l->charged_bytes, false);
-                        job_maybe_finalize(j);
-                        return;
-                }
-                safe_close(fd);
-        }
-        j->artifacts_done = true;
-        if (r < 0)
-                log_error_errno(r, "%s: collecting the artifacts failed: %m", j->exec->id);
-        else if (artifacts_from_list(l, &a) < 0)
-                log_oom();
-        if (!a) {
-                /* The execution is final all the same, with an empty list that says why. */
-                a = exec_artifacts_new();
-                if (a && exec_artifacts_add_skip(a, ".", "io_error") >= 0)
-                        a->n_skipped_total = 1;
-        }
-        exec_artifacts_free(j->exec->artifacts);
-        j->exec->artifacts = a;
-        if (a && j->manager->store) {
-                int k = store_put_artifacts(j->manager->store, j->exec->id, a);
-
-                if (k < 0) {
-                        metrics_store_error(j->manager->metrics);
-                        log_error_errno(k, "%s: cannot record the artifacts: %s", j->exec->id,
-                                        store_error_message(j->manager->store));
-                } else
-                        j->artifacts_stored = true;
-        }
-        /* r < 0: the collector gave back what it had charged itself. */
-        artifact_accounts_settle(j->manager, &j->artifact_caller, l ? l->charged_bytes : 0, j->artifacts_stored);
-        if (a)
-                log_debug("%s: %zu artifacts collected, %" PRIu64 " skipped", j->exec->id, a->n_items,
-                          a->n_skipped_total);
-        job_maybe_finalize(j);
-}
-
-/* Is anything still running in the unit's cgroup? A unit that systemd reports inactive has nothing
- * left, unless a process survived the final SIGKILL (stuck in the kernel); then nothing below the
- * workspace is read. v2: "populated" in cgroup.events; v1: a pid in the pids hierarchy's
- * cgroup.procs. No file (the cgroup is gone) counts as empty. */
-static bool unit_cgroup_populated(Job *j) {
-        Manager *m = j->manager;
-        _cleanup_free_ char *path = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        char buf[256];
-        ssize_t n;
-
-        for (size_t i = 0; i < m->n_cgroups && !path; i++) {
-                const char *file = m->cgroup_v2 && streq(m->cgroups[i].name, "unified") ? "cgroup.events" :
-                                   !m->cgroup_v2 && streq(m->cgroups[i].name, "pids") ? "cgroup.procs" : NULL;
-
-                if (file && asprintf(&path, "%s/%s/%s", m->cgroups[i].slice_dir, j->unit_name, file) < 0) {
-                        path = NULL;
-                        return true;
-                }
-        }
-        if (!path)
-                return false;
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return false;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n < 0)
-                return true;
-        buf[n] = 0;
-        if (m->cgroup_v2)
-                return !strstr(buf, "populated 0");
-        return n > 0;
-}
-
-/* The unit has ended and its report is in: collect output/ of its workspace (only now — no process of
- * the sandbox is left that could change it while it is read). The workspace is opened from the
- * daemon's own directory downwards, never through a symlink; whether it is unmounted afterwards
- * does not matter here. Sets artifacts_done when there is nothing to wait for. */
-static void job_collect_artifacts(Job *j) {
-        Manager *m = j->manager;
-        const Config *c = m->config;
-        _cleanup_close_ int parent_fd = -EBADF, mount_fd = -EBADF, ws_fd = -EBADF;
-        const char *name;
-        ArtifactLimits lim = {
-                .max_files = c->artifact_max_files,
-                .max_file_bytes = c->artifact_max_file_bytes,
-                .max_total_bytes = c->artifact_max_total_bytes,
-                .max_path = ARTIFACT_PATH_MAX,
-                .max_depth = ARTIFACT_NESTING_MAX,
-                ARTIFACT_LIMITS_NO_BUDGETS,     /* artifact_accounts_begin() sets them */
-        };
-        int r;
-
-        /* The workspace's tmpfs lives in a directory of the daemon's: workspaces/ for a single-use
-         * one, the sessions' mount directory for a session's. */
-        const char *parent = j->session ? SESSION_MOUNT_DIR : m->workspaces_dir;
-
-        if (!j->unit_started || (!j->mount_started && !j->session) || !j->workspace || m->artifacts_fd < 0 ||
-            c->artifact_max_files == 0) {
-                j->artifacts_done = true;
-                return;
-        }
-        if (unit_cgroup_populated(j)) {
-                log_error("%s: processes are left in the unit's cgroup, not collecting artifacts", j->exec->id);
-                j->artifacts_done = true;
-                return;
-        }
-        name = strrchr(j->workspace, '/');
-        if (!name || !path_startswith_dir(j->workspace, parent)) {
-                j->artifacts_done = true;
-                return;
-        }
-        parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (parent_fd >= 0)
-                mount_fd = openat(parent_fd, name + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (mount_fd >= 0)
-                ws_fd = openat(mount_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (ws_fd < 0) {
-                log_warning_errno(errno, "%s: cannot open the workspace %s/workspace, no artifacts: %m", j->exec->id,
-                                  j->workspace);
-                j->artifacts_done = true;
-                return;
-        }
-        r = artifact_accounts_begin(m, j->owner, j->exec->limits.disk_mb, &lim, &j->artifact_caller);
-        if (r < 0) {
-                log_error_errno(r, "%s: cannot read the artifact budgets, no artifacts: %m", j->exec->id);
-                j->artifacts_done = true;
-                return;
-        }
-        r = artifacts_collect_async(m->event, ws_fd, m->artifacts_fd, &lim, on_artifacts_done, j, &j->collect);
-        if (r < 0) {
-                log_error_errno(r, "%s: cannot start collecting the artifacts: %m", j->exec->id);
-                j->collect = NULL;
-                j->artifacts_done = true;
-                artifact_accounts_settle(m, &j->artifact_caller, 0, false);
-        }
-}
-
-static void job_maybe_finalize(Job *j) {
+void job_maybe_finalize(Job *j) {
         if (j->state == JOB_DONE)
                 return;
         if (!(j->unit_gone && j->props_read && j->ctl_eof))
@@ -1036,59 +778,6 @@ static void job_maybe_finalize(Job *j) {
                         return;         /* on_artifacts_done() comes back here */
         }
         job_finalize(j);
-}
-
-static void fill_stream(OutputStream *o, const Capture *c) {
-        uint64_t elided = 0;
-
-        free(o->text);
-        o->text = NULL;
-        /* Out of memory: no text, and so truncated if there was any output. */
-        if (capture_render(c, &o->text, &elided) < 0)
-                elided = c->total_bytes;
-        o->bytes = c->total_bytes;
-        o->lines = c->total_lines;
-        o->truncated = elided > 0;
-}
-
-/* The report: "key=value\n" text, an empty line, then the stdout head and tail and the stderr
- * head and tail. Everything in it is the sandbox's word: sizes are checked against what was
- * received and against the configured capture sizes before anything is copied. */
-static void parse_report(Job *j, HelperReport *report) {
-        const Config *c = j->manager->config;
-        Capture out = {}, err = {};
-        const uint8_t *sep, *p;
-        size_t text_len, rest;
-
-        *report = (HelperReport) {};
-        if (j->report_len == 0 || j->report_overflow)
-                return;
-        sep = memmem(j->report, MIN(j->report_len, (size_t) HELPER_REPORT_MAX), "\n\n", 2);
-        text_len = sep ? (size_t) (sep - j->report) + 1 : j->report_len;
-        if (helper_report_parse((const char *) j->report, text_len, report) < 0)
-                return;
-        if (!sep)
-                return;
-
-        p = sep + 2;
-        rest = j->report_len - (size_t) (p - j->report);
-        if (report->out.head + report->out.tail + report->err.head + report->err.tail != rest ||
-            capture_init(&out, c->output_head_bytes, c->output_tail_bytes) < 0 ||
-            capture_init(&err, c->output_head_bytes, c->output_tail_bytes) < 0 ||
-            capture_restore(&out, p, report->out.head, p + report->out.head, report->out.tail, report->out.bytes,
-                            report->out.lines) < 0 ||
-            capture_restore(&err, p + report->out.head + report->out.tail, report->err.head,
-                            p + report->out.head + report->out.tail + report->err.head, report->err.tail,
-                            report->err.bytes, report->err.lines) < 0) {
-                log_warning("%s: the output in sandbox-exec's report is malformed, dropped", j->exec->id);
-                capture_done(&out);
-                capture_done(&err);
-                return;
-        }
-        fill_stream(&j->exec->out, &out);
-        fill_stream(&j->exec->err, &err);
-        capture_done(&out);
-        capture_done(&err);
 }
 
 static void log_execution_start(Job *j) {
