@@ -4,6 +4,7 @@
 #include "api.h"
 #include "artifacts.h"
 #include "job.h"
+#include "runner.h"
 #include "signed-url.h"
 #include "store.h"
 #include "log.h"
@@ -15,6 +16,7 @@
 
 /* A request held open until its execution is final (POST ?wait=true, GET ?wait=true). */
 typedef struct ApiWait {
+        ApiContext *ac;
         HttpRequest *req;
         Job *job;
         JobWaiter *waiter;
@@ -50,11 +52,11 @@ static void on_request_gone(HttpRequest *req, void *userdata) {
 }
 
 /* A job as the answer (a final one read back from the store), or why it cannot be read. */
-static void respond_job(HttpRequest *req, Manager *m, Job *j, unsigned status) {
+static void respond_job(HttpRequest *req, ApiContext *ac, Job *j, unsigned status) {
         json_object *o = NULL;
         RequestError err;
 
-        if (job_record_json(m, j, &o, &err) < 0)
+        if (job_record_json(ac, j, &o, &err) < 0)
                 respond_request_error(req, &err);
         else
                 http_respond_json(req, status, o);
@@ -62,19 +64,19 @@ static void respond_job(HttpRequest *req, Manager *m, Job *j, unsigned status) {
 
 static void on_job_done(Job *j, void *userdata) {
         ApiWait *w = userdata;
-        Manager *m = j->manager;
+        ApiContext *ac = w->ac;
 
         w->waiter = NULL;       /* the job frees it after this call */
         http_request_set_gone_cb(w->req, NULL, NULL);
-        if (!job_is_final(j) && m->stopping)
+        if (!job_is_final(j) && ac->ctx->stopping)
                 http_respond_error(w->req, API_ERROR_SHUTTING_DOWN, NULL, "sandboxd is stopping; execution %s did not finish",
                                    j->exec->id);
         else
-                respond_job(w->req, m, j, 200);
+                respond_job(w->req, ac, j, 200);
         free(w);
 }
 
-static void wait_for(HttpRequest *req, Job *j) {
+static void wait_for(ApiContext *ac, HttpRequest *req, Job *j) {
         ApiWait *w = calloc(1, sizeof(ApiWait));
         JobWaiter *jw = NULL;
         int r;
@@ -83,6 +85,7 @@ static void wait_for(HttpRequest *req, Job *j) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
+        w->ac = ac;
         w->req = req;
         w->job = j;
         /* Suspend first: the callback may answer at once. */
@@ -112,7 +115,7 @@ static void respond_accepted(HttpRequest *req, Job *j, unsigned status) {
         http_respond_json(req, status, accepted_json(j->exec));
 }
 
-static void handle_submit(Manager *m, HttpRequest *req) {
+static void handle_submit(ApiContext *ac, HttpRequest *req) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         SubmitResult res;
         const char *ct, *body;
@@ -129,7 +132,7 @@ static void handle_submit(Manager *m, HttpRequest *req) {
 
         if (http_request_too_large(req)) {
                 http_respond_error(req, API_ERROR_TOO_LARGE, NULL, "request body exceeds MaxRequestBytes=%" PRIu64,
-                                   m->config->max_request_bytes);
+                                   ac->ctx->config->max_request_bytes);
                 return;
         }
         ct = http_request_header(req, "Content-Type");
@@ -139,7 +142,7 @@ static void handle_submit(Manager *m, HttpRequest *req) {
         }
         body = http_request_body(req, &len);
         /* Validation, idempotency and the queue limit: the same code as the D-Bus API's. */
-        r = submit_execution(m, body, len, owner, admin, &res, &err);
+        r = submit_execution(ac, body, len, owner, admin, &res, &err);
         if (r < 0) {
                 respond_request_error(req, &err);
                 return;
@@ -147,27 +150,27 @@ static void handle_submit(Manager *m, HttpRequest *req) {
         switch (res.outcome) {
         case SUBMIT_EXISTING_RECORD:
                 rec = res.record;
-                http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(m, rec)
+                http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(ac, rec)
                                                                       : accepted_json(rec->exec));
                 return;
         case SUBMIT_EXISTING_JOB:
                 if (query_true(req, "wait"))
-                        wait_for(req, res.job);
+                        wait_for(ac, req, res.job);
                 else
                         respond_accepted(req, res.job, job_is_final(res.job) ? 200 : 202);
                 return;
         case SUBMIT_CREATED:
                 if (query_true(req, "wait"))
-                        wait_for(req, res.job);
+                        wait_for(ac, req, res.job);
                 else
                         respond_accepted(req, res.job, 202);
                 return;
         }
 }
 
-static void handle_get(Manager *m, HttpRequest *req, const char *id) {
+static void handle_get(ApiContext *ac, HttpRequest *req, const char *id) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        Job *j = manager_find_job(m, id);
+        Job *j = runner_find(ac->runner, id);
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
 
@@ -179,26 +182,26 @@ static void handle_get(Manager *m, HttpRequest *req, const char *id) {
         if (j && !may_see(owner, admin, j->owner))
                 j = NULL;
         if (!j) {
-                if (m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
-                        http_respond_json(req, 200, stored_record_json(m, rec));
+                if (ac->ctx->store && store_get(ac->ctx->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
+                        http_respond_json(req, 200, stored_record_json(ac, rec));
                         return;
                 }
                 http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
                 return;
         }
         if (query_true(req, "wait") && !job_is_final(j)) {
-                wait_for(req, j);
+                wait_for(ac, req, j);
                 return;
         }
-        respond_job(req, m, j, 200);
+        respond_job(req, ac, j, 200);
 }
 
 /* GET /v1/executions/<id>/artifacts: the artifact part of the execution object, URLs signed afresh.
  * Who may see the execution may list them. */
-static void handle_artifacts_list(Manager *m, HttpRequest *req, const char *id) {
+static void handle_artifacts_list(ApiContext *ac, HttpRequest *req, const char *id) {
         static const char *const keys[] = { "artifacts", "artifacts_skipped", "artifacts_skipped_total" };
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        Job *j = manager_find_job(m, id);
+        Job *j = runner_find(ac->runner, id);
         const Execution *e = NULL;
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
@@ -211,21 +214,21 @@ static void handle_artifacts_list(Manager *m, HttpRequest *req, const char *id) 
         }
         if (j && may_see(owner, admin, j->owner))
                 e = j->exec;
-        else if (!j && m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
+        else if (!j && ac->ctx->store && store_get(ac->ctx->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
                 if (exec_status_is_final(rec->exec->status))
-                        (void) store_get_artifacts(m->store, id, &rec->exec->artifacts);
+                        (void) store_get_artifacts(ac->ctx->store, id, &rec->exec->artifacts);
                 e = rec->exec;
         }
         if (!e) {
                 http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
                 return;
         }
-        if (j && job_record_json(m, j, &full, &err) < 0) {
+        if (j && job_record_json(ac, j, &full, &err) < 0) {
                 respond_request_error(req, &err);
                 return;
         }
         if (!j)
-                full = execution_record_json(m, e);
+                full = execution_record_json(ac, e);
         if (!full) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
@@ -247,7 +250,7 @@ static void respond_no_artifact(HttpRequest *req) {
 }
 
 /* GET of a signed URL: the signature is the authorization (no owner, no API key). */
-static void handle_artifact_get(Manager *m, HttpRequest *req, const char *id, const char *path) {
+static void handle_artifact_get(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
         _cleanup_(exec_artifacts_freep) ExecArtifacts *stored = NULL;
         _cleanup_free_ char *canonical = NULL;
         const ExecArtifacts *a = NULL;
@@ -266,7 +269,7 @@ static void handle_artifact_get(Manager *m, HttpRequest *req, const char *id, co
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
-        r = signed_url_verify(m->artifact_key, m->artifact_key_len, "GET", canonical,
+        r = signed_url_verify(ac->ctx->artifact_key, ac->ctx->artifact_key_len, "GET", canonical,
                               http_request_query(req, "expires"), http_request_query(req, "signature"),
                               now_usec(CLOCK_REALTIME) / USEC_PER_SEC);
         if (r < 0) {
@@ -275,10 +278,10 @@ static void handle_artifact_get(Manager *m, HttpRequest *req, const char *id, co
                 return;
         }
 
-        j = manager_find_job(m, id);
+        j = runner_find(ac->runner, id);
         if (j && job_is_final(j) && j->exec->artifacts)
                 a = j->exec->artifacts;
-        else if ((!j || job_is_final(j)) && m->store && store_get_artifacts(m->store, id, &stored) >= 0)
+        else if ((!j || job_is_final(j)) && ac->ctx->store && store_get_artifacts(ac->ctx->store, id, &stored) >= 0)
                 a = stored;
         for (size_t i = 0; a && i < a->n_items; i++)
                 if (streq(a->items[i].path, path)) {
@@ -289,7 +292,7 @@ static void handle_artifact_get(Manager *m, HttpRequest *req, const char *id, co
                 respond_no_artifact(req);
                 return;
         }
-        fd = artifacts_store_open_blob(m->artifacts_fd, x->sha256);
+        fd = artifacts_store_open_blob(ac->ctx->artifacts_fd, x->sha256);
         if (fd < 0) {
                 log_warning_errno(fd, "%s: artifact '%s' (%s) is missing from the store: %m", id, x->path, x->sha256);
                 respond_no_artifact(req);
@@ -317,9 +320,9 @@ bool api_route_is_public(const char *method, const char *path) {
         return p && *p;
 }
 
-static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
+static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        Job *j = manager_find_job(m, id);
+        Job *j = runner_find(ac->runner, id);
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
         int r;
@@ -330,7 +333,7 @@ static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
         }
         if (j && !may_see(owner, admin, j->owner))
                 j = NULL;
-        if (!j && m->store && store_get(m->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
+        if (!j && ac->ctx->store && store_get(ac->ctx->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
                 http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
                 return;
         }
@@ -344,14 +347,14 @@ static void handle_cancel(Manager *m, HttpRequest *req, const char *id) {
                 return;
         }
         log_info("%s: cancel requested", id);
-        respond_job(req, m, j, 202);
+        respond_job(req, ac, j, 202);
 }
 
 static const char *query_get(void *userdata, const char *key) {
         return http_request_query(userdata, key);
 }
 
-static void handle_list(Manager *m, HttpRequest *req) {
+static void handle_list(ApiContext *ac, HttpRequest *req) {
         StoreQuery q = STORE_QUERY_INIT;
         RequestError err;
         char owner[HTTP_OWNER_MAX];
@@ -365,7 +368,7 @@ static void handle_list(Manager *m, HttpRequest *req) {
         if (!admin)
                 q.owner = owner;
         /* The same filters, and the same page, as the D-Bus API's ListExecutions. */
-        if (list_query_parse(query_get, req, &q, &err) < 0 || list_executions(m, &q, &o, &err) < 0) {
+        if (list_query_parse(query_get, req, &q, &err) < 0 || list_executions(ac, &q, &o, &err) < 0) {
                 respond_request_error(req, &err);
                 return;
         }
@@ -373,7 +376,7 @@ static void handle_list(Manager *m, HttpRequest *req) {
 }
 
 /* A session is seen only by its owner (and administrators); to anyone else it does not exist. */
-static Session *find_session_for(Manager *m, HttpRequest *req, const char *id) {
+static Session *find_session_for(ApiContext *ac, HttpRequest *req, const char *id) {
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
         Session *s;
@@ -382,7 +385,7 @@ static Session *find_session_for(Manager *m, HttpRequest *req, const char *id) {
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return NULL;
         }
-        s = id_is_valid(id, REQUEST_ID_MAX) ? session_find(m, id) : NULL;
+        s = id_is_valid(id, REQUEST_ID_MAX) ? sessions_find(ac->sessions, id) : NULL;
         if (!s || !may_see(owner, admin, s->owner)) {
                 http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);
                 return NULL;
@@ -390,15 +393,15 @@ static Session *find_session_for(Manager *m, HttpRequest *req, const char *id) {
         return s;
 }
 
-static void handle_session_get(Manager *m, HttpRequest *req, const char *id) {
-        Session *s = find_session_for(m, req, id);
+static void handle_session_get(ApiContext *ac, HttpRequest *req, const char *id) {
+        Session *s = find_session_for(ac, req, id);
 
         if (s)
                 http_respond_json(req, 200, session_to_json(s));
 }
 
-static void handle_session_delete(Manager *m, HttpRequest *req, const char *id) {
-        Session *s = find_session_for(m, req, id);
+static void handle_session_delete(ApiContext *ac, HttpRequest *req, const char *id) {
+        Session *s = find_session_for(ac, req, id);
 
         if (!s)
                 return;
@@ -416,7 +419,7 @@ static void handle_session_delete(Manager *m, HttpRequest *req, const char *id) 
         }
 }
 
-static void handle_session_list(Manager *m, HttpRequest *req) {
+static void handle_session_list(ApiContext *ac, HttpRequest *req) {
         json_object *o, *a;
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
@@ -427,7 +430,7 @@ static void handle_session_list(Manager *m, HttpRequest *req) {
         }
         o = json_object_new_object();
         a = json_object_new_array();
-        for (Session *s = m->sessions; s; s = s->next)
+        for (Session *s = sessions_first(ac->sessions); s; s = s->next)
                 if (may_see(owner, admin, s->owner)) {
                         json_object *x = session_to_json(s);
 
@@ -458,29 +461,31 @@ static void handle_languages(HttpRequest *req) {
         http_respond_json(req, 200, o);
 }
 
-static void handle_health(Manager *m, HttpRequest *req) {
+static void handle_health(ApiContext *ac, HttpRequest *req) {
         json_object *o = json_object_new_object();
+        RunnerCounts n;
 
-        json_object_object_add(o, "status", json_object_new_string(m->stopping ? "stopping" : "ok"));
+        runner_counts(ac->runner, &n);
+        json_object_object_add(o, "status", json_object_new_string(ac->ctx->stopping ? "stopping" : "ok"));
         json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
-        json_object_object_add(o, "running", json_object_new_int((int) m->n_running));
-        json_object_object_add(o, "queued", json_object_new_int((int) m->n_queued));
-        json_object_object_add(o, "slots", json_object_new_uint64(m->config->max_concurrent));
-        json_object_object_add(o, "queue_max", json_object_new_uint64(m->config->max_queued));
-        json_object_object_add(o, "finished", json_object_new_uint64(m->counter_finished));
-        json_object_object_add(o, "cgroup", json_object_new_string(m->cgroup_v2 ? "v2" : "v1"));
+        json_object_object_add(o, "running", json_object_new_int((int) n.running));
+        json_object_object_add(o, "queued", json_object_new_int((int) n.queued));
+        json_object_object_add(o, "slots", json_object_new_uint64(ac->ctx->config->max_concurrent));
+        json_object_object_add(o, "queue_max", json_object_new_uint64(ac->ctx->config->max_queued));
+        json_object_object_add(o, "finished", json_object_new_uint64(n.finished_total));
+        json_object_object_add(o, "cgroup", json_object_new_string(ac->ctx->cgroup_v2 ? "v2" : "v1"));
         http_respond_json(req, 200, o);
 }
 
 /* Prometheus text exposition. Counters are this process's: they start over when sandboxd restarts,
  * which Prometheus' rate() handles as a counter reset. Every caller may read them (on TCP only with
  * a valid key, as every request): they are totals and say nothing about anyone's executions. */
-static void handle_metrics(Manager *m, HttpRequest *req) {
+static void handle_metrics(ApiContext *ac, HttpRequest *req) {
         MetricsGauges g;
         char *text = NULL;
 
-        manager_metrics_gauges(m, &g);
-        if (metrics_render(m->metrics, &g, &text) < 0) {
+        ac->ops->gauges(ac->ops_data, &g);
+        if (metrics_render(ac->ctx->metrics, &g, &text) < 0) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
@@ -488,15 +493,15 @@ static void handle_metrics(Manager *m, HttpRequest *req) {
 }
 
 void api_handle(HttpRequest *req, void *userdata) {
-        Manager *m = userdata;
+        ApiContext *ac = userdata;
         const char *method = http_request_method(req), *path = http_request_path(req), *rest;
         bool get = streq(method, "GET"), post = streq(method, "POST");
 
         if (streq(path, "/v1/executions")) {
                 if (post)
-                        handle_submit(m, req);
+                        handle_submit(ac, req);
                 else if (get)
-                        handle_list(m, req);
+                        handle_list(ac, req);
                 else
                         http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET or POST");
                 return;
@@ -517,7 +522,7 @@ void api_handle(HttpRequest *req, void *userdata) {
                                 http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                                 return;
                         }
-                        handle_get(m, req, id);
+                        handle_get(ac, req, id);
                         return;
                 }
                 if (streq(slash, "/artifacts")) {
@@ -525,7 +530,7 @@ void api_handle(HttpRequest *req, void *userdata) {
                                 http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                                 return;
                         }
-                        handle_artifacts_list(m, req, id);
+                        handle_artifacts_list(ac, req, id);
                         return;
                 }
                 if (startswith(slash, "/artifacts/")) {
@@ -533,7 +538,7 @@ void api_handle(HttpRequest *req, void *userdata) {
                                 http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                                 return;
                         }
-                        handle_artifact_get(m, req, id, slash + strlen("/artifacts/"));
+                        handle_artifact_get(ac, req, id, slash + strlen("/artifacts/"));
                         return;
                 }
                 if (streq(slash, "/cancel")) {
@@ -541,13 +546,13 @@ void api_handle(HttpRequest *req, void *userdata) {
                                 http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use POST");
                                 return;
                         }
-                        handle_cancel(m, req, id);
+                        handle_cancel(ac, req, id);
                         return;
                 }
         }
         if (streq(path, "/v1/sessions")) {
                 if (get)
-                        handle_session_list(m, req);
+                        handle_session_list(ac, req);
                 else
                         http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                 return;
@@ -558,9 +563,9 @@ void api_handle(HttpRequest *req, void *userdata) {
                         return;
                 }
                 if (get)
-                        handle_session_get(m, req, rest);
+                        handle_session_get(ac, req, rest);
                 else if (streq(method, "DELETE"))
-                        handle_session_delete(m, req, rest);
+                        handle_session_delete(ac, req, rest);
                 else
                         http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET or DELETE");
                 return;
@@ -570,12 +575,12 @@ void api_handle(HttpRequest *req, void *userdata) {
                 return;
         }
         if (streq(path, "/v1/health") && get) {
-                handle_health(m, req);
+                handle_health(ac, req);
                 return;
         }
         if (streq(path, "/metrics")) {
                 if (get)
-                        handle_metrics(m, req);
+                        handle_metrics(ac, req);
                 else
                         http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
                 return;

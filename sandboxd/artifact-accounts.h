@@ -10,7 +10,7 @@
  * restarts, and a purge by RetentionSec= gives the space back. */
 
 #include "artifacts.h"
-#include "manager.h"
+#include "context.h"
 
 typedef struct ArtifactCallerAccount {
         ArtifactAccount account;
@@ -19,23 +19,25 @@ typedef struct ArtifactCallerAccount {
         struct ArtifactCallerAccount *next;
 } ArtifactCallerAccount;
 
-/* At start: the store-wide account from the store. */
-int artifact_accounts_load(Manager *m);
+typedef struct ArtifactAccounts ArtifactAccounts;
+
+/* At start: the accounts, the store-wide one read from the store. */
+int artifact_accounts_new(const Context *ctx, ArtifactAccounts **ret);
 
 /* The budgets of one collection of an execution owned by owner (NULL: unknown), into lim, with a
  * reference to the caller's account in *ret_caller (the caller of this function holds it until
  * artifact_accounts_settle()). -ENOMEM, or the store's error reading the caller's usage (then
  * nothing is collected: a budget is not guessed). */
-int artifact_accounts_begin(Manager *m, const char *owner, uint64_t disk_mb, ArtifactLimits *lim,
+int artifact_accounts_begin(ArtifactAccounts *a, const char *owner, uint64_t disk_mb, ArtifactLimits *lim,
                             ArtifactCallerAccount **ret_caller);
 
 /* The collection is over: recorded (its rows are in the store, so the committed parts are read
  * again) or not; either way what it reserved (ArtifactList.charged_bytes; 0 when the collector
  * failed or was cancelled, which gives back its own) goes, and the reference is dropped. */
-void artifact_accounts_settle(Manager *m, ArtifactCallerAccount **caller, uint64_t reserved, bool recorded);
+void artifact_accounts_settle(ArtifactAccounts *a, ArtifactCallerAccount **caller, uint64_t reserved, bool recorded);
 
 /* After a purge: every account's committed part from the store again. */
-void artifact_accounts_refresh(Manager *m);
+void artifact_accounts_refresh(ArtifactAccounts *a);
 
 /* At exit (no collection is left). */
-void artifact_accounts_free(Manager *m);
+ArtifactAccounts *artifact_accounts_free(ArtifactAccounts *a);

@@ -5,6 +5,7 @@
 
 #include "bus-api.h"
 #include "job.h"
+#include "runner.h"
 #include "log.h"
 #include "polkit.h"
 #include "result.h"
@@ -68,7 +69,7 @@ typedef struct BusWatch {
 } BusWatch;
 
 struct BusApi {
-        Manager *manager;
+        ApiContext *ac;
         sd_bus_slot *object_slot, *name_slot;
         BusCall *calls;
         unsigned n_calls;
@@ -161,7 +162,7 @@ static void bus_call_reply_job(BusCall *c, Job *j) {
         json_object *o = NULL;
         RequestError err;
 
-        if (job_record_json(c->api->manager, j, &o, &err) < 0)
+        if (job_record_json(c->api->ac, j, &o, &err) < 0)
                 bus_call_reply_request_error(c, &err);
         else
                 bus_call_reply_json(c, o);
@@ -347,7 +348,7 @@ static BusWatch *bus_watch_free(BusWatch *w) {
 
 static void on_watch_done(Job *j, void *userdata) {
         BusWatch *w = userdata;
-        Manager *m = j->manager;
+        ApiContext *ac = w->api->ac;
         int r;
 
         w->waiter = NULL;       /* the job frees it after this call */
@@ -357,13 +358,13 @@ static void on_watch_done(Job *j, void *userdata) {
 
                 /* Unicast to the submitter: an execution's id and status are its owner's business,
                  * not every system bus client's (HTTP hides them from other owners, too). */
-                r = sd_bus_message_new_signal(m->bus, &sig, BUS_API_PATH, BUS_API_INTERFACE, "ExecutionFinished");
+                r = sd_bus_message_new_signal(ac->ctx->bus, &sig, BUS_API_PATH, BUS_API_INTERFACE, "ExecutionFinished");
                 if (r >= 0)
                         r = sd_bus_message_set_destination(sig, w->destination);
                 if (r >= 0)
                         r = sd_bus_message_append(sig, "ss", j->exec->id, exec_status_to_string(j->exec->status));
                 if (r >= 0)
-                        r = sd_bus_send(m->bus, sig, NULL);
+                        r = sd_bus_send(ac->ctx->bus, sig, NULL);
                 if (r < 0)
                         log_debug("%s: cannot send ExecutionFinished to %s: %s", j->exec->id, w->destination,
                                   strerror(-r));
@@ -396,10 +397,10 @@ static void bus_watch_add(BusApi *a, Job *j, const char *destination) {
 
 static void on_execute_done(Job *j, void *userdata) {
         BusCall *c = userdata;
-        Manager *m = j->manager;
+        ApiContext *ac = c->api->ac;
 
         c->waiter = NULL;       /* the job frees it after this call */
-        if (!job_is_final(j) && m->stopping)
+        if (!job_is_final(j) && ac->ctx->stopping)
                 bus_call_reply_api_error(c, API_ERROR_SHUTTING_DOWN,
                                      "sandboxd is stopping; execution %s did not finish", j->exec->id);
         else
@@ -407,7 +408,7 @@ static void on_execute_done(Job *j, void *userdata) {
 }
 
 static void submit_authorized(BusCall *c, bool wait) {
-        Manager *m = c->api->manager;
+        ApiContext *ac = c->api->ac;
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         SubmitResult res;
         RequestError err;
@@ -416,12 +417,12 @@ static void submit_authorized(BusCall *c, bool wait) {
 
         /* The request is the HTTP body, checked by the same code: the same limits, the same
          * messages. The bus daemon caps a message at 32 MiB (max_message_size); this is ours. */
-        if (len > m->config->max_request_bytes) {
+        if (len > ac->ctx->config->max_request_bytes) {
                 bus_call_reply_api_error(c, API_ERROR_TOO_LARGE, "request body exceeds MaxRequestBytes=%" PRIu64,
-                                     m->config->max_request_bytes);
+                                     ac->ctx->config->max_request_bytes);
                 return;
         }
-        r = submit_execution(m, c->arg, len, c->owner, c->admin, &res, &err);
+        r = submit_execution(ac, c->arg, len, c->owner, c->admin, &res, &err);
         if (r < 0) {
                 bus_call_reply_request_error(c, &err);
                 return;
@@ -429,7 +430,7 @@ static void submit_authorized(BusCall *c, bool wait) {
         if (res.outcome == SUBMIT_EXISTING_RECORD) {
                 rec = res.record;
                 if (wait)
-                        bus_call_reply_json(c, stored_record_json(c->api->manager, rec));
+                        bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
                 else
                         bus_call_reply_string(c, rec->exec->id);
                 return;
@@ -490,7 +491,7 @@ static int method_submit(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 /* The caller's own execution, or (admin) anyone's: the live job, else its record. 0 if there is none
  * the caller may see. */
 static int find_execution(BusCall *c, Job **ret_job, StoreRecord **ret_rec) {
-        Manager *m = c->api->manager;
+        ApiContext *ac = c->api->ac;
         StoreRecord *rec = NULL;
         Job *j;
 
@@ -498,12 +499,12 @@ static int find_execution(BusCall *c, Job **ret_job, StoreRecord **ret_rec) {
         *ret_rec = NULL;
         if (!id_is_valid(c->arg, REQUEST_ID_MAX))
                 return 0;
-        j = manager_find_job(m, c->arg);
+        j = runner_find(ac->runner, c->arg);
         if (j && (c->admin || streq_ptr(j->owner, c->owner))) {
                 *ret_job = j;
                 return 1;
         }
-        if (!j && m->store && store_get(m->store, c->arg, &rec) >= 0) {
+        if (!j && ac->ctx->store && store_get(ac->ctx->store, c->arg, &rec) >= 0) {
                 if (c->admin || streq_ptr(rec->owner, c->owner)) {
                         *ret_rec = rec;
                         return 1;
@@ -525,7 +526,7 @@ static void get_authorized(BusCall *c) {
         if (j)
                 bus_call_reply_job(c, j);
         else
-                bus_call_reply_json(c, stored_record_json(c->api->manager, rec));
+                bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
 }
 
 static void get_identified(BusCall *c) {
@@ -541,7 +542,7 @@ static void get_identified(BusCall *c) {
         if (j)
                 bus_call_reply_job(c, j);
         else
-                bus_call_reply_json(c, stored_record_json(c->api->manager, rec));
+                bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
 }
 
 static void cancel_found(BusCall *c) {
@@ -620,7 +621,7 @@ static void list_identified(BusCall *c) {
         /* The same filters and the same page as GET /v1/executions. */
         r = list_query_parse(list_query_json_get, &l, &q, &err);
         if (r >= 0)
-                r = list_executions(c->api->manager, &q, &page, &err);
+                r = list_executions(c->api->ac, &q, &page, &err);
         list_query_json_done(&l);
         if (r < 0) {
                 bus_call_reply_request_error(c, &err);
@@ -645,7 +646,7 @@ static void reload_authorized(BusCall *c) {
         int r;
 
         log_info("Reloading the configuration, as %s asked over D-Bus.", c->owner);
-        r = manager_reload(c->api->manager);
+        r = c->api->ac->ops->reload(c->api->ac->ops_data);
         if (r < 0) {
                 bus_call_reply_api_error(c, API_ERROR_INVALID_CONFIGURATION,
                                      "the configuration did not load (see the journal); the old one stays");
@@ -668,16 +669,17 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 static int property_get(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         BusApi *a = userdata;
-        Manager *m = a->manager;
+        RunnerCounts n;
 
         if (streq(property, "Version"))
                 return sd_bus_message_append(reply, "s", PACKAGE_VERSION);
+        runner_counts(a->ac->runner, &n);
         if (streq(property, "Running"))
-                return sd_bus_message_append(reply, "u", m->n_running);
-        return sd_bus_message_append(reply, "u", m->n_queued);
+                return sd_bus_message_append(reply, "u", n.running);
+        return sd_bus_message_append(reply, "u", n.queued);
 }
 
-static const sd_bus_vtable manager_vtable[] = {
+static const sd_bus_vtable object_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Running", "u", property_get, 0, 0),
@@ -708,17 +710,17 @@ static int on_request_name(sd_bus_message *reply, void *userdata, sd_bus_error *
         return 0;
 }
 
-int bus_api_new(Manager *m, BusApi **ret) {
+int bus_api_new(ApiContext *ac, BusApi **ret) {
         _cleanup_(bus_api_freep) BusApi *a = NULL;
         int r;
 
         a = calloc(1, sizeof(BusApi));
         if (!a)
                 return log_oom();
-        a->manager = m;
-        r = sd_bus_add_object_vtable(m->bus, &a->object_slot, BUS_API_PATH, BUS_API_INTERFACE, manager_vtable, a);
+        a->ac = ac;
+        r = sd_bus_add_object_vtable(ac->ctx->bus, &a->object_slot, BUS_API_PATH, BUS_API_INTERFACE, object_vtable, a);
         if (r >= 0)
-                r = sd_bus_request_name_async(m->bus, &a->name_slot, BUS_API_NAME, 0, on_request_name, a);
+                r = sd_bus_request_name_async(ac->ctx->bus, &a->name_slot, BUS_API_NAME, 0, on_request_name, a);
         if (r < 0)
                 return log_error_errno(r, "Failed to publish the D-Bus API: %m");
         *ret = TAKE_PTR(a);

@@ -35,7 +35,7 @@ struct Delivery {
 };
 
 struct Callbacks {
-        Manager *manager;
+        Context *ctx;
         sd_event_source *timer;
         Delivery *deliveries;
         unsigned n_deliveries;
@@ -116,7 +116,7 @@ static int key_read(const char *path, uint8_t **ret, size_t *ret_len) {
 }
 
 static int key_load(Callbacks *c) {
-        const Config *cfg = c->manager->config;
+        const Config *cfg = c->ctx->config;
         _cleanup_free_ char *def = NULL;
         _cleanup_free_ uint8_t *key = NULL;
         const char *path = cfg->callback_key_file;
@@ -210,11 +210,11 @@ static void set_last_error(StoreCallback *cb, const char *fmt, ...) {
 }
 
 static void save(Callbacks *c, const StoreCallback *cb) {
-        int r = store_callback_update(c->manager->store, cb);
+        int r = store_callback_update(c->ctx->store, cb);
 
         if (r < 0)
                 log_error_errno(r, "%s: cannot update the callback delivery: %s", cb->execution_id,
-                                store_error_message(c->manager->store));
+                                store_error_message(c->ctx->store));
 }
 
 /* The attempt ended with transport t (and, for TRANSPORT_OK, HTTP status): record what it means.
@@ -222,7 +222,7 @@ static void save(Callbacks *c, const StoreCallback *cb) {
  * refused address) goes to the journal, for the operator. */
 static void attempt_done(Delivery *d, TransportResult t, long status, const char *detail) {
         Callbacks *c = d->owner;
-        const Config *cfg = c->manager->config;
+        const Config *cfg = c->ctx->config;
         StoreCallback *cb = d->cb;
         uint64_t now = now_usec(CLOCK_REALTIME);
         char what[LAST_ERROR_MAX], why[LAST_ERROR_MAX + CURL_ERROR_SIZE];
@@ -301,7 +301,7 @@ static void on_done(CURL *easy, CURLcode result, void *userdata) {
 }
 
 static int attempt_setup(Delivery *d) {
-        const Config *cfg = d->owner->manager->config;
+        const Config *cfg = d->owner->ctx->config;
         StoreCallback *cb = d->cb;
         char sig[CALLBACK_SIGNATURE_MAX], line[CALLBACK_SIGNATURE_MAX + 128];
         const char *fixed[] = { "Content-Type: application/json", "Expect:", NULL };
@@ -371,13 +371,13 @@ static int attempt_setup(Delivery *d) {
         O(CURLOPT_FRESH_CONNECT, 1L);
         O(CURLOPT_FORBID_REUSE, 1L);
 #undef O
-        return curl_event_add(d->owner->manager->curl, d->easy, on_done, d);
+        return curl_event_add(d->owner->ctx->curl, d->easy, on_done, d);
 }
 
 /* Take the lease, then start the attempt. Consumes cb. -errno if the store cannot be written (then
  * nothing was attempted). */
 static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
-        const Config *cfg = c->manager->config;
+        const Config *cfg = c->ctx->config;
         Delivery *d;
         int r;
 
@@ -392,17 +392,17 @@ static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
                         set_last_error(cb, "%s (gave up: CallbackMaxAgeSec=%" PRIu64 " reached)",
                                        cb->last_error ?: "never attempted", cfg->callback_max_age_sec);
                 log_warning("%s: callback to %s failed: %s", cb->execution_id, cb->url, cb->last_error);
-                r = store_callback_update(c->manager->store, cb);
+                r = store_callback_update(c->ctx->store, cb);
                 store_callback_free(cb);
                 return r;
         }
 
         cb->attempts++;
         cb->next_attempt_usec = now + cfg->callback_timeout_sec * USEC_PER_SEC + LEASE_SLACK_USEC;
-        r = store_callback_update(c->manager->store, cb);
+        r = store_callback_update(c->ctx->store, cb);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot record the callback attempt, not attempting: %s", cb->execution_id,
-                                store_error_message(c->manager->store));
+                                store_error_message(c->ctx->store));
                 store_callback_free(cb);
                 return r;
         }
@@ -460,7 +460,7 @@ static bool in_flight(Callbacks *c, const char *id) {
 }
 
 static void dispatch(Callbacks *c) {
-        Manager *m = c->manager;
+        Context *ctx = c->ctx;
         uint64_t now = now_usec(CLOCK_REALTIME), next = 0;
         bool store_failed = false, skipped = false;
         int r;
@@ -468,17 +468,17 @@ static void dispatch(Callbacks *c) {
         if (!c->timer)
                 return;
         (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
-        if (m->stopping)
+        if (ctx->stopping)
                 return;
 
-        while (c->n_deliveries < m->config->callback_max_concurrent) {
-                unsigned want = (unsigned) MIN(m->config->callback_max_concurrent - c->n_deliveries, 64U);
+        while (c->n_deliveries < ctx->config->callback_max_concurrent) {
+                unsigned want = (unsigned) MIN(ctx->config->callback_max_concurrent - c->n_deliveries, 64U);
                 StoreCallback **l = NULL;
                 size_t n = 0;
 
-                r = store_callback_due(m->store, now, want, &l, &n);
+                r = store_callback_due(ctx->store, now, want, &l, &n);
                 if (r < 0) {
-                        log_error_errno(r, "Cannot read the callback outbox: %s", store_error_message(m->store));
+                        log_error_errno(r, "Cannot read the callback outbox: %s", store_error_message(ctx->store));
                         store_failed = true;
                         break;
                 }
@@ -504,13 +504,13 @@ static void dispatch(Callbacks *c) {
                 return;
         }
         /* Every slot taken: the next completion dispatches again. */
-        if (c->n_deliveries >= m->config->callback_max_concurrent)
+        if (c->n_deliveries >= ctx->config->callback_max_concurrent)
                 return;
-        r = store_callback_next_due(m->store, &next);
+        r = store_callback_next_due(ctx->store, &next);
         if (r == -ENOENT)
                 return;
         if (r < 0) {
-                log_error_errno(r, "Cannot read the callback outbox: %s", store_error_message(m->store));
+                log_error_errno(r, "Cannot read the callback outbox: %s", store_error_message(ctx->store));
                 next = now + STORE_RETRY_USEC;
         }
         arm_timer(c, MAX(next, now + 1));
@@ -521,17 +521,17 @@ void callbacks_kick(Callbacks *c) {
                 dispatch(c);
 }
 
-int callbacks_new(Manager *m, Callbacks **ret) {
+int callbacks_new(Context *ctx, Callbacks **ret) {
         _cleanup_(callbacks_freep) Callbacks *c = calloc(1, sizeof(Callbacks));
         int r;
 
         if (!c)
                 return log_oom();
-        c->manager = m;
+        c->ctx = ctx;
         r = key_load(c);
         if (r < 0)
                 return r;
-        r = sd_event_add_time(m->event, &c->timer, CLOCK_REALTIME, UINT64_MAX, 10 * USEC_PER_MSEC, on_timer,
+        r = sd_event_add_time(ctx->event, &c->timer, CLOCK_REALTIME, UINT64_MAX, 10 * USEC_PER_MSEC, on_timer,
                               c);
         if (r < 0)
                 return log_error_errno(r, "Cannot add the callback timer: %m");
@@ -557,8 +557,8 @@ Callbacks *callbacks_free(Callbacks *c) {
                 Delivery *d = c->deliveries;
 
                 /* Aborted, not failed: due again at once after the next start. */
-                if (c->manager->curl && d->easy)
-                        curl_event_remove(c->manager->curl, d->easy);
+                if (c->ctx->curl && d->easy)
+                        curl_event_remove(c->ctx->curl, d->easy);
                 d->cb->next_attempt_usec = now;
                 save(c, d->cb);
                 delivery_free(d);
@@ -614,12 +614,12 @@ char *callback_url_from_request_json(const char *json) {
         return url;
 }
 
-void callback_add_json(Manager *m, json_object *o, const char *id) {
+void callback_add_json(Context *ctx, json_object *o, const char *id) {
         _cleanup_(store_callback_freep) StoreCallback *cb = NULL;
         json_object *c;
         char buf[64];
 
-        if (!o || !m->store || store_callback_get(m->store, id, false, &cb) < 0)
+        if (!o || !ctx->store || store_callback_get(ctx->store, id, false, &cb) < 0)
                 return;
         c = json_object_new_object();
         if (!c)

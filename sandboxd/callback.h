@@ -12,13 +12,13 @@
 #include <json-c/json.h>
 
 #include "execution.h"
-#include "manager.h"
+#include "context.h"
 #include "store.h"
 
 typedef struct Callbacks Callbacks;
 
 /* Loads (at the default path: generates) the signing key. Logs and fails when it cannot. */
-int callbacks_new(Manager *m, Callbacks **ret);
+int callbacks_new(Context *ctx, Callbacks **ret);
 /* Aborts the attempts in flight; they stay pending and are due at once after the next start. */
 Callbacks *callbacks_free(Callbacks *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Callbacks *, callbacks_free);
@@ -38,7 +38,7 @@ char *callback_url_from_request_json(const char *json);
 
 /* Add "callback": {url, state, attempts, last_error, delivered_at} to an execution's JSON if it has
  * a delivery. */
-void callback_add_json(Manager *m, json_object *o, const char *id);
+void callback_add_json(Context *ctx, json_object *o, const char *id);
 
 /* The key file's content: what a receiver needs. Generated keys are 64 hex characters. */
 #define CALLBACK_KEY_MIN 16

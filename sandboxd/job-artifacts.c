@@ -49,12 +49,12 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
         /* A sweep may have removed a blob this collection found already stored (its last record
          * purged between the copy and now): collect once more, the workspace is still there. */
         for (size_t i = 0; r >= 0 && l && i < l->n_items && !j->artifacts_retried; i++) {
-                int fd = artifacts_store_open_blob(j->manager->artifacts_fd, l->items[i].sha256);
+                int fd = artifacts_store_open_blob(j->ctx->artifacts_fd, l->items[i].sha256);
 
                 if (fd == -ENOENT) {
                         log_info("%s: an artifact blob was purged meanwhile, collecting again", j->exec->id);
                         j->artifacts_retried = true;
-                        artifact_accounts_settle(j->manager, &j->artifact_caller, l->charged_bytes, false);
+                        artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, l->charged_bytes, false);
                         job_maybe_finalize(j);
                         return;
                 }
@@ -73,18 +73,18 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
         }
         exec_artifacts_free(j->exec->artifacts);
         j->exec->artifacts = a;
-        if (a && j->manager->store) {
-                int k = store_put_artifacts(j->manager->store, j->exec->id, a);
+        if (a && j->ctx->store) {
+                int k = store_put_artifacts(j->ctx->store, j->exec->id, a);
 
                 if (k < 0) {
-                        metrics_store_error(j->manager->metrics);
+                        metrics_store_error(j->ctx->metrics);
                         log_error_errno(k, "%s: cannot record the artifacts: %s", j->exec->id,
-                                        store_error_message(j->manager->store));
+                                        store_error_message(j->ctx->store));
                 } else
                         j->artifacts_stored = true;
         }
         /* r < 0: the collector gave back what it had charged itself. */
-        artifact_accounts_settle(j->manager, &j->artifact_caller, l ? l->charged_bytes : 0, j->artifacts_stored);
+        artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, l ? l->charged_bytes : 0, j->artifacts_stored);
         if (a)
                 log_debug("%s: %zu artifacts collected, %" PRIu64 " skipped", j->exec->id, a->n_items,
                           a->n_skipped_total);
@@ -96,17 +96,17 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
  * workspace is read. v2: "populated" in cgroup.events; v1: a pid in the pids hierarchy's
  * cgroup.procs. No file (the cgroup is gone) counts as empty. */
 static bool unit_cgroup_populated(Job *j) {
-        Manager *m = j->manager;
+        Context *ctx = j->ctx;
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
         char buf[256];
         ssize_t n;
 
-        for (size_t i = 0; i < m->n_cgroups && !path; i++) {
-                const char *file = m->cgroup_v2 && streq(m->cgroups[i].name, "unified") ? "cgroup.events" :
-                                   !m->cgroup_v2 && streq(m->cgroups[i].name, "pids") ? "cgroup.procs" : NULL;
+        for (size_t i = 0; i < ctx->n_cgroups && !path; i++) {
+                const char *file = ctx->cgroup_v2 && streq(ctx->cgroups[i].name, "unified") ? "cgroup.events" :
+                                   !ctx->cgroup_v2 && streq(ctx->cgroups[i].name, "pids") ? "cgroup.procs" : NULL;
 
-                if (file && asprintf(&path, "%s/%s/%s", m->cgroups[i].slice_dir, j->unit_name, file) < 0) {
+                if (file && asprintf(&path, "%s/%s/%s", ctx->cgroups[i].slice_dir, j->unit_name, file) < 0) {
                         path = NULL;
                         return true;
                 }
@@ -120,7 +120,7 @@ static bool unit_cgroup_populated(Job *j) {
         if (n < 0)
                 return true;
         buf[n] = 0;
-        if (m->cgroup_v2)
+        if (ctx->cgroup_v2)
                 return !strstr(buf, "populated 0");
         return n > 0;
 }
@@ -130,8 +130,8 @@ static bool unit_cgroup_populated(Job *j) {
  * daemon's own directory downwards, never through a symlink; whether it is unmounted afterwards
  * does not matter here. Sets artifacts_done when there is nothing to wait for. */
 void job_collect_artifacts(Job *j) {
-        Manager *m = j->manager;
-        const Config *c = m->config;
+        Context *ctx = j->ctx;
+        const Config *c = ctx->config;
         _cleanup_close_ int parent_fd = -EBADF, mount_fd = -EBADF, ws_fd = -EBADF;
         const char *name;
         ArtifactLimits lim = {
@@ -146,9 +146,9 @@ void job_collect_artifacts(Job *j) {
 
         /* The workspace's tmpfs lives in a directory of the daemon's: workspaces/ for a single-use
          * one, the sessions' mount directory for a session's. */
-        const char *parent = j->session ? SESSION_MOUNT_DIR : m->workspaces_dir;
+        const char *parent = j->session ? SESSION_MOUNT_DIR : ctx->workspaces_dir;
 
-        if (!j->unit_started || (!j->mount_started && !j->session) || !j->workspace || m->artifacts_fd < 0 ||
+        if (!j->unit_started || (!j->mount_started && !j->session) || !j->workspace || ctx->artifacts_fd < 0 ||
             c->artifact_max_files == 0) {
                 j->artifacts_done = true;
                 return;
@@ -174,17 +174,17 @@ void job_collect_artifacts(Job *j) {
                 j->artifacts_done = true;
                 return;
         }
-        r = artifact_accounts_begin(m, j->owner, j->exec->limits.disk_mb, &lim, &j->artifact_caller);
+        r = artifact_accounts_begin(ctx->accounts, j->owner, j->exec->limits.disk_mb, &lim, &j->artifact_caller);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot read the artifact budgets, no artifacts: %m", j->exec->id);
                 j->artifacts_done = true;
                 return;
         }
-        r = artifacts_collect_async(m->event, ws_fd, m->artifacts_fd, &lim, on_artifacts_done, j, &j->collect);
+        r = artifacts_collect_async(ctx->event, ws_fd, ctx->artifacts_fd, &lim, on_artifacts_done, j, &j->collect);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot start collecting the artifacts: %m", j->exec->id);
                 j->collect = NULL;
                 j->artifacts_done = true;
-                artifact_accounts_settle(m, &j->artifact_caller, 0, false);
+                artifact_accounts_settle(ctx->accounts, &j->artifact_caller, 0, false);
         }
 }

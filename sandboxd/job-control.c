@@ -75,7 +75,7 @@ int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 }
 
 int build_control_payload(Job *j) {
-        const SeccompFilter *f = manager_seccomp_filter(j->manager, j->request->language);
+        const SeccompFilter *f = context_seccomp_filter(j->ctx, j->request->language);
         char header[EXEC_HEADER_MAX + 1];
         int hl;
 
@@ -112,7 +112,7 @@ static void fill_stream(OutputStream *o, const Capture *c) {
  * head and tail. Everything in it is the sandbox's word: sizes are checked against what was
  * received and against the configured capture sizes before anything is copied. */
 void parse_report(Job *j, HelperReport *report) {
-        const Config *c = j->manager->config;
+        const Config *c = j->ctx->config;
         Capture out = {}, err = {};
         const uint8_t *sep, *p;
         size_t text_len, rest;

@@ -55,20 +55,19 @@ static const SysdUnitEvents mount_events = { .job_removed = on_unit_job_removed 
 static int job_watch_unit(Job *j) {
         if (j->watch_unit)
                 return 0;
-        return sysd_watch(j->manager->sysd, j->unit_name, &unit_events, j, &j->watch_unit);
+        return sysd_watch(j->ctx->sysd, j->unit_name, &unit_events, j, &j->watch_unit);
 }
 
 static int job_watch_mount(Job *j) {
         if (j->watch_mount || !j->mount_name)
                 return 0;
-        return sysd_watch(j->manager->sysd, j->mount_name, &mount_events, j, &j->watch_mount);
+        return sysd_watch(j->ctx->sysd, j->mount_name, &mount_events, j, &j->watch_mount);
 }
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
-static void job_link(Manager *m, Job *j);
 
 static uint64_t now_mono(Job *j) {
         uint64_t t = 0;
-        (void) sd_event_now(j->manager->event, CLOCK_MONOTONIC, &t);
+        (void) sd_event_now(j->ctx->event, CLOCK_MONOTONIC, &t);
         return t;
 }
 
@@ -76,7 +75,8 @@ bool job_is_final(const Job *j) {
         return j->state == JOB_DONE;
 }
 
-int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
+int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session, const JobEvents *ev, void *userdata,
+            Job **ret) {
         _cleanup_(exec_request_freep) ExecRequest *request = req;
         _cleanup_(job_freep) Job *j = NULL;
         char idbuf[64];
@@ -95,7 +95,9 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         j = calloc(1, sizeof(Job));
         if (!j)
                 return -ENOMEM;
-        j->manager = m;
+        j->ctx = ctx;
+        j->events = ev;
+        j->events_data = userdata;
         j->ctl_fd = -EBADF;
         j->exec = execution_new(id);
         if (!j->exec)
@@ -112,10 +114,10 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         if (!j->exec->unit || !j->unit_name)
                 return -ENOMEM;
         if (request->session_id) {
-                /* The caller (api.c, or the adoption of a queued record) made sure it exists. */
-                j->session = session_find(m, request->session_id);
-                if (!j->session)
+                /* The caller (submit.c, or the adoption of a queued record) made sure it exists. */
+                if (!session)
                         return -ENOENT;
+                j->session = session;
                 j->session->n_jobs++;
                 j->workspace = strdup(j->session->path);
                 if (!j->workspace)
@@ -127,7 +129,7 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
                 char wsid[64];
 
                 if (id_generate(wsid, sizeof(wsid), "ws") < 0 ||
-                    asprintf(&j->workspace, "%s/%s", m->workspaces_dir, wsid) < 0) {
+                    asprintf(&j->workspace, "%s/%s", ctx->workspaces_dir, wsid) < 0) {
                         j->workspace = NULL;
                         return -ENOMEM;
                 }
@@ -136,18 +138,12 @@ int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret) {
         if (!j->mount_name)
                 return -ENOMEM;
         }
-        j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
+        j->report_max = HELPER_REPORT_MAX + 2 * (ctx->config->output_head_bytes + ctx->config->output_tail_bytes);
         memcpy(j->fingerprint, request->fingerprint, sizeof(j->fingerprint));
         j->callback_url = TAKE_PTR(request->callback_url);
         j->request = TAKE_PTR(request);
         j->state = JOB_QUEUED;
         j->queued_mono = now_mono(j);
-
-        /* Newest first in the list of all jobs; last in its owner's FIFO. */
-        job_link(m, j);
-        r = manager_queue_job(m, j);
-        if (r < 0)
-                return r;
 
         *ret = TAKE_PTR(j);
         return 0;
@@ -191,7 +187,7 @@ int job_persist(Job *j) {
         };
         int k;
 
-        if (!j->manager->store)
+        if (!j->ctx->store)
                 return 0;
         if (j->state == JOB_QUEUED && j->request) {
                 request = request_json(j->request, j->callback_url);
@@ -204,30 +200,22 @@ int job_persist(Job *j) {
                         log_error_errno(k, "%s: cannot prepare the callback delivery: %m", j->exec->id);
         }
         memcpy(r.fingerprint, j->fingerprint, sizeof(r.fingerprint));
-        k = store_put(j->manager->store, &r);
+        k = store_put(j->ctx->store, &r);
         if (r.callback) {
                 r.callback = store_callback_free(r.callback);
                 if (k >= 0)
-                        callbacks_kick(j->manager->callbacks);
+                        callbacks_kick(j->ctx->callbacks);
         }
         if (k < 0) {
-                metrics_store_error(j->manager->metrics);
+                metrics_store_error(j->ctx->metrics);
                 log_error_errno(k, "%s: cannot write the execution record: %s", j->exec->id,
-                                store_error_message(j->manager->store));
+                                store_error_message(j->ctx->store));
         }
         return k;
 }
 
-static void job_link(Manager *m, Job *j) {
-        j->next = m->jobs;
-        if (m->jobs)
-                m->jobs->prev = j;
-        m->jobs = j;
-        m->n_jobs++;
-        j->linked = true;
-}
-
-int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
+int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, const JobEvents *ev, void *userdata,
+              Job **ret) {
         Execution *e = rec->exec;
         uint64_t now = now_usec(CLOCK_REALTIME), end;
         Job *j;
@@ -235,7 +223,9 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
         j = calloc(1, sizeof(Job));
         if (!j)
                 return -ENOMEM;
-        j->manager = m;
+        j->ctx = ctx;
+        j->events = ev;
+        j->events_data = userdata;
         j->ctl_fd = -EBADF;
         j->exec = TAKE_PTR(rec->exec);
         j->owner = TAKE_PTR(rec->owner);
@@ -246,7 +236,7 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
         if (e->session_id) {
                 /* A session's run: the session (loaded before) owns the mount; if it is gone, so is
                  * the workspace, and the verdict comes from the unit alone. */
-                j->session = session_find(m, e->session_id);
+                j->session = session;
                 if (j->session) {
                         j->session->n_jobs++;
                         session_run_started(j->session, j);
@@ -258,25 +248,21 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
                 job_free(j);
                 return -ENOMEM;
         }
-        j->report_max = HELPER_REPORT_MAX + 2 * (m->config->output_head_bytes + m->config->output_tail_bytes);
+        j->report_max = HELPER_REPORT_MAX + 2 * (ctx->config->output_head_bytes + ctx->config->output_tail_bytes);
         /* A cancel asked for before the restart still decides the verdict (and, if the program
          * still runs, is sent again once its state is known). */
         j->cancel_requested = j->exec->cancel_requested;
         j->state = JOB_RUNNING;
         j->unit_started = true;
         j->adopted = true;
-        m->n_adopted_live++;
         j->mount_started = j->mount_name != NULL;
         j->start_mono = now_mono(j);
-        job_link(m, j);
-        if (manager_adopt_running_job(m, j) < 0)
-                log_oom();
 
         if (ctl_fd >= 0) {
                 /* The report (and with it the output) is waiting in this socket, or will be. */
                 j->ctl_fd = ctl_fd;
                 j->fd_stored = true;
-                if (sd_event_add_io(m->event, &j->ctl_src, j->ctl_fd, EPOLLIN, on_control, j) < 0)
+                if (sd_event_add_io(ctx->event, &j->ctl_src, j->ctl_fd, EPOLLIN, on_control, j) < 0)
                         j->ctl_eof = true;
         } else {
                 /* The control socket did not survive (sandboxd was stopped, not restarted): the unit's
@@ -287,16 +273,16 @@ int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret) {
 
         /* sandboxd's own backstop deadline, from when it started (or now, if it had not yet). */
         end = (e->started_usec ?: now) + e->limits.timeout_ms * USEC_PER_MSEC +
-              m->config->kill_grace_ms * USEC_PER_MSEC;
-        (void) sd_event_add_time_relative(m->event, &j->deadline_src, CLOCK_MONOTONIC,
+              ctx->config->kill_grace_ms * USEC_PER_MSEC;
+        (void) sd_event_add_time_relative(ctx->event, &j->deadline_src, CLOCK_MONOTONIC,
                                           end > now ? end - now : USEC_PER_MSEC, 10 * USEC_PER_MSEC, on_deadline,
                                           j);
 
         /* Is it still running? The answer (or "no such unit") moves it on. */
-        (void) sysd_get_active_state(m->sysd, j->unit_name, on_active_state, j, &j->call_props);
+        (void) sysd_get_active_state(ctx->sysd, j->unit_name, on_active_state, j, &j->call_props);
         log_info("%s: adopted after a restart (%s).", e->id, ctl_fd >= 0 ? "with its control socket" : "without output");
         /* Its unit was started, but the previous instance died before it saw the start job finish
-         * (the record said queued, manager_adopt() found the unit): no start time is on record and
+         * (the record said queued, runner_adopt() found the unit): no start time is on record and
          * nothing logged the start. Both happen now, once. */
         if (e->started_usec == 0) {
                 e->status = EXEC_RUNNING;
@@ -320,28 +306,17 @@ static void job_close_io(Job *j) {
 }
 
 Job *job_free(Job *j) {
-        Manager *m;
-
         if (!j)
                 return NULL;
-        m = j->manager;
-        if (m && j->linked) {
-                if (j->prev)
-                        j->prev->next = j->next;
-                else
-                        m->jobs = j->next;
-                if (j->next)
-                        j->next->prev = j->prev;
-                m->n_jobs--;
-                manager_job_leaves(m, j);
-        }
+        if (j->events)
+                j->events->freed(j->events_data, j);
         if (j->session && j->state != JOB_DONE)
                 session_job_gone(j->session, j, false);
         j->session = NULL;
         job_close_io(j);
         j->collect = artifact_collect_cancel(j->collect);
         if (j->artifact_caller)
-                artifact_accounts_settle(m, &j->artifact_caller, 0, false);
+                artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, 0, false);
         j->call_mount = sysd_call_free(j->call_mount);
         j->call_start = sysd_call_free(j->call_start);
         j->call_props = sysd_call_free(j->call_props);
@@ -386,7 +361,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         log_info("%s: deadline passed (timeout %" PRIu64 " ms + grace), killing the unit", j->exec->id,
                  j->exec->limits.timeout_ms);
         j->outcome.deadline_hit = true;
-        (void) sysd_kill_unit(j->manager->sysd, j->unit_name, "all", SIGKILL);
+        (void) sysd_kill_unit(j->ctx->sysd, j->unit_name, "all", SIGKILL);
         return 0;
 }
 
@@ -431,7 +406,7 @@ static void on_start_reply(void *userdata, int r, const char *message) {
 }
 
 static void start_service(Job *j) {
-        Manager *m = j->manager;
+        Context *ctx = j->ctx;
         _cleanup_close_pair_ int ctl[2] = { -EBADF, -EBADF };
         CgroupBind cg[3];
         UnitProps props = {};
@@ -445,15 +420,15 @@ static void start_service(Job *j) {
         }
         (void) fcntl(ctl[0], F_SETFL, O_NONBLOCK);
 
-        for (size_t i = 0; i < m->n_cgroups; i++) {
+        for (size_t i = 0; i < ctx->n_cgroups; i++) {
                 char *p = NULL;
-                if (asprintf(&p, "%s/%s", m->cgroups[i].slice_dir, j->unit_name) < 0) {
+                if (asprintf(&p, "%s/%s", ctx->cgroups[i].slice_dir, j->unit_name) < 0) {
                         for (size_t k = 0; k < i; k++)
                                 free((char *) cg[k].source);
                         job_fail_internal(j, "out of memory");
                         return;
                 }
-                cg[i] = (CgroupBind) { .source = p, .name = m->cgroups[i].name };
+                cg[i] = (CgroupBind) { .source = p, .name = ctx->cgroups[i].name };
         }
 
         plan = (UnitPlan) {
@@ -463,23 +438,23 @@ static void start_service(Job *j) {
                 .user_env = j->request->env,
                 .n_user_env = j->request->n_env,
                 .seed = j->request->seed,
-                .usr_layer = m->usr_layer,
-                .helper = m->helper_override ?: m->config->helper,
+                .usr_layer = ctx->usr_layer,
+                .helper = ctx->helper,
                 .workspace = j->workspace,
                 .session_state_dir = j->session ? j->session->state_dir : NULL,
                 .cgroups = cg,
-                .n_cgroups = m->n_cgroups,
-                .nofile = m->config->nofile,
-                .max_code_bytes = m->config->max_code_bytes,
-                .head_bytes = m->config->output_head_bytes,
-                .tail_bytes = m->config->output_tail_bytes,
+                .n_cgroups = ctx->n_cgroups,
+                .nofile = ctx->config->nofile,
+                .max_code_bytes = ctx->config->max_code_bytes,
+                .head_bytes = ctx->config->output_head_bytes,
+                .tail_bytes = ctx->config->output_tail_bytes,
                 .stdin_fd = ctl[1],
-                .no_kernel_protection = !m->config->protect_kernel,
+                .no_kernel_protection = !ctx->config->protect_kernel,
                 .inputs = j->request->files,
                 .n_inputs = j->request->n_files,
         };
         r = unit_props_build(&plan, &props);
-        for (size_t i = 0; i < m->n_cgroups; i++)
+        for (size_t i = 0; i < ctx->n_cgroups; i++)
                 free((char *) cg[i].source);
         if (r < 0) {
                 job_fail_internal(j, "cannot build unit properties");
@@ -496,7 +471,7 @@ static void start_service(Job *j) {
         if (r >= 0)
                 r = job_watch_unit(j);
         if (r >= 0)
-                r = sysd_start_transient(m->sysd, j->unit_name, &props, on_start_reply, j, &j->call_start);
+                r = sysd_start_transient(ctx->sysd, j->unit_name, &props, on_start_reply, j, &j->call_start);
         unit_props_done(&props);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot call StartTransientUnit: %m", j->exec->id);
@@ -507,9 +482,9 @@ static void start_service(Job *j) {
         j->ctl_fd = TAKE_FD(ctl[0]);
         j->request->code = mfree(j->request->code);
 
-        if (sd_event_add_io(m->event, &j->ctl_src, j->ctl_fd, EPOLLIN | EPOLLOUT, on_control, j) < 0) {
+        if (sd_event_add_io(ctx->event, &j->ctl_src, j->ctl_fd, EPOLLIN | EPOLLOUT, on_control, j) < 0) {
                 j->state = JOB_STARTING;
-                (void) sysd_kill_unit(m->sysd, j->unit_name, "all", SIGKILL);
+                (void) sysd_kill_unit(ctx->sysd, j->unit_name, "all", SIGKILL);
                 log_error("%s: cannot watch the control socket", j->exec->id);
                 j->outcome.daemon_error = true;
                 return;
@@ -532,7 +507,7 @@ static void on_inputs_done(Fetch *f, int r, const char *message, void *userdata)
 
         j->fetch = fetch_free(j->fetch);        /* f; the message is the caller's, it outlives this */
         /* Stopping: no new unit now. The record is still queued; the next start resumes it. */
-        if (j->manager->stopping)
+        if (j->ctx->stopping)
                 return;
         if (r < 0) {
                 job_fail_input(j, message ?: "an input file could not be fetched");
@@ -545,7 +520,7 @@ static void on_inputs_done(Fetch *f, int r, const char *message, void *userdata)
  * downloads on the loop), then start the service. The record stays "queued" meanwhile, so a restart
  * resumes the execution and downloads again. */
 static void workspace_ready(Job *j) {
-        Manager *m = j->manager;
+        Context *ctx = j->ctx;
         _cleanup_free_ char *message = NULL;
         FetchLimits limits;
         int r;
@@ -555,17 +530,17 @@ static void workspace_ready(Job *j) {
                 return;
         }
         limits = (FetchLimits) {
-                .max_file_bytes = m->config->max_input_file_bytes,
+                .max_file_bytes = ctx->config->max_input_file_bytes,
                 /* They land on the workspace tmpfs, so they count against disk_mb as well, and
                  * sandbox-exec copies them once more inside the unit so that their pages are the
                  * execution's memory, not sandboxd's (--input=): against memory_mb too. */
-                .max_total_bytes = MIN(MIN(m->config->max_input_total_bytes, j->exec->limits.disk_mb * 1024 * 1024),
+                .max_total_bytes = MIN(MIN(ctx->config->max_input_total_bytes, j->exec->limits.disk_mb * 1024 * 1024),
                                        j->exec->limits.memory_mb * 1024 * 1024),
-                .connect_timeout_sec = m->config->input_connect_timeout_sec,
-                .timeout_sec = m->config->input_timeout_sec,
-                .allow_internal = m->config->input_allow_internal,
+                .connect_timeout_sec = ctx->config->input_connect_timeout_sec,
+                .timeout_sec = ctx->config->input_timeout_sec,
+                .allow_internal = ctx->config->input_allow_internal,
         };
-        r = fetch_start(m->curl, j->workspace, j->request->files, j->request->n_files, &limits, on_inputs_done, j,
+        r = fetch_start(ctx->curl, j->workspace, j->request->files, j->request->n_files, &limits, on_inputs_done, j,
                         &j->fetch, &message);
         if (r == -ENOMEM) {
                 job_fail_internal(j, "out of memory while preparing the input files");
@@ -592,16 +567,15 @@ static void on_mount_reply(void *userdata, int r, const char *message) {
 }
 
 void job_start(Job *j) {
-        Manager *m = j->manager;
+        Context *ctx = j->ctx;
         Workspace *w;
         int r;
 
-        manager_job_starts(m, j);
         j->state = JOB_PREPARING;
         j->start_mono = now_mono(j);
 
         if (j->session) {
-                /* The session's mount is there (manager_dispatch_queue() checked) and stays. Its root
+                /* The session's mount is there (runner_dispatch() checked) and stays. Its root
                  * is the sandbox's root: written before each run, what is there stays. */
                 session_run_started(j->session, j);
                 if (workspace_prepare_root(j->workspace, true, j->exec->id) < 0) {
@@ -613,7 +587,7 @@ void job_start(Job *j) {
         }
 
         /* A workspace mounted ahead of time, if one of the right size is ready. */
-        w = workspace_pool_take(m, sandbox_workspace_bytes(&j->exec->limits));
+        w = workspace_pool_take(ctx->pool, sandbox_workspace_bytes(&j->exec->limits));
         if (w) {
                 free(j->workspace);
                 free(j->mount_name);
@@ -625,15 +599,15 @@ void job_start(Job *j) {
                         job_fail_internal(j, "out of memory");
                         return;
                 }
-                workspace_pool_fill(m);
+                workspace_pool_fill(ctx->pool);
                 workspace_ready(j);
                 return;
         }
-        workspace_pool_fill(m);
+        workspace_pool_fill(ctx->pool);
 
         r = job_watch_mount(j);
         if (r >= 0)
-                r = sysd_start_tmpfs(m->sysd, j->mount_name, j->workspace, sandbox_workspace_bytes(&j->exec->limits),
+                r = sysd_start_tmpfs(ctx->sysd, j->mount_name, j->workspace, sandbox_workspace_bytes(&j->exec->limits),
                                      on_mount_reply, j, &j->call_mount);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot start the workspace mount: %m", j->exec->id);
@@ -642,7 +616,7 @@ void job_start(Job *j) {
 }
 
 static void job_on_job_removed(Job *j, const char *unit, const char *result) {
-        Manager *m = j->manager;
+        Context *ctx = j->ctx;
 
         if (j->state == JOB_PREPARING && streq_ptr(unit, j->mount_name)) {
                 j->mount_started = true;
@@ -657,7 +631,7 @@ static void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         job_finalize(j);
                         return;
                 }
-                if (workspace_prepare_dirs(j->workspace, m->workspaces_dir, j->exec->id) < 0) {
+                if (workspace_prepare_dirs(j->workspace, ctx->workspaces_dir, j->exec->id) < 0) {
                         job_fail_internal(j, "the workspace could not be prepared");
                         return;
                 }
@@ -676,13 +650,13 @@ static void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         (void) job_persist(j);
                         log_execution_start(j);
                         deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC +
-                                   m->config->kill_grace_ms * USEC_PER_MSEC;
-                        (void) sd_event_add_time(m->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000,
+                                   ctx->config->kill_grace_ms * USEC_PER_MSEC;
+                        (void) sd_event_add_time(ctx->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000,
                                                  on_deadline, j);
                         if (j->cancel_requested)
                                 job_send_cancel(j);
                         /* It may have ended already: PropertiesChanged before the job's end. */
-                        (void) sysd_get_active_state(m->sysd, j->unit_name, on_active_state, j, &j->call_props);
+                        (void) sysd_get_active_state(ctx->sysd, j->unit_name, on_active_state, j, &j->call_props);
                 } else {
                         log_error("%s: start job of %s ended with '%s'", j->exec->id, j->unit_name, result);
                         j->outcome.start_failed = true;
@@ -744,7 +718,7 @@ static void on_service_props(void *userdata, int r, const char *message, const S
 }
 
 void job_on_unit_inactive(Job *j) {
-        Manager *m = j->manager;
+        Context *ctx = j->ctx;
         int r;
 
         if (j->unit_gone || j->state == JOB_DONE)
@@ -755,13 +729,13 @@ void job_on_unit_inactive(Job *j) {
         j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
 
         j->call_props = sysd_call_free(j->call_props);
-        r = sysd_get_service_props(m->sysd, j->unit_name, on_service_props, j, &j->call_props);
+        r = sysd_get_service_props(ctx->sysd, j->unit_name, on_service_props, j, &j->call_props);
         if (r < 0) {
                 log_warning_errno(r, "%s: cannot ask for the unit's result: %m", j->exec->id);
                 j->props_read = true;
         }
         /* Every process of the unit is dead now, so the control socket reaches EOF once drained. */
-        (void) sd_event_add_time_relative(m->event, &j->drain_src, CLOCK_MONOTONIC, DRAIN_TIMEOUT_USEC, 0,
+        (void) sd_event_add_time_relative(ctx->event, &j->drain_src, CLOCK_MONOTONIC, DRAIN_TIMEOUT_USEC, 0,
                                           on_drain_timeout, j);
         job_maybe_finalize(j);
 }
@@ -823,7 +797,7 @@ static void log_execution(Job *j) {
 }
 
 static void job_finalize(Job *j) {
-        Manager *m = j->manager;
+        Context *ctx = j->ctx;
         HelperReport report = {};
         Verdict v;
         bool was_running = j->state != JOB_QUEUED;
@@ -875,7 +849,7 @@ static void job_finalize(Job *j) {
         job_close_io(j);
         j->collect = artifact_collect_cancel(j->collect);
         if (j->artifact_caller)
-                artifact_accounts_settle(m, &j->artifact_caller, 0, false);
+                artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, 0, false);
         j->call_mount = sysd_call_free(j->call_mount);
         j->call_start = sysd_call_free(j->call_start);
         j->call_props = sysd_call_free(j->call_props);
@@ -891,27 +865,22 @@ static void job_finalize(Job *j) {
         }
         j->watch_unit = sysd_watch_free(j->watch_unit);
         j->watch_mount = sysd_watch_free(j->watch_mount);
-        if (m->sysd) {
+        if (ctx->sysd) {
                 if (j->unit_started) {
-                        (void) sysd_unref_unit(m->sysd, j->unit_name);
+                        (void) sysd_unref_unit(ctx->sysd, j->unit_name);
                         /* CollectMode=inactive keeps a failed unit for us; we have read it. */
-                        (void) sysd_reset_failed_unit(m->sysd, j->unit_name);
+                        (void) sysd_reset_failed_unit(ctx->sysd, j->unit_name);
                 }
                 if (j->mount_name && (j->mount_started || j->state == JOB_PREPARING))
-                        (void) sysd_stop_unit(m->sysd, j->mount_name, NULL, NULL);
+                        (void) sysd_stop_unit(ctx->sysd, j->mount_name, NULL, NULL);
         }
 
-        manager_job_leaves(m, j);
+        j->events->left(j->events_data, j);
         if (j->session) {
                 session_job_gone(j->session, j, was_running);
                 j->session = NULL;
         }
         j->state = JOB_DONE;
-        if (j->adopted && m->n_adopted_live > 0 && --m->n_adopted_live == 0)
-                /* Nothing started by an earlier instance runs any more: its /usr layers can go. */
-                (void) usr_layer_prune(m->config->state_dir, m->usr_layer);
-        m->n_finished++;
-        m->counter_finished++;
 
         if (e->error_type == ERROR_INTERNAL)
                 log_error("%s: internal error: %s%s%s", e->id, strna(e->reason),
@@ -920,7 +889,7 @@ static void job_finalize(Job *j) {
         /* The record is in the store: a finished job kept in memory (KeepFinished=) need not hold its
          * output or its artifact list too; job_record_json() reads them back when asked. When the
          * write failed the job keeps them, the only copy, bounded by the capture sizes. */
-        if (job_persist(j) >= 0 && m->store) {
+        if (job_persist(j) >= 0 && ctx->store) {
                 e->out.text = mfree(e->out.text);
                 e->err.text = mfree(e->err.text);
                 j->output_stored = true;
@@ -930,7 +899,7 @@ static void job_finalize(Job *j) {
         log_execution(j);
         /* Before the waiters and the eviction below, either of which may free j. queued_mono is 0 for
          * an execution adopted after a restart: when it was accepted is not known. */
-        metrics_observe(m->metrics, e,
+        metrics_observe(ctx->metrics, e,
                         j->queued_mono > 0 && j->start_mono >= j->queued_mono ? j->start_mono - j->queued_mono
                                                                                : METRICS_UNKNOWN,
                         j->queued_mono > 0 && j->running_mono >= j->queued_mono ? j->running_mono - j->queued_mono
@@ -938,27 +907,26 @@ static void job_finalize(Job *j) {
 
         job_flush_waiters(j);
 
-        manager_dispatch_queue(m);
-        manager_evict_finished(m);
-        manager_notify_status(m);
+        /* Last: the owner may start the next job, and free this one. */
+        j->events->finished(j->events_data, j);
 }
 
 static int on_cancel_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Job *j = userdata;
 
         log_warning("%s: sandbox-exec did not end the program on cancel, killing the unit", j->exec->id);
-        (void) sysd_kill_unit(j->manager->sysd, j->unit_name, "all", SIGKILL);
+        (void) sysd_kill_unit(j->ctx->sysd, j->unit_name, "all", SIGKILL);
         return 0;
 }
 
 /* SIGUSR1 to sandbox-exec alone: it kills the program and reports what it captured. Should it not
  * manage within 3 s, the whole unit is killed. */
 void job_send_cancel(Job *j) {
-        Manager *m = j->manager;
+        Context *ctx = j->ctx;
 
-        (void) sysd_kill_unit(m->sysd, j->unit_name, "main", SIGUSR1);
+        (void) sysd_kill_unit(ctx->sysd, j->unit_name, "main", SIGUSR1);
         if (!j->cancel_src)
-                (void) sd_event_add_time_relative(m->event, &j->cancel_src, CLOCK_MONOTONIC, 3 * USEC_PER_SEC, 0,
+                (void) sd_event_add_time_relative(ctx->event, &j->cancel_src, CLOCK_MONOTONIC, 3 * USEC_PER_SEC, 0,
                                                   on_cancel_timeout, j);
 }
 

@@ -8,7 +8,8 @@
 #include "artifacts.h"
 #include "capture.h"
 #include "execution.h"
-#include "manager.h"
+#include "context.h"
+#include "queue.h"
 #include "request.h"
 #include "store.h"
 #include "sysd.h"
@@ -22,12 +23,28 @@ typedef enum JobState {
         JOB_DONE,
 } JobState;
 
+typedef struct Job Job;
 typedef struct JobWaiter JobWaiter;
+typedef struct Session Session;
+
+/* What a job tells its owner (the runner, runner.h), which created it. A job never calls the queue
+ * or anything above it: it reports here, and the owner decides what follows. */
+typedef struct JobEvents {
+        /* It holds no place in the queue any more: final, or being freed (any state; more than once
+         * is fine). */
+        void (*left)(void *userdata, Job *j);
+        /* It became final: the record is written and its waiters are answered. The callee may free j. */
+        void (*finished)(void *userdata, Job *j);
+        /* It is being freed (by anyone): it must leave the owner's tables. */
+        void (*freed)(void *userdata, Job *j);
+} JobEvents;
 
 struct Job {
-        Manager *manager;
-        Job *prev, *next;                /* manager->jobs */
-        QueueEntry queue_entry;          /* manager->queue: waiting, or holding a slot */
+        Context *ctx;
+        const JobEvents *events;         /* its owner's (runner.c), with events_data */
+        void *events_data;
+        Job *prev, *next;                /* the owner's list of all jobs */
+        QueueEntry queue_entry;          /* the owner's queue: waiting, or holding a slot */
         JobState state;
 
         Execution *exec;
@@ -75,17 +92,21 @@ struct Job {
         JobWaiter *waiters;
 };
 
-/* Create a queued job from a validated request (takes ownership of req). */
-int job_new(Manager *m, ExecRequest *req, const char *owner, Job **ret);
+/* Create a queued job from a validated request (takes ownership of req), in session s if the request
+ * names one (then s must be that session: -ENOENT if NULL). It reports to ev (with userdata). */
+int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *s, const JobEvents *ev, void *userdata,
+            Job **ret);
 /* A running execution found in the store at start (its unit may or may not still run), with its
- * control socket from the fd store or -EBADF. Takes exec, owner and workspace from rec. */
-int job_adopt(Manager *m, StoreRecord *rec, int ctl_fd, Job **ret);
+ * control socket from the fd store or -EBADF, in session s (NULL: none, or gone). Takes exec, owner
+ * and workspace from rec. */
+int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *s, const JobEvents *ev, void *userdata,
+              Job **ret);
 /* Write the execution's current state to the store. */
 int job_persist(Job *j);
 Job *job_free(Job *j);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Job *, job_free);
 
-/* Leave the queue and start: mount the workspace, then the service. */
+/* Start (the owner has given it a slot): mount the workspace, then the service. */
 void job_start(Job *j);
 /* Cancel: a queued job ends at once; a running one is killed. 0, or -EALREADY if final. */
 int job_cancel(Job *j);

@@ -31,44 +31,75 @@ static Session *session_free(Session *s) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);
 
-static void session_unlink(Manager *m, Session *s) {
-        for (Session **p = &m->sessions; *p; p = &(*p)->next)
+struct Sessions {
+        const Context *ctx;
+        const SessionEvents *events;
+        void *userdata;
+        Session *list;
+        unsigned n;
+};
+
+int sessions_new(const Context *ctx, const SessionEvents *ev, void *userdata, Sessions **ret) {
+        Sessions *ss = calloc(1, sizeof(Sessions));
+
+        if (!ss)
+                return -ENOMEM;
+        ss->ctx = ctx;
+        ss->events = ev;
+        ss->userdata = userdata;
+        *ret = ss;
+        return 0;
+}
+
+static void session_unlink(Sessions *ss, Session *s) {
+        for (Session **p = &ss->list; *p; p = &(*p)->next)
                 if (*p == s) {
                         *p = s->next;
-                        m->n_sessions--;
+                        ss->n--;
                         return;
                 }
 }
 
-void session_free_all(Manager *m) {
-        while (m->sessions) {
-                Session *s = m->sessions;
+Sessions *sessions_free(Sessions *ss) {
+        if (!ss)
+                return NULL;
+        while (ss->list) {
+                Session *s = ss->list;
 
-                m->sessions = s->next;
+                ss->list = s->next;
                 session_free(s);
         }
-        m->n_sessions = 0;
+        free(ss);
+        return NULL;
 }
 
-Session *session_find(Manager *m, const char *id) {
-        for (Session *s = m->sessions; s; s = s->next)
+Session *sessions_find(const Sessions *ss, const char *id) {
+        for (Session *s = ss->list; s; s = s->next)
                 if (streq(s->id, id))
                         return s;
         return NULL;
 }
 
+Session *sessions_first(const Sessions *ss) {
+        return ss->list;
+}
+
+unsigned sessions_count(const Sessions *ss) {
+        return ss->n;
+}
+
 static void on_session_job_removed(void *userdata, const char *unit, const char *result);
 static const SysdUnitEvents session_events = { .job_removed = on_session_job_removed };
 
-static bool session_owns_dir(Manager *m, const char *name) {
-        for (Session *s = m->sessions; s; s = s->next)
+static bool session_owns_dir(const Sessions *ss, const char *name) {
+        for (Session *s = ss->list; s; s = s->next)
                 if (streq(s->name, name))
                         return true;
         return false;
 }
 
 static int session_persist(Session *s) {
-        Manager *m = s->manager;
+        const Context *ctx = s->sessions->ctx;
         StoreSession x = {
                 .session_id = s->id,
                 .owner = s->owner,
@@ -81,24 +112,24 @@ static int session_persist(Session *s) {
         };
         int r;
 
-        if (!m->store)
+        if (!ctx->store)
                 return 0;
-        r = store_session_put(m->store, &x);
+        r = store_session_put(ctx->store, &x);
         if (r < 0) {
-                metrics_store_error(m->metrics);
+                metrics_store_error(ctx->metrics);
                 log_error_errno(r, "Session %s: cannot write its record: %s", s->id,
-                                store_error_message(m->store));
+                                store_error_message(ctx->store));
         }
         return r;
 }
 
 /* name → the Session's derived paths. */
-static Session *session_new(Manager *m, const char *id, const char *owner, const char *name, uint64_t disk_mb) {
+static Session *session_new(Sessions *ss, const char *id, const char *owner, const char *name, uint64_t disk_mb) {
         Session *s = calloc(1, sizeof(Session));
 
         if (!s)
                 return NULL;
-        s->manager = m;
+        s->sessions = ss;
         s->disk_mb = disk_mb;
         s->id = strdup(id);
         s->name = strdup(name);
@@ -114,7 +145,7 @@ static Session *session_new(Manager *m, const char *id, const char *owner, const
         if (!s->mount_name)
                 return session_free(s);
         /* Watched for its whole life: its start job's end, and "tracked" for the sweep. */
-        if (m->sysd && sysd_watch(m->sysd, s->mount_name, &session_events, s, &s->watch) < 0)
+        if (ss->ctx->sysd && sysd_watch(ss->ctx->sysd, s->mount_name, &session_events, s, &s->watch) < 0)
                 return session_free(s);
         return s;
 }
@@ -167,39 +198,27 @@ void session_job_gone(Session *s, Job *j, bool ran) {
         (void) session_persist(s);
 }
 
-/* The queued runs of a session that can no longer run end with an internal error. */
+/* The queued runs of a session that can no longer run end with an internal error (their owner
+ * ends them). */
 static void session_fail_jobs(Session *s, const char *why) {
-        Manager *m = s->manager;
-
-        for (;;) {
-                Job *j;
-
-                for (j = m->jobs; j; j = j->next)
-                        if (j->session == s && j->state == JOB_QUEUED)
-                                break;
-                if (!j)
-                        return;
-                job_fail(j, why);
-        }
+        s->sessions->events->failed(s->sessions->userdata, s, why);
 }
 
 int session_remove(Session *s, const char *why) {
-        Manager *m = s->manager;
+        Sessions *ss = s->sessions;
+        const Context *ctx = ss->ctx;
 
         if (s->n_jobs > 0 || s->active)
                 return -EBUSY;
         log_info("Session %s: %s; removing its workspace (%s).", s->id, why, s->mount_name);
-        if (m->sysd)
-                (void) sysd_stop_unit(m->sysd, s->mount_name, NULL, NULL);
-        if (m->store && store_session_delete(m->store, s->id) < 0)
-                log_warning("Session %s: cannot delete its record: %s", s->id, store_error_message(m->store));
-        session_unlink(m, s);
+        if (ctx->sysd)
+                (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
+        if (ctx->store && store_session_delete(ctx->store, s->id) < 0)
+                log_warning("Session %s: cannot delete its record: %s", s->id, store_error_message(ctx->store));
+        session_unlink(ss, s);
         session_free(s);
         /* The directories go once systemd has unmounted: soon, not at the next regular sweep. */
-        if (m->sweep_timer) {
-                (void) sd_event_source_set_time_relative(m->sweep_timer, USEC_PER_SEC);
-                (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ONESHOT);
-        }
+        ss->events->removed(ss->userdata);
         return 0;
 }
 
@@ -217,7 +236,6 @@ static void on_mount_reply(void *userdata, int r, const char *message) {
 
 static void on_session_job_removed(void *userdata, const char *unit, const char *result) {
         Session *s = userdata;
-        Manager *m = s->manager;
         struct statfs sfs;
         int r;
 
@@ -232,11 +250,12 @@ static void on_session_job_removed(void *userdata, const char *unit, const char 
         }
         s->ready = true;
         log_debug("Session %s: workspace mounted at %s", s->id, s->path);
-        manager_dispatch_queue(m);
+        s->sessions->events->ready(s->sessions->userdata, s);
 }
 
-int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
+int sessions_acquire(Sessions *ss, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
                     RequestError *err) {
+        const Context *ctx = ss->ctx;
         _cleanup_(session_freep) Session *created = NULL;
         QuotaUsage u = { .new_session_disk_mb = disk_mb };
         uint64_t mine = 0;
@@ -244,7 +263,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         Session *s;
         int r;
 
-        s = session_find(m, id);
+        s = sessions_find(ss, id);
         if (s) {
                 /* Another caller's session is not theirs to use: not even an administrator's run goes
                  * into someone else's files. */
@@ -260,24 +279,24 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
                 return 0;
         }
 
-        if (m->n_sessions >= m->config->max_sessions)
+        if (ss->n >= ctx->config->max_sessions)
                 return request_error(err, -EUSERS, API_ERROR_TOO_MANY_SESSIONS, "session_id",
                                      "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or retry "
-                                     "later", m->n_sessions, m->config->max_sessions);
-        for (Session *x = m->sessions; x; x = x->next) {
+                                     "later", ss->n, ctx->config->max_sessions);
+        for (Session *x = ss->list; x; x = x->next) {
                 u.sessions_disk_mb += x->disk_mb;
                 if (streq_ptr(x->owner, owner)) {
                         mine++;
                         u.caller_sessions_disk_mb += x->disk_mb;
                 }
         }
-        if (mine >= m->config->max_sessions_per_caller)
+        if (mine >= ctx->config->max_sessions_per_caller)
                 return request_error(err, -EUSERS, API_ERROR_TOO_MANY_SESSIONS, "session_id",
                                      "session_id: you hold %" PRIu64 " sessions (MaxSessionsPerCaller=%" PRIu64 "); "
-                                     "delete one or retry later", mine, m->config->max_sessions_per_caller);
+                                     "delete one or retry later", mine, ctx->config->max_sessions_per_caller);
         /* Each session's tmpfs pages stay charged to sandboxd.slice for the session's life, whoever
          * wrote them: the sum of the sizes is what sessions may pin in memory. */
-        r = quota_check_session(m->config, m->phys_mem_bytes, &u, err);
+        r = quota_check_session(ctx->config, ctx->phys_mem_bytes, &u, err);
         if (r < 0)
                 return r;
 
@@ -286,7 +305,7 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         r = id_generate(name, sizeof(name), "sess");
         if (r < 0)
                 goto internal;
-        s = created = session_new(m, id, owner, name, disk_mb);
+        s = created = session_new(ss, id, owner, name, disk_mb);
         if (!s) {
                 r = -ENOMEM;
                 goto internal;
@@ -295,21 +314,21 @@ int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk
         {
                 Limits l = { .disk_mb = disk_mb };
 
-                r = sysd_start_tmpfs(m->sysd, s->mount_name, s->path, sandbox_workspace_bytes(&l), on_mount_reply, s,
+                r = sysd_start_tmpfs(ctx->sysd, s->mount_name, s->path, sandbox_workspace_bytes(&l), on_mount_reply, s,
                                      &s->call);
         }
         if (r < 0)
                 goto internal;
         r = session_persist(s);
         if (r < 0) {
-                (void) sysd_stop_unit(m->sysd, s->mount_name, NULL, NULL);
+                (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
                 return request_error(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE, NULL,
                                      "the session could not be recorded (%s); nothing was started",
-                                     store_error_message(m->store));
+                                     store_error_message(ctx->store));
         }
-        s->next = m->sessions;
-        m->sessions = TAKE_PTR(created);
-        m->n_sessions++;
+        s->next = ss->list;
+        ss->list = TAKE_PTR(created);
+        ss->n++;
         log_info("Session %s: created for %s, disk_mb=%" PRIu64 ", at %s", id, strna(owner), disk_mb, s->path);
         *ret = s;
         return 0;
@@ -318,16 +337,17 @@ internal:
         return request_error(err, r, API_ERROR_INTERNAL, NULL, "cannot create session '%s': %s", id, strerror(-r));
 }
 
-int session_load(Manager *m) {
+int sessions_load(Sessions *ss) {
+        const Context *ctx = ss->ctx;
         StoreSession *l = NULL;
         size_t n = 0, kept = 0, gone = 0;
         int r;
 
-        if (!m->store)
+        if (!ctx->store)
                 return 0;
-        r = store_session_list(m->store, &l, &n);
+        r = store_session_list(ctx->store, &l, &n);
         if (r < 0)
-                return log_error_errno(r, "Cannot read the sessions: %s", store_error_message(m->store));
+                return log_error_errno(r, "Cannot read the sessions: %s", store_error_message(ctx->store));
         for (size_t i = 0; i < n; i++) {
                 const char *slash = strrchr(l[i].path, '/');
                 _cleanup_free_ char *dir = slash ? strndup(l[i].path, (size_t) (slash - l[i].path)) : NULL;
@@ -336,9 +356,9 @@ int session_load(Manager *m) {
 
                 /* Only what this binary would have created is taken back. */
                 if (!dir || !streq(dir, SESSION_MOUNT_DIR) || !id_is_valid(slash + 1, 64) ||
-                    !(s = session_new(m, l[i].session_id, l[i].owner, slash + 1, l[i].disk_mb))) {
+                    !(s = session_new(ss, l[i].session_id, l[i].owner, slash + 1, l[i].disk_mb))) {
                         log_warning("Session %s: record not understood, dropped.", l[i].session_id);
-                        (void) store_session_delete(m->store, l[i].session_id);
+                        (void) store_session_delete(ctx->store, l[i].session_id);
                         gone++;
                         continue;
                 }
@@ -348,17 +368,17 @@ int session_load(Manager *m) {
                 if (session_statfs(s, &sfs) < 0) {
                         /* systemd (or the machine) restarted: the tmpfs and its files are gone. */
                         log_notice("Session %s: its workspace is no longer mounted, forgetting it.", s->id);
-                        if (m->sysd)
-                                (void) sysd_stop_unit(m->sysd, s->mount_name, NULL, NULL);
-                        (void) store_session_delete(m->store, s->id);
+                        if (ctx->sysd)
+                                (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
+                        (void) store_session_delete(ctx->store, s->id);
                         session_free(s);
                         gone++;
                         continue;
                 }
                 s->ready = true;
-                s->next = m->sessions;
-                m->sessions = s;
-                m->n_sessions++;
+                s->next = ss->list;
+                ss->list = s;
+                ss->n++;
                 kept++;
         }
         store_sessions_free(l, n);
@@ -371,7 +391,7 @@ int session_load(Manager *m) {
  * holding workspace and tmp) of sessions that are gone. Both trees are root's alone (0700 and
  * never bound into a sandbox); still nothing here follows a name: rmdir refuses a mount point in
  * use and anything not empty, unlinkat never follows a symlink. */
-static void sweep_dir(Manager *m, const char *path, bool links) {
+static void sweep_dir(const Sessions *ss, const char *path, bool links) {
         _cleanup_close_ int dfd = -EBADF;
         struct dirent *de;
         DIR *d;
@@ -384,7 +404,7 @@ static void sweep_dir(Manager *m, const char *path, bool links) {
                 return;
         dfd = -EBADF;
         while ((de = readdir(d))) {
-                if (de->d_name[0] == '.' || session_owns_dir(m, de->d_name))
+                if (de->d_name[0] == '.' || session_owns_dir(ss, de->d_name))
                         continue;
                 if (links) {
                         _cleanup_close_ int sub = openat(dirfd(d), de->d_name,
@@ -401,21 +421,21 @@ static void sweep_dir(Manager *m, const char *path, bool links) {
         closedir(d);
 }
 
-void session_sweep(Manager *m) {
-        uint64_t now = now_usec(CLOCK_REALTIME), idle = m->config->session_idle_sec * USEC_PER_SEC;
+void sessions_sweep(Sessions *ss) {
+        uint64_t now = now_usec(CLOCK_REALTIME), idle = ss->ctx->config->session_idle_sec * USEC_PER_SEC;
 
-        for (Session *s = m->sessions, *next; s; s = next) {
+        for (Session *s = ss->list, *next; s; s = next) {
                 next = s->next;
                 /* Not only ready ones: a mount whose completion never came must not stay forever. */
                 if (s->n_jobs == 0 && !s->active && s->last_used_usec + idle <= now)
                         (void) session_remove(s, "idle for SessionIdleSec=");
         }
-        sweep_dir(m, SESSION_MOUNT_DIR, false);
-        sweep_dir(m, SESSION_LINK_DIR, true);
+        sweep_dir(ss, SESSION_MOUNT_DIR, false);
+        sweep_dir(ss, SESSION_LINK_DIR, true);
 }
 
 json_object *session_to_json(Session *s) {
-        Manager *m = s->manager;
+        const Context *ctx = s->sessions->ctx;
         json_object *o = json_object_new_object(), *a = json_object_new_array();
         StoreQuery q = STORE_QUERY_INIT;
         StoreRecord **l = NULL;
@@ -430,14 +450,14 @@ json_object *session_to_json(Session *s) {
         json_object_object_add(o, "created_at", json_object_new_string(buf));
         format_timestamp(s->last_used_usec, buf, sizeof(buf));
         json_object_object_add(o, "last_used_at", json_object_new_string(buf));
-        format_timestamp(s->last_used_usec + m->config->session_idle_sec * USEC_PER_SEC, buf, sizeof(buf));
+        format_timestamp(s->last_used_usec + ctx->config->session_idle_sec * USEC_PER_SEC, buf, sizeof(buf));
         json_object_object_add(o, "expires_at", s->n_jobs > 0 ? NULL : json_object_new_string(buf));
         json_object_object_add(o, "executions", json_object_new_uint64(s->executions));
         json_object_object_add(o, "active", s->active ? json_object_new_string(s->active->exec->id) : NULL);
         json_object_object_add(o, "pending", json_object_new_uint64(s->n_jobs));
         q.session_id = s->id;
         q.limit = SESSION_RECENT_MAX;
-        if (m->store && store_list(m->store, &q, &l, &n, NULL) >= 0) {
+        if (ctx->store && store_list(ctx->store, &q, &l, &n, NULL) >= 0) {
                 for (size_t i = 0; i < n; i++)
                         json_object_array_add(a, json_object_new_string(l[i]->exec->id));
                 store_records_free(l, n);

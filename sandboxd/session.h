@@ -21,7 +21,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "manager.h"
+#include "context.h"
+#include "queue.h"
+#include "request.h"
 #include "sysd.h"
 
 /* StateDirectory= names are relative to /var/lib (systemd's fixed prefix for system services). */
@@ -31,9 +33,22 @@
 /* How many execution ids GET /v1/sessions/{id} lists. */
 #define SESSION_RECENT_MAX 10U
 
+typedef struct Job Job;
 typedef struct Session Session;
+typedef struct Sessions Sessions;
+
+/* What the registry tells its owner (the composition root wires it to the runner). */
+typedef struct SessionEvents {
+        /* The session's mount is ready: its first run may start. */
+        void (*ready)(void *userdata, Session *s);
+        /* The session cannot run (its mount failed): its queued runs must end, with why. */
+        void (*failed)(void *userdata, Session *s, const char *why);
+        /* A session was removed: its directories can be swept once systemd has unmounted. */
+        void (*removed)(void *userdata);
+} SessionEvents;
+
 struct Session {
-        Manager *manager;
+        Sessions *sessions;              /* the registry it is in */
         Session *next;
         char *id, *owner;
         char *name;                      /* directory name below SESSION_MOUNT_DIR */
@@ -49,7 +64,14 @@ struct Session {
         SysdWatch *watch;                /* its mount unit's start job */
 };
 
-Session *session_find(Manager *m, const char *id);
+/* The registry of sessions (this file's): created empty, filled by sessions_load() at start. */
+int sessions_new(const Context *ctx, const SessionEvents *ev, void *userdata, Sessions **ret);
+Sessions *sessions_free(Sessions *ss);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Sessions *, sessions_free);
+Session *sessions_find(const Sessions *ss, const char *id);
+/* The first session (then s->next), and how many there are. */
+Session *sessions_first(const Sessions *ss);
+unsigned sessions_count(const Sessions *ss);
 
 /* The session a submitted request runs in: the existing one, or a new one whose mount is started.
  * Refusals fill *err (docs/http-api.md): 403 forbidden, another caller's session; 409 conflict, a
@@ -57,7 +79,7 @@ Session *session_find(Manager *m, const char *id);
  * 429 session_disk_quota_exceeded or session_disk_full, the sum of disk_mb over the caller's or all
  * sessions would exceed MaxSessionsDiskMBPerCaller= or MaxSessionsDiskMB= (quota.h); 503/507
  * store_error; 500 internal. */
-int session_acquire(Manager *m, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
+int sessions_acquire(Sessions *ss, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
                     RequestError *err);
 
 /* May a run of this session start now (mounted, no run of it active)? */
@@ -66,18 +88,15 @@ bool session_may_run(const Session *s);
 void session_run_started(Session *s, Job *j);
 void session_job_gone(Session *s, Job *j, bool ran);
 
-/* JobRemoved for a session's mount: true if it was one. */
-
 /* At start, before executions are adopted: the stored sessions whose mount is still there come
  * back; the others are forgotten (their files went with their tmpfs). */
-int session_load(Manager *m);
+int sessions_load(Sessions *ss);
 /* Idle sessions (no run active or queued, unused for SessionIdleSec=) are removed; directories of
  * removed sessions go once unmounted. */
-void session_sweep(Manager *m);
+void sessions_sweep(Sessions *ss);
 /* Stop the mount (its contents go), delete the record. Refused with -EBUSY while a run is queued
  * or active. */
 int session_remove(Session *s, const char *why);
-void session_free_all(Manager *m);
 
 /* Used bytes of the session's tmpfs (statfs of the mount root), or a negative errno. */
 int session_used_bytes(const Session *s, uint64_t *ret);

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #include "list-query.h"
-#include "manager.h"
+#include "api-context.h"
 #include "request.h"
 #include "store.h"
 
@@ -26,18 +26,18 @@ typedef struct SubmitResult {
 /* Parse the JSON request body, check it against the configuration, the caller's earlier executions
  * (execution_id) and the queue, and queue it as owner's. 0 with *ret filled, or a negative errno
  * with *err filled (the ApiError, field and message both APIs render). */
-int submit_execution(Manager *m, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
+int submit_execution(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
                      RequestError *err);
 
 /* One page of q as {"executions": [...], "next_cursor": ...}. 0, or negative with *err filled. */
-int list_executions(Manager *m, const StoreQuery *q, json_object **ret, RequestError *err);
+int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, RequestError *err);
 
 /* An execution as both APIs show it: the result (result.c); once final, its callback delivery if it
  * has one and a freshly signed URL for each artifact in e->artifacts. */
-json_object *execution_record_json(Manager *m, const Execution *e);
+json_object *execution_record_json(ApiContext *ac, const Execution *e);
 /* The same for a job. A final job's record is read back from the store (the job keeps no output
  * once it is there), or its artifacts alone if the record could not be written. 0, or negative with
  * *err filled: API_ERROR_STORE (the record cannot be read), API_ERROR_NOT_FOUND (purged meanwhile). */
-int job_record_json(Manager *m, Job *j, json_object **ret, RequestError *err);
+int job_record_json(ApiContext *ac, Job *j, json_object **ret, RequestError *err);
 /* The same for a record read from the store (its artifacts are loaded into it). */
-json_object *stored_record_json(Manager *m, StoreRecord *rec);
+json_object *stored_record_json(ApiContext *ac, StoreRecord *rec);

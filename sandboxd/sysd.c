@@ -172,7 +172,8 @@ struct SysdCall {
         Sysd *sysd;
         sd_bus_slot *slot;
         CallKind kind;
-        bool floating;           /* no handle: freed after its answer */
+        bool floating;           /* no handle: freed after its answer, or with the Sysd */
+        SysdCall *prev, *next;   /* floating: in Sysd.floating */
         union {
                 sysd_done_t done;
                 sysd_state_done_t state;
@@ -187,6 +188,7 @@ struct Sysd {
         sd_bus *bus;
         sd_bus_slot *match_job_removed, *match_props;
         SysdWatch *buckets[WATCH_BUCKETS];
+        SysdCall *floating;      /* calls nobody holds a handle to, still unanswered */
 };
 
 static unsigned bucket_of(const char *unit) {
@@ -330,6 +332,9 @@ Sysd *sysd_free(Sysd *s) {
                 return NULL;
         sd_bus_slot_unref(s->match_job_removed);
         sd_bus_slot_unref(s->match_props);
+        /* Unanswered calls nobody holds (a StopUnit at exit): their slots hold the bus. */
+        while (s->floating)
+                sysd_call_free(s->floating);
         /* Watches left are their owners' to free; they only lose their table. */
         for (size_t b = 0; b < WATCH_BUCKETS; b++)
                 for (SysdWatch *w = s->buckets[b]; w; w = w->next)
@@ -344,6 +349,14 @@ Sysd *sysd_free(Sysd *s) {
 SysdCall *sysd_call_free(SysdCall *c) {
         if (!c)
                 return NULL;
+        if (c->floating && c->sysd) {
+                if (c->prev)
+                        c->prev->next = c->next;
+                else
+                        c->sysd->floating = c->next;
+                if (c->next)
+                        c->next->prev = c->prev;
+        }
         sd_bus_slot_unref(c->slot);
         free(c);
         return NULL;
@@ -510,6 +523,12 @@ static int call(Sysd *s, sd_bus_message *msg, CallKind kind, void *cb, void *use
         }
         if (ret)
                 *ret = c;
+        else {
+                c->next = s->floating;
+                if (s->floating)
+                        s->floating->prev = c;
+                s->floating = c;
+        }
         return 0;
 }
 

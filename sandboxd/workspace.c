@@ -78,28 +78,62 @@ int workspace_prepare_root(const char *path, bool session, const char *log_id) {
         return 0;
 }
 
-static uint64_t pool_size_bytes(Manager *m) {
-        return sandbox_workspace_bytes(&m->config->defaults);
+struct WorkspacePool {
+        const Context *ctx;
+        Workspace *list;
+        unsigned n;
+        uint64_t retry_after;    /* CLOCK_MONOTONIC: no new mount before (one failed) */
+};
+
+int workspace_pool_new(const Context *ctx, WorkspacePool **ret) {
+        WorkspacePool *p = calloc(1, sizeof(WorkspacePool));
+
+        if (!p)
+                return -ENOMEM;
+        p->ctx = ctx;
+        *ret = p;
+        return 0;
 }
 
-static void pool_remove(Manager *m, Workspace *w) {
-        for (Workspace **p = &m->pool; *p; p = &(*p)->next)
-                if (*p == w) {
-                        *p = w->next;
-                        m->n_pool--;
+WorkspacePool *workspace_pool_free(WorkspacePool *p) {
+        if (!p)
+                return NULL;
+        while (p->list) {
+                Workspace *w = p->list;
+
+                p->list = w->next;
+                workspace_free(w);
+        }
+        free(p);
+        return NULL;
+}
+
+unsigned workspace_pool_count(const WorkspacePool *p) {
+        return p->n;
+}
+
+static uint64_t pool_size_bytes(WorkspacePool *p) {
+        return sandbox_workspace_bytes(&p->ctx->config->defaults);
+}
+
+static void pool_remove(WorkspacePool *p, Workspace *w) {
+        for (Workspace **x = &p->list; *x; x = &(*x)->next)
+                if (*x == w) {
+                        *x = w->next;
+                        p->n--;
                         return;
                 }
 }
 
 static void on_pool_mount_reply(void *userdata, int r, const char *message) {
         Workspace *w = userdata;
-        Manager *m = w->manager;
+        WorkspacePool *p = w->pool;
 
         w->call = sysd_call_free(w->call);
         if (r < 0) {
                 log_warning("Pool workspace %s could not be mounted: %s", w->mount_name, strna(message));
-                m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
-                pool_remove(m, w);
+                p->retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
+                pool_remove(p, w);
                 workspace_free(w);
         }
 }
@@ -107,15 +141,15 @@ static void on_pool_mount_reply(void *userdata, int r, const char *message) {
 /* The mount's start job ended. */
 static void on_pool_job_removed(void *userdata, const char *unit, const char *result) {
         Workspace *w = userdata;
-        Manager *m = w->manager;
+        WorkspacePool *p = w->pool;
 
         if (w->ready)
                 return;
-        if (!streq(result, "done") || workspace_prepare_dirs(w->path, m->workspaces_dir, w->mount_name) < 0) {
+        if (!streq(result, "done") || workspace_prepare_dirs(w->path, p->ctx->workspaces_dir, w->mount_name) < 0) {
                 log_warning("Pool workspace %s: mount job '%s', dropped.", unit, result);
-                m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
-                (void) sysd_stop_unit(m->sysd, w->mount_name, NULL, NULL);
-                pool_remove(m, w);
+                p->retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
+                (void) sysd_stop_unit(p->ctx->sysd, w->mount_name, NULL, NULL);
+                pool_remove(p, w);
                 workspace_free(w);
                 return;
         }
@@ -124,12 +158,12 @@ static void on_pool_job_removed(void *userdata, const char *unit, const char *re
 
 static const SysdUnitEvents pool_events = { .job_removed = on_pool_job_removed };
 
-void workspace_pool_fill(Manager *m) {
-        uint64_t size = pool_size_bytes(m);
+void workspace_pool_fill(WorkspacePool *p) {
+        uint64_t size = pool_size_bytes(p);
 
-        if (m->stopping || !m->sysd || now_usec(CLOCK_MONOTONIC) < m->pool_retry_after)
+        if (p->ctx->stopping || !p->ctx->sysd || now_usec(CLOCK_MONOTONIC) < p->retry_after)
                 return;
-        while (m->n_pool < m->config->workspace_pool) {
+        while (p->n < p->ctx->config->workspace_pool) {
                 _cleanup_(workspace_freep) Workspace *w = NULL;
                 char id[64];
                 int r;
@@ -139,9 +173,9 @@ void workspace_pool_fill(Manager *m) {
                 w = calloc(1, sizeof(Workspace));
                 if (!w)
                         return;
-                w->manager = m;
+                w->pool = p;
                 w->size = size;
-                if (asprintf(&w->path, "%s/%s", m->workspaces_dir, id) < 0) {
+                if (asprintf(&w->path, "%s/%s", p->ctx->workspaces_dir, id) < 0) {
                         w->path = NULL;
                         return;
                 }
@@ -149,47 +183,56 @@ void workspace_pool_fill(Manager *m) {
                 if (!w->mount_name)
                         return;
                 /* Watch first, then start. */
-                r = sysd_watch(m->sysd, w->mount_name, &pool_events, w, &w->watch);
+                r = sysd_watch(p->ctx->sysd, w->mount_name, &pool_events, w, &w->watch);
                 if (r >= 0)
-                        r = sysd_start_tmpfs(m->sysd, w->mount_name, w->path, size, on_pool_mount_reply, w, &w->call);
+                        r = sysd_start_tmpfs(p->ctx->sysd, w->mount_name, w->path, size, on_pool_mount_reply, w, &w->call);
                 if (r < 0) {
                         log_warning_errno(r, "Cannot start pool workspace: %m");
-                        m->pool_retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
+                        p->retry_after = now_usec(CLOCK_MONOTONIC) + POOL_RETRY_USEC;
                         return;
                 }
-                w->next = m->pool;
-                m->pool = TAKE_PTR(w);
-                m->n_pool++;
+                w->next = p->list;
+                p->list = TAKE_PTR(w);
+                p->n++;
         }
 }
 
-Workspace *workspace_pool_take(Manager *m, uint64_t size) {
-        for (Workspace *w = m->pool; w; w = w->next)
+Workspace *workspace_pool_take(WorkspacePool *p, uint64_t size) {
+        for (Workspace *w = p->list; w; w = w->next)
                 if (w->ready && w->size == size) {
-                        pool_remove(m, w);
+                        pool_remove(p, w);
                         w->next = NULL;
                         return w;
                 }
         return NULL;
 }
 
-bool workspace_pool_owns_dir(Manager *m, const char *name) {
-        size_t l = strlen(m->workspaces_dir);
+bool workspace_pool_owns_dir(const WorkspacePool *p, const char *name) {
+        size_t l = strlen(p->ctx->workspaces_dir);
 
-        for (Workspace *w = m->pool; w; w = w->next)
-                if (strncmp(w->path, m->workspaces_dir, l) == 0 && w->path[l] == '/' && streq(w->path + l + 1, name))
+        for (Workspace *w = p->list; w; w = w->next)
+                if (strncmp(w->path, p->ctx->workspaces_dir, l) == 0 && w->path[l] == '/' && streq(w->path + l + 1, name))
                         return true;
         return false;
 }
 
-void workspace_pool_drain(Manager *m) {
-        while (m->pool) {
-                Workspace *w = m->pool;
+void workspace_pool_drain(WorkspacePool *p) {
+        while (p->list) {
+                Workspace *w = p->list;
 
-                m->pool = w->next;
-                m->n_pool--;
-                if (m->sysd)
-                        (void) sysd_stop_unit(m->sysd, w->mount_name, NULL, NULL);
+                p->list = w->next;
+                p->n--;
+                if (p->ctx->sysd)
+                        (void) sysd_stop_unit(p->ctx->sysd, w->mount_name, NULL, NULL);
                 workspace_free(w);
         }
+}
+
+unsigned workspace_pool_stop_all(WorkspacePool *p, sysd_done_t cb, void *userdata) {
+        unsigned n = 0;
+
+        for (Workspace *w = p->list; w && p->ctx->sysd; w = w->next)
+                if (sysd_stop_unit(p->ctx->sysd, w->mount_name, cb, userdata) >= 0)
+                        n++;
+        return n;
 }

@@ -9,12 +9,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "manager.h"
+#include "context.h"
 #include "sysd.h"
 
 typedef struct Workspace Workspace;
+typedef struct WorkspacePool WorkspacePool;
 struct Workspace {
-        Manager *manager;
+        WorkspacePool *pool;             /* while in it */
         Workspace *next;
         char *path, *mount_name;
         uint64_t size;
@@ -33,11 +34,19 @@ int workspace_prepare_dirs(const char *path, const char *parent, const char *log
 /* (Re)write the root skeleton into a session's mount root before one of its runs. */
 int workspace_prepare_root(const char *path, bool session, const char *log_id);
 
+/* The pool (empty until filled). Freeing it forgets its workspaces without unmounting them. */
+int workspace_pool_new(const Context *ctx, WorkspacePool **ret);
+WorkspacePool *workspace_pool_free(WorkspacePool *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(WorkspacePool *, workspace_pool_free);
+/* Ready or mounting. */
+unsigned workspace_pool_count(const WorkspacePool *p);
 /* Top the pool up to WorkspacePool= ready-or-mounting workspaces of the default size. */
-void workspace_pool_fill(Manager *m);
+void workspace_pool_fill(WorkspacePool *p);
 /* A ready workspace of exactly this size, removed from the pool, or NULL. */
-Workspace *workspace_pool_take(Manager *m, uint64_t size);
+Workspace *workspace_pool_take(WorkspacePool *p, uint64_t size);
 /* Is this directory name below workspaces/ a pool workspace? */
-bool workspace_pool_owns_dir(Manager *m, const char *name);
-/* Unmount every pooled workspace (stop, or a change of the default size). */
-void workspace_pool_drain(Manager *m);
+bool workspace_pool_owns_dir(const WorkspacePool *p, const char *name);
+/* Unmount every pooled workspace (a change of the default size). */
+void workspace_pool_drain(WorkspacePool *p);
+/* At stop: StopUnit for each pooled workspace, cb(userdata) for each answer; how many were sent. */
+unsigned workspace_pool_stop_all(WorkspacePool *p, sysd_done_t cb, void *userdata);
