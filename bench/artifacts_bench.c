@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "artifacts.h"
+#include "delivery/artifacts.h"
 #include "util.h"
 
 static double now_s(void) {

@@ -13,8 +13,8 @@
 #include <sqlite3.h>
 #include <time.h>
 
-#include "store-internal.h"
-#include "store.h"
+#include "store/store-internal.h"
+#include "store/store.h"
 #include "util.h"
 
 #define BASE_USEC UINT64_C(1764472800000000)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <getopt.h>
 
-#include "conf.h"
+#include "model/conf.h"
 #include "log.h"
 #include "manager.h"
 

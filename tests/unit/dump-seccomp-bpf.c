@@ -10,8 +10,8 @@
  *                                     once per argument), so the tests run the real
  *                                     bootstraps from language.c rather than copies. */
 
-#include "language.h"
-#include "seccomp-policy.h"
+#include "model/language.h"
+#include "unit/seccomp-policy.h"
 #include "util.h"
 
 static int put(const char *key, const char *value) {

@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "api-error.h"
+#include "model/api-error.h"
 #include "util.h"
 
 /* The error table (api-error.c) against itself and against the two documents that publish it:

@@ -22,8 +22,8 @@
 #include <linux/magic.h>
 #include <time.h>
 
-#include "artifacts.h"
-#include "mime.h"
+#include "delivery/artifacts.h"
+#include "model/mime.h"
 #include "util.h"
 
 /* The collector against a hostile workspace built for real in a fresh directory per test:

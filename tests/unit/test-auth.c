@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "auth.h"
-#include "conf.h"
+#include "api/auth.h"
+#include "model/conf.h"
 #include "util.h"
 
 /* The key file (auth.c) row by row, the constant-time check, and the two config keys of the

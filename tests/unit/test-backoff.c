@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "backoff.h"
+#include "model/backoff.h"
 #include "util.h"
 
 /* The retry decision table, the backoff delays, Retry-After, the signature and callback_url, row by

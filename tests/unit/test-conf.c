@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "conf.h"
+#include "model/conf.h"
 #include "util.h"
 
 /* Each row of each table runs as its own cmocka test, named after the row, so a failure in the TAP

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "fetch.h"
+#include "net/fetch.h"
 #include "util.h"
 
 static char root[] = "/tmp/test-fetch-XXXXXX";

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "language.h"
+#include "model/language.h"
 #include "util.h"
 
 static void assert_argv_absolute(const char *const *argv) {

@@ -7,8 +7,8 @@
 
 #include <cmocka.h>
 
-#include "execution.h"
-#include "list-query.h"
+#include "model/execution.h"
+#include "api/list-query.h"
 #include "util.h"
 
 /* The filters of a listing (list-query.c), row by row: first as the HTTP query string gives them,

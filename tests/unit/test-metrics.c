@@ -7,8 +7,8 @@
 
 #include <cmocka.h>
 
-#include "language.h"
-#include "metrics.h"
+#include "model/language.h"
+#include "model/metrics.h"
 #include "util.h"
 
 static char *render(const Metrics *m, const MetricsGauges *g) {

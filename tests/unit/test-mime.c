@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "mime.h"
+#include "model/mime.h"
 #include "util.h"
 
 typedef struct MimeRow {

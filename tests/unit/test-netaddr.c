@@ -8,7 +8,7 @@
 #include <arpa/inet.h>
 #include <sys/un.h>
 
-#include "netaddr.h"
+#include "net/netaddr.h"
 #include "util.h"
 
 /* The internal-address filter, row by row, each row its own cmocka test named after it:

@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "queue.h"
+#include "admission/queue.h"
 #include "util.h"
 
 /* The fair queue row by row: a scenario is a list of submissions ("A1" is owner A's first, "A1@s"

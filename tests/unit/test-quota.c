@@ -6,8 +6,8 @@
 
 #include <cmocka.h>
 
-#include "conf.h"
-#include "quota.h"
+#include "model/conf.h"
+#include "admission/quota.h"
 #include "util.h"
 
 /* The budgets row by row: a configuration (the defaults with a few keys changed), what the caller

@@ -8,8 +8,8 @@
 #include <json-c/json.h>
 
 #include "base64.h"
-#include "conf.h"
-#include "request.h"
+#include "model/conf.h"
+#include "model/request.h"
 #include "util.h"
 
 /* Each row of each table runs as its own cmocka test, named after the row, so a failure in the TAP

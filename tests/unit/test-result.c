@@ -9,8 +9,8 @@
 #include <cmocka.h>
 
 #include "capture.h"
-#include "execution.h"
-#include "result.h"
+#include "model/execution.h"
+#include "model/result.h"
 #include "util.h"
 
 /* execution → JSON, checked field by field against docs/http-api.md "The execution object". */

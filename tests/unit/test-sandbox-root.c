@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "language.h"
-#include "sandbox-root.h"
-#include "usr-layer.h"
+#include "model/language.h"
+#include "unit/sandbox-root.h"
+#include "unit/usr-layer.h"
 #include "util.h"
 
 /* The tables of what a sandbox sees as "/", row by row, and the writers on a real directory: the

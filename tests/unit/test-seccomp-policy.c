@@ -33,8 +33,8 @@
 #include <cmocka.h>
 #include <seccomp.h>
 
-#include "language.h"
-#include "seccomp-policy.h"
+#include "model/language.h"
+#include "unit/seccomp-policy.h"
 #include "util.h"
 
 static uint8_t *bpf;

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "signed-url.h"
+#include "model/signed-url.h"
 #include "util.h"
 
 /* Signed artifact URLs (signed-url.c): the encoding of paths, and verification row by row: every

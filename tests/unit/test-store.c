@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "store-internal.h"
-#include "store.h"
+#include "store/store-internal.h"
+#include "store/store.h"
 #include "strv.h"
 #include "util.h"
 

@@ -7,10 +7,10 @@
 
 #include <cmocka.h>
 
-#include "language.h"
-#include "sandbox-root.h"
+#include "model/language.h"
+#include "unit/sandbox-root.h"
 #include "strv.h"
-#include "unit-props.h"
+#include "unit/unit-props.h"
 #include "util.h"
 
 /* Each row of each table runs as its own cmocka test, named after the row, so a failure in the TAP

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "util.h"
-#include "verdict.h"
+#include "verdict/verdict.h"
 
 /* Each row of each table runs as its own cmocka test, named after the row, so a failure in the TAP
  * output says which rule broke. */

@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sys/stat.h>
+
+#include "api.h"
+#include "delivery/artifacts.h"
+#include "run/job.h"
+#include "run/runner.h"
+#include "model/signed-url.h"
+#include "store/store.h"
+#include "log.h"
+#include "model/request.h"
+#include "model/result.h"
+#include "run/session.h"
+#include "submit.h"
+#include "time-util.h"
+
+/* A request held open until its execution is final (POST ?wait=true, GET ?wait=true). */
+typedef struct ApiWait {
+        ApiContext *ac;
+        HttpRequest *req;
+        Job *job;
+        JobWaiter *waiter;
+} ApiWait;
+
+/* The caller's identity: "uid:N" on the unix socket (root is the administrator and sees everything;
+ * anyone else, a member of group sandboxd, sees only the executions it submitted), "key:NAME" on TCP
+ * (admin keys see everything). */
+static int caller_owner(HttpRequest *req, char *buf, size_t size, bool *ret_admin) {
+        return http_request_owner(req, buf, size, ret_admin);
+}
+
+static bool may_see(const char *caller, bool admin, const char *owner) {
+        return admin || streq_ptr(caller, owner);
+}
+
+/* A refusal from the shared admission, list and record code (submit.c, session.c, ...). */
+static void respond_request_error(HttpRequest *req, const RequestError *err) {
+        http_respond_error(req, err->error, err->field, "%s", err->message);
+}
+
+static bool query_true(HttpRequest *req, const char *key) {
+        const char *v = http_request_query(req, key);
+        return v && (streq(v, "true") || streq(v, "1") || streq(v, "yes") || *v == 0);
+}
+
+static void on_request_gone(HttpRequest *req, void *userdata) {
+        ApiWait *w = userdata;
+
+        if (w->waiter)
+                job_remove_waiter(w->job, w->waiter);
+        free(w);
+}
+
+/* A job as the answer (a final one read back from the store), or why it cannot be read. */
+static void respond_job(HttpRequest *req, ApiContext *ac, Job *j, unsigned status) {
+        json_object *o = NULL;
+        RequestError err;
+
+        if (job_record_json(ac, j, &o, &err) < 0)
+                respond_request_error(req, &err);
+        else
+                http_respond_json(req, status, o);
+}
+
+static void on_job_done(Job *j, void *userdata) {
+        ApiWait *w = userdata;
+        ApiContext *ac = w->ac;
+
+        w->waiter = NULL;       /* the job frees it after this call */
+        http_request_set_gone_cb(w->req, NULL, NULL);
+        if (!job_is_final(j) && ac->ctx->stopping)
+                http_respond_error(w->req, API_ERROR_SHUTTING_DOWN, NULL, "sandboxd is stopping; execution %s did not finish",
+                                   j->exec->id);
+        else
+                respond_job(w->req, ac, j, 200);
+        free(w);
+}
+
+static void wait_for(ApiContext *ac, HttpRequest *req, Job *j) {
+        ApiWait *w = calloc(1, sizeof(ApiWait));
+        JobWaiter *jw = NULL;
+        int r;
+
+        if (!w) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        w->ac = ac;
+        w->req = req;
+        w->job = j;
+        /* Suspend first: the callback may answer at once. */
+        http_request_suspend(req);
+        /* When the job is already final the callback runs (and frees w) before this returns. */
+        r = job_add_waiter(j, on_job_done, w, &jw);
+        if (r < 0) {
+                free(w);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        if (r > 0) {
+                w->waiter = jw;
+                http_request_set_gone_cb(req, on_request_gone, w);
+        }
+}
+
+static json_object *accepted_json(const Execution *e) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "execution_id", json_object_new_string(e->id));
+        json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(e->status)));
+        return o;
+}
+
+static void respond_accepted(HttpRequest *req, Job *j, unsigned status) {
+        http_respond_json(req, status, accepted_json(j->exec));
+}
+
+static void handle_submit(ApiContext *ac, HttpRequest *req) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        SubmitResult res;
+        const char *ct, *body;
+        RequestError err;
+        char owner[HTTP_OWNER_MAX];
+        bool admin;
+        size_t len = 0;
+        int r;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+
+        if (http_request_too_large(req)) {
+                http_respond_error(req, API_ERROR_TOO_LARGE, NULL, "request body exceeds MaxRequestBytes=%" PRIu64,
+                                   ac->ctx->config->max_request_bytes);
+                return;
+        }
+        ct = http_request_header(req, "Content-Type");
+        if (!ct || !startswith(ct, "application/json")) {
+                http_respond_error(req, API_ERROR_UNSUPPORTED_MEDIA_TYPE, NULL, "Content-Type must be application/json");
+                return;
+        }
+        body = http_request_body(req, &len);
+        /* Validation, idempotency and the queue limit: the same code as the D-Bus API's. */
+        r = submit_execution(ac, body, len, owner, admin, &res, &err);
+        if (r < 0) {
+                respond_request_error(req, &err);
+                return;
+        }
+        switch (res.outcome) {
+        case SUBMIT_EXISTING_RECORD:
+                rec = res.record;
+                http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(ac, rec)
+                                                                      : accepted_json(rec->exec));
+                return;
+        case SUBMIT_EXISTING_JOB:
+                if (query_true(req, "wait"))
+                        wait_for(ac, req, res.job);
+                else
+                        respond_accepted(req, res.job, job_is_final(res.job) ? 200 : 202);
+                return;
+        case SUBMIT_CREATED:
+                if (query_true(req, "wait"))
+                        wait_for(ac, req, res.job);
+                else
+                        respond_accepted(req, res.job, 202);
+                return;
+        }
+}
+
+static void handle_get(ApiContext *ac, HttpRequest *req, const char *id) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        Job *j = runner_find(ac->runner, id);
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        /* Another owner's execution is "not found": its existence is not ours to reveal. */
+        if (j && !may_see(owner, admin, j->owner))
+                j = NULL;
+        if (!j) {
+                if (ac->ctx->store && store_get(ac->ctx->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
+                        http_respond_json(req, 200, stored_record_json(ac, rec));
+                        return;
+                }
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
+                return;
+        }
+        if (query_true(req, "wait") && !job_is_final(j)) {
+                wait_for(ac, req, j);
+                return;
+        }
+        respond_job(req, ac, j, 200);
+}
+
+/* GET /v1/executions/<id>/artifacts: the artifact part of the execution object, URLs signed afresh.
+ * Who may see the execution may list them. */
+static void handle_artifacts_list(ApiContext *ac, HttpRequest *req, const char *id) {
+        static const char *const keys[] = { "artifacts", "artifacts_skipped", "artifacts_skipped_total" };
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        Job *j = runner_find(ac->runner, id);
+        const Execution *e = NULL;
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+        json_object *full = NULL, *o, *v;
+        RequestError err;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        if (j && may_see(owner, admin, j->owner))
+                e = j->exec;
+        else if (!j && ac->ctx->store && store_get(ac->ctx->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
+                if (exec_status_is_final(rec->exec->status))
+                        (void) store_get_artifacts(ac->ctx->store, id, &rec->exec->artifacts);
+                e = rec->exec;
+        }
+        if (!e) {
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
+                return;
+        }
+        if (j && job_record_json(ac, j, &full, &err) < 0) {
+                respond_request_error(req, &err);
+                return;
+        }
+        if (!j)
+                full = execution_record_json(ac, e);
+        if (!full) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        o = json_object_new_object();
+        json_object_object_add(o, "execution_id", json_object_new_string(e->id));
+        json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(e->status)));
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (json_object_object_get_ex(full, keys[i], &v))
+                        json_object_object_add(o, keys[i], json_object_get(v));
+        json_object_put(full);
+        http_respond_json(req, 200, o);
+}
+
+/* Everything that is not a valid URL for a stored artifact gets this same answer: whether the
+ * signature was wrong, the link expired, the execution or file is unknown or purged. */
+static void respond_no_artifact(HttpRequest *req) {
+        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such artifact, or the link is invalid or has expired");
+}
+
+/* GET of a signed URL: the signature is the authorization (no owner, no API key). */
+static void handle_artifact_get(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *stored = NULL;
+        _cleanup_free_ char *canonical = NULL;
+        const ExecArtifacts *a = NULL;
+        const ExecArtifact *x = NULL;
+        const char *base;
+        struct stat st;
+        Job *j;
+        int fd, r;
+
+        if (!id_is_valid(id, REQUEST_ID_MAX) || isempty(path) || strlen(path) > SIGNED_URL_PATH_MAX) {
+                respond_no_artifact(req);
+                return;
+        }
+        canonical = artifact_url_path(id, path);
+        if (!canonical) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        r = signed_url_verify(ac->ctx->artifact_key, ac->ctx->artifact_key_len, "GET", canonical,
+                              http_request_query(req, "expires"), http_request_query(req, "signature"),
+                              now_usec(CLOCK_REALTIME) / USEC_PER_SEC);
+        if (r < 0) {
+                log_debug("%s: artifact URL refused: %s", id, strerror(-r));
+                respond_no_artifact(req);
+                return;
+        }
+
+        j = runner_find(ac->runner, id);
+        if (j && job_is_final(j) && j->exec->artifacts)
+                a = j->exec->artifacts;
+        else if ((!j || job_is_final(j)) && ac->ctx->store && store_get_artifacts(ac->ctx->store, id, &stored) >= 0)
+                a = stored;
+        for (size_t i = 0; a && i < a->n_items; i++)
+                if (streq(a->items[i].path, path)) {
+                        x = &a->items[i];
+                        break;
+                }
+        if (!x) {
+                respond_no_artifact(req);
+                return;
+        }
+        fd = artifacts_store_open_blob(ac->ctx->artifacts_fd, x->sha256);
+        if (fd < 0) {
+                log_warning_errno(fd, "%s: artifact '%s' (%s) is missing from the store: %m", id, x->path, x->sha256);
+                respond_no_artifact(req);
+                return;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t) st.st_size != x->size) {
+                log_warning("%s: artifact '%s' (%s) in the store does not match its record", id, x->path, x->sha256);
+                safe_close(fd);
+                respond_no_artifact(req);
+                return;
+        }
+        base = strrchr(x->path, '/');
+        http_respond_fd(req, 200, x->mime_type, fd, x->size, base ? base + 1 : x->path);
+}
+
+bool api_route_is_public(const char *method, const char *path) {
+        const char *rest, *slash, *p;
+
+        if (!streq_ptr(method, "GET") || !(rest = startswith(path, "/v1/executions/")))
+                return false;
+        slash = strchr(rest, '/');
+        if (!slash || slash == rest)
+                return false;
+        p = startswith(slash, "/artifacts/");
+        return p && *p;
+}
+
+static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        Job *j = runner_find(ac->runner, id);
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+        int r;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        if (j && !may_see(owner, admin, j->owner))
+                j = NULL;
+        if (!j && ac->ctx->store && store_get(ac->ctx->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
+                http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
+                return;
+        }
+        if (!j) {
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
+                return;
+        }
+        r = job_cancel(j);
+        if (r == -EALREADY) {
+                http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
+                return;
+        }
+        log_info("%s: cancel requested", id);
+        respond_job(req, ac, j, 202);
+}
+
+static const char *query_get(void *userdata, const char *key) {
+        return http_request_query(userdata, key);
+}
+
+static void handle_list(ApiContext *ac, HttpRequest *req) {
+        StoreQuery q = STORE_QUERY_INIT;
+        RequestError err;
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+        json_object *o;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        if (!admin)
+                q.owner = owner;
+        /* The same filters, and the same page, as the D-Bus API's ListExecutions. */
+        if (list_query_parse(query_get, req, &q, &err) < 0 || list_executions(ac, &q, &o, &err) < 0) {
+                respond_request_error(req, &err);
+                return;
+        }
+        http_respond_json(req, 200, o);
+}
+
+/* A session is seen only by its owner (and administrators); to anyone else it does not exist. */
+static Session *find_session_for(ApiContext *ac, HttpRequest *req, const char *id) {
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+        Session *s;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return NULL;
+        }
+        s = id_is_valid(id, REQUEST_ID_MAX) ? sessions_find(ac->sessions, id) : NULL;
+        if (!s || !may_see(owner, admin, s->owner)) {
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);
+                return NULL;
+        }
+        return s;
+}
+
+static void handle_session_get(ApiContext *ac, HttpRequest *req, const char *id) {
+        Session *s = find_session_for(ac, req, id);
+
+        if (s)
+                http_respond_json(req, 200, session_to_json(s));
+}
+
+static void handle_session_delete(ApiContext *ac, HttpRequest *req, const char *id) {
+        Session *s = find_session_for(ac, req, id);
+
+        if (!s)
+                return;
+        if (session_remove(s, "deleted on request") == -EBUSY) {
+                http_respond_error(req, API_ERROR_CONFLICT, NULL, "session '%s' has executions queued or running",
+                                   id);
+                return;
+        }
+        {
+                json_object *o = json_object_new_object();
+
+                json_object_object_add(o, "session_id", json_object_new_string(id));
+                json_object_object_add(o, "deleted", json_object_new_boolean(true));
+                http_respond_json(req, 200, o);
+        }
+}
+
+static void handle_session_list(ApiContext *ac, HttpRequest *req) {
+        json_object *o, *a;
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        o = json_object_new_object();
+        a = json_object_new_array();
+        for (Session *s = sessions_first(ac->sessions); s; s = s->next)
+                if (may_see(owner, admin, s->owner)) {
+                        json_object *x = session_to_json(s);
+
+                        json_object_object_del(x, "recent_executions");
+                        json_object_array_add(a, x);
+                }
+        json_object_object_add(o, "sessions", a);
+        http_respond_json(req, 200, o);
+}
+
+static void handle_languages(HttpRequest *req) {
+        json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+        for (size_t i = 0; i < language_count(); i++) {
+                const Language *l = language_get(i);
+                json_object *e = json_object_new_object(), *al = json_object_new_array();
+
+                json_object_object_add(e, "name", json_object_new_string(l->name));
+                for (const char *const *x = l->aliases; x && *x; x++)
+                        json_object_array_add(al, json_object_new_string(*x));
+                json_object_object_add(e, "aliases", al);
+                json_object_object_add(e, "source", json_object_new_string(l->source_name));
+                json_object_object_add(e, "compiled", json_object_new_boolean(l->compile_argv != NULL));
+                json_object_object_add(e, "available", json_object_new_boolean(language_available(l)));
+                json_object_array_add(a, e);
+        }
+        json_object_object_add(o, "languages", a);
+        http_respond_json(req, 200, o);
+}
+
+static void handle_health(ApiContext *ac, HttpRequest *req) {
+        json_object *o = json_object_new_object();
+        RunnerCounts n;
+
+        runner_counts(ac->runner, &n);
+        json_object_object_add(o, "status", json_object_new_string(ac->ctx->stopping ? "stopping" : "ok"));
+        json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
+        json_object_object_add(o, "running", json_object_new_int((int) n.running));
+        json_object_object_add(o, "queued", json_object_new_int((int) n.queued));
+        json_object_object_add(o, "slots", json_object_new_uint64(ac->ctx->config->max_concurrent));
+        json_object_object_add(o, "queue_max", json_object_new_uint64(ac->ctx->config->max_queued));
+        json_object_object_add(o, "finished", json_object_new_uint64(n.finished_total));
+        json_object_object_add(o, "cgroup", json_object_new_string(ac->ctx->cgroup_v2 ? "v2" : "v1"));
+        http_respond_json(req, 200, o);
+}
+
+/* Prometheus text exposition. Counters are this process's: they start over when sandboxd restarts,
+ * which Prometheus' rate() handles as a counter reset. Every caller may read them (on TCP only with
+ * a valid key, as every request): they are totals and say nothing about anyone's executions. */
+static void handle_metrics(ApiContext *ac, HttpRequest *req) {
+        MetricsGauges g;
+        char *text = NULL;
+
+        ac->ops->gauges(ac->ops_data, &g);
+        if (metrics_render(ac->ctx->metrics, &g, &text) < 0) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        http_respond_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text);
+}
+
+void api_handle(HttpRequest *req, void *userdata) {
+        ApiContext *ac = userdata;
+        const char *method = http_request_method(req), *path = http_request_path(req), *rest;
+        bool get = streq(method, "GET"), post = streq(method, "POST");
+
+        if (streq(path, "/v1/executions")) {
+                if (post)
+                        handle_submit(ac, req);
+                else if (get)
+                        handle_list(ac, req);
+                else
+                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET or POST");
+                return;
+        }
+        if ((rest = startswith(path, "/v1/executions/"))) {
+                char id[REQUEST_ID_MAX + 1];
+                const char *slash = strchr(rest, '/');
+                size_t n = slash ? (size_t) (slash - rest) : strlen(rest);
+
+                if (n == 0 || n > REQUEST_ID_MAX) {
+                        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such execution");
+                        return;
+                }
+                memcpy(id, rest, n);
+                id[n] = 0;
+                if (!slash) {
+                        if (!get) {
+                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
+                                return;
+                        }
+                        handle_get(ac, req, id);
+                        return;
+                }
+                if (streq(slash, "/artifacts")) {
+                        if (!get) {
+                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
+                                return;
+                        }
+                        handle_artifacts_list(ac, req, id);
+                        return;
+                }
+                if (startswith(slash, "/artifacts/")) {
+                        if (!get) {
+                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
+                                return;
+                        }
+                        handle_artifact_get(ac, req, id, slash + strlen("/artifacts/"));
+                        return;
+                }
+                if (streq(slash, "/cancel")) {
+                        if (!post) {
+                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use POST");
+                                return;
+                        }
+                        handle_cancel(ac, req, id);
+                        return;
+                }
+        }
+        if (streq(path, "/v1/sessions")) {
+                if (get)
+                        handle_session_list(ac, req);
+                else
+                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
+                return;
+        }
+        if ((rest = startswith(path, "/v1/sessions/"))) {
+                if (strlen(rest) == 0 || strlen(rest) > REQUEST_ID_MAX || strchr(rest, '/')) {
+                        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such session");
+                        return;
+                }
+                if (get)
+                        handle_session_get(ac, req, rest);
+                else if (streq(method, "DELETE"))
+                        handle_session_delete(ac, req, rest);
+                else
+                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET or DELETE");
+                return;
+        }
+        if (streq(path, "/v1/languages") && get) {
+                handle_languages(req);
+                return;
+        }
+        if (streq(path, "/v1/health") && get) {
+                handle_health(ac, req);
+                return;
+        }
+        if (streq(path, "/metrics")) {
+                if (get)
+                        handle_metrics(ac, req);
+                else
+                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
+                return;
+        }
+        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no route for %s %.128s", method, path);
+}

@@ -1,0 +1,763 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+
+#include "model/conf.h"
+#include "http.h"
+#include "log.h"
+#include "model/signed-url.h"
+#include "strv.h"
+#include "time-util.h"
+
+/* One listening socket and the MHD daemon that serves it. The unix socket and every TCP listener
+ * are the same thing; only "tcp" (authenticate every request by API key) differs. */
+typedef struct HttpListener {
+        Http *http;
+        struct MHD_Daemon *daemon;
+        sd_event_source *io, *timer, *defer;
+        bool tcp;
+        char *name;              /* socket path or address, for logs */
+        unsigned n_connections;
+} HttpListener;
+
+struct HttpRequest {
+        Http *http;
+        HttpListener *listener;
+        struct MHD_Connection *conn;
+        char *method, *path;
+        char *body;
+        size_t body_len, body_allocated;
+        bool too_large;
+        bool handled;            /* the handler has been called */
+        bool suspended;
+        struct MHD_Response *pending;  /* answer waiting for the resumed connection */
+        unsigned pending_status;
+        void (*gone_cb)(HttpRequest *req, void *userdata);
+        void *gone_userdata;
+        /* TCP: the key the request was admitted with (a copy: the table may be reloaded while a
+         * request is suspended). */
+        char key_name[AUTH_NAME_MAX + 1];
+        bool key_admin;
+};
+
+struct Http {
+        sd_event *event;
+        HttpListener *listeners[1 + HTTP_TCP_MAX];   /* [0] is the unix socket */
+        size_t n_listeners;
+        char *socket_path;
+        size_t max_body;
+        unsigned max_connections;
+        unsigned n_tcp_connections;                  /* over all TCP listeners */
+        AuthTable *auth;
+        bool (*public_route)(const char *method, const char *path);
+        http_handler_t handler;
+        void *userdata;
+};
+
+static void listener_update(HttpListener *l);
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+        char buf[512];
+
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        log_debug("libmicrohttpd: %s", buf);
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        HttpListener *l = userdata;
+
+        (void) MHD_run(l->daemon);
+        listener_update(l);
+        return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        HttpListener *l = userdata;
+
+        (void) MHD_run(l->daemon);
+        listener_update(l);
+        return 0;
+}
+
+static void listener_update(HttpListener *l) {
+        MHD_UNSIGNED_LONG_LONG ms;
+
+        if (MHD_get_timeout(l->daemon, &ms) == MHD_YES) {
+                uint64_t now;
+
+                if (ms == 0) {
+                        /* More to do right away (data already read, edge-triggered epoll). */
+                        (void) sd_event_source_set_enabled(l->defer, SD_EVENT_ONESHOT);
+                        return;
+                }
+                (void) sd_event_now(l->http->event, CLOCK_MONOTONIC, &now);
+                (void) sd_event_source_set_time(l->timer, now + (uint64_t) ms * USEC_PER_MSEC);
+                (void) sd_event_source_set_enabled(l->timer, SD_EVENT_ONESHOT);
+        } else
+                (void) sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
+}
+
+static int on_defer(sd_event_source *s, void *userdata) {
+        HttpListener *l = userdata;
+
+        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        (void) MHD_run(l->daemon);
+        listener_update(l);
+        return 0;
+}
+
+static void request_free(HttpRequest *r) {
+        if (!r)
+                return;
+        if (r->gone_cb)
+                r->gone_cb(r, r->gone_userdata);
+        if (r->pending)
+                MHD_destroy_response(r->pending);
+        free(r->method);
+        free(r->path);
+        free(r->body);
+        free(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
+        request_free(*con_cls);
+        *con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+        HttpListener *l = cls;
+
+        if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+                l->n_connections++;
+                if (l->tcp)
+                        l->http->n_tcp_connections++;
+        } else {
+                if (l->n_connections > 0)
+                        l->n_connections--;
+                if (l->tcp && l->http->n_tcp_connections > 0)
+                        l->http->n_tcp_connections--;
+        }
+}
+
+/* TCP clients share one budget of MaxConnections over all TCP listeners (each MHD daemon only
+ * knows its own count), and the unix socket keeps its own: a flood from the network cannot lock the
+ * local administrator out. */
+static enum MHD_Result on_accept_tcp(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+        HttpListener *l = cls;
+
+        return l->http->n_tcp_connections < l->http->max_connections ? MHD_YES : MHD_NO;
+}
+
+/* Before anything else of a TCP request is looked at (body, size, route): the key. The answer does
+ * not say whether a key was missing, malformed, unknown or too long. */
+static bool request_authenticate(HttpRequest *r) {
+        const char *token, *name = NULL;
+        bool admin = false;
+        int k;
+
+        token = auth_bearer_token(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
+        if (!token)
+                return false;
+        k = auth_check(r->http->auth, token, &name, &admin);
+        if (k < 0) {
+                /* Debug only: unauthenticated clients must not be able to fill the journal. */
+                log_debug("%s: request refused, no valid API key: %s", r->listener->name, strerror(-k));
+                return false;
+        }
+        /* name is at most AUTH_NAME_MAX: always fits. */
+        snprintf(r->key_name, sizeof(r->key_name), "%s", name);
+        r->key_admin = admin;
+        return true;
+}
+
+static void respond_unauthorized(HttpRequest *r) {
+        http_respond_error(r, API_ERROR_UNAUTHORIZED, NULL, "a valid API key is required (Authorization: Bearer <key>)");
+        if (r->pending)
+                (void) MHD_add_response_header(r->pending, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+}
+
+static enum MHD_Result queue_pending(HttpRequest *r) {
+        struct MHD_Response *resp = TAKE_PTR(r->pending);
+        enum MHD_Result ret;
+
+        ret = MHD_queue_response(r->conn, r->pending_status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                 const char *version, const char *upload_data, size_t *upload_data_size,
+                                 void **con_cls) {
+        HttpListener *l = cls;
+        Http *h = l->http;
+        HttpRequest *r = *con_cls;
+
+        if (!r) {
+                const char *cl;
+
+                r = calloc(1, sizeof(HttpRequest));
+                if (!r)
+                        return MHD_NO;
+                r->http = h;
+                r->listener = l;
+                r->conn = conn;
+                r->method = strdup(method);
+                r->path = strdup(url);
+                if (!r->method || !r->path) {
+                        request_free(r);
+                        return MHD_NO;
+                }
+                *con_cls = r;
+
+                /* The 401 comes before the body is read, as the early 413 below: an unauthenticated
+                 * client gets nothing buffered. */
+                if (l->tcp && !(h->public_route && h->public_route(r->method, r->path)) &&
+                    !request_authenticate(r)) {
+                        r->handled = true;
+                        respond_unauthorized(r);
+                        return r->pending ? queue_pending(r) : MHD_NO;
+                }
+
+                /* An announced oversized body is never buffered. Up to 16 times the cap it is read and
+                 * dropped, so that a client which sends before it listens still gets the 413; beyond
+                 * that (or a bogus length) the answer comes at once and the connection is closed. A
+                 * client that sends "Expect: 100-continue" gets the 413 without sending anything. */
+                cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (cl) {
+                        uint64_t n;
+                        int k = safe_atou64(cl, &n);
+
+                        if (k < 0 || n > h->max_body)
+                                r->too_large = true;
+                        if (k < 0 || n / 16 > h->max_body ||
+                            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT)) {
+                                if (r->too_large) {
+                                        r->handled = true;
+                                        h->handler(r, h->userdata);
+                                        return r->pending ? queue_pending(r) : MHD_YES;
+                                }
+                        }
+                }
+                return MHD_YES;
+        }
+
+        if (r->pending)
+                return queue_pending(r);
+
+        if (*upload_data_size > 0) {
+                size_t n = *upload_data_size;
+
+                *upload_data_size = 0;
+                if (r->too_large)
+                        return MHD_YES;         /* discard the rest */
+                if (r->body_len + n > h->max_body) {
+                        r->too_large = true;
+                        r->body = mfree(r->body);
+                        r->body_len = r->body_allocated = 0;
+                        return MHD_YES;
+                }
+                if (r->body_len + n + 1 > r->body_allocated) {
+                        size_t na = MAX(r->body_allocated * 2, r->body_len + n + 1);
+                        char *nb;
+                        na = MIN(na, h->max_body + 1);
+                        nb = realloc(r->body, na);
+                        if (!nb)
+                                return MHD_NO;
+                        r->body = nb;
+                        r->body_allocated = na;
+                }
+                memcpy(r->body + r->body_len, upload_data, n);
+                r->body_len += n;
+                r->body[r->body_len] = 0;
+                return MHD_YES;
+        }
+
+        if (r->handled)
+                return MHD_YES;         /* suspended and resumed without an answer: keep waiting */
+        r->handled = true;
+        h->handler(r, h->userdata);
+        if (r->pending)
+                return queue_pending(r);
+        return MHD_YES;
+}
+
+const char *http_request_method(HttpRequest *req) {
+        return req->method;
+}
+
+const char *http_request_path(HttpRequest *req) {
+        return req->path;
+}
+
+const char *http_request_query(HttpRequest *req, const char *key) {
+        return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *http_request_header(HttpRequest *req, const char *key) {
+        return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key);
+}
+
+const char *http_request_body(HttpRequest *req, size_t *ret_len) {
+        if (req->too_large)
+                return NULL;
+        *ret_len = req->body_len;
+        return req->body ?: "";
+}
+
+bool http_request_too_large(HttpRequest *req) {
+        return req->too_large;
+}
+
+int http_request_peer_uid(HttpRequest *req, uid_t *ret) {
+        const union MHD_ConnectionInfo *info;
+        struct ucred cred;
+        socklen_t l = sizeof(cred);
+
+        /* SO_PEERCRED on a TCP socket yields no real credentials: never let it pass for a uid. */
+        if (req->listener->tcp)
+                return -EPROTONOSUPPORT;
+        info = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info)
+                return -EBADF;
+        if (getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0)
+                return -errno;
+        *ret = cred.uid;
+        return 0;
+}
+
+int http_request_owner(HttpRequest *req, char *buf, size_t size, bool *ret_admin) {
+        uid_t uid;
+        int n, r;
+
+        /* "key:" and "uid:" never collide, so a key named like a number is not that uid. */
+        if (req->listener->tcp) {
+                if (isempty(req->key_name))
+                        return -EACCES;         /* not reached: unauthenticated requests get no handler */
+                n = snprintf(buf, size, "key:%s", req->key_name);
+                if (n < 0 || (size_t) n >= size)
+                        return -ENOBUFS;
+                *ret_admin = req->key_admin;
+                return 0;
+        }
+
+        /* Only root and the members of SocketGroup= get here at all: the socket is 0660 root:group,
+         * and the kernel checks that at connect() with the caller's full credentials (supplementary
+         * groups included), at the same moment SO_PEERCRED records them. Checking again here would
+         * need the uid's groups from NSS (getgrouplist), a possibly blocking lookup (LDAP, sssd) in
+         * the event loop for every request, to learn nothing new. */
+        r = http_request_peer_uid(req, &uid);
+        if (r < 0)
+                return r;
+        n = snprintf(buf, size, "uid:%u", (unsigned) uid);
+        if (n < 0 || (size_t) n >= size)
+                return -ENOBUFS;
+        *ret_admin = uid == 0;
+        return 0;
+}
+
+/* Queue resp (taking it) as the answer, and wake the connection if it was suspended. */
+static void respond(HttpRequest *req, unsigned status, struct MHD_Response *resp) {
+        if (req->pending)
+                MHD_destroy_response(req->pending);
+        req->pending = resp;
+        req->pending_status = status;
+
+        if (req->suspended) {
+                req->suspended = false;
+                MHD_resume_connection(req->conn);
+                (void) sd_event_source_set_enabled(req->listener->defer, SD_EVENT_ONESHOT);
+        }
+}
+
+void http_respond_text(HttpRequest *req, unsigned status, const char *content_type, char *text) {
+        struct MHD_Response *resp;
+
+        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(text);
+                return;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        respond(req, status, resp);
+}
+
+void http_respond_fd(HttpRequest *req, unsigned status, const char *content_type, int fd, uint64_t size,
+                     const char *attachment_name) {
+        struct MHD_Response *resp;
+
+        resp = MHD_create_response_from_fd64(size, fd);
+        if (!resp) {
+                safe_close(fd);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "cannot send the file");
+                return;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        (void) MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        if (attachment_name) {
+                _cleanup_free_ char *enc = url_path_encode(attachment_name), *v = NULL;
+
+                if (enc && !strchr(enc, '/') && asprintf(&v, "attachment; filename*=UTF-8''%s", enc) < 0)
+                        v = NULL;
+                if (v)
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, v);
+                else
+                        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, "attachment");
+        }
+        respond(req, status, resp);
+}
+
+void http_respond_json(HttpRequest *req, unsigned status, json_object *o) {
+        const char *text;
+        size_t len;
+        char *copy;
+        struct MHD_Response *resp;
+
+        text = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        copy = malloc(len + 1);
+        if (copy) {
+                memcpy(copy, text, len);
+                copy[len] = '\n';
+                len++;
+        }
+        json_object_put(o);
+        if (!copy) {
+                log_oom();
+                return;
+        }
+        resp = MHD_create_response_from_buffer(len, copy, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(copy);
+                return;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        respond(req, status, resp);
+}
+
+void http_respond_error(HttpRequest *req, ApiError error, const char *field, const char *fmt, ...) {
+        json_object *o = json_object_new_object(), *e = json_object_new_object();
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        json_object_object_add(e, "code", json_object_new_string(api_error_code(error)));
+        json_object_object_add(e, "message", json_object_new_string(msg));
+        json_object_object_add(e, "field", isempty(field) ? NULL : json_object_new_string(field));
+        json_object_object_add(o, "error", e);
+        http_respond_json(req, api_error_http_status(error), o);
+}
+
+void http_request_suspend(HttpRequest *req) {
+        if (req->suspended || req->pending)
+                return;
+        req->suspended = true;
+        MHD_suspend_connection(req->conn);
+}
+
+void http_request_set_gone_cb(HttpRequest *req, void (*cb)(HttpRequest *req, void *userdata), void *userdata) {
+        req->gone_cb = cb;
+        req->gone_userdata = userdata;
+}
+
+unsigned http_connections(Http *h) {
+        unsigned n = 0;
+
+        for (size_t i = 0; i < h->n_listeners; i++)
+                n += h->listeners[i]->n_connections;
+        return n;
+}
+
+size_t http_tcp_listeners(Http *h) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < h->n_listeners; i++)
+                n += h->listeners[i]->tcp;
+        return n;
+}
+
+void http_set_auth(Http *h, AuthTable *t) {
+        auth_table_free(h->auth);
+        h->auth = t;
+}
+
+int http_reload_auth(Http *h, const char *api_keys_file) {
+        _cleanup_(auth_table_freep) AuthTable *t = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (http_tcp_listeners(h) == 0)
+                return 0;
+        if (!api_keys_file)
+                return log_warning_errno(EINVAL, "No APIKeysFile=, keeping the previous API keys.");
+        r = auth_load(api_keys_file, &t, &error);
+        if (r < 0)
+                return log_warning_errno(r, "%s; keeping the previous API keys.", error ?: "out of memory");
+        log_info("Loaded %zu API keys from %s.", auth_table_size(t), api_keys_file);
+        http_set_auth(h, TAKE_PTR(t));
+        return 0;
+}
+
+static int listen_unix(const char *path, mode_t mode, gid_t gid) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -EBADF;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        (void) unlink(path);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        if (chmod(path, mode) < 0)
+                return -errno;
+        if (gid != (gid_t) -1 && chown(path, 0, gid) < 0)
+                return -errno;
+        if (listen(fd, SOMAXCONN) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+/* Literal addresses only (conf.c checked them). SO_REUSEADDR: a restart must not fail on the last
+ * run's connections in TIME_WAIT. IPV6_V6ONLY: "[::]:8080" means IPv6 only, say so explicitly
+ * rather than depend on net.ipv6.bindv6only. */
+static int listen_tcp(const char *address) {
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        _cleanup_close_ int fd = -EBADF;
+        int one = 1;
+
+        if (listen_address_parse(address, &ss, &sl) < 0)
+                return -EINVAL;
+        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+                return -errno;
+        if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
+                return -errno;
+        if (bind(fd, (struct sockaddr *) &ss, sl) < 0)
+                return -errno;
+        if (listen(fd, SOMAXCONN) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+static void listener_free(HttpListener *l) {
+        if (!l)
+                return;
+        sd_event_source_disable_unref(l->io);
+        sd_event_source_disable_unref(l->timer);
+        sd_event_source_disable_unref(l->defer);
+        if (l->daemon) {
+                /* Let resumed connections be processed before the daemon goes away. */
+                (void) MHD_run(l->daemon);
+                /* This closes the listening socket too: MHD owns it from MHD_start_daemon() on. */
+                MHD_stop_daemon(l->daemon);
+        }
+        free(l->name);
+        free(l);
+}
+
+/* Serve the listening socket fd (always consumed: closed on error, MHD's on success). The same
+ * for the unix socket and every TCP listener. */
+static int listener_add(Http *h, int fd, bool tcp, const char *name) {
+        _cleanup_close_ int fd_owned = fd;
+        const union MHD_DaemonInfo *info;
+        HttpListener *l;
+        int r, mhd_fd;
+
+        assert(h->n_listeners < ELEMENTSOF(h->listeners));
+
+        l = calloc(1, sizeof(HttpListener));
+        if (!l)
+                return log_oom();
+        l->http = h;
+        l->tcp = tcp;
+        l->name = strdup(name);
+        if (!l->name) {
+                free(l);
+                return log_oom();
+        }
+        h->listeners[h->n_listeners++] = l;     /* http_free() cleans up from here on */
+
+        /* MHD closes the socket it serves at stop (and, depending on the version, maybe on a failed
+         * start): it gets its own copy, so that ours is closed exactly once in any case. MHD's epoll
+         * wants a non-blocking socket; a socket passed by systemd need not be one. */
+        if (fcntl(fd_owned, F_SETFL, fcntl(fd_owned, F_GETFL) | O_NONBLOCK) < 0)
+                return log_error_errno(errno, "%s: cannot make the socket non-blocking: %m", name);
+        mhd_fd = fcntl(fd_owned, F_DUPFD_CLOEXEC, 3);
+        if (mhd_fd < 0)
+                return log_error_errno(errno, "%s: cannot duplicate the socket: %m", name);
+
+        l->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+                                     0, tcp ? on_accept_tcp : NULL, l, on_access, l,
+                                     MHD_OPTION_LISTEN_SOCKET, mhd_fd,
+                                     MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 120,
+                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+                                     MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
+                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
+                                     MHD_OPTION_END);
+        if (!l->daemon)
+                return log_error_errno(EIO, "%s: failed to start libmicrohttpd.", name);
+
+        info = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info)
+                return log_error_errno(EIO, "%s: libmicrohttpd has no epoll fd.", name);
+        r = sd_event_add_io(h->event, &l->io, info->epoll_fd, EPOLLIN, on_io, l);
+        if (r >= 0)
+                /* Accuracy 1 µs: 0 would mean sd-event's default of 250 ms, and MHD's timeouts
+                 * are often "call me again now". */
+                r = sd_event_add_time(h->event, &l->timer, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, l);
+        if (r >= 0)
+                r = sd_event_add_defer(h->event, &l->defer, on_defer, l);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(l->defer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "%s: failed to add HTTP event sources: %m", name);
+        listener_update(l);
+        return 0;
+}
+
+/* Sockets passed by systemd (sandboxd.socket). Only names starting with "api-" are API listeners;
+ * anything else (the fd store's "ctl:<id>" fds, for one) belongs to someone else and is left alone,
+ * and so is the environment, for them to find. Returns how many fds were taken. */
+static int collect_passed_sockets(int ret_fds[static HTTP_TCP_MAX]) {
+        char **names = NULL;
+        int n, taken = 0, r = 0;
+
+        n = sd_listen_fds_with_names(false, &names);
+        if (n < 0)
+                return log_error_errno(n, "Failed to read the sockets passed by systemd: %m");
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+                const char *name = names && names[i] ? names[i] : "unknown";
+
+                if (!startswith(name, "api-"))
+                        continue;
+                if (r < 0)
+                        continue;       /* still walk on, to free the names */
+                if (!streq(name, "api-tcp")) {
+                        log_warning("Ignoring passed socket %d named '%s': the only API socket name is 'api-tcp'.",
+                                    fd, name);
+                        continue;
+                }
+                if (sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) <= 0) {
+                        r = log_error_errno(EINVAL, "Passed socket %d named 'api-tcp' is not a listening TCP socket.", fd);
+                        continue;
+                }
+                if (taken >= HTTP_TCP_MAX) {
+                        r = log_error_errno(E2BIG, "More than %d sockets named 'api-tcp' passed.", HTTP_TCP_MAX);
+                        continue;
+                }
+                ret_fds[taken++] = fd;
+        }
+        for (int i = 0; names && i < n; i++)
+                free(names[i]);
+        free(names);
+        return r < 0 ? r : taken;
+}
+
+int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret) {
+        _cleanup_free_ char *error = NULL;
+        int passed[HTTP_TCP_MAX];
+        _cleanup_(http_freep) Http *h = NULL;
+        size_t n_listen;
+        int r, n_passed;
+
+        h = calloc(1, sizeof(Http));
+        if (!h)
+                return -ENOMEM;
+        h->event = sd_event_ref(event);
+        h->handler = handler;
+        h->userdata = userdata;
+        h->max_body = s->max_body;
+        h->max_connections = s->max_connections;
+        h->public_route = s->public_route;
+        h->socket_path = strdup(s->socket_path);
+        if (!h->socket_path)
+                return -ENOMEM;
+
+        r = listen_unix(s->socket_path, s->socket_mode, s->socket_gid);
+        if (r < 0)
+                return log_error_errno(r, "Failed to listen on '%s': %m", s->socket_path);
+        r = listener_add(h, r, false, s->socket_path);
+        if (r < 0)
+                return r;
+
+        /* TCP: socket-activated sockets replace Listen= (the socket unit has bound those addresses,
+         * binding them again would fail). */
+        n_passed = collect_passed_sockets(passed);
+        if (n_passed < 0)
+                return n_passed;
+        n_listen = strv_length(s->listen);
+        if (n_passed > 0 && n_listen > 0)
+                log_notice("Listen= is ignored: sandboxd.socket passed its TCP socket(s).");
+        if (n_passed == 0 && n_listen > HTTP_TCP_MAX)
+                return log_error_errno(E2BIG, "Listen= has more than %d addresses.", HTTP_TCP_MAX);
+        if (n_passed == 0 && n_listen == 0) {
+                *ret = TAKE_PTR(h);
+                return 0;
+        }
+
+        /* No TCP without keys: a key file that cannot be loaded fails the start, clearly, rather than
+         * leaving a listener that refuses everyone (or worse). */
+        if (!s->api_keys_file)
+                return log_error_errno(EINVAL, "A TCP listener needs APIKeysFile=.");
+        r = auth_load(s->api_keys_file, &h->auth, &error);
+        if (r < 0)
+                return log_error_errno(r, "Cannot use TCP without API keys: %s", error ?: "out of memory");
+        log_info("Loaded %zu API keys from %s.", auth_table_size(h->auth), s->api_keys_file);
+
+        for (int i = 0; i < n_passed; i++) {
+                char name[64];
+
+                snprintf(name, sizeof(name), "api-tcp (fd %d)", passed[i]);
+                r = listener_add(h, passed[i], true, name);
+                if (r < 0) {
+                        /* The rest are ours now too: do not leave them open behind us. */
+                        for (int j = i + 1; j < n_passed; j++)
+                                safe_close(passed[j]);
+                        return r;
+                }
+                log_info("API on TCP socket passed by systemd (fd %d), API key required.", passed[i]);
+        }
+        for (size_t i = 0; n_passed == 0 && i < n_listen; i++) {
+                r = listen_tcp(s->listen[i]);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to listen on %s: %m", s->listen[i]);
+                r = listener_add(h, r, true, s->listen[i]);
+                if (r < 0)
+                        return r;
+                log_info("API on %s, API key required.", s->listen[i]);
+        }
+
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+Http *http_free(Http *h) {
+        if (!h)
+                return NULL;
+        for (size_t i = 0; i < h->n_listeners; i++)
+                listener_free(h->listeners[i]);
+        if (h->socket_path && h->n_listeners > 0)
+                (void) unlink(h->socket_path);
+        free(h->socket_path);
+        auth_table_free(h->auth);
+        sd_event_unref(h->event);
+        free(h);
+        return NULL;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* HTTP/1.1 on a unix socket, and optionally on TCP: libmicrohttpd in external-epoll mode, driven from
+ * sd-event (each listener is one MHD daemon, whose epoll fd is one I/O source and whose timeout is
+ * one timer). Request bodies are capped before they are read. A handler either answers at once or
+ * suspends the request and answers later (long polls).
+ *
+ * Who may talk: on the unix socket, whoever can connect (the socket is 0660 root:SocketGroup=);
+ * the caller is its uid. On TCP, only a request with "Authorization: Bearer <key>" of a key in the
+ * key file (auth.h); everything else gets 401 before the handler runs; the caller is the key —
+ * except on the routes HttpSettings.public_route names (signed artifact URLs, which carry their own
+ * authorization: the signature), which reach the handler without a key and without an owner. */
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "model/api-error.h"
+#include "auth.h"
+
+/* At most this many TCP listeners (Listen= addresses or socket-activated "api-tcp" fds). */
+#define HTTP_TCP_MAX 8
+/* Room for any owner http_request_owner() yields: "key:" + a key name, or "uid:" + a uid. */
+#define HTTP_OWNER_MAX (sizeof("key:") + AUTH_NAME_MAX)
+
+typedef struct Http Http;
+typedef struct HttpRequest HttpRequest;
+
+/* Called once per request when the whole body is in (or too large: then http_request_body()
+ * returns NULL and http_request_too_large() is true). Must answer (http_respond_*) or suspend. */
+typedef void (*http_handler_t)(HttpRequest *req, void *userdata);
+
+typedef struct HttpSettings {
+        const char *socket_path;
+        mode_t socket_mode;
+        gid_t socket_gid;        /* (gid_t) -1: leave as is */
+        size_t max_body;
+        unsigned max_connections;  /* for the unix socket, and again for all TCP listeners together */
+
+        /* Optional TCP, authenticated by API key. A socket passed by systemd with the name "api-tcp"
+         * (sandboxd.socket) is used instead of binding these addresses. */
+        char *const *listen;       /* NULL-terminated "127.0.0.1:8080", "[::1]:8080"; NULL: none */
+        const char *api_keys_file; /* loaded (and required) when there is a TCP listener */
+        /* Routes that need no API key on TCP (NULL: none). Called with the method and the decoded
+         * path before anything else of the request is looked at. */
+        bool (*public_route)(const char *method, const char *path);
+} HttpSettings;
+
+int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret);
+Http *http_free(Http *h);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Http *, http_free);
+
+const char *http_request_method(HttpRequest *req);
+const char *http_request_path(HttpRequest *req);
+/* Query argument value, or NULL. */
+const char *http_request_query(HttpRequest *req, const char *key);
+const char *http_request_header(HttpRequest *req, const char *key);
+const char *http_request_body(HttpRequest *req, size_t *ret_len);
+bool http_request_too_large(HttpRequest *req);
+/* The peer's uid from SO_PEERCRED, on the unix socket. -EPROTONOSUPPORT on TCP (no uid there),
+ * -errno if unknown. */
+int http_request_peer_uid(HttpRequest *req, uid_t *ret);
+/* Who is asking, as recorded as an execution's owner: "key:<name>" on TCP (admin: the key's admin
+ * flag), "uid:<N>" on the unix socket (admin: uid 0). -ENOBUFS if it does not fit in size (never
+ * truncated: a truncated owner could be someone else's); HTTP_OWNER_MAX always fits. */
+int http_request_owner(HttpRequest *req, char *buf, size_t size, bool *ret_admin);
+
+/* Replace the API keys (takes ownership of t; NULL: no key is valid). Requests being served keep
+ * the identity they were admitted with. */
+void http_set_auth(Http *h, AuthTable *t);
+/* Reload the key file for SIGHUP: on error the previous keys stay (and the error is logged).
+ * Nothing to do without a TCP listener. */
+int http_reload_auth(Http *h, const char *api_keys_file);
+/* Number of TCP listeners. */
+size_t http_tcp_listeners(Http *h);
+
+/* Answer with a JSON body (takes ownership of o). Works for running and suspended requests. */
+void http_respond_json(HttpRequest *req, unsigned status, json_object *o);
+/* Answer with a text body of the given Content-Type (takes ownership of text, a NUL-terminated
+ * malloc()ed string). */
+void http_respond_text(HttpRequest *req, unsigned status, const char *content_type, char *text);
+/* Stream size bytes of the regular file fd (always taken: closed when sent, or on failure) with
+ * Content-Length, without reading it into memory (libmicrohttpd reads it, or sendfile()s it, as the
+ * socket takes it). Always "X-Content-Type-Options: nosniff"; with attachment_name (a file name, no
+ * '/') also "Content-Disposition: attachment; filename*=UTF-8''<name>". */
+void http_respond_fd(HttpRequest *req, unsigned status, const char *content_type, int fd, uint64_t size,
+                     const char *attachment_name);
+/* {"error": {"code":..., "message":..., "field":...}} with error's status and code (api-error.h). */
+void http_respond_error(HttpRequest *req, ApiError error, const char *field, const char *fmt, ...) _printf_(4, 5);
+
+/* Keep the connection open without an answer; answer later with http_respond_json(). */
+void http_request_suspend(HttpRequest *req);
+
+/* Called when the request is gone (answered, or the connection died): the owner must drop
+ * its pointer. Set by whoever keeps a suspended request. */
+void http_request_set_gone_cb(HttpRequest *req, void (*cb)(HttpRequest *req, void *userdata), void *userdata);
+
+unsigned http_connections(Http *h);

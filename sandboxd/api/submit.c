@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "delivery/callback.h"
+#include "run/job.h"
+#include "run/runner.h"
+#include "log.h"
+#include "admission/quota.h"
+#include "model/result.h"
+#include "run/session.h"
+#include "model/signed-url.h"
+#include "submit.h"
+#include "time-util.h"
+
+#define fail(err, r, error, ...) request_error((err), (r), (error), NULL, __VA_ARGS__)
+
+static int conflict(RequestError *err, const char *id) {
+        return request_error(err, -EEXIST, API_ERROR_CONFLICT, "execution_id",
+                             "execution_id '%s' was already used for a different request", id);
+}
+
+static bool may_see(const char *caller, bool admin, const char *owner) {
+        return admin || streq_ptr(caller, owner);
+}
+
+/* The queue and the caller's budgets (quota.h): what everyone and this owner hold now. The caller's
+ * records and deliveries come from the store's record_usage row (one indexed read, kept by triggers);
+ * a store that cannot be read counts as nothing, the record's own write fails next if it is broken. */
+static int check_budgets(ApiContext *ac, const char *owner, bool admin, const ExecRequest *er, RequestError *err) {
+        const QueueOwner *o = runner_queue_owner(ac->runner, owner);
+        StoreUsage stored = {};
+        RunnerCounts n;
+        QuotaUsage u;
+
+        if (ac->ctx->store && owner) {
+                int r = store_usage_get(ac->ctx->store, owner, &stored);
+
+                if (r < 0)
+                        log_warning_errno(r, "Cannot read the stored usage of %s, not counting it: %s", owner,
+                                          store_error_message(ac->ctx->store));
+        }
+        runner_counts(ac->runner, &n);
+        u = (QuotaUsage) {
+                .admin = admin,
+                .queued = n.queued,
+                .running = n.running,
+                .caller_queued = o ? o->n_waiting : 0,
+                .caller_running = o ? o->n_active : 0,
+                .callback = er->callback_url != NULL,
+                /* Delivered later: those of executions not final yet, and those pending in the outbox. */
+                .caller_callbacks = (o ? o->n_callbacks : 0) + stored.pending_callbacks,
+                .caller_stored_bytes = stored.bytes,
+        };
+        return quota_check_execution(ac->ctx->config, &u, err);
+}
+
+int submit_execution(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
+                     RequestError *err) {
+        _cleanup_(exec_request_freep) ExecRequest *er = NULL;
+        Job *j;
+        int r;
+
+        r = exec_request_parse(body, len, ac->ctx->config, &er, err);
+        if (r == -ENOMEM)
+                return fail(err, r, API_ERROR_INTERNAL, "out of memory");
+        if (r < 0)
+                return r;
+
+        if (er->execution_id) {
+                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+
+                j = runner_find(ac->runner, er->execution_id);
+                if (!j && ac->ctx->store && store_get(ac->ctx->store, er->execution_id, &rec) >= 0) {
+                        /* Known from before (evicted from memory, or an earlier run of sandboxd). */
+                        if (memcmp(rec->fingerprint, er->fingerprint, sizeof(rec->fingerprint)) != 0 ||
+                            !may_see(owner, admin, rec->owner))
+                                return conflict(err, er->execution_id);
+                        *ret = (SubmitResult) { .outcome = SUBMIT_EXISTING_RECORD, .record = TAKE_PTR(rec) };
+                        return 0;
+                }
+                if (j) {
+                        /* Another owner's execution_id is a conflict, whatever its request was: which
+                         * ids others use is not ours to learn. */
+                        if (!may_see(owner, admin, j->owner) ||
+                            memcmp(j->fingerprint, er->fingerprint, sizeof(j->fingerprint)) != 0)
+                                return conflict(err, er->execution_id);
+                        /* The same request again: the same execution, never a second run. */
+                        *ret = (SubmitResult) { .outcome = SUBMIT_EXISTING_JOB, .job = j };
+                        return 0;
+                }
+        }
+
+        if (ac->ctx->stopping)
+                return fail(err, -ESHUTDOWN, API_ERROR_SHUTTING_DOWN, "sandboxd is stopping");
+        r = check_budgets(ac, owner, admin, er, err);
+        if (r < 0)
+                return r;
+
+        if (er->session_id) {
+                Session *s = sessions_find(ac->sessions, er->session_id);
+
+                /* A later run that does not ask for a size gets the session's. */
+                if (s && !er->disk_mb_given)
+                        er->limits.disk_mb = s->disk_mb;
+                r = sessions_acquire(ac->sessions, er->session_id, owner, er->limits.disk_mb, &s, err);
+                if (r < 0)
+                        return r;
+        }
+
+        r = runner_submit(ac->runner, TAKE_PTR(er), owner, &j);
+        if (r < 0)
+                return fail(err, r, API_ERROR_INTERNAL, "cannot create the execution: %s", strerror(-r));
+        /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
+        r = job_persist(j);
+        if (r < 0) {
+                /* A copy: freeing the job writes to the store too (its session's record), which
+                 * replaces the store's message. */
+                _cleanup_free_ char *why = strdup(store_error_message(ac->ctx->store) ?: "");
+
+                job_free(j);
+                return fail(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE,
+                            "the execution could not be recorded (%s); nothing was started", strna(why));
+        }
+        log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
+        runner_dispatch(ac->runner);
+        runner_notify_status(ac->runner);
+
+        *ret = (SubmitResult) { .outcome = SUBMIT_CREATED, .job = j };
+        return 0;
+}
+
+#define invalid(err, field, ...) \
+        request_error((err), -EINVAL, API_ERROR_INVALID_REQUEST, (field), __VA_ARGS__)
+
+int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, RequestError *err) {
+        StoreRecord **l = NULL;
+        size_t n = 0;
+        _cleanup_free_ char *next = NULL;
+        json_object *o, *a;
+        int r;
+
+        r = store_list(ac->ctx->store, q, &l, &n, &next);
+        if (r == -EINVAL)
+                return invalid(err, "cursor", "cursor: not a cursor of this query");
+        if (r < 0)
+                return fail(err, r, API_ERROR_STORE, "cannot read the store: %s", store_error_message(ac->ctx->store));
+        o = json_object_new_object();
+        a = json_object_new_array();
+        for (size_t i = 0; i < n; i++) {
+                json_object *e = execution_to_json(l[i]->exec);
+
+                /* A page of records, not of outputs: fetch one execution for its stdout/stderr and
+                 * its artifacts. */
+                json_object_object_del(e, "stdout");
+                json_object_object_del(e, "stderr");
+                json_object_object_del(e, "artifacts");
+                json_object_object_del(e, "artifacts_skipped");
+                json_object_object_del(e, "artifacts_skipped_total");
+                json_object_array_add(a, e);
+        }
+        store_records_free(l, n);
+        json_object_object_add(o, "executions", a);
+        json_object_object_add(o, "next_cursor", next ? json_object_new_string(next) : NULL);
+        *ret = o;
+        return 0;
+}
+
+json_object *execution_record_json(ApiContext *ac, const Execution *e) {
+        json_object *o = execution_to_json(e), *l = NULL;
+        uint64_t expires;
+        char ts[64];
+
+        if (!o || !exec_status_is_final(e->status))
+                return o;
+        callback_add_json(ac->ctx, o, e->id);
+        /* A freshly signed URL for each artifact. */
+        if (!e->artifacts || !json_object_object_get_ex(o, "artifacts", &l) || !l)
+                return o;
+        expires = now_usec(CLOCK_REALTIME) / USEC_PER_SEC + ac->ctx->config->artifact_url_lifetime_sec;
+        format_timestamp(expires * USEC_PER_SEC, ts, sizeof(ts));
+        for (size_t i = 0; i < e->artifacts->n_items && i < json_object_array_length(l); i++) {
+                json_object *x = json_object_array_get_idx(l, i);
+                char *url = NULL;
+
+                if (artifact_url_build(ac->ctx->artifact_key, ac->ctx->artifact_key_len, e->id, e->artifacts->items[i].path,
+                                       expires, &url) < 0)
+                        url = NULL;
+                json_object_object_add(x, "url", url ? json_object_new_string(url) : NULL);
+                json_object_object_add(x, "url_expires_at", json_object_new_string(ts));
+                free(url);
+        }
+        return o;
+}
+
+int job_record_json(ApiContext *ac, Job *j, json_object **ret, RequestError *err) {
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = NULL;
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        json_object *o;
+        int r;
+
+        if (job_is_final(j) && j->output_stored) {
+                /* A final job's output is in the store only (up to 2 * (OutputHeadBytes= +
+                 * OutputTailBytes=) of text for each of KeepFinished= jobs would be a lot of memory):
+                 * the record is read back whole; the artifact list is the job's if the store has
+                 * none. */
+                r = store_get(ac->ctx->store, j->exec->id, &rec);
+                if (r == -ENOENT)
+                        return request_error(err, r, API_ERROR_NOT_FOUND, NULL, "no execution '%s' (purged)",
+                                             j->exec->id);
+                if (r < 0)
+                        return fail(err, r, API_ERROR_STORE, "cannot read the record of execution '%s': %s",
+                                    j->exec->id, store_error_message(ac->ctx->store));
+                if (j->artifacts_stored)
+                        o = stored_record_json(ac, rec);
+                else {
+                        rec->exec->artifacts = j->exec->artifacts;
+                        o = execution_record_json(ac, rec->exec);
+                        rec->exec->artifacts = NULL;
+                }
+        } else if (!job_is_final(j) || j->exec->artifacts || !ac->ctx->store ||
+                   store_get_artifacts(ac->ctx->store, j->exec->id, &a) < 0)
+                o = execution_record_json(ac, j->exec);
+        else {
+                /* The artifact list alone is in the store (the record write failed). */
+                j->exec->artifacts = a;
+                o = execution_record_json(ac, j->exec);
+                j->exec->artifacts = NULL;
+        }
+        if (!o)
+                return fail(err, -ENOMEM, API_ERROR_INTERNAL, "out of memory");
+        *ret = o;
+        return 0;
+}
+
+json_object *stored_record_json(ApiContext *ac, StoreRecord *rec) {
+        /* Not there (never collected, or an older sandboxd): the list stays empty. */
+        if (exec_status_is_final(rec->exec->status) && !rec->exec->artifacts && ac->ctx->store)
+                (void) store_get_artifacts(ac->ctx->store, rec->exec->id, &rec->exec->artifacts);
+        return execution_record_json(ac, rec->exec);
+}

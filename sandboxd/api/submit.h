@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Admitting a new execution: the one path both APIs (HTTP and D-Bus) take, so that validation,
+ * idempotency and the queue limit are the same code for both. */
+
+#include <stdbool.h>
+
+#include "list-query.h"
+#include "api-context.h"
+#include "model/request.h"
+#include "store/store.h"
+
+typedef enum SubmitOutcome {
+        SUBMIT_CREATED,          /* a new job, queued (and maybe started already) */
+        SUBMIT_EXISTING_JOB,     /* the same execution_id and request again: that job, never a second run */
+        SUBMIT_EXISTING_RECORD,  /* the same again, known only from the store (evicted, or an earlier run) */
+} SubmitOutcome;
+
+typedef struct SubmitResult {
+        SubmitOutcome outcome;
+        Job *job;                /* CREATED, EXISTING_JOB */
+        StoreRecord *record;     /* EXISTING_RECORD: owned by the caller (store_record_free) */
+} SubmitResult;
+
+/* Parse the JSON request body, check it against the configuration, the caller's earlier executions
+ * (execution_id) and the queue, and queue it as owner's. 0 with *ret filled, or a negative errno
+ * with *err filled (the ApiError, field and message both APIs render). */
+int submit_execution(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
+                     RequestError *err);
+
+/* One page of q as {"executions": [...], "next_cursor": ...}. 0, or negative with *err filled. */
+int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, RequestError *err);
+
+/* An execution as both APIs show it: the result (result.c); once final, its callback delivery if it
+ * has one and a freshly signed URL for each artifact in e->artifacts. */
+json_object *execution_record_json(ApiContext *ac, const Execution *e);
+/* The same for a job. A final job's record is read back from the store (the job keeps no output
+ * once it is there), or its artifacts alone if the record could not be written. 0, or negative with
+ * *err filled: API_ERROR_STORE (the record cannot be read), API_ERROR_NOT_FOUND (purged meanwhile). */
+int job_record_json(ApiContext *ac, Job *j, json_object **ret, RequestError *err);
+/* The same for a record read from the store (its artifacts are loaded into it). */
+json_object *stored_record_json(ApiContext *ac, StoreRecord *rec);

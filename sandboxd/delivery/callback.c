@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "model/backoff.h"
+#include "callback.h"
+#include "net/curl-event.h"
+#include "log.h"
+#include "model/result.h"
+#include "time-util.h"
+
+/* What we read of a receiver's answer: it is discarded, and a receiver that keeps talking is cut off. */
+#define RESPONSE_MAX (64 * 1024)
+/* How long past its timeout an attempt in flight keeps its lease (see callback.h). */
+#define LEASE_SLACK_USEC (30 * USEC_PER_SEC)
+/* After a failed store write (or a delivery found still in flight), when to look again. */
+#define STORE_RETRY_USEC (5 * USEC_PER_SEC)
+#define LAST_ERROR_MAX 256
+
+typedef struct Delivery Delivery;
+struct Delivery {
+        Callbacks *owner;
+        Delivery *prev, *next;
+        StoreCallback *cb;
+        CURL *easy;
+        struct curl_slist *headers;
+        size_t response_bytes;
+        bool response_too_large;
+        uint64_t retry_after;
+        CurlGuard guard;
+        char errbuf[CURL_ERROR_SIZE];
+};
+
+struct Callbacks {
+        Context *ctx;
+        sd_event_source *timer;
+        Delivery *deliveries;
+        unsigned n_deliveries;
+        uint8_t *key;
+        size_t key_len;
+};
+
+static void dispatch(Callbacks *c);
+
+static uint64_t random_u64(void) {
+        uint64_t v;
+
+        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t) sizeof(v))
+                v = now_usec(CLOCK_MONOTONIC) * 6364136223846793005ULL;
+        return v;
+}
+
+/* ---- the key ---- */
+
+static int key_generate(const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        uint8_t raw[32];
+        char hex[sizeof(raw) * 2 + 2];
+        int r;
+
+        if (getrandom(raw, sizeof(raw), 0) != (ssize_t) sizeof(raw))
+                return -errno;
+        for (size_t i = 0; i < sizeof(raw); i++)
+                snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+        hex[sizeof(raw) * 2] = '\n';
+        hex[sizeof(raw) * 2 + 1] = 0;
+        /* O_EXCL|O_NOFOLLOW: never through a link, never over a file someone put there first. */
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        r = loop_write(fd, hex, strlen(hex));
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(path);
+        return r;
+}
+
+static int key_read(const char *path, uint8_t **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint8_t *buf = NULL;
+        struct stat st;
+        ssize_t n;
+
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if (st.st_size > CALLBACK_KEY_MAX + 16)
+                return -EFBIG;
+        if (st.st_mode & 0077)
+                log_warning("Callback key %s is accessible to group or others (mode %04o); it should be 0600.",
+                            path, (unsigned) (st.st_mode & 07777));
+        buf = malloc(CALLBACK_KEY_MAX + 17);
+        if (!buf)
+                return -ENOMEM;
+        n = loop_read(fd, buf, CALLBACK_KEY_MAX + 16);
+        if (n < 0)
+                return (int) n;
+        /* The key is the file's text without trailing white space (the newline an editor adds). */
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+                n--;
+        if (n < CALLBACK_KEY_MIN)
+                return -ENOKEY;
+        if (n > CALLBACK_KEY_MAX)
+                return -EFBIG;
+        *ret = TAKE_PTR(buf);
+        *ret_len = (size_t) n;
+        return 0;
+}
+
+static int key_load(Callbacks *c) {
+        const Config *cfg = c->ctx->config;
+        _cleanup_free_ char *def = NULL;
+        _cleanup_free_ uint8_t *key = NULL;
+        const char *path = cfg->callback_key_file;
+        size_t len = 0;
+        int r;
+
+        if (!path) {
+                if (asprintf(&def, "%s/callback.key", cfg->state_dir) < 0)
+                        return log_oom();
+                path = def;
+        }
+        r = key_read(path, &key, &len);
+        if (r == -ENOENT && !cfg->callback_key_file) {
+                r = key_generate(path);
+                if (r < 0 && r != -EEXIST)
+                        return log_error_errno(r, "Cannot create the callback signing key %s: %m", path);
+                if (r >= 0)
+                        log_info("Generated the callback signing key %s.", path);
+                r = key_read(path, &key, &len);
+        }
+        if (r == -ENOKEY)
+                return log_error_errno(r, "Callback signing key %s: shorter than %d bytes.", path, CALLBACK_KEY_MIN);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the callback signing key %s: %m", path);
+        if (c->key)
+                explicit_bzero(c->key, c->key_len);
+        free(c->key);
+        c->key = TAKE_PTR(key);
+        c->key_len = len;
+        return 0;
+}
+
+/* ---- one attempt ---- */
+
+static Delivery *delivery_free(Delivery *d) {
+        Callbacks *c;
+
+        if (!d)
+                return NULL;
+        c = d->owner;
+        if (c) {
+                if (d->prev)
+                        d->prev->next = d->next;
+                else
+                        c->deliveries = d->next;
+                if (d->next)
+                        d->next->prev = d->prev;
+                c->n_deliveries--;
+        }
+        if (d->easy)
+                curl_easy_cleanup(d->easy);
+        curl_slist_free_all(d->headers);
+        store_callback_free(d->cb);
+        return mfree(d);
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        Delivery *d = userdata;
+        size_t n = size * nmemb;
+
+        d->response_bytes += n;
+        if (d->response_bytes > RESPONSE_MAX) {
+                d->response_too_large = true;
+                return 0;       /* CURLE_WRITE_ERROR: we have heard enough */
+        }
+        return n;
+}
+
+static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata) {
+        Delivery *d = userdata;
+        size_t n = size * nitems;
+        char value[32];
+
+        if (n > 12 && strncasecmp(buf, "Retry-After:", 12) == 0 && n - 12 < sizeof(value)) {
+                memcpy(value, buf + 12, n - 12);
+                value[n - 12] = 0;
+                d->retry_after = retry_after_parse(value);
+        }
+        return n;
+}
+
+static void set_last_error(StoreCallback *cb, const char *fmt, ...) _printf_(2, 3);
+static void set_last_error(StoreCallback *cb, const char *fmt, ...) {
+        char buf[LAST_ERROR_MAX];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        (void) free_and_strdup(&cb->last_error, buf);
+}
+
+static void save(Callbacks *c, const StoreCallback *cb) {
+        int r = store_callback_update(c->ctx->store, cb);
+
+        if (r < 0)
+                log_error_errno(r, "%s: cannot update the callback delivery: %s", cb->execution_id,
+                                store_error_message(c->ctx->store));
+}
+
+/* The attempt ended with transport t (and, for TRANSPORT_OK, HTTP status): record what it means.
+ * The record (last_error, which the caller reads) gets the class only; detail (libcurl's text, the
+ * refused address) goes to the journal, for the operator. */
+static void attempt_done(Delivery *d, TransportResult t, long status, const char *detail) {
+        Callbacks *c = d->owner;
+        const Config *cfg = c->ctx->config;
+        StoreCallback *cb = d->cb;
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        char what[LAST_ERROR_MAX], why[LAST_ERROR_MAX + CURL_ERROR_SIZE];
+
+        if (t == TRANSPORT_OK)
+                snprintf(what, sizeof(what), "HTTP %ld", status);
+        else
+                snprintf(what, sizeof(what), "%s", transport_result_to_string(t));
+        if (t != TRANSPORT_OK && !isempty(detail))
+                snprintf(why, sizeof(why), "%s: %s", what, detail);
+        else
+                snprintf(why, sizeof(why), "%s", what);
+
+        switch (delivery_outcome(t, status)) {
+        case DELIVERY_DELIVERED:
+                cb->state = CALLBACK_DELIVERED;
+                cb->delivered_usec = now;
+                cb->last_error = mfree(cb->last_error);
+                log_info("%s: callback delivered to %s (attempt %" PRIu64 ", %s).", cb->execution_id, cb->url,
+                         cb->attempts, why);
+                break;
+        case DELIVERY_FAILED:
+                cb->state = CALLBACK_FAILED;
+                set_last_error(cb, "%s", what);
+                log_warning("%s: callback to %s failed (%s), not retrying.", cb->execution_id, cb->url, why);
+                break;
+        case DELIVERY_RETRY: {
+                BackoffPolicy p = {
+                        .base_usec = cfg->callback_backoff_base_ms * USEC_PER_MSEC,
+                        .max_usec = cfg->callback_backoff_max_sec * USEC_PER_SEC,
+                        .retry_after_max_usec = cfg->callback_backoff_max_sec * USEC_PER_SEC,
+                };
+                uint64_t delay = backoff_delay_usec(&p, (unsigned) MIN(cb->attempts, (uint64_t) UINT_MAX),
+                                                    random_u64(), d->retry_after);
+                uint64_t deadline = cb->created_usec + cfg->callback_max_age_sec * USEC_PER_SEC;
+
+                if (cb->attempts >= cfg->callback_max_attempts) {
+                        cb->state = CALLBACK_FAILED;
+                        set_last_error(cb, "%s (gave up after %" PRIu64 " attempts)", what, cb->attempts);
+                } else if (now + delay > deadline) {
+                        cb->state = CALLBACK_FAILED;
+                        set_last_error(cb, "%s (gave up: CallbackMaxAgeSec=%" PRIu64 " reached)", what,
+                                       cfg->callback_max_age_sec);
+                } else {
+                        cb->next_attempt_usec = now + delay;
+                        set_last_error(cb, "%s", what);
+                        log_info("%s: callback attempt %" PRIu64 " to %s failed (%s), retrying in %" PRIu64 " ms.",
+                                 cb->execution_id, cb->attempts, cb->url, why, delay / USEC_PER_MSEC);
+                        break;
+                }
+                log_warning("%s: callback to %s failed: %s (%s)", cb->execution_id, cb->url, cb->last_error, why);
+                break;
+        }
+        }
+        save(c, cb);
+}
+
+static void on_done(CURL *easy, CURLcode result, void *userdata) {
+        Delivery *d = userdata;
+        Callbacks *c = d->owner;
+        TransportResult t = curl_transport_result(easy, result, &d->guard);
+        char detail[CURL_ERROR_SIZE + INET6_ADDRSTRLEN + 64];
+        long status = 0;
+
+        (void) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        /* A receiver that answered and then kept talking: its status decides. */
+        if (t == TRANSPORT_TOO_LARGE && d->response_too_large && status > 0)
+                t = TRANSPORT_OK;
+        if (t == TRANSPORT_REFUSED)
+                snprintf(detail, sizeof(detail), "%s (CallbackAllowInternalAddresses=no)", d->guard.refused_address);
+        else
+                snprintf(detail, sizeof(detail), "%s", d->errbuf[0] ? d->errbuf : curl_easy_strerror(result));
+        attempt_done(d, t, status, detail);
+        delivery_free(d);
+        dispatch(c);
+}
+
+static int attempt_setup(Delivery *d) {
+        const Config *cfg = d->owner->ctx->config;
+        StoreCallback *cb = d->cb;
+        char sig[CALLBACK_SIGNATURE_MAX], line[CALLBACK_SIGNATURE_MAX + 128];
+        const char *fixed[] = { "Content-Type: application/json", "Expect:", NULL };
+        int r;
+
+        r = callback_signature(d->owner->key, d->owner->key_len, now_usec(CLOCK_REALTIME) / USEC_PER_SEC, cb->body,
+                               strlen(cb->body), sig);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; fixed[i]; i++) {
+                struct curl_slist *l = curl_slist_append(d->headers, fixed[i]);
+                if (!l)
+                        return -ENOMEM;
+                d->headers = l;
+        }
+        const char *names[] = { "Sandboxd-Signature", "Sandboxd-Delivery-Id", "Sandboxd-Execution-Id" };
+        const char *values[] = { sig, cb->delivery_id, cb->execution_id };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                struct curl_slist *l;
+
+                snprintf(line, sizeof(line), "%s: %s", names[i], values[i]);
+                l = curl_slist_append(d->headers, line);
+                if (!l)
+                        return -ENOMEM;
+                d->headers = l;
+        }
+        snprintf(line, sizeof(line), "Sandboxd-Attempt: %" PRIu64, cb->attempts);
+        {
+                struct curl_slist *l = curl_slist_append(d->headers, line);
+                if (!l)
+                        return -ENOMEM;
+                d->headers = l;
+        }
+
+        d->easy = curl_easy_init();
+        if (!d->easy)
+                return -ENOMEM;
+        d->guard = (CurlGuard) { .allow_internal = cfg->callback_allow_internal };
+        r = curl_guard_apply(d->easy, &d->guard);
+        if (r < 0)
+                return r;
+#define O(opt, val)                                                      \
+        do {                                                             \
+                if (curl_easy_setopt(d->easy, opt, val) != CURLE_OK)     \
+                        return -EIO;                                     \
+        } while (0)
+        O(CURLOPT_URL, cb->url);
+        O(CURLOPT_PROTOCOLS_STR, "http,https");
+        O(CURLOPT_FOLLOWLOCATION, 0L);
+        O(CURLOPT_NOSIGNAL, 1L);
+        O(CURLOPT_POST, 1L);
+        O(CURLOPT_POSTFIELDS, cb->body);
+        O(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) strlen(cb->body));
+        O(CURLOPT_HTTPHEADER, d->headers);
+        O(CURLOPT_USERAGENT, "sandboxd/" PACKAGE_VERSION);
+        O(CURLOPT_TIMEOUT, (long) cfg->callback_timeout_sec);
+        O(CURLOPT_CONNECTTIMEOUT, (long) cfg->callback_timeout_sec);
+        O(CURLOPT_WRITEFUNCTION, on_body);
+        O(CURLOPT_WRITEDATA, d);
+        O(CURLOPT_HEADERFUNCTION, on_header);
+        O(CURLOPT_HEADERDATA, d);
+        O(CURLOPT_ERRORBUFFER, d->errbuf);
+        O(CURLOPT_MAXREDIRS, 0L);
+        /* A connection of its own for every attempt: one that was kept alive would skip the guard,
+         * and a reload that sets CallbackAllowInternalAddresses=no applies to the next attempt. */
+        O(CURLOPT_FRESH_CONNECT, 1L);
+        O(CURLOPT_FORBID_REUSE, 1L);
+#undef O
+        return curl_event_add(d->owner->ctx->curl, d->easy, on_done, d);
+}
+
+/* Take the lease, then start the attempt. Consumes cb. -errno if the store cannot be written (then
+ * nothing was attempted). */
+static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
+        const Config *cfg = c->ctx->config;
+        Delivery *d;
+        int r;
+
+        if (cb->attempts >= cfg->callback_max_attempts ||
+            now >= cb->created_usec + cfg->callback_max_age_sec * USEC_PER_SEC) {
+                /* Limits lowered by a reload, or a daemon that was down longer than the age. */
+                cb->state = CALLBACK_FAILED;
+                if (cb->attempts >= cfg->callback_max_attempts)
+                        set_last_error(cb, "%s (gave up after %" PRIu64 " attempts)", strna(cb->last_error),
+                                       cb->attempts);
+                else
+                        set_last_error(cb, "%s (gave up: CallbackMaxAgeSec=%" PRIu64 " reached)",
+                                       cb->last_error ?: "never attempted", cfg->callback_max_age_sec);
+                log_warning("%s: callback to %s failed: %s", cb->execution_id, cb->url, cb->last_error);
+                r = store_callback_update(c->ctx->store, cb);
+                store_callback_free(cb);
+                return r;
+        }
+
+        cb->attempts++;
+        cb->next_attempt_usec = now + cfg->callback_timeout_sec * USEC_PER_SEC + LEASE_SLACK_USEC;
+        r = store_callback_update(c->ctx->store, cb);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot record the callback attempt, not attempting: %s", cb->execution_id,
+                                store_error_message(c->ctx->store));
+                store_callback_free(cb);
+                return r;
+        }
+
+        d = calloc(1, sizeof(Delivery));
+        if (!d) {
+                store_callback_free(cb);
+                return log_oom();
+        }
+        d->cb = cb;
+        d->owner = c;
+        d->next = c->deliveries;
+        if (c->deliveries)
+                c->deliveries->prev = d;
+        c->deliveries = d;
+        c->n_deliveries++;
+
+        r = attempt_setup(d);
+        if (r < 0) {
+                /* Counted as an attempt that failed on our side: retried like a network error. */
+                if (d->easy) {
+                        curl_easy_cleanup(d->easy);
+                        d->easy = NULL;
+                }
+                attempt_done(d, TRANSPORT_OTHER, 0, strerror(-r));
+                delivery_free(d);
+                return 0;
+        }
+        log_debug("%s: callback attempt %" PRIu64 " to %s.", cb->execution_id, cb->attempts, cb->url);
+        return 0;
+}
+
+/* ---- scheduling ---- */
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        dispatch(userdata);
+        return 0;
+}
+
+static void arm_timer(Callbacks *c, uint64_t when) {
+        int r;
+
+        r = sd_event_source_set_time(c->timer, when);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "Cannot arm the callback timer: %m");
+}
+
+static bool in_flight(Callbacks *c, const char *id) {
+        for (Delivery *d = c->deliveries; d; d = d->next)
+                if (streq(d->cb->execution_id, id))
+                        return true;
+        return false;
+}
+
+static void dispatch(Callbacks *c) {
+        Context *ctx = c->ctx;
+        uint64_t now = now_usec(CLOCK_REALTIME), next = 0;
+        bool store_failed = false, skipped = false;
+        int r;
+
+        if (!c->timer)
+                return;
+        (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+        if (ctx->stopping)
+                return;
+
+        while (c->n_deliveries < ctx->config->callback_max_concurrent) {
+                unsigned want = (unsigned) MIN(ctx->config->callback_max_concurrent - c->n_deliveries, 64U);
+                StoreCallback **l = NULL;
+                size_t n = 0;
+
+                r = store_callback_due(ctx->store, now, want, &l, &n);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot read the callback outbox: %s", store_error_message(ctx->store));
+                        store_failed = true;
+                        break;
+                }
+                for (size_t i = 0; i < n; i++) {
+                        StoreCallback *cb = TAKE_PTR(l[i]);
+
+                        if (store_failed)
+                                store_callback_free(cb);
+                        else if (in_flight(c, cb->execution_id)) {
+                                /* An attempt that outlived its lease (a stalled loop): never two at once. */
+                                store_callback_free(cb);
+                                skipped = true;
+                        } else if (attempt_start(c, cb, now) < 0)
+                                store_failed = true;   /* it would stay due: do not spin on it */
+                }
+                free(l);
+                if (store_failed || skipped || n < want)
+                        break;
+        }
+
+        if (store_failed || skipped) {
+                arm_timer(c, now + STORE_RETRY_USEC);
+                return;
+        }
+        /* Every slot taken: the next completion dispatches again. */
+        if (c->n_deliveries >= ctx->config->callback_max_concurrent)
+                return;
+        r = store_callback_next_due(ctx->store, &next);
+        if (r == -ENOENT)
+                return;
+        if (r < 0) {
+                log_error_errno(r, "Cannot read the callback outbox: %s", store_error_message(ctx->store));
+                next = now + STORE_RETRY_USEC;
+        }
+        arm_timer(c, MAX(next, now + 1));
+}
+
+void callbacks_kick(Callbacks *c) {
+        if (c)
+                dispatch(c);
+}
+
+int callbacks_new(Context *ctx, Callbacks **ret) {
+        _cleanup_(callbacks_freep) Callbacks *c = calloc(1, sizeof(Callbacks));
+        int r;
+
+        if (!c)
+                return log_oom();
+        c->ctx = ctx;
+        r = key_load(c);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time(ctx->event, &c->timer, CLOCK_REALTIME, UINT64_MAX, 10 * USEC_PER_MSEC, on_timer,
+                              c);
+        if (r < 0)
+                return log_error_errno(r, "Cannot add the callback timer: %m");
+        (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(c->timer, "callback-timer");
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int callbacks_reload(Callbacks *c) {
+        int r = key_load(c);
+
+        dispatch(c);
+        return r;
+}
+
+Callbacks *callbacks_free(Callbacks *c) {
+        uint64_t now = now_usec(CLOCK_REALTIME);
+
+        if (!c)
+                return NULL;
+        while (c->deliveries) {
+                Delivery *d = c->deliveries;
+
+                /* Aborted, not failed: due again at once after the next start. */
+                if (c->ctx->curl && d->easy)
+                        curl_event_remove(c->ctx->curl, d->easy);
+                d->cb->next_attempt_usec = now;
+                save(c, d->cb);
+                delivery_free(d);
+        }
+        sd_event_source_disable_unref(c->timer);
+        if (c->key)
+                explicit_bzero(c->key, c->key_len);
+        free(c->key);
+        return mfree(c);
+}
+
+/* ---- the record ---- */
+
+int callback_prepare(const Execution *e, const char *url, StoreCallback **ret) {
+        _cleanup_(store_callback_freep) StoreCallback *cb = calloc(1, sizeof(StoreCallback));
+        json_object *o;
+        char id[64];
+        int r;
+
+        if (!cb)
+                return -ENOMEM;
+        r = id_generate(id, sizeof(id), "dlv");
+        if (r < 0)
+                return r;
+        o = execution_to_json(e);
+        if (!o)
+                return -ENOMEM;
+        cb->body = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_object_put(o);
+        cb->execution_id = strdup(e->id);
+        cb->url = strdup(url);
+        cb->delivery_id = strdup(id);
+        if (!cb->body || !cb->execution_id || !cb->url || !cb->delivery_id)
+                return -ENOMEM;
+        cb->state = CALLBACK_PENDING;
+        cb->created_usec = now_usec(CLOCK_REALTIME);
+        cb->next_attempt_usec = cb->created_usec;
+        *ret = TAKE_PTR(cb);
+        return 0;
+}
+
+char *callback_url_from_request_json(const char *json) {
+        json_object *o, *v;
+        char *url = NULL;
+
+        if (!json)
+                return NULL;
+        o = json_tokener_parse(json);
+        if (o && json_object_object_get_ex(o, "callback_url", &v) && json_object_is_type(v, json_type_string) &&
+            callback_url_is_valid(json_object_get_string(v), NULL))
+                url = strdup(json_object_get_string(v));
+        json_object_put(o);
+        return url;
+}
+
+void callback_add_json(Context *ctx, json_object *o, const char *id) {
+        _cleanup_(store_callback_freep) StoreCallback *cb = NULL;
+        json_object *c;
+        char buf[64];
+
+        if (!o || !ctx->store || store_callback_get(ctx->store, id, false, &cb) < 0)
+                return;
+        c = json_object_new_object();
+        if (!c)
+                return;
+        json_object_object_add(c, "url", json_object_new_string(cb->url));
+        json_object_object_add(c, "delivery_id", json_object_new_string(cb->delivery_id));
+        json_object_object_add(c, "state", json_object_new_string(callback_state_to_string(cb->state)));
+        json_object_object_add(c, "attempts", json_object_new_uint64(cb->attempts));
+        json_object_object_add(c, "last_error", cb->last_error ? json_object_new_string(cb->last_error) : NULL);
+        if (cb->delivered_usec > 0) {
+                format_timestamp(cb->delivered_usec, buf, sizeof(buf));
+                json_object_object_add(c, "delivered_at", json_object_new_string(buf));
+        } else
+                json_object_object_add(c, "delivered_at", NULL);
+        if (cb->state == CALLBACK_PENDING && cb->next_attempt_usec > 0) {
+                format_timestamp(cb->next_attempt_usec, buf, sizeof(buf));
+                json_object_object_add(c, "next_attempt_at", json_object_new_string(buf));
+        }
+        json_object_object_add(o, "callback", c);
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The daemon's shared services and facts, which every stage below the composition root (manager.c)
+ * uses and none owns: the loop, the buses, the store, the configuration in force, the metrics, the
+ * HTTP client, the artifact store, and what the sandboxes are built from. The manager fills it at
+ * start (and replaces config on reload); the modules read it. It holds no registry of jobs or
+ * sessions (the runner and the session registry are objects of their own, above) and no callback
+ * upward: nothing reached through it calls back into the manager. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "conf.h"
+#include "language.h"
+#include "metrics.h"
+#include "signed-url.h"
+
+typedef struct ArtifactAccounts ArtifactAccounts;
+typedef struct Callbacks Callbacks;
+typedef struct CurlEvent CurlEvent;
+typedef struct Store Store;
+typedef struct Sysd Sysd;
+typedef struct WorkspacePool WorkspacePool;
+
+typedef struct CgroupRoot {
+        const char *name;        /* "memory", "pids", "cpuacct" (v1) or "unified" (v2) */
+        char *slice_dir;         /* host path of sandboxd.slice in that hierarchy */
+} CgroupRoot;
+
+typedef struct SeccompFilter {
+        uint8_t *bpf;            /* classic BPF, bpf_len / 8 instructions */
+        size_t bpf_len;
+} SeccompFilter;
+
+typedef struct Context {
+        sd_event *event;
+        sd_bus *bus;             /* the system bus: systemd (through sysd), our D-Bus API, polkit */
+        Sysd *sysd;              /* the one speaker of org.freedesktop.systemd1 (sysd.h) */
+        Store *store;
+        Config *config;          /* in force; replaced by the manager on reload */
+        Metrics *metrics;        /* what GET /metrics renders */
+        CurlEvent *curl;         /* HTTP client transfers (input downloads, callbacks) on the loop */
+        Callbacks *callbacks;    /* callback deliveries from the store's outbox (callback.c) */
+        ArtifactAccounts *accounts;   /* what the artifact budgets have charged (artifact-accounts.c) */
+        WorkspacePool *pool;     /* workspaces mounted ahead of time (workspace.c) */
+
+        /* Artifacts: the content-addressed store (ArtifactsDirectory=) and the key that signs their
+         * URLs (ArtifactURLKeyFile=), both fixed at start. */
+        int artifacts_fd;
+        uint8_t artifact_key[SIGNED_URL_KEY_MAX];
+        size_t artifact_key_len;
+
+        /* What the sandboxes are made of. */
+        const char *helper;      /* host path of sandbox-exec (--helper= wins over Helper=) */
+        char *usr_layer;         /* this start's /usr layer (usr-layer.h) */
+        char *workspaces_dir;    /* where the per-execution tmpfs mount units go */
+        /* The seccomp filters, compiled once at start: filters[i] for the language row
+         * language_get(i), which may add system calls to the common allow-list. */
+        SeccompFilter *filters;
+        size_t n_filters;
+        CgroupRoot cgroups[3];
+        size_t n_cgroups;
+        bool cgroup_v2;
+        uint64_t phys_mem_bytes;         /* the host's memory, for the session budgets (0: unknown) */
+
+        bool stopping;           /* SIGTERM: nothing new starts */
+} Context;
+
+/* The compiled seccomp filter for programs of language l, or NULL if l is not a row. */
+const SeccompFilter *context_seccomp_filter(const Context *c, const Language *l);

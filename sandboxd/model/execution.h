@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The record of one execution: what the API returns and (later) what the store keeps. Plain data. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "verdict/verdict.h"
+
+typedef struct OutputStream {
+        char *text;              /* head + marker + tail, valid UTF-8; NULL until final */
+        uint64_t bytes;
+        uint64_t lines;
+        bool truncated;
+} OutputStream;
+
+/* The artifacts of a final execution (what the collector kept, as the store lists them). URLs are not
+ * here: they are signed when a result is rendered for a caller (api.c), because they expire. */
+typedef struct ExecArtifact {
+        char *path;              /* below output/, valid UTF-8 without control characters */
+        uint64_t size;
+        uint64_t charged_bytes;  /* what the artifact store holds of it (its allocation, holes left out);
+                                  * what the budgets count. exec_artifacts_add() sets it to size */
+        char *mime_type;
+        char sha256[65];         /* lower-case hex: the blob in the artifact store */
+} ExecArtifact;
+
+typedef struct ExecArtifactSkip {
+        char *path;              /* printable (\xNN for bytes that are not) */
+        char *reason;            /* "symlink", "hardlink", "fifo", "too_large" ... (artifacts.h) */
+} ExecArtifactSkip;
+
+typedef struct ExecArtifacts {
+        ExecArtifact *items;     /* sorted by path */
+        size_t n_items;
+        ExecArtifactSkip *skipped;   /* the first ARTIFACT_SKIPPED_LISTED_MAX */
+        size_t n_skipped;
+        uint64_t n_skipped_total;    /* including those not listed */
+} ExecArtifacts;
+
+ExecArtifacts *exec_artifacts_new(void);
+ExecArtifacts *exec_artifacts_free(ExecArtifacts *a);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ExecArtifacts *, exec_artifacts_free);
+/* Append one artifact / skip (copies the strings). 0 or -ENOMEM. */
+int exec_artifacts_add(ExecArtifacts *a, const char *path, uint64_t size, const char *mime_type, const char *sha256);
+int exec_artifacts_add_skip(ExecArtifacts *a, const char *path, const char *reason);
+
+typedef struct Execution {
+        char *id;
+        char *session_id;        /* may be NULL */
+        const char *language;    /* static, from the language table */
+        ExecStatus status;
+        ErrorType error_type;
+        int exit_code;           /* -1: none */
+        int signal;              /* 0: none */
+        OutputStream out, err;
+        uint64_t duration_ms;
+        uint64_t cpu_usec;
+        bool have_cpu;
+        uint64_t peak_memory_bytes;
+        bool have_peak;
+        uint64_t first_output_usec;      /* program start → first byte of output (metrics only) */
+        bool have_first_output;
+        uint64_t created_usec, started_usec, finished_usec;   /* CLOCK_REALTIME; 0: not yet */
+        Limits limits;
+        char *unit;
+        const char *reason;      /* static */
+        bool cancel_requested;   /* a caller asked sandboxd to cancel it (persisted: adoption keeps it) */
+        char *error_message;     /* what exactly went wrong, e.g. which input file and why; NULL: nothing
+                                  * beyond reason */
+        ExecArtifacts *artifacts;    /* NULL: none collected (not final yet, or collection failed) */
+} Execution;
+
+Execution *execution_new(const char *id);
+Execution *execution_free(Execution *e);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Execution *, execution_free);

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* A finished job's artifacts: collected from its workspace once the unit's cgroup is empty, the list
+ * recorded, the budgets settled. */
+
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "delivery/artifact-accounts.h"
+#include "exec-protocol.h"
+#include "job-internal.h"
+#include "log.h"
+#include "session.h"
+#include "time-util.h"
+#include "workspace/workspace.h"
+
+/* What the collector returned, as the execution and the store keep it. */
+static int artifacts_from_list(const ArtifactList *l, ExecArtifacts **ret) {
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = exec_artifacts_new();
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < l->n_items; i++) {
+                r = exec_artifacts_add(a, l->items[i].path, l->items[i].size, l->items[i].mime_type,
+                                       l->items[i].sha256);
+                if (r < 0)
+                        return r;
+                a->items[a->n_items - 1].charged_bytes = l->items[i].charged_bytes;
+        }
+        for (size_t i = 0; i < l->n_skipped; i++) {
+                r = exec_artifacts_add_skip(a, l->skipped[i].path, l->skipped[i].reason);
+                if (r < 0)
+                        return r;
+        }
+        a->n_skipped_total = l->n_skipped_total;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
+        _cleanup_(artifact_list_freep) ArtifactList *l = list;
+        Job *j = userdata;
+        ExecArtifacts *a = NULL;
+
+        j->collect = artifact_collect_cancel(j->collect);       /* frees the handle; the thread is done */
+        /* A sweep may have removed a blob this collection found already stored (its last record
+         * purged between the copy and now): collect once more, the workspace is still there. */
+        for (size_t i = 0; r >= 0 && l && i < l->n_items && !j->artifacts_retried; i++) {
+                int fd = artifacts_store_open_blob(j->ctx->artifacts_fd, l->items[i].sha256);
+
+                if (fd == -ENOENT) {
+                        log_info("%s: an artifact blob was purged meanwhile, collecting again", j->exec->id);
+                        j->artifacts_retried = true;
+                        artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, l->charged_bytes, false);
+                        job_maybe_finalize(j);
+                        return;
+                }
+                safe_close(fd);
+        }
+        j->artifacts_done = true;
+        if (r < 0)
+                log_error_errno(r, "%s: collecting the artifacts failed: %m", j->exec->id);
+        else if (artifacts_from_list(l, &a) < 0)
+                log_oom();
+        if (!a) {
+                /* The execution is final all the same, with an empty list that says why. */
+                a = exec_artifacts_new();
+                if (a && exec_artifacts_add_skip(a, ".", "io_error") >= 0)
+                        a->n_skipped_total = 1;
+        }
+        exec_artifacts_free(j->exec->artifacts);
+        j->exec->artifacts = a;
+        if (a && j->ctx->store) {
+                int k = store_put_artifacts(j->ctx->store, j->exec->id, a);
+
+                if (k < 0) {
+                        metrics_store_error(j->ctx->metrics);
+                        log_error_errno(k, "%s: cannot record the artifacts: %s", j->exec->id,
+                                        store_error_message(j->ctx->store));
+                } else
+                        j->artifacts_stored = true;
+        }
+        /* r < 0: the collector gave back what it had charged itself. */
+        artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, l ? l->charged_bytes : 0, j->artifacts_stored);
+        if (a)
+                log_debug("%s: %zu artifacts collected, %" PRIu64 " skipped", j->exec->id, a->n_items,
+                          a->n_skipped_total);
+        job_maybe_finalize(j);
+}
+
+/* Is anything still running in the unit's cgroup? A unit that systemd reports inactive has nothing
+ * left, unless a process survived the final SIGKILL (stuck in the kernel); then nothing below the
+ * workspace is read. v2: "populated" in cgroup.events; v1: a pid in the pids hierarchy's
+ * cgroup.procs. No file (the cgroup is gone) counts as empty. */
+static bool unit_cgroup_populated(Job *j) {
+        Context *ctx = j->ctx;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char buf[256];
+        ssize_t n;
+
+        for (size_t i = 0; i < ctx->n_cgroups && !path; i++) {
+                const char *file = ctx->cgroup_v2 && streq(ctx->cgroups[i].name, "unified") ? "cgroup.events" :
+                                   !ctx->cgroup_v2 && streq(ctx->cgroups[i].name, "pids") ? "cgroup.procs" : NULL;
+
+                if (file && asprintf(&path, "%s/%s/%s", ctx->cgroups[i].slice_dir, j->unit_name, file) < 0) {
+                        path = NULL;
+                        return true;
+                }
+        }
+        if (!path)
+                return false;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return false;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return true;
+        buf[n] = 0;
+        if (ctx->cgroup_v2)
+                return !strstr(buf, "populated 0");
+        return n > 0;
+}
+
+/* The unit has ended and its report is in: collect output/ of its workspace (only now — no process of
+ * the sandbox is left that could change it while it is read). The workspace is opened from the
+ * daemon's own directory downwards, never through a symlink; whether it is unmounted afterwards
+ * does not matter here. Sets artifacts_done when there is nothing to wait for. */
+void job_collect_artifacts(Job *j) {
+        Context *ctx = j->ctx;
+        const Config *c = ctx->config;
+        _cleanup_close_ int parent_fd = -EBADF, mount_fd = -EBADF, ws_fd = -EBADF;
+        const char *name;
+        ArtifactLimits lim = {
+                .max_files = c->artifact_max_files,
+                .max_file_bytes = c->artifact_max_file_bytes,
+                .max_total_bytes = c->artifact_max_total_bytes,
+                .max_path = ARTIFACT_PATH_MAX,
+                .max_depth = ARTIFACT_NESTING_MAX,
+                ARTIFACT_LIMITS_NO_BUDGETS,     /* artifact_accounts_begin() sets them */
+        };
+        int r;
+
+        /* The workspace's tmpfs lives in a directory of the daemon's: workspaces/ for a single-use
+         * one, the sessions' mount directory for a session's. */
+        const char *parent = j->session ? SESSION_MOUNT_DIR : ctx->workspaces_dir;
+
+        if (!j->unit_started || (!j->mount_started && !j->session) || !j->workspace || ctx->artifacts_fd < 0 ||
+            c->artifact_max_files == 0) {
+                j->artifacts_done = true;
+                return;
+        }
+        if (unit_cgroup_populated(j)) {
+                log_error("%s: processes are left in the unit's cgroup, not collecting artifacts", j->exec->id);
+                j->artifacts_done = true;
+                return;
+        }
+        name = strrchr(j->workspace, '/');
+        if (!name || !path_startswith_dir(j->workspace, parent)) {
+                j->artifacts_done = true;
+                return;
+        }
+        parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (parent_fd >= 0)
+                mount_fd = openat(parent_fd, name + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (mount_fd >= 0)
+                ws_fd = openat(mount_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ws_fd < 0) {
+                log_warning_errno(errno, "%s: cannot open the workspace %s/workspace, no artifacts: %m", j->exec->id,
+                                  j->workspace);
+                j->artifacts_done = true;
+                return;
+        }
+        r = artifact_accounts_begin(ctx->accounts, j->owner, j->exec->limits.disk_mb, &lim, &j->artifact_caller);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot read the artifact budgets, no artifacts: %m", j->exec->id);
+                j->artifacts_done = true;
+                return;
+        }
+        r = artifacts_collect_async(ctx->event, ws_fd, ctx->artifacts_fd, &lim, on_artifacts_done, j, &j->collect);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot start collecting the artifacts: %m", j->exec->id);
+                j->collect = NULL;
+                j->artifacts_done = true;
+                artifact_accounts_settle(ctx->accounts, &j->artifact_caller, 0, false);
+        }
+}

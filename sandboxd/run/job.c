@@ -1,0 +1,998 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
+#include <time.h>
+
+#include "delivery/artifact-accounts.h"
+#include "delivery/callback.h"
+#include "exec-protocol.h"
+#include "net/fetch.h"
+#include "job-internal.h"
+#include "log.h"
+#include "session.h"
+#include "systemd/sysd.h"
+#include "time-util.h"
+#include "unit/unit-props.h"
+#include "unit/usr-layer.h"
+#include "workspace/workspace.h"
+
+
+/* Is path a direct child of dir ("dir/name", name without '/')? */
+bool path_startswith_dir(const char *path, const char *dir) {
+        const char *rest = startswith(path, dir);
+
+        return rest && rest[0] == '/' && rest[1] && !strchr(rest + 1, '/');
+}
+
+struct JobWaiter {
+        JobWaiter *next;
+        void (*cb)(Job *j, void *userdata);
+        void *userdata;
+};
+
+static void job_finalize(Job *j);
+static void log_execution_start(Job *j);
+static void on_active_state(void *userdata, int r, const char *state);
+static void job_on_job_removed(Job *j, const char *unit, const char *result);
+static void job_on_active_state(Job *j, const char *state);
+
+static void on_unit_job_removed(void *userdata, const char *unit, const char *result) {
+        job_on_job_removed(userdata, unit, result);
+}
+
+static void on_unit_active_state(void *userdata, _unused_ const char *unit, const char *state) {
+        job_on_active_state(userdata, state);
+}
+
+/* The service: its start job's end, then its state changes. The mount: its start job's end. */
+static const SysdUnitEvents unit_events = { .job_removed = on_unit_job_removed, .active_state = on_unit_active_state };
+static const SysdUnitEvents mount_events = { .job_removed = on_unit_job_removed };
+
+static int job_watch_unit(Job *j) {
+        if (j->watch_unit)
+                return 0;
+        return sysd_watch(j->ctx->sysd, j->unit_name, &unit_events, j, &j->watch_unit);
+}
+
+static int job_watch_mount(Job *j) {
+        if (j->watch_mount || !j->mount_name)
+                return 0;
+        return sysd_watch(j->ctx->sysd, j->mount_name, &mount_events, j, &j->watch_mount);
+}
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
+
+static uint64_t now_mono(Job *j) {
+        uint64_t t = 0;
+        (void) sd_event_now(j->ctx->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+bool job_is_final(const Job *j) {
+        return j->state == JOB_DONE;
+}
+
+int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session, const JobEvents *ev, void *userdata,
+            Job **ret) {
+        _cleanup_(exec_request_freep) ExecRequest *request = req;
+        _cleanup_(job_freep) Job *j = NULL;
+        char idbuf[64];
+        const char *id;
+        int r;
+
+        if (request->execution_id)
+                id = request->execution_id;
+        else {
+                r = id_generate(idbuf, sizeof(idbuf), "exec");
+                if (r < 0)
+                        return r;
+                id = idbuf;
+        }
+
+        j = calloc(1, sizeof(Job));
+        if (!j)
+                return -ENOMEM;
+        j->ctx = ctx;
+        j->events = ev;
+        j->events_data = userdata;
+        j->ctl_fd = -EBADF;
+        j->exec = execution_new(id);
+        if (!j->exec)
+                return -ENOMEM;
+        j->exec->language = request->language->name;
+        j->exec->limits = request->limits;
+        j->exec->created_usec = now_usec(CLOCK_REALTIME);
+        if (request->session_id && !(j->exec->session_id = strdup(request->session_id)))
+                return -ENOMEM;
+        if (owner && !(j->owner = strdup(owner)))
+                return -ENOMEM;
+        j->exec->unit = execution_unit_name(id);
+        j->unit_name = execution_unit_name(id);
+        if (!j->exec->unit || !j->unit_name)
+                return -ENOMEM;
+        if (request->session_id) {
+                /* The caller (submit.c, or the adoption of a queued record) made sure it exists. */
+                if (!session)
+                        return -ENOENT;
+                j->session = session;
+                j->session->n_jobs++;
+                j->workspace = strdup(j->session->path);
+                if (!j->workspace)
+                        return -ENOMEM;
+        } else {
+        /* Named afresh, not after the execution: a workspace mount a crashed instance left behind
+         * must never collide with the one this start needs (the sweep removes the old one). */
+        {
+                char wsid[64];
+
+                if (id_generate(wsid, sizeof(wsid), "ws") < 0 ||
+                    asprintf(&j->workspace, "%s/%s", ctx->workspaces_dir, wsid) < 0) {
+                        j->workspace = NULL;
+                        return -ENOMEM;
+                }
+        }
+        j->mount_name = mount_unit_name_from_path(j->workspace);
+        if (!j->mount_name)
+                return -ENOMEM;
+        }
+        j->report_max = HELPER_REPORT_MAX + 2 * (ctx->config->output_head_bytes + ctx->config->output_tail_bytes);
+        memcpy(j->fingerprint, request->fingerprint, sizeof(j->fingerprint));
+        j->callback_url = TAKE_PTR(request->callback_url);
+        j->request = TAKE_PTR(request);
+        j->state = JOB_QUEUED;
+        j->queued_mono = now_mono(j);
+
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+/* The part of the request a restarted sandboxd needs to run a queued execution, besides the code,
+ * limits and language the record has anyway. */
+static char *request_json(const ExecRequest *req, const char *callback_url) {
+        json_object *o = json_object_new_object(), *env = json_object_new_array();
+        char *s;
+
+        for (size_t i = 0; i < req->n_env; i++)
+                json_object_array_add(env, json_object_new_string(req->env[i]));
+        json_object_object_add(o, "env", env);
+        json_object_object_add(o, "seed", json_object_new_uint64(req->seed));
+        if (callback_url)
+                json_object_object_add(o, "callback_url", json_object_new_string(callback_url));
+        /* Inline content included (bounded by MaxInlineInputBytes=): a resumed execution needs it. */
+        if (req->n_files > 0) {
+                json_object *files = request_files_to_json(req);
+
+                if (!files) {
+                        json_object_put(o);
+                        return NULL;
+                }
+                json_object_object_add(o, "files", files);
+        }
+        s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_object_put(o);
+        return s;
+}
+
+int job_persist(Job *j) {
+        _cleanup_free_ char *request = NULL;
+        StoreRecord r = {
+                .exec = j->exec,
+                /* Only while the job still has it: the store keeps what it got first. */
+                .code = j->request ? j->request->code : NULL,
+                .owner = j->owner,
+                .workspace = j->state >= JOB_PREPARING && j->state != JOB_DONE ? j->workspace : NULL,
+        };
+        int k;
+
+        if (!j->ctx->store)
+                return 0;
+        if (j->state == JOB_QUEUED && j->request) {
+                request = request_json(j->request, j->callback_url);
+                r.request = request;
+        }
+        /* The final record and its callback delivery are one write: neither exists without the other. */
+        if (job_is_final(j) && j->callback_url) {
+                k = callback_prepare(j->exec, j->callback_url, &r.callback);
+                if (k < 0)
+                        log_error_errno(k, "%s: cannot prepare the callback delivery: %m", j->exec->id);
+        }
+        memcpy(r.fingerprint, j->fingerprint, sizeof(r.fingerprint));
+        k = store_put(j->ctx->store, &r);
+        if (r.callback) {
+                r.callback = store_callback_free(r.callback);
+                if (k >= 0)
+                        callbacks_kick(j->ctx->callbacks);
+        }
+        if (k < 0) {
+                metrics_store_error(j->ctx->metrics);
+                log_error_errno(k, "%s: cannot write the execution record: %s", j->exec->id,
+                                store_error_message(j->ctx->store));
+        }
+        return k;
+}
+
+int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, const JobEvents *ev, void *userdata,
+              Job **ret) {
+        Execution *e = rec->exec;
+        uint64_t now = now_usec(CLOCK_REALTIME), end;
+        Job *j;
+
+        j = calloc(1, sizeof(Job));
+        if (!j)
+                return -ENOMEM;
+        j->ctx = ctx;
+        j->events = ev;
+        j->events_data = userdata;
+        j->ctl_fd = -EBADF;
+        j->exec = TAKE_PTR(rec->exec);
+        j->owner = TAKE_PTR(rec->owner);
+        j->callback_url = callback_url_from_request_json(rec->request);
+        memcpy(j->fingerprint, rec->fingerprint, sizeof(j->fingerprint));
+        j->unit_name = execution_unit_name(e->id);
+        j->workspace = TAKE_PTR(rec->workspace);
+        if (e->session_id) {
+                /* A session's run: the session (loaded before) owns the mount; if it is gone, so is
+                 * the workspace, and the verdict comes from the unit alone. */
+                j->session = session;
+                if (j->session) {
+                        j->session->n_jobs++;
+                        session_run_started(j->session, j);
+                }
+        } else if (j->workspace)
+                j->mount_name = mount_unit_name_from_path(j->workspace);
+        if (!j->unit_name || (j->workspace && !e->session_id && !j->mount_name) || job_watch_unit(j) < 0 ||
+            job_watch_mount(j) < 0) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        j->report_max = HELPER_REPORT_MAX + 2 * (ctx->config->output_head_bytes + ctx->config->output_tail_bytes);
+        /* A cancel asked for before the restart still decides the verdict (and, if the program
+         * still runs, is sent again once its state is known). */
+        j->cancel_requested = j->exec->cancel_requested;
+        j->state = JOB_RUNNING;
+        j->unit_started = true;
+        j->adopted = true;
+        j->mount_started = j->mount_name != NULL;
+        j->start_mono = now_mono(j);
+
+        if (ctl_fd >= 0) {
+                /* The report (and with it the output) is waiting in this socket, or will be. */
+                j->ctl_fd = ctl_fd;
+                j->fd_stored = true;
+                if (sd_event_add_io(ctx->event, &j->ctl_src, j->ctl_fd, EPOLLIN, on_control, j) < 0)
+                        j->ctl_eof = true;
+        } else {
+                /* The control socket did not survive (sandboxd was stopped, not restarted): the unit's
+                 * exit status is all there will be. */
+                j->ctl_eof = true;
+                j->adopted_without_report = true;
+        }
+
+        /* sandboxd's own backstop deadline, from when it started (or now, if it had not yet). */
+        end = (e->started_usec ?: now) + e->limits.timeout_ms * USEC_PER_MSEC +
+              ctx->config->kill_grace_ms * USEC_PER_MSEC;
+        (void) sd_event_add_time_relative(ctx->event, &j->deadline_src, CLOCK_MONOTONIC,
+                                          end > now ? end - now : USEC_PER_MSEC, 10 * USEC_PER_MSEC, on_deadline,
+                                          j);
+
+        /* Is it still running? The answer (or "no such unit") moves it on. */
+        (void) sysd_get_active_state(ctx->sysd, j->unit_name, on_active_state, j, &j->call_props);
+        log_info("%s: adopted after a restart (%s).", e->id, ctl_fd >= 0 ? "with its control socket" : "without output");
+        /* Its unit was started, but the previous instance died before it saw the start job finish
+         * (the record said queued, runner_adopt() found the unit): no start time is on record and
+         * nothing logged the start. Both happen now, once. */
+        if (e->started_usec == 0) {
+                e->status = EXEC_RUNNING;
+                e->started_usec = now;
+                (void) job_persist(j);
+                log_execution_start(j);
+        }
+        *ret = j;
+        return 0;
+}
+
+static void job_close_io(Job *j) {
+        j->fetch = fetch_free(j->fetch);        /* aborts the downloads still running */
+        j->ctl_src = sd_event_source_disable_unref(j->ctl_src);
+        j->cancel_src = sd_event_source_disable_unref(j->cancel_src);
+        j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
+        j->drain_src = sd_event_source_disable_unref(j->drain_src);
+        j->ctl_fd = safe_close(j->ctl_fd);
+
+        j->ctl_buf = mfree(j->ctl_buf);
+}
+
+Job *job_free(Job *j) {
+        if (!j)
+                return NULL;
+        if (j->events)
+                j->events->freed(j->events_data, j);
+        if (j->session && j->state != JOB_DONE)
+                session_job_gone(j->session, j, false);
+        j->session = NULL;
+        job_close_io(j);
+        j->collect = artifact_collect_cancel(j->collect);
+        if (j->artifact_caller)
+                artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, 0, false);
+        j->call_mount = sysd_call_free(j->call_mount);
+        j->call_start = sysd_call_free(j->call_start);
+        j->call_props = sysd_call_free(j->call_props);
+        j->watch_unit = sysd_watch_free(j->watch_unit);
+        j->watch_mount = sysd_watch_free(j->watch_mount);
+        free(j->report);
+        while (j->waiters) {
+                JobWaiter *w = j->waiters;
+                j->waiters = w->next;
+                free(w);
+        }
+        exec_request_free(j->request);
+        free(j->callback_url);
+        execution_free(j->exec);
+        free(j->unit_name);
+        free(j->mount_name);
+        free(j->workspace);
+        free(j->result);
+        free(j->owner);
+        free(j);
+        return NULL;
+}
+
+static void job_fail_internal(Job *j, const char *why) {
+        log_error("%s: %s", j->exec->id, why);
+        j->outcome.daemon_error = true;
+        j->unit_gone = j->props_read = true;
+        j->ctl_eof = true;
+        job_finalize(j);
+}
+
+void job_fail(Job *j, const char *why) {
+        if (!job_is_final(j))
+                job_fail_internal(j, why);
+}
+
+/* ---- output and control channel ---------------------------------------------------------- */
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        log_info("%s: deadline passed (timeout %" PRIu64 " ms + grace), killing the unit", j->exec->id,
+                 j->exec->limits.timeout_ms);
+        j->outcome.deadline_hit = true;
+        (void) sysd_kill_unit(j->ctx->sysd, j->unit_name, "all", SIGKILL);
+        return 0;
+}
+
+static int on_drain_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        log_warning("%s: the control channel did not end after the unit stopped, finishing anyway", j->exec->id);
+        j->ctl_eof = true;
+        job_maybe_finalize(j);
+        return 0;
+}
+
+/* ---- starting ------------------------------------------------------------------------------ */
+
+static void on_start_reply(void *userdata, int r, const char *message) {
+        Job *j = userdata;
+
+        j->call_start = sysd_call_free(j->call_start);
+        if (r < 0) {
+                log_error("%s: StartTransientUnit(%s) failed: %s", j->exec->id, j->unit_name, strna(message));
+                j->outcome.start_failed = true;
+                j->unit_gone = j->props_read = true;
+                j->ctl_eof = true;
+                job_finalize(j);
+                return;
+        }
+        j->unit_started = true;
+        /* The control socket waits in systemd's fd store while the execution runs, so a restarted
+         * sandboxd takes it back with the report and the output (FDPOLL=0: a pipe or socket whose
+         * peer closed must stay, that is exactly when the report is waiting in it). */
+        if (j->ctl_fd >= 0) {
+                char msg[160];
+                int k;
+
+                snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=ctl-%s", j->exec->id);
+                k = sd_pid_notify_with_fds(0, false, msg, &j->ctl_fd, 1);
+                if (k > 0)
+                        j->fd_stored = true;
+                else if (k < 0)
+                        log_debug_errno(k, "%s: cannot put the control socket in the fd store: %m", j->exec->id);
+        }
+}
+
+static void start_service(Job *j) {
+        Context *ctx = j->ctx;
+        _cleanup_close_pair_ int ctl[2] = { -EBADF, -EBADF };
+        CgroupBind cg[3];
+        UnitProps props = {};
+        UnitPlan plan;
+        int r;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+                log_error_errno(errno, "%s: cannot create the control socket: %m", j->exec->id);
+                job_fail_internal(j, "cannot create the control socket");
+                return;
+        }
+        (void) fcntl(ctl[0], F_SETFL, O_NONBLOCK);
+
+        for (size_t i = 0; i < ctx->n_cgroups; i++) {
+                char *p = NULL;
+                if (asprintf(&p, "%s/%s", ctx->cgroups[i].slice_dir, j->unit_name) < 0) {
+                        for (size_t k = 0; k < i; k++)
+                                free((char *) cg[k].source);
+                        job_fail_internal(j, "out of memory");
+                        return;
+                }
+                cg[i] = (CgroupBind) { .source = p, .name = ctx->cgroups[i].name };
+        }
+
+        plan = (UnitPlan) {
+                .execution_id = j->exec->id,
+                .language = j->request->language,
+                .limits = j->request->limits,
+                .user_env = j->request->env,
+                .n_user_env = j->request->n_env,
+                .seed = j->request->seed,
+                .usr_layer = ctx->usr_layer,
+                .helper = ctx->helper,
+                .workspace = j->workspace,
+                .session_state_dir = j->session ? j->session->state_dir : NULL,
+                .cgroups = cg,
+                .n_cgroups = ctx->n_cgroups,
+                .nofile = ctx->config->nofile,
+                .max_code_bytes = ctx->config->max_code_bytes,
+                .head_bytes = ctx->config->output_head_bytes,
+                .tail_bytes = ctx->config->output_tail_bytes,
+                .stdin_fd = ctl[1],
+                .no_kernel_protection = !ctx->config->protect_kernel,
+                .inputs = j->request->files,
+                .n_inputs = j->request->n_files,
+        };
+        r = unit_props_build(&plan, &props);
+        for (size_t i = 0; i < ctx->n_cgroups; i++)
+                free((char *) cg[i].source);
+        if (r < 0) {
+                job_fail_internal(j, "cannot build unit properties");
+                return;
+        }
+        r = build_control_payload(j);
+        /* The workspace goes on record before the unit can exist: a restart that finds the unit
+         * while the record still says queued adopts it with its mount, instead of sweeping the
+         * mount away from under it (which stops the unit: its binds require the mount). Seen in the
+         * VM tier, where a SIGKILL of sandboxd came before 16 start jobs had finished. */
+        if (r >= 0)
+                (void) job_persist(j);
+        /* Watch first, then start: no signal about the unit can come before we listen. */
+        if (r >= 0)
+                r = job_watch_unit(j);
+        if (r >= 0)
+                r = sysd_start_transient(ctx->sysd, j->unit_name, &props, on_start_reply, j, &j->call_start);
+        unit_props_done(&props);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot call StartTransientUnit: %m", j->exec->id);
+                job_fail_internal(j, "cannot start the unit");
+                return;
+        }
+        /* sd-bus duplicated the child ends into the message; ours close here. */
+        j->ctl_fd = TAKE_FD(ctl[0]);
+        j->request->code = mfree(j->request->code);
+
+        if (sd_event_add_io(ctx->event, &j->ctl_src, j->ctl_fd, EPOLLIN | EPOLLOUT, on_control, j) < 0) {
+                j->state = JOB_STARTING;
+                (void) sysd_kill_unit(ctx->sysd, j->unit_name, "all", SIGKILL);
+                log_error("%s: cannot watch the control socket", j->exec->id);
+                j->outcome.daemon_error = true;
+                return;
+        }
+        j->state = JOB_STARTING;
+}
+
+/* An input file could not be fetched or written: the execution fails before its unit exists. */
+static void job_fail_input(Job *j, const char *message) {
+        log_info("%s: %s", j->exec->id, message);
+        (void) free_and_strdup(&j->exec->error_message, message);
+        j->outcome.input_failed = true;
+        j->unit_gone = j->props_read = true;
+        j->ctl_eof = true;
+        job_finalize(j);
+}
+
+static void on_inputs_done(Fetch *f, int r, const char *message, void *userdata) {
+        Job *j = userdata;
+
+        j->fetch = fetch_free(j->fetch);        /* f; the message is the caller's, it outlives this */
+        /* Stopping: no new unit now. The record is still queued; the next start resumes it. */
+        if (j->ctx->stopping)
+                return;
+        if (r < 0) {
+                job_fail_input(j, message ?: "an input file could not be fetched");
+                return;
+        }
+        start_service(j);
+}
+
+/* The workspace is mounted and its directories made: put the input files in (inline ones at once,
+ * downloads on the loop), then start the service. The record stays "queued" meanwhile, so a restart
+ * resumes the execution and downloads again. */
+static void workspace_ready(Job *j) {
+        Context *ctx = j->ctx;
+        _cleanup_free_ char *message = NULL;
+        FetchLimits limits;
+        int r;
+
+        if (j->request->n_files == 0) {
+                start_service(j);
+                return;
+        }
+        limits = (FetchLimits) {
+                .max_file_bytes = ctx->config->max_input_file_bytes,
+                /* They land on the workspace tmpfs, so they count against disk_mb as well, and
+                 * sandbox-exec copies them once more inside the unit so that their pages are the
+                 * execution's memory, not sandboxd's (--input=): against memory_mb too. */
+                .max_total_bytes = MIN(MIN(ctx->config->max_input_total_bytes, j->exec->limits.disk_mb * 1024 * 1024),
+                                       j->exec->limits.memory_mb * 1024 * 1024),
+                .connect_timeout_sec = ctx->config->input_connect_timeout_sec,
+                .timeout_sec = ctx->config->input_timeout_sec,
+                .allow_internal = ctx->config->input_allow_internal,
+        };
+        r = fetch_start(ctx->curl, j->workspace, j->request->files, j->request->n_files, &limits, on_inputs_done, j,
+                        &j->fetch, &message);
+        if (r == -ENOMEM) {
+                job_fail_internal(j, "out of memory while preparing the input files");
+                return;
+        }
+        if (r < 0) {
+                job_fail_input(j, message ?: "the input files could not be written");
+                return;
+        }
+        if (!j->fetch)
+                start_service(j);
+}
+
+static void on_mount_reply(void *userdata, int r, const char *message) {
+        Job *j = userdata;
+
+        j->call_mount = sysd_call_free(j->call_mount);
+        if (r < 0) {
+                log_error("%s: starting workspace mount %s failed: %s", j->exec->id, j->mount_name, strna(message));
+                job_fail_internal(j, "the workspace could not be mounted");
+                return;
+        }
+        j->mount_started = true;
+}
+
+void job_start(Job *j) {
+        Context *ctx = j->ctx;
+        Workspace *w;
+        int r;
+
+        j->state = JOB_PREPARING;
+        j->start_mono = now_mono(j);
+
+        if (j->session) {
+                /* The session's mount is there (runner_dispatch() checked) and stays. Its root
+                 * is the sandbox's root: written before each run, what is there stays. */
+                session_run_started(j->session, j);
+                if (workspace_prepare_root(j->workspace, true, j->exec->id) < 0) {
+                        job_fail_internal(j, "the session's root could not be prepared");
+                        return;
+                }
+                workspace_ready(j);
+                return;
+        }
+
+        /* A workspace mounted ahead of time, if one of the right size is ready. */
+        w = workspace_pool_take(ctx->pool, sandbox_workspace_bytes(&j->exec->limits));
+        if (w) {
+                free(j->workspace);
+                free(j->mount_name);
+                j->workspace = TAKE_PTR(w->path);
+                j->mount_name = TAKE_PTR(w->mount_name);
+                j->mount_started = true;
+                workspace_free(w);      /* and with it the pool's watch of the mount: ours follows */
+                if (job_watch_mount(j) < 0) {
+                        job_fail_internal(j, "out of memory");
+                        return;
+                }
+                workspace_pool_fill(ctx->pool);
+                workspace_ready(j);
+                return;
+        }
+        workspace_pool_fill(ctx->pool);
+
+        r = job_watch_mount(j);
+        if (r >= 0)
+                r = sysd_start_tmpfs(ctx->sysd, j->mount_name, j->workspace, sandbox_workspace_bytes(&j->exec->limits),
+                                     on_mount_reply, j, &j->call_mount);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot start the workspace mount: %m", j->exec->id);
+                job_fail_internal(j, "cannot start the workspace mount");
+        }
+}
+
+static void job_on_job_removed(Job *j, const char *unit, const char *result) {
+        Context *ctx = j->ctx;
+
+        if (j->state == JOB_PREPARING && streq_ptr(unit, j->mount_name)) {
+                j->mount_started = true;
+                if (!streq(result, "done")) {
+                        log_error("%s: workspace mount job ended with '%s'", j->exec->id, result);
+                        job_fail_internal(j, "the workspace could not be mounted");
+                        return;
+                }
+                if (j->cancel_requested) {
+                        j->unit_gone = j->props_read = true;
+                        j->ctl_eof = true;
+                        job_finalize(j);
+                        return;
+                }
+                if (workspace_prepare_dirs(j->workspace, ctx->workspaces_dir, j->exec->id) < 0) {
+                        job_fail_internal(j, "the workspace could not be prepared");
+                        return;
+                }
+                workspace_ready(j);
+                return;
+        }
+
+        if (j->state == JOB_STARTING && streq(unit, j->unit_name)) {
+                if (streq(result, "done")) {
+                        uint64_t deadline;
+
+                        j->state = JOB_RUNNING;
+                        j->exec->status = EXEC_RUNNING;
+                        j->exec->started_usec = now_usec(CLOCK_REALTIME);
+                        j->running_mono = now_mono(j);
+                        (void) job_persist(j);
+                        log_execution_start(j);
+                        deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC +
+                                   ctx->config->kill_grace_ms * USEC_PER_MSEC;
+                        (void) sd_event_add_time(ctx->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000,
+                                                 on_deadline, j);
+                        if (j->cancel_requested)
+                                job_send_cancel(j);
+                        /* It may have ended already: PropertiesChanged before the job's end. */
+                        (void) sysd_get_active_state(ctx->sysd, j->unit_name, on_active_state, j, &j->call_props);
+                } else {
+                        log_error("%s: start job of %s ended with '%s'", j->exec->id, j->unit_name, result);
+                        j->outcome.start_failed = true;
+                        job_on_unit_inactive(j);
+                }
+        }
+}
+
+static void on_active_state(void *userdata, int r, const char *state) {
+        Job *j = userdata;
+
+        j->call_props = sysd_call_free(j->call_props);
+        if (r < 0)
+                return;
+        /* No such unit reads as "inactive": it ended and was collected (adopted after a restart). */
+        job_on_active_state(j, state);
+}
+
+static void job_on_active_state(Job *j, const char *state) {
+        if (j->state != JOB_RUNNING)
+                return;
+        if (streq(state, "inactive") || streq(state, "failed"))
+                job_on_unit_inactive(j);
+        else if (j->adopted && j->cancel_requested && !j->cancel_src)
+                /* Asked for before a restart, perhaps never delivered: again (a second SIGUSR1 is
+                 * harmless, sandbox-exec has killed the program already). */
+                job_send_cancel(j);
+}
+
+void job_flush_waiters(Job *j) {
+        JobWaiter *w;
+
+        while ((w = j->waiters)) {
+                j->waiters = w->next;
+                w->cb(j, w->userdata);
+                free(w);
+        }
+}
+
+/* ---- finishing ----------------------------------------------------------------------------- */
+
+static void on_service_props(void *userdata, int r, const char *message, const SysdServiceProps *p) {
+        Job *j = userdata;
+
+        j->call_props = sysd_call_free(j->call_props);
+        j->props_read = true;
+        if (r < 0)
+                log_warning("%s: cannot read the unit's result: %s", j->exec->id, message ?: strerror(-r));
+        else {
+                if (p->result[0])
+                        (void) free_and_strdup(&j->result, p->result);
+                j->outcome.exec_main_code = p->exec_main_code;
+                j->outcome.exec_main_status = p->exec_main_status;
+                j->exec_start_mono = p->exec_main_start_mono;
+                j->exec_exit_mono = p->exec_main_exit_mono;
+                j->cpu_nsec = p->cpu_usage_nsec;
+        }
+        job_maybe_finalize(j);
+}
+
+void job_on_unit_inactive(Job *j) {
+        Context *ctx = j->ctx;
+        int r;
+
+        if (j->unit_gone || j->state == JOB_DONE)
+                return;
+        j->unit_gone = true;
+        if (j->state == JOB_RUNNING || j->state == JOB_STARTING)
+                j->state = JOB_FINISHING;
+        j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
+
+        j->call_props = sysd_call_free(j->call_props);
+        r = sysd_get_service_props(ctx->sysd, j->unit_name, on_service_props, j, &j->call_props);
+        if (r < 0) {
+                log_warning_errno(r, "%s: cannot ask for the unit's result: %m", j->exec->id);
+                j->props_read = true;
+        }
+        /* Every process of the unit is dead now, so the control socket reaches EOF once drained. */
+        (void) sd_event_add_time_relative(ctx->event, &j->drain_src, CLOCK_MONOTONIC, DRAIN_TIMEOUT_USEC, 0,
+                                          on_drain_timeout, j);
+        job_maybe_finalize(j);
+}
+
+void job_maybe_finalize(Job *j) {
+        if (j->state == JOB_DONE)
+                return;
+        if (!(j->unit_gone && j->props_read && j->ctl_eof))
+                return;
+        if (!j->artifacts_done) {
+                if (!j->collect)
+                        job_collect_artifacts(j);
+                if (!j->artifacts_done)
+                        return;         /* on_artifacts_done() comes back here */
+        }
+        job_finalize(j);
+}
+
+static void log_execution_start(Job *j) {
+        const Execution *e = j->exec;
+
+        (void) sd_journal_send("MESSAGE=Execution %s started (%s).", e->id, e->language,
+                               "PRIORITY=%i", LOG_INFO,
+                               "SANDBOXD_EXECUTION_ID=%s", e->id,
+                               "SANDBOXD_SESSION_ID=%s", e->session_id ?: "",
+                               "SANDBOXD_LANGUAGE=%s", e->language,
+                               "SANDBOXD_STATUS=%s", exec_status_to_string(e->status),
+                               "SANDBOXD_TIMEOUT_MS=%" PRIu64, e->limits.timeout_ms,
+                               "SANDBOXD_MEMORY_MB=%" PRIu64, e->limits.memory_mb,
+                               "UNIT=%s", j->unit_name,
+                               "OBJECT_SYSTEMD_UNIT=%s", j->unit_name,
+                               NULL);
+}
+
+static void log_execution(Job *j) {
+        const Execution *e = j->exec;
+        char peak[32] = "";
+
+        if (e->have_peak)
+                snprintf(peak, sizeof(peak), "%.1f", (double) e->peak_memory_bytes / (1024.0 * 1024.0));
+
+        (void) sd_journal_send("MESSAGE=Execution %s finished: %s%s%s (%" PRIu64 " ms)", e->id,
+                               exec_status_to_string(e->status), e->error_type != ERROR_NONE ? "/" : "",
+                               e->error_type != ERROR_NONE ? error_type_to_string(e->error_type) : "",
+                               e->duration_ms,
+                               "PRIORITY=%i", e->error_type == ERROR_INTERNAL ? LOG_ERR : LOG_INFO,
+                               "SANDBOXD_EXECUTION_ID=%s", e->id,
+                               "SANDBOXD_SESSION_ID=%s", e->session_id ?: "",
+                               "SANDBOXD_LANGUAGE=%s", e->language,
+                               "SANDBOXD_STATUS=%s", exec_status_to_string(e->status),
+                               "SANDBOXD_ERROR_TYPE=%s", error_type_to_string(e->error_type) ?: "",
+                               "SANDBOXD_EXIT_CODE=%i", e->exit_code,
+                               "SANDBOXD_DURATION_MS=%" PRIu64, e->duration_ms,
+                               "SANDBOXD_PEAK_MEMORY_MB=%s", peak,
+                               "SANDBOXD_REASON=%s", strna(e->reason),
+                               "UNIT=%s", j->unit_name,
+                               "OBJECT_SYSTEMD_UNIT=%s", j->unit_name,
+                               NULL);
+}
+
+static void job_finalize(Job *j) {
+        Context *ctx = j->ctx;
+        HelperReport report = {};
+        Verdict v;
+        bool was_running = j->state != JOB_QUEUED;
+
+        if (j->state == JOB_DONE)
+                return;
+
+        parse_report(j, &report);
+        j->outcome.result = j->result;
+        j->outcome.cancelled = j->cancel_requested;
+        verdict_decide(&j->outcome, &report, &v);
+        if (j->adopted_without_report && !report.valid && v.error_type != ERROR_INTERNAL)
+                v.reason = "sandboxd was stopped (not restarted) while this ran: the verdict is from the unit's exit "
+                           "status, output and details were lost";
+
+        Execution *e = j->exec;
+        e->status = v.status;
+        e->error_type = v.error_type;
+        e->exit_code = v.exit_code;
+        e->signal = v.signal;
+        e->reason = v.reason;
+        if (!e->out.text)
+                e->out.text = strdup("");
+        if (!e->err.text)
+                e->err.text = strdup("");
+        if (report.valid && report.run_usec > 0)
+                e->duration_ms = report.run_usec / USEC_PER_MSEC;
+        else if (j->exec_start_mono > 0 && j->exec_exit_mono >= j->exec_start_mono)
+                e->duration_ms = (j->exec_exit_mono - j->exec_start_mono) / USEC_PER_MSEC;
+        else if (j->start_mono > 0)
+                e->duration_ms = (now_mono(j) - j->start_mono) / USEC_PER_MSEC;
+        if (report.valid && report.cpu_usec > 0) {
+                e->cpu_usec = report.cpu_usec;
+                e->have_cpu = true;
+        } else if (j->cpu_nsec > 0 && j->cpu_nsec != UINT64_MAX) {
+                e->cpu_usec = j->cpu_nsec / NSEC_PER_USEC;
+                e->have_cpu = true;
+        }
+        if (report.valid && report.have_first_output) {
+                e->first_output_usec = report.first_output_usec;
+                e->have_first_output = true;
+        }
+        if (report.valid && report.memory_peak > 0) {
+                e->peak_memory_bytes = report.memory_peak;
+                e->have_peak = true;
+        }
+        e->finished_usec = now_usec(CLOCK_REALTIME);
+
+        job_close_io(j);
+        j->collect = artifact_collect_cancel(j->collect);
+        if (j->artifact_caller)
+                artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, 0, false);
+        j->call_mount = sysd_call_free(j->call_mount);
+        j->call_start = sysd_call_free(j->call_start);
+        j->call_props = sysd_call_free(j->call_props);
+        j->request = exec_request_free(j->request);
+        j->report = mfree(j->report);
+        j->report_len = j->report_allocated = 0;
+        if (j->fd_stored) {
+                char msg[160];
+
+                snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=ctl-%s", e->id);
+                (void) sd_notify(false, msg);
+                j->fd_stored = false;
+        }
+        j->watch_unit = sysd_watch_free(j->watch_unit);
+        j->watch_mount = sysd_watch_free(j->watch_mount);
+        if (ctx->sysd) {
+                if (j->unit_started) {
+                        (void) sysd_unref_unit(ctx->sysd, j->unit_name);
+                        /* CollectMode=inactive keeps a failed unit for us; we have read it. */
+                        (void) sysd_reset_failed_unit(ctx->sysd, j->unit_name);
+                }
+                if (j->mount_name && (j->mount_started || j->state == JOB_PREPARING))
+                        (void) sysd_stop_unit(ctx->sysd, j->mount_name, NULL, NULL);
+        }
+
+        j->events->left(j->events_data, j);
+        if (j->session) {
+                session_job_gone(j->session, j, was_running);
+                j->session = NULL;
+        }
+        j->state = JOB_DONE;
+
+        if (e->error_type == ERROR_INTERNAL)
+                log_error("%s: internal error: %s%s%s", e->id, strna(e->reason),
+                          report.valid && report.error[0] ? ": sandbox-exec: " : "",
+                          report.valid && report.error[0] ? report.error : "");
+        /* The record is in the store: a finished job kept in memory (KeepFinished=) need not hold its
+         * output or its artifact list too; job_record_json() reads them back when asked. When the
+         * write failed the job keeps them, the only copy, bounded by the capture sizes. */
+        if (job_persist(j) >= 0 && ctx->store) {
+                e->out.text = mfree(e->out.text);
+                e->err.text = mfree(e->err.text);
+                j->output_stored = true;
+        }
+        if (j->artifacts_stored)
+                j->exec->artifacts = exec_artifacts_free(j->exec->artifacts);
+        log_execution(j);
+        /* Before the waiters and the eviction below, either of which may free j. queued_mono is 0 for
+         * an execution adopted after a restart: when it was accepted is not known. */
+        metrics_observe(ctx->metrics, e,
+                        j->queued_mono > 0 && j->start_mono >= j->queued_mono ? j->start_mono - j->queued_mono
+                                                                               : METRICS_UNKNOWN,
+                        j->queued_mono > 0 && j->running_mono >= j->queued_mono ? j->running_mono - j->queued_mono
+                                                                                 : METRICS_UNKNOWN);
+
+        job_flush_waiters(j);
+
+        /* Last: the owner may start the next job, and free this one. */
+        j->events->finished(j->events_data, j);
+}
+
+static int on_cancel_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        log_warning("%s: sandbox-exec did not end the program on cancel, killing the unit", j->exec->id);
+        (void) sysd_kill_unit(j->ctx->sysd, j->unit_name, "all", SIGKILL);
+        return 0;
+}
+
+/* SIGUSR1 to sandbox-exec alone: it kills the program and reports what it captured. Should it not
+ * manage within 3 s, the whole unit is killed. */
+void job_send_cancel(Job *j) {
+        Context *ctx = j->ctx;
+
+        (void) sysd_kill_unit(ctx->sysd, j->unit_name, "main", SIGUSR1);
+        if (!j->cancel_src)
+                (void) sd_event_add_time_relative(ctx->event, &j->cancel_src, CLOCK_MONOTONIC, 3 * USEC_PER_SEC, 0,
+                                                  on_cancel_timeout, j);
+}
+
+int job_cancel(Job *j) {
+
+        switch (j->state) {
+        case JOB_QUEUED:
+                j->cancel_requested = j->exec->cancel_requested = true;
+                j->unit_gone = j->props_read = true;
+                j->ctl_eof = true;
+                job_finalize(j);
+                return 0;
+        case JOB_PREPARING:
+                j->cancel_requested = j->exec->cancel_requested = true;  /* acted upon when the mount job completes */
+                if (j->fetch) {
+                        /* Downloading the inputs: stop the transfers, the unit never starts. */
+                        j->fetch = fetch_free(j->fetch);
+                        j->unit_gone = j->props_read = true;
+                        j->ctl_eof = true;
+                        job_finalize(j);
+                }
+                return 0;
+        case JOB_STARTING:
+                j->cancel_requested = j->exec->cancel_requested = true;  /* acted upon when the start job completes */
+                (void) job_persist(j);
+                return 0;
+        case JOB_RUNNING:
+                /* Recorded first: the verdict "cancelled" comes from this alone, also after a restart. */
+                j->cancel_requested = j->exec->cancel_requested = true;
+                (void) job_persist(j);
+                job_send_cancel(j);
+                return 0;
+        case JOB_FINISHING:
+        case JOB_DONE:
+                return -EALREADY;
+        }
+        return -EINVAL;
+}
+
+int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret) {
+        JobWaiter *w;
+
+        if (j->state == JOB_DONE) {
+                /* Before the callback: it may free whatever ret points into. */
+                if (ret)
+                        *ret = NULL;
+                cb(j, userdata);
+                return 0;
+        }
+        w = calloc(1, sizeof(JobWaiter));
+        if (!w)
+                return -ENOMEM;
+        w->cb = cb;
+        w->userdata = userdata;
+        w->next = j->waiters;
+        j->waiters = w;
+        if (ret)
+                *ret = w;
+        return 1;
+}
+
+void job_remove_waiter(Job *j, JobWaiter *w) {
+        for (JobWaiter **p = &j->waiters; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        free(w);
+                        return;
+                }
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* One execution's life: queued → preparing (workspace mount unit, then the input files) → starting
+ * (service) → running → finishing (unit gone, report read, then the artifacts collected from the
+ * workspace on a worker thread) → done. Every step is an event on the loop. */
+
+#include "delivery/artifacts.h"
+#include "capture.h"
+#include "model/execution.h"
+#include "model/context.h"
+#include "admission/queue.h"
+#include "model/request.h"
+#include "store/store.h"
+#include "systemd/sysd.h"
+
+typedef enum JobState {
+        JOB_QUEUED,
+        JOB_PREPARING,
+        JOB_STARTING,
+        JOB_RUNNING,
+        JOB_FINISHING,
+        JOB_DONE,
+} JobState;
+
+typedef struct Job Job;
+typedef struct JobWaiter JobWaiter;
+typedef struct Session Session;
+
+/* What a job tells its owner (the runner, runner.h), which created it. A job never calls the queue
+ * or anything above it: it reports here, and the owner decides what follows. */
+typedef struct JobEvents {
+        /* It holds no place in the queue any more: final, or being freed (any state; more than once
+         * is fine). */
+        void (*left)(void *userdata, Job *j);
+        /* It became final: the record is written and its waiters are answered. The callee may free j. */
+        void (*finished)(void *userdata, Job *j);
+        /* It is being freed (by anyone): it must leave the owner's tables. */
+        void (*freed)(void *userdata, Job *j);
+} JobEvents;
+
+struct Job {
+        Context *ctx;
+        const JobEvents *events;         /* its owner's (runner.c), with events_data */
+        void *events_data;
+        Job *prev, *next;                /* the owner's list of all jobs */
+        QueueEntry queue_entry;          /* the owner's queue: waiting, or holding a slot */
+        JobState state;
+
+        Execution *exec;
+        ExecRequest *request;            /* until the unit is started */
+        uint8_t fingerprint[32];
+        char *owner;                     /* "uid:N" of the caller that submitted it */
+        char *callback_url;              /* where the result goes when final (callback.c); NULL: nowhere */
+
+        char *unit_name;
+        /* workspace: host path of the tmpfs mount whose workspace/ and tmp/ the run gets (for a
+         * session run: the session's; mount_name is then NULL, the session owns the mount). */
+        char *mount_name, *workspace;
+        Session *session;                /* NULL: a single-use workspace */
+
+        SysdCall *call_mount, *call_start, *call_props;
+        SysdWatch *watch_unit, *watch_mount;   /* systemd's signals about the service and the mount */
+        struct Fetch *fetch;             /* input files being downloaded (preparing, before the service) */
+        bool linked;
+        int ctl_fd;
+        sd_event_source *ctl_src, *deadline_src, *drain_src, *cancel_src;
+        uint8_t *ctl_buf;
+        size_t ctl_len, ctl_off;
+        uint8_t *report;                 /* what sandbox-exec sent back: text, then the output */
+        size_t report_len, report_allocated, report_max;
+        bool report_overflow;
+
+        bool mount_started, unit_started;
+        bool ctl_eof, unit_gone, props_read;
+        bool fd_stored;                  /* the control socket is in systemd's fd store */
+        bool adopted_without_report;     /* re-adopted after a restart that lost the control socket */
+        bool cancel_requested;
+        bool adopted;            /* started by an earlier instance of sandboxd */
+        ArtifactCollect *collect;        /* artifacts being collected (finishing) */
+        struct ArtifactCallerAccount *artifact_caller;   /* the owner's budget account, while collecting */
+        bool artifacts_done;             /* collected, or nothing to collect: the job may be final */
+        bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
+        bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
+        bool output_stored;              /* the final record is in the store: stdout/stderr are read there */
+        UnitOutcome outcome;
+        char *result;                    /* owned copy of Result= */
+        uint64_t exec_start_mono, exec_exit_mono, cpu_nsec;
+        uint64_t queued_mono, start_mono;
+        uint64_t running_mono;           /* the start job completed: the unit runs (for metrics) */
+
+        JobWaiter *waiters;
+};
+
+/* Create a queued job from a validated request (takes ownership of req), in session s if the request
+ * names one (then s must be that session: -ENOENT if NULL). It reports to ev (with userdata). */
+int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *s, const JobEvents *ev, void *userdata,
+            Job **ret);
+/* A running execution found in the store at start (its unit may or may not still run), with its
+ * control socket from the fd store or -EBADF, in session s (NULL: none, or gone). Takes exec, owner
+ * and workspace from rec. */
+int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *s, const JobEvents *ev, void *userdata,
+              Job **ret);
+/* Write the execution's current state to the store. */
+int job_persist(Job *j);
+Job *job_free(Job *j);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Job *, job_free);
+
+/* Start (the owner has given it a slot): mount the workspace, then the service. */
+void job_start(Job *j);
+/* Cancel: a queued job ends at once; a running one is killed. 0, or -EALREADY if final. */
+int job_cancel(Job *j);
+void job_send_cancel(Job *j);
+/* End the job now with an internal error (sandboxd's or systemd's failure, why says which). */
+void job_fail(Job *j, const char *why);
+
+bool job_is_final(const Job *j);
+
+/* Call cb(j, userdata) once the job is final (at once if it already is). */
+int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret);
+void job_remove_waiter(Job *j, JobWaiter *w);
+
+/* The unit is gone (its ActiveState said so, or it is unknown after a restart). */
+void job_on_unit_inactive(Job *j);
+/* Shutdown: answer every waiter now (they see the job unfinished). */
+void job_flush_waiters(Job *j);

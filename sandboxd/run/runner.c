@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+
+#include "delivery/callback.h"
+#include "job.h"
+#include "log.h"
+#include "admission/quota.h"
+#include "runner.h"
+#include "session.h"
+#include "strv.h"
+#include "systemd/sysd.h"
+#include "time-util.h"
+#include "unit/usr-layer.h"
+
+struct Runner {
+        Context *ctx;
+        Sessions *sessions;      /* where the sessions named by requests and records are found */
+
+        Job *jobs;               /* all, newest first */
+        Queue queue;             /* each owner's waiting jobs, and the slots they hold */
+        unsigned n_jobs, n_finished;
+        uint64_t finished_total;
+        unsigned n_adopted_live; /* adopted executions not yet final: they may use older /usr layers */
+};
+
+static void on_job_left(void *userdata, Job *j);
+static void on_job_finished(void *userdata, Job *j);
+static void on_job_freed(void *userdata, Job *j);
+
+static const JobEvents runner_job_events = {
+        .left = on_job_left,
+        .finished = on_job_finished,
+        .freed = on_job_freed,
+};
+
+int runner_new(Context *ctx, Sessions *sessions, Runner **ret) {
+        Runner *r = calloc(1, sizeof(Runner));
+
+        if (!r)
+                return -ENOMEM;
+        r->ctx = ctx;
+        r->sessions = sessions;
+        queue_init(&r->queue);
+        *ret = r;
+        return 0;
+}
+
+Runner *runner_free(Runner *r) {
+        if (!r)
+                return NULL;
+        while (r->jobs)
+                job_free(r->jobs);
+        queue_done(&r->queue);
+        free(r);
+        return NULL;
+}
+
+static Job *job_of_entry(QueueEntry *e) {
+        return (Job *) ((uint8_t *) e - offsetof(Job, queue_entry));
+}
+
+/* Newest first in the list of all jobs. */
+static void runner_link(Runner *r, Job *j) {
+        j->next = r->jobs;
+        if (r->jobs)
+                r->jobs->prev = j;
+        r->jobs = j;
+        r->n_jobs++;
+        j->linked = true;
+}
+
+static void on_job_left(void *userdata, Job *j) {
+        Runner *r = userdata;
+
+        queue_drop(&r->queue, &j->queue_entry);
+}
+
+static void on_job_freed(void *userdata, Job *j) {
+        Runner *r = userdata;
+
+        if (!j->linked)
+                return;
+        if (j->prev)
+                j->prev->next = j->next;
+        else
+                r->jobs = j->next;
+        if (j->next)
+                j->next->prev = j->prev;
+        j->prev = j->next = NULL;
+        j->linked = false;
+        r->n_jobs--;
+        queue_drop(&r->queue, &j->queue_entry);
+}
+
+/* Drop the oldest finished jobs beyond KeepFinished= (those with waiters stay until answered). */
+static void runner_evict_finished(Runner *r) {
+        while (r->n_finished > r->ctx->config->keep_finished) {
+                Job *oldest = NULL;
+
+                for (Job *j = r->jobs; j; j = j->next)
+                        if (j->state == JOB_DONE && !j->waiters)
+                                oldest = j;
+                if (!oldest)
+                        return;
+                job_free(oldest);
+                r->n_finished--;
+        }
+}
+
+static void on_job_finished(void *userdata, Job *j) {
+        Runner *r = userdata;
+
+        r->n_finished++;
+        r->finished_total++;
+        if (j->adopted && r->n_adopted_live > 0 && --r->n_adopted_live == 0)
+                /* Nothing started by an earlier instance runs any more: its /usr layers can go. */
+                (void) usr_layer_prune(r->ctx->config->state_dir, r->ctx->usr_layer);
+        /* j may be freed from here on. */
+        runner_dispatch(r);
+        runner_evict_finished(r);
+        runner_notify_status(r);
+}
+
+int runner_submit(Runner *r, ExecRequest *req, const char *owner, Job **ret) {
+        _cleanup_(job_freep) Job *j = NULL;
+        Session *s = NULL;
+        int k;
+
+        if (req->session_id)
+                s = sessions_find(r->sessions, req->session_id);
+        k = job_new(r->ctx, req, owner, s, &runner_job_events, r, &j);
+        if (k < 0)
+                return k;
+        runner_link(r, j);
+        /* Last in its owner's FIFO (or its session's lane). */
+        k = queue_push(&r->queue, &j->queue_entry, j->owner, j->session ? &j->session->lane : NULL,
+                       j->callback_url != NULL);
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+Job *runner_find(Runner *r, const char *id) {
+        for (Job *j = r->jobs; j; j = j->next)
+                if (streq(j->exec->id, id))
+                        return j;
+        return NULL;
+}
+
+void runner_counts(const Runner *r, RunnerCounts *ret) {
+        *ret = (RunnerCounts) {
+                .running = r->queue.n_active,
+                .queued = r->queue.n_waiting,
+                .jobs = r->n_jobs,
+                .finished_total = r->finished_total,
+        };
+}
+
+const QueueOwner *runner_queue_owner(const Runner *r, const char *owner) {
+        return queue_owner_find(&r->queue, owner);
+}
+
+void runner_notify_status(const Runner *r) {
+        (void) sd_notifyf(false, "STATUS=%u running, %u queued, %" PRIu64 " finished", r->queue.n_active,
+                          r->queue.n_waiting, r->finished_total);
+}
+
+bool runner_has_adopted(const Runner *r) {
+        return r->n_adopted_live > 0;
+}
+
+/* A session's runs form a lane: its next run may start once its mount is ready and no run of it is
+ * active. */
+static bool session_lane_ready(QueueLane *l, void *userdata) {
+        Session *s = (Session *) ((uint8_t *) l - offsetof(Session, lane));
+
+        return session_may_run(s);
+}
+
+/* Round robin between the owners with waiting jobs, each owner's oldest first, an owner at
+ * MaxRunningPerCaller= skipped; a run of a busy session waits without holding up anything (queue.h).
+ * Starting may finish a job at once and re-enter here, so every slot is picked afresh. */
+void runner_dispatch(Runner *r) {
+        while (!r->ctx->stopping && r->queue.n_active < r->ctx->config->max_concurrent) {
+                QueueEntry *e = queue_pick(&r->queue, (unsigned) quota_max_running_per_caller(r->ctx->config),
+                                           session_lane_ready, r);
+
+                if (!e)
+                        return;
+                queue_start(&r->queue, e);
+                job_start(job_of_entry(e));
+        }
+}
+
+void runner_fail_session(Runner *r, Session *s, const char *why) {
+        for (;;) {
+                Job *j;
+
+                for (j = r->jobs; j; j = j->next)
+                        if (j->session == s && j->state == JOB_QUEUED)
+                                break;
+                if (!j)
+                        return;
+                job_fail(j, why);
+        }
+}
+
+void runner_kill_overdue(Runner *r) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        for (Job *j = r->jobs; j; j = j->next) {
+                if (j->state != JOB_RUNNING || j->start_mono == 0)
+                        continue;
+                if (now - j->start_mono > 2 * j->exec->limits.timeout_ms * USEC_PER_MSEC + 5 * USEC_PER_SEC) {
+                        log_warning("Sweep: %s runs past twice its timeout, killing it again", j->exec->id);
+                        j->outcome.deadline_hit = true;
+                        (void) sysd_kill_unit(r->ctx->sysd, j->unit_name, "all", SIGKILL);
+                }
+        }
+}
+
+void runner_forget_finished_before(Runner *r, uint64_t cutoff_usec) {
+        for (Job *j = r->jobs, *next; j; j = next) {
+                next = j->next;
+                if (job_is_final(j) && !j->waiters && j->exec->finished_usec < cutoff_usec) {
+                        job_free(j);
+                        r->n_finished--;
+                }
+        }
+}
+
+bool runner_uses_workspace(const Runner *r, const char *name) {
+        size_t n = strlen(name);
+
+        for (const Job *j = r->jobs; j; j = j->next) {
+                size_t l;
+
+                if (job_is_final(j) || !j->workspace)
+                        continue;
+                l = strlen(j->workspace);
+                if (l > n && streq(j->workspace + l - n, name) && j->workspace[l - n - 1] == '/')
+                        return true;
+        }
+        return false;
+}
+
+void runner_flush_waiters(Runner *r) {
+        for (Job *j = r->jobs; j; j = j->next)
+                if (!job_is_final(j))
+                        job_flush_waiters(j);
+}
+
+/* The rest of a queued request, as job_persist() stored it. */
+static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
+        _cleanup_(exec_request_freep) ExecRequest *req = calloc(1, sizeof(ExecRequest));
+        json_object *o = NULL, *env, *seed, *files;
+        int k = -EBADMSG;
+
+        if (!req)
+                return -ENOMEM;
+        req->language = language_find(rec->exec->language);
+        if (!req->language || !rec->code || !rec->request)
+                return -EBADMSG;
+        o = json_tokener_parse(rec->request);
+        if (!o || !json_object_object_get_ex(o, "env", &env) || !json_object_is_type(env, json_type_array) ||
+            !json_object_object_get_ex(o, "seed", &seed))
+                goto finish;
+        req->n_env = json_object_array_length(env);
+        if (req->n_env > REQUEST_ENV_MAX)
+                goto finish;
+        req->env = calloc(req->n_env + 1, sizeof(char *));
+        if (!req->env) {
+                k = -ENOMEM;
+                goto finish;
+        }
+        for (size_t i = 0; i < req->n_env; i++) {
+                req->env[i] = strdup(json_object_get_string(json_object_array_get_idx(env, i)) ?: "");
+                if (!req->env[i]) {
+                        k = -ENOMEM;
+                        goto finish;
+                }
+        }
+        req->seed = json_object_get_uint64(seed);
+        req->callback_url = callback_url_from_request_json(rec->request);
+        /* The input files, checked again against the configuration as it is now. */
+        if (json_object_object_get_ex(o, "files", &files)) {
+                RequestError err;
+
+                k = request_parse_files(files, r->ctx->config, rec->exec->limits.disk_mb, req, &err);
+                if (k < 0) {
+                        if (k != -ENOMEM) {
+                                log_warning("%s: stored input files refused: %s", rec->exec->id, err.message);
+                                k = -EBADMSG;
+                        }
+                        goto finish;
+                }
+        }
+        req->execution_id = strdup(rec->exec->id);
+        req->session_id = rec->exec->session_id ? strdup(rec->exec->session_id) : NULL;
+        req->code = TAKE_PTR(rec->code);
+        req->code_len = strlen(req->code);
+        req->limits = rec->exec->limits;
+        memcpy(req->fingerprint, rec->fingerprint, sizeof(req->fingerprint));
+        if (!req->execution_id || (rec->exec->session_id && !req->session_id)) {
+                k = -ENOMEM;
+                goto finish;
+        }
+        *ret = TAKE_PTR(req);
+        k = 0;
+finish:
+        json_object_put(o);
+        return k;
+}
+
+/* At start only (before the loop runs), so a synchronous call is fine here. */
+static bool unit_exists(Runner *r, const char *id) {
+        _cleanup_free_ char *name = execution_unit_name(id);
+
+        return name && sysd_unit_exists_sync(r->ctx->sysd, name);
+}
+
+/* A passed fd nobody takes. LISTEN_FDS stays in the environment for http.c, and sd_listen_fds()
+ * there touches every fd of the range (F_SETFD): a closed one fails the start with EBADF, again at
+ * every restart while the fd store holds the fd. So the number stays valid, on /dev/null. */
+static void release_passed_fd(int fd) {
+        _cleanup_close_ int null = -EBADF;
+
+        if (fd < 0)
+                return;
+        null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0 || dup3(null, fd, O_CLOEXEC) < 0)
+                safe_close(fd);
+}
+
+static int runner_adopt_running(Runner *r, StoreRecord *rec, int fd) {
+        Session *s = rec->exec->session_id ? sessions_find(r->sessions, rec->exec->session_id) : NULL;
+        Job *j;
+        int k;
+
+        k = job_adopt(r->ctx, rec, fd, s, &runner_job_events, r, &j);
+        if (k < 0)
+                return k;
+        runner_link(r, j);
+        r->n_adopted_live++;
+        if (queue_push_active(&r->queue, &j->queue_entry, j->owner, j->callback_url != NULL) < 0)
+                log_oom();
+        return 0;
+}
+
+/* After a restart: running executions are watched again (with their control socket from systemd's
+ * fd store: report and output intact), queued ones go back in the queue in their order, and a
+ * record whose execution cannot be resumed is failed with a reason: never lost, never stuck. */
+int runner_adopt(Runner *r) {
+        Store *store = r->ctx->store;
+        StoreRecord **l = NULL;
+        size_t n = 0, adopted = 0, requeued = 0, failed = 0;
+        char **names = NULL;
+        int n_fds, k;
+
+        n_fds = sd_listen_fds_with_names(false, &names);
+        if (n_fds < 0)
+                n_fds = 0;
+
+        k = store_list_unfinished(store, &l, &n);
+        if (k < 0) {
+                strv_free_n(names, (size_t) n_fds);
+                return log_error_errno(k, "Cannot read unfinished executions: %s", store_error_message(store));
+        }
+        for (size_t i = 0; i < n; i++) {
+                Execution *e = l[i]->exec;
+                char want[96];
+                int fd = -EBADF;
+
+                snprintf(want, sizeof(want), "ctl-%s", e->id);
+                for (int x = 0; x < n_fds; x++)
+                        if (names && names[x] && streq(names[x], want)) {
+                                fd = SD_LISTEN_FDS_START + x;
+                                free(names[x]);
+                                names[x] = NULL;        /* claimed */
+                                break;
+                        }
+
+                /* Queued on record, but started: the crash came between StartTransientUnit and
+                 * the record's update. The unit (or its control socket) tells. */
+                if (e->status == EXEC_QUEUED && (fd >= 0 || unit_exists(r, e->id))) {
+                        log_notice("%s: was being started when sandboxd stopped; adopting it.", e->id);
+                        e->status = EXEC_RUNNING;
+                }
+
+                if (e->status == EXEC_RUNNING) {
+                        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+                        (void) fcntl(fd, F_SETFL, O_NONBLOCK);
+                        k = runner_adopt_running(r, l[i], fd);
+                        if (k >= 0) {
+                                adopted++;
+                                continue;
+                        }
+                        release_passed_fd(fd);
+                } else if (e->status == EXEC_QUEUED) {
+                        ExecRequest *req = NULL;
+                        uint64_t created = e->created_usec;
+                        Job *j;
+
+                        release_passed_fd(fd);
+                        k = request_from_record(r, l[i], &req);
+                        if (k >= 0)
+                                k = runner_submit(r, req, l[i]->owner, &j);
+                        if (k >= 0) {
+                                j->exec->created_usec = created;
+                                requeued++;
+                                continue;
+                        }
+                } else
+                        release_passed_fd(fd);
+
+                /* Cannot be resumed: say so in the record. */
+                e = l[i]->exec ?: e;
+                if (!l[i]->exec)
+                        continue;
+                e->status = EXEC_FAILED;
+                e->error_type = ERROR_INTERNAL;
+                e->reason = "sandboxd restarted and could not resume this execution";
+                e->finished_usec = now_usec(CLOCK_REALTIME);
+                {
+                        _cleanup_free_ char *url = callback_url_from_request_json(l[i]->request);
+
+                        if (url && callback_prepare(e, url, &l[i]->callback) < 0)
+                                log_oom();
+                }
+                if (store_put(store, l[i]) < 0)
+                        log_warning("%s: cannot mark as failed: %s", e->id, store_error_message(store));
+                failed++;
+        }
+        store_records_free(l, n);
+
+        /* Control sockets nobody claims (a record purged meanwhile): let them go. */
+        for (int x = 0; x < n_fds; x++)
+                if (names && names[x] && startswith(names[x], "ctl-")) {
+                        char msg[128];
+
+                        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", names[x]);
+                        (void) sd_notify(false, msg);
+                        release_passed_fd(SD_LISTEN_FDS_START + x);
+                }
+        strv_free_n(names, (size_t) n_fds);
+
+        if (adopted + requeued + failed > 0)
+                log_info("After the restart: %zu running executions adopted, %zu queued resumed, %zu failed.",
+                         adopted, requeued, failed);
+        return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The runner: every job this instance knows (newest first), the queue that orders them (queue.h: one
+ * FIFO per owner, round robin, a session's runs one at a time) and the slots they hold. It is the one
+ * owner of jobs: it creates them, starts them when a slot is free, learns through JobEvents (job.h)
+ * when one leaves the queue or becomes final, and drops the oldest finished beyond KeepFinished=.
+ * Jobs never call it. Its interface is what a second backend (a queue shared by several nodes) would
+ * implement; today the one backend is this process's memory plus the store for restarts. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/context.h"
+#include "admission/queue.h"
+#include "model/request.h"
+
+typedef struct Job Job;
+typedef struct Runner Runner;
+typedef struct Session Session;
+typedef struct Sessions Sessions;
+
+typedef struct RunnerCounts {
+        unsigned running;                /* holding a slot: preparing, starting, running, finishing */
+        unsigned queued;
+        unsigned jobs;                   /* in memory, final ones (KeepFinished=) included */
+        uint64_t finished_total;         /* final since start */
+} RunnerCounts;
+
+int runner_new(Context *ctx, Sessions *sessions, Runner **ret);
+/* Frees every job (their waiters see them unfinished). */
+Runner *runner_free(Runner *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Runner *, runner_free);
+
+/* A new queued job from a validated request (takes req; its session, if any, exists: session.h).
+ * Not started here: runner_dispatch() does, which the caller runs once it holds *ret safely. */
+int runner_submit(Runner *r, ExecRequest *req, const char *owner, Job **ret);
+/* At start, before the loop runs: the store's unfinished executions come back, running ones adopted
+ * (with their control sockets from systemd's fd store), queued ones queued again in their order, and
+ * the rest failed with a reason. */
+int runner_adopt(Runner *r);
+/* Does anything started by an earlier instance still run (and so use an older /usr layer)? */
+bool runner_has_adopted(const Runner *r);
+
+/* Start queued jobs while slots are free. */
+void runner_dispatch(Runner *r);
+Job *runner_find(Runner *r, const char *id);
+void runner_counts(const Runner *r, RunnerCounts *ret);
+/* What this owner holds in the queue (quota.h), or NULL. */
+const QueueOwner *runner_queue_owner(const Runner *r, const char *owner);
+/* STATUS= for the service manager: running, queued, finished. */
+void runner_notify_status(const Runner *r);
+
+/* The queued runs of a session that can no longer run end with an internal error. */
+void runner_fail_session(Runner *r, Session *s, const char *why);
+/* Executions far past their deadline are killed again (a lost signal, a bus hiccup). */
+void runner_kill_overdue(Runner *r);
+/* Final jobs that finished before cutoff (CLOCK_REALTIME µs) leave memory (their records were purged). */
+void runner_forget_finished_before(Runner *r, uint64_t cutoff_usec);
+/* Is name (a directory below the workspaces directory) the workspace of an unfinished job? */
+bool runner_uses_workspace(const Runner *r, const char *name);
+/* Stop: every waiter is answered now (it sees its job unfinished). */
+void runner_flush_waiters(Runner *r);

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include "job.h"
+#include "log.h"
+#include "admission/quota.h"
+#include "model/result.h"
+#include "session.h"
+#include "store/store.h"
+#include "systemd/sysd.h"
+#include "time-util.h"
+#include "unit/unit-props.h"
+
+static Session *session_free(Session *s) {
+        if (!s)
+                return NULL;
+        sysd_call_free(s->call);
+        sysd_watch_free(s->watch);
+        free(s->id);
+        free(s->owner);
+        free(s->name);
+        free(s->path);
+        free(s->mount_name);
+        free(s->state_dir);
+        free(s);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);
+
+struct Sessions {
+        const Context *ctx;
+        const SessionEvents *events;
+        void *userdata;
+        Session *list;
+        unsigned n;
+};
+
+int sessions_new(const Context *ctx, const SessionEvents *ev, void *userdata, Sessions **ret) {
+        Sessions *ss = calloc(1, sizeof(Sessions));
+
+        if (!ss)
+                return -ENOMEM;
+        ss->ctx = ctx;
+        ss->events = ev;
+        ss->userdata = userdata;
+        *ret = ss;
+        return 0;
+}
+
+static void session_unlink(Sessions *ss, Session *s) {
+        for (Session **p = &ss->list; *p; p = &(*p)->next)
+                if (*p == s) {
+                        *p = s->next;
+                        ss->n--;
+                        return;
+                }
+}
+
+Sessions *sessions_free(Sessions *ss) {
+        if (!ss)
+                return NULL;
+        while (ss->list) {
+                Session *s = ss->list;
+
+                ss->list = s->next;
+                session_free(s);
+        }
+        free(ss);
+        return NULL;
+}
+
+Session *sessions_find(const Sessions *ss, const char *id) {
+        for (Session *s = ss->list; s; s = s->next)
+                if (streq(s->id, id))
+                        return s;
+        return NULL;
+}
+
+Session *sessions_first(const Sessions *ss) {
+        return ss->list;
+}
+
+unsigned sessions_count(const Sessions *ss) {
+        return ss->n;
+}
+
+static void on_session_job_removed(void *userdata, const char *unit, const char *result);
+static const SysdUnitEvents session_events = { .job_removed = on_session_job_removed };
+
+static bool session_owns_dir(const Sessions *ss, const char *name) {
+        for (Session *s = ss->list; s; s = s->next)
+                if (streq(s->name, name))
+                        return true;
+        return false;
+}
+
+static int session_persist(Session *s) {
+        const Context *ctx = s->sessions->ctx;
+        StoreSession x = {
+                .session_id = s->id,
+                .owner = s->owner,
+                .mount_unit = s->mount_name,
+                .path = s->path,
+                .disk_mb = s->disk_mb,
+                .created_usec = s->created_usec,
+                .last_used_usec = s->last_used_usec,
+                .executions = s->executions,
+        };
+        int r;
+
+        if (!ctx->store)
+                return 0;
+        r = store_session_put(ctx->store, &x);
+        if (r < 0) {
+                metrics_store_error(ctx->metrics);
+                log_error_errno(r, "Session %s: cannot write its record: %s", s->id,
+                                store_error_message(ctx->store));
+        }
+        return r;
+}
+
+/* name → the Session's derived paths. */
+static Session *session_new(Sessions *ss, const char *id, const char *owner, const char *name, uint64_t disk_mb) {
+        Session *s = calloc(1, sizeof(Session));
+
+        if (!s)
+                return NULL;
+        s->sessions = ss;
+        s->disk_mb = disk_mb;
+        s->id = strdup(id);
+        s->name = strdup(name);
+        if (owner)
+                s->owner = strdup(owner);
+        if (!s->id || !s->name || (owner && !s->owner) ||
+            asprintf(&s->path, "%s/%s", SESSION_MOUNT_DIR, name) < 0 ||
+            asprintf(&s->state_dir, "%s/%s", SESSION_STATE_PREFIX, name) < 0) {
+                s->path = s->state_dir = NULL;
+                return session_free(s);
+        }
+        s->mount_name = mount_unit_name_from_path(s->path);
+        if (!s->mount_name)
+                return session_free(s);
+        /* Watched for its whole life: its start job's end, and "tracked" for the sweep. */
+        if (ss->ctx->sysd && sysd_watch(ss->ctx->sysd, s->mount_name, &session_events, s, &s->watch) < 0)
+                return session_free(s);
+        return s;
+}
+
+/* Is the mount root the session's tmpfs (not the bare directory under it)? Every component of the
+ * path is root's: SESSION_MOUNT_DIR is 0700 root and the tmpfs root is 0755 root (mode= of the
+ * mount); the sandbox owns only workspace/ and tmp/ below it. O_PATH: nothing is read. */
+static int session_statfs(const Session *s, struct statfs *ret) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st, parent;
+
+        fd = open(s->path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstatfs(fd, ret) < 0 || fstat(fd, &st) < 0 || stat(SESSION_MOUNT_DIR, &parent) < 0)
+                return -errno;
+        if (ret->f_type != TMPFS_MAGIC || st.st_dev == parent.st_dev || st.st_uid != 0)
+                return -EMEDIUMTYPE;
+        return 0;
+}
+
+int session_used_bytes(const Session *s, uint64_t *ret) {
+        struct statfs sfs;
+        int r;
+
+        r = session_statfs(s, &sfs);
+        if (r < 0)
+                return r;
+        *ret = (uint64_t) (sfs.f_blocks - sfs.f_bfree) * (uint64_t) sfs.f_bsize;
+        return 0;
+}
+
+bool session_may_run(const Session *s) {
+        return s->ready && !s->active;
+}
+
+void session_run_started(Session *s, Job *j) {
+        s->active = j;
+        s->last_used_usec = now_usec(CLOCK_REALTIME);
+}
+
+void session_job_gone(Session *s, Job *j, bool ran) {
+        if (s->n_jobs > 0)
+                s->n_jobs--;
+        if (s->active == j)
+                s->active = NULL;
+        s->last_used_usec = now_usec(CLOCK_REALTIME);
+        if (ran)
+                s->executions++;
+        (void) session_persist(s);
+}
+
+/* The queued runs of a session that can no longer run end with an internal error (their owner
+ * ends them). */
+static void session_fail_jobs(Session *s, const char *why) {
+        s->sessions->events->failed(s->sessions->userdata, s, why);
+}
+
+int session_remove(Session *s, const char *why) {
+        Sessions *ss = s->sessions;
+        const Context *ctx = ss->ctx;
+
+        if (s->n_jobs > 0 || s->active)
+                return -EBUSY;
+        log_info("Session %s: %s; removing its workspace (%s).", s->id, why, s->mount_name);
+        if (ctx->sysd)
+                (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
+        if (ctx->store && store_session_delete(ctx->store, s->id) < 0)
+                log_warning("Session %s: cannot delete its record: %s", s->id, store_error_message(ctx->store));
+        session_unlink(ss, s);
+        session_free(s);
+        /* The directories go once systemd has unmounted: soon, not at the next regular sweep. */
+        ss->events->removed(ss->userdata);
+        return 0;
+}
+
+static void on_mount_reply(void *userdata, int r, const char *message) {
+        Session *s = userdata;
+
+        s->call = sysd_call_free(s->call);
+        if (r < 0) {
+                log_error("Session %s: starting its workspace mount %s failed: %s", s->id, s->mount_name,
+                          strna(message));
+                session_fail_jobs(s, "the session's workspace could not be mounted");
+                (void) session_remove(s, "its workspace could not be mounted");
+        }
+}
+
+static void on_session_job_removed(void *userdata, const char *unit, const char *result) {
+        Session *s = userdata;
+        struct statfs sfs;
+        int r;
+
+        if (s->ready)
+                return;                 /* a stop job, or a repeat */
+        r = streq(result, "done") ? session_statfs(s, &sfs) : -EIO;
+        if (r < 0) {
+                log_error_errno(r, "Session %s: workspace mount job '%s', the tmpfs is not there: %m", s->id, result);
+                session_fail_jobs(s, "the session's workspace could not be mounted");
+                (void) session_remove(s, "its workspace could not be mounted");
+                return;
+        }
+        s->ready = true;
+        log_debug("Session %s: workspace mounted at %s", s->id, s->path);
+        s->sessions->events->ready(s->sessions->userdata, s);
+}
+
+int sessions_acquire(Sessions *ss, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
+                    RequestError *err) {
+        const Context *ctx = ss->ctx;
+        _cleanup_(session_freep) Session *created = NULL;
+        QuotaUsage u = { .new_session_disk_mb = disk_mb };
+        uint64_t mine = 0;
+        char name[64];
+        Session *s;
+        int r;
+
+        s = sessions_find(ss, id);
+        if (s) {
+                /* Another caller's session is not theirs to use: not even an administrator's run goes
+                 * into someone else's files. */
+                if (!streq_ptr(s->owner, owner))
+                        return request_error(err, -EPERM, API_ERROR_FORBIDDEN, "session_id",
+                                             "session_id: session '%s' belongs to another caller", id);
+                /* The tmpfs has one size for its whole life. */
+                if (s->disk_mb != disk_mb)
+                        return request_error(err, -EEXIST, API_ERROR_CONFLICT, "limits.disk_mb",
+                                             "limits.disk_mb: session '%s' was created with disk_mb=%" PRIu64
+                                             ", this request asks for %" PRIu64, id, s->disk_mb, disk_mb);
+                *ret = s;
+                return 0;
+        }
+
+        if (ss->n >= ctx->config->max_sessions)
+                return request_error(err, -EUSERS, API_ERROR_TOO_MANY_SESSIONS, "session_id",
+                                     "session_id: %u sessions exist (MaxSessions=%" PRIu64 "); delete one or retry "
+                                     "later", ss->n, ctx->config->max_sessions);
+        for (Session *x = ss->list; x; x = x->next) {
+                u.sessions_disk_mb += x->disk_mb;
+                if (streq_ptr(x->owner, owner)) {
+                        mine++;
+                        u.caller_sessions_disk_mb += x->disk_mb;
+                }
+        }
+        if (mine >= ctx->config->max_sessions_per_caller)
+                return request_error(err, -EUSERS, API_ERROR_TOO_MANY_SESSIONS, "session_id",
+                                     "session_id: you hold %" PRIu64 " sessions (MaxSessionsPerCaller=%" PRIu64 "); "
+                                     "delete one or retry later", mine, ctx->config->max_sessions_per_caller);
+        /* Each session's tmpfs pages stay charged to sandboxd.slice for the session's life, whoever
+         * wrote them: the sum of the sizes is what sessions may pin in memory. */
+        r = quota_check_session(ctx->config, ctx->phys_mem_bytes, &u, err);
+        if (r < 0)
+                return r;
+
+        /* The directory is named afresh, not after the id: a session deleted and created again never
+         * meets a mount of its predecessor still being stopped. */
+        r = id_generate(name, sizeof(name), "sess");
+        if (r < 0)
+                goto internal;
+        s = created = session_new(ss, id, owner, name, disk_mb);
+        if (!s) {
+                r = -ENOMEM;
+                goto internal;
+        }
+        s->created_usec = s->last_used_usec = now_usec(CLOCK_REALTIME);
+        {
+                Limits l = { .disk_mb = disk_mb };
+
+                r = sysd_start_tmpfs(ctx->sysd, s->mount_name, s->path, sandbox_workspace_bytes(&l), on_mount_reply, s,
+                                     &s->call);
+        }
+        if (r < 0)
+                goto internal;
+        r = session_persist(s);
+        if (r < 0) {
+                (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
+                return request_error(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE, NULL,
+                                     "the session could not be recorded (%s); nothing was started",
+                                     store_error_message(ctx->store));
+        }
+        s->next = ss->list;
+        ss->list = TAKE_PTR(created);
+        ss->n++;
+        log_info("Session %s: created for %s, disk_mb=%" PRIu64 ", at %s", id, strna(owner), disk_mb, s->path);
+        *ret = s;
+        return 0;
+
+internal:
+        return request_error(err, r, API_ERROR_INTERNAL, NULL, "cannot create session '%s': %s", id, strerror(-r));
+}
+
+int sessions_load(Sessions *ss) {
+        const Context *ctx = ss->ctx;
+        StoreSession *l = NULL;
+        size_t n = 0, kept = 0, gone = 0;
+        int r;
+
+        if (!ctx->store)
+                return 0;
+        r = store_session_list(ctx->store, &l, &n);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the sessions: %s", store_error_message(ctx->store));
+        for (size_t i = 0; i < n; i++) {
+                const char *slash = strrchr(l[i].path, '/');
+                _cleanup_free_ char *dir = slash ? strndup(l[i].path, (size_t) (slash - l[i].path)) : NULL;
+                struct statfs sfs;
+                Session *s;
+
+                /* Only what this binary would have created is taken back. */
+                if (!dir || !streq(dir, SESSION_MOUNT_DIR) || !id_is_valid(slash + 1, 64) ||
+                    !(s = session_new(ss, l[i].session_id, l[i].owner, slash + 1, l[i].disk_mb))) {
+                        log_warning("Session %s: record not understood, dropped.", l[i].session_id);
+                        (void) store_session_delete(ctx->store, l[i].session_id);
+                        gone++;
+                        continue;
+                }
+                s->created_usec = l[i].created_usec;
+                s->last_used_usec = l[i].last_used_usec;
+                s->executions = l[i].executions;
+                if (session_statfs(s, &sfs) < 0) {
+                        /* systemd (or the machine) restarted: the tmpfs and its files are gone. */
+                        log_notice("Session %s: its workspace is no longer mounted, forgetting it.", s->id);
+                        if (ctx->sysd)
+                                (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
+                        (void) store_session_delete(ctx->store, s->id);
+                        session_free(s);
+                        gone++;
+                        continue;
+                }
+                s->ready = true;
+                s->next = ss->list;
+                ss->list = s;
+                ss->n++;
+                kept++;
+        }
+        store_sessions_free(l, n);
+        if (kept + gone > 0)
+                log_info("Sessions: %zu kept, %zu gone.", kept, gone);
+        return 0;
+}
+
+/* Mount points (SESSION_MOUNT_DIR/<name>) and systemd's symlink directories (SESSION_LINK_DIR/<name>
+ * holding workspace and tmp) of sessions that are gone. Both trees are root's alone (0700 and
+ * never bound into a sandbox); still nothing here follows a name: rmdir refuses a mount point in
+ * use and anything not empty, unlinkat never follows a symlink. */
+static void sweep_dir(const Sessions *ss, const char *path, bool links) {
+        _cleanup_close_ int dfd = -EBADF;
+        struct dirent *de;
+        DIR *d;
+
+        dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return;
+        d = fdopendir(dfd);
+        if (!d)
+                return;
+        dfd = -EBADF;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.' || session_owns_dir(ss, de->d_name))
+                        continue;
+                if (links) {
+                        _cleanup_close_ int sub = openat(dirfd(d), de->d_name,
+                                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        struct stat st;
+
+                        if (sub < 0 || fstat(sub, &st) < 0 || st.st_uid != 0)
+                                continue;
+                        (void) unlinkat(sub, "workspace", 0);
+                        (void) unlinkat(sub, "tmp", 0);
+                }
+                (void) unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+}
+
+void sessions_sweep(Sessions *ss) {
+        uint64_t now = now_usec(CLOCK_REALTIME), idle = ss->ctx->config->session_idle_sec * USEC_PER_SEC;
+
+        for (Session *s = ss->list, *next; s; s = next) {
+                next = s->next;
+                /* Not only ready ones: a mount whose completion never came must not stay forever. */
+                if (s->n_jobs == 0 && !s->active && s->last_used_usec + idle <= now)
+                        (void) session_remove(s, "idle for SessionIdleSec=");
+        }
+        sweep_dir(ss, SESSION_MOUNT_DIR, false);
+        sweep_dir(ss, SESSION_LINK_DIR, true);
+}
+
+json_object *session_to_json(Session *s) {
+        const Context *ctx = s->sessions->ctx;
+        json_object *o = json_object_new_object(), *a = json_object_new_array();
+        StoreQuery q = STORE_QUERY_INIT;
+        StoreRecord **l = NULL;
+        size_t n = 0;
+        char buf[64];
+        uint64_t used = 0;
+
+        json_object_object_add(o, "session_id", json_object_new_string(s->id));
+        json_object_object_add(o, "disk_mb", json_object_new_uint64(s->disk_mb));
+        json_object_object_add(o, "size_bytes", session_used_bytes(s, &used) >= 0 ? json_object_new_uint64(used) : NULL);
+        format_timestamp(s->created_usec, buf, sizeof(buf));
+        json_object_object_add(o, "created_at", json_object_new_string(buf));
+        format_timestamp(s->last_used_usec, buf, sizeof(buf));
+        json_object_object_add(o, "last_used_at", json_object_new_string(buf));
+        format_timestamp(s->last_used_usec + ctx->config->session_idle_sec * USEC_PER_SEC, buf, sizeof(buf));
+        json_object_object_add(o, "expires_at", s->n_jobs > 0 ? NULL : json_object_new_string(buf));
+        json_object_object_add(o, "executions", json_object_new_uint64(s->executions));
+        json_object_object_add(o, "active", s->active ? json_object_new_string(s->active->exec->id) : NULL);
+        json_object_object_add(o, "pending", json_object_new_uint64(s->n_jobs));
+        q.session_id = s->id;
+        q.limit = SESSION_RECENT_MAX;
+        if (ctx->store && store_list(ctx->store, &q, &l, &n, NULL) >= 0) {
+                for (size_t i = 0; i < n; i++)
+                        json_object_array_add(a, json_object_new_string(l[i]->exec->id));
+                store_records_free(l, n);
+        }
+        json_object_object_add(o, "recent_executions", a);
+        return o;
+}

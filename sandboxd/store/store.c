@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <math.h>
+#include <pthread.h>
+
+#include "base64.h"
+#include "model/language.h"
+#include "store-internal.h"
+#include "string-table.h"
+
+/* ---- records ---- */
+
+StoreRecord *store_record_new(const char *id) {
+        StoreRecord *r = calloc(1, sizeof(StoreRecord));
+
+        if (!r)
+                return NULL;
+        r->exec = execution_new(id);
+        if (!r->exec)
+                return mfree(r);
+        return r;
+}
+
+static const char *const callback_state_table[_CALLBACK_STATE_MAX] = {
+        [CALLBACK_PENDING] = "pending",
+        [CALLBACK_DELIVERED] = "delivered",
+        [CALLBACK_FAILED] = "failed",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(callback_state, CallbackState);
+
+StoreCallback *store_callback_free(StoreCallback *c) {
+        if (!c)
+                return NULL;
+        free(c->execution_id);
+        free(c->url);
+        free(c->delivery_id);
+        free(c->last_error);
+        free(c->body);
+        return mfree(c);
+}
+
+void store_callbacks_free(StoreCallback **l, size_t n) {
+        if (!l)
+                return;
+        for (size_t i = 0; i < n; i++)
+                store_callback_free(l[i]);
+        free(l);
+}
+
+StoreRecord *store_record_free(StoreRecord *r) {
+        if (!r)
+                return NULL;
+        store_callback_free(r->callback);
+        execution_free(r->exec);
+        free(r->code);
+        free(r->workspace);
+        free(r->request);
+        free(r->owner);
+        return mfree(r);
+}
+
+void store_records_free(StoreRecord **l, size_t n) {
+        if (!l)
+                return;
+        for (size_t i = 0; i < n; i++)
+                store_record_free(l[i]);
+        free(l);
+}
+
+/* Backends store unsigned values in signed 64-bit columns (SQLite INTEGER, PostgreSQL BIGINT):
+ * refuse what would come back negative rather than store it wrapped. */
+static bool u64_fits(uint64_t v) {
+        return v <= (uint64_t) INT64_MAX;
+}
+
+bool store_callback_is_valid(const StoreCallback *c, bool need_body) {
+        if (!c || !id_is_valid(c->execution_id, STORE_ID_MAX) || !id_is_valid(c->delivery_id, STORE_ID_MAX))
+                return false;
+        if (isempty(c->url) || (need_body && !c->body))
+                return false;
+        if (c->state < 0 || c->state >= _CALLBACK_STATE_MAX)
+                return false;
+        return u64_fits(c->attempts) && u64_fits(c->next_attempt_usec) && u64_fits(c->created_usec) &&
+               u64_fits(c->delivered_usec);
+}
+
+bool store_record_is_valid(const StoreRecord *r) {
+        const Execution *e;
+
+        if (!r || !r->exec)
+                return false;
+        e = r->exec;
+        if (!id_is_valid(e->id, STORE_ID_MAX))
+                return false;
+        if (e->session_id && !id_is_valid(e->session_id, STORE_ID_MAX))
+                return false;
+        if (isempty(e->language))
+                return false;
+        if (e->status < 0 || e->status >= _EXEC_STATUS_MAX)
+                return false;
+        if (e->error_type < 0 || e->error_type >= _ERROR_TYPE_MAX)
+                return false;
+        if (r->owner && isempty(r->owner))
+                return false;
+        if (!isfinite(e->limits.cpu_cores))
+                return false;
+        if (r->callback && (!store_callback_is_valid(r->callback, true) || !streq(r->callback->execution_id, e->id)))
+                return false;
+
+        const uint64_t values[] = {
+                e->out.bytes, e->out.lines, e->err.bytes, e->err.lines, e->duration_ms, e->cpu_usec,
+                e->peak_memory_bytes, e->created_usec, e->started_usec, e->finished_usec,
+                e->limits.timeout_ms, e->limits.memory_mb, e->limits.disk_mb, e->limits.tasks,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                if (!u64_fits(values[i]))
+                        return false;
+        return true;
+}
+
+/* ---- interned strings ---- */
+
+/* Execution.language and Execution.reason point to static strings (the language table, the
+ * verdict rules). A row read back has to point somewhere that lives as long: known languages map
+ * to the table itself, anything else is copied once into this table. It only ever holds the few
+ * distinct reasons the verdict rules produce, so a bound that a hostile or damaged database could
+ * exhaust costs nothing but the fallback. Kept reachable from a static, so leak checkers are quiet. */
+#define INTERN_MAX 128
+#define INTERN_LEN_MAX 256
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *intern_table[INTERN_MAX];
+static size_t intern_n;
+
+static const char *intern(const char *s) {
+        const char *found = NULL;
+
+        if (!s || strlen(s) > INTERN_LEN_MAX)
+                return NULL;
+
+        pthread_mutex_lock(&intern_lock);
+        for (size_t i = 0; i < intern_n; i++)
+                if (streq(intern_table[i], s)) {
+                        found = intern_table[i];
+                        break;
+                }
+        if (!found && intern_n < INTERN_MAX) {
+                char *c = strdup(s);
+                if (c)
+                        found = intern_table[intern_n++] = c;
+        }
+        pthread_mutex_unlock(&intern_lock);
+        return found;
+}
+
+const char *store_intern_language(const char *name) {
+        const Language *l;
+        const char *i;
+
+        if (!name)
+                return "unknown";
+        /* Only the exact protocol name maps to the row: the store holds what the API reported. */
+        l = language_find(name);
+        if (l && streq(l->name, name))
+                return l->name;
+        i = intern(name);
+        return i ?: "unknown";
+}
+
+const char *store_intern_reason(const char *reason) {
+        return intern(reason);
+}
+
+/* ---- cursors ---- */
+
+/* A cursor is base64url (no padding) of "<o>:<key>:<execution_id>", o being 'c' (created_at) or
+ * 'd' (duration_ms). Opaque to clients, but nothing secret: it only says where a page ended, and
+ * the caller's own filters (owner included) still apply to the next page. */
+#define CURSOR_PAYLOAD_MAX (2 + 20 + 1 + STORE_ID_MAX)
+#define CURSOR_TEXT_MAX ((CURSOR_PAYLOAD_MAX * 4 + 2) / 3)
+
+static int cursor_payload(const StoreCursor *c, char *buf, size_t size) {
+        int k;
+
+        if (c->order < 0 || c->order >= _STORE_ORDER_MAX || !u64_fits(c->key) ||
+            !id_is_valid(c->id, STORE_ID_MAX))
+                return -EINVAL;
+        k = snprintf(buf, size, "%c:%" PRIu64 ":%s", c->order == STORE_ORDER_CREATED_AT ? 'c' : 'd', c->key,
+                     c->id);
+        if (k < 0 || (size_t) k >= size)
+                return -EINVAL;
+        return k;
+}
+
+int store_cursor_format(const StoreCursor *c, char **ret) {
+        char payload[CURSOR_PAYLOAD_MAX + 1];
+        char *s;
+        int k;
+
+        k = cursor_payload(c, payload, sizeof(payload));
+        if (k < 0)
+                return k;
+        s = base64url_encode(payload, (size_t) k);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int store_cursor_parse(const char *s, StoreCursor *ret) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        char canonical[CURSOR_PAYLOAD_MAX + 1];
+        _cleanup_free_ char *again = NULL;
+        StoreCursor c = {};
+        char *key, *id, *colon;
+        size_t n;
+        int r;
+
+        if (isempty(s) || strlen(s) > CURSOR_TEXT_MAX)
+                return -EINVAL;
+        r = base64url_decode(s, strlen(s), &buf, &n);
+        if (r < 0)
+                return r;
+        /* NUL-terminated by the decoder. */
+        if (n > CURSOR_PAYLOAD_MAX || memchr(buf, 0, n))
+                return -EINVAL;
+
+        if (n < 2 || buf[1] != ':')
+                return -EINVAL;
+        if (buf[0] == 'c')
+                c.order = STORE_ORDER_CREATED_AT;
+        else if (buf[0] == 'd')
+                c.order = STORE_ORDER_DURATION_MS;
+        else
+                return -EINVAL;
+
+        key = (char *) buf + 2;
+        colon = strchr(key, ':');
+        if (!colon)
+                return -EINVAL;
+        *colon = 0;
+        id = colon + 1;
+        if (safe_atou64(key, &c.key) < 0 || !u64_fits(c.key))
+                return -EINVAL;
+        if (!id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        strcpy(c.id, id);
+
+        /* Only the one spelling we produce: no leading zeros, no stray low bits in the last
+         * character. A cursor is either exactly one of ours or garbage. */
+        r = cursor_payload(&c, canonical, sizeof(canonical));
+        if (r < 0)
+                return r;
+        again = base64url_encode(canonical, (size_t) r);
+        if (!again)
+                return -ENOMEM;
+        if (!streq(again, s))
+                return -EINVAL;
+
+        *ret = c;
+        return 0;
+}
+
+/* ---- dispatch ---- */
+
+void store_set_error(Store *s, const char *message) {
+        char *m;
+
+        if (!s)
+                return;
+        m = strdup(message ?: "unknown error");
+        if (!m)
+                return;
+        free(s->error);
+        s->error = m;
+}
+
+const char *store_error_message(Store *s) {
+        return s && s->error ? s->error : "no error";
+}
+
+Store *store_close(Store *s) {
+        if (!s)
+                return NULL;
+        free(s->error);
+        s->error = NULL;
+        s->ops->close(s);
+        return NULL;
+}
+
+int store_put(Store *s, const StoreRecord *r) {
+        if (!s)
+                return -EINVAL;
+        if (!store_record_is_valid(r)) {
+                store_set_error(s, "invalid record");
+                return -EINVAL;
+        }
+        return s->ops->put(s, r);
+}
+
+int store_get(Store *s, const char *id, StoreRecord **ret) {
+        if (!s || !id || !ret)
+                return -EINVAL;
+        /* An id the store would never have accepted cannot be there. */
+        if (!id_is_valid(id, STORE_ID_MAX))
+                return -ENOENT;
+        return s->ops->get(s, id, ret);
+}
+
+static StoreOrder query_order(const StoreQuery *q) {
+        return q->order >= 0 && q->order < _STORE_ORDER_MAX ? q->order : _STORE_ORDER_INVALID;
+}
+
+static uint64_t record_key(const StoreRecord *r, StoreOrder o) {
+        return o == STORE_ORDER_DURATION_MS ? r->exec->duration_ms : r->exec->created_usec;
+}
+
+int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n, char **ret_next_cursor) {
+        StoreListArgs a = {};
+        StoreCursor after;
+        StoreRecord **l = NULL;
+        _cleanup_free_ char *next = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!s || !q || !ret || !ret_n)
+                return -EINVAL;
+
+        if (q->limit < 1 || q->limit > STORE_LIST_MAX) {
+                store_set_error(s, "limit must be between 1 and " STRINGIFY(STORE_LIST_MAX));
+                return -EINVAL;
+        }
+        if (query_order(q) < 0 || q->status < -1 || q->status >= _EXEC_STATUS_MAX || q->error_type < -1 ||
+            q->error_type >= _ERROR_TYPE_MAX) {
+                store_set_error(s, "invalid order, status or error_type");
+                return -EINVAL;
+        }
+        if ((q->session_id && !id_is_valid(q->session_id, STORE_ID_MAX)) || (q->owner && isempty(q->owner))) {
+                store_set_error(s, "invalid session_id or owner");
+                return -EINVAL;
+        }
+
+        a = (StoreListArgs) {
+                .session_id = q->session_id,
+                .owner = q->owner,
+                .status = q->status,
+                .error_type = q->error_type,
+                .order = q->order,
+                .limit = q->limit + 1,   /* one more than asked: is there a next page? */
+        };
+        if (q->cursor) {
+                r = store_cursor_parse(q->cursor, &after);
+                /* A cursor from a list in the other order would seek on the wrong key. */
+                if (r < 0 || after.order != q->order) {
+                        store_set_error(s, "invalid cursor");
+                        return -EINVAL;
+                }
+                a.after = &after;
+        }
+
+        /* failed=true is status=failed; together with another status it matches nothing. */
+        if (q->failed) {
+                if (q->status >= 0 && q->status != EXEC_FAILED)
+                        goto done;
+                a.status = EXEC_FAILED;
+        }
+
+        r = s->ops->list(s, &a, &l, &n);
+        if (r < 0)
+                return r;
+
+        if (n > q->limit) {
+                StoreCursor c = { .order = q->order, .key = record_key(l[q->limit - 1], q->order) };
+
+                for (size_t i = q->limit; i < n; i++)
+                        l[i] = store_record_free(l[i]);
+                n = q->limit;
+                strcpy(c.id, l[n - 1]->exec->id);
+                r = store_cursor_format(&c, &next);
+                if (r < 0) {
+                        store_records_free(l, n);
+                        return r;
+                }
+        }
+
+done:
+        *ret = l;
+        *ret_n = n;
+        if (ret_next_cursor)
+                *ret_next_cursor = TAKE_PTR(next);
+        return 0;
+}
+
+int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
+        if (!s || !ret || !ret_n)
+                return -EINVAL;
+        return s->ops->list_unfinished(s, ret, ret_n);
+}
+
+int store_purge_ex(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced) {
+        uint64_t dummy;
+
+        if (!s)
+                return -EINVAL;
+        if (ret_unreferenced)
+                *ret_unreferenced = NULL;
+        /* Everything finished before a time past the representable range is everything. */
+        return s->ops->purge(s, MIN(finished_before_usec, (uint64_t) INT64_MAX), ret_n ?: &dummy, ret_unreferenced);
+}
+
+int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
+        return store_purge_ex(s, finished_before_usec, ret_n, NULL);
+}
+
+int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
+        if (!s || !a || !id || !id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        for (size_t i = 0; i < a->n_items; i++)
+                if (!a->items[i].path || !a->items[i].mime_type || !is_lower_hex(a->items[i].sha256, 64) ||
+                    !u64_fits(a->items[i].size) || !u64_fits(a->items[i].charged_bytes)) {
+                        store_set_error(s, "invalid artifact");
+                        return -EINVAL;
+                }
+        if (!u64_fits(a->n_skipped_total))
+                return -EINVAL;
+        return s->ops->put_artifacts(s, id, a);
+}
+
+int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
+        if (!s || !id || !ret)
+                return -EINVAL;
+        if (!id_is_valid(id, STORE_ID_MAX))
+                return -ENOENT;
+        return s->ops->get_artifacts(s, id, ret);
+}
+
+int store_artifact_store_bytes(Store *s, uint64_t *ret) {
+        if (!s || !ret)
+                return -EINVAL;
+        return s->ops->artifact_store_bytes(s, ret);
+}
+
+int store_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret) {
+        if (!s || !ret)
+                return -EINVAL;
+        return s->ops->artifact_caller_bytes(s, owner ?: "", ret);
+}
+
+int store_count(Store *s, uint64_t *ret) {
+        if (!s || !ret)
+                return -EINVAL;
+        return s->ops->count(s, ret);
+}
+
+int store_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret) {
+        if (!s || !ret || !id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        return s->ops->callback_get(s, id, with_body, ret);
+}
+
+int store_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n) {
+        if (!s || !ret || !ret_n || limit < 1 || limit > STORE_LIST_MAX)
+                return -EINVAL;
+        return s->ops->callback_due(s, MIN(now_usec, (uint64_t) INT64_MAX), limit, ret, ret_n);
+}
+
+int store_callback_next_due(Store *s, uint64_t *ret_usec) {
+        if (!s || !ret_usec)
+                return -EINVAL;
+        return s->ops->callback_next_due(s, ret_usec);
+}
+
+int store_callback_count(Store *s, CallbackState st, uint64_t *ret) {
+        if (!s || !ret || st < 0 || st >= _CALLBACK_STATE_MAX)
+                return -EINVAL;
+        return s->ops->callback_count(s, st, ret);
+}
+
+int store_callback_update(Store *s, const StoreCallback *c) {
+        if (!s || !store_callback_is_valid(c, false))
+                return -EINVAL;
+        return s->ops->callback_update(s, c);
+}
+
+static bool session_is_valid(const StoreSession *x) {
+        return x && x->session_id && id_is_valid(x->session_id, STORE_ID_MAX) && x->mount_unit && x->path &&
+               x->disk_mb <= INT64_MAX && x->created_usec <= INT64_MAX && x->last_used_usec <= INT64_MAX &&
+               x->executions <= INT64_MAX;
+}
+
+int store_session_put(Store *s, const StoreSession *x) {
+        if (!s || !session_is_valid(x)) {
+                if (s)
+                        store_set_error(s, "invalid session");
+                return -EINVAL;
+        }
+        return s->ops->session_put(s, x);
+}
+
+int store_session_delete(Store *s, const char *session_id) {
+        if (!s || !session_id || !id_is_valid(session_id, STORE_ID_MAX))
+                return -EINVAL;
+        return s->ops->session_delete(s, session_id);
+}
+
+int store_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
+        if (!s || !ret || !ret_n)
+                return -EINVAL;
+        return s->ops->session_list(s, ret, ret_n);
+}
+
+int store_usage_get(Store *s, const char *owner, StoreUsage *ret) {
+        if (!s || isempty(owner) || !ret)
+                return -EINVAL;
+        return s->ops->usage_get(s, owner, ret);
+}
+
+void store_sessions_free(StoreSession *l, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(l[i].session_id);
+                free(l[i].owner);
+                free(l[i].mount_unit);
+                free(l[i].path);
+        }
+        free(l);
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The execution store: one row per execution, every field of the result, kept across restarts.
+ * Backend-neutral: callers see only this header. The embedded default is SQLite (store-sqlite.c);
+ * a PostgreSQL backend is one more StoreOps table (store-internal.h), no change here or in callers.
+ *
+ * Every function returns 0 or a negative errno:
+ *   -EINVAL     bad argument (a limit outside 1..1000, a forged or foreign cursor, an invalid id)
+ *   -ENOENT     store_get(): no such execution
+ *   -ENOSPC     the disk (or the database's size cap) is full; the write did not happen, earlier
+ *               records are intact
+ *   -EROFS, -EACCES   the database cannot be written
+ *   -EBADMSG    the database is corrupted, or is not a sandboxd database
+ *   -EPROTONOSUPPORT  store_open_*(): the schema is newer than this binary knows
+ *   -EBUSY      another process holds the database longer than the busy timeout
+ *   -ENOMEM, -EIO
+ * A Store is used from one thread (the daemon's event loop). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/execution.h"
+#include "util.h"
+
+/* The default location (StateDirectory= of sandboxd.service). */
+#define STORE_DEFAULT_PATH "/var/lib/sandboxd/sandboxd.db"
+
+/* store_list(): limit is 1..STORE_LIST_MAX. */
+#define STORE_LIST_MAX 1000U
+
+typedef struct Store Store;
+
+/* The outbox: one callback delivery per execution that asked for one (callback.c delivers them). */
+typedef enum CallbackState {
+        CALLBACK_PENDING,               /* to be attempted (again) at next_attempt_usec */
+        CALLBACK_DELIVERED,             /* a receiver answered 2xx */
+        CALLBACK_FAILED,                /* given up: refused, or out of attempts or time */
+        _CALLBACK_STATE_MAX,
+        _CALLBACK_STATE_INVALID = -22,
+} CallbackState;
+
+const char *callback_state_to_string(CallbackState s);
+CallbackState callback_state_from_string(const char *s);
+
+typedef struct StoreCallback {
+        char *execution_id;
+        char *url;
+        char *delivery_id;              /* the same on every attempt: receivers dedupe on it */
+        CallbackState state;
+        uint64_t attempts;              /* attempts started so far */
+        uint64_t next_attempt_usec;     /* pending: when the next attempt is due (CLOCK_REALTIME) */
+        char *last_error;               /* NULL: none */
+        uint64_t created_usec;          /* enqueued (CLOCK_REALTIME) */
+        uint64_t delivered_usec;        /* 0: not delivered */
+        char *body;                     /* what is posted, the same bytes every attempt; NULL if not loaded */
+} StoreCallback;
+
+StoreCallback *store_callback_free(StoreCallback *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(StoreCallback *, store_callback_free);
+void store_callbacks_free(StoreCallback **l, size_t n);
+
+typedef struct StoreRecord {            /* what is stored besides the Execution itself */
+        Execution *exec;                /* owned */
+        char *code;                     /* may be NULL; bounded by the caller */
+        uint8_t fingerprint[32];        /* idempotency: SHA-256 of the canonical request */
+        char *owner;                    /* "uid:0", "key:ci" ...; NULL = unknown */
+        char *workspace;                /* the workspace mount of a started execution; NULL = keep */
+        char *request;                  /* the rest of the request (JSON: env, seed); NULL = keep */
+        StoreCallback *callback;        /* store_put(): enqueue this delivery in the same transaction, unless
+                                         * the execution has one already; NULL: none. Not read back. */
+} StoreRecord;
+
+typedef enum StoreOrder {
+        STORE_ORDER_CREATED_AT,         /* newest first */
+        STORE_ORDER_DURATION_MS,        /* slowest first */
+        _STORE_ORDER_MAX,
+        _STORE_ORDER_INVALID = -22,
+} StoreOrder;
+
+typedef struct StoreQuery {
+        const char *session_id;         /* NULL: any */
+        int status;                     /* ExecStatus, or -1: any */
+        int error_type;                 /* ErrorType, or -1: any (ERROR_NONE means "no error") */
+        bool failed;                    /* only status=failed */
+        const char *owner;              /* NULL: any (admin) */
+        StoreOrder order;               /* newest first / slowest first; ties broken by execution_id */
+        unsigned limit;                 /* 1..1000 */
+        const char *cursor;             /* NULL, or next_cursor of the previous page */
+} StoreQuery;
+
+/* A query that matches everything, newest first, 50 a page. */
+#define STORE_QUERY_INIT                                                                  \
+        ((StoreQuery) { .status = -1, .error_type = -1, .order = STORE_ORDER_CREATED_AT, .limit = 50 })
+
+/* Open (creating if missing) the SQLite database at path, in WAL mode, check its integrity and
+ * apply the schema migrations this binary knows. The directory must exist. On failure
+ * *ret_error (if ret_error is not NULL) is a malloc'ed one-line message that names the path and
+ * says what is wrong, fit to print before exiting. */
+int store_open_sqlite(const char *path, Store **ret, char **ret_error);
+Store *store_close(Store *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_close);
+
+/* The backend's own text for the last failed call ("database or disk is full"), for logs; never
+ * NULL. Valid until the next call on s. */
+const char *store_error_message(Store *s);
+
+/* Insert, or update every column by execution_id (call it at every transition). code, owner,
+ * workspace and request are kept from the stored row when r leaves them NULL: the job may drop the code once the
+ * sandbox has it. A single statement: a failed write changes nothing. */
+int store_put(Store *s, const StoreRecord *r);
+
+/* -ENOENT if there is none. */
+int store_get(Store *s, const char *id, StoreRecord **ret);
+
+/* One page of matching records, full records (outputs and code included). *ret_next_cursor is
+ * NULL on the last page, else an opaque string to pass as the next query's cursor: keyset
+ * pagination, so rows inserted meanwhile neither repeat nor shift a page. *ret is an array of
+ * *ret_n records (NULL when none), free it with store_records_free(). */
+int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n, char **ret_next_cursor);
+
+/* Records with status queued or running, oldest first: what a restart has to resolve. */
+int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n);
+
+/* Delete finished records whose finished_at is before finished_before_usec (CLOCK_REALTIME), with
+ * their callback deliveries. Unfinished records, and records whose delivery is still pending, are
+ * never purged. *ret_n (may be NULL) is the number deleted. */
+int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n);
+/* The same, and their artifact rows go with them in the same transaction. *ret_unreferenced (may be
+ * NULL) is a NULL-terminated list of the sha256 digests no artifact refers to any more (NULL when
+ * there are none): the blobs the caller removes from the artifact store. Free with strv_free(). */
+int store_purge_ex(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced);
+
+/* The artifacts of an execution, replacing any stored before, in one transaction (all or nothing).
+ * Paths must be unique; sha256 64 hex digits. */
+int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a);
+/* -ENOENT when none were stored for id (not collected, or purged). */
+int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret);
+/* What the recorded artifacts are charged (ExecArtifact.charged_bytes), kept as running sums by the
+ * store itself, so either is one lookup: the whole store's, each distinct content counted once (what
+ * the artifact store really holds), and one owner's, every artifact of its executions counted
+ * (NULL: executions with no known owner). 0 when there are none. */
+int store_artifact_store_bytes(Store *s, uint64_t *ret);
+int store_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret);
+
+int store_count(Store *s, uint64_t *ret);
+
+/* The delivery of one execution, -ENOENT if it has none. with_body: load the body too. */
+int store_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret);
+/* Pending deliveries due at now_usec, earliest first, at most limit (1..STORE_LIST_MAX), bodies
+ * loaded. *ret is NULL when none. */
+int store_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n);
+/* When the earliest pending delivery is due; -ENOENT if none is pending. */
+int store_callback_next_due(Store *s, uint64_t *ret_usec);
+/* How many deliveries are in state st. */
+int store_callback_count(Store *s, CallbackState st, uint64_t *ret);
+/* Write state, attempts, next_attempt_usec, last_error and delivered_usec of c by execution_id;
+ * -ENOENT if there is no such delivery. */
+int store_callback_update(Store *s, const StoreCallback *c);
+/* Sessions (session.c): one row each, written at creation and after every run, deleted when the
+ * session expires. Validated like execution ids. */
+typedef struct StoreSession {
+        char *session_id;
+        char *owner;                    /* "uid:N" / "key:NAME" of its creator; NULL = unknown */
+        char *mount_unit;               /* the tmpfs mount unit holding the workspace */
+        char *path;                     /* where it is mounted */
+        uint64_t disk_mb;
+        uint64_t created_usec, last_used_usec;   /* CLOCK_REALTIME */
+        uint64_t executions;            /* runs finished in it */
+} StoreSession;
+
+/* Insert or replace by session_id. */
+int store_session_put(Store *s, const StoreSession *x);
+/* Deleting a session that is not there is not an error. */
+int store_session_delete(Store *s, const char *session_id);
+/* Every session, oldest first; free with store_sessions_free(). */
+int store_session_list(Store *s, StoreSession **ret, size_t *ret_n);
+void store_sessions_free(StoreSession *l, size_t n);
+
+/* What one owner's records take in the store, kept up to date by the database itself (triggers of
+ * store migration 8, on every insert, update and delete of a record or a delivery), so reading it
+ * is one indexed lookup, never a scan. A record counts STORE_RECORD_OVERHEAD_BYTES plus the bytes of
+ * its code, stdout, stderr, request (env, seed, input files) and error message, and the body of its
+ * callback delivery; artifacts are not counted here. Purged records are subtracted. */
+#define STORE_RECORD_OVERHEAD_BYTES 256
+typedef struct StoreUsage {
+        uint64_t records;               /* execution records */
+        uint64_t bytes;                 /* as above */
+        uint64_t pending_callbacks;     /* deliveries in state pending */
+} StoreUsage;
+
+/* owner's usage; all zero for an owner without records. */
+int store_usage_get(Store *s, const char *owner, StoreUsage *ret);
+
+StoreRecord *store_record_new(const char *id);   /* with a fresh Execution; NULL on OOM */
+StoreRecord *store_record_free(StoreRecord *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(StoreRecord *, store_record_free);
+void store_records_free(StoreRecord **l, size_t n);

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Request + configuration → the properties of the transient service unit that runs one execution.
+ * Pure and table-driven: the result is a list of (name, D-Bus type, value, reason) that sysd.c
+ * appends to the StartTransientUnit call, and that cmocka checks without a bus. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/conf.h"
+#include "model/language.h"
+#include "model/request.h"
+#include "unit-name.h"
+
+/* Paths inside the sandbox. */
+#define SANDBOX_WORKSPACE "/workspace"
+/* Inside the sandbox, below its private /run: where the helper and the unit's cgroup directories are
+ * bound. sandbox-exec detaches both before the program exists (their sources name the host). */
+#define SANDBOX_HELPER "/run/.sandbox-exec"
+#define SANDBOX_CGROUP_DIR "/run/.cgroup"
+/* sandbox-exec's bounding set: CAP_KILL (5), CAP_SETGID (6), CAP_SETUID (7), CAP_SETPCAP (8),
+ * CAP_SYS_ADMIN (21); see sandbox-exec.c for what each is for and when it is dropped. */
+#define SANDBOX_HELPER_CAPABILITIES                                                                  \
+        ((UINT64_C(1) << 5) | (UINT64_C(1) << 6) | (UINT64_C(1) << 7) | (UINT64_C(1) << 8) | (UINT64_C(1) << 21))
+
+typedef enum PropKind {
+        PK_BOOL,       /* b */
+        PK_STRING,     /* s */
+        PK_U64,        /* t */
+        PK_U32,        /* u */
+        PK_I32,        /* i */
+        PK_STRV,       /* as */
+        PK_FD,         /* h */
+        PK_BINDS,      /* a(ssbt): strv holds triples source, destination, "-" (ignore if missing) or "" */
+        PK_EXEC,       /* a(sasb): strv holds the argv, s the path */
+        PK_EXEC_EX,    /* a(sasas): strv holds the argv, s the path, flag the one ExecStartEx flag or NULL */
+        PK_BSTRV,      /* (bas): b and strv, e.g. RestrictAddressFamilies= as an allow-list */
+        PK_TMPFS,      /* a(ss): strv holds pairs path, options */
+} PropKind;
+
+typedef struct UnitProp {
+        const char *name;
+        PropKind kind;
+        bool b;
+        uint64_t u;
+        int32_t i;
+        int fd;
+        char *s;
+        char **strv;
+        size_t n;
+        const char *flag;
+        const char *reason;
+} UnitProp;
+
+typedef struct UnitProps {
+        UnitProp *props;
+        size_t n, allocated;
+} UnitProps;
+
+typedef struct CgroupBind {
+        const char *source;      /* host path of the unit's cgroup directory for one controller */
+        const char *name;        /* "memory", "pids", "cpuacct", "unified" */
+} CgroupBind;
+
+typedef struct UnitPlan {
+        const char *execution_id;
+        const Language *language;
+        Limits limits;
+        char *const *user_env;   /* sorted "KEY=VALUE" */
+        size_t n_user_env;
+        uint64_t seed;
+        const char *helper;      /* host path of sandbox-exec */
+        const char *workspace;   /* host path of this execution's tmpfs (a mount unit), or of the
+                                  * session's: the sandbox's root (sandbox-root.h), with workspace/
+                                  * and tmp/ in it */
+        const char *usr_layer;   /* host path of the /usr layer (usr-layer.h), or NULL: no overlay */
+        const char *session_state_dir; /* a session's run: the workspace relative to /var/lib (for
+                                        * StateDirectory=, see SESSION_STATE_PREFIX), else NULL */
+        const CgroupBind *cgroups;
+        size_t n_cgroups;
+        uint64_t nofile;
+        uint64_t max_code_bytes;
+        uint64_t head_bytes, tail_bytes;   /* output capture (sandbox-exec keeps it) */
+        int stdin_fd;                      /* the control channel */
+        /* This run's input files (below <workspace>/input), written by sandboxd: sandbox-exec
+         * copies each once more inside the unit, so its pages are charged to the execution. */
+        const InputFile *inputs;
+        size_t n_inputs;
+        /* The systemd protections of the kernel and of the helper (RestrictNamespaces=,
+         * ProtectKernel*=, ...): always on in sandboxd; off only in bench/ to measure their cost. */
+        bool no_kernel_protection;
+} UnitPlan;
+
+int unit_props_build(const UnitPlan *plan, UnitProps *ret);
+
+/* How disk_mb is split: /dev/shm gets its own small tmpfs (1/8, at most 64 MiB), the workspace
+ * tmpfs (/workspace, /tmp, /var/tmp) the rest, so together they never exceed disk_mb. */
+uint64_t sandbox_shm_bytes(const Limits *l);
+uint64_t sandbox_workspace_bytes(const Limits *l);
+void unit_props_done(UnitProps *p);
+const UnitProp *unit_props_find(const UnitProps *p, const char *name);
+
+/* Build the fixed environment of every sandbox followed by the language's and the request's. */
+int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n);
+
+/* "sandboxd-<id>.service" and the mount unit for the workspace path (unit-name.h). */
+char *execution_unit_name(const char *execution_id);
+static inline char *mount_unit_name_from_path(const char *path) {
+        return unit_name_from_path(path, ".mount");
+}
