@@ -33,7 +33,7 @@ BASH = "/bin/bash"
 RUN_TIMEOUT = 60          # seconds, one execution, any runner
 BENCH_DIR = "/run/sandbox-bench"   # private tmpfs inside the harness
 
-# /etc entries sandboxd binds read-only (sandboxd/unit-props.c, etc_entries[]).
+# /etc entries sandboxd binds read-only (sandboxd/unit/unit-props.c, etc_entries[]).
 ETC_ENTRIES = [
     "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf", "/etc/passwd",
     "/etc/group", "/etc/hosts", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates",
@@ -201,7 +201,7 @@ def naive_props():
 
 
 def profile_props(drop=()):
-    """sandboxd's unit profile (sandboxd/unit-props.c) as far as systemd-run can express it.
+    """sandboxd's unit profile (sandboxd/unit/unit-props.c) as far as systemd-run can express it.
     `drop` removes groups of properties for the ablation. Not expressible: sandbox-exec (the helper
     that loads sandboxd's own seccomp filter and forks the program), the per-execution tmpfs mount
     unit, the control-channel socketpair, AddRef=."""

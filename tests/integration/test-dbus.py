@@ -327,6 +327,12 @@ flood = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "
 ready, _, _ = select.select([flood.stdout], [], [], 300)
 first = flood.stdout.readline().strip() if ready else "(nothing)"
 t.eq(first, "limited", f"{CONNS * PER_CONN} Execute calls of one uid: {CONNS * PER_CONN - PER_UID} refused as LimitsExceeded")
+# The refusals come as the calls arrive; the execution itself exists only once the first call has
+# been authorized (polkit, slower under sanitizers): wait for it, bounded, before cancelling it.
+for _ in range(600):
+    if request("GET", "/v1/executions/exec_dbus_flood")[0] == 200:
+        break
+    time.sleep(0.1)
 cst = request("POST", "/v1/executions/exec_dbus_flood/cancel")
 t.eq(cst[0], 202, "the shared execution is cancelled over HTTP", str(cst[1])[:500])
 out, _ = flood.communicate(timeout=300)
