@@ -14,19 +14,6 @@
 
 #include "sandboxctl-util.h"
 
-/* Log "sandboxctl: <message>" to stderr, with %m expanding to the error r. Returns r (negative). */
-int log_error_errno(int r, const char *format, ...) {
-        va_list ap;
-
-        errno = r < 0 ? -r : r;
-        fputs("sandboxctl: ", stderr);
-        va_start(ap, format);
-        vfprintf(stderr, format, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        return r < 0 ? r : -EINVAL;
-}
-
 /* Allocation failures are local system errors; everything else in a phase gets that phase's status. */
 int exit_status_for(int r, int otherwise) {
         return r == -ENOMEM || r == -EIO ? EX_OSERR : otherwise;
@@ -108,24 +95,6 @@ int read_bounded(const char *path, const char *what, char **ret, size_t *ret_siz
         *ret = TAKE_PTR(buf);
         *ret_size = size;
         return 0;
-}
-
-char *base64_encode(const uint8_t *p, size_t len) {
-        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < len; i += 3) {
-                uint32_t w = (uint32_t) p[i] << 16 | (i + 1 < len ? (uint32_t) p[i + 1] << 8 : 0) |
-                             (i + 2 < len ? (uint32_t) p[i + 2] : 0);
-                *o++ = alphabet[w >> 18 & 63];
-                *o++ = alphabet[w >> 12 & 63];
-                *o++ = i + 1 < len ? alphabet[w >> 6 & 63] : '=';
-                *o++ = i + 2 < len ? alphabet[w & 63] : '=';
-        }
-        *o = 0;
-        return out;
 }
 
 /* RFC 3339 ("2026-11-30T03:20:00.123Z", or with an offset) as µs since the epoch. -EINVAL for

@@ -2,16 +2,16 @@
 #pragma once
 
 /* sandboxctl's small helpers: its messages ("sandboxctl: ..." on stderr), exit statuses for local
- * failures, escaping untrusted text for a terminal, bounded reads of local files, time.
- *
- * log_error_errno() and base64_encode() are private copies that src/shared is about to provide;
- * they stay here, unchanged, until sandboxctl switches over. */
+ * failures, escaping untrusted text for a terminal, bounded reads of local files, time. Messages
+ * are src/shared's log.h (with the "sandboxctl: " console prefix set in main()), base64 its base64.h. */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base64.h"
+#include "log.h"
 #include "sandboxctl-json.h"
 #include "util.h"
 
@@ -23,8 +23,6 @@ static inline const char *strempty(const char *s) {
         return s ?: "";
 }
 
-int log_error_errno(int r, const char *format, ...) _printf_(2, 3);
-#define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
 
 int exit_status_for(int r, int otherwise);
 int flush_stdout(void);
@@ -32,7 +30,6 @@ void fputs_escaped(FILE *f, const char *s, size_t n, bool multiline);
 
 bool id_is_valid_for_path(const char *id);
 int read_bounded(const char *path, const char *what, char **ret, size_t *ret_size);
-char *base64_encode(const uint8_t *p, size_t len);
 
 int parse_timestamp(const CtlString *s, int64_t *ret_usec);
 int64_t now_realtime_usec(void);

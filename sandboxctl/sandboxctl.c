@@ -710,6 +710,7 @@ static int run(int argc, char *argv[]) {
 int main(int argc, char *argv[]) {
         int r;
 
+        log_set_console_prefix("sandboxctl");
         r = run(argc, argv);
         /* The globals that own memory, freed in one place (run.c's STATIC_DESTRUCTOR_REGISTER). */
         arg_free();

@@ -60,7 +60,7 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
                 }
                 safe_close(fd);
         }
-        j->artifacts_done = true;
+        j->waiting &= ~JOB_WAIT_ARTIFACTS;
         if (r < 0)
                 log_error_errno(r, "%s: collecting the artifacts failed: %m", j->exec->id);
         else if (artifacts_from_list(l, &a) < 0)
@@ -128,7 +128,7 @@ static bool unit_cgroup_populated(Job *j) {
 /* The unit has ended and its report is in: collect output/ of its workspace (only now — no process of
  * the sandbox is left that could change it while it is read). The workspace is opened from the
  * daemon's own directory downwards, never through a symlink; whether it is unmounted afterwards
- * does not matter here. Sets artifacts_done when there is nothing to wait for. */
+ * does not matter here. Clears JOB_WAIT_ARTIFACTS when there is nothing to wait for. */
 void job_collect_artifacts(Job *j) {
         Context *ctx = j->ctx;
         const Config *c = ctx->config;
@@ -150,17 +150,17 @@ void job_collect_artifacts(Job *j) {
 
         if (!j->unit_started || (!j->mount_started && !j->session) || !j->workspace || ctx->artifacts_fd < 0 ||
             c->artifact_max_files == 0) {
-                j->artifacts_done = true;
+                j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;
         }
         if (unit_cgroup_populated(j)) {
                 log_error("%s: processes are left in the unit's cgroup, not collecting artifacts", j->exec->id);
-                j->artifacts_done = true;
+                j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;
         }
         name = strrchr(j->workspace, '/');
         if (!name || !path_startswith_dir(j->workspace, parent)) {
-                j->artifacts_done = true;
+                j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;
         }
         parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -171,20 +171,20 @@ void job_collect_artifacts(Job *j) {
         if (ws_fd < 0) {
                 log_warning_errno(errno, "%s: cannot open the workspace %s/workspace, no artifacts: %m", j->exec->id,
                                   j->workspace);
-                j->artifacts_done = true;
+                j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;
         }
         r = artifact_accounts_begin(ctx->accounts, j->owner, j->exec->limits.disk_mb, &lim, &j->artifact_caller);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot read the artifact budgets, no artifacts: %m", j->exec->id);
-                j->artifacts_done = true;
+                j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;
         }
         r = artifacts_collect_async(ctx->event, ws_fd, ctx->artifacts_fd, &lim, on_artifacts_done, j, &j->collect);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot start collecting the artifacts: %m", j->exec->id);
                 j->collect = NULL;
-                j->artifacts_done = true;
+                j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 artifact_accounts_settle(ctx->accounts, &j->artifact_caller, 0, false);
         }
 }

@@ -65,7 +65,7 @@ int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         eof:
                 if (n == 0) {
                         (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
-                        j->ctl_eof = true;
+                        j->waiting &= ~JOB_WAIT_REPORT;
                         job_maybe_finalize(j);
                         return 0;
                 }

@@ -99,6 +99,7 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         j->events = ev;
         j->events_data = userdata;
         j->ctl_fd = -EBADF;
+        j->waiting = JOB_WAIT_ALL;
         j->exec = execution_new(id);
         if (!j->exec)
                 return -ENOMEM;
@@ -227,6 +228,7 @@ int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, cons
         j->events = ev;
         j->events_data = userdata;
         j->ctl_fd = -EBADF;
+        j->waiting = JOB_WAIT_ALL;
         j->exec = TAKE_PTR(rec->exec);
         j->owner = TAKE_PTR(rec->owner);
         j->callback_url = callback_url_from_request_json(rec->request);
@@ -263,11 +265,11 @@ int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, cons
                 j->ctl_fd = ctl_fd;
                 j->fd_stored = true;
                 if (sd_event_add_io(ctx->event, &j->ctl_src, j->ctl_fd, EPOLLIN, on_control, j) < 0)
-                        j->ctl_eof = true;
+                        j->waiting &= ~JOB_WAIT_REPORT;
         } else {
                 /* The control socket did not survive (sandboxd was stopped, not restarted): the unit's
                  * exit status is all there will be. */
-                j->ctl_eof = true;
+                j->waiting &= ~JOB_WAIT_REPORT;
                 j->adopted_without_report = true;
         }
 
@@ -340,12 +342,17 @@ Job *job_free(Job *j) {
         return NULL;
 }
 
+/* The end before the unit exists (queued, preparing, the start refused, the mount failed): there is
+ * no unit to wait for, no result to read, no report to come, nothing to collect: final now. */
+static void job_end_before_unit(Job *j) {
+        j->waiting &= ~(JOB_WAIT_UNIT | JOB_WAIT_PROPS | JOB_WAIT_REPORT);
+        job_finalize(j);
+}
+
 static void job_fail_internal(Job *j, const char *why) {
         log_error("%s: %s", j->exec->id, why);
         j->outcome.daemon_error = true;
-        j->unit_gone = j->props_read = true;
-        j->ctl_eof = true;
-        job_finalize(j);
+        job_end_before_unit(j);
 }
 
 void job_fail(Job *j, const char *why) {
@@ -369,7 +376,7 @@ static int on_drain_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Job *j = userdata;
 
         log_warning("%s: the control channel did not end after the unit stopped, finishing anyway", j->exec->id);
-        j->ctl_eof = true;
+        j->waiting &= ~JOB_WAIT_REPORT;
         job_maybe_finalize(j);
         return 0;
 }
@@ -383,9 +390,7 @@ static void on_start_reply(void *userdata, int r, const char *message) {
         if (r < 0) {
                 log_error("%s: StartTransientUnit(%s) failed: %s", j->exec->id, j->unit_name, strna(message));
                 j->outcome.start_failed = true;
-                j->unit_gone = j->props_read = true;
-                j->ctl_eof = true;
-                job_finalize(j);
+                job_end_before_unit(j);
                 return;
         }
         j->unit_started = true;
@@ -497,9 +502,7 @@ static void job_fail_input(Job *j, const char *message) {
         log_info("%s: %s", j->exec->id, message);
         (void) free_and_strdup(&j->exec->error_message, message);
         j->outcome.input_failed = true;
-        j->unit_gone = j->props_read = true;
-        j->ctl_eof = true;
-        job_finalize(j);
+        job_end_before_unit(j);
 }
 
 static void on_inputs_done(Fetch *f, int r, const char *message, void *userdata) {
@@ -626,9 +629,7 @@ static void job_on_job_removed(Job *j, const char *unit, const char *result) {
                         return;
                 }
                 if (j->cancel_requested) {
-                        j->unit_gone = j->props_read = true;
-                        j->ctl_eof = true;
-                        job_finalize(j);
+                        job_end_before_unit(j);
                         return;
                 }
                 if (workspace_prepare_dirs(j->workspace, ctx->workspaces_dir, j->exec->id) < 0) {
@@ -702,7 +703,7 @@ static void on_service_props(void *userdata, int r, const char *message, const S
         Job *j = userdata;
 
         j->call_props = sysd_call_free(j->call_props);
-        j->props_read = true;
+        j->waiting &= ~JOB_WAIT_PROPS;
         if (r < 0)
                 log_warning("%s: cannot read the unit's result: %s", j->exec->id, message ?: strerror(-r));
         else {
@@ -721,9 +722,9 @@ void job_on_unit_inactive(Job *j) {
         Context *ctx = j->ctx;
         int r;
 
-        if (j->unit_gone || j->state == JOB_DONE)
+        if (!(j->waiting & JOB_WAIT_UNIT) || j->state == JOB_DONE)
                 return;
-        j->unit_gone = true;
+        j->waiting &= ~JOB_WAIT_UNIT;
         if (j->state == JOB_RUNNING || j->state == JOB_STARTING)
                 j->state = JOB_FINISHING;
         j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
@@ -732,7 +733,7 @@ void job_on_unit_inactive(Job *j) {
         r = sysd_get_service_props(ctx->sysd, j->unit_name, on_service_props, j, &j->call_props);
         if (r < 0) {
                 log_warning_errno(r, "%s: cannot ask for the unit's result: %m", j->exec->id);
-                j->props_read = true;
+                j->waiting &= ~JOB_WAIT_PROPS;
         }
         /* Every process of the unit is dead now, so the control socket reaches EOF once drained. */
         (void) sd_event_add_time_relative(ctx->event, &j->drain_src, CLOCK_MONOTONIC, DRAIN_TIMEOUT_USEC, 0,
@@ -743,12 +744,12 @@ void job_on_unit_inactive(Job *j) {
 void job_maybe_finalize(Job *j) {
         if (j->state == JOB_DONE)
                 return;
-        if (!(j->unit_gone && j->props_read && j->ctl_eof))
+        if (j->waiting & (JOB_WAIT_UNIT | JOB_WAIT_PROPS | JOB_WAIT_REPORT))
                 return;
-        if (!j->artifacts_done) {
+        if (j->waiting & JOB_WAIT_ARTIFACTS) {
                 if (!j->collect)
                         job_collect_artifacts(j);
-                if (!j->artifacts_done)
+                if (j->waiting & JOB_WAIT_ARTIFACTS)
                         return;         /* on_artifacts_done() comes back here */
         }
         job_finalize(j);
@@ -935,18 +936,14 @@ int job_cancel(Job *j) {
         switch (j->state) {
         case JOB_QUEUED:
                 j->cancel_requested = j->exec->cancel_requested = true;
-                j->unit_gone = j->props_read = true;
-                j->ctl_eof = true;
-                job_finalize(j);
+                job_end_before_unit(j);
                 return 0;
         case JOB_PREPARING:
                 j->cancel_requested = j->exec->cancel_requested = true;  /* acted upon when the mount job completes */
                 if (j->fetch) {
                         /* Downloading the inputs: stop the transfers, the unit never starts. */
                         j->fetch = fetch_free(j->fetch);
-                        j->unit_gone = j->props_read = true;
-                        j->ctl_eof = true;
-                        job_finalize(j);
+                        job_end_before_unit(j);
                 }
                 return 0;
         case JOB_STARTING:

@@ -25,6 +25,16 @@ typedef enum JobState {
 
 typedef struct Job Job;
 typedef struct JobWaiter JobWaiter;
+
+/* What a job waits for before it can be final: all of it from its creation; each is cleared once,
+ * when it happened or can no longer happen. */
+typedef enum JobWait {
+        JOB_WAIT_UNIT = 1U << 0,         /* the service unit has not gone (inactive, failed, or never started) */
+        JOB_WAIT_PROPS = 1U << 1,        /* its result (Result=, exit status, times) is not read */
+        JOB_WAIT_REPORT = 1U << 2,       /* the control socket has not reached EOF (the report and output) */
+        JOB_WAIT_ARTIFACTS = 1U << 3,    /* the artifacts are not collected (or known to be none) */
+        JOB_WAIT_ALL = JOB_WAIT_UNIT | JOB_WAIT_PROPS | JOB_WAIT_REPORT | JOB_WAIT_ARTIFACTS,
+} JobWait;
 typedef struct Session Session;
 
 /* What a job tells its owner (the runner, runner.h), which created it. A job never calls the queue
@@ -72,14 +82,13 @@ struct Job {
         bool report_overflow;
 
         bool mount_started, unit_started;
-        bool ctl_eof, unit_gone, props_read;
+        unsigned waiting;                /* JobWait: what it still waits for before it is final */
         bool fd_stored;                  /* the control socket is in systemd's fd store */
         bool adopted_without_report;     /* re-adopted after a restart that lost the control socket */
         bool cancel_requested;
         bool adopted;            /* started by an earlier instance of sandboxd */
         ArtifactCollect *collect;        /* artifacts being collected (finishing) */
         struct ArtifactCallerAccount *artifact_caller;   /* the owner's budget account, while collecting */
-        bool artifacts_done;             /* collected, or nothing to collect: the job may be final */
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
         bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
         bool output_stored;              /* the final record is in the store: stdout/stderr are read there */

@@ -5,6 +5,7 @@
 #include "log.h"
 
 static int max_level = LOG_INFO;
+static const char *console_prefix;      /* a command's name: "name: message", no priority prefix */
 
 void log_set_max_level(int level) {
         max_level = level;
@@ -12,6 +13,10 @@ void log_set_max_level(int level) {
 
 int log_get_max_level(void) {
         return max_level;
+}
+
+void log_set_console_prefix(const char *prefix) {
+        console_prefix = prefix;
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...) {
@@ -33,6 +38,9 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 if (*p == '\n' || *p == '\r')
                         *p = ' ';
 
-        fprintf(stderr, "<%d>%s\n", level, buf);
+        if (console_prefix)
+                fprintf(stderr, "%s: %s\n", console_prefix, buf);
+        else
+                fprintf(stderr, "<%d>%s\n", level, buf);
         return -e;
 }

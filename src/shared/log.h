@@ -14,6 +14,9 @@
 
 void log_set_max_level(int level);
 int log_get_max_level(void);
+/* For a command run by a person (sandboxctl): messages as "prefix: message", without the priority
+ * prefix journald reads. */
+void log_set_console_prefix(const char *prefix);
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...)
         _printf_(6, 7);
 

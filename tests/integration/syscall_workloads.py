@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Typical programs of each language, as an agent would write them, that together use what the
-runtimes need from the kernel: the workloads behind the seccomp allow-list (sandboxd/seccomp-policy.c).
+runtimes need from the kernel: the workloads behind the seccomp allow-list (sandboxd/unit/seccomp-policy.c).
 Each prints "ok <name>" as its last line. Run in real units by tests/integration/test-syscalls.py
 and, under strace, by tests/unit/sandbox-exec-driver.py (case workloads-no-enosys), which checks
 that no system call of theirs meets the filter's ENOSYS. Paths are relative or below /tmp and
