@@ -269,17 +269,12 @@ static void on_list_units(void *userdata, int r, const SysdUnitInfo *units, size
 }
 
 static void sweep_workspace_dirs(Manager *m) {
-        _cleanup_close_ int dfd = -EBADF;
-        DIR *d;
         struct dirent *de;
+        DIR *d;
 
-        dfd = open(m->ctx.workspaces_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return;
-        d = fdopendir(dfd);
+        d = opendir_nofollow(m->ctx.workspaces_dir);
         if (!d)
                 return;
-        dfd = -EBADF;
         while ((de = readdir(d))) {
                 if (de->d_name[0] == '.')
                         continue;

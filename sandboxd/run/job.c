@@ -307,6 +307,18 @@ static void job_close_io(Job *j) {
         j->ctl_buf = mfree(j->ctl_buf);
 }
 
+/* What a job holds while it runs and never after it is final: its sources, a collection and its
+ * budget reference, the calls in flight. */
+static void job_release(Job *j) {
+        job_close_io(j);
+        j->collect = artifact_collect_cancel(j->collect);
+        if (j->artifact_caller)
+                artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, 0, false);
+        j->call_mount = sysd_call_free(j->call_mount);
+        j->call_start = sysd_call_free(j->call_start);
+        j->call_props = sysd_call_free(j->call_props);
+}
+
 Job *job_free(Job *j) {
         if (!j)
                 return NULL;
@@ -315,13 +327,7 @@ Job *job_free(Job *j) {
         if (j->session && j->state != JOB_DONE)
                 session_job_gone(j->session, j, false);
         j->session = NULL;
-        job_close_io(j);
-        j->collect = artifact_collect_cancel(j->collect);
-        if (j->artifact_caller)
-                artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, 0, false);
-        j->call_mount = sysd_call_free(j->call_mount);
-        j->call_start = sysd_call_free(j->call_start);
-        j->call_props = sysd_call_free(j->call_props);
+        job_release(j);
         j->watch_unit = sysd_watch_free(j->watch_unit);
         j->watch_mount = sysd_watch_free(j->watch_mount);
         free(j->report);
@@ -847,13 +853,7 @@ static void job_finalize(Job *j) {
         }
         e->finished_usec = now_usec(CLOCK_REALTIME);
 
-        job_close_io(j);
-        j->collect = artifact_collect_cancel(j->collect);
-        if (j->artifact_caller)
-                artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, 0, false);
-        j->call_mount = sysd_call_free(j->call_mount);
-        j->call_start = sysd_call_free(j->call_start);
-        j->call_props = sysd_call_free(j->call_props);
+        job_release(j);
         j->request = exec_request_free(j->request);
         j->report = mfree(j->report);
         j->report_len = j->report_allocated = 0;

@@ -392,17 +392,12 @@ int sessions_load(Sessions *ss) {
  * never bound into a sandbox); still nothing here follows a name: rmdir refuses a mount point in
  * use and anything not empty, unlinkat never follows a symlink. */
 static void sweep_dir(const Sessions *ss, const char *path, bool links) {
-        _cleanup_close_ int dfd = -EBADF;
         struct dirent *de;
         DIR *d;
 
-        dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return;
-        d = fdopendir(dfd);
+        d = opendir_nofollow(path);
         if (!d)
                 return;
-        dfd = -EBADF;
         while ((de = readdir(d))) {
                 if (de->d_name[0] == '.' || session_owns_dir(ss, de->d_name))
                         continue;

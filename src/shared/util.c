@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <sys/random.h>
 #include <time.h>
@@ -167,4 +168,20 @@ int id_generate(char *buf, size_t size, const char *prefix) {
         if (n < 0 || (size_t) n >= size)
                 return -ENOBUFS;
         return 0;
+}
+
+DIR *opendir_nofollow(const char *path) {
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *d;
+
+        if (fd < 0)
+                return NULL;
+        d = fdopendir(fd);
+        if (!d) {
+                int e = errno;
+
+                close(fd);
+                errno = e;
+        }
+        return d;
 }

@@ -4,6 +4,7 @@
 /* The few helpers every part of sandboxd shares: cleanup attributes, fd and string utilities.
  * Modelled on systemd's conventions (negative errno returns, _cleanup_ ownership), written anew. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -147,3 +148,7 @@ bool is_lower_hex(const char *s, size_t n);
 
 /* Generate a new execution id "exec_YYYYMMDD_<16 hex>" into buf (at least 32 bytes). */
 int id_generate(char *buf, size_t size, const char *prefix);
+
+/* The directory at path for reading, never through a symlink (O_NOFOLLOW on the last component), or
+ * NULL with errno set. */
+DIR *opendir_nofollow(const char *path);
