@@ -310,7 +310,6 @@ int verb_artifacts(char **args, size_t n_args) {
                 { "artifacts_skipped_total", FIELD_INTEGER, offsetof(typeof(h), skipped_total), false },
         };
         size_t n, fetched = 0;
-        long status;
         int r;
 
         if (!id_is_valid_for_path(args[0])) {
@@ -346,11 +345,9 @@ int verb_artifacts(char **args, size_t n_args) {
                 (void) log_oom();
                 return EX_OSERR;
         }
-        r = http_call("GET", path, NULL, false, &status, &answer);
-        if (r < 0)
-                return exit_status_for(r, EX_UNAVAILABLE);
-        if (status < 200 || status >= 300)
-                return log_http_error(status, answer, true);
+        r = http_call_ok("GET", path, NULL, false, true, &answer);
+        if (r != 0)
+                return r;
         r = json_dispatch(answer, "the artifact list", fields, ELEMENTSOF(fields), &h);
         if (r < 0)
                 return EX_UNAVAILABLE;

@@ -238,3 +238,16 @@ int log_http_error(long status, json_object *answer, bool not_found_is_status) {
 
         return exit_status;
 }
+
+int http_call_ok(const char *method, const char *path, json_object *body, bool waits, bool not_found_is_status,
+                 json_object **ret_answer) {
+        long status;
+        int r;
+
+        r = http_call(method, path, body, waits, &status, ret_answer);
+        if (r < 0)
+                return exit_status_for(r, EX_UNAVAILABLE);
+        if (status < 200 || status >= 300)
+                return log_http_error(status, *ret_answer, not_found_is_status);
+        return 0;
+}

@@ -37,3 +37,7 @@ int log_curl_error(CURL *c, CURLcode cc, const CtlBuffer *b, const char *errbuf,
 int http_call(const char *method, const char *path, json_object *body, bool waits, long *ret_status,
               json_object **ret_answer);
 int log_http_error(long status, json_object *answer, bool not_found_is_status);
+/* http_call() that wants a 2xx answer: 0 with *ret_answer, or the exit status to end with (the
+ * transport's, or log_http_error()'s for any other status). */
+int http_call_ok(const char *method, const char *path, json_object *body, bool waits, bool not_found_is_status,
+                 json_object **ret_answer);

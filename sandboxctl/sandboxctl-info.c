@@ -73,14 +73,11 @@ int verb_languages(char **args, size_t n_args) {
         json_object *list = NULL;
         CtlLanguage *languages = NULL;
         size_t n = 0, w_name = 4, w_aliases = 7, w_source = 6;
-        long status;
         int r;
 
-        r = http_call("GET", "/v1/languages", NULL, false, &status, &answer);
-        if (r < 0)
-                return exit_status_for(r, EX_UNAVAILABLE);
-        if (status < 200 || status >= 300)
-                return log_http_error(status, answer, false);
+        r = http_call_ok("GET", "/v1/languages", NULL, false, false, &answer);
+        if (r != 0)
+                return r;
 
         if (!json_object_is_type(answer, json_type_object) ||
             !json_object_object_get_ex(answer, "languages", &list) || !list ||
@@ -136,14 +133,11 @@ int verb_health(char **args, size_t n_args) {
                 { "slots", FIELD_INTEGER, offsetof(typeof(h), slots), false },
                 { "queue_max", FIELD_INTEGER, offsetof(typeof(h), queue_max), false },
         };
-        long status;
         int r;
 
-        r = http_call("GET", "/v1/health", NULL, false, &status, &answer);
-        if (r < 0)
-                return exit_status_for(r, EX_UNAVAILABLE);
-        if (status < 200 || status >= 300)
-                return log_http_error(status, answer, false);
+        r = http_call_ok("GET", "/v1/health", NULL, false, false, &answer);
+        if (r != 0)
+                return r;
 
         r = json_dispatch(answer, "the health answer", fields, ELEMENTSOF(fields), &h);
         if (r < 0)

@@ -75,7 +75,6 @@ int list_fetch_page(const char *cursor, json_object **ret_answer, json_object **
         _cleanup_(json_object_putp) json_object *answer = NULL;
         _cleanup_free_ char *path = NULL;
         json_object *list = NULL, *next = NULL;
-        long status;
         int r;
 
         r = list_path(cursor, &path);
@@ -84,11 +83,9 @@ int list_fetch_page(const char *cursor, json_object **ret_answer, json_object **
                 return EX_OSERR;
         }
 
-        r = http_call("GET", path, NULL, false, &status, &answer);
-        if (r < 0)
-                return exit_status_for(r, EX_UNAVAILABLE);
-        if (status < 200 || status >= 300)
-                return log_http_error(status, answer, false);
+        r = http_call_ok("GET", path, NULL, false, false, &answer);
+        if (r != 0)
+                return r;
 
         if (!json_object_is_type(answer, json_type_object) ||
             !json_object_object_get_ex(answer, "executions", &list) || !list ||

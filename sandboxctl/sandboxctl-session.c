@@ -34,7 +34,6 @@ int verb_session(char **args, size_t n_args) {
                 { "pending", FIELD_INTEGER, offsetof(typeof(x), pending), false },
         };
         bool show = streq(args[0], "show"), del = streq(args[0], "delete"), list = streq(args[0], "list");
-        long status;
         int r;
 
         if ((!show && !del && !list) || (list != (n_args == 1))) {
@@ -50,11 +49,9 @@ int verb_session(char **args, size_t n_args) {
                 (void) log_oom();
                 return EX_OSERR;
         }
-        r = http_call(del ? "DELETE" : "GET", path, NULL, false, &status, &answer);
-        if (r < 0)
-                return exit_status_for(r, EX_UNAVAILABLE);
-        if (status < 200 || status >= 300)
-                return log_http_error(status, answer, true);
+        r = http_call_ok(del ? "DELETE" : "GET", path, NULL, false, true, &answer);
+        if (r != 0)
+                return r;
         if (arg_json || list)
                 return print_json(answer) < 0 ? EX_OSERR : EXIT_SUCCESS;
         if (del)

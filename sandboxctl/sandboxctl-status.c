@@ -16,7 +16,6 @@ int verb_status(char **args, size_t n_args) {
         _cleanup_(json_object_putp) json_object *answer = NULL;
         _cleanup_free_ char *path = NULL;
         CtlExecution e;
-        long status;
         int r;
 
         if (!id_is_valid_for_path(args[0])) {
@@ -29,11 +28,9 @@ int verb_status(char **args, size_t n_args) {
                 return EX_OSERR;
         }
 
-        r = http_call("GET", path, NULL, arg_wait, &status, &answer);
-        if (r < 0)
-                return exit_status_for(r, EX_UNAVAILABLE);
-        if (status < 200 || status >= 300)
-                return log_http_error(status, answer, true);
+        r = http_call_ok("GET", path, NULL, arg_wait, true, &answer);
+        if (r != 0)
+                return r;
 
         r = execution_parse(answer, &e);
         if (r < 0)
@@ -47,7 +44,6 @@ int verb_cancel(char **args, size_t n_args) {
         _cleanup_(json_object_putp) json_object *answer = NULL, *body = NULL;
         _cleanup_free_ char *path = NULL;
         CtlExecution e;
-        long status;
         int r;
 
         if (!id_is_valid_for_path(args[0])) {
@@ -67,11 +63,9 @@ int verb_cancel(char **args, size_t n_args) {
                 return EX_OSERR;
         }
 
-        r = http_call("POST", path, body, false, &status, &answer);
-        if (r < 0)
-                return exit_status_for(r, EX_UNAVAILABLE);
-        if (status < 200 || status >= 300)
-                return log_http_error(status, answer, true);
+        r = http_call_ok("POST", path, body, false, true, &answer);
+        if (r != 0)
+                return r;
 
         r = execution_parse(answer, &e);
         if (r < 0)

@@ -149,15 +149,12 @@ static int top_frame(bool clear) {
         json_object *list = NULL;
         const char *next = NULL;
         int64_t now;
-        long status;
         size_t n;
         int r;
 
-        r = http_call("GET", "/v1/health", NULL, false, &status, &health);
-        if (r < 0)
-                return exit_status_for(r, EX_UNAVAILABLE);
-        if (status < 200 || status >= 300)
-                return log_http_error(status, health, false);
+        r = http_call_ok("GET", "/v1/health", NULL, false, false, &health);
+        if (r != 0)
+                return r;
         if (json_dispatch(health, "the health answer", fields, ELEMENTSOF(fields), &h) < 0)
                 return EX_UNAVAILABLE;
 

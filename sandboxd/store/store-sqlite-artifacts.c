@@ -77,14 +77,7 @@ int sqlite_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
                         r = sq_fail(ss, rc);
                 sqlite3_finalize(st);
         }
-        if (r >= 0) {
-                rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
-                if (rc != SQLITE_OK)
-                        r = sq_fail(ss, rc);
-        }
-        if (r < 0)
-                sq_rollback_if_open(ss);
-        return r;
+        return sq_commit(ss, r);
 }
 
 int sqlite_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {

@@ -28,6 +28,11 @@ int sq_bind_u64_or_null(sqlite3_stmt *st, int i, uint64_t v, bool have);
 int sq_column_strdup(sqlite3_stmt *st, int i, char **ret);
 int sq_column_u64(sqlite3_stmt *st, int i, uint64_t *ret, bool *ret_have);
 int sq_exec_bound(SqliteStore *ss, sqlite3_stmt *st, int rc);
+/* The end of a transaction begun with BEGIN: COMMIT if r >= 0 (its failure becomes r), and a
+ * rollback if r (now) < 0. Returns r. */
+int sq_commit(SqliteStore *ss, int r);
+/* Room for one more element in *l (n used of *allocated, elements of size bytes), doubling from min. */
+int sq_grow(void **l, size_t *allocated, size_t n, size_t size, size_t min);
 
 /* store-sqlite-schema.c: migrations[i] takes the schema from version i to i + 1. */
 extern const char *const sqlite_migrations[];

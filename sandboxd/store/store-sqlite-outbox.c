@@ -86,15 +86,9 @@ static int collect_callbacks(SqliteStore *ss, sqlite3_stmt *st, int rc, bool wit
                         r = sq_fail(ss, rc);
                         goto finish;
                 }
-                if (n == allocated) {
-                        size_t m = MAX(allocated * 2, (size_t) 8);
-                        StoreCallback **t = reallocarray(l, m, sizeof(StoreCallback *));
-                        if (!t) {
-                                r = -ENOMEM;
-                                goto finish;
-                        }
-                        l = t;
-                        allocated = m;
+                if (sq_grow((void **) &l, &allocated, n, sizeof(StoreCallback *), 8) < 0) {
+                        r = -ENOMEM;
+                        goto finish;
                 }
                 r = row_to_callback(st, with_body, &l[n]);
                 if (r < 0) {

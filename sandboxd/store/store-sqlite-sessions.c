@@ -6,13 +6,8 @@
 #include "store-sqlite-internal.h"
 
 static int run_session_statement(SqliteStore *ss, sqlite3_stmt *st, int rc) {
-        int r = 0;
+        int r = sq_exec_bound(ss, st, rc);
 
-        if (rc == SQLITE_OK)
-                rc = sqlite3_step(st);
-        if (rc != SQLITE_DONE)
-                r = sq_fail(ss, rc);
-        sqlite3_finalize(st);
         if (r < 0)
                 sq_rollback_if_open(ss);
         return r;

@@ -395,15 +395,9 @@ static int collect(SqliteStore *ss, sqlite3_stmt *st, StoreRecord ***ret, size_t
                         r = sq_fail(ss, rc);
                         goto finish;
                 }
-                if (n == allocated) {
-                        size_t m = MAX(allocated * 2, (size_t) 16);
-                        StoreRecord **t = reallocarray(l, m, sizeof(StoreRecord *));
-                        if (!t) {
-                                r = -ENOMEM;
-                                goto finish;
-                        }
-                        l = t;
-                        allocated = m;
+                if (sq_grow((void **) &l, &allocated, n, sizeof(StoreRecord *), 16) < 0) {
+                        r = -ENOMEM;
+                        goto finish;
                 }
                 r = row_to_record(st, &l[n]);
                 if (r < 0) {
@@ -567,6 +561,33 @@ static int sqlite_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
         rc = sqlite3_bind_text(st, 1, exec_status_to_string(EXEC_QUEUED), -1, SQLITE_STATIC);
         rc = rc ?: sqlite3_bind_text(st, 2, exec_status_to_string(EXEC_RUNNING), -1, SQLITE_STATIC);
         return collect_bound(ss, st, rc, ret, ret_n);
+}
+
+int sq_commit(SqliteStore *ss, int r) {
+        if (r >= 0) {
+                int rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
+
+                if (rc != SQLITE_OK)
+                        r = sq_fail(ss, rc);
+        }
+        if (r < 0)
+                sq_rollback_if_open(ss);
+        return r;
+}
+
+int sq_grow(void **l, size_t *allocated, size_t n, size_t size, size_t min) {
+        size_t m;
+        void *t;
+
+        if (n < *allocated)
+                return 0;
+        m = MAX(*allocated * 2, min);
+        t = reallocarray(*l, m, size);
+        if (!t)
+                return -ENOMEM;
+        *l = t;
+        *allocated = m;
+        return 0;
 }
 
 /* Run one statement with ?1 = v to completion. */
