@@ -119,29 +119,35 @@ int verb_languages(char **args, size_t n_args) {
         return r < 0 ? EX_OSERR : EXIT_SUCCESS;
 }
 
-int verb_health(char **args, size_t n_args) {
-        _cleanup_(json_object_putp) json_object *answer = NULL;
-        struct {
-                CtlString status, version;
-                CtlInteger running, queued, slots, queue_max;
-        } h = {};
+int health_fetch(CtlHealth *ret, json_object **ret_answer) {
         static const CtlField fields[] = {
-                { "status", FIELD_STRING, offsetof(typeof(h), status), true },
-                { "version", FIELD_STRING, offsetof(typeof(h), version), false },
-                { "running", FIELD_INTEGER, offsetof(typeof(h), running), false },
-                { "queued", FIELD_INTEGER, offsetof(typeof(h), queued), false },
-                { "slots", FIELD_INTEGER, offsetof(typeof(h), slots), false },
-                { "queue_max", FIELD_INTEGER, offsetof(typeof(h), queue_max), false },
+                { "status", FIELD_STRING, offsetof(CtlHealth, status), true },
+                { "version", FIELD_STRING, offsetof(CtlHealth, version), false },
+                { "running", FIELD_INTEGER, offsetof(CtlHealth, running), false },
+                { "queued", FIELD_INTEGER, offsetof(CtlHealth, queued), false },
+                { "slots", FIELD_INTEGER, offsetof(CtlHealth, slots), false },
+                { "queue_max", FIELD_INTEGER, offsetof(CtlHealth, queue_max), false },
+                { "finished", FIELD_INTEGER, offsetof(CtlHealth, finished), false },
         };
         int r;
 
-        r = http_call_ok("GET", "/v1/health", NULL, false, false, &answer);
+        *ret = (CtlHealth) {};
+        r = http_call_ok("GET", "/v1/health", NULL, false, false, ret_answer);
         if (r != 0)
                 return r;
-
-        r = json_dispatch(answer, "the health answer", fields, ELEMENTSOF(fields), &h);
-        if (r < 0)
+        if (json_dispatch(*ret_answer, "the health answer", fields, ELEMENTSOF(fields), ret) < 0)
                 return EX_UNAVAILABLE;
+        return 0;
+}
+
+int verb_health(char **args, size_t n_args) {
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        CtlHealth h;
+        int r;
+
+        r = health_fetch(&h, &answer);
+        if (r != 0)
+                return r;
 
         if (arg_json)
                 r = print_json(answer);

@@ -12,6 +12,7 @@
 
 #include "sandboxctl.h"
 #include "sandboxctl-http.h"
+#include "sandboxctl-info.h"
 #include "sandboxctl-json.h"
 #include "sandboxctl-list.h"
 #include "sandboxctl-table.h"
@@ -133,30 +134,16 @@ static int top_print_table(CtlTopRow *rows, size_t n) {
 static int top_frame(bool clear) {
         _cleanup_(json_object_putp) json_object *health = NULL, *page = NULL, *out = NULL;
         _cleanup_free_ CtlTopRow *rows = NULL;
-        struct {
-                CtlString status, version;
-                CtlInteger running, queued, slots, queue_max, finished;
-        } h = {};
-        static const CtlField fields[] = {
-                { "status", FIELD_STRING, offsetof(typeof(h), status), true },
-                { "version", FIELD_STRING, offsetof(typeof(h), version), false },
-                { "running", FIELD_INTEGER, offsetof(typeof(h), running), false },
-                { "queued", FIELD_INTEGER, offsetof(typeof(h), queued), false },
-                { "slots", FIELD_INTEGER, offsetof(typeof(h), slots), false },
-                { "queue_max", FIELD_INTEGER, offsetof(typeof(h), queue_max), false },
-                { "finished", FIELD_INTEGER, offsetof(typeof(h), finished), false },
-        };
+        CtlHealth h;
         json_object *list = NULL;
         const char *next = NULL;
         int64_t now;
         size_t n;
         int r;
 
-        r = http_call_ok("GET", "/v1/health", NULL, false, false, &health);
+        r = health_fetch(&h, &health);
         if (r != 0)
                 return r;
-        if (json_dispatch(health, "the health answer", fields, ELEMENTSOF(fields), &h) < 0)
-                return EX_UNAVAILABLE;
 
         /* One page of at most 1000: more than that cannot run at once on any sane MaxConcurrent=. */
         r = list_fetch_page(NULL, &page, &list, &next);

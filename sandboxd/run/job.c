@@ -75,6 +75,19 @@ bool job_is_final(const Job *j) {
         return j->state == JOB_DONE;
 }
 
+static Job *job_alloc(Context *ctx, const JobEvents *ev, void *userdata) {
+        Job *j = calloc(1, sizeof(Job));
+
+        if (!j)
+                return NULL;
+        j->ctx = ctx;
+        j->events = ev;
+        j->events_data = userdata;
+        j->ctl_fd = -EBADF;
+        j->waiting = JOB_WAIT_ALL;
+        return j;
+}
+
 int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session, const JobEvents *ev, void *userdata,
             Job **ret) {
         _cleanup_(exec_request_freep) ExecRequest *request = req;
@@ -92,14 +105,9 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
                 id = idbuf;
         }
 
-        j = calloc(1, sizeof(Job));
+        j = job_alloc(ctx, ev, userdata);
         if (!j)
                 return -ENOMEM;
-        j->ctx = ctx;
-        j->events = ev;
-        j->events_data = userdata;
-        j->ctl_fd = -EBADF;
-        j->waiting = JOB_WAIT_ALL;
         j->exec = execution_new(id);
         if (!j->exec)
                 return -ENOMEM;
@@ -221,14 +229,9 @@ int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, cons
         uint64_t now = now_usec(CLOCK_REALTIME), end;
         Job *j;
 
-        j = calloc(1, sizeof(Job));
+        j = job_alloc(ctx, ev, userdata);
         if (!j)
                 return -ENOMEM;
-        j->ctx = ctx;
-        j->events = ev;
-        j->events_data = userdata;
-        j->ctl_fd = -EBADF;
-        j->waiting = JOB_WAIT_ALL;
         j->exec = TAKE_PTR(rec->exec);
         j->owner = TAKE_PTR(rec->owner);
         j->callback_url = callback_url_from_request_json(rec->request);
