@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The store's artifact rows, their usage sums (migration 9) and the callback outbox. */
+#include "store-test-util.h"
+
+/* ---- artifacts ---- */
+
+#define SHA_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define SHA_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define SHA_C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+
+static ExecArtifacts *artifacts_of(const char *sha1, const char *sha2) {
+        ExecArtifacts *a = exec_artifacts_new();
+
+        assert_non_null(a);
+        assert_int_equal(exec_artifacts_add(a, "data/result.csv", 12, "text/csv", sha1), 0);
+        assert_int_equal(exec_artifacts_add(a, "plot \xc3\xa9.png", 1 << 20, "image/png", sha2), 0);
+        assert_int_equal(exec_artifacts_add_skip(a, "link", "symlink"), 0);
+        assert_int_equal(exec_artifacts_add_skip(a, "bad\\x0aname", "name_invalid"), 0);
+        a->n_skipped_total = 5;
+        return a;
+}
+
+static void test_artifacts(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_art");
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = artifacts_of(SHA_A, SHA_B), *b = NULL, *empty = NULL;
+
+        assert_int_equal(store_put(s, r), 0);
+        /* Not collected yet. */
+        assert_int_equal(store_get_artifacts(s, "exec_art", &b), -ENOENT);
+        assert_int_equal(store_get_artifacts(s, "no/such id", &b), -ENOENT);
+
+        assert_int_equal(store_put_artifacts(s, "exec_art", a), 0);
+        assert_int_equal(store_get_artifacts(s, "exec_art", &b), 0);
+        assert_int_equal(b->n_items, 2);
+        /* Sorted by path. */
+        assert_string_equal(b->items[0].path, "data/result.csv");
+        assert_int_equal(b->items[0].size, 12);
+        assert_string_equal(b->items[0].mime_type, "text/csv");
+        assert_string_equal(b->items[0].sha256, SHA_A);
+        assert_string_equal(b->items[1].path, "plot \xc3\xa9.png");
+        assert_int_equal(b->items[1].size, 1 << 20);
+        assert_string_equal(b->items[1].sha256, SHA_B);
+        assert_int_equal(b->n_skipped, 2);
+        assert_string_equal(b->skipped[0].path, "link");
+        assert_string_equal(b->skipped[0].reason, "symlink");
+        assert_string_equal(b->skipped[1].path, "bad\\x0aname");
+        assert_int_equal(b->n_skipped_total, 5);
+        b = exec_artifacts_free(b);
+
+        /* Putting again replaces, all of it. */
+        empty = exec_artifacts_new();
+        assert_non_null(empty);
+        assert_int_equal(store_put_artifacts(s, "exec_art", empty), 0);
+        assert_int_equal(store_get_artifacts(s, "exec_art", &b), 0);
+        assert_int_equal(b->n_items, 0);
+        assert_int_equal(b->n_skipped, 0);
+        assert_int_equal(b->n_skipped_total, 0);
+        b = exec_artifacts_free(b);
+
+        /* All or nothing: a duplicate path fails the whole put, the earlier list stays. */
+        assert_int_equal(store_put_artifacts(s, "exec_art", a), 0);
+        assert_int_equal(exec_artifacts_add(empty, "x", 1, "text/plain", SHA_C), 0);
+        assert_int_equal(exec_artifacts_add(empty, "x", 2, "text/plain", SHA_C), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_art", empty), -EINVAL);
+        assert_int_equal(store_get_artifacts(s, "exec_art", &b), 0);
+        assert_int_equal(b->n_items, 2);
+        b = exec_artifacts_free(b);
+
+        /* Invalid arguments never reach the database. */
+        assert_int_equal(store_put_artifacts(s, "bad id!", a), -EINVAL);
+        a->items[0].sha256[3] = 'X';
+        assert_int_equal(store_put_artifacts(s, "exec_art", a), -EINVAL);
+        a->items[0].sha256[3] = 'a';
+        a->items[0].size = UINT64_MAX;
+        assert_int_equal(store_put_artifacts(s, "exec_art", a), -EINVAL);
+}
+
+/* Purging records takes their artifacts along; a blob two executions share stays until the last. */
+static void test_purge_artifacts(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *old = record_full("exec_old"), *young = record_full("exec_young");
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = artifacts_of(SHA_A, SHA_B), *b = artifacts_of(SHA_B, SHA_C),
+                                                      *got = NULL;
+        char **gone = NULL;
+        uint64_t n = 0;
+
+        young->exec->finished_usec = BASE_USEC + 10 * 1000000ULL;
+        assert_int_equal(store_put(s, old), 0);
+        assert_int_equal(store_put(s, young), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_old", a), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_young", b), 0);
+
+        /* Nothing old enough: nothing goes. */
+        assert_int_equal(store_purge_ex(s, BASE_USEC, &n, &gone), 0);
+        assert_int_equal(n, 0);
+        assert_null(gone);
+
+        /* The old one: SHA_A was its alone, SHA_B is still the young one's. */
+        assert_int_equal(store_purge_ex(s, BASE_USEC + 1000000ULL, &n, &gone), 0);
+        assert_int_equal(n, 1);
+        assert_non_null(gone);
+        assert_string_equal(gone[0], SHA_A);
+        assert_null(gone[1]);
+        gone = strv_free(gone);
+        assert_int_equal(store_get_artifacts(s, "exec_old", &got), -ENOENT);
+        assert_int_equal(store_get_artifacts(s, "exec_young", &got), 0);
+        assert_int_equal(got->n_items, 2);
+        got = exec_artifacts_free(got);
+
+        /* store_purge() takes the rows too (the caller learns no digests). */
+        assert_int_equal(store_purge(s, UINT64_MAX, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(store_get_artifacts(s, "exec_young", &got), -ENOENT);
+        assert_int_equal(count(s), 0);
+}
+
+/* ---- artifact usage (migration 9): the running sums the budgets read ---- */
+
+
+static uint64_t store_bytes(Store *s) {
+        uint64_t v = UINT64_MAX;
+
+        assert_int_equal(store_artifact_store_bytes(s, &v), 0);
+        return v;
+}
+
+static uint64_t caller_bytes(Store *s, const char *owner) {
+        uint64_t v = UINT64_MAX;
+
+        assert_int_equal(store_artifact_caller_bytes(s, owner, &v), 0);
+        return v;
+}
+
+/* One artifact per digest given, each charged `charged` bytes (size 1 MiB whatever the charge: a
+ * sparse file's size is not what counts). */
+static ExecArtifacts *charged_artifacts(uint64_t charged, const char *sha1, const char *sha2) {
+        ExecArtifacts *a = exec_artifacts_new();
+
+        assert_non_null(a);
+        assert_int_equal(exec_artifacts_add(a, "one.bin", 1 << 20, "application/octet-stream", sha1), 0);
+        a->items[0].charged_bytes = charged;
+        if (sha2) {
+                assert_int_equal(exec_artifacts_add(a, "two.bin", 1 << 20, "application/octet-stream", sha2), 0);
+                a->items[1].charged_bytes = charged;
+        }
+        return a;
+}
+
+static void put_owned(Store *s, const char *id, const char *owner, uint64_t finished_usec) {
+        _cleanup_(store_record_freep) StoreRecord *r = record_full(id);
+
+        r->owner = mfree(r->owner);
+        if (owner)
+                r->owner = strdup(owner);
+        r->exec->finished_usec = finished_usec;
+        assert_int_equal(store_put(s, r), 0);
+}
+
+/* Row by row: what each step does to the store's sum (distinct contents) and to each owner's (every
+ * row). */
+static void test_artifact_usage(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *ab = charged_artifacts(4096, SHA_A, SHA_B),
+                                                      *b = charged_artifacts(8192, SHA_B, NULL),
+                                                      *c = charged_artifacts(100, SHA_C, NULL),
+                                                      *none = exec_artifacts_new(), *got = NULL;
+        uint64_t n = 0;
+
+        assert_non_null(none);
+        assert_int_equal(store_bytes(s), 0);
+        assert_int_equal(caller_bytes(s, "uid:1"), 0);
+        assert_int_equal(caller_bytes(s, NULL), 0);
+        put_owned(s, "exec_u1", "uid:1", BASE_USEC + 1);
+        put_owned(s, "exec_u2", "uid:1", BASE_USEC + 2);
+        put_owned(s, "exec_k", "key:ci", BASE_USEC + 100 * 1000000ULL);
+        put_owned(s, "exec_anon", NULL, BASE_USEC + 100 * 1000000ULL);
+
+        /* Charged what was really stored, not the size; read back as such. */
+        assert_int_equal(store_put_artifacts(s, "exec_u1", ab), 0);
+        assert_int_equal(store_bytes(s), 8192);
+        assert_int_equal(caller_bytes(s, "uid:1"), 8192);
+        assert_int_equal(store_get_artifacts(s, "exec_u1", &got), 0);
+        assert_int_equal(got->items[0].size, 1 << 20);
+        assert_int_equal(got->items[0].charged_bytes, 4096);
+        got = exec_artifacts_free(got);
+
+        /* The same content again: the store holds it once (charged as first stored), the owner pays
+         * for every row. */
+        assert_int_equal(store_put_artifacts(s, "exec_u2", b), 0);
+        assert_int_equal(store_bytes(s), 8192);
+        assert_int_equal(caller_bytes(s, "uid:1"), 8192 + 8192);
+
+        /* Another owner's content shared: its own usage counts it, the first owner's does not move. */
+        assert_int_equal(store_put_artifacts(s, "exec_k", b), 0);
+        assert_int_equal(caller_bytes(s, "key:ci"), 8192);
+        assert_int_equal(caller_bytes(s, "uid:1"), 16384);
+        assert_int_equal(store_bytes(s), 8192);
+
+        /* No known owner: '' (NULL asks for it). */
+        assert_int_equal(store_put_artifacts(s, "exec_anon", c), 0);
+        assert_int_equal(caller_bytes(s, NULL), 100);
+        assert_int_equal(caller_bytes(s, ""), 100);
+        assert_int_equal(store_bytes(s), 8292);
+
+        /* Replacing a list takes the old rows' charges away first. */
+        assert_int_equal(store_put_artifacts(s, "exec_u1", none), 0);
+        assert_int_equal(caller_bytes(s, "uid:1"), 8192);
+        /* A went; B is still referred to, charged as when it was first stored (4096). */
+        assert_int_equal(store_bytes(s), 4096 + 100);
+        assert_int_equal(store_put_artifacts(s, "exec_u1", ab), 0);
+        assert_int_equal(caller_bytes(s, "uid:1"), 16384);
+        assert_int_equal(store_bytes(s), 4096 + 4096 + 100);
+
+        /* A failed put changes nothing. */
+        assert_int_equal(exec_artifacts_add(none, "x", 1, "text/plain", SHA_C), 0);
+        assert_int_equal(exec_artifacts_add(none, "x", 2, "text/plain", SHA_C), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_u1", none), -EINVAL);
+        assert_int_equal(caller_bytes(s, "uid:1"), 16384);
+        assert_int_equal(store_bytes(s), 4096 + 4096 + 100);
+
+        /* Purging uid:1's two executions gives back all of its usage; B stays (key:ci's). */
+        assert_int_equal(store_purge_ex(s, BASE_USEC + 10, &n, NULL), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(caller_bytes(s, "uid:1"), 0);
+        assert_int_equal(caller_bytes(s, "key:ci"), 8192);
+        assert_int_equal(store_bytes(s), 4096 + 100);
+        assert_int_equal(store_purge(s, UINT64_MAX, &n), 0);
+        assert_int_equal(store_bytes(s), 0);
+        assert_int_equal(caller_bytes(s, "key:ci"), 0);
+        assert_int_equal(caller_bytes(s, NULL), 0);
+}
+
+/* A version 8 database with artifacts: migration 9 charges the old rows their size (they were
+ * copied with their holes filled) to their executions' owners. */
+static void test_artifact_usage_migration(_unused_ void **state) {
+        Store *s = open_ok();
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *ab = charged_artifacts(4096, SHA_A, SHA_B),
+                                                      *b = charged_artifacts(4096, SHA_B, NULL), *got = NULL;
+
+        put_owned(s, "exec_u1", "uid:1", BASE_USEC + 1);
+        put_owned(s, "exec_k", "key:ci", BASE_USEC + 1);
+        assert_int_equal(store_put_artifacts(s, "exec_u1", ab), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_k", b), 0);
+        store_close(s);
+
+        sql_exec_raw("DROP TRIGGER artifacts_charge; DROP TRIGGER artifacts_refund; DROP TRIGGER artifacts_immutable; "
+                     "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
+                     "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
+                     "PRAGMA user_version = 8");
+        s = open_ok();
+        assert_int_equal(caller_bytes(s, "uid:1"), 2 << 20);
+        assert_int_equal(caller_bytes(s, "key:ci"), 1 << 20);
+        assert_int_equal(store_bytes(s), 2 << 20);      /* A and B once each */
+        assert_int_equal(store_get_artifacts(s, "exec_k", &got), 0);
+        assert_int_equal(got->items[0].charged_bytes, 1 << 20);
+        /* And the triggers work on the migrated rows. */
+        assert_int_equal(store_purge(s, UINT64_MAX, NULL), 0);
+        assert_int_equal(store_bytes(s), 0);
+        assert_int_equal(caller_bytes(s, "uid:1"), 0);
+        store_close(s);
+}
+
+/* ---- the callback outbox ---- */
+
+
+/* Put the final record of id together with its delivery due at due. */
+static void put_with_callback(Store *s, const char *id, uint64_t due) {
+        _cleanup_(store_record_freep) StoreRecord *r = record_full(id);
+
+        r->callback = callback_new(id, due);
+        assert_int_equal(store_put(s, r), 0);
+}
+
+static void assert_callback_equal(const StoreCallback *a, const StoreCallback *b, bool body) {
+        assert_string_equal(a->execution_id, b->execution_id);
+        assert_string_equal(a->url, b->url);
+        assert_string_equal(a->delivery_id, b->delivery_id);
+        assert_int_equal(a->state, b->state);
+        assert_int_equal(a->attempts, b->attempts);
+        if (a->state == CALLBACK_PENDING)
+                assert_int_equal(a->next_attempt_usec, b->next_attempt_usec);
+        assert_true(streq_ptr(a->last_error, b->last_error));
+        assert_int_equal(a->created_usec, b->created_usec);
+        assert_int_equal(a->delivered_usec, b->delivered_usec);
+        if (body)
+                assert_string_equal(a->body, b->body);
+}
+
+static void test_callback_outbox(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_callback_freep) StoreCallback *want = callback_new("exec_cb1", BASE_USEC + 100);
+        _cleanup_(store_record_freep) StoreRecord *plain = record_full("exec_plain");
+        StoreCallback *got = NULL, **l = NULL;
+        size_t n = 0;
+        uint64_t due = 0;
+
+        /* Nothing pending in an empty store. */
+        assert_int_equal(store_callback_next_due(s, &due), -ENOENT);
+        assert_int_equal(store_callback_due(s, UINT64_MAX, 10, &l, &n), 0);
+        assert_int_equal(n, 0);
+        free(l);
+
+        /* A record without a delivery has none. */
+        assert_int_equal(store_put(s, plain), 0);
+        assert_int_equal(store_callback_get(s, "exec_plain", true, &got), -ENOENT);
+
+        /* Enqueued with its record; read back with and without the body. */
+        put_with_callback(s, "exec_cb1", BASE_USEC + 100);
+        get_equal(s, plain);
+        assert_int_equal(store_callback_get(s, "exec_cb1", true, &got), 0);
+        assert_callback_equal(got, want, true);
+        got = store_callback_free(got);
+        assert_int_equal(store_callback_get(s, "exec_cb1", false, &got), 0);
+        assert_null(got->body);
+        assert_callback_equal(got, want, false);
+        got = store_callback_free(got);
+
+        /* A second final write does not reset it (the execution is final once). */
+        want->attempts = 2;
+        want->last_error = strdup("HTTP 503");
+        want->next_attempt_usec = BASE_USEC + 300;
+        assert_int_equal(store_callback_update(s, want), 0);
+        put_with_callback(s, "exec_cb1", BASE_USEC + 1);
+        assert_int_equal(store_callback_get(s, "exec_cb1", true, &got), 0);
+        assert_callback_equal(got, want, true);
+        got = store_callback_free(got);
+
+        /* Two more, due earlier and later: next_due and due() see them in order of due time. */
+        put_with_callback(s, "exec_cb0", BASE_USEC + 50);
+        put_with_callback(s, "exec_cb2", BASE_USEC + 900);
+        assert_int_equal(store_callback_next_due(s, &due), 0);
+        assert_int_equal(due, BASE_USEC + 50);
+        assert_int_equal(store_callback_due(s, BASE_USEC + 49, 10, &l, &n), 0);
+        assert_int_equal(n, 0);
+        free(l);
+        assert_int_equal(store_callback_due(s, BASE_USEC + 300, 10, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(l[0]->execution_id, "exec_cb0");
+        assert_string_equal(l[1]->execution_id, "exec_cb1");
+        assert_non_null(l[1]->body);
+        store_callbacks_free(l, n);
+        assert_int_equal(store_callback_due(s, UINT64_MAX, 1, &l, &n), 0);
+        assert_int_equal(n, 1);
+        store_callbacks_free(l, n);
+
+        assert_int_equal(store_callback_count(s, CALLBACK_PENDING, &due), 0);
+        assert_int_equal(due, 3);
+        assert_int_equal(store_callback_count(s, CALLBACK_DELIVERED, &due), 0);
+        assert_int_equal(due, 0);
+        assert_int_equal(store_callback_count(s, _CALLBACK_STATE_MAX, &due), -EINVAL);
+
+        /* Delivered and failed ones are no longer due. */
+        want->state = CALLBACK_DELIVERED;
+        want->attempts = 3;
+        want->delivered_usec = BASE_USEC + 400;
+        want->last_error = mfree(want->last_error);
+        assert_int_equal(store_callback_update(s, want), 0);
+        assert_int_equal(store_callback_get(s, "exec_cb1", false, &got), 0);
+        assert_callback_equal(got, want, false);
+        got = store_callback_free(got);
+        assert_int_equal(store_callback_due(s, UINT64_MAX, 10, &l, &n), 0);
+        assert_int_equal(n, 2);
+        store_callbacks_free(l, n);
+        assert_int_equal(store_callback_get(s, "exec_cb0", false, &got), 0);
+        got->state = CALLBACK_FAILED;
+        got->attempts = 1;
+        got->last_error = strdup("HTTP 400");
+        assert_int_equal(store_callback_update(s, got), 0);
+        got = store_callback_free(got);
+        assert_int_equal(store_callback_next_due(s, &due), 0);
+        assert_int_equal(due, BASE_USEC + 900);
+        assert_int_equal(store_callback_count(s, CALLBACK_PENDING, &due), 0);
+        assert_int_equal(due, 1);
+        assert_int_equal(store_callback_count(s, CALLBACK_FAILED, &due), 0);
+        assert_int_equal(due, 1);
+
+        /* Updating a delivery that does not exist, and invalid ones. */
+        free(want->execution_id);
+        want->execution_id = strdup("exec_none");
+        assert_int_equal(store_callback_update(s, want), -ENOENT);
+        want->state = _CALLBACK_STATE_MAX;
+        assert_int_equal(store_callback_update(s, want), -EINVAL);
+        assert_int_equal(store_callback_get(s, "bad id!", false, &got), -EINVAL);
+        assert_int_equal(store_callback_due(s, 0, 0, &l, &n), -EINVAL);
+        {
+                _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_mismatch");
+                r->callback = callback_new("exec_other", 1);
+                assert_int_equal(store_put(s, r), -EINVAL);
+                r->callback = store_callback_free(r->callback);
+                r->callback = callback_new("exec_mismatch", 1);
+                r->callback->body = mfree(r->callback->body);
+                assert_int_equal(store_put(s, r), -EINVAL);
+        }
+
+        /* Purge: a pending delivery keeps its record; delivered and failed ones go with theirs. */
+        assert_int_equal(store_purge(s, UINT64_MAX, &due), 0);
+        assert_int_equal(due, 3);      /* exec_plain, exec_cb0, exec_cb1 */
+        assert_int_equal(count(s), 1);
+        assert_int_equal(store_callback_get(s, "exec_cb1", false, &got), -ENOENT);
+        assert_int_equal(store_callback_get(s, "exec_cb0", false, &got), -ENOENT);
+        assert_int_equal(store_callback_get(s, "exec_cb2", false, &got), 0);
+        got->state = CALLBACK_DELIVERED;
+        got->delivered_usec = BASE_USEC + 1000;
+        assert_int_equal(store_callback_update(s, got), 0);
+        got = store_callback_free(got);
+        assert_int_equal(store_purge(s, UINT64_MAX, &due), 0);
+        assert_int_equal(due, 1);
+        assert_int_equal(count(s), 0);
+        assert_int_equal(store_callback_next_due(s, &due), -ENOENT);
+}
+
+static void test_callback_survives_reopen(_unused_ void **state) {
+        Store *s = open_ok();
+        StoreCallback *got = NULL;
+        uint64_t due = 0;
+
+        put_with_callback(s, "exec_r", BASE_USEC + 7);
+        store_close(s);
+        s = open_ok();
+        assert_int_equal(store_callback_next_due(s, &due), 0);
+        assert_int_equal(due, BASE_USEC + 7);
+        assert_int_equal(store_callback_get(s, "exec_r", true, &got), 0);
+        assert_string_equal(got->delivery_id, "dlv_exec_r");
+        store_callback_free(got);
+        store_close(s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_artifacts, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_purge_artifacts, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_artifact_usage, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_artifact_usage_migration, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_callback_outbox, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),        };
+
+        return cmocka_run_group_tests_name("store-artifacts", tests, NULL, NULL);
+}
