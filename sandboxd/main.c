@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <getopt.h>
 
-#include "model/conf.h"
 #include "log.h"
 #include "manager.h"
+#include "model/conf.h"
 
 static void help(void) {
         printf("sandboxd [OPTIONS...]\n\n"

@@ -10,25 +10,25 @@
 #include <sys/statfs.h>
 #include <systemd/sd-daemon.h>
 
-#include "api/api.h"
+#include "admission/quota.h"
 #include "api/api-context.h"
+#include "api/api.h"
+#include "api/bus-api.h"
 #include "delivery/artifact-accounts.h"
 #include "delivery/artifacts.h"
 #include "delivery/callback.h"
-#include "api/bus-api.h"
-#include "net/curl-event.h"
-#include "run/job.h"
-#include "model/language.h"
-#include "model/request.h"
 #include "log.h"
 #include "manager.h"
-#include "admission/quota.h"
+#include "model/language.h"
+#include "model/request.h"
+#include "net/curl-event.h"
+#include "run/job.h"
 #include "run/runner.h"
-#include "unit/seccomp-policy.h"
 #include "run/session.h"
 #include "strv.h"
 #include "systemd/sysd.h"
 #include "time-util.h"
+#include "unit/seccomp-policy.h"
 #include "unit/usr-layer.h"
 #include "workspace/workspace.h"
 
@@ -200,10 +200,6 @@ static int setup_cgroups(Manager *m) {
         log_info("cgroup %s; %zu hierarchies handed to sandbox-exec%s%s", m->ctx.cgroup_v2 ? "v2" : "v1/hybrid",
                  m->ctx.n_cgroups, m->ctx.n_cgroups ? ", e.g. " : "", m->ctx.n_cgroups ? m->ctx.cgroups[0].slice_dir : "");
         return 0;
-}
-
-static void manager_notify_status(Manager *m) {
-        runner_notify_status(m->runner);
 }
 
 /* The gauges of GET /metrics, as they are now. */
@@ -507,10 +503,6 @@ static int load_config(const char *dir, Config **ret) {
         return 0;
 }
 
-static void manager_dispatch_queue(Manager *m) {
-        runner_dispatch(m->runner);
-}
-
 static int manager_reload(Manager *m) {
         _cleanup_(config_freep) Config *c = NULL;
         int r;
@@ -520,7 +512,7 @@ static int manager_reload(Manager *m) {
         if (r < 0) {
                 log_warning("Reload failed, keeping the previous configuration.");
                 (void) sd_notify(false, "READY=1");
-                manager_notify_status(m);
+                runner_notify_status(m->runner);
                 return r;
         }
         if (!streq(c->api_socket, m->ctx.config->api_socket) || !streq(c->state_dir, m->ctx.config->state_dir) ||
@@ -552,8 +544,8 @@ static int manager_reload(Manager *m) {
         log_info("Configuration reloaded from %s.", m->config_dir);
         log_budgets(m);
         (void) sd_notify(false, "READY=1");
-        manager_notify_status(m);
-        manager_dispatch_queue(m);
+        runner_notify_status(m->runner);
+        runner_dispatch(m->runner);
         return 0;
 }
 
@@ -739,7 +731,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         callbacks_kick(m->ctx.callbacks);
         /* Resumed queued executions start now if slots are free: with nothing running, no finishing
          * execution would ever dispatch them. */
-        manager_dispatch_queue(m);
+        runner_dispatch(m->runner);
 
         g = getgrnam(m->ctx.config->socket_group);
         hs = (HttpSettings) {

@@ -3,14 +3,14 @@
 
 #include "api.h"
 #include "delivery/artifacts.h"
-#include "run/job.h"
-#include "run/runner.h"
-#include "model/signed-url.h"
-#include "store/store.h"
 #include "log.h"
 #include "model/request.h"
 #include "model/result.h"
+#include "model/signed-url.h"
+#include "run/job.h"
+#include "run/runner.h"
 #include "run/session.h"
+#include "store/store.h"
 #include "submit.h"
 #include "time-util.h"
 

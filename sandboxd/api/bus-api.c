@@ -4,11 +4,11 @@
 #include <stdlib.h>
 
 #include "bus-api.h"
+#include "log.h"
+#include "model/result.h"
+#include "polkit.h"
 #include "run/job.h"
 #include "run/runner.h"
-#include "log.h"
-#include "polkit.h"
-#include "model/result.h"
 #include "submit.h"
 
 #define ACTION_EXECUTE "io.sandboxd.sandbox1.execute"

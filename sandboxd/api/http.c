@@ -9,9 +9,9 @@
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
-#include "model/conf.h"
 #include "http.h"
 #include "log.h"
+#include "model/conf.h"
 #include "model/signed-url.h"
 #include "strv.h"
 #include "time-util.h"

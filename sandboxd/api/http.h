@@ -18,8 +18,8 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#include "model/api-error.h"
 #include "auth.h"
+#include "model/api-error.h"
 
 /* At most this many TCP listeners (Listen= addresses or socket-activated "api-tcp" fds). */
 #define HTTP_TCP_MAX 8

@@ -4,8 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "model/execution.h"
 #include "list-query.h"
+#include "model/execution.h"
 
 static const char *const list_keys[] = {
         "session_id", "status", "error_type", "failed", "order", "limit", "cursor",

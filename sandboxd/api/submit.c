@@ -3,14 +3,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "admission/quota.h"
 #include "delivery/callback.h"
+#include "log.h"
+#include "model/result.h"
+#include "model/signed-url.h"
 #include "run/job.h"
 #include "run/runner.h"
-#include "log.h"
-#include "admission/quota.h"
-#include "model/result.h"
 #include "run/session.h"
-#include "model/signed-url.h"
 #include "submit.h"
 #include "time-util.h"
 

@@ -6,8 +6,8 @@
 
 #include <stdbool.h>
 
-#include "list-query.h"
 #include "api-context.h"
+#include "list-query.h"
 #include "model/request.h"
 #include "store/store.h"
 

@@ -5,11 +5,11 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include "model/backoff.h"
 #include "callback.h"
-#include "net/curl-event.h"
 #include "log.h"
+#include "model/backoff.h"
 #include "model/result.h"
+#include "net/curl-event.h"
 #include "time-util.h"
 
 /* What we read of a receiver's answer: it is discarded, and a receiver that keeps talking is cut off. */

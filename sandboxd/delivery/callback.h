@@ -11,8 +11,8 @@
 
 #include <json-c/json.h>
 
-#include "model/execution.h"
 #include "model/context.h"
+#include "model/execution.h"
 #include "store/store.h"
 
 typedef struct Callbacks Callbacks;

@@ -5,11 +5,11 @@
  * (service) → running → finishing (unit gone, report read, then the artifacts collected from the
  * workspace on a worker thread) → done. Every step is an event on the loop. */
 
-#include "delivery/artifacts.h"
-#include "capture.h"
-#include "model/execution.h"
-#include "model/context.h"
 #include "admission/queue.h"
+#include "capture.h"
+#include "delivery/artifacts.h"
+#include "model/context.h"
+#include "model/execution.h"
 #include "model/request.h"
 #include "store/store.h"
 #include "systemd/sysd.h"

@@ -4,10 +4,10 @@
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
+#include "admission/quota.h"
 #include "delivery/callback.h"
 #include "job.h"
 #include "log.h"
-#include "admission/quota.h"
 #include "runner.h"
 #include "session.h"
 #include "strv.h"

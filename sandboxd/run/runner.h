@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/context.h"
 #include "admission/queue.h"
+#include "model/context.h"
 #include "model/request.h"
 
 typedef struct Job Job;

@@ -5,9 +5,9 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
+#include "admission/quota.h"
 #include "job.h"
 #include "log.h"
-#include "admission/quota.h"
 #include "model/result.h"
 #include "session.h"
 #include "store/store.h"

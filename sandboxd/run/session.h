@@ -21,8 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/context.h"
 #include "admission/queue.h"
+#include "model/context.h"
 #include "model/request.h"
 #include "systemd/sysd.h"
 
