@@ -26,6 +26,25 @@ check "reload kept the process" test "$(systemctl show -P MainPID sandboxd.servi
 check "reload applied MaxConcurrent=3" sh -c "curl -s --unix-socket /run/sandboxd/api.sock http://l/v1/health | grep -q '\"slots\":3'"
 check "reload is logged" sh -c "journalctl -u sandboxd.service -o cat --no-pager | grep -q 'Configuration reloaded'"
 
+# systemctl reload waits for the daemon: with it stopped, the reload job stays open; once it runs
+# again, the reload returns with the new configuration already in force.
+printf '[Daemon]\nMaxConcurrent=5\n' > "$conf/sandboxd.conf.d/50-lifecycle.conf"
+kill -STOP "$pid"
+systemctl reload sandboxd.service & rpid=$!
+sleep 2
+check "systemctl reload does not return while the daemon has not reloaded" kill -0 "$rpid"
+kill -CONT "$pid"
+wait "$rpid"; rc=$?
+ok "$rc" "the waiting reload succeeds" "rc=$rc"
+check "the reload was in force when systemctl returned (MaxConcurrent=5)" sh -c "curl -s --unix-socket /run/sandboxd/api.sock http://l/v1/health | grep -q '\"slots\":5'"
+# A configuration that does not load: systemctl reload fails, the previous one stays.
+printf '[Daemon]\nMaxConcurrent=lots\n' > "$conf/sandboxd.conf.d/50-lifecycle.conf"
+if systemctl reload sandboxd.service 2>/dev/null; then ok 1 "a reload of a broken configuration fails"; else ok 0 "a reload of a broken configuration fails"; fi
+check "... and the previous configuration stays (MaxConcurrent=5)" sh -c "curl -s --unix-socket /run/sandboxd/api.sock http://l/v1/health | grep -q '\"slots\":5'"
+check "... the service stays active" test "$(systemctl show -P ActiveState sandboxd.service)" = active
+printf '[Daemon]\nMaxConcurrent=3\n' > "$conf/sandboxd.conf.d/50-lifecycle.conf"
+check "a good reload after the bad one" systemctl reload sandboxd.service
+
 # A configuration error names the file and the line: --check-config, and a failing start.
 printf '[Daemon]\n# comment\nMaxConcurrent=2\nFrobnicate=yes\n' > "$conf/sandboxd.conf.d/70-bad.conf"
 out=$("$build/sandboxd/sandboxd" --check-config --config-dir="$conf" 2>&1); rc=$?
