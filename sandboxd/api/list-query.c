@@ -6,6 +6,7 @@
 
 #include "list-query.h"
 #include "model/execution.h"
+#include "model/json-strict.h"
 
 static const char *const list_keys[] = {
         "session_id", "status", "error_type", "failed", "order", "limit", "cursor",
@@ -72,6 +73,7 @@ static int check_object(json_object *o, RequestError *err) {
 }
 
 int list_query_json_parse(const char *s, size_t len, ListQueryJson *ret, RequestError *err) {
+        JsonStrictError serr;
         json_tokener *tok;
         json_object *o;
         int r;
@@ -94,7 +96,10 @@ int list_query_json_parse(const char *s, size_t len, ListQueryJson *ret, Request
         if (!o || json_tokener_get_error(tok) != json_tokener_success || json_tokener_get_parse_end(tok) != len ||
             !json_object_is_type(o, json_type_object))
                 r = invalid(err, "", "the query is not a JSON object (\"\" or \"{}\" lists everything)");
-        else
+        else if ((r = json_strict_check(s, len, 3, &serr)) == -EINVAL)
+                /* What json-c let through but reads its own way: duplicate keys, NaN, ... (json-strict.h). */
+                r = invalid(err, serr.path, "the query is not strict JSON: %s", serr.message);
+        else if (r >= 0)
                 r = check_object(o, err);
         json_tokener_free(tok);
         if (r < 0) {

@@ -7,6 +7,7 @@
 
 #include "backoff.h"
 #include "base64.h"
+#include "json-strict.h"
 #include "request.h"
 #include "strv.h"
 #include "utf8.h"
@@ -501,6 +502,7 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
         json_tokener *tok;
         json_object *root, *v;
         enum json_tokener_error jerr;
+        JsonStrictError jerr_strict;
         int r;
 
         memset(err, 0, sizeof(*err));
@@ -512,6 +514,15 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
          * U+10FFFF through; systemd would then refuse such an Environment= entry. Check it all. */
         if (!utf8_is_valid(body, len))
                 return fail(err, API_ERROR_INVALID_JSON, NULL, "invalid JSON: not valid UTF-8");
+
+        /* One meaning for every parser: no duplicate keys, no NUL in keys, no NaN, no integer json-c
+         * would clamp (json-strict.h). */
+        r = json_strict_check(body, len, REQUEST_JSON_DEPTH_MAX, &jerr_strict);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return fail(err, API_ERROR_INVALID_JSON, jerr_strict.path[0] ? jerr_strict.path : NULL,
+                            "invalid JSON: %s", jerr_strict.message);
 
         tok = json_tokener_new_ex(REQUEST_JSON_DEPTH_MAX);
         if (!tok)

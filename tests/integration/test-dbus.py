@@ -164,6 +164,12 @@ t.ok(err is not None and err.get_dbus_name() == ERR + "InvalidRequest" and err.g
      "ListExecutions limit 0: InvalidRequest with HTTP's message", err)
 _, err = call("ListExecutions", json.dumps({"bogus": 1}))
 t.eq(err and err.get_dbus_name(), ERR + "InvalidRequest", "ListExecutions with an unknown filter: InvalidRequest")
+# A query json-c would read its own way (the last duplicate wins; a key cut at \u0000) is refused.
+for q, what in (('{"status": "failed", "status": "success"}', "a duplicate key"),
+                ('{"status\\u0000x": "failed"}', "a key with \\u0000")):
+    _, err = call("ListExecutions", q)
+    t.eq(err and err.get_dbus_name(), ERR + "InvalidRequest", f"ListExecutions with {what}: InvalidRequest",
+         err and err.get_dbus_message())
 reply, err = call("ListExecutions", json.dumps({"limit": 2}))
 page = json.loads(str(reply)) if reply is not None else {}
 status, hpage = request("GET", "/v1/executions?limit=2")

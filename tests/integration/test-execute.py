@@ -99,6 +99,20 @@ st, res = request("POST", "/v1/executions", raw=b'{"language": "python", "code":
 t.ok(st == 400 and res["error"]["code"] == "invalid_json", "truncated JSON refused", res)
 st, res = request("POST", "/v1/executions", raw=b'{"language": "python", "code": "\xff"}')
 t.ok(st == 400 and res["error"]["code"] == "invalid_json", "non-UTF-8 JSON refused", res)
+# JSON that json-c reads one way and other parsers (a gateway that checked it) another: refused, the
+# field naming the member. json-c alone took the last duplicate, cut a key at \u0000 and clamped 2^64.
+REQ = b'{"language": "python", "code": "print(1)", '
+for raw, field, what in (
+        (REQ + b'"limits": {"memory_mb": 64, "memory_mb": 8192}}', "limits.memory_mb", "duplicate key 'memory_mb'"),
+        (REQ + b'"language": "bash"}', "language", "duplicate key 'language'"),
+        (REQ + b'"limits": {"memory_mb\\u0000": 8192}}', "limits", "a key contains \\u0000"),
+        (REQ + b'"seed": 18446744073709551616}', "seed", "18446744073709551616 is out of range"),
+        (REQ + b'"limits": {"timeout_ms": NaN}}', None, "NaN"),
+        (REQ + b'"env": {"A": "a\tb"}}', "env.A", "raw control character U+0009")):
+    st, res = request("POST", "/v1/executions", raw=raw)
+    err = res.get("error", {})
+    t.ok(st == 400 and err.get("code") == "invalid_json" and err.get("field") == field and what in err.get("message", ""),
+         f"not strict JSON refused: {what}", (raw, st, res))
 st, res = request("POST", "/v1/executions", raw=b"[" * 100 + b"]" * 100)
 t.ok(st == 400, "deeply nested JSON refused", res)
 st, res = request("POST", "/v1/executions", body={"language": "python", "code": "1"},

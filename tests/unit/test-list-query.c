@@ -149,6 +149,13 @@ static const struct {
         { "{\"status\":[\"failed\"]}", -EINVAL, "status", "status: a string, an integer or a boolean" },
         { "{\"limit\":1.5}", -EINVAL, "limit", "limit: a string, an integer or a boolean" },
         { "{\"limit\":{\"a\":{\"b\":1}}}", -EINVAL, "", "the query is not a JSON object (\"\" or \"{}\" lists everything)" },
+        { "{\"status\":\"failed\",\"status\":\"success\"}", -EINVAL, "status",
+          "the query is not strict JSON: duplicate key 'status'" },
+        { "{\"limit\":NaN}", -EINVAL, "", "the query is not strict JSON: at byte 9: not a JSON value (NaN, Infinity and bare "
+          "words are not JSON)" },
+        { "{\"limit\":18446744073709551616}", -EINVAL, "limit",
+          "the query is not strict JSON: 18446744073709551616 is out of range (64 bits)" },
+        { "{\"status\\u0000x\":\"failed\"}", -EINVAL, "", "the query is not strict JSON: a key contains \\u0000" },
 };
 
 static void test_json_refused(void **state) {

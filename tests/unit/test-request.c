@@ -211,6 +211,24 @@ static const RefuseRow refuse_rows[] = {
                                     "[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
                                     "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"),
 
+        /* JSON json-c reads one way and other parsers another (json-strict.h): the field names the
+         * member */
+        { "duplicate key", REQ("\"code\": \"print(2)\""), 0, 400, "invalid_json", "code", "duplicate key 'code'" },
+        { "duplicate key, escaped", REQ("\"c\\u006fde\": \"print(2)\""), 0, 400, "invalid_json", "code",
+          "duplicate key" },
+        { "duplicate key in limits", LIMITS("\"memory_mb\": 64, \"memory_mb\": 8192"), 0, 400, "invalid_json",
+          "limits.memory_mb", "duplicate key 'memory_mb'" },
+        { "duplicate env name", ENV("\"A\": \"1\", \"A\": \"2\""), 0, 400, "invalid_json", "env.A", "duplicate key" },
+        { "NUL in a key", LIMITS("\"memory_mb\\u0000\": 8192"), 0, 400, "invalid_json", "limits",
+          "a key contains \\u0000" },
+        { "NaN", LIMITS("\"memory_mb\": NaN"), 0, 400, "invalid_json", "", "NaN" },
+        { "Infinity", LIMITS("\"memory_mb\": -Infinity"), 0, 400, "invalid_json", "", "Infinity" },
+        { "2^64", LIMITS("\"memory_mb\": 18446744073709551616"), 0, 400, "invalid_json", "limits.memory_mb",
+          "18446744073709551616 is out of range" },
+        { "-2^63-1", REQ("\"seed\": -9223372036854775809"), 0, 400, "invalid_json", "seed", "out of range" },
+        { "raw tab in an env value", REQ("\"env\": {\"A\": \"a\tb\"}"), 0, 400, "invalid_json", "env.A",
+          "raw control character U+0009" },
+
         /* not UTF-8: inside strings, keys, and each kind json-c's own check lets through */
         BAD_JSON("0xff in code", "{\"language\": \"python\", \"code\": \"\xff\"}"),
         BAD_JSON("broken 2-byte sequence", "{\"language\": \"python\", \"code\": \"\xc3\x28\"}"),
