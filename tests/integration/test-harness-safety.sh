@@ -29,25 +29,73 @@ snapshot() {
         ls -A /var/tmp | sort > "$1.vartmp"
         ls -d /var/lib/sandbox-harness/run.* 2>/dev/null | sort > "$1.state"
 }
-ours() { # processes of the kinds the harness starts, outside our own process tree
-        ps -eo pid=,comm= | awk '$2 == "systemd" || $2 == "dbus-daemon" || $2 == "systemd-journal" || $2 == "sandboxd" {print}'
+hierarchies=$(findmnt -rn -t cgroup,cgroup2 -o TARGET)
+# The cgroup trees a harness made (sandbox-harness.PID in any hierarchy), and the processes in them.
+trees() { for h in $hierarchies; do [ -d "$h/sandbox-harness.$1" ] && echo "$h/sandbox-harness.$1"; done; true; }
+procs_of() { for d in $(trees "$1"); do find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -u; }
+ours() { # processes of the kinds the harness starts, in the cgroup trees of the harnesses this test ran
+        local p
+        for p in $harness_pids; do
+                for q in $(procs_of "$p"); do ps -o pid=,comm= -p "$q" 2>/dev/null; done
+        done | awk '$2 == "systemd" || $2 == "dbus-daemon" || $2 == "systemd-journal" || $2 == "sandboxd" {print}'
 }
+harness_pids=
 work=$(mktemp -d /var/tmp/harness-safety.XXXXXX)
 trap 'rm -rf "$work" "$canary" "$aged"' EXIT
 snapshot "$work/before"
-procs_before=$(ours)
 
-# Twice in a row, each really booting systemd and running code.
+# Twice in a row, each really booting systemd and running code, in its own cgroup tree.
+inside='systemctl is-active sandboxd.service && test "$(cat /proc/1/comm)" = systemd && touch /tmp/inside-only &&
+        grep -E "^[0-9]+:(name=systemd)?:" /proc/1/cgroup | head -1 && echo inside-ok'
 for i in 1 2; do
-        out=$("$harness" --build "$build" -- sh -c 'systemctl is-active sandboxd.service && test "$(cat /proc/1/comm)" = systemd && touch /tmp/inside-only && echo inside-ok' 2>&1)
+        out=$("$harness" --build "$build" -- sh -c "$inside" 2>&1)
         ok $(echo "$out" | grep -q inside-ok && echo 0 || echo 1) "harness run $i boots systemd and sandboxd" "$out"
+        root=$(echo "$out" | sed -n 's|^[0-9]*:[^:]*:\(/sandbox-harness\.[0-9]*\)/init.scope$|\1|p')
+        ok $([ -n "$root" ] && echo 0 || echo 1) "run $i: the private systemd's root is its own cgroup (${root:-none})" "$out"
+        left=$([ -n "$root" ] && trees "${root##*.}")
+        ok $([ -n "$root" ] && [ -z "$left" ] && echo 0 || echo 1) "run $i: its cgroup tree is gone after the run" "$left"
 done
 ok $([ ! -e /tmp/inside-only ] && echo 0 || echo 1) "a file made in the harness' /tmp is not in the host's /tmp"
+leftovers=$(for h in $hierarchies; do ls -d "$h"/system.slice/sandboxd-* "$h"/sandboxd.slice/sandboxd-* 2>/dev/null; done | wc -l)
+echo "# cgroups left at the hierarchies' top by harnesses of before (not by this one): $leftovers"
+
+# Two at once: each in its own tree, both run code.
+"$harness" --build "$build" -- sh -c 'sleep 2; curl -sf --unix-socket /run/sandboxd/api.sock -H "Content-Type: application/json" \
+        -d "{\"language\":\"bash\",\"code\":\"echo one\"}" "http://l/v1/executions?wait=true"' > "$work/one.out" 2>&1 &
+p1=$!
+"$harness" --build "$build" -- sh -c 'sleep 2; curl -sf --unix-socket /run/sandboxd/api.sock -H "Content-Type: application/json" \
+        -d "{\"language\":\"bash\",\"code\":\"echo two\"}" "http://l/v1/executions?wait=true"' > "$work/two.out" 2>&1 &
+p2=$!
+harness_pids="$p1 $p2"
+for _ in $(seq 1 100); do [ -n "$(procs_of $p1)" ] && [ -n "$(procs_of $p2)" ] && break; sleep 0.1; done
+ok $([ -n "$(trees $p1)" ] && [ -n "$(trees $p2)" ] && [ "$(trees $p1)" != "$(trees $p2)" ] && echo 0 || echo 1) \
+        "two harnesses at once have two cgroup trees" "$(trees $p1) / $(trees $p2)"
+wait $p1; r1=$?
+wait $p2; r2=$?
+ok $([ $r1 = 0 ] && grep -q '"stdout":"one\\n"' "$work/one.out" && [ $r2 = 0 ] && grep -q '"stdout":"two\\n"' "$work/two.out" && echo 0 || echo 1) \
+        "both ran their execution" "$(cat "$work/one.out" "$work/two.out")"
+ok $([ -z "$(trees $p1)$(trees $p2)" ] && echo 0 || echo 1) "both trees are gone" "$(trees $p1) $(trees $p2)"
+
+# A checkout and build directory under /tmp (which the harness covers with a private tmpfs): the
+# harness carries them in. The parts of the tree it uses, and the three binaries.
+co=$(mktemp -d /tmp/harness-checkout.XXXXXX)
+mkdir -p "$co/tests" "$co/build/sandboxd" "$co/build/sandbox-exec" "$co/build/sandboxctl"
+cp -r "$here/../harness" "$co/tests/"
+cp -r "$here/../../units" "$here/../../dbus" "$here/../../polkit" "$co/"
+cp "$build/sandboxd/sandboxd" "$co/build/sandboxd/"; cp "$build/sandbox-exec/sandbox-exec" "$co/build/sandbox-exec/"
+cp "$build/sandboxctl/sandboxctl" "$co/build/sandboxctl/"
+out=$(cd "$co/build" && "$co/tests/harness/sandbox-harness" --build "$co/build" -- sh -c \
+        'curl -sf --unix-socket /run/sandboxd/api.sock -H "Content-Type: application/json" -d "{\"language\":\"bash\",\"code\":\"echo carried\"}" "http://l/v1/executions?wait=true" && test -x "$PWD/sandboxd/sandboxd"' 2>&1)
+ok $(echo "$out" | grep -q '"stdout":"carried\\n"' && echo 0 || echo 1) "a checkout under /tmp runs under the harness" "$out"
+ok $([ -x "$co/build/sandboxd/sandboxd" ] && [ -f "$co/tests/harness/sandbox-harness" ] && echo 0 || echo 1) \
+        "... and is still there afterwards"
+rm -rf "$co"
 
 # Killed midway: SIGTERM, then SIGKILL (setpriv --pdeathsig takes the namespace down).
 for sig in TERM KILL; do
         "$harness" --build "$build" -- sleep 300 >/dev/null 2>&1 &
         hp=$!
+        harness_pids=$hp
         # wait until sandboxd runs inside
         for _ in $(seq 1 100); do ours | grep -q sandboxd && break; sleep 0.1; done
         ok $(ours | grep -q sandboxd && echo 0 || echo 1) "harness up before SIG$sig"
@@ -56,9 +104,16 @@ for sig in TERM KILL; do
         # Teardown is immediate for the kernel, but reaping a sanitized daemon (terabytes of shadow
         # mappings) can take seconds on a loaded machine: allow 30 s.
         t0=$(date +%s%N)
-        for _ in $(seq 1 300); do [ "$(ours)" = "$procs_before" ] && break; sleep 0.1; done
+        for _ in $(seq 1 300); do [ -z "$(ours)" ] && break; sleep 0.1; done
         echo "# SIG$sig: the namespace was gone after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-        ok $([ "$(ours)" = "$procs_before" ] && echo 0 || echo 1) "after SIG$sig: no systemd, dbus-daemon, journald or sandboxd left" "$(ours)"
+        ok $([ -z "$(ours)" ] && echo 0 || echo 1) "after SIG$sig: no systemd, dbus-daemon, journald or sandboxd left" "$(ours)"
+        if [ $sig = TERM ]; then
+                ok $([ -z "$(trees $hp)" ] && echo 0 || echo 1) "after SIGTERM: its cgroup tree is gone" "$(trees $hp)"
+        else
+                # A SIGKILLed harness cannot clean up: the next one removes the tree it left.
+                "$harness" --build "$build" --no-daemon -- true >/dev/null 2>&1
+                ok $([ -z "$(trees $hp)" ] && echo 0 || echo 1) "after SIGKILL: the next harness removed the tree it left" "$(trees $hp)"
+        fi
 done
 # A SIGKILLed harness cannot remove its state directory itself; remove what it left, as an
 # operator would, before comparing (its content is only the generated unit files).
