@@ -225,8 +225,9 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
         const Config *cfg = c->ctx->config;
         StoreCallback *cb = d->cb;
         uint64_t now = now_usec(CLOCK_REALTIME);
-        char what[LAST_ERROR_MAX], why[LAST_ERROR_MAX + CURL_ERROR_SIZE];
+        char what[LAST_ERROR_MAX], why[LAST_ERROR_MAX + CURL_ERROR_SIZE], url[CALLBACK_URL_LOG_MAX];
 
+        (void) callback_url_for_log(cb->url, url);
         if (t == TRANSPORT_OK)
                 snprintf(what, sizeof(what), "HTTP %ld", status);
         else
@@ -241,13 +242,14 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
                 cb->state = CALLBACK_DELIVERED;
                 cb->delivered_usec = now;
                 cb->last_error = mfree(cb->last_error);
-                log_info("%s: callback delivered to %s (attempt %" PRIu64 ", %s).", cb->execution_id, cb->url,
+                log_info("%s: callback delivered to %s (attempt %" PRIu64 ", %s).", cb->execution_id, url,
                          cb->attempts, why);
                 break;
         case DELIVERY_FAILED:
                 cb->state = CALLBACK_FAILED;
                 set_last_error(cb, "%s", what);
-                log_warning("%s: callback to %s failed (%s), not retrying.", cb->execution_id, cb->url, why);
+                log_warning("%s: callback to %s failed after %" PRIu64 " attempts (%s), not retrying.",
+                            cb->execution_id, url, cb->attempts, why);
                 break;
         case DELIVERY_RETRY: {
                 BackoffPolicy p = {
@@ -269,11 +271,14 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
                 } else {
                         cb->next_attempt_usec = now + delay;
                         set_last_error(cb, "%s", what);
-                        log_info("%s: callback attempt %" PRIu64 " to %s failed (%s), retrying in %" PRIu64 " ms.",
-                                 cb->execution_id, cb->attempts, cb->url, why, delay / USEC_PER_MSEC);
+                        /* One line for the first failure; the retries after it only at debug level:
+                         * the outcome (delivered or failed) is logged once, with the attempt count. */
+                        log_full(cb->attempts == 1 ? LOG_INFO : LOG_DEBUG,
+                                 "%s: callback attempt %" PRIu64 " to %s failed (%s), retrying in %" PRIu64 " ms.",
+                                 cb->execution_id, cb->attempts, url, why, delay / USEC_PER_MSEC);
                         break;
                 }
-                log_warning("%s: callback to %s failed: %s (%s)", cb->execution_id, cb->url, cb->last_error, why);
+                log_warning("%s: callback to %s failed: %s (%s)", cb->execution_id, url, cb->last_error, why);
                 break;
         }
         }
@@ -391,7 +396,8 @@ static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
                 else
                         set_last_error(cb, "%s (gave up: CallbackMaxAgeSec=%" PRIu64 " reached)",
                                        cb->last_error ?: "never attempted", cfg->callback_max_age_sec);
-                log_warning("%s: callback to %s failed: %s", cb->execution_id, cb->url, cb->last_error);
+                log_warning("%s: callback to %s failed: %s", cb->execution_id,
+                            callback_url_for_log(cb->url, (char[CALLBACK_URL_LOG_MAX]) {}), cb->last_error);
                 r = store_callback_update(c->ctx->store, cb);
                 store_callback_free(cb);
                 return r;
@@ -431,7 +437,8 @@ static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
                 delivery_free(d);
                 return 0;
         }
-        log_debug("%s: callback attempt %" PRIu64 " to %s.", cb->execution_id, cb->attempts, cb->url);
+        log_debug("%s: callback attempt %" PRIu64 " to %s.", cb->execution_id, cb->attempts,
+                  callback_url_for_log(cb->url, (char[CALLBACK_URL_LOG_MAX]) {}));
         return 0;
 }
 

@@ -202,3 +202,37 @@ bad:
                 *ret_why = why;
         return false;
 }
+
+static size_t put_clean(char *out, size_t room, const char *s, size_t n, size_t max) {
+        size_t k = MIN(n, max), w = 0;
+
+        for (size_t i = 0; i < k && w + 1 < room; i++)
+                out[w++] = (unsigned char) s[i] > 0x20 && (unsigned char) s[i] < 0x7f ? s[i] : '?';
+        if (n > max)
+                for (const char *dots = "..."; *dots && w + 1 < room; dots++)
+                        out[w++] = *dots;
+        out[w] = 0;
+        return w;
+}
+
+const char *callback_url_for_log(const char *url, char ret[static CALLBACK_URL_LOG_MAX]) {
+        const char *rest, *auth_end, *path_end;
+        size_t w = 0, scheme_len;
+
+        if (!url) {
+                snprintf(ret, CALLBACK_URL_LOG_MAX, "(none)");
+                return ret;
+        }
+        rest = strstr(url, "://");
+        scheme_len = rest ? (size_t) (rest - url) + 3 : 0;
+        rest = rest ? rest + 3 : url;
+        auth_end = rest + strcspn(rest, "/?#");
+        path_end = auth_end + strcspn(auth_end, "?#");
+
+        w += put_clean(ret + w, CALLBACK_URL_LOG_MAX - w, url, scheme_len, 8);
+        w += put_clean(ret + w, CALLBACK_URL_LOG_MAX - w, rest, (size_t) (auth_end - rest), 64);
+        w += put_clean(ret + w, CALLBACK_URL_LOG_MAX - w, auth_end, (size_t) (path_end - auth_end), 32);
+        if (*path_end)
+                (void) put_clean(ret + w, CALLBACK_URL_LOG_MAX - w, "?...", 4, 4);
+        return ret;
+}

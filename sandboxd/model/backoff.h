@@ -72,3 +72,10 @@ int callback_signature(const void *key, size_t key_len, uint64_t unix_time, cons
  * shown in the record). On failure *ret_why says what is wrong. */
 #define CALLBACK_URL_MAX 2048
 bool callback_url_is_valid(const char *url, const char **ret_why);
+
+/* The URL as the journal gets it: "scheme://host[:port]" with at most 64 bytes of the authority and
+ * 32 of the path, "..." where cut, a query or fragment as "?..." (it may carry a receiver's token).
+ * A caller's 2 KiB URL on every attempt would fill the journal and its rate limit would then drop
+ * sandboxd's own lines. Bytes outside printable ASCII become '?'. */
+#define CALLBACK_URL_LOG_MAX 128
+const char *callback_url_for_log(const char *url, char ret[static CALLBACK_URL_LOG_MAX]);

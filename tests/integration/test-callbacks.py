@@ -227,6 +227,22 @@ t.eq((cb_d.get("state"), cb_d.get("attempts")), ("failed", 1), "d: a 400 fails a
 t.eq(cb_d.get("last_error"), "HTTP 400", "d: last_error says why", cb_d)
 t.eq(len(reject.snapshot()), 1, "d: the 400 receiver was asked once")
 
+# ---- the journal: a caller's 2 KiB URL, failing 3 times, is not logged in full on every attempt ----
+flaky_long = Receiver(lambda r, n: 503 if n <= 3 else 200)
+long_url = flaky_long.url + "?token=" + "s" * (2000 - len(flaky_long.url))
+lg = run("print('long')", callback_url=long_url)
+cb_lg = wait_final(lg["execution_id"])
+t.eq((cb_lg.get("state"), cb_lg.get("attempts")), ("delivered", 4), "long URL: delivered on the 4th attempt", cb_lg)
+jl = subprocess.run(["journalctl", "-u", "sandboxd.service", "--no-pager", "-o", "cat", "-p", "info"],
+                    capture_output=True, text=True).stdout.splitlines()
+mine = [ln for ln in jl if lg["execution_id"] in ln and "callback" in ln]
+t.ok(len(mine) <= 2, "long URL: at most two callback lines for the execution (first failure, outcome)", mine)
+t.ok(all(len(ln) < 400 and "sssssssssssssssssssssssssssssssssssssssssssssssssssssssss" not in ln for ln in mine),
+     "long URL: each line shows a shortened URL without its query", [ln[:300] for ln in mine])
+t.ok(any("delivered" in ln and "attempt 4" in ln for ln in mine), "long URL: the outcome names the attempt count",
+     mine)
+flaky_long.stop()
+
 # ---- e) no head-of-line blocking: a long timeout, a receiver that holds the attempt open ----
 configure(120)
 hang2 = Receiver(lambda r, n: "hang")

@@ -269,13 +269,53 @@ static void test_transport_names(_unused_ void **state) {
         assert_null(transport_result_to_string(_TRANSPORT_MAX));
 }
 
+/* The URL as logged: short, whatever the caller sent. */
+typedef struct LogUrlRow {
+        const char *name, *url, *want;
+} LogUrlRow;
+
+static const LogUrlRow log_url_rows[] = {
+        { "log: plain", "http://127.0.0.1:8080/hook", "http://127.0.0.1:8080/hook" },
+        { "log: https, no path", "https://example.com", "https://example.com" },
+        { "log: query dropped", "https://example.com/cb?token=s3cret", "https://example.com/cb?..." },
+        { "log: fragment dropped", "https://example.com/cb#s3cret", "https://example.com/cb?..." },
+        { "log: long path cut at 32", "http://h/0123456789012345678901234567890123456789",
+          "http://h/0123456789012345678901234567890..." },
+        { "log: IPv6", "http://[::1]:9/x", "http://[::1]:9/x" },
+        { "log: NULL", NULL, "(none)" },
+        { "log: control bytes", "http://h/\x01\x1b[31m", "http://h/??[31m" },
+};
+
+static void test_log_url_row(void **state) {
+        const LogUrlRow *row = *state;
+        char buf[CALLBACK_URL_LOG_MAX];
+
+        assert_string_equal(callback_url_for_log(row->url, buf), row->want);
+}
+
+/* A 2 KiB URL, in the host or in the path: at most CALLBACK_URL_LOG_MAX - 1 bytes, never the whole. */
+static void test_log_url_long(_unused_ void **state) {
+        char url[CALLBACK_URL_MAX + 1], buf[CALLBACK_URL_LOG_MAX];
+
+        memset(url, 'a', CALLBACK_URL_MAX);
+        url[CALLBACK_URL_MAX] = 0;
+        memcpy(url, "http://h/", 9);
+        assert_true(callback_url_is_valid(url, NULL));
+        assert_true(strlen(callback_url_for_log(url, buf)) < 64);
+        memcpy(url, "https://", 8);        /* now all of it is the host */
+        assert_true(strlen(callback_url_for_log(url, buf)) < CALLBACK_URL_LOG_MAX);
+        assert_non_null(strstr(buf, "..."));
+        memset(url, 'x', CALLBACK_URL_MAX);  /* no scheme at all */
+        assert_true(strlen(callback_url_for_log(url, buf)) < CALLBACK_URL_LOG_MAX);
+}
+
 #define ROWS(tests, i, table, fn)                                                                    \
         for (size_t k = 0; k < ELEMENTSOF(table); k++)                                               \
                 tests[i++] = (struct CMUnitTest) { table[k].name, fn, NULL, NULL, (void *) &table[k] }
 
 int main(void) {
         size_t n = ELEMENTSOF(outcome_rows) + ELEMENTSOF(delay_rows) + ELEMENTSOF(retry_after_rows) +
-                   ELEMENTSOF(url_rows) + 8, i = 0;
+                   ELEMENTSOF(url_rows) + ELEMENTSOF(log_url_rows) + 9, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -288,6 +328,8 @@ int main(void) {
         ROWS(tests, i, url_rows, test_url_row);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_url_length);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_transport_names);
+        ROWS(tests, i, log_url_rows, test_log_url_row);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_log_url_long);
         if (i > n)
                 abort();
         return _cmocka_run_group_tests("backoff", tests, i, NULL, NULL);
