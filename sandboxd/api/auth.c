@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "secret-file.h"
 
 #define HASH_PREFIX "sha256:"
 #define HASH_LEN 32
@@ -146,37 +146,13 @@ int auth_load(const char *path, AuthTable **ret, char **ret_error) {
         _cleanup_free_ char *buf = NULL;
         struct stat st;
         ssize_t n;
-        int r;
 
-        /* O_NONBLOCK: a FIFO put there must not hang the daemon; it is refused below. */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-                r = -errno;
-                (void) error_set(ret_error, "%s: cannot open the API key file: %s", path, strerror(-r));
-                return r;
-        }
-        if (fstat(fd, &st) < 0) {
-                r = -errno;
-                (void) error_set(ret_error, "%s: cannot stat: %s", path, strerror(-r));
-                return r;
-        }
-        if (!S_ISREG(st.st_mode)) {
-                (void) error_set(ret_error, "%s: not a regular file", path);
-                return -EBADFD;
-        }
         /* Hashes of high-entropy keys cannot be reversed, but the file still says which keys exist
-         * and which are admins, and whoever can write it can mint keys. */
-        if (st.st_mode & (S_IROTH | S_IWOTH)) {
-                (void) error_set(ret_error, "%s: refusing an API key file that others can %s (mode %04o); "
-                                 "chmod o-rwx it (e.g. 0600 or 0640 root:sandboxd)",
-                                 path, st.st_mode & S_IROTH ? "read" : "write", (unsigned) (st.st_mode & 07777));
-                return -EPERM;
-        }
-        if (st.st_uid != 0 && st.st_uid != geteuid()) {
-                (void) error_set(ret_error, "%s: refusing an API key file owned by uid %u (must belong to root)",
-                                 path, (unsigned) st.st_uid);
-                return -EPERM;
-        }
+         * and which are admins, and whoever can write it (or replace it) can mint keys. Its group
+         * may read it (0640 root:sandboxd). */
+        fd = secret_file_open(path, geteuid(), SECRET_GROUP_READ, "API key file", &st, ret_error);
+        if (fd < 0)
+                return fd;
         if (st.st_size > AUTH_FILE_MAX) {
                 (void) error_set(ret_error, "%s: larger than %d bytes", path, AUTH_FILE_MAX);
                 return -EFBIG;

@@ -9,8 +9,10 @@
  * (printf %s "$KEY" | sha256sum). Only hashes are at rest: the file reveals no key. Keys are random
  * tokens with at least 32 bytes of entropy; for such tokens one unsalted SHA-256 is enough (there is
  * nothing to brute-force), so no slow password hash is needed. Lines starting with '#' and empty
- * lines are ignored. The file must not be readable or writable by others, and must belong to root
- * (or to the user sandboxd runs as): otherwise it is refused. */
+ * lines are ignored. The file is checked as every secret file is (secret-file.h): it must belong
+ * to root (or to the user sandboxd runs as), must not be writable by its group or by others nor
+ * readable by others (its group may read it: 0640 root:sandboxd), must not be a symbolic link, and
+ * no directory above it may be writable by anyone but root: otherwise it is refused. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,9 +34,10 @@ size_t auth_table_size(const AuthTable *t);
  * "FILE:LINE: message". */
 int auth_parse_text(const char *text, const char *filename, AuthTable **ret, char **ret_error);
 
-/* Open, check ownership and mode, read (at most AUTH_FILE_MAX) and parse. Errors (with *ret_error
- * set to a message naming the file) are -errno of the failed call, -EPERM for a file that others
- * can read or write, -EINVAL for a parse error. */
+/* Open (secret_file_open(): owner, mode, the directories above it), read (at most AUTH_FILE_MAX)
+ * and parse. Errors (with *ret_error set to a message naming the file) are -errno of the failed
+ * call, -EPERM for a file (or a directory above it) that is not safe, -ELOOP for a symbolic link,
+ * -EBADFD for a file that is not regular, -EINVAL for a parse error. */
 int auth_load(const char *path, AuthTable **ret, char **ret_error);
 
 /* Check a presented bearer token: hash it and compare with every entry in constant time, so that

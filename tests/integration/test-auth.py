@@ -78,7 +78,7 @@ with open(os.path.join(CONF, "sandboxd.conf.d", "50-auth.conf"), "w") as f:
 # A key file that others can read: the daemon refuses to start, and says why.
 write_keys([("alice", key_a, False)], mode=0o644)
 t.ok(restart() != 0, "a world-readable key file fails the start")
-t.ok(wait_until(lambda: "refusing an API key file that others can read" in journal(), 10),
+t.ok(wait_until(lambda: "refusing the API key file: others can read it" in journal(), 10),
      "... with a clear message", journal()[-2000:])
 
 write_keys([("alice", key_a, False), ("bob", key_b, False), ("root-ops", key_admin, True)])

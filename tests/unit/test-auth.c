@@ -153,9 +153,9 @@ static char *write_key_file(const char *dir, const char *name, const char *text,
 }
 
 static void test_load(_unused_ void **state) {
-        char dir[] = "/tmp/test-auth.XXXXXX";
+        char dir[] = UNIT_TEST_BUILD_DIR "/test-auth.XXXXXX";
         _cleanup_free_ char *text = two_keys_text(), *error = NULL, *p600 = NULL, *p640 = NULL, *p644 = NULL,
-                            *p602 = NULL, *missing = NULL;
+                            *p602 = NULL, *p660 = NULL, *p620 = NULL, *missing = NULL, *link = NULL;
         AuthTable *t = NULL;
         const char *name;
         bool admin;
@@ -165,6 +165,8 @@ static void test_load(_unused_ void **state) {
         p640 = write_key_file(dir, "k640", text, 0640);
         p644 = write_key_file(dir, "k644", text, 0644);
         p602 = write_key_file(dir, "k602", text, 0602);
+        p660 = write_key_file(dir, "k660", text, 0660);
+        p620 = write_key_file(dir, "k620", text, 0620);
 
         assert_int_equal(auth_load(p600, &t, &error), 0);
         assert_int_equal(auth_table_size(t), 2);
@@ -190,6 +192,33 @@ static void test_load(_unused_ void **state) {
         assert_int_equal(auth_load(p602, &t, &error), -EPERM);
         assert_non_null(strstr(error, "others can write"));
 
+        /* Group-writable: the group may read the hashes, but not add an admin key. */
+        assert_int_equal(auth_load(p660, &t, &error), -EPERM);
+        assert_null(t);
+        assert_non_null(startswith(error, p660));
+        assert_non_null(strstr(error, "refusing the API key file: its group can write it (mode 0660)"));
+        assert_non_null(strstr(error, "chmod g-w"));
+        assert_int_equal(auth_load(p620, &t, &error), -EPERM);
+        assert_non_null(strstr(error, "its group can write it (mode 0620)"));
+
+        /* A good file in a directory its group (or anyone) can write: it could be replaced. */
+        assert_int_equal(chmod(dir, 0770), 0);
+        assert_int_equal(auth_load(p600, &t, &error), -EPERM);
+        assert_null(t);
+        assert_non_null(startswith(error, p600));
+        assert_non_null(strstr(error, "its group can write its directory"));
+        assert_non_null(strstr(error, dir));
+        assert_int_equal(chmod(dir, 0777), 0);
+        assert_int_equal(auth_load(p600, &t, &error), -EPERM);
+        assert_non_null(strstr(error, "others can write its directory"));
+        assert_int_equal(chmod(dir, 0700), 0);
+
+        /* Never through a symbolic link. */
+        assert_true(asprintf(&link, "%s/link", dir) > 0);
+        assert_int_equal(symlink("k600", link), 0);
+        assert_int_equal(auth_load(link, &t, &error), -ELOOP);
+        assert_non_null(strstr(error, "symbolic link"));
+
         assert_true(asprintf(&missing, "%s/none", dir) > 0);
         assert_int_equal(auth_load(missing, &t, &error), -ENOENT);
         assert_non_null(startswith(error, missing));
@@ -212,6 +241,9 @@ static void test_load(_unused_ void **state) {
         unlink(p640);
         unlink(p644);
         unlink(p602);
+        unlink(p660);
+        unlink(p620);
+        unlink(link);
         assert_int_equal(rmdir(dir), 0);
 }
 
