@@ -173,6 +173,33 @@ int auth_load(const char *path, AuthTable **ret, char **ret_error) {
         return auth_parse_text(buf, path, ret, ret_error);
 }
 
+/* The alphabets a key may be drawn from, smallest first, and what one character of each is worth at
+ * most, in thousandths of a bit. A key is credited with the smallest alphabet that holds all its
+ * characters: "0123" could be decimal, so it is. Anything beyond base64's characters gets no more
+ * credit than base64: the floor is a length, not a measure of randomness. */
+static const struct {
+        const char *chars;
+        unsigned millibits;
+} key_alphabets[] = {
+        { "0123456789",                                                             3321 },  /* log2(10) */
+        { "0123456789abcdefABCDEF",                                                 4000 },
+        { "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/=",    6000 },
+        { NULL,                                                                     6000 },
+};
+
+size_t auth_key_min_length(const char *key, size_t len) {
+        for (size_t i = 0; i < ELEMENTSOF(key_alphabets); i++) {
+                const char *chars = key_alphabets[i].chars;
+                bool fits = true;
+
+                for (size_t j = 0; chars && fits && j < len; j++)
+                        fits = key[j] != 0 && strchr(chars, key[j]);
+                if (fits)
+                        return (AUTH_KEY_BITS_MIN * 1000 + key_alphabets[i].millibits - 1) / key_alphabets[i].millibits;
+        }
+        return SIZE_MAX;        /* not reached: the last row takes everything */
+}
+
 int auth_check(const AuthTable *t, const char *bearer, const char **ret_name, bool *ret_admin) {
         uint8_t digest[HASH_LEN];
         unsigned digest_len = 0;
@@ -205,6 +232,10 @@ int auth_check(const AuthTable *t, const char *bearer, const char **ret_name, bo
                 *ret_name = t->entries[match - 1].name;
         if (ret_admin)
                 *ret_admin = t->entries[match - 1].admin;
+        /* Only now, for a key that matched: which keys exist is not revealed by the answer, and the
+         * holder of a weak key learns that it must be replaced. */
+        if (len < auth_key_min_length(bearer, len))
+                return -EKEYREJECTED;
         return 0;
 }
 

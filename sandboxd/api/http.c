@@ -167,6 +167,13 @@ static bool request_authenticate(HttpRequest *r) {
         if (!token)
                 return false;
         k = auth_check(r->http->auth, token, &name, &admin);
+        if (k == -EKEYREJECTED) {
+                /* Only the holder of a key in the file gets here: worth a warning. */
+                log_warning("%s: refusing API key '%s': too short to carry %d bits (at least 22 "
+                            "characters; 32 if only hex digits, 39 if only decimal digits); replace it with one from 'sandboxctl key new %s'.",
+                            r->listener->name, name, AUTH_KEY_BITS_MIN, name);
+                return false;
+        }
         if (k < 0) {
                 /* Debug only: unauthenticated clients must not be able to fill the journal. */
                 log_debug("%s: request refused, no valid API key: %s", r->listener->name, strerror(-k));
