@@ -518,8 +518,9 @@ static int manager_reload(Manager *m) {
         if (!streq_ptr(c->artifacts_dir, m->ctx.config->artifacts_dir) ||
             !streq_ptr(c->artifact_url_key_file, m->ctx.config->artifact_url_key_file))
                 log_notice("ArtifactsDirectory= and ArtifactURLKeyFile= take effect at the next restart.");
-        if (!strv_equal(c->listen, m->ctx.config->listen))
-                log_notice("Listen= takes effect at the next restart.");
+        if (!strv_equal(c->listen, m->ctx.config->listen) ||
+            c->listen_allow_non_loopback != m->ctx.config->listen_allow_non_loopback)
+                log_notice("Listen= and ListenAllowNonLoopback= take effect at the next restart.");
         /* Keep the paths the running parts depend on. */
         SWAP_STR(c->api_socket, m->ctx.config->api_socket);
         SWAP_STR(c->state_dir, m->ctx.config->state_dir);
@@ -738,6 +739,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
                 .max_body = m->ctx.config->max_request_bytes,
                 .max_connections = (unsigned) m->ctx.config->max_connections,
                 .listen = m->ctx.config->listen,
+                .allow_non_loopback = m->ctx.config->listen_allow_non_loopback,
                 .api_keys_file = m->ctx.config->api_keys_file,
                 .public_route = api_route_is_public,
         };

@@ -402,6 +402,9 @@ static void test_config_keys(_unused_ void **state) {
         assert_int_equal(config_parse_text(c, "[Daemon]\nListen=0.0.0.0:9000\n", "b.conf", &error), 0);
         assert_string_equal(c->listen[0], "0.0.0.0:9000");
         assert_null(c->listen[1]);
+        /* ... which validation refuses: not loopback (test-conf has the rows). */
+        assert_int_equal(config_validate(c, &error), -EINVAL);
+        assert_non_null(startswith(error, "b.conf:2: Listen=0.0.0.0:9000 is not a loopback address"));
         assert_int_equal(config_parse_text(c, "[Daemon]\nListen=\n", "c.conf", &error), 0);
         assert_null(c->listen);
 }
