@@ -30,6 +30,7 @@
 #include "sandboxctl-artifacts.h"
 #include "sandboxctl-info.h"
 #include "sandboxctl-json.h"
+#include "sandboxctl-key.h"
 #include "sandboxctl-list.h"
 #include "sandboxctl-run.h"
 #include "sandboxctl-session.h"
@@ -123,6 +124,7 @@ static const CtlVerb verbs[] = {
         { "health", 0, 0, 0, verb_health },
         { "top", 0, 0, G(OPTION_GROUP_TOP), verb_top },
         { "stats", 0, 0, G(OPTION_GROUP_STATS), verb_stats },
+        { "key", 1, 2, 0, verb_key },
 };
 #undef G
 
@@ -145,6 +147,7 @@ static void help(void) {
                "  health                    Show whether sandboxd is up, and its load\n"
                "  top                       Show the running executions, refreshed in place\n"
                "  stats                     Rates, percentiles and error shares over a window\n"
+               "  key new [NAME]            Make an API key (for TCP) and its line for the key file\n"
                "\n"
                "Options:\n"
                "  -h --help                 Show this help\n"

@@ -25,6 +25,7 @@
 #include "run/job.h"
 #include "run/runner.h"
 #include "run/session.h"
+#include "secret-file.h"
 #include "strv.h"
 #include "systemd/sysd.h"
 #include "time-util.h"
@@ -390,11 +391,12 @@ static int open_store(Manager *m) {
         return 0;
 }
 
-/* The URL key: the bytes of a regular file owned by us and private to us (0600 or stricter), never
- * through a symlink. The default file is created with 32 random bytes if missing (O_EXCL: two starts
- * racing cannot both write one); a configured file must exist. */
+/* The URL key: the bytes of a regular file owned by root (or us) and private to its owner (0600),
+ * in directories nobody else can write, never through a symlink (secret-file.h: the same checks as
+ * for every key file). The default file is created with 32 random bytes if missing (O_EXCL: two
+ * starts racing cannot both write one); a configured file must exist. */
 static int load_artifact_key(Manager *m) {
-        _cleanup_free_ char *def = NULL;
+        _cleanup_free_ char *def = NULL, *error = NULL;
         const char *path = m->ctx.config->artifact_url_key_file;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
@@ -407,8 +409,9 @@ static int load_artifact_key(Manager *m) {
                 }
                 path = def;
         }
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-        if (fd < 0 && errno == ENOENT && def) {
+        fd = secret_file_open(path, geteuid(), SECRET_OWNER_ONLY, "artifact URL key (ArtifactURLKeyFile=)", &st,
+                              &error);
+        if (fd == -ENOENT && def) {
                 uint8_t key[SIGNED_URL_KEY_MIN];
                 size_t got = 0;
 
@@ -436,17 +439,11 @@ static int load_artifact_key(Manager *m) {
                 }
                 if (errno != EEXIST)
                         return log_error_errno(errno, "Cannot create the artifact URL key '%s': %m", path);
-                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+                fd = secret_file_open(path, geteuid(), SECRET_OWNER_ONLY, "artifact URL key (ArtifactURLKeyFile=)",
+                                      &st, &error);
         }
         if (fd < 0)
-                return log_error_errno(errno, "Cannot open the artifact URL key '%s' (ArtifactURLKeyFile=): %m", path);
-        if (fstat(fd, &st) < 0)
-                return log_error_errno(errno, "Cannot stat '%s': %m", path);
-        if (!S_ISREG(st.st_mode))
-                return log_error_errno(EBADFD, "The artifact URL key '%s' is not a regular file.", path);
-        if (st.st_uid != geteuid() || (st.st_mode & 0077))
-                return log_error_errno(EPERM, "The artifact URL key '%s' must be owned by uid %u and not accessible to "
-                                       "group or others (chmod 0600).", path, (unsigned) geteuid());
+                return log_error_errno(fd, "%s", error ?: "out of memory");
         if (st.st_size < SIGNED_URL_KEY_MIN || st.st_size > SIGNED_URL_KEY_MAX)
                 return log_error_errno(EINVAL, "The artifact URL key '%s' has %jd bytes, it needs %d to %d.", path,
                                        (intmax_t) st.st_size, SIGNED_URL_KEY_MIN, SIGNED_URL_KEY_MAX);
@@ -521,8 +518,9 @@ static int manager_reload(Manager *m) {
         if (!streq_ptr(c->artifacts_dir, m->ctx.config->artifacts_dir) ||
             !streq_ptr(c->artifact_url_key_file, m->ctx.config->artifact_url_key_file))
                 log_notice("ArtifactsDirectory= and ArtifactURLKeyFile= take effect at the next restart.");
-        if (!strv_equal(c->listen, m->ctx.config->listen))
-                log_notice("Listen= takes effect at the next restart.");
+        if (!strv_equal(c->listen, m->ctx.config->listen) ||
+            c->listen_allow_non_loopback != m->ctx.config->listen_allow_non_loopback)
+                log_notice("Listen= and ListenAllowNonLoopback= take effect at the next restart.");
         /* Keep the paths the running parts depend on. */
         SWAP_STR(c->api_socket, m->ctx.config->api_socket);
         SWAP_STR(c->state_dir, m->ctx.config->state_dir);
@@ -741,6 +739,7 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
                 .max_body = m->ctx.config->max_request_bytes,
                 .max_connections = (unsigned) m->ctx.config->max_connections,
                 .listen = m->ctx.config->listen,
+                .allow_non_loopback = m->ctx.config->listen_allow_non_loopback,
                 .api_keys_file = m->ctx.config->api_keys_file,
                 .public_route = api_route_is_public,
         };

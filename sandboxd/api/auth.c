@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "secret-file.h"
 
 #define HASH_PREFIX "sha256:"
 #define HASH_LEN 32
@@ -146,37 +146,13 @@ int auth_load(const char *path, AuthTable **ret, char **ret_error) {
         _cleanup_free_ char *buf = NULL;
         struct stat st;
         ssize_t n;
-        int r;
 
-        /* O_NONBLOCK: a FIFO put there must not hang the daemon; it is refused below. */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-                r = -errno;
-                (void) error_set(ret_error, "%s: cannot open the API key file: %s", path, strerror(-r));
-                return r;
-        }
-        if (fstat(fd, &st) < 0) {
-                r = -errno;
-                (void) error_set(ret_error, "%s: cannot stat: %s", path, strerror(-r));
-                return r;
-        }
-        if (!S_ISREG(st.st_mode)) {
-                (void) error_set(ret_error, "%s: not a regular file", path);
-                return -EBADFD;
-        }
         /* Hashes of high-entropy keys cannot be reversed, but the file still says which keys exist
-         * and which are admins, and whoever can write it can mint keys. */
-        if (st.st_mode & (S_IROTH | S_IWOTH)) {
-                (void) error_set(ret_error, "%s: refusing an API key file that others can %s (mode %04o); "
-                                 "chmod o-rwx it (e.g. 0600 or 0640 root:sandboxd)",
-                                 path, st.st_mode & S_IROTH ? "read" : "write", (unsigned) (st.st_mode & 07777));
-                return -EPERM;
-        }
-        if (st.st_uid != 0 && st.st_uid != geteuid()) {
-                (void) error_set(ret_error, "%s: refusing an API key file owned by uid %u (must belong to root)",
-                                 path, (unsigned) st.st_uid);
-                return -EPERM;
-        }
+         * and which are admins, and whoever can write it (or replace it) can mint keys. Its group
+         * may read it (0640 root:sandboxd). */
+        fd = secret_file_open(path, geteuid(), SECRET_GROUP_READ, "API key file", &st, ret_error);
+        if (fd < 0)
+                return fd;
         if (st.st_size > AUTH_FILE_MAX) {
                 (void) error_set(ret_error, "%s: larger than %d bytes", path, AUTH_FILE_MAX);
                 return -EFBIG;
@@ -195,6 +171,33 @@ int auth_load(const char *path, AuthTable **ret, char **ret_error) {
                 return -EBADMSG;
         }
         return auth_parse_text(buf, path, ret, ret_error);
+}
+
+/* The alphabets a key may be drawn from, smallest first, and what one character of each is worth at
+ * most, in thousandths of a bit. A key is credited with the smallest alphabet that holds all its
+ * characters: "0123" could be decimal, so it is. Anything beyond base64's characters gets no more
+ * credit than base64: the floor is a length, not a measure of randomness. */
+static const struct {
+        const char *chars;
+        unsigned millibits;
+} key_alphabets[] = {
+        { "0123456789",                                                             3321 },  /* log2(10) */
+        { "0123456789abcdefABCDEF",                                                 4000 },
+        { "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/=",    6000 },
+        { NULL,                                                                     6000 },
+};
+
+size_t auth_key_min_length(const char *key, size_t len) {
+        for (size_t i = 0; i < ELEMENTSOF(key_alphabets); i++) {
+                const char *chars = key_alphabets[i].chars;
+                bool fits = true;
+
+                for (size_t j = 0; chars && fits && j < len; j++)
+                        fits = key[j] != 0 && strchr(chars, key[j]);
+                if (fits)
+                        return (AUTH_KEY_BITS_MIN * 1000 + key_alphabets[i].millibits - 1) / key_alphabets[i].millibits;
+        }
+        return SIZE_MAX;        /* not reached: the last row takes everything */
 }
 
 int auth_check(const AuthTable *t, const char *bearer, const char **ret_name, bool *ret_admin) {
@@ -229,6 +232,10 @@ int auth_check(const AuthTable *t, const char *bearer, const char **ret_name, bo
                 *ret_name = t->entries[match - 1].name;
         if (ret_admin)
                 *ret_admin = t->entries[match - 1].admin;
+        /* Only now, for a key that matched: which keys exist is not revealed by the answer, and the
+         * holder of a weak key learns that it must be replaced. */
+        if (len < auth_key_min_length(bearer, len))
+                return -EKEYREJECTED;
         return 0;
 }
 

@@ -167,6 +167,13 @@ static bool request_authenticate(HttpRequest *r) {
         if (!token)
                 return false;
         k = auth_check(r->http->auth, token, &name, &admin);
+        if (k == -EKEYREJECTED) {
+                /* Only the holder of a key in the file gets here: worth a warning. */
+                log_warning("%s: refusing API key '%s': too short to carry %d bits (at least 22 "
+                            "characters; 32 if only hex digits, 39 if only decimal digits); replace it with one from 'sandboxctl key new %s'.",
+                            r->listener->name, name, AUTH_KEY_BITS_MIN, name);
+                return false;
+        }
         if (k < 0) {
                 /* Debug only: unauthenticated clients must not be able to fill the journal. */
                 log_debug("%s: request refused, no valid API key: %s", r->listener->name, strerror(-k));
@@ -634,7 +641,7 @@ static int listener_add(Http *h, int fd, bool tcp, const char *name) {
 /* Sockets passed by systemd (sandboxd.socket). Only names starting with "api-" are API listeners;
  * anything else (the fd store's "ctl:<id>" fds, for one) belongs to someone else and is left alone,
  * and so is the environment, for them to find. Returns how many fds were taken. */
-static int collect_passed_sockets(int ret_fds[static HTTP_TCP_MAX]) {
+static int collect_passed_sockets(bool allow_non_loopback, int ret_fds[static HTTP_TCP_MAX]) {
         char **names = NULL;
         int n, taken = 0, r = 0;
 
@@ -657,6 +664,25 @@ static int collect_passed_sockets(int ret_fds[static HTTP_TCP_MAX]) {
                 if (sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) <= 0) {
                         r = log_error_errno(EINVAL, "Passed socket %d named 'api-tcp' is not a listening TCP socket.", fd);
                         continue;
+                }
+                if (!allow_non_loopback) {
+                        struct sockaddr_storage ss = {};
+                        socklen_t sl = sizeof(ss);
+
+                        if (getsockname(fd, (struct sockaddr *) &ss, &sl) < 0) {
+                                r = log_error_errno(errno, "Passed socket %d named 'api-tcp': cannot get its address: %m",
+                                                    fd);
+                                continue;
+                        }
+                        /* The same rule as for Listen= (conf.c): plain HTTP stays on loopback. */
+                        if (!listen_address_is_loopback((struct sockaddr *) &ss)) {
+                                r = log_error_errno(EADDRNOTAVAIL, "Passed socket %d named 'api-tcp' is not bound to "
+                                                    "a loopback address: the API on TCP is plain HTTP and its bearer "
+                                                    "keys would cross the network in clear text. Bind 127.0.0.1 or "
+                                                    "[::1] in sandboxd.socket, or set ListenAllowNonLoopback=yes in "
+                                                    "[Daemon] of sandboxd.conf.", fd);
+                                continue;
+                        }
                 }
                 if (taken >= HTTP_TCP_MAX) {
                         r = log_error_errno(E2BIG, "More than %d sockets named 'api-tcp' passed.", HTTP_TCP_MAX);
@@ -699,7 +725,7 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
 
         /* TCP: socket-activated sockets replace Listen= (the socket unit has bound those addresses,
          * binding them again would fail). */
-        n_passed = collect_passed_sockets(passed);
+        n_passed = collect_passed_sockets(s->allow_non_loopback, passed);
         if (n_passed < 0)
                 return n_passed;
         n_listen = strv_length(s->listen);
@@ -735,6 +761,15 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
                 log_info("API on TCP socket passed by systemd (fd %d), API key required.", passed[i]);
         }
         for (size_t i = 0; n_passed == 0 && i < n_listen; i++) {
+                struct sockaddr_storage ss;
+                socklen_t sl;
+
+                /* config_validate() has refused these already; a settings struct made elsewhere
+                 * gets the same answer. */
+                if (!s->allow_non_loopback && (listen_address_parse(s->listen[i], &ss, &sl) < 0 ||
+                                               !listen_address_is_loopback((struct sockaddr *) &ss)))
+                        return log_error_errno(EADDRNOTAVAIL, "Listen=%s is not a loopback address, and "
+                                               "ListenAllowNonLoopback= is off.", s->listen[i]);
                 r = listen_tcp(s->listen[i]);
                 if (r < 0)
                         return log_error_errno(r, "Failed to listen on %s: %m", s->listen[i]);

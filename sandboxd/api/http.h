@@ -43,6 +43,8 @@ typedef struct HttpSettings {
         /* Optional TCP, authenticated by API key. A socket passed by systemd with the name "api-tcp"
          * (sandboxd.socket) is used instead of binding these addresses. */
         char *const *listen;       /* NULL-terminated "127.0.0.1:8080", "[::1]:8080"; NULL: none */
+        bool allow_non_loopback;   /* ListenAllowNonLoopback=: else a passed socket (and, again, a Listen=
+                                    * address) bound to anything but loopback fails the start */
         const char *api_keys_file; /* loaded (and required) when there is a TCP listener */
         /* Routes that need no API key on TCP (NULL: none). Called with the method and the decoded
          * path before anything else of the request is looked at. */

@@ -10,6 +10,7 @@
 #include "model/backoff.h"
 #include "model/result.h"
 #include "net/curl-event.h"
+#include "secret-file.h"
 #include "time-util.h"
 
 /* What we read of a receiver's answer: it is discarded, and a receiver that keeps talking is cut off. */
@@ -79,45 +80,51 @@ static int key_generate(const char *path) {
         return r;
 }
 
-static int key_read(const char *path, uint8_t **ret, size_t *ret_len) {
+int callback_key_read(const char *path, uint8_t **ret, size_t *ret_len, char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ uint8_t *buf = NULL;
         struct stat st;
         ssize_t n;
 
-        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        fd = secret_file_open(path, geteuid(), SECRET_OWNER_ONLY, "callback signing key (CallbackKeyFile=)", &st,
+                              ret_error);
         if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        if (st.st_size > CALLBACK_KEY_MAX + 16)
+                return fd;
+        if (st.st_size > CALLBACK_KEY_MAX + 16) {
+                (void) error_set(ret_error, "%s: the callback signing key is larger than %d bytes", path,
+                                 CALLBACK_KEY_MAX);
                 return -EFBIG;
-        if (st.st_mode & 0077)
-                log_warning("Callback key %s is accessible to group or others (mode %04o); it should be 0600.",
-                            path, (unsigned) (st.st_mode & 07777));
+        }
         buf = malloc(CALLBACK_KEY_MAX + 17);
         if (!buf)
                 return -ENOMEM;
         n = loop_read(fd, buf, CALLBACK_KEY_MAX + 16);
-        if (n < 0)
+        if (n < 0) {
+                (void) error_set(ret_error, "%s: cannot read the callback signing key: %s", path, strerror((int) -n));
                 return (int) n;
+        }
         /* The key is the file's text without trailing white space (the newline an editor adds). */
         while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
                 n--;
-        if (n < CALLBACK_KEY_MIN)
+        if (n < CALLBACK_KEY_MIN) {
+                (void) error_set(ret_error, "%s: the callback signing key is shorter than %d bytes", path,
+                                 CALLBACK_KEY_MIN);
                 return -ENOKEY;
-        if (n > CALLBACK_KEY_MAX)
+        }
+        if (n > CALLBACK_KEY_MAX) {
+                (void) error_set(ret_error, "%s: the callback signing key is larger than %d bytes", path,
+                                 CALLBACK_KEY_MAX);
                 return -EFBIG;
+        }
         *ret = TAKE_PTR(buf);
         *ret_len = (size_t) n;
         return 0;
 }
 
-static int key_load(Callbacks *c) {
+/* At start a key that cannot be read fails the start; at reload the previous key stays. */
+static int key_load(Callbacks *c, bool reload) {
         const Config *cfg = c->ctx->config;
-        _cleanup_free_ char *def = NULL;
+        _cleanup_free_ char *def = NULL, *error = NULL;
         _cleanup_free_ uint8_t *key = NULL;
         const char *path = cfg->callback_key_file;
         size_t len = 0;
@@ -128,19 +135,19 @@ static int key_load(Callbacks *c) {
                         return log_oom();
                 path = def;
         }
-        r = key_read(path, &key, &len);
+        r = callback_key_read(path, &key, &len, &error);
         if (r == -ENOENT && !cfg->callback_key_file) {
                 r = key_generate(path);
                 if (r < 0 && r != -EEXIST)
                         return log_error_errno(r, "Cannot create the callback signing key %s: %m", path);
                 if (r >= 0)
                         log_info("Generated the callback signing key %s.", path);
-                r = key_read(path, &key, &len);
+                r = callback_key_read(path, &key, &len, &error);
         }
-        if (r == -ENOKEY)
-                return log_error_errno(r, "Callback signing key %s: shorter than %d bytes.", path, CALLBACK_KEY_MIN);
+        if (r < 0 && reload)
+                return log_warning_errno(r, "%s; keeping the previous callback signing key.", error ?: "out of memory");
         if (r < 0)
-                return log_error_errno(r, "Cannot read the callback signing key %s: %m", path);
+                return log_error_errno(r, "%s", error ?: "out of memory");
         if (c->key)
                 explicit_bzero(c->key, c->key_len);
         free(c->key);
@@ -535,7 +542,7 @@ int callbacks_new(Context *ctx, Callbacks **ret) {
         if (!c)
                 return log_oom();
         c->ctx = ctx;
-        r = key_load(c);
+        r = key_load(c, false);
         if (r < 0)
                 return r;
         r = sd_event_add_time(ctx->event, &c->timer, CLOCK_REALTIME, UINT64_MAX, 10 * USEC_PER_MSEC, on_timer,
@@ -549,7 +556,7 @@ int callbacks_new(Context *ctx, Callbacks **ret) {
 }
 
 int callbacks_reload(Callbacks *c) {
-        int r = key_load(c);
+        int r = key_load(c, true);
 
         dispatch(c);
         return r;

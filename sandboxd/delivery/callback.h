@@ -40,6 +40,13 @@ char *callback_url_from_request_json(const char *json);
  * a delivery. */
 void callback_add_json(Context *ctx, json_object *o, const char *id);
 
+/* Read the signing key at path: the checks of secret-file.h for a key itself (a regular file owned
+ * by root, 0600: no access for group or others; every directory above it root's and not writable
+ * by others), then CALLBACK_KEY_MIN..CALLBACK_KEY_MAX bytes without trailing white space. On
+ * failure *ret_error names the file and what to do; -ENOENT if it does not exist, -ENOKEY if too
+ * short, -EPERM, -EBADFD, -ELOOP... from secret_file_open(). */
+int callback_key_read(const char *path, uint8_t **ret, size_t *ret_len, char **ret_error);
+
 /* The key file's content: what a receiver needs. Generated keys are 64 hex characters. */
 #define CALLBACK_KEY_MIN 16
 #define CALLBACK_KEY_MAX 4096

@@ -86,6 +86,7 @@ Config *config_free(Config *c) {
         if (!c)
                 return NULL;
         c->listen = strv_free(c->listen);
+        free(c->listen_where);
         free(c->api_keys_file);
         free(c->api_socket);
         free(c->socket_group);
@@ -180,6 +181,7 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "MaxConnections",   V_U64,      max_connections,     1, 65536),
         K("Daemon", "LogLevel",         V_LOGLEVEL, log_level,           0, 0),
         K("Daemon", "Listen",           V_LISTEN,   listen,              0, 0),
+        K("Daemon", "ListenAllowNonLoopback", V_BOOL, listen_allow_non_loopback, 0, 0),
         K("Daemon", "APIKeysFile",      V_PATH,     api_keys_file,       0, 0),
 
         K("Callbacks", "CallbackKeyFile",       V_PATH, callback_key_file,       0, 0),
@@ -294,6 +296,14 @@ int listen_address_parse(const char *s, struct sockaddr_storage *ret, socklen_t 
         return 0;
 }
 
+bool listen_address_is_loopback(const struct sockaddr *sa) {
+        if (sa->sa_family == AF_INET)
+                return (ntohl(((const struct sockaddr_in *) sa)->sin_addr.s_addr) >> 24) == 127;
+        if (sa->sa_family == AF_INET6)
+                return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) sa)->sin6_addr);
+        return false;
+}
+
 /* Every assignment replaces the whole list, as every other key overrides: "Listen=" in a later
  * drop-in turns TCP off again. */
 static int assign_listen(char ***p, const char *value, const char *where, char **ret_error) {
@@ -402,7 +412,12 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                 *(int *) p = r;
                 return 0;
         case V_LISTEN:
-                return assign_listen((char ***) p, value, where, ret_error);
+                /* Where it was set, for the loopback check once every file is read (the key that
+                 * allows other addresses may come later). */
+                r = assign_listen((char ***) p, value, where, ret_error);
+                if (r >= 0 && free_and_strdup(&c->listen_where, where) < 0)
+                        return -ENOMEM;
+                return r;
         }
         return -EINVAL;
 }
@@ -583,6 +598,18 @@ int config_load(Config *c, const char *dir, char **ret_error) {
 
 int config_validate(const Config *c, char **ret_error) {
         const Limits *d = &c->defaults, *m = &c->ceilings;
+
+        for (char **a = c->listen; !c->listen_allow_non_loopback && a && *a; a++) {
+                struct sockaddr_storage ss;
+                socklen_t sl;
+
+                if (listen_address_parse(*a, &ss, &sl) < 0 || !listen_address_is_loopback((struct sockaddr *) &ss))
+                        return error_set(ret_error, "%s: Listen=%s is not a loopback address: the API on TCP is "
+                                         "plain HTTP and its bearer keys would cross the network in clear text. "
+                                         "Listen on 127.0.0.1 or [::1] (with a TLS-terminating proxy in front for "
+                                         "remote clients), or set ListenAllowNonLoopback=yes in [Daemon]",
+                                         c->listen_where ?: "Listen=", *a);
+        }
 
         if (d->timeout_ms > m->timeout_ms)
                 return error_set(ret_error, "DefaultTimeoutMS=%" PRIu64 " exceeds MaxTimeoutMS=%" PRIu64,

@@ -54,6 +54,8 @@ typedef struct Config {
         uint64_t max_connections;    /* MaxConnections= */
         int log_level;               /* LogLevel= */
         char **listen;               /* Listen= TCP addresses, NULL-terminated; NULL: no TCP listener */
+        char *listen_where;          /* "FILE:LINE" of the Listen= assignment in force, for config_validate() */
+        bool listen_allow_non_loopback; /* ListenAllowNonLoopback= Listen= may name other than 127.0.0.0/8, ::1 */
         char *api_keys_file;         /* APIKeysFile= keys of the TCP listeners */
 
         /* [Callbacks] */
@@ -128,6 +130,12 @@ int config_validate(const Config *c, char **ret_error);
 /* "127.0.0.1:8080" or "[::1]:8080": a literal address (no name lookups at start) and a port in
  * 1..65535. */
 int listen_address_parse(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
+
+/* Is this a loopback address: 127.0.0.0/8 or ::1? (0.0.0.0 and :: are every address, not loopback;
+ * ::ffff:127.0.0.1 is not ::1 either.) Without ListenAllowNonLoopback=, Listen= takes only these
+ * (config_validate()), and so does a socket passed by systemd (http.c): TCP is plain HTTP, and its
+ * bearer keys must not cross a network in clear text. */
+bool listen_address_is_loopback(const struct sockaddr *sa);
 
 /* "2M" → 2097152. Suffixes K, M, G, T (1024-based), optional "B"/"iB". */
 int parse_size(const char *s, uint64_t *ret);

@@ -472,7 +472,8 @@ os.chmod(own_key, 0o644)
 with open(os.path.join(DROPIN, "63-artifact-key.conf"), "w") as f:
     f.write(f"[Artifacts]\nArtifactURLKeyFile={own_key}\n")
 t.ok(restart() != 0, "a key file others can read fails the start")
-t.ok(wait_until(lambda: "not accessible to group or others" in journal(), 10), "... and says why", journal()[-1500:])
+t.ok(wait_until(lambda: "refusing the artifact URL key (ArtifactURLKeyFile=): others can read it" in journal(), 10),
+     "... and says why", journal()[-1500:])
 os.chmod(own_key, 0o600)
 t.eq(restart(), 0, "with mode 0600 it starts")
 st, _, body = raw_get(url)

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The network API: a TCP listener (Listen=) that wants an API key on every request, owners that
 # see only their own executions, admins that see all, the unix socket unchanged, keys reloaded on
-# SIGHUP, and a key file that others can read refused at start. Loopback only.
+# SIGHUP, key files that are not safe (others can read, its group can write, in a directory its
+# group can write; the callback key readable by others) refused at start and at reload, keys too
+# short refused, `sandboxctl key new` usable as it prints, and Listen= refused off loopback.
+# Loopback only.
 import hashlib
 import http.client
 import json
@@ -29,12 +32,25 @@ def sha(k):
     return "sha256:" + hashlib.sha256(k.encode()).hexdigest()
 
 
-def write_keys(rows, mode=0o600):
-    with open(KEYS, "w") as f:
+def write_keys(rows, mode=0o600, path=KEYS):
+    with open(path, "w") as f:
         f.write("# sandboxd API keys (test-auth)\n\n")
         for name, key, admin in rows:
             f.write(f"{name} {sha(key)}{' admin' if admin else ''}\n")
-    os.chmod(KEYS, mode)
+    os.chmod(path, mode)
+
+
+def write_auth_conf(listen=f"{HOST}:{PORT}", keys=KEYS, extra=""):
+    with open(os.path.join(CONF, "sandboxd.conf.d", "50-auth.conf"), "w") as f:
+        f.write(f"[Daemon]\nListen={listen}\nAPIKeysFile={keys}\n{extra}")
+
+
+def reload():
+    subprocess.run(["systemctl", "reload", "sandboxd.service"], check=False)
+
+
+SANDBOXD = os.path.join(BUILD, "sandboxd", "sandboxd")
+SANDBOXCTL = os.path.join(BUILD, "sandboxctl", "sandboxctl")
 
 
 def tcp(method, path, body=None, key=None, auth=None, timeout=120):
@@ -72,14 +88,48 @@ def listed(status_body):
 
 
 os.makedirs(os.path.join(CONF, "sandboxd.conf.d"), exist_ok=True)
-with open(os.path.join(CONF, "sandboxd.conf.d", "50-auth.conf"), "w") as f:
-    f.write(f"[Daemon]\nListen={HOST}:{PORT}\nAPIKeysFile={KEYS}\n")
+write_auth_conf()
 
 # A key file that others can read: the daemon refuses to start, and says why.
 write_keys([("alice", key_a, False)], mode=0o644)
 t.ok(restart() != 0, "a world-readable key file fails the start")
-t.ok(wait_until(lambda: "refusing an API key file that others can read" in journal(), 10),
+t.ok(wait_until(lambda: "refusing the API key file: others can read it" in journal(), 10),
      "... with a clear message", journal()[-2000:])
+
+# A key file its group can write: whoever is in that group could add an admin key.
+write_keys([("alice", key_a, False)], mode=0o660)
+t.ok(restart() != 0, "a group-writable key file fails the start")
+t.ok(wait_until(lambda: f"refusing the API key file: its group can write it (mode 0660); chmod g-w {KEYS}"
+                in journal(), 10), "... and the journal says why and what to do", journal()[-2000:])
+
+# A good key file in a directory its group can write: the file could be replaced.
+KEYDIR = os.path.join(CONF, "keys-g+w")
+os.makedirs(KEYDIR, exist_ok=True)
+os.chmod(KEYDIR, 0o770)
+write_keys([("alice", key_a, False)], path=os.path.join(KEYDIR, "api-keys"))
+write_auth_conf(keys=os.path.join(KEYDIR, "api-keys"))
+t.ok(restart() != 0, "a key file in a group-writable directory fails the start")
+t.ok(wait_until(lambda: f"its group can write its directory {KEYDIR} (mode 0770)" in journal(), 10),
+     "... and the journal names the directory", journal()[-2000:])
+os.chmod(KEYDIR, 0o700)
+t.eq(restart(), 0, "the same file once its directory is 0700: the start succeeds")
+write_auth_conf()
+
+# The callback signing key readable by others: refused at start (it used to be a warning).
+CB_KEY = os.path.join(CONF, "callback-test.key")
+with open(CB_KEY, "w") as f:
+    f.write(secrets.token_hex(32) + "\n")
+os.chmod(CB_KEY, 0o644)
+CB_DROPIN = os.path.join(CONF, "sandboxd.conf.d", "51-callback-key.conf")
+with open(CB_DROPIN, "w") as f:
+    f.write(f"[Callbacks]\nCallbackKeyFile={CB_KEY}\n")
+write_keys([("alice", key_a, False)])
+t.ok(restart() != 0, "a callback key that others can read fails the start")
+t.ok(wait_until(lambda: f"{CB_KEY}: refusing the callback signing key (CallbackKeyFile=): others can read it"
+                in journal(), 10), "... and the journal says why", journal()[-2000:])
+os.chmod(CB_KEY, 0o600)
+t.eq(restart(), 0, "with mode 0600 the callback key is taken")
+os.unlink(CB_DROPIN)
 
 write_keys([("alice", key_a, False), ("bob", key_b, False), ("root-ops", key_admin, True)])
 t.eq(restart(), 0, "restart with Listen= and a 0600 key file")
@@ -170,14 +220,71 @@ t.ok(wait_until(lambda: tcp("GET", "/v1/health", key=key_c)[0] == 200, 10), "aft
 t.eq(tcp("GET", "/v1/health", key=key_a)[0], 401, "after reload: a removed key is refused")
 t.eq(tcp("GET", "/v1/health", key=key_b)[0], 200, "after reload: a kept key works")
 
+# sandboxctl key new: its two lines used as they are, the first as the key, the second appended to
+# the key file.
+r = subprocess.run([SANDBOXCTL, "key", "new", "dave"], capture_output=True, text=True)
+lines = r.stdout.splitlines()
+t.ok(r.returncode == 0 and len(lines) == 2 and lines[1].startswith("dave sha256:"),
+     "sandboxctl key new prints the key and the line", (r.returncode, r.stdout, r.stderr))
+key_d = lines[0] if lines else ""
+with open(KEYS, "a") as f:
+    f.write(lines[1] + "\n" if len(lines) == 2 else "")
+reload()
+t.ok(wait_until(lambda: tcp("GET", "/v1/health", key=key_d)[0] == 200, 10),
+     "after reload: the key from sandboxctl key new works as printed")
+st, _, rd = tcp("POST", "/v1/executions?wait=true", {"language": "python", "code": "print('d')"}, key=key_d)
+t.ok(st == 200 and rd.get("stdout") == "d\n", "... and runs an execution as its owner", rd)
+
+# A key too short to carry 128 bits is refused even though its hash is in the file, and the
+# journal names it; an unknown short key is just unknown.
+with open(KEYS, "a") as f:
+    f.write(f"weak {sha('hunter2hunter2')}\n")
+reload()
+t.eq(tcp("GET", "/v1/health", key=key_d)[0], 200, "reloaded with a short key in the file: the others still work")
+t.eq(tcp("GET", "/v1/health", key="hunter2hunter2")[0], 401, "a key shorter than 22 characters: 401")
+t.ok(wait_until(lambda: "refusing API key 'weak': too short" in journal(), 10),
+     "... and the journal says which key and why", journal()[-2000:])
+
 # A reload with a broken key file keeps the previous keys.
 with open(KEYS, "a") as f:
     f.write("broken line\n")
-subprocess.run(["systemctl", "reload", "sandboxd.service"], check=False)
+reload()
 t.ok(wait_until(lambda: "keeping the previous API keys" in journal(), 10), "a broken key file at reload is reported")
 t.eq(tcp("GET", "/v1/health", key=key_c)[0], 200, "... and the previous keys stay")
 t.eq(subprocess.run(["systemctl", "is-active", "sandboxd.service"], capture_output=True, text=True).stdout.strip(),
      "active", "... and the daemon keeps running")
+
+# A reload with a key file its group can write: refused, the previous keys stay.
+write_keys([("carol", key_c, False), ("erin", key_a, False)], mode=0o660)
+reload()
+t.ok(wait_until(lambda: "its group can write it (mode 0660); chmod g-w" in journal() and
+                "keeping the previous API keys" in journal(), 10),
+     "a group-writable key file at reload is refused, and the journal says why", journal()[-2000:])
+t.eq(tcp("GET", "/v1/health", key=key_a)[0], 401, "... its new key is not taken")
+t.eq(tcp("GET", "/v1/health", key=key_c)[0], 200, "... and the previous keys stay")
+os.chmod(KEYS, 0o600)
+
+# Listen= off loopback: a configuration error with FILE:LINE, in --check-config and at start;
+# ListenAllowNonLoopback=yes allows it (only checked, never bound here: this network is the host's).
+auth_conf = os.path.join(CONF, "sandboxd.conf.d", "50-auth.conf")
+write_auth_conf(listen=f"0.0.0.0:{PORT}")
+r = subprocess.run([SANDBOXD, "--check-config", f"--config-dir={CONF}"], capture_output=True, text=True)
+t.ok(r.returncode != 0 and f"{auth_conf}:2: Listen=0.0.0.0:{PORT} is not a loopback address" in r.stderr
+     and "ListenAllowNonLoopback=yes" in r.stderr, "--check-config refuses Listen=0.0.0.0 with FILE:LINE",
+     (r.returncode, r.stdout, r.stderr))
+reload()
+t.ok(wait_until(lambda: f"Listen=0.0.0.0:{PORT} is not a loopback address" in journal(), 10),
+     "a reload to Listen=0.0.0.0 fails and says why", journal()[-2000:])
+t.eq(tcp("GET", "/v1/health", key=key_c)[0], 200, "... and the daemon keeps serving on loopback")
+write_auth_conf(listen=f"[::]:{PORT}", extra="ListenAllowNonLoopback=yes\n")
+r = subprocess.run([SANDBOXD, "--check-config", f"--config-dir={CONF}"], capture_output=True, text=True)
+t.eq(r.returncode, 0, "--check-config takes Listen=[::] with ListenAllowNonLoopback=yes", r.stderr)
+write_auth_conf(listen=f"[::]:{PORT}")
+t.ok(restart() != 0, "a start with Listen=[::] fails")
+t.ok(wait_until(lambda: f"{auth_conf}:2: Listen=[::]:{PORT} is not a loopback address" in journal(), 10),
+     "... and the journal names the file and line", journal()[-2000:])
+write_auth_conf()
+t.eq(restart(), 0, "back on loopback, it starts")
 
 # Socket activation: sandboxd.socket passes "api-tcp"; Listen= is dropped so that the passed socket
 # is the only way in. A socket with another name is passed too and must not become a listener.

@@ -153,9 +153,9 @@ static char *write_key_file(const char *dir, const char *name, const char *text,
 }
 
 static void test_load(_unused_ void **state) {
-        char dir[] = "/tmp/test-auth.XXXXXX";
+        char dir[] = UNIT_TEST_BUILD_DIR "/test-auth.XXXXXX";
         _cleanup_free_ char *text = two_keys_text(), *error = NULL, *p600 = NULL, *p640 = NULL, *p644 = NULL,
-                            *p602 = NULL, *missing = NULL;
+                            *p602 = NULL, *p660 = NULL, *p620 = NULL, *missing = NULL, *link = NULL;
         AuthTable *t = NULL;
         const char *name;
         bool admin;
@@ -165,6 +165,8 @@ static void test_load(_unused_ void **state) {
         p640 = write_key_file(dir, "k640", text, 0640);
         p644 = write_key_file(dir, "k644", text, 0644);
         p602 = write_key_file(dir, "k602", text, 0602);
+        p660 = write_key_file(dir, "k660", text, 0660);
+        p620 = write_key_file(dir, "k620", text, 0620);
 
         assert_int_equal(auth_load(p600, &t, &error), 0);
         assert_int_equal(auth_table_size(t), 2);
@@ -190,6 +192,33 @@ static void test_load(_unused_ void **state) {
         assert_int_equal(auth_load(p602, &t, &error), -EPERM);
         assert_non_null(strstr(error, "others can write"));
 
+        /* Group-writable: the group may read the hashes, but not add an admin key. */
+        assert_int_equal(auth_load(p660, &t, &error), -EPERM);
+        assert_null(t);
+        assert_non_null(startswith(error, p660));
+        assert_non_null(strstr(error, "refusing the API key file: its group can write it (mode 0660)"));
+        assert_non_null(strstr(error, "chmod g-w"));
+        assert_int_equal(auth_load(p620, &t, &error), -EPERM);
+        assert_non_null(strstr(error, "its group can write it (mode 0620)"));
+
+        /* A good file in a directory its group (or anyone) can write: it could be replaced. */
+        assert_int_equal(chmod(dir, 0770), 0);
+        assert_int_equal(auth_load(p600, &t, &error), -EPERM);
+        assert_null(t);
+        assert_non_null(startswith(error, p600));
+        assert_non_null(strstr(error, "its group can write its directory"));
+        assert_non_null(strstr(error, dir));
+        assert_int_equal(chmod(dir, 0777), 0);
+        assert_int_equal(auth_load(p600, &t, &error), -EPERM);
+        assert_non_null(strstr(error, "others can write its directory"));
+        assert_int_equal(chmod(dir, 0700), 0);
+
+        /* Never through a symbolic link. */
+        assert_true(asprintf(&link, "%s/link", dir) > 0);
+        assert_int_equal(symlink("k600", link), 0);
+        assert_int_equal(auth_load(link, &t, &error), -ELOOP);
+        assert_non_null(strstr(error, "symbolic link"));
+
         assert_true(asprintf(&missing, "%s/none", dir) > 0);
         assert_int_equal(auth_load(missing, &t, &error), -ENOENT);
         assert_non_null(startswith(error, missing));
@@ -212,6 +241,9 @@ static void test_load(_unused_ void **state) {
         unlink(p640);
         unlink(p644);
         unlink(p602);
+        unlink(p660);
+        unlink(p620);
+        unlink(link);
         assert_int_equal(rmdir(dir), 0);
 }
 
@@ -261,6 +293,81 @@ static void test_check(_unused_ void **state) {
         assert_true(admin);
 }
 
+/* ---- the length a key needs ---- */
+
+typedef struct StrengthRow {
+        const char *name;
+        const char *key;
+        size_t min;              /* auth_key_min_length() */
+} StrengthRow;
+
+static const StrengthRow strength_rows[] = {
+        { "strength: decimal",              "0123456789",                                39 },
+        { "strength: hex, lower",           "0123456789abcdef",                          32 },
+        { "strength: hex, upper",           "DEADBEEF",                                  32 },
+        { "strength: base64url",            "abc-_XYZ",                                  22 },
+        { "strength: base64",               "ab+/cd==",                                  22 },
+        { "strength: other characters",     "p@ss w0rd!",                                22 },
+        { "strength: token_urlsafe(32)",    "Cg2xCw3p1vXy6rJtR1Lj8b4yS4b8Pj3F1cQ4Yb1xG1w", 22 },
+        { "strength: openssl rand -hex 32",
+          "5c8e2b6f1d3a9e0c7b4f2a8d6e1c3b5a9f0e2d4c6b8a1f3e5d7c9b0a2e4f6d8c",            32 },
+        { "strength: empty",                "",                                          39 },
+};
+
+static void test_strength_row(void **state) {
+        const StrengthRow *row = *state;
+
+        assert_int_equal(auth_key_min_length(row->key, strlen(row->key)), row->min);
+}
+
+/* A key in the file but too short for its alphabet is refused when presented, with its name for
+ * the log; one just long enough works; a short key that is not in the file is simply unknown. */
+static void test_check_weak(_unused_ void **state) {
+        static const struct {
+                const char *key;
+                int ret;
+        } rows[] = {
+                { "0123456789012345678901234567890123456789",  0 },             /* 40 decimal digits */
+                { "01234567890123456789012345678901234567",    -EKEYREJECTED }, /* 38 */
+                { "0123456789abcdef0123456789abcdef",          0 },             /* 32 hex digits */
+                { "0123456789abcdef0123456789abcde",           -EKEYREJECTED }, /* 31 */
+                { "abcdefghijklmnopqrstuv",                    0 },             /* 22 base64url */
+                { "abcdefghijklmnopqrstu",                     -EKEYREJECTED }, /* 21 */
+                { "hunter2",                                   -EKEYREJECTED },
+        };
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        _cleanup_(auth_table_freep) AuthTable *t = NULL;
+        size_t off = 0;
+
+        text = calloc(ELEMENTSOF(rows), 100);
+        assert_non_null(text);
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                _cleanup_free_ char *h = hash_of(rows[i].key, strlen(rows[i].key));
+
+                off += (size_t) sprintf(text + off, "k%zu %s%s\n", i, h, i == 1 ? " admin" : "");
+        }
+        assert_int_equal(auth_parse_text(text, "keys", &t, &error), 0);
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                const char *name = NULL;
+                char want[16];
+                bool admin = false;
+
+                snprintf(want, sizeof(want), "k%zu", i);
+                if (auth_check(t, rows[i].key, &name, &admin) != rows[i].ret)
+                        fail_msg("'%s': want %d", rows[i].key, rows[i].ret);
+                assert_non_null(name);
+                assert_string_equal(name, want);
+                assert_true(admin == (i == 1));
+        }
+        /* Short and unknown: -EACCES, nothing named. */
+        {
+                const char *name = NULL;
+
+                assert_int_equal(auth_check(t, "hunter3", &name, NULL), -EACCES);
+                assert_null(name);
+        }
+}
+
 static void test_bearer(_unused_ void **state) {
         assert_string_equal(auth_bearer_token("Bearer abc"), "abc");
         assert_string_equal(auth_bearer_token("bearer  abc"), "abc");
@@ -295,6 +402,9 @@ static void test_config_keys(_unused_ void **state) {
         assert_int_equal(config_parse_text(c, "[Daemon]\nListen=0.0.0.0:9000\n", "b.conf", &error), 0);
         assert_string_equal(c->listen[0], "0.0.0.0:9000");
         assert_null(c->listen[1]);
+        /* ... which validation refuses: not loopback (test-conf has the rows). */
+        assert_int_equal(config_validate(c, &error), -EINVAL);
+        assert_non_null(startswith(error, "b.conf:2: Listen=0.0.0.0:9000 is not a loopback address"));
         assert_int_equal(config_parse_text(c, "[Daemon]\nListen=\n", "c.conf", &error), 0);
         assert_null(c->listen);
 }
@@ -354,7 +464,8 @@ static void test_listen_address_parse(_unused_ void **state) {
 }
 
 int main(void) {
-        size_t n = 2 + ELEMENTSOF(error_rows) + 4 + ELEMENTSOF(listen_error_rows) + 1, i = 0;
+        size_t n = 2 + ELEMENTSOF(error_rows) + 2 + ELEMENTSOF(strength_rows) + 3 + ELEMENTSOF(listen_error_rows) + 1,
+               i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -367,6 +478,10 @@ int main(void) {
                                                    (void *) &error_rows[k] };
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_check);
+        for (size_t k = 0; k < ELEMENTSOF(strength_rows); k++)
+                tests[i++] = (struct CMUnitTest) { strength_rows[k].name, test_strength_row, NULL, NULL,
+                                                   (void *) &strength_rows[k] };
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_check_weak);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_bearer);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_config_keys);
         for (size_t k = 0; k < ELEMENTSOF(listen_error_rows); k++)

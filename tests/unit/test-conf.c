@@ -29,6 +29,7 @@ static void test_defaults(_unused_ void **state) {
         assert_string_equal(c->runtime_dir, "/run/sandboxd");
         assert_string_equal(c->helper, SANDBOX_EXEC_PATH);
         assert_int_equal(c->max_concurrent, 8);
+        assert_false(c->listen_allow_non_loopback);
         assert_int_equal(c->max_queued, 256);
         assert_int_equal(c->max_request_bytes, 2 * 1024 * 1024);
         assert_int_equal(c->max_code_bytes, 1024 * 1024);
@@ -156,6 +157,9 @@ static const KeyRow key_rows[] = {
         BOOL("InputAllowInternalAddresses=no after yes",
              "[Inputs]\nInputAllowInternalAddresses=yes\nInputAllowInternalAddresses=no\n", input_allow_internal, 0),
         BOOL("InputAllowInternalAddresses=off", "[Inputs]\nInputAllowInternalAddresses=off\n", input_allow_internal, 0),
+        BOOL("ListenAllowNonLoopback=yes", "[Daemon]\nListenAllowNonLoopback=yes\n", listen_allow_non_loopback, 1),
+        BOOL("ListenAllowNonLoopback=no after yes", "[Daemon]\nListenAllowNonLoopback=yes\nListenAllowNonLoopback=no\n",
+             listen_allow_non_loopback, 0),
         BOOL("ProtectKernel=no", "[Sandbox]\nProtectKernel=no\n", protect_kernel, 0),
         BOOL("ProtectKernel=yes after no", "[Sandbox]\nProtectKernel=no\nProtectKernel=yes\n", protect_kernel, 1),
         /* [Callbacks] */
@@ -651,6 +655,29 @@ static void test_load_validates_after_all_files(_unused_ void **state) {
         rm_rf(dir);
 }
 
+/* What sandboxd --check-config prints: the file and line of the Listen= in force, whichever file
+ * allows (or does not allow) other addresses. */
+static void test_load_listen_loopback(_unused_ void **state) {
+        _cleanup_free_ char *dir = make_tmpdir(), *error = NULL, *expect = NULL;
+        _cleanup_(config_freep) Config *c = config_new(), *c2 = config_new();
+
+        make_dropin_dir(dir);
+        write_file(dir, "sandboxd.conf", "[Daemon]\nMaxConcurrent=4\n");
+        write_file(dir, "sandboxd.conf.d/50-tcp.conf", "# remote clients\n[Daemon]\nListen=0.0.0.0:8080\n");
+        assert_int_equal(config_load(c, dir, &error), -EINVAL);
+        assert_true(asprintf(&expect, "%s/sandboxd.conf.d/50-tcp.conf:3: Listen=0.0.0.0:8080 is not a loopback "
+                             "address", dir) > 0);
+        if (!startswith(error, expect))
+                fail_msg("error '%s' does not start with '%s'", error, expect);
+        assert_non_null(strstr(error, "ListenAllowNonLoopback=yes"));
+
+        write_file(dir, "sandboxd.conf.d/60-allow.conf", "[Daemon]\nListenAllowNonLoopback=yes\n");
+        assert_int_equal(config_load(c2, dir, &error), 0);
+        assert_string_equal(c2->listen[0], "0.0.0.0:8080");
+        assert_true(c2->listen_allow_non_loopback);
+        rm_rf(dir);
+}
+
 static void test_load_unreadable(_unused_ void **state) {
         _cleanup_free_ char *dir = make_tmpdir(), *error = NULL, *p = NULL, *expect = NULL;
         _cleanup_(config_freep) Config *c = config_new();
@@ -696,6 +723,44 @@ static const ValidateRow validate_rows[] = {
           NULL },
         { "all ceilings lowered to the defaults", "[Limits]\nMaxTimeoutMS=30000\nMaxMemoryMB=512\n"
           "MaxCPUCores=1\nMaxDiskMB=1024\nMaxTasks=128\n", NULL },
+        /* Listen=: loopback only, unless ListenAllowNonLoopback=yes (in any file, before or after). */
+        { "Listen: 127.0.0.1", "[Daemon]\nListen=127.0.0.1:8080\n", NULL },
+        { "Listen: 127.1.2.3 (all of 127/8)", "[Daemon]\nListen=127.1.2.3:8080\n", NULL },
+        { "Listen: [::1]", "[Daemon]\nListen=[::1]:8080\n", NULL },
+        { "Listen: both loopbacks", "[Daemon]\nListen=127.0.0.1:8080 [::1]:8080\n", NULL },
+        { "Listen: 0.0.0.0", "[Daemon]\n\nListen=0.0.0.0:8080\n",
+          "x.conf:3: Listen=0.0.0.0:8080 is not a loopback address: the API on TCP is plain HTTP and its bearer "
+          "keys would cross the network in clear text. Listen on 127.0.0.1 or [::1] (with a TLS-terminating proxy "
+          "in front for remote clients), or set ListenAllowNonLoopback=yes in [Daemon]" },
+        { "Listen: [::]", "[Daemon]\nListen=[::]:8080\n",
+          "x.conf:2: Listen=[::]:8080 is not a loopback address: the API on TCP is plain HTTP and its bearer "
+          "keys would cross the network in clear text. Listen on 127.0.0.1 or [::1] (with a TLS-terminating proxy "
+          "in front for remote clients), or set ListenAllowNonLoopback=yes in [Daemon]" },
+        { "Listen: a LAN address after a loopback one", "[Daemon]\nListen=127.0.0.1:8080 192.168.1.5:8080\n",
+          "x.conf:2: Listen=192.168.1.5:8080 is not a loopback address: the API on TCP is plain HTTP and its bearer "
+          "keys would cross the network in clear text. Listen on 127.0.0.1 or [::1] (with a TLS-terminating proxy "
+          "in front for remote clients), or set ListenAllowNonLoopback=yes in [Daemon]" },
+        { "Listen: 128.0.0.1", "[Daemon]\nListen=128.0.0.1:80\n",
+          "x.conf:2: Listen=128.0.0.1:80 is not a loopback address: the API on TCP is plain HTTP and its bearer "
+          "keys would cross the network in clear text. Listen on 127.0.0.1 or [::1] (with a TLS-terminating proxy "
+          "in front for remote clients), or set ListenAllowNonLoopback=yes in [Daemon]" },
+        { "Listen: IPv4-mapped loopback is not ::1", "[Daemon]\nListen=[::ffff:127.0.0.1]:80\n",
+          "x.conf:2: Listen=[::ffff:127.0.0.1]:80 is not a loopback address: the API on TCP is plain HTTP and its "
+          "bearer keys would cross the network in clear text. Listen on 127.0.0.1 or [::1] (with a TLS-terminating "
+          "proxy in front for remote clients), or set ListenAllowNonLoopback=yes in [Daemon]" },
+        { "Listen: the last assignment is the one named",
+          "[Daemon]\nListen=0.0.0.0:1\n[Limits]\n[Daemon]\nListen=[2001:db8::1]:8080\n",
+          "x.conf:5: Listen=[2001:db8::1]:8080 is not a loopback address: the API on TCP is plain HTTP and its "
+          "bearer keys would cross the network in clear text. Listen on 127.0.0.1 or [::1] (with a TLS-terminating "
+          "proxy in front for remote clients), or set ListenAllowNonLoopback=yes in [Daemon]" },
+        { "Listen: 0.0.0.0 turned off again", "[Daemon]\nListen=0.0.0.0:8080\nListen=\n", NULL },
+        { "Listen: 0.0.0.0 allowed", "[Daemon]\nListen=0.0.0.0:8080\nListenAllowNonLoopback=yes\n", NULL },
+        { "Listen: allowed before", "[Daemon]\nListenAllowNonLoopback=true\nListen=[::]:8080 0.0.0.0:8080\n", NULL },
+        { "Listen: allowed, then not", "[Daemon]\nListenAllowNonLoopback=yes\nListen=10.0.0.1:8080\n"
+          "ListenAllowNonLoopback=no\n",
+          "x.conf:3: Listen=10.0.0.1:8080 is not a loopback address: the API on TCP is plain HTTP and its bearer "
+          "keys would cross the network in clear text. Listen on 127.0.0.1 or [::1] (with a TLS-terminating proxy "
+          "in front for remote clients), or set ListenAllowNonLoopback=yes in [Daemon]" },
 };
 
 static void test_validate_row(void **state) {
@@ -784,7 +849,7 @@ static void test_parse_size(_unused_ void **state) {
 }
 
 int main(void) {
-        size_t n = 1 + ELEMENTSOF(key_rows) + ELEMENTSOF(error_rows) + 1 + 7 + ELEMENTSOF(validate_rows) + 1, i = 0;
+        size_t n = 1 + ELEMENTSOF(key_rows) + ELEMENTSOF(error_rows) + 1 + 8 + ELEMENTSOF(validate_rows) + 1, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -803,6 +868,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_dropin_error);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_main_error);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_validates_after_all_files);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_listen_loopback);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_load_unreadable);
         for (size_t k = 0; k < ELEMENTSOF(validate_rows); k++)
                 tests[i++] = (struct CMUnitTest) { validate_rows[k].name, test_validate_row, NULL, NULL,

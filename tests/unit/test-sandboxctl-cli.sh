@@ -143,6 +143,37 @@ check "--help after a bad value: the error" 64 \
 sandboxctl --help --timeout-ms=x >/dev/null 2>&1 && ok "--help before a bad value: the help, exit 0" ||
         not_ok "--help before a bad value: the help, exit 0"
 
+# --- key new: no daemon needed ---
+check "key with a wrong subcommand" 64 "sandboxctl: Use 'key new [NAME]'." -- key frob
+check "key new with a bad name" 64 "sandboxctl: Invalid key name 'a/b': use 1 to 64 of A-Z a-z 0-9 _ . -" \
+        -- key new a/b
+check "key new with an option of run" 64 "sandboxctl: Option --memory-mb only applies to 'run' and 'submit'." \
+        -- key new ci --memory-mb=1
+sandboxctl key new ci >"$tmp/key" 2>"$tmp/err"
+rc=$?
+key=$(sed -n 1p "$tmp/key")
+line=$(sed -n 2p "$tmp/key")
+want="ci sha256:$(printf %s "$key" | sha256sum | cut -d' ' -f1)"
+[ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && [ "$(wc -l <"$tmp/key")" -eq 2 ] && [[ $key =~ ^[A-Za-z0-9_-]{43}$ ]] &&
+        [ "$line" = "$want" ] &&
+        ok "key new NAME: a 43-character base64url key, then 'NAME sha256:<its SHA-256>'" ||
+        not_ok "key new NAME: a 43-character base64url key, then 'NAME sha256:<its SHA-256>'" "exit status $rc" \
+        "stdout: $(cat "$tmp/key")" "stderr: $(cat "$tmp/err")" "expected line: $want"
+sandboxctl key new >"$tmp/key2" 2>&1
+key2=$(sed -n 1p "$tmp/key2")
+[ "$key2" != "$key" ] && [[ $(sed -n 2p "$tmp/key2") =~ ^key-[0-9a-f]{8}\ sha256:[0-9a-f]{64}$ ]] &&
+        [ "$(sed -n 2p "$tmp/key2" | cut -c5-12)" = "$(printf %s "$key2" | sha256sum | cut -c1-8)" ] &&
+        ok "key new: another key, named after its hash" ||
+        not_ok "key new: another key, named after its hash" "got: $(cat "$tmp/key2")"
+sandboxctl --json key new ci >"$tmp/key.json" 2>&1
+python3 - "$tmp/key.json" <<'PY' && ok "key new --json: name, key, hash, line" || not_ok "key new --json: name, key, hash, line" "got: $(cat "$tmp/key.json")"
+import hashlib, json, sys
+o = json.load(open(sys.argv[1]))
+h = "sha256:" + hashlib.sha256(o["key"].encode()).hexdigest()
+sys.exit(0 if sorted(o) == ["hash", "key", "line", "name"] and o["name"] == "ci" and o["hash"] == h
+         and o["line"] == "ci " + h and len(o["key"]) == 43 else 1)
+PY
+
 # --- the socket ---
 long=/$(printf 'a%.0s' $(seq 120))
 check "a socket path too long for sun_path" 64 "sandboxctl: Socket path '$long' is too long for a unix socket." \
