@@ -255,8 +255,8 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
         case DELIVERY_FAILED:
                 cb->state = CALLBACK_FAILED;
                 set_last_error(cb, "%s", what);
-                log_warning("%s: callback to %s failed after %" PRIu64 " attempts (%s), not retrying.",
-                            cb->execution_id, url, cb->attempts, why);
+                log_warning("%s: callback to %s failed (%s), not retrying (attempt %" PRIu64 ").",
+                            cb->execution_id, url, why, cb->attempts);
                 break;
         case DELIVERY_RETRY: {
                 BackoffPolicy p = {

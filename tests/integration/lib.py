@@ -64,6 +64,26 @@ def health():
     return request("GET", "/v1/health")[1]
 
 
+def service_dropin(name, text):
+    """Write (text) or remove (None) the drop-in sandboxd.service.d/NAME.conf where the systemd in
+    use reads it (the host's /run/systemd/system, or the harness's unit directory), then
+    daemon-reload. Takes effect at the next (re)start of sandboxd.service."""
+    conf = os.environ.get("SANDBOXD_CONFIG_DIR", "")
+    if os.path.exists("/run/systemd/system/sandboxd.service"):
+        unitdir = "/run/systemd/system"
+    else:
+        unitdir = os.path.join(os.path.dirname(conf), "units")
+    path = os.path.join(unitdir, "sandboxd.service.d", name + ".conf")
+    if text is None:
+        if os.path.exists(path):
+            os.unlink(path)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+    subprocess.run(["systemctl", "daemon-reload"], check=True)
+
+
 def daemon_pid():
     return int(subprocess.check_output(["systemctl", "show", "-P", "MainPID", "sandboxd.service"]).strip())
 

@@ -150,6 +150,8 @@ subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384k,mode=0755", "tmpfs", sm
 os.makedirs(f"{confdir}/sandboxd.conf.d", exist_ok=True)
 with open(f"{confdir}/sandboxd.conf.d/90-small.conf", "w") as f:
     f.write(f"[Daemon]\nDatabase={small}/sandboxd.db\n")
+# ProtectSystem=strict: a database outside the state directory needs ReadWritePaths= (sandboxd(8)).
+service_dropin("90-small", f"[Service]\nReadWritePaths={small}\n")
 subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
 ok_ids, full = [], None
 for i in range(400):
@@ -168,6 +170,7 @@ bad = [e for e in ok_ids if get(e)[1].get("status") != "success"]
 t.eq(bad, [], "every earlier record is intact")
 subprocess.run(["systemctl", "stop", "sandboxd.service"], check=True)
 os.unlink(f"{confdir}/sandboxd.conf.d/90-small.conf")
+service_dropin("90-small", None)
 subprocess.run(["umount", small], check=True)
 subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
 
