@@ -4,36 +4,18 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
+#include "http-conn.h"
 #include "http.h"
 #include "log.h"
 #include "model/conf.h"
 #include "model/signed-url.h"
 #include "strv.h"
 #include "time-util.h"
-
-/* Connections counted by who holds them: a TCP client's address (IPv4, or the /64 of an IPv6 one:
- * that is what one IPv6 host is given), or a uid on the unix socket. The key is tagged ('4', '6',
- * 'u') so the kinds never meet. Chained buckets, with a random seed: the addresses are the
- * clients' to choose. */
-#define CONN_KEY_SIZE 16
-#define CONN_BUCKETS 256
-
-typedef struct ConnCount {
-        uint8_t key[CONN_KEY_SIZE];
-        unsigned n;
-        struct ConnCount *next;
-} ConnCount;
-
-typedef struct ConnTable {
-        ConnCount *buckets[CONN_BUCKETS];
-        uint64_t seed;
-} ConnTable;
 
 /* What a connection waits for, and so which deadline runs (absolute: data trickling in does not
  * extend it, unlike MHD's idle timeout). */
@@ -58,17 +40,6 @@ typedef struct HttpConn {
         uint8_t key[CONN_KEY_SIZE];
         struct HttpConn *prev, *next;
 } HttpConn;
-
-/* A closed connection's socket (our dup of it) kept open after MHD let go, write side shut, to
- * read and drop what the client still sends: closing with unread input would make the kernel reset
- * the connection, and the client would lose the answer it has not read yet. */
-typedef struct HttpLinger {
-        Http *http;
-        int fd;
-        uint64_t left;           /* bytes still to discard */
-        sd_event_source *io, *timer;
-        struct HttpLinger *prev, *next;
-} HttpLinger;
 
 /* One listening socket and the MHD daemon that serves it. The unix socket and every TCP listener
  * are the same thing; only "tcp" (authenticate every request by API key) differs. */
@@ -117,8 +88,7 @@ struct Http {
         unsigned max_nonroot;                        /* unix socket: all uids but root together */
         unsigned n_nonroot;
         ConnTable counts;
-        HttpLinger *lingering;
-        unsigned n_lingering;
+        LingerSet lingering;
         uint64_t linger_bytes;
         bool stopping;                               /* http_free(): no new lingering */
         AuthTable *auth;
@@ -212,105 +182,6 @@ static json_object *error_json(ApiError error, const char *field, const char *fm
         json_object_object_add(e, "field", isempty(field) ? NULL : json_object_new_string(field));
         json_object_object_add(o, "error", e);
         return o;
-}
-
-static size_t conn_table_hash(const ConnTable *t, const uint8_t key[static CONN_KEY_SIZE]) {
-        uint64_t x = t->seed ^ UINT64_C(0xcbf29ce484222325);
-
-        for (size_t i = 0; i < CONN_KEY_SIZE; i++) {
-                x ^= key[i];
-                x *= UINT64_C(0x100000001b3);
-        }
-        x ^= x >> 32;
-        x *= UINT64_C(0x9e3779b97f4a7c15);
-        return (size_t) (x >> 56) % CONN_BUCKETS;
-}
-
-static ConnCount *conn_table_find(const ConnTable *t, const uint8_t key[static CONN_KEY_SIZE]) {
-        for (ConnCount *e = t->buckets[conn_table_hash(t, key)]; e; e = e->next)
-                if (memcmp(e->key, key, CONN_KEY_SIZE) == 0)
-                        return e;
-        return NULL;
-}
-
-static unsigned conn_table_get(const ConnTable *t, const uint8_t key[static CONN_KEY_SIZE]) {
-        ConnCount *e = conn_table_find(t, key);
-
-        return e ? e->n : 0;
-}
-
-static int conn_table_add(ConnTable *t, const uint8_t key[static CONN_KEY_SIZE]) {
-        ConnCount *e = conn_table_find(t, key);
-        size_t b;
-
-        if (e) {
-                e->n++;
-                return 0;
-        }
-        e = calloc(1, sizeof(ConnCount));
-        if (!e)
-                return -ENOMEM;
-        memcpy(e->key, key, CONN_KEY_SIZE);
-        e->n = 1;
-        b = conn_table_hash(t, key);
-        e->next = t->buckets[b];
-        t->buckets[b] = e;
-        return 0;
-}
-
-static void conn_table_remove(ConnTable *t, const uint8_t key[static CONN_KEY_SIZE]) {
-        for (ConnCount **p = &t->buckets[conn_table_hash(t, key)]; *p; p = &(*p)->next) {
-                ConnCount *e = *p;
-
-                if (memcmp(e->key, key, CONN_KEY_SIZE) != 0)
-                        continue;
-                if (--e->n == 0) {
-                        *p = e->next;
-                        free(e);
-                }
-                return;
-        }
-}
-
-static void conn_table_clear(ConnTable *t) {
-        for (size_t i = 0; i < CONN_BUCKETS; i++)
-                while (t->buckets[i]) {
-                        ConnCount *e = t->buckets[i];
-
-                        t->buckets[i] = e->next;
-                        free(e);
-                }
-}
-
-/* The key of a TCP client: its IPv4 address (IPv4-mapped IPv6 included), or its IPv6 /64. */
-static bool conn_key_address(const struct sockaddr *sa, uint8_t key[static CONN_KEY_SIZE]) {
-        memset(key, 0, CONN_KEY_SIZE);
-        if (!sa)
-                return false;
-        if (sa->sa_family == AF_INET) {
-                key[0] = '4';
-                memcpy(key + 1, &((const struct sockaddr_in *) sa)->sin_addr, 4);
-                return true;
-        }
-        if (sa->sa_family == AF_INET6) {
-                const struct in6_addr *a = &((const struct sockaddr_in6 *) sa)->sin6_addr;
-
-                if (IN6_IS_ADDR_V4MAPPED(a)) {
-                        key[0] = '4';
-                        memcpy(key + 1, a->s6_addr + 12, 4);
-                } else {
-                        key[0] = '6';
-                        memcpy(key + 1, a->s6_addr, 8);
-                }
-                return true;
-        }
-        return false;
-}
-
-static void conn_key_uid(uid_t uid, uint8_t key[static CONN_KEY_SIZE]) {
-        memset(key, 0, CONN_KEY_SIZE);
-        key[0] = 'u';
-        memcpy(key + 1, &uid, sizeof(uid));
 }
 
 static HttpConn *conn_of(struct MHD_Connection *conn) {
@@ -423,8 +294,12 @@ static void conn_admit(HttpConn *c, struct MHD_Connection *conn) {
         if (l->tcp) {
                 const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 
-                if (info && conn_key_address(info->client_addr, c->key) && conn_table_add(&h->counts, c->key) >= 0)
-                        c->counted = true;
+                /* Uncounted would be unlimited: not served at all then. */
+                if (!info || !conn_key_address(info->client_addr, c->key) || conn_table_add(&h->counts, c->key) < 0) {
+                        conn_cut(c);
+                        return;
+                }
+                c->counted = true;
                 return;
         }
 
@@ -456,83 +331,6 @@ static void conn_admit(HttpConn *c, struct MHD_Connection *conn) {
         }
         c->counted = c->nonroot = true;
         h->n_nonroot++;
-}
-
-static void linger_free(HttpLinger *g) {
-        Http *h = g->http;
-
-        if (g->prev)
-                g->prev->next = g->next;
-        else
-                h->lingering = g->next;
-        if (g->next)
-                g->next->prev = g->prev;
-        h->n_lingering--;
-        sd_event_source_disable_unref(g->io);
-        sd_event_source_disable_unref(g->timer);
-        safe_close(g->fd);
-        free(g);
-}
-
-static int on_linger_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        HttpLinger *g = userdata;
-        char buf[16384];
-
-        /* At most 16 reads per wakeup (the loop serves everyone else too); level-triggered, so the
-         * rest comes on the next iteration. */
-        for (unsigned i = 0; i < 16; i++) {
-                ssize_t n = recv(fd, buf, (size_t) MIN((uint64_t) sizeof(buf), g->left), MSG_DONTWAIT);
-
-                if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                        return 0;
-                if (n <= 0 || (uint64_t) n >= g->left) {
-                        /* EOF (the client read its answer and closed), an error, or the budget spent
-                         * (closing now may reset: the client sends more than it was ever allowed). */
-                        linger_free(g);
-                        return 0;
-                }
-                g->left -= (uint64_t) n;
-        }
-        return 0;
-}
-
-static int on_linger_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        linger_free(userdata);
-        return 0;
-}
-
-/* Keep MHD's socket fd open after MHD closes it (a dup), its write side shut, and drain it within
- * the byte and time budgets. At most HTTP_LINGER_MAX at once; beyond that, closed as it is. */
-static void linger_start(Http *h, int fd) {
-        HttpLinger *g;
-        int r;
-
-        if (h->n_lingering >= HTTP_LINGER_MAX)
-                return;
-        g = calloc(1, sizeof(HttpLinger));
-        if (!g)
-                return;
-        g->http = h;
-        g->left = h->linger_bytes;
-        g->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (g->fd < 0) {
-                free(g);
-                return;
-        }
-        g->next = h->lingering;
-        if (g->next)
-                g->next->prev = g;
-        h->lingering = g;
-        h->n_lingering++;
-
-        /* MHD shut the write side already (after the answer); again, in case it did not. */
-        (void) shutdown(g->fd, SHUT_WR);
-        r = sd_event_add_io(h->event, &g->io, g->fd, EPOLLIN | EPOLLRDHUP, on_linger_io, g);
-        if (r >= 0)
-                r = sd_event_add_time_relative(h->event, &g->timer, CLOCK_MONOTONIC, HTTP_LINGER_SEC * USEC_PER_SEC,
-                                               USEC_PER_SEC / 10, on_linger_timer, g);
-        if (r < 0)
-                linger_free(g);
 }
 
 /* Whether a request has a body (announced by length or by Transfer-Encoding). */
@@ -623,7 +421,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 h->n_nonroot--;
         /* MHD closes its fd right after this: a dup keeps the socket for the lingering close. */
         if (c->linger && !c->cut && !h->stopping)
-                linger_start(h, c->fd);
+                linger_start(&h->lingering, c->fd, h->linger_bytes, HTTP_LINGER_SEC * USEC_PER_SEC);
         free(c);
 }
 
@@ -1212,8 +1010,8 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
         h->max_per_user = s->max_connections_per_user;
         h->max_nonroot = s->max_connections - MIN((unsigned) HTTP_ROOT_RESERVE, s->max_connections / 2);
         h->linger_bytes = MAX((uint64_t) HTTP_LINGER_MIN_BYTES, 4 * (uint64_t) s->max_body);
-        if (getrandom(&h->counts.seed, sizeof(h->counts.seed), GRND_NONBLOCK) != sizeof(h->counts.seed))
-                h->counts.seed = (uint64_t) time(NULL) ^ (uint64_t) getpid();
+        conn_table_init(&h->counts);
+        h->lingering = (LingerSet) { .event = event, .max = HTTP_LINGER_MAX };
         h->public_route = s->public_route;
         h->socket_path = strdup(s->socket_path);
         if (!h->socket_path)
@@ -1283,8 +1081,7 @@ Http *http_free(Http *h) {
         h->stopping = true;
         for (size_t i = 0; i < h->n_listeners; i++)
                 listener_free(h->listeners[i]);
-        while (h->lingering)
-                linger_free(h->lingering);
+        linger_set_clear(&h->lingering);
         conn_table_clear(&h->counts);
         if (h->socket_path && h->n_listeners > 0)
                 (void) unlink(h->socket_path);
