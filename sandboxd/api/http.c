@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
+#include "http-conn.h"
 #include "http.h"
 #include "log.h"
 #include "model/conf.h"
@@ -16,16 +17,43 @@
 #include "strv.h"
 #include "time-util.h"
 
+/* What a connection waits for, and so which deadline runs (absolute: data trickling in does not
+ * extend it, unlike MHD's idle timeout). */
+typedef enum ConnPhase {
+        CONN_HEADERS,            /* request line and headers: from the connection's start, or the last answer */
+        CONN_BODY,               /* the body: from the end of the headers */
+        CONN_HANDLED,            /* the handler has it (answering, suspended, sending): no deadline */
+} ConnPhase;
+
+typedef struct HttpListener HttpListener;
+
+/* One per MHD connection, from MHD_CONNECTION_NOTIFY_STARTED to _CLOSED (its socket context). */
+typedef struct HttpConn {
+        HttpListener *listener;
+        int fd;                  /* MHD's: never closed by us */
+        ConnPhase phase;
+        uint64_t deadline;       /* CLOCK_MONOTONIC µs; UINT64_MAX: none */
+        bool counted;            /* holds a place in Http.counts (key) */
+        bool nonroot;            /* unix socket, uid other than 0: counted in Http.n_nonroot too */
+        bool cut;                /* late or over a limit: shut down, nothing more is served */
+        bool linger;             /* answered with input left unread: drain it at close */
+        uint8_t key[CONN_KEY_SIZE];
+        struct HttpConn *prev, *next;
+} HttpConn;
+
 /* One listening socket and the MHD daemon that serves it. The unix socket and every TCP listener
  * are the same thing; only "tcp" (authenticate every request by API key) differs. */
-typedef struct HttpListener {
+struct HttpListener {
         Http *http;
         struct MHD_Daemon *daemon;
         sd_event_source *io, *timer, *defer;
+        sd_event_source *deadline_timer;
+        uint64_t deadline_armed; /* when deadline_timer fires; UINT64_MAX: off */
+        HttpConn *conns;
         bool tcp;
         char *name;              /* socket path or address, for logs */
         unsigned n_connections;
-} HttpListener;
+};
 
 struct HttpRequest {
         Http *http;
@@ -55,6 +83,14 @@ struct Http {
         size_t max_body;
         unsigned max_connections;
         unsigned n_tcp_connections;                  /* over all TCP listeners */
+        uint64_t header_timeout_usec, body_timeout_usec;
+        unsigned max_per_address, max_per_user;
+        unsigned max_nonroot;                        /* unix socket: all uids but root together */
+        unsigned n_nonroot;
+        ConnTable counts;
+        LingerSet lingering;
+        uint64_t linger_bytes;
+        bool stopping;                               /* http_free(): no new lingering */
         AuthTable *auth;
         bool (*public_route)(const char *method, const char *path);
         http_handler_t handler;
@@ -126,34 +162,289 @@ static void request_free(HttpRequest *r) {
         free(r);
 }
 
+/* {"error": {"code":..., "message":..., "field":...}}, or NULL without memory. */
+static json_object *error_json(ApiError error, const char *field, const char *fmt, ...) _printf_(3, 4);
+static json_object *error_json(ApiError error, const char *field, const char *fmt, ...) {
+        json_object *o = json_object_new_object(), *e = json_object_new_object();
+        char msg[512];
+        va_list ap;
+
+        if (!o || !e) {
+                json_object_put(o);
+                json_object_put(e);
+                return NULL;
+        }
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        json_object_object_add(e, "code", json_object_new_string(api_error_code(error)));
+        json_object_object_add(e, "message", json_object_new_string(msg));
+        json_object_object_add(e, "field", isempty(field) ? NULL : json_object_new_string(field));
+        json_object_object_add(o, "error", e);
+        return o;
+}
+
+static HttpConn *conn_of(struct MHD_Connection *conn) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+        return info ? info->socket_context : NULL;
+}
+
+/* An answer written straight to the socket, past MHD: for what MHD cannot answer (a connection it
+ * is not asked about, or a request whose body is still coming: libmicrohttpd 0.9.75 queues answers
+ * only before the body or after all of it). The socket is non-blocking and nothing of this request
+ * was sent yet, so these few hundred bytes go in at once; should the send buffer still be full
+ * with an earlier answer the client does not read, this one is cut short: the connection is closed
+ * either way. */
+static void conn_write_raw(int fd, unsigned status, const char *reason, const char *json) {
+        char buf[1024];
+        int n;
+
+        if (json)
+                n = snprintf(buf, sizeof(buf),
+                             "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                             "Content-Length: %zu\r\n\r\n%s",
+                             status, reason, strlen(json), json);
+        else
+                n = snprintf(buf, sizeof(buf), "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+                             status, reason);
+        if (n > 0 && (size_t) n < sizeof(buf))
+                (void) send(fd, buf, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void deadline_arm(HttpListener *l, uint64_t when) {
+        l->deadline_armed = when;
+        if (when == UINT64_MAX) {
+                (void) sd_event_source_set_enabled(l->deadline_timer, SD_EVENT_OFF);
+                return;
+        }
+        (void) sd_event_source_set_time(l->deadline_timer, when);
+        (void) sd_event_source_set_enabled(l->deadline_timer, SD_EVENT_ONESHOT);
+}
+
+static void conn_set_phase(HttpConn *c, ConnPhase phase) {
+        Http *h = c->listener->http;
+        uint64_t timeout = phase == CONN_HEADERS ? h->header_timeout_usec :
+                           phase == CONN_BODY ? h->body_timeout_usec : 0, now;
+
+        c->phase = phase;
+        c->deadline = UINT64_MAX;
+        if (timeout == 0 || c->cut || h->stopping)
+                return;
+        if (sd_event_now(h->event, CLOCK_MONOTONIC, &now) < 0)
+                now = 0;
+        c->deadline = now + timeout;
+        /* The timer fires at the earliest deadline and finds the next one then: only an earlier
+         * deadline than the armed one needs it moved. */
+        if (c->deadline < c->listener->deadline_armed)
+                deadline_arm(c->listener, c->deadline);
+}
+
+/* Close a connection at once: MHD finds it shut on its next run and reaps it (reading EOF), and
+ * on_access() serves nothing more of it meanwhile, not even a request already buffered. */
+static void conn_cut(HttpConn *c) {
+        c->cut = true;
+        c->linger = false;
+        c->deadline = UINT64_MAX;
+        (void) shutdown(c->fd, SHUT_RDWR);
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        HttpListener *l = userdata;
+        uint64_t next = UINT64_MAX;
+        bool any = false;
+
+        l->deadline_armed = UINT64_MAX;
+        for (HttpConn *c = l->conns; c; c = c->next) {
+                if (c->cut || c->deadline == UINT64_MAX)
+                        continue;
+                if (c->deadline > usec) {
+                        next = MIN(next, c->deadline);
+                        continue;
+                }
+                /* Debug only: whoever connects (no key needed on TCP) must not fill the journal. */
+                log_debug("%s: closing a connection whose request %s did not arrive in time.", l->name,
+                          c->phase == CONN_BODY ? "body" : "headers");
+                /* A request exists once its headers are in: tell its client why (best effort). */
+                if (c->phase == CONN_BODY)
+                        conn_write_raw(c->fd, 408, "Request Timeout", NULL);
+                conn_cut(c);
+                any = true;
+        }
+        if (next < l->deadline_armed)
+                deadline_arm(l, next);
+        if (any) {
+                (void) MHD_run(l->daemon);
+                listener_update(l);
+        }
+        return 0;
+}
+
+/* The per-address (TCP) and per-uid (unix socket) limits, at the connection's start. TCP
+ * connections over the limit were already refused at accept (on_accept_tcp()): here they are only
+ * counted. On the unix socket: a uid other than root holds at most max_per_user connections, and
+ * all of them together leave the last HTTP_ROOT_RESERVE of MaxConnections= (at most half) to root,
+ * for whom MHD's own limit is MaxConnections=. Over a limit: one line of answer, then closed. */
+static void conn_admit(HttpConn *c, struct MHD_Connection *conn) {
+        HttpListener *l = c->listener;
+        Http *h = l->http;
+        struct ucred cred;
+        socklen_t sl = sizeof(cred);
+
+        if (l->tcp) {
+                const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+                /* Uncounted would be unlimited: not served at all then. */
+                if (!info || !conn_key_address(info->client_addr, c->key) || conn_table_add(&h->counts, c->key) < 0) {
+                        conn_cut(c);
+                        return;
+                }
+                c->counted = true;
+                return;
+        }
+
+        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &sl) < 0) {
+                log_debug_errno(errno, "%s: cannot read the peer's credentials, closing: %m", l->name);
+                conn_cut(c);
+                return;
+        }
+        if (cred.uid == 0)
+                return;
+        conn_key_uid(cred.uid, c->key);
+        if (h->max_per_user > 0 && conn_table_get(&h->counts, c->key) >= h->max_per_user) {
+                log_debug("%s: uid %u holds %u connections already (MaxConnectionsPerUser=), closing.",
+                          l->name, (unsigned) cred.uid, h->max_per_user);
+                conn_write_raw(c->fd, 429, "Too Many Requests", NULL);
+                conn_cut(c);
+                return;
+        }
+        if (h->n_nonroot >= h->max_nonroot) {
+                log_debug("%s: the connections not reserved for root are taken, closing uid %u's.",
+                          l->name, (unsigned) cred.uid);
+                conn_write_raw(c->fd, 503, "Service Unavailable", NULL);
+                conn_cut(c);
+                return;
+        }
+        if (conn_table_add(&h->counts, c->key) < 0) {
+                conn_cut(c);
+                return;
+        }
+        c->counted = c->nonroot = true;
+        h->n_nonroot++;
+}
+
+/* Whether a request has a body (announced by length or by Transfer-Encoding). */
+static bool request_has_body(struct MHD_Connection *conn) {
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        uint64_t n;
+
+        if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+                return true;
+        return cl && (safe_atou64(cl, &n) < 0 || n > 0);
+}
+
+/* The handler has the request: no deadline any more (a long poll lasts as long as it lasts). An
+ * answer queued before the body was read (early) leaves input behind, and MHD closes the connection
+ * after it (it does not read on past a refused body): the close lingers. */
+static void request_hand_over(HttpRequest *r, bool early) {
+        HttpConn *c = conn_of(r->conn);
+
+        r->handled = true;
+        if (!c)
+                return;
+        conn_set_phase(c, CONN_HANDLED);
+        if (early && request_has_body(r->conn))
+                c->linger = true;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
+        HttpConn *c = conn_of(conn);
+
         request_free(*con_cls);
         *con_cls = NULL;
+        /* Keep-alive: the next request's headers are due from the end of this one. */
+        if (c)
+                conn_set_phase(c, CONN_HEADERS);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
         HttpListener *l = cls;
+        Http *h = l->http;
+        HttpConn *c;
 
         if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+                const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
                 l->n_connections++;
                 if (l->tcp)
-                        l->http->n_tcp_connections++;
-        } else {
-                if (l->n_connections > 0)
-                        l->n_connections--;
-                if (l->tcp && l->http->n_tcp_connections > 0)
-                        l->http->n_tcp_connections--;
+                        h->n_tcp_connections++;
+
+                if (!info)
+                        return;
+                c = calloc(1, sizeof(HttpConn));
+                if (!c) {
+                        /* Untracked means unlimited: not served at all then. */
+                        (void) shutdown(info->connect_fd, SHUT_RDWR);
+                        return;
+                }
+                c->listener = l;
+                c->fd = info->connect_fd;
+                c->next = l->conns;
+                if (c->next)
+                        c->next->prev = c;
+                l->conns = c;
+                *socket_context = c;
+                conn_admit(c, conn);
+                conn_set_phase(c, CONN_HEADERS);
+                return;
         }
+
+        if (l->n_connections > 0)
+                l->n_connections--;
+        if (l->tcp && h->n_tcp_connections > 0)
+                h->n_tcp_connections--;
+
+        c = *socket_context;
+        if (!c)
+                return;
+        *socket_context = NULL;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                l->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        if (c->counted)
+                conn_table_remove(&h->counts, c->key);
+        if (c->nonroot && h->n_nonroot > 0)
+                h->n_nonroot--;
+        /* MHD closes its fd right after this: a dup keeps the socket for the lingering close. */
+        if (c->linger && !c->cut && !h->stopping)
+                linger_start(&h->lingering, c->fd, h->linger_bytes, HTTP_LINGER_SEC * USEC_PER_SEC);
+        free(c);
 }
 
 /* TCP clients share one budget of MaxConnections over all TCP listeners (each MHD daemon only
  * knows its own count), and the unix socket keeps its own: a flood from the network cannot lock the
- * local administrator out. */
+ * local administrator out. One address (an IPv6 /64) holds at most MaxConnectionsPerAddress= of
+ * them, over all TCP listeners too (MHD_OPTION_PER_IP_CONNECTION_LIMIT would count per listener).
+ * Refused here, the connection is closed at once, without an answer. */
 static enum MHD_Result on_accept_tcp(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
         HttpListener *l = cls;
+        Http *h = l->http;
+        uint8_t key[CONN_KEY_SIZE];
 
-        return l->http->n_tcp_connections < l->http->max_connections ? MHD_YES : MHD_NO;
+        if (h->n_tcp_connections >= h->max_connections)
+                return MHD_NO;
+        if (h->max_per_address > 0 && conn_key_address(addr, key) &&
+            conn_table_get(&h->counts, key) >= h->max_per_address) {
+                /* Debug only: no key is needed to connect. */
+                log_debug("%s: an address holds %u connections already (MaxConnectionsPerAddress=), refusing.",
+                          l->name, h->max_per_address);
+                return MHD_NO;
+        }
+        return MHD_YES;
 }
 
 /* Before anything else of a TCP request is looked at (body, size, route): the key. The answer does
@@ -200,12 +491,40 @@ static enum MHD_Result queue_pending(HttpRequest *r) {
         return ret;
 }
 
+/* A body over the cap found while it arrives (chunked: no length was announced): MHD cannot queue
+ * an answer in mid-body, so the 413 is written to the socket directly and the connection closed
+ * (MHD_NO); the close lingers, so that the client reads it. Nothing of the body is kept. */
+static enum MHD_Result request_refuse_body(HttpRequest *r) {
+        HttpConn *c = conn_of(r->conn);
+        json_object *o;
+
+        r->too_large = r->handled = true;
+        r->body = mfree(r->body);
+        r->body_len = r->body_allocated = 0;
+        if (!c)
+                return MHD_NO;
+        conn_set_phase(c, CONN_HANDLED);
+        o = error_json(API_ERROR_TOO_LARGE, NULL, "request body exceeds MaxRequestBytes=%zu", r->http->max_body);
+        if (o) {
+                conn_write_raw(c->fd, api_error_http_status(API_ERROR_TOO_LARGE), "Content Too Large",
+                               json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(o);
+        }
+        c->linger = true;
+        return MHD_NO;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
         HttpListener *l = cls;
         Http *h = l->http;
         HttpRequest *r = *con_cls;
+        HttpConn *c = conn_of(conn);
+
+        /* Cut (late, or over a limit): not even a request already buffered is served. */
+        if (c && c->cut)
+                return MHD_NO;
 
         if (!r) {
                 const char *cl;
@@ -223,34 +542,33 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                         return MHD_NO;
                 }
                 *con_cls = r;
+                /* The headers are in: the body's deadline runs from here. */
+                if (c)
+                        conn_set_phase(c, CONN_BODY);
 
                 /* The 401 comes before the body is read, as the early 413 below: an unauthenticated
                  * client gets nothing buffered. */
                 if (l->tcp && !(h->public_route && h->public_route(r->method, r->path)) &&
                     !request_authenticate(r)) {
-                        r->handled = true;
+                        request_hand_over(r, true);
                         respond_unauthorized(r);
                         return r->pending ? queue_pending(r) : MHD_NO;
                 }
 
-                /* An announced oversized body is never buffered. Up to 16 times the cap it is read and
-                 * dropped, so that a client which sends before it listens still gets the 413; beyond
-                 * that (or a bogus length) the answer comes at once and the connection is closed. A
+                /* An announced oversized body is never read: the 413 comes at once, MHD closes the
+                 * connection after it, and the close lingers (drains what the client sends within a
+                 * budget) so that a client which sends before it listens still reads the answer. A
                  * client that sends "Expect: 100-continue" gets the 413 without sending anything. */
                 cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 if (cl) {
                         uint64_t n;
                         int k = safe_atou64(cl, &n);
 
-                        if (k < 0 || n > h->max_body)
+                        if (k < 0 || n > h->max_body) {
                                 r->too_large = true;
-                        if (k < 0 || n / 16 > h->max_body ||
-                            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT)) {
-                                if (r->too_large) {
-                                        r->handled = true;
-                                        h->handler(r, h->userdata);
-                                        return r->pending ? queue_pending(r) : MHD_YES;
-                                }
+                                request_hand_over(r, true);
+                                h->handler(r, h->userdata);
+                                return r->pending ? queue_pending(r) : MHD_YES;
                         }
                 }
                 return MHD_YES;
@@ -263,14 +581,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                 size_t n = *upload_data_size;
 
                 *upload_data_size = 0;
-                if (r->too_large)
-                        return MHD_YES;         /* discard the rest */
-                if (r->body_len + n > h->max_body) {
-                        r->too_large = true;
-                        r->body = mfree(r->body);
-                        r->body_len = r->body_allocated = 0;
-                        return MHD_YES;
-                }
+                if (r->too_large || r->body_len + n > h->max_body)
+                        return request_refuse_body(r);
                 if (r->body_len + n + 1 > r->body_allocated) {
                         size_t na = MAX(r->body_allocated * 2, r->body_len + n + 1);
                         char *nb;
@@ -289,7 +601,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
         if (r->handled)
                 return MHD_YES;         /* suspended and resumed without an answer: keep waiting */
-        r->handled = true;
+        request_hand_over(r, false);
         h->handler(r, h->userdata);
         if (r->pending)
                 return queue_pending(r);
@@ -449,17 +761,18 @@ void http_respond_json(HttpRequest *req, unsigned status, json_object *o) {
 }
 
 void http_respond_error(HttpRequest *req, ApiError error, const char *field, const char *fmt, ...) {
-        json_object *o = json_object_new_object(), *e = json_object_new_object();
+        json_object *o;
         char msg[512];
         va_list ap;
 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        json_object_object_add(e, "code", json_object_new_string(api_error_code(error)));
-        json_object_object_add(e, "message", json_object_new_string(msg));
-        json_object_object_add(e, "field", isempty(field) ? NULL : json_object_new_string(field));
-        json_object_object_add(o, "error", e);
+        o = error_json(error, field, "%s", msg);
+        if (!o) {
+                log_oom();
+                return;
+        }
         http_respond_json(req, api_error_http_status(error), o);
 }
 
@@ -567,6 +880,7 @@ static void listener_free(HttpListener *l) {
         sd_event_source_disable_unref(l->io);
         sd_event_source_disable_unref(l->timer);
         sd_event_source_disable_unref(l->defer);
+        sd_event_source_disable_unref(l->deadline_timer);
         if (l->daemon) {
                 /* Let resumed connections be processed before the daemon goes away. */
                 (void) MHD_run(l->daemon);
@@ -592,6 +906,7 @@ static int listener_add(Http *h, int fd, bool tcp, const char *name) {
                 return log_oom();
         l->http = h;
         l->tcp = tcp;
+        l->deadline_armed = UINT64_MAX;
         l->name = strdup(name);
         if (!l->name) {
                 free(l);
@@ -632,6 +947,10 @@ static int listener_add(Http *h, int fd, bool tcp, const char *name) {
                 r = sd_event_add_defer(h->event, &l->defer, on_defer, l);
         if (r >= 0)
                 r = sd_event_source_set_enabled(l->defer, SD_EVENT_OFF);
+        if (r >= 0)
+                /* The deadlines are whole seconds: coalescing wakeups within 100 ms is fine. */
+                r = sd_event_add_time(h->event, &l->deadline_timer, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_SEC / 10,
+                                      on_deadline, l);
         if (r < 0)
                 return log_error_errno(r, "%s: failed to add HTTP event sources: %m", name);
         listener_update(l);
@@ -711,6 +1030,14 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
         h->userdata = userdata;
         h->max_body = s->max_body;
         h->max_connections = s->max_connections;
+        h->header_timeout_usec = s->header_timeout_usec;
+        h->body_timeout_usec = s->body_timeout_usec;
+        h->max_per_address = s->max_connections_per_address;
+        h->max_per_user = s->max_connections_per_user;
+        h->max_nonroot = s->max_connections - MIN((unsigned) HTTP_ROOT_RESERVE, s->max_connections / 2);
+        h->linger_bytes = MAX((uint64_t) HTTP_LINGER_MIN_BYTES, 4 * (uint64_t) s->max_body);
+        conn_table_init(&h->counts);
+        h->lingering = (LingerSet) { .event = event, .max = HTTP_LINGER_MAX };
         h->public_route = s->public_route;
         h->socket_path = strdup(s->socket_path);
         if (!h->socket_path)
@@ -786,8 +1113,11 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
 Http *http_free(Http *h) {
         if (!h)
                 return NULL;
+        h->stopping = true;
         for (size_t i = 0; i < h->n_listeners; i++)
                 listener_free(h->listeners[i]);
+        linger_set_clear(&h->lingering);
+        conn_table_clear(&h->counts);
         if (h->socket_path && h->n_listeners > 0)
                 (void) unlink(h->socket_path);
         free(h->socket_path);

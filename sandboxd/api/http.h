@@ -10,7 +10,21 @@
  * the caller is its uid. On TCP, only a request with "Authorization: Bearer <key>" of a key in the
  * key file (auth.h); everything else gets 401 before the handler runs; the caller is the key —
  * except on the routes HttpSettings.public_route names (signed artifact URLs, which carry their own
- * authorization: the signature), which reach the handler without a key and without an owner. */
+ * authorization: the signature), which reach the handler without a key and without an owner.
+ *
+ * What a client may hold: a request's headers must be in within header_timeout_usec of the
+ * connection's start (or of the previous answer on a keep-alive connection) and its body within
+ * body_timeout_usec of the headers, absolute deadlines (trickling bytes does not extend them);
+ * late, the connection is closed (408 first if the headers were in). Once the handler has the
+ * request (answering, or suspended for a long poll) no deadline applies. One TCP address (IPv6:
+ * one /64) holds at most max_connections_per_address connections over all TCP listeners (more are
+ * closed at accept); on the unix socket a uid other than 0 holds at most max_connections_per_user
+ * (429 and closed), and all of them together leave the last HTTP_ROOT_RESERVE of max_connections to
+ * root (503 and closed). A body over max_body is never read to its end: announced (Content-Length),
+ * the 413 comes before it; found in mid-stream (chunked), the 413 is written at once. Either way
+ * the connection is then closed with a lingering close: write side shut, up to
+ * max(HTTP_LINGER_MIN_BYTES, 4 x max_body) more input read and dropped for at most
+ * HTTP_LINGER_SEC, so the kernel does not reset the connection under the client's unread 413. */
 
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -23,6 +37,13 @@
 
 /* At most this many TCP listeners (Listen= addresses or socket-activated "api-tcp" fds). */
 #define HTTP_TCP_MAX 8
+/* On the unix socket, the last this many of max_connections (at most half of them) are root's. */
+#define HTTP_ROOT_RESERVE 8
+/* Lingering close: at most this many sockets at once (beyond: closed as they are), each drained for
+ * at most HTTP_LINGER_SEC and max(HTTP_LINGER_MIN_BYTES, 4 x max_body) bytes. */
+#define HTTP_LINGER_MAX 64
+#define HTTP_LINGER_SEC 2
+#define HTTP_LINGER_MIN_BYTES (1024 * 1024)
 /* Room for any owner http_request_owner() yields: "key:" + a key name, or "uid:" + a uid. */
 #define HTTP_OWNER_MAX (sizeof("key:") + AUTH_NAME_MAX)
 
@@ -39,6 +60,10 @@ typedef struct HttpSettings {
         gid_t socket_gid;        /* (gid_t) -1: leave as is */
         size_t max_body;
         unsigned max_connections;  /* for the unix socket, and again for all TCP listeners together */
+        uint64_t header_timeout_usec;  /* request line and headers; 0: no deadline */
+        uint64_t body_timeout_usec;    /* the body, from the end of the headers; 0: no deadline */
+        unsigned max_connections_per_address;  /* TCP, over all listeners; 0: no limit */
+        unsigned max_connections_per_user;     /* unix socket, per uid other than 0; 0: no limit */
 
         /* Optional TCP, authenticated by API key. A socket passed by systemd with the name "api-tcp"
          * (sandboxd.socket) is used instead of binding these addresses. */

@@ -45,6 +45,10 @@ Config *config_new(void) {
         c->admin_queue_reserve = 16;
         c->max_stored_bytes_per_caller = 1ULL << 30;
         c->max_connections = 256;
+        c->request_header_timeout_sec = 10;
+        c->request_body_timeout_sec = 60;
+        c->max_connections_per_address = 16;
+        c->max_connections_per_user = 32;
         c->log_level = LOG_INFO;
 
         c->defaults = (Limits) { .timeout_ms = 30000, .memory_mb = 512, .cpu_cores = 1.0, .disk_mb = 1024,
@@ -179,6 +183,10 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "AdminQueueReserve", V_U64,     admin_queue_reserve, 0, 1000000),
         K("Daemon", "MaxStoredBytesPerCaller", V_SIZE, max_stored_bytes_per_caller, 64ULL << 10, 1ULL << 50),
         K("Daemon", "MaxConnections",   V_U64,      max_connections,     1, 65536),
+        K("Daemon", "RequestHeaderTimeoutSec", V_U64, request_header_timeout_sec, 1, 3600),
+        K("Daemon", "RequestBodyTimeoutSec", V_U64, request_body_timeout_sec, 1, 86400),
+        K("Daemon", "MaxConnectionsPerAddress", V_U64, max_connections_per_address, 1, 65536),
+        K("Daemon", "MaxConnectionsPerUser", V_U64, max_connections_per_user, 1, 65536),
         K("Daemon", "LogLevel",         V_LOGLEVEL, log_level,           0, 0),
         K("Daemon", "Listen",           V_LISTEN,   listen,              0, 0),
         K("Daemon", "ListenAllowNonLoopback", V_BOOL, listen_allow_non_loopback, 0, 0),

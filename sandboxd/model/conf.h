@@ -52,6 +52,10 @@ typedef struct Config {
         uint64_t admin_queue_reserve;     /* AdminQueueReserve= queue places only admins may take */
         uint64_t max_stored_bytes_per_caller; /* MaxStoredBytesPerCaller= one owner's records in the store */
         uint64_t max_connections;    /* MaxConnections= */
+        uint64_t request_header_timeout_sec; /* RequestHeaderTimeoutSec= headers due after connect/last answer */
+        uint64_t request_body_timeout_sec;   /* RequestBodyTimeoutSec= body due after the headers */
+        uint64_t max_connections_per_address; /* MaxConnectionsPerAddress= TCP, one address (IPv6: /64) */
+        uint64_t max_connections_per_user;    /* MaxConnectionsPerUser= unix socket, one uid but root */
         int log_level;               /* LogLevel= */
         char **listen;               /* Listen= TCP addresses, NULL-terminated; NULL: no TCP listener */
         char *listen_where;          /* "FILE:LINE" of the Listen= assignment in force, for config_validate() */

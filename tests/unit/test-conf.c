@@ -46,6 +46,10 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->max_stored_bytes_per_caller, 1ULL << 30);
         assert_int_equal(c->callback_max_pending_per_caller, 256);
         assert_int_equal(c->max_connections, 256);
+        assert_int_equal(c->request_header_timeout_sec, 10);
+        assert_int_equal(c->request_body_timeout_sec, 60);
+        assert_int_equal(c->max_connections_per_address, 16);
+        assert_int_equal(c->max_connections_per_user, 32);
         assert_int_equal(c->log_level, LOG_INFO);
 
         assert_int_equal(c->defaults.timeout_ms, 30000);
@@ -187,6 +191,10 @@ static const KeyRow key_rows[] = {
         U64("MaxStoredBytesPerCaller=10G", "[Daemon]\nMaxStoredBytesPerCaller=10G\n", max_stored_bytes_per_caller,
             10ULL << 30),
         U64("MaxConnections", "[Daemon]\nMaxConnections=65536\n", max_connections, 65536),
+        U64("RequestHeaderTimeoutSec", "[Daemon]\nRequestHeaderTimeoutSec=1\n", request_header_timeout_sec, 1),
+        U64("RequestBodyTimeoutSec", "[Daemon]\nRequestBodyTimeoutSec=86400\n", request_body_timeout_sec, 86400),
+        U64("MaxConnectionsPerAddress", "[Daemon]\nMaxConnectionsPerAddress=3\n", max_connections_per_address, 3),
+        U64("MaxConnectionsPerUser", "[Daemon]\nMaxConnectionsPerUser=65536\n", max_connections_per_user, 65536),
         INT("LogLevel=debug", "[Daemon]\nLogLevel=debug\n", log_level, LOG_DEBUG),
         INT("LogLevel=err", "[Daemon]\nLogLevel=err\n", log_level, LOG_ERR),
         INT("LogLevel=emerg", "[Daemon]\nLogLevel=emerg\n", log_level, LOG_EMERG),
@@ -387,6 +395,10 @@ static const ErrorRow error_rows[] = {
           "x.conf:2: MaxQueued= takes a whole number, got '18446744073709551616'" },
         { "empty number", "[Daemon]\nMaxQueued=\n", "x.conf:2: MaxQueued= takes a whole number, got ''" },
         { "below minimum", "[Daemon]\nMaxConcurrent=0\n", "x.conf:2: MaxConcurrent=0 is outside [1, 4096]" },
+        { "RequestHeaderTimeoutSec=0", "[Daemon]\nRequestHeaderTimeoutSec=0\n",
+          "x.conf:2: RequestHeaderTimeoutSec=0 is outside [1, 3600]" },
+        { "MaxConnectionsPerUser=0", "[Daemon]\nMaxConnectionsPerUser=0\n",
+          "x.conf:2: MaxConnectionsPerUser=0 is outside [1, 65536]" },
         { "above maximum", "[Daemon]\nMaxConcurrent=4097\n", "x.conf:2: MaxConcurrent=4097 is outside [1, 4096]" },
         { "SessionIdleSec=0", "[Daemon]\nSessionIdleSec=0\n", "x.conf:2: SessionIdleSec=0 is outside [1, 2592000]" },
         { "MaxSessionsDiskMB=0", "[Daemon]\nMaxSessionsDiskMB=0\n",
