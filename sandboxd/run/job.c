@@ -403,20 +403,23 @@ static void on_start_reply(void *userdata, int r, const char *message) {
                 return;
         }
         j->unit_started = true;
-        /* The control socket waits in systemd's fd store while the execution runs, so a restarted
-         * sandboxd takes it back with the report and the output (FDPOLL=0: a pipe or socket whose
-         * peer closed must stay, that is exactly when the report is waiting in it). */
-        if (j->ctl_fd >= 0) {
-                char msg[160];
-                int k;
+}
 
-                snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=ctl-%s", j->exec->id);
-                k = sd_pid_notify_with_fds(0, false, msg, &j->ctl_fd, 1);
-                if (k > 0)
-                        j->fd_stored = true;
-                else if (k < 0)
-                        log_debug_errno(k, "%s: cannot put the control socket in the fd store: %m", j->exec->id);
-        }
+/* The control socket waits in systemd's fd store while the execution runs, so a restarted sandboxd
+ * takes it back with the report and the output (FDPOLL=0: a pipe or socket whose peer closed must
+ * stay, that is exactly when the report is waiting in it). Stored before StartTransientUnit is
+ * sent: a sandboxd killed while systemd was still starting the unit (20 starts at once can take
+ * seconds) would otherwise come back to a unit whose output nobody can read. */
+static void store_control_socket(Job *j, int fd) {
+        char msg[160];
+        int k;
+
+        snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=ctl-%s", j->exec->id);
+        k = sd_pid_notify_with_fds(0, false, msg, &fd, 1);
+        if (k > 0)
+                j->fd_stored = true;
+        else if (k < 0)
+                log_debug_errno(k, "%s: cannot put the control socket in the fd store: %m", j->exec->id);
 }
 
 static void start_service(Job *j) {
@@ -484,8 +487,10 @@ static void start_service(Job *j) {
         /* Watch first, then start: no signal about the unit can come before we listen. */
         if (r >= 0)
                 r = job_watch_unit(j);
-        if (r >= 0)
+        if (r >= 0) {
+                store_control_socket(j, ctl[0]);
                 r = sysd_start_transient(ctx->sysd, j->unit_name, &props, on_start_reply, j, &j->call_start);
+        }
         unit_props_done(&props);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot call StartTransientUnit: %m", j->exec->id);

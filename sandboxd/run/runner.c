@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 
 #include "admission/quota.h"
@@ -323,6 +324,13 @@ static bool unit_exists(Runner *r, const char *id) {
         return name && sysd_unit_exists_sync(r->ctx->sysd, name);
 }
 
+/* Is a report (or anything) waiting to be read? */
+static bool socket_has_data(int fd) {
+        char c;
+
+        return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 /* A passed fd nobody takes. LISTEN_FDS stays in the environment for http.c, and sd_listen_fds()
  * there touches every fd of the range (F_SETFD): a closed one fails the start with EBADF, again at
  * every restart while the fd store holds the fd. So the number stays valid, on /dev/null. */
@@ -384,11 +392,29 @@ int runner_adopt(Runner *r) {
                                 break;
                         }
 
-                /* Queued on record, but started: the crash came between StartTransientUnit and
-                 * the record's update. The unit (or its control socket) tells. */
-                if (e->status == EXEC_QUEUED && (fd >= 0 || unit_exists(r, e->id))) {
-                        log_notice("%s: was being started when sandboxd stopped; adopting it.", e->id);
-                        e->status = EXEC_RUNNING;
+                /* Queued on record, but perhaps started: the crash came between StartTransientUnit
+                 * and the record's update. The unit tells: systemd handles the calls of a connection
+                 * in order, so a start still on its way when the old sandboxd died has been processed
+                 * (the unit exists) or refused (the caller was gone) by the time unit_exists()'s own
+                 * call is answered. No unit: it never ran, unless it ran to its end and was collected
+                 * while sandboxd was down, and then its report waits in the control socket (stored
+                 * before the start was asked for). Neither: it runs from the queue, once. */
+                if (e->status == EXEC_QUEUED) {
+                        bool unit = unit_exists(r, e->id);
+
+                        if (!unit && fd >= 0 && !socket_has_data(fd)) {
+                                char msg[128];
+
+                                log_notice("%s: its start did not reach systemd before sandboxd stopped; queued "
+                                           "again.", e->id);
+                                snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", want);
+                                (void) sd_notify(false, msg);
+                                release_passed_fd(fd);
+                                fd = -EBADF;
+                        } else if (unit || fd >= 0) {
+                                log_notice("%s: was being started when sandboxd stopped; adopting it.", e->id);
+                                e->status = EXEC_RUNNING;
+                        }
                 }
 
                 if (e->status == EXEC_RUNNING) {

@@ -92,4 +92,33 @@ t.ok(all(e["status"] in ("success", "failed") for e in rows), "none left queued 
 t.ok(wait_until(lambda: not [u for u in sandboxd_units() if u.startswith("sandboxd-rst_")], 15),
      "no execution unit left behind", sandboxd_units())
 
+# Killed while systemd is still starting the units: 20 submitted at once, SIGKILL as soon as the
+# first one is asked for. Those whose start was under way are adopted with their control socket
+# (it goes into the fd store before the start is asked for), the others run from the queue: each
+# once, each with its output.
+quick = {f"rsq_{i:02d}": f"{i}-quick\n" for i in range(20)}
+for eid, out in quick.items():
+    st, res = submit(f"import time\nprint({out.strip()!r})\ntime.sleep(1)\n", execution_id=eid)
+    if st != 202:
+        t.ok(False, f"submission {eid} accepted", (st, res))
+old_pid = daemon_pid()
+os.kill(old_pid, 9)
+t.ok(wait_until(lambda: subprocess.run(["systemctl", "is-active", "-q", "sandboxd.service"]).returncode == 0
+                and daemon_pid() not in (0, old_pid), 20), "killed during the starts: systemd restarted sandboxd")
+with cf.ThreadPoolExecutor(max_workers=20) as ex:
+    results = dict(zip(quick, ex.map(lambda e: get(e, wait=True)[1], quick)))
+wrong = [(eid, {k: r.get(k) for k in ("status", "error_type", "reason", "stdout")})
+         for eid, r in results.items() if r.get("status") != "success" or r.get("stdout") != quick[eid]]
+t.eq(wrong, [], "killed during the starts: all 20 succeeded with their output")
+log = subprocess.run(["journalctl", "--no-pager", "-o", "json", "SANDBOXD_STATUS=running"], capture_output=True,
+                     text=True).stdout
+starts = {}
+for line in log.splitlines():
+    e = json.loads(line)
+    starts[e.get("SANDBOXD_EXECUTION_ID")] = starts.get(e.get("SANDBOXD_EXECUTION_ID"), 0) + 1
+t.eq({k: starts.get(k, 0) for k in quick if starts.get(k, 0) != 1}, {},
+     "killed during the starts: each started exactly once")
+t.ok(wait_until(lambda: not [u for u in sandboxd_units() if u.startswith("sandboxd-rsq_")], 15),
+     "killed during the starts: no execution unit left behind", sandboxd_units())
+
 t.done()
