@@ -193,6 +193,20 @@ static enum MHD_Result queue_pending(HttpRequest *r) {
         return ret;
 }
 
+HttpBodyPlan http_body_plan(const char *content_length, bool expect, size_t max_body) {
+        uint64_t n;
+        int k;
+
+        if (!content_length)
+                return HTTP_BODY_READ;
+        k = safe_atou64(content_length, &n);
+        if (k >= 0 && n <= max_body)
+                return HTTP_BODY_READ;
+        if (k < 0 || n / 16 > max_body || expect)
+                return HTTP_BODY_REFUSE;
+        return HTTP_BODY_DROP;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
@@ -201,7 +215,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         HttpRequest *r = *con_cls;
 
         if (!r) {
+                HttpBodyPlan plan;
                 const char *cl;
+                bool expect;
 
                 r = calloc(1, sizeof(HttpRequest));
                 if (!r)
@@ -231,20 +247,13 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                  * that (or a bogus length) the answer comes at once and the connection is closed. A
                  * client that sends "Expect: 100-continue" gets the 413 without sending anything. */
                 cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-                if (cl) {
-                        uint64_t n;
-                        int k = safe_atou64(cl, &n);
-
-                        if (k < 0 || n > h->max_body)
-                                r->too_large = true;
-                        if (k < 0 || n / 16 > h->max_body ||
-                            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT)) {
-                                if (r->too_large) {
-                                        r->handled = true;
-                                        h->handler(r, h->userdata);
-                                        return r->pending ? queue_pending(r) : MHD_YES;
-                                }
-                        }
+                expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT) != NULL;
+                plan = http_body_plan(cl, expect, h->max_body);
+                r->too_large = plan != HTTP_BODY_READ;
+                if (plan == HTTP_BODY_REFUSE) {
+                        r->handled = true;
+                        h->handler(r, h->userdata);
+                        return r->pending ? queue_pending(r) : MHD_YES;
                 }
                 return MHD_YES;
         }

@@ -49,6 +49,18 @@ typedef struct HttpSettings {
         bool (*public_route)(const char *method, const char *path);
 } HttpSettings;
 
+/* What to do with a request body, from its Content-Length header (NULL: none) and whether the
+ * request has "Expect:", before a byte of it is read: read it (at most max_body bytes), or it is too
+ * large: read and drop it (up to 16 times the cap, so that a client which sends before it listens
+ * still gets the 413), or answer 413 at once and close (beyond that, a bogus length, or "Expect:
+ * 100-continue": the client waits for the answer). */
+typedef enum HttpBodyPlan {
+        HTTP_BODY_READ,
+        HTTP_BODY_DROP,
+        HTTP_BODY_REFUSE,
+} HttpBodyPlan;
+HttpBodyPlan http_body_plan(const char *content_length, bool expect, size_t max_body);
+
 int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret);
 Http *http_free(Http *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Http *, http_free);
