@@ -349,6 +349,7 @@ int helper_report_parse(const char *text, size_t len, HelperReport *ret) {
 
 int helper_report_receive(const void *buf, size_t len, size_t head_max, size_t tail_max, HelperReport *ret,
                           Capture *out, Capture *err) {
+        const uint64_t *parts[] = { &ret->out.head, &ret->out.tail, &ret->err.head, &ret->err.tail };
         const uint8_t *b = buf, *sep, *p;
         size_t text_len, rest;
         int r;
@@ -365,7 +366,13 @@ int helper_report_receive(const void *buf, size_t len, size_t head_max, size_t t
 
         p = sep + 2;
         rest = len - (size_t) (p - b);
-        if (ret->out.head + ret->out.tail + ret->err.head + ret->err.tail != rest)
+        /* Exactly what is left, part by part: the sum of four numbers the sandbox chose may wrap. */
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+                if (*parts[i] > rest)
+                        return -EBADMSG;
+                rest -= (size_t) *parts[i];
+        }
+        if (rest != 0)
                 return -EBADMSG;
         if (capture_init(out, head_max, tail_max) < 0 || capture_init(err, head_max, tail_max) < 0) {
                 capture_done(out);
