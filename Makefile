@@ -25,7 +25,7 @@ check: build
 	$(MAKE) check-asan
 
 check-unit: build
-	meson test -C $(BUILD) --suite unit --print-errorlogs
+	meson test -C $(BUILD) --suite unit --suite fuzz --print-errorlogs
 
 check-integration: build
 	meson test -C $(BUILD) --suite integration --print-errorlogs
