@@ -2,9 +2,12 @@
 # Thin wrapper around meson for the two commands a newcomer needs: `make demo` and `make check`.
 BUILD ?= build
 BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?=
 MESON_OPTS ?=
 
-.PHONY: all deps build check check-unit check-integration check-asan check-vm demo bench bench-load bench-hardening clean
+.PHONY: all deps build check check-unit check-integration check-asan check-vm fuzz demo bench bench-load bench-hardening clean
 
 all: build
 
@@ -22,7 +25,7 @@ check: build
 	$(MAKE) check-asan
 
 check-unit: build
-	meson test -C $(BUILD) --suite unit --print-errorlogs
+	meson test -C $(BUILD) --suite unit --suite fuzz --print-errorlogs
 
 check-integration: build
 	meson test -C $(BUILD) --suite integration --print-errorlogs
@@ -33,6 +36,12 @@ check-asan: deps
 	meson compile -C $(BUILD_ASAN)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		SANDBOX_HARNESS_SANITIZERS=1 meson test -C $(BUILD_ASAN) --print-errorlogs $(ASAN_TESTS)
+
+# The fuzz tier (tests/fuzz/): each libFuzzer target for FUZZ_SECONDS under ASan+UBSan, in its own
+# clang build; FUZZ_TARGETS="request conf" for some of them. Crashes land in
+# $(BUILD_FUZZ)/fuzz-run/<target>/. (`make check` replays the corpora once: meson test suite 'fuzz'.)
+fuzz: deps
+	tools/run-fuzz --build $(BUILD_FUZZ) --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # The VM tier: the integration suite inside a Debian bookworm guest (tests/vm/) where systemd is
 # PID 1 on pure cgroup v2 and sandboxd is installed as a packaged system service. The image is
@@ -58,4 +67,4 @@ bench-load: build
 	bench/run --build $(BUILD) --load $(LOAD_ARGS)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

@@ -11,12 +11,12 @@
  * and every field's type is checked before use, so a confused or hostile peer on the socket gets a
  * clear error message, never a crash or a misleading exit status.
  *
- * This file holds the command line: the options (arg_*, declared in sandboxctl.h), the verb table,
- * --help and main(). Each verb, or group of verbs, has its file (sandboxctl-<verb>.c), as in
+ * This file holds the command line: the options (arg_*, declared in sandboxctl.h), the verb table
+ * and --help; main() is in sandboxctl-main.c (so that the parser links without it: the fuzz target
+ * tests/fuzz/fuzz-sandboxctl-argv.c). Each verb, or group of verbs, has its file (sandboxctl-<verb>.c), as in
  * systemd's src/systemctl; what they share is in sandboxctl-{util,json,http,execution,table}.c. */
 
 #include <assert.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/un.h>
 
 #include "sandboxctl.h"
 #include "sandboxctl-artifacts.h"
@@ -40,7 +39,8 @@
 #include "sandboxctl-util.h"
 #include "utf8.h"
 
-#define DEFAULT_SOCKET "/run/sandboxd/api.sock"
+#define ARG_INTERVAL_USEC_DEFAULT UINT64_C(1000000)
+#define ARG_WINDOW_USEC_DEFAULT (UINT64_C(3600) * 1000000)
 
 const char *arg_socket = NULL;
 bool arg_json = false;
@@ -70,8 +70,8 @@ const char *arg_get = NULL;
 const char *arg_dest = NULL;
 const char *arg_output = NULL;
 bool arg_once = false;
-uint64_t arg_interval_usec = 1000000;
-uint64_t arg_window_usec = UINT64_C(3600) * 1000000;
+uint64_t arg_interval_usec = ARG_INTERVAL_USEC_DEFAULT;
+uint64_t arg_window_usec = ARG_WINDOW_USEC_DEFAULT;
 
 /* Options that only make sense for some commands; remembered so that e.g. "status --memory-mb=1"
  * is refused instead of silently ignored. */
@@ -101,12 +101,12 @@ static const char *arg_option_group_first[_OPTION_GROUP_MAX] = {};
 
 /* ---- Command line ---- */
 
-typedef struct CtlVerb {
+struct CtlVerb {
         const char *name;
         size_t min_args, max_args;
         unsigned option_groups; /* which command-specific options it takes */
         int (*dispatch)(char **args, size_t n_args);
-} CtlVerb;
+};
 
 #define G(g) (1U << (g))
 static const CtlVerb verbs[] = {
@@ -652,9 +652,7 @@ static int parse_verb(int argc, char *argv[], const CtlVerb **ret_verb, char ***
         return 1;
 }
 
-/* Returns < 0 on error (logged), 0 to exit successfully (--help, --version), > 0 to go on. */
-static int parse_argv(int argc, char *argv[], const CtlVerb **ret_verb, char ***ret_args,
-                      size_t *ret_n_args) {
+int ctl_parse_argv(int argc, char *argv[], const CtlVerb **ret_verb, char ***ret_args, size_t *ret_n_args) {
         int c, r;
 
         while ((c = getopt_long(argc, argv, "hc:l:o:", options, NULL)) >= 0) {
@@ -675,47 +673,32 @@ static int parse_argv(int argc, char *argv[], const CtlVerb **ret_verb, char ***
         return parse_verb(argc, argv, ret_verb, ret_args, ret_n_args);
 }
 
-static void arg_free(void) {
+int ctl_verb_dispatch(const CtlVerb *verb, char **args, size_t n_args) {
+        return verb->dispatch(args, n_args);
+}
+
+void ctl_args_reset(void) {
         arg_env = (json_object_put(arg_env), NULL);
         arg_files = (json_object_put(arg_files), NULL);
-}
-
-static int run(int argc, char *argv[]) {
-        const CtlVerb *verb = NULL;
-        char **args = NULL;
-        size_t n_args = 0;
-        int r;
-
-        r = parse_argv(argc, argv, &verb, &args, &n_args);
-        if (r <= 0)
-                return r < 0 ? exit_status_for(r, EX_USAGE) : EXIT_SUCCESS;
-
-        if (!arg_socket)
-                arg_socket = getenv("SANDBOXD_SOCKET");
-        if (isempty(arg_socket))
-                arg_socket = DEFAULT_SOCKET;
-        if (strlen(arg_socket) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
-                (void) log_error_errno(-EINVAL, "Socket path '%s' is too long for a unix socket.", arg_socket);
-                return EX_USAGE;
-        }
-
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-                (void) log_error_errno(-EIO, "Failed to initialize libcurl.");
-                return EX_OSERR;
-        }
-
-        r = verb->dispatch(args, n_args);
-
-        curl_global_cleanup();
-        return r;
-}
-
-int main(int argc, char *argv[]) {
-        int r;
-
-        log_set_console_prefix("sandboxctl");
-        r = run(argc, argv);
-        /* The globals that own memory, freed in one place (run.c's STATIC_DESTRUCTOR_REGISTER). */
-        arg_free();
-        return r;
+        arg_socket = NULL;
+        arg_json = false;
+        arg_wait = false;
+        arg_client_timeout_set = false;
+        arg_client_timeout_ms = 0;
+        arg_language = arg_code = arg_session = arg_id = arg_callback_url = NULL;
+        arg_timeout_ms_set = arg_memory_mb_set = arg_disk_mb_set = arg_cpu_cores_set = false;
+        arg_timeout_ms = arg_memory_mb = arg_disk_mb = 0;
+        arg_cpu_cores = 0;
+        arg_status = arg_error_type = arg_order = arg_cursor = NULL;
+        arg_failed = false;
+        arg_limit_set = false;
+        arg_limit = 0;
+        arg_all = false;
+        arg_get = arg_dest = arg_output = NULL;
+        arg_once = false;
+        arg_interval_usec = ARG_INTERVAL_USEC_DEFAULT;
+        arg_window_usec = ARG_WINDOW_USEC_DEFAULT;
+        arg_option_groups = 0;
+        for (unsigned g = 0; g < _OPTION_GROUP_MAX; g++)
+                arg_option_group_first[g] = NULL;
 }

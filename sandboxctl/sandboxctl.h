@@ -27,6 +27,20 @@ enum {
         EXIT_OOM = 137,
 };
 
+#define DEFAULT_SOCKET "/run/sandboxd/api.sock"
+
+/* The command line (sandboxctl.c). A command and its arguments, as the verb table has them. */
+typedef struct CtlVerb CtlVerb;
+/* Parse the options into the arg_* globals and find the command (getopt_long(): to parse another
+ * command line, set optind to 0 and call ctl_args_reset() first). Returns < 0 on a usage error
+ * (logged), 0 to exit successfully (--help, --version: printed), > 0 to go on with *ret_verb and its
+ * arguments (pointers into argv). No other side effect: nothing is sent; --input reads its file. */
+int ctl_parse_argv(int argc, char *argv[], const CtlVerb **ret_verb, char ***ret_args, size_t *ret_n_args);
+/* Run the command: its exit status. */
+int ctl_verb_dispatch(const CtlVerb *verb, char **args, size_t n_args);
+/* Free what the arg_* globals own and set every one back to its default. */
+void ctl_args_reset(void);
+
 /* Common options */
 extern const char *arg_socket;
 extern bool arg_json;

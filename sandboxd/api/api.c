@@ -492,98 +492,133 @@ static void handle_metrics(ApiContext *ac, HttpRequest *req) {
         http_respond_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text);
 }
 
-void api_handle(HttpRequest *req, void *userdata) {
-        ApiContext *ac = userdata;
-        const char *method = http_request_method(req), *path = http_request_path(req), *rest;
+void api_route_match(const char *method, const char *path, ApiRoute *ret) {
         bool get = streq(method, "GET"), post = streq(method, "POST");
+        const char *rest;
+
+        *ret = (ApiRoute) { .id = API_ROUTE_NOT_FOUND };
+
+#define ROUTE(cond, route, message) do {                                \
+                if (cond)                                               \
+                        ret->id = (route);                              \
+                else {                                                  \
+                        ret->id = API_ROUTE_METHOD_NOT_ALLOWED;         \
+                        ret->allow = (message);                         \
+                }                                                       \
+                return;                                                 \
+        } while (false)
 
         if (streq(path, "/v1/executions")) {
                 if (post)
-                        handle_submit(ac, req);
-                else if (get)
-                        handle_list(ac, req);
+                        ret->id = API_ROUTE_SUBMIT;
                 else
-                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET or POST");
+                        ROUTE(get, API_ROUTE_LIST, "use GET or POST");
                 return;
         }
         if ((rest = startswith(path, "/v1/executions/"))) {
-                char id[REQUEST_ID_MAX + 1];
                 const char *slash = strchr(rest, '/');
                 size_t n = slash ? (size_t) (slash - rest) : strlen(rest);
 
                 if (n == 0 || n > REQUEST_ID_MAX) {
-                        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such execution");
+                        ret->id = API_ROUTE_NO_EXECUTION;
                         return;
                 }
-                memcpy(id, rest, n);
-                id[n] = 0;
-                if (!slash) {
-                        if (!get) {
-                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
-                                return;
-                        }
-                        handle_get(ac, req, id);
-                        return;
-                }
-                if (streq(slash, "/artifacts")) {
-                        if (!get) {
-                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
-                                return;
-                        }
-                        handle_artifacts_list(ac, req, id);
-                        return;
-                }
+                memcpy(ret->execution_id, rest, n);
+                ret->execution_id[n] = 0;
+                if (!slash)
+                        ROUTE(get, API_ROUTE_GET, "use GET");
+                if (streq(slash, "/artifacts"))
+                        ROUTE(get, API_ROUTE_ARTIFACTS_LIST, "use GET");
                 if (startswith(slash, "/artifacts/")) {
-                        if (!get) {
-                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
-                                return;
-                        }
-                        handle_artifact_get(ac, req, id, slash + strlen("/artifacts/"));
-                        return;
+                        ret->arg = slash + strlen("/artifacts/");
+                        ROUTE(get, API_ROUTE_ARTIFACT_GET, "use GET");
                 }
-                if (streq(slash, "/cancel")) {
-                        if (!post) {
-                                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use POST");
-                                return;
-                        }
-                        handle_cancel(ac, req, id);
-                        return;
-                }
+                if (streq(slash, "/cancel"))
+                        ROUTE(post, API_ROUTE_CANCEL, "use POST");
+                ret->execution_id[0] = 0;
         }
-        if (streq(path, "/v1/sessions")) {
-                if (get)
-                        handle_session_list(ac, req);
-                else
-                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
-                return;
-        }
+        if (streq(path, "/v1/sessions"))
+                ROUTE(get, API_ROUTE_SESSION_LIST, "use GET");
         if ((rest = startswith(path, "/v1/sessions/"))) {
                 if (strlen(rest) == 0 || strlen(rest) > REQUEST_ID_MAX || strchr(rest, '/')) {
-                        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such session");
+                        ret->id = API_ROUTE_NO_SESSION;
                         return;
                 }
+                ret->arg = rest;
                 if (get)
-                        handle_session_get(ac, req, rest);
-                else if (streq(method, "DELETE"))
-                        handle_session_delete(ac, req, rest);
+                        ret->id = API_ROUTE_SESSION_GET;
                 else
-                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET or DELETE");
+                        ROUTE(streq(method, "DELETE"), API_ROUTE_SESSION_DELETE, "use GET or DELETE");
                 return;
         }
         if (streq(path, "/v1/languages") && get) {
-                handle_languages(req);
+                ret->id = API_ROUTE_LANGUAGES;
                 return;
         }
         if (streq(path, "/v1/health") && get) {
-                handle_health(ac, req);
+                ret->id = API_ROUTE_HEALTH;
                 return;
         }
-        if (streq(path, "/metrics")) {
-                if (get)
-                        handle_metrics(ac, req);
-                else
-                        http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "use GET");
+        if (streq(path, "/metrics"))
+                ROUTE(get, API_ROUTE_METRICS, "use GET");
+#undef ROUTE
+}
+
+void api_handle(HttpRequest *req, void *userdata) {
+        ApiContext *ac = userdata;
+        const char *method = http_request_method(req), *path = http_request_path(req);
+        ApiRoute route;
+
+        api_route_match(method, path, &route);
+        switch (route.id) {
+        case API_ROUTE_SUBMIT:
+                handle_submit(ac, req);
                 return;
+        case API_ROUTE_LIST:
+                handle_list(ac, req);
+                return;
+        case API_ROUTE_GET:
+                handle_get(ac, req, route.execution_id);
+                return;
+        case API_ROUTE_ARTIFACTS_LIST:
+                handle_artifacts_list(ac, req, route.execution_id);
+                return;
+        case API_ROUTE_ARTIFACT_GET:
+                handle_artifact_get(ac, req, route.execution_id, route.arg);
+                return;
+        case API_ROUTE_CANCEL:
+                handle_cancel(ac, req, route.execution_id);
+                return;
+        case API_ROUTE_SESSION_LIST:
+                handle_session_list(ac, req);
+                return;
+        case API_ROUTE_SESSION_GET:
+                handle_session_get(ac, req, route.arg);
+                return;
+        case API_ROUTE_SESSION_DELETE:
+                handle_session_delete(ac, req, route.arg);
+                return;
+        case API_ROUTE_LANGUAGES:
+                handle_languages(req);
+                return;
+        case API_ROUTE_HEALTH:
+                handle_health(ac, req);
+                return;
+        case API_ROUTE_METRICS:
+                handle_metrics(ac, req);
+                return;
+        case API_ROUTE_NO_EXECUTION:
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such execution");
+                return;
+        case API_ROUTE_NO_SESSION:
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such session");
+                return;
+        case API_ROUTE_METHOD_NOT_ALLOWED:
+                http_respond_error(req, API_ERROR_METHOD_NOT_ALLOWED, NULL, "%s", route.allow);
+                return;
+        case API_ROUTE_NOT_FOUND:
+        case _API_ROUTE_MAX:
+                break;
         }
         http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no route for %s %.128s", method, path);
 }

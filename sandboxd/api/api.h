@@ -4,9 +4,41 @@
 /* The HTTP routes of docs/http-api.md. */
 
 #include "http.h"
+#include "model/request.h"
 
 void api_handle(HttpRequest *req, void *userdata);
 
 /* The routes that carry their own authorization and so need no API key on TCP: GET of a signed
  * artifact URL, /v1/executions/<id>/artifacts/<path>. */
 bool api_route_is_public(const char *method, const char *path);
+
+/* Which route a request's method and (decoded) path select, before anything else is looked at: the
+ * table of api_handle(), pure, so that it can be tested on its own. */
+typedef enum ApiRouteId {
+        API_ROUTE_SUBMIT,            /* POST /v1/executions */
+        API_ROUTE_LIST,              /* GET /v1/executions */
+        API_ROUTE_GET,               /* GET /v1/executions/<id> */
+        API_ROUTE_ARTIFACTS_LIST,    /* GET /v1/executions/<id>/artifacts */
+        API_ROUTE_ARTIFACT_GET,      /* GET /v1/executions/<id>/artifacts/<path> (arg: path, maybe "") */
+        API_ROUTE_CANCEL,            /* POST /v1/executions/<id>/cancel */
+        API_ROUTE_SESSION_LIST,      /* GET /v1/sessions */
+        API_ROUTE_SESSION_GET,       /* GET /v1/sessions/<id> (arg: id) */
+        API_ROUTE_SESSION_DELETE,    /* DELETE /v1/sessions/<id> (arg: id) */
+        API_ROUTE_LANGUAGES,         /* GET /v1/languages */
+        API_ROUTE_HEALTH,            /* GET /v1/health */
+        API_ROUTE_METRICS,           /* GET /metrics */
+        API_ROUTE_NO_EXECUTION,      /* 404: an execution id that is empty or too long */
+        API_ROUTE_NO_SESSION,        /* 404: a session id that is empty, too long or has a '/' */
+        API_ROUTE_METHOD_NOT_ALLOWED, /* 405 (allow: "use GET" ...) */
+        API_ROUTE_NOT_FOUND,         /* 404: no route */
+        _API_ROUTE_MAX,
+} ApiRouteId;
+
+typedef struct ApiRoute {
+        ApiRouteId id;
+        char execution_id[REQUEST_ID_MAX + 1]; /* the execution routes: 1..REQUEST_ID_MAX bytes */
+        const char *arg;             /* see above; points into the path */
+        const char *allow;           /* API_ROUTE_METHOD_NOT_ALLOWED: the message */
+} ApiRoute;
+
+void api_route_match(const char *method, const char *path, ApiRoute *ret);

@@ -514,6 +514,16 @@ static enum MHD_Result request_refuse_body(HttpRequest *r) {
         return MHD_NO;
 }
 
+HttpBodyPlan http_body_plan(const char *content_length, size_t max_body) {
+        uint64_t n;
+
+        if (!content_length)
+                return HTTP_BODY_READ;
+        if (safe_atou64(content_length, &n) >= 0 && n <= max_body)
+                return HTTP_BODY_READ;
+        return HTTP_BODY_REFUSE;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
@@ -560,16 +570,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                  * budget) so that a client which sends before it listens still reads the answer. A
                  * client that sends "Expect: 100-continue" gets the 413 without sending anything. */
                 cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-                if (cl) {
-                        uint64_t n;
-                        int k = safe_atou64(cl, &n);
-
-                        if (k < 0 || n > h->max_body) {
-                                r->too_large = true;
-                                request_hand_over(r, true);
-                                h->handler(r, h->userdata);
-                                return r->pending ? queue_pending(r) : MHD_YES;
-                        }
+                if (http_body_plan(cl, h->max_body) == HTTP_BODY_REFUSE) {
+                        r->too_large = true;
+                        request_hand_over(r, true);
+                        h->handler(r, h->userdata);
+                        return r->pending ? queue_pending(r) : MHD_YES;
                 }
                 return MHD_YES;
         }

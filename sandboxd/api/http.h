@@ -76,6 +76,15 @@ typedef struct HttpSettings {
         bool (*public_route)(const char *method, const char *path);
 } HttpSettings;
 
+/* What to do with a request body, from its Content-Length header (NULL: none, or chunked), before
+ * a byte of it is read: read it (at most max_body bytes; a chunked body is cut at the cap), or
+ * answer 413 at once and close with a lingering close (over the cap, or a bogus length). */
+typedef enum HttpBodyPlan {
+        HTTP_BODY_READ,
+        HTTP_BODY_REFUSE,
+} HttpBodyPlan;
+HttpBodyPlan http_body_plan(const char *content_length, size_t max_body);
+
 int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, void *userdata, Http **ret);
 Http *http_free(Http *h);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Http *, http_free);

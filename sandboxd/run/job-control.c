@@ -113,33 +113,18 @@ static void fill_stream(OutputStream *o, const Capture *c) {
  * received and against the configured capture sizes before anything is copied. */
 void parse_report(Job *j, HelperReport *report) {
         const Config *c = j->ctx->config;
-        Capture out = {}, err = {};
-        const uint8_t *sep, *p;
-        size_t text_len, rest;
+        Capture out, err;
+        int r;
 
         *report = (HelperReport) {};
         if (j->report_len == 0 || j->report_overflow)
                 return;
-        sep = memmem(j->report, MIN(j->report_len, (size_t) HELPER_REPORT_MAX), "\n\n", 2);
-        text_len = sep ? (size_t) (sep - j->report) + 1 : j->report_len;
-        if (helper_report_parse((const char *) j->report, text_len, report) < 0)
+        r = helper_report_receive(j->report, j->report_len, c->output_head_bytes, c->output_tail_bytes, report,
+                                  &out, &err);
+        if (r == -EINVAL || r == 0)
                 return;
-        if (!sep)
-                return;
-
-        p = sep + 2;
-        rest = j->report_len - (size_t) (p - j->report);
-        if (report->out.head + report->out.tail + report->err.head + report->err.tail != rest ||
-            capture_init(&out, c->output_head_bytes, c->output_tail_bytes) < 0 ||
-            capture_init(&err, c->output_head_bytes, c->output_tail_bytes) < 0 ||
-            capture_restore(&out, p, report->out.head, p + report->out.head, report->out.tail, report->out.bytes,
-                            report->out.lines) < 0 ||
-            capture_restore(&err, p + report->out.head + report->out.tail, report->err.head,
-                            p + report->out.head + report->out.tail + report->err.head, report->err.tail,
-                            report->err.bytes, report->err.lines) < 0) {
+        if (r < 0) {
                 log_warning("%s: the output in sandbox-exec's report is malformed, dropped", j->exec->id);
-                capture_done(&out);
-                capture_done(&err);
                 return;
         }
         fill_stream(&j->exec->out, &out);

@@ -346,3 +346,47 @@ int helper_report_parse(const char *text, size_t len, HelperReport *ret) {
         *ret = r;
         return 0;
 }
+
+int helper_report_receive(const void *buf, size_t len, size_t head_max, size_t tail_max, HelperReport *ret,
+                          Capture *out, Capture *err) {
+        const uint64_t *parts[] = { &ret->out.head, &ret->out.tail, &ret->err.head, &ret->err.tail };
+        const uint8_t *b = buf, *sep, *p;
+        size_t text_len, rest;
+        int r;
+
+        *out = (Capture) {};
+        *err = (Capture) {};
+        sep = memmem(b, MIN(len, (size_t) HELPER_REPORT_MAX), "\n\n", 2);
+        text_len = sep ? (size_t) (sep - b) + 1 : len;
+        r = helper_report_parse((const char *) b, text_len, ret);
+        if (r < 0)
+                return r;
+        if (!sep)
+                return 0;
+
+        p = sep + 2;
+        rest = len - (size_t) (p - b);
+        /* Exactly what is left, part by part: the sum of four numbers the sandbox chose may wrap. */
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+                if (*parts[i] > rest)
+                        return -EBADMSG;
+                rest -= (size_t) *parts[i];
+        }
+        if (rest != 0)
+                return -EBADMSG;
+        if (capture_init(out, head_max, tail_max) < 0 || capture_init(err, head_max, tail_max) < 0) {
+                capture_done(out);
+                capture_done(err);
+                return -ENOMEM;
+        }
+        if (capture_restore(out, p, ret->out.head, p + ret->out.head, ret->out.tail, ret->out.bytes,
+                            ret->out.lines) < 0 ||
+            capture_restore(err, p + ret->out.head + ret->out.tail, ret->err.head,
+                            p + ret->out.head + ret->out.tail + ret->err.head, ret->err.tail, ret->err.bytes,
+                            ret->err.lines) < 0) {
+                capture_done(out);
+                capture_done(err);
+                return -EBADMSG;
+        }
+        return 1;
+}

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "capture.h"
+
 #define EXEC_PROTOCOL_MAGIC "SANDBOXD-EXEC"
 #define EXEC_PROTOCOL_VERSION 1
 /* The header line with its '\n': magic, version and two 20-digit numbers fit with room to spare. */
@@ -116,3 +118,14 @@ int helper_report_format(const HelperReport *r, char *buf, size_t size);
 /* The text part without its empty line: 0, or -EINVAL for a malformed report (ret->valid is then
  * false). Everything in it is the sandbox's word, checked before it is believed. */
 int helper_report_parse(const char *text, size_t len, HelperReport *ret);
+
+/* The whole report as received (len bytes, at most what the channel buffered): the text up to the
+ * empty line (looked for in the first HELPER_REPORT_MAX bytes; without one, all of buf is the text),
+ * then the four output parts. *ret is the parsed text (ret->valid false unless it is well-formed).
+ * The output parts are restored into out and err, initialised here with head_max and tail_max, only
+ * if they are exactly what the text announces and fit such captures. Returns 1 with out and err
+ * filled (the caller must capture_done() both), 0 for a valid report without output parts (no empty
+ * line), -EINVAL for a malformed text, -EBADMSG for output parts that do not match the text (the
+ * report itself stays valid), -ENOMEM. Everything in buf is the sandbox's word. */
+int helper_report_receive(const void *buf, size_t len, size_t head_max, size_t tail_max, HelperReport *ret,
+                          Capture *out, Capture *err);

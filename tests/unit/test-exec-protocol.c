@@ -545,8 +545,50 @@ static void test_format_refuses(_unused_ void **state) {
         assert_int_equal(helper_report_format(&ok, text, (size_t) full + 1), full);
 }
 
+/* ---- the whole report as received: helper_report_receive() ---- */
+
+static int receive(const char *s, size_t len, HelperReport *r) {
+        Capture out, err;
+        int k = helper_report_receive(s, len, 8, 4, r, &out, &err);
+
+        if (k > 0) {
+                capture_done(&out);
+                capture_done(&err);
+        }
+        return k;
+}
+
+static void test_receive(void **state) {
+        static const char with_output[] = "phase=run\nexit=0\nstdout_bytes=3\nstdout_lines=1\nstdout_head=3\n"
+                                          "stderr_bytes=2\nstderr_head=2\n\nhi\nE!";
+        static const char short_output[] = "phase=run\nexit=0\nstdout_bytes=3\nstdout_head=3\n\nhi";
+        /* Parts whose sum wraps to what follows (here 0 bytes): the pointer arithmetic on them was
+         * undefined before the parts were checked one by one (UBSan in the fuzz build, on
+         * tests/fuzz/corpus/report/crash-wrapping-part-sizes). */
+        static const char wrapping[] = "phase=run\nexit=0\nstdout_head=18446744073709551615\nstderr_head=1\n\n";
+        static const char too_large[] = "phase=run\nexit=0\nstdout_bytes=9\nstdout_head=9\n\n123456789";
+        HelperReport r;
+        Capture out, err;
+
+        assert_int_equal(helper_report_receive(with_output, sizeof(with_output) - 1, 8, 4, &r, &out, &err), 1);
+        assert_true(r.valid);
+        assert_int_equal(out.head_len, 3);
+        assert_memory_equal(out.head, "hi\n", 3);
+        assert_int_equal(err.head_len, 2);
+        capture_done(&out);
+        capture_done(&err);
+        assert_int_equal(receive("phase=run\nexit=0\n", strlen("phase=run\nexit=0\n"), &r), 0);
+        assert_true(r.valid);
+        assert_int_equal(receive("phase=run\n\n", strlen("phase=run\n\n"), &r), -EINVAL);
+        assert_false(r.valid);
+        assert_int_equal(receive(short_output, sizeof(short_output) - 1, &r), -EBADMSG);
+        assert_true(r.valid);
+        assert_int_equal(receive(wrapping, sizeof(wrapping) - 1, &r), -EBADMSG);
+        assert_int_equal(receive(too_large, sizeof(too_large) - 1, &r), -EBADMSG);
+}
+
 int main(void) {
-        size_t n = 16 + ELEMENTSOF(parse_rows), i = 0;
+        size_t n = 17 + ELEMENTSOF(parse_rows), i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -569,6 +611,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_format_worst_case);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_format_error_sanitized);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_format_refuses);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_receive);
         assert_true(i <= n);
 
         return _cmocka_run_group_tests("exec-protocol", tests, i, NULL, NULL);

@@ -13,6 +13,7 @@ fresh() {
         cp -r "$src/sandboxd" "$src/src" "$work/tree/"
         mkdir -p "$work/tree/tests/unit"
         cp "$src"/tests/unit/meson.build "$src"/tests/unit/test-*.c "$work/tree/tests/unit/"
+        cp -r "$src/tests/fuzz" "$work/tree/tests/"
 }
 
 expect() {      # expect DESCRIPTION PATTERN
@@ -44,6 +45,11 @@ fresh; echo 'int unlisted;' > "$work/tree/sandboxd/run/unlisted.c"
 expect "a source not listed in meson fails" 'unlisted.c: not listed'
 fresh; echo 'int t;' > "$work/tree/tests/unit/test-unlisted.c"
 expect "a unit test not listed in meson fails" 'test-unlisted.c: not listed'
+
+fresh; echo 'int t;' > "$work/tree/tests/fuzz/fuzz-unlisted.c"
+expect "a fuzz target not listed in meson fails" 'fuzz-unlisted.c: not listed'
+fresh; rm -r "$work/tree/tests/fuzz/corpus/request"
+expect "a fuzz target without a seed corpus fails" 'fuzz-request.c: no seed corpus'
 
 echo "1..$n"
 exit $((failed > 0))
