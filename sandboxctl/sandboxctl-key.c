@@ -10,33 +10,19 @@
  *
  * or with --json {"name", "key", "hash", "line"}. */
 
-#include <ctype.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 
+#include "key-name.h"
 #include "sandboxctl.h"
 #include "sandboxctl-json.h"
 #include "sandboxctl-key.h"
 #include "sandboxctl-util.h"
 
 #define KEY_BYTES 32
-/* The key file's rule for names (sandboxd/api/auth.c): [A-Za-z0-9_.-]{1,64}. */
-#define KEY_NAME_MAX 64
-
-static bool key_name_is_valid(const char *s) {
-        size_t n = strlen(s);
-
-        if (n < 1 || n > KEY_NAME_MAX)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!isascii((unsigned char) s[i]) ||
-                    !(isalnum((unsigned char) s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '-'))
-                        return false;
-        return true;
-}
 
 static int random_bytes(uint8_t *p, size_t n) {
         size_t got = 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "key-name.h"
 #include "secret-file.h"
 
 #define HASH_PREFIX "sha256:"
@@ -41,17 +42,6 @@ size_t auth_table_size(const AuthTable *t) {
 }
 
 
-static bool name_is_valid(const char *s) {
-        size_t n = strlen(s);
-
-        if (n < 1 || n > AUTH_NAME_MAX)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!isascii((unsigned char) s[i]) ||
-                    !(isalnum((unsigned char) s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '-'))
-                        return false;
-        return true;
-}
 
 static int parse_hash(const char *s, uint8_t ret[static HASH_LEN]) {
         const char *hex = startswith(s, HASH_PREFIX);
@@ -100,7 +90,7 @@ int auth_parse_text(const char *text, const char *filename, AuthTable **ret, cha
 
                 if (n_fields < 2 || n_fields > 3)
                         return error_set(ret_error, "%s:%u: expected 'NAME sha256:HASH [admin]'", filename, line);
-                if (!name_is_valid(fields[0]))
+                if (!key_name_is_valid(fields[0]))
                         return error_set(ret_error, "%s:%u: invalid key name '%.80s' (want [A-Za-z0-9_.-]{1,%d})",
                                          filename, line, fields[0], AUTH_NAME_MAX);
                 /* The value itself is not echoed: it might be a plaintext key pasted by mistake. */

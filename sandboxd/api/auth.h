@@ -17,9 +17,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "key-name.h"
 #include "util.h"
 
-#define AUTH_NAME_MAX 64
+#define AUTH_NAME_MAX KEY_NAME_MAX
 #define AUTH_TOKEN_MAX 512          /* longest bearer token even looked at */
 #define AUTH_KEYS_MAX 1024          /* entries in one key file */
 #define AUTH_FILE_MAX (1024 * 1024)
