@@ -287,12 +287,10 @@ static int parse_object(Parser *p) {
                         keys = t;
                         allocated = m;
                 }
-                old = p->path_len;
+                /* An error in the key (\u0000, say) is reported at the object's path. */
                 r = parse_string(p, true, &k);
-                if (r < 0) {
-                        /* A NUL in the key: its path is where the key is. */
+                if (r < 0)
                         break;
-                }
                 keys[n++] = k;
                 skip_ws(p);
                 if (p->pos >= p->len || p->s[p->pos] != ':') {
