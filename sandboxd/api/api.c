@@ -106,7 +106,8 @@ static void wait_for(ApiContext *ac, HttpRequest *req, Job *j) {
 static json_object *accepted_json(const Execution *e) {
         json_object *o = json_object_new_object();
 
-        json_object_object_add(o, "execution_id", json_object_new_string(e->id));
+        json_object_object_add(o, "execution_id", json_object_new_string(execution_public_id(e)));
+        json_object_object_add(o, "record_id", json_object_new_string(e->id));
         json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(e->status)));
         return o;
 }
@@ -170,23 +171,21 @@ static void handle_submit(ApiContext *ac, HttpRequest *req) {
 
 static void handle_get(ApiContext *ac, HttpRequest *req, const char *id) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        Job *j = runner_find(ac->runner, id);
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
+        Job *j;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
         /* Another owner's execution is "not found": its existence is not ours to reveal. */
-        if (j && !may_see(owner, admin, j->owner))
-                j = NULL;
-        if (!j) {
-                if (ac->ctx->store && store_get(ac->ctx->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
-                        http_respond_json(req, 200, stored_record_json(ac, rec));
-                        return;
-                }
+        if (find_execution(ac, owner, admin, id, &j, &rec) == 0) {
                 http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
+                return;
+        }
+        if (!j) {
+                http_respond_json(req, 200, stored_record_json(ac, rec));
                 return;
         }
         if (query_true(req, "wait") && !job_is_final(j)) {
@@ -201,23 +200,25 @@ static void handle_get(ApiContext *ac, HttpRequest *req, const char *id) {
 static void handle_artifacts_list(ApiContext *ac, HttpRequest *req, const char *id) {
         static const char *const keys[] = { "artifacts", "artifacts_skipped", "artifacts_skipped_total" };
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        Job *j = runner_find(ac->runner, id);
         const Execution *e = NULL;
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
         json_object *full = NULL, *o, *v;
         RequestError err;
+        Job *j;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
-        if (j && may_see(owner, admin, j->owner))
-                e = j->exec;
-        else if (!j && ac->ctx->store && store_get(ac->ctx->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
-                if (exec_status_is_final(rec->exec->status))
-                        (void) store_get_artifacts(ac->ctx->store, id, &rec->exec->artifacts);
-                e = rec->exec;
+        if (find_execution(ac, owner, admin, id, &j, &rec) > 0) {
+                if (j)
+                        e = j->exec;
+                else {
+                        if (exec_status_is_final(rec->exec->status))
+                                (void) store_get_artifacts(ac->ctx->store, rec->exec->id, &rec->exec->artifacts);
+                        e = rec->exec;
+                }
         }
         if (!e) {
                 http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
@@ -234,7 +235,8 @@ static void handle_artifacts_list(ApiContext *ac, HttpRequest *req, const char *
                 return;
         }
         o = json_object_new_object();
-        json_object_object_add(o, "execution_id", json_object_new_string(e->id));
+        json_object_object_add(o, "execution_id", json_object_new_string(execution_public_id(e)));
+        json_object_object_add(o, "record_id", json_object_new_string(e->id));
         json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(e->status)));
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
                 if (json_object_object_get_ex(full, keys[i], &v))
@@ -322,23 +324,21 @@ bool api_route_is_public(const char *method, const char *path) {
 
 static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        Job *j = runner_find(ac->runner, id);
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
+        Job *j;
         int r;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
-        if (j && !may_see(owner, admin, j->owner))
-                j = NULL;
-        if (!j && ac->ctx->store && store_get(ac->ctx->store, id, &rec) >= 0 && may_see(owner, admin, rec->owner)) {
-                http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
+        if (find_execution(ac, owner, admin, id, &j, &rec) == 0) {
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
                 return;
         }
         if (!j) {
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
+                http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
                 return;
         }
         r = job_cancel(j);
@@ -346,7 +346,7 @@ static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
                 http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
                 return;
         }
-        log_info("%s: cancel requested", id);
+        log_info("%s: cancel requested", j->exec->id);
         respond_job(req, ac, j, 202);
 }
 
@@ -385,7 +385,14 @@ static Session *find_session_for(ApiContext *ac, HttpRequest *req, const char *i
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return NULL;
         }
-        s = id_is_valid(id, REQUEST_ID_MAX) ? sessions_find(ac->sessions, id) : NULL;
+        if (!id_is_valid(id, REQUEST_ID_MAX))
+                s = NULL;
+        else {
+                /* The caller's own session of that name, else id as a record id (session.h). */
+                s = sessions_find(ac->sessions, owner, id);
+                if (!s)
+                        s = sessions_find_key(ac->sessions, id);
+        }
         if (!s || !may_see(owner, admin, s->owner)) {
                 http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);
                 return NULL;
@@ -402,21 +409,22 @@ static void handle_session_get(ApiContext *ac, HttpRequest *req, const char *id)
 
 static void handle_session_delete(ApiContext *ac, HttpRequest *req, const char *id) {
         Session *s = find_session_for(ac, req, id);
+        json_object *o;
 
         if (!s)
                 return;
+        /* Before the session goes: its names. */
+        o = json_object_new_object();
+        json_object_object_add(o, "session_id", json_object_new_string(s->id));
+        json_object_object_add(o, "record_id", json_object_new_string(s->key));
         if (session_remove(s, "deleted on request") == -EBUSY) {
+                json_object_put(o);
                 http_respond_error(req, API_ERROR_CONFLICT, NULL, "session '%s' has executions queued or running",
                                    id);
                 return;
         }
-        {
-                json_object *o = json_object_new_object();
-
-                json_object_object_add(o, "session_id", json_object_new_string(id));
-                json_object_object_add(o, "deleted", json_object_new_boolean(true));
-                http_respond_json(req, 200, o);
-        }
+        json_object_object_add(o, "deleted", json_object_new_boolean(true));
+        http_respond_json(req, 200, o);
 }
 
 static void handle_session_list(ApiContext *ac, HttpRequest *req) {

@@ -362,7 +362,8 @@ static void on_watch_done(Job *j, void *userdata) {
                 if (r >= 0)
                         r = sd_bus_message_set_destination(sig, w->destination);
                 if (r >= 0)
-                        r = sd_bus_message_append(sig, "ss", j->exec->id, exec_status_to_string(j->exec->status));
+                        r = sd_bus_message_append(sig, "ss", execution_public_id(j->exec),
+                                                  exec_status_to_string(j->exec->status));
                 if (r >= 0)
                         r = sd_bus_send(ac->ctx->bus, sig, NULL);
                 if (r < 0)
@@ -432,7 +433,7 @@ static void submit_authorized(BusCall *c, bool wait) {
                 if (wait)
                         bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
                 else
-                        bus_call_reply_string(c, rec->exec->id);
+                        bus_call_reply_string(c, execution_public_id(rec->exec));
                 return;
         }
         if (res.outcome == SUBMIT_CREATED)
@@ -440,7 +441,7 @@ static void submit_authorized(BusCall *c, bool wait) {
                          sd_bus_message_get_sender(c->msg));
         bus_watch_add(c->api, res.job, sd_bus_message_get_sender(c->msg));
         if (!wait) {
-                bus_call_reply_string(c, res.job->exec->id);
+                bus_call_reply_string(c, execution_public_id(res.job->exec));
                 return;
         }
         c->job = res.job;
@@ -488,30 +489,10 @@ static int method_submit(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 
 /* ---- GetExecution, Cancel ---------------------------------------------------------------------- */
 
-/* The caller's own execution, or (admin) anyone's: the live job, else its record. 0 if there is none
- * the caller may see. */
-static int find_execution(BusCall *c, Job **ret_job, StoreRecord **ret_rec) {
-        ApiContext *ac = c->api->ac;
-        StoreRecord *rec = NULL;
-        Job *j;
-
-        *ret_job = NULL;
-        *ret_rec = NULL;
-        if (!id_is_valid(c->arg, REQUEST_ID_MAX))
-                return 0;
-        j = runner_find(ac->runner, c->arg);
-        if (j && (c->admin || streq_ptr(j->owner, c->owner))) {
-                *ret_job = j;
-                return 1;
-        }
-        if (!j && ac->ctx->store && store_get(ac->ctx->store, c->arg, &rec) >= 0) {
-                if (c->admin || streq_ptr(rec->owner, c->owner)) {
-                        *ret_rec = rec;
-                        return 1;
-                }
-                store_record_free(rec);
-        }
-        return 0;
+/* The caller's own execution, or (admin) anyone's (submit.h): the live job, else its record. 0 if
+ * there is none the caller may see. */
+static int find_execution_for(BusCall *c, Job **ret_job, StoreRecord **ret_rec) {
+        return find_execution(c->api->ac, c->owner, c->admin, c->arg, ret_job, ret_rec);
 }
 
 static void get_authorized(BusCall *c) {
@@ -519,7 +500,7 @@ static void get_authorized(BusCall *c) {
         Job *j;
 
         c->admin = true;        /* polkit allowed reading others' executions */
-        if (find_execution(c, &j, &rec) == 0) {
+        if (find_execution_for(c, &j, &rec) == 0) {
                 bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
                 return;
         }
@@ -535,7 +516,7 @@ static void get_identified(BusCall *c) {
 
         /* Not the caller's own (or no such execution): polkit decides whether it may read others'.
          * The answer is the same for an id that does not exist, so nothing is revealed before. */
-        if (find_execution(c, &j, &rec) == 0) {
+        if (find_execution_for(c, &j, &rec) == 0) {
                 bus_call_authorize(c, ACTION_READ_OTHERS, get_authorized);
                 return;
         }
@@ -549,7 +530,7 @@ static void cancel_found(BusCall *c) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         Job *j;
 
-        if (find_execution(c, &j, &rec) == 0) {
+        if (find_execution_for(c, &j, &rec) == 0) {
                 bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
                 return;
         }
@@ -570,7 +551,7 @@ static void cancel_identified(BusCall *c) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         Job *j;
 
-        if (find_execution(c, &j, &rec) == 0) {
+        if (find_execution_for(c, &j, &rec) == 0) {
                 bus_call_authorize(c, ACTION_CANCEL_OTHERS, cancel_authorized);
                 return;
         }

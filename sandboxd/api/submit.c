@@ -7,6 +7,7 @@
 #include "delivery/callback.h"
 #include "log.h"
 #include "model/result.h"
+#include "model/scoped-id.h"
 #include "model/signed-url.h"
 #include "run/job.h"
 #include "run/runner.h"
@@ -23,6 +24,67 @@ static int conflict(RequestError *err, const char *id) {
 
 static bool may_see(const char *caller, bool admin, const char *owner) {
         return admin || streq_ptr(caller, owner);
+}
+
+/* The job or record of record id key, if who may see it (0 if not, or there is none). */
+static int find_record(ApiContext *ac, const char *owner, bool admin, const char *key, Job **ret_job,
+                       StoreRecord **ret_rec) {
+        StoreRecord *rec = NULL;
+        Job *j = runner_find(ac->runner, key);
+
+        if (j) {
+                if (!may_see(owner, admin, j->owner))
+                        return 0;
+                *ret_job = j;
+                return 1;
+        }
+        if (!ac->ctx->store || store_get(ac->ctx->store, key, &rec) < 0)
+                return 0;
+        if (!may_see(owner, admin, rec->owner)) {
+                store_record_free(rec);
+                return 0;
+        }
+        *ret_rec = rec;
+        return 1;
+}
+
+int find_execution(ApiContext *ac, const char *owner, bool admin, const char *id, Job **ret_job,
+                   StoreRecord **ret_rec) {
+        char key[SCOPED_ID_MAX];
+
+        *ret_job = NULL;
+        *ret_rec = NULL;
+        if (!id_is_valid(id, REQUEST_ID_MAX))
+                return 0;
+        /* The caller's own name first: a record id of someone else's that happens to be spelled
+         * like it never shadows the caller's own execution. */
+        if (scoped_id(key, "exec", owner, id) >= 0 && find_record(ac, owner, false, key, ret_job, ret_rec) > 0)
+                return 1;
+        return find_record(ac, owner, admin, id, ret_job, ret_rec);
+}
+
+/* The caller's earlier execution of the same execution_id (key: its record id), or of the same id
+ * as it was stored before ids were scoped (migration 10: the key was the caller's id itself; only
+ * the caller's own counts). The same request again is that execution; another request is a
+ * conflict. 1 if found (*ret filled), 0 if the id is new to this caller, negative with *err. */
+static int find_earlier(ApiContext *ac, const char *owner, const ExecRequest *er, const char *key,
+                        SubmitResult *ret, RequestError *err) {
+        const char *ids[] = { key, er->execution_id };
+
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+                Job *j = NULL;
+
+                if (find_record(ac, owner, false, ids[i], &j, &rec) == 0)
+                        continue;
+                if (memcmp(j ? j->fingerprint : rec->fingerprint, er->fingerprint, sizeof(er->fingerprint)) != 0)
+                        return conflict(err, er->execution_id);
+                /* The same request again: the same execution, never a second run. */
+                *ret = j ? (SubmitResult) { .outcome = SUBMIT_EXISTING_JOB, .job = j }
+                         : (SubmitResult) { .outcome = SUBMIT_EXISTING_RECORD, .record = TAKE_PTR(rec) };
+                return 1;
+        }
+        return 0;
 }
 
 /* The queue and the caller's budgets (quota.h): what everyone and this owner hold now. The caller's
@@ -69,27 +131,20 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
                 return r;
 
         if (er->execution_id) {
-                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+                /* The caller's id, scoped by the caller: another owner's execution of the same id is
+                 * another record (no conflict, nothing learned, nothing squatted), and the record id
+                 * it runs under (unit name, journal, artifact URLs) is derived, never chosen. */
+                char key[SCOPED_ID_MAX];
 
-                j = runner_find(ac->runner, er->execution_id);
-                if (!j && ac->ctx->store && store_get(ac->ctx->store, er->execution_id, &rec) >= 0) {
-                        /* Known from before (evicted from memory, or an earlier run of sandboxd). */
-                        if (memcmp(rec->fingerprint, er->fingerprint, sizeof(rec->fingerprint)) != 0 ||
-                            !may_see(owner, admin, rec->owner))
-                                return conflict(err, er->execution_id);
-                        *ret = (SubmitResult) { .outcome = SUBMIT_EXISTING_RECORD, .record = TAKE_PTR(rec) };
-                        return 0;
-                }
-                if (j) {
-                        /* Another owner's execution_id is a conflict, whatever its request was: which
-                         * ids others use is not ours to learn. */
-                        if (!may_see(owner, admin, j->owner) ||
-                            memcmp(j->fingerprint, er->fingerprint, sizeof(j->fingerprint)) != 0)
-                                return conflict(err, er->execution_id);
-                        /* The same request again: the same execution, never a second run. */
-                        *ret = (SubmitResult) { .outcome = SUBMIT_EXISTING_JOB, .job = j };
-                        return 0;
-                }
+                r = scoped_id(key, "exec", owner, er->execution_id);
+                if (r < 0)
+                        return fail(err, r, API_ERROR_INTERNAL, "cannot derive the record id: %s", strerror(-r));
+                r = find_earlier(ac, owner, er, key, ret, err);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+                er->record_id = strdup(key);
+                if (!er->record_id)
+                        return fail(err, -ENOMEM, API_ERROR_INTERNAL, "out of memory");
         }
 
         if (ac->ctx->stopping)
@@ -99,7 +154,7 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
                 return r;
 
         if (er->session_id) {
-                Session *s = sessions_find(ac->sessions, er->session_id);
+                Session *s = sessions_find(ac->sessions, owner, er->session_id);
 
                 /* A later run that does not ask for a size gets the session's. */
                 if (s && !er->disk_mb_given)

@@ -29,6 +29,14 @@ typedef struct SubmitResult {
 int submit_execution(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
                      RequestError *err);
 
+/* The execution owner calls id: its own client-chosen execution_id first (the scoped record id,
+ * scoped-id.h), then id as a record id (a generated id, or the record_id of a client-chosen one) if
+ * the caller may see that record (its own; admin: anyone's). The live job in *ret_job, else the
+ * stored record in *ret_rec (the caller frees it). 1 if found, 0 if there is none the caller may see:
+ * another owner's execution of the same name is not found, and is never revealed. */
+int find_execution(ApiContext *ac, const char *owner, bool admin, const char *id, Job **ret_job,
+                   StoreRecord **ret_rec);
+
 /* One page of q as {"executions": [...], "next_cursor": ...}. 0, or negative with *err filled. */
 int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, RequestError *err);
 

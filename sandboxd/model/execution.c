@@ -19,6 +19,7 @@ Execution *execution_free(Execution *e) {
         if (!e)
                 return NULL;
         free(e->id);
+        free(e->client_id);
         free(e->session_id);
         free(e->out.text);
         free(e->err.text);

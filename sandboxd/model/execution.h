@@ -48,7 +48,8 @@ int exec_artifacts_add(ExecArtifacts *a, const char *path, uint64_t size, const 
 int exec_artifacts_add_skip(ExecArtifacts *a, const char *path, const char *reason);
 
 typedef struct Execution {
-        char *id;
+        char *id;                /* the record id: unique across owners (scoped-id.h) */
+        char *client_id;         /* the execution_id the caller chose, NULL: none (id is generated) */
         char *session_id;        /* may be NULL */
         const char *language;    /* static, from the language table */
         ExecStatus status;
@@ -74,5 +75,9 @@ typedef struct Execution {
 } Execution;
 
 Execution *execution_new(const char *id);
+/* What the caller calls it: its own execution_id, else the generated record id. */
+static inline const char *execution_public_id(const Execution *e) {
+        return e->client_id ?: e->id;
+}
 Execution *execution_free(Execution *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Execution *, execution_free);

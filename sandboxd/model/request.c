@@ -17,6 +17,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
                 return NULL;
         free(r->execution_id);
         free(r->session_id);
+        free(r->record_id);
         free(r->code);
         free(r->callback_url);
         strv_free(r->env);

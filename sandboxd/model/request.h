@@ -35,6 +35,8 @@ typedef struct InputFile {
 
 typedef struct ExecRequest {
         char *execution_id;      /* NULL: not given, the daemon assigns one */
+        char *record_id;         /* set by the submitter: the caller's scoped id of execution_id, or the
+                                  * stored record's id (scoped-id.h); NULL: generate one */
         char *session_id;        /* NULL: none */
         const Language *language;
         char *code;

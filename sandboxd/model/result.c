@@ -91,7 +91,9 @@ json_object *execution_to_json(const Execution *e) {
 
         if (!o)
                 return NULL;
-        json_object_object_add(o, "execution_id", json_object_new_string(e->id));
+        json_object_object_add(o, "execution_id", json_object_new_string(execution_public_id(e)));
+        /* Unique across callers: what unit names, journal fields and artifact URLs use. */
+        json_object_object_add(o, "record_id", json_object_new_string(e->id));
         json_object_object_add(o, "session_id", str_or_null(e->session_id));
         json_object_object_add(o, "language", str_or_null(e->language));
         json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(e->status)));

@@ -96,7 +96,9 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         const char *id;
         int r;
 
-        if (request->execution_id)
+        if (request->record_id)
+                id = request->record_id;
+        else if (request->execution_id)         /* unit tests: no owner to scope by */
                 id = request->execution_id;
         else {
                 r = id_generate(idbuf, sizeof(idbuf), "exec");
@@ -115,6 +117,9 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         j->exec->limits = request->limits;
         j->exec->created_usec = now_usec(CLOCK_REALTIME);
         if (request->session_id && !(j->exec->session_id = strdup(request->session_id)))
+                return -ENOMEM;
+        if (request->execution_id && !streq(request->execution_id, id) &&
+            !(j->exec->client_id = strdup(request->execution_id)))
                 return -ENOMEM;
         if (owner && !(j->owner = strdup(owner)))
                 return -ENOMEM;
@@ -774,7 +779,8 @@ static void log_execution_start(Job *j) {
 
         (void) sd_journal_send("MESSAGE=Execution %s started (%s).", e->id, e->language,
                                "PRIORITY=%i", LOG_INFO,
-                               "SANDBOXD_EXECUTION_ID=%s", e->id,
+                               "SANDBOXD_EXECUTION_ID=%s", execution_public_id(e),
+                               "SANDBOXD_RECORD_ID=%s", e->id,
                                "SANDBOXD_SESSION_ID=%s", e->session_id ?: "",
                                "SANDBOXD_LANGUAGE=%s", e->language,
                                "SANDBOXD_STATUS=%s", exec_status_to_string(e->status),
@@ -797,7 +803,8 @@ static void log_execution(Job *j) {
                                e->error_type != ERROR_NONE ? error_type_to_string(e->error_type) : "",
                                e->duration_ms,
                                "PRIORITY=%i", e->error_type == ERROR_INTERNAL ? LOG_ERR : LOG_INFO,
-                               "SANDBOXD_EXECUTION_ID=%s", e->id,
+                               "SANDBOXD_EXECUTION_ID=%s", execution_public_id(e),
+                               "SANDBOXD_RECORD_ID=%s", e->id,
                                "SANDBOXD_SESSION_ID=%s", e->session_id ?: "",
                                "SANDBOXD_LANGUAGE=%s", e->language,
                                "SANDBOXD_STATUS=%s", exec_status_to_string(e->status),

@@ -131,7 +131,7 @@ int runner_submit(Runner *r, ExecRequest *req, const char *owner, Job **ret) {
         int k;
 
         if (req->session_id)
-                s = sessions_find(r->sessions, req->session_id);
+                s = sessions_find(r->sessions, owner, req->session_id);
         k = job_new(r->ctx, req, owner, s, &runner_job_events, r, &j);
         if (k < 0)
                 return k;
@@ -300,13 +300,15 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
                         goto finish;
                 }
         }
-        req->execution_id = strdup(rec->exec->id);
+        req->record_id = strdup(rec->exec->id);
+        req->execution_id = rec->exec->client_id ? strdup(rec->exec->client_id) : NULL;
         req->session_id = rec->exec->session_id ? strdup(rec->exec->session_id) : NULL;
         req->code = TAKE_PTR(rec->code);
         req->code_len = strlen(req->code);
         req->limits = rec->exec->limits;
         memcpy(req->fingerprint, rec->fingerprint, sizeof(req->fingerprint));
-        if (!req->execution_id || (rec->exec->session_id && !req->session_id)) {
+        if (!req->record_id || (rec->exec->client_id && !req->execution_id) ||
+            (rec->exec->session_id && !req->session_id)) {
                 k = -ENOMEM;
                 goto finish;
         }
@@ -345,7 +347,7 @@ static void release_passed_fd(int fd) {
 }
 
 static int runner_adopt_running(Runner *r, StoreRecord *rec, int fd) {
-        Session *s = rec->exec->session_id ? sessions_find(r->sessions, rec->exec->session_id) : NULL;
+        Session *s = rec->exec->session_id ? sessions_find(r->sessions, rec->owner, rec->exec->session_id) : NULL;
         Job *j;
         int k;
 

@@ -9,6 +9,7 @@
 #include "job.h"
 #include "log.h"
 #include "model/result.h"
+#include "model/scoped-id.h"
 #include "session.h"
 #include "store/store.h"
 #include "systemd/sysd.h"
@@ -21,6 +22,7 @@ static Session *session_free(Session *s) {
         sysd_call_free(s->call);
         sysd_watch_free(s->watch);
         free(s->id);
+        free(s->key);
         free(s->owner);
         free(s->name);
         free(s->path);
@@ -73,9 +75,16 @@ Sessions *sessions_free(Sessions *ss) {
         return NULL;
 }
 
-Session *sessions_find(const Sessions *ss, const char *id) {
+Session *sessions_find(const Sessions *ss, const char *owner, const char *id) {
         for (Session *s = ss->list; s; s = s->next)
-                if (streq(s->id, id))
+                if (streq(s->id, id) && streq_ptr(s->owner, owner))
+                        return s;
+        return NULL;
+}
+
+Session *sessions_find_key(const Sessions *ss, const char *key) {
+        for (Session *s = ss->list; s; s = s->next)
+                if (streq(s->key, key))
                         return s;
         return NULL;
 }
@@ -101,7 +110,8 @@ static bool session_owns_dir(const Sessions *ss, const char *name) {
 static int session_persist(Session *s) {
         const Context *ctx = s->sessions->ctx;
         StoreSession x = {
-                .session_id = s->id,
+                .session_id = s->key,
+                .client_id = streq(s->key, s->id) ? NULL : s->id,
                 .owner = s->owner,
                 .mount_unit = s->mount_name,
                 .path = s->path,
@@ -117,14 +127,15 @@ static int session_persist(Session *s) {
         r = store_session_put(ctx->store, &x);
         if (r < 0) {
                 metrics_store_error(ctx->metrics);
-                log_error_errno(r, "Session %s: cannot write its record: %s", s->id,
+                log_error_errno(r, "Session %s: cannot write its record: %s", s->key,
                                 store_error_message(ctx->store));
         }
         return r;
 }
 
 /* name → the Session's derived paths. */
-static Session *session_new(Sessions *ss, const char *id, const char *owner, const char *name, uint64_t disk_mb) {
+static Session *session_new(Sessions *ss, const char *key, const char *id, const char *owner, const char *name,
+                            uint64_t disk_mb) {
         Session *s = calloc(1, sizeof(Session));
 
         if (!s)
@@ -132,10 +143,11 @@ static Session *session_new(Sessions *ss, const char *id, const char *owner, con
         s->sessions = ss;
         s->disk_mb = disk_mb;
         s->id = strdup(id);
+        s->key = strdup(key);
         s->name = strdup(name);
         if (owner)
                 s->owner = strdup(owner);
-        if (!s->id || !s->name || (owner && !s->owner) ||
+        if (!s->id || !s->key || !s->name || (owner && !s->owner) ||
             asprintf(&s->path, "%s/%s", SESSION_MOUNT_DIR, name) < 0 ||
             asprintf(&s->state_dir, "%s/%s", SESSION_STATE_PREFIX, name) < 0) {
                 s->path = s->state_dir = NULL;
@@ -210,11 +222,11 @@ int session_remove(Session *s, const char *why) {
 
         if (s->n_jobs > 0 || s->active)
                 return -EBUSY;
-        log_info("Session %s: %s; removing its workspace (%s).", s->id, why, s->mount_name);
+        log_info("Session %s: %s; removing its workspace (%s).", s->key, why, s->mount_name);
         if (ctx->sysd)
                 (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
-        if (ctx->store && store_session_delete(ctx->store, s->id) < 0)
-                log_warning("Session %s: cannot delete its record: %s", s->id, store_error_message(ctx->store));
+        if (ctx->store && store_session_delete(ctx->store, s->key) < 0)
+                log_warning("Session %s: cannot delete its record: %s", s->key, store_error_message(ctx->store));
         session_unlink(ss, s);
         session_free(s);
         /* The directories go once systemd has unmounted: soon, not at the next regular sweep. */
@@ -227,7 +239,7 @@ static void on_mount_reply(void *userdata, int r, const char *message) {
 
         s->call = sysd_call_free(s->call);
         if (r < 0) {
-                log_error("Session %s: starting its workspace mount %s failed: %s", s->id, s->mount_name,
+                log_error("Session %s: starting its workspace mount %s failed: %s", s->key, s->mount_name,
                           strna(message));
                 session_fail_jobs(s, "the session's workspace could not be mounted");
                 (void) session_remove(s, "its workspace could not be mounted");
@@ -243,13 +255,13 @@ static void on_session_job_removed(void *userdata, const char *unit, const char 
                 return;                 /* a stop job, or a repeat */
         r = streq(result, "done") ? session_statfs(s, &sfs) : -EIO;
         if (r < 0) {
-                log_error_errno(r, "Session %s: workspace mount job '%s', the tmpfs is not there: %m", s->id, result);
+                log_error_errno(r, "Session %s: workspace mount job '%s', the tmpfs is not there: %m", s->key, result);
                 session_fail_jobs(s, "the session's workspace could not be mounted");
                 (void) session_remove(s, "its workspace could not be mounted");
                 return;
         }
         s->ready = true;
-        log_debug("Session %s: workspace mounted at %s", s->id, s->path);
+        log_debug("Session %s: workspace mounted at %s", s->key, s->path);
         s->sessions->events->ready(s->sessions->userdata, s);
 }
 
@@ -259,17 +271,15 @@ int sessions_acquire(Sessions *ss, const char *id, const char *owner, uint64_t d
         _cleanup_(session_freep) Session *created = NULL;
         QuotaUsage u = { .new_session_disk_mb = disk_mb };
         uint64_t mine = 0;
-        char name[64];
+        char name[64], key[SCOPED_ID_MAX];
         Session *s;
         int r;
 
-        s = sessions_find(ss, id);
+        /* The caller's own session of that name; another caller's of the same name is a different
+         * session, never used, never revealed (not even an administrator's run goes into someone
+         * else's files). */
+        s = sessions_find(ss, owner, id);
         if (s) {
-                /* Another caller's session is not theirs to use: not even an administrator's run goes
-                 * into someone else's files. */
-                if (!streq_ptr(s->owner, owner))
-                        return request_error(err, -EPERM, API_ERROR_FORBIDDEN, "session_id",
-                                             "session_id: session '%s' belongs to another caller", id);
                 /* The tmpfs has one size for its whole life. */
                 if (s->disk_mb != disk_mb)
                         return request_error(err, -EEXIST, API_ERROR_CONFLICT, "limits.disk_mb",
@@ -303,9 +313,11 @@ int sessions_acquire(Sessions *ss, const char *id, const char *owner, uint64_t d
         /* The directory is named afresh, not after the id: a session deleted and created again never
          * meets a mount of its predecessor still being stopped. */
         r = id_generate(name, sizeof(name), "sess");
+        if (r >= 0)
+                r = scoped_id(key, "sess", owner, id);
         if (r < 0)
                 goto internal;
-        s = created = session_new(ss, id, owner, name, disk_mb);
+        s = created = session_new(ss, key, id, owner, name, disk_mb);
         if (!s) {
                 r = -ENOMEM;
                 goto internal;
@@ -329,7 +341,8 @@ int sessions_acquire(Sessions *ss, const char *id, const char *owner, uint64_t d
         s->next = ss->list;
         ss->list = TAKE_PTR(created);
         ss->n++;
-        log_info("Session %s: created for %s, disk_mb=%" PRIu64 ", at %s", id, strna(owner), disk_mb, s->path);
+        log_info("Session %s (%s): created for %s, disk_mb=%" PRIu64 ", at %s", s->key, id, strna(owner), disk_mb,
+                 s->path);
         *ret = s;
         return 0;
 
@@ -356,7 +369,8 @@ int sessions_load(Sessions *ss) {
 
                 /* Only what this binary would have created is taken back. */
                 if (!dir || !streq(dir, SESSION_MOUNT_DIR) || !id_is_valid(slash + 1, 64) ||
-                    !(s = session_new(ss, l[i].session_id, l[i].owner, slash + 1, l[i].disk_mb))) {
+                    !(s = session_new(ss, l[i].session_id, l[i].client_id ?: l[i].session_id, l[i].owner, slash + 1,
+                                      l[i].disk_mb))) {
                         log_warning("Session %s: record not understood, dropped.", l[i].session_id);
                         (void) store_session_delete(ctx->store, l[i].session_id);
                         gone++;
@@ -367,10 +381,10 @@ int sessions_load(Sessions *ss) {
                 s->executions = l[i].executions;
                 if (session_statfs(s, &sfs) < 0) {
                         /* systemd (or the machine) restarted: the tmpfs and its files are gone. */
-                        log_notice("Session %s: its workspace is no longer mounted, forgetting it.", s->id);
+                        log_notice("Session %s: its workspace is no longer mounted, forgetting it.", s->key);
                         if (ctx->sysd)
                                 (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
-                        (void) store_session_delete(ctx->store, s->id);
+                        (void) store_session_delete(ctx->store, s->key);
                         session_free(s);
                         gone++;
                         continue;
@@ -439,6 +453,7 @@ json_object *session_to_json(Session *s) {
         uint64_t used = 0;
 
         json_object_object_add(o, "session_id", json_object_new_string(s->id));
+        json_object_object_add(o, "record_id", json_object_new_string(s->key));
         json_object_object_add(o, "disk_mb", json_object_new_uint64(s->disk_mb));
         json_object_object_add(o, "size_bytes", session_used_bytes(s, &used) >= 0 ? json_object_new_uint64(used) : NULL);
         format_timestamp(s->created_usec, buf, sizeof(buf));
@@ -448,13 +463,14 @@ json_object *session_to_json(Session *s) {
         format_timestamp(s->last_used_usec + ctx->config->session_idle_sec * USEC_PER_SEC, buf, sizeof(buf));
         json_object_object_add(o, "expires_at", s->n_jobs > 0 ? NULL : json_object_new_string(buf));
         json_object_object_add(o, "executions", json_object_new_uint64(s->executions));
-        json_object_object_add(o, "active", s->active ? json_object_new_string(s->active->exec->id) : NULL);
+        json_object_object_add(o, "active", s->active ? json_object_new_string(execution_public_id(s->active->exec)) : NULL);
         json_object_object_add(o, "pending", json_object_new_uint64(s->n_jobs));
         q.session_id = s->id;
+        q.owner = s->owner;      /* others' sessions of the same name are not this one */
         q.limit = SESSION_RECENT_MAX;
         if (ctx->store && store_list(ctx->store, &q, &l, &n, NULL) >= 0) {
                 for (size_t i = 0; i < n; i++)
-                        json_object_array_add(a, json_object_new_string(l[i]->exec->id));
+                        json_object_array_add(a, json_object_new_string(execution_public_id(l[i]->exec)));
                 store_records_free(l, n);
         }
         json_object_object_add(o, "recent_executions", a);

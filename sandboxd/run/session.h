@@ -50,7 +50,8 @@ typedef struct SessionEvents {
 struct Session {
         Sessions *sessions;              /* the registry it is in */
         Session *next;
-        char *id, *owner;
+        char *id, *owner;                /* the session_id its owner chose, and the owner */
+        char *key;                       /* its record id (scoped-id.h): unique across owners */
         char *name;                      /* directory name below SESSION_MOUNT_DIR */
         char *path, *mount_name;
         char *state_dir;                 /* SESSION_STATE_PREFIX "/" name */
@@ -68,7 +69,10 @@ struct Session {
 int sessions_new(const Context *ctx, const SessionEvents *ev, void *userdata, Sessions **ret);
 Sessions *sessions_free(Sessions *ss);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Sessions *, sessions_free);
-Session *sessions_find(const Sessions *ss, const char *id);
+/* The session an owner calls id (ids are scoped by owner: another owner's "id" is another session). */
+Session *sessions_find(const Sessions *ss, const char *owner, const char *id);
+/* The session whose record id is key. */
+Session *sessions_find_key(const Sessions *ss, const char *key);
 /* The first session (then s->next), and how many there are. */
 Session *sessions_first(const Sessions *ss);
 unsigned sessions_count(const Sessions *ss);

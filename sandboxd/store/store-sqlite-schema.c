@@ -228,6 +228,12 @@ const char *const sqlite_migrations[] = {
         "CREATE TRIGGER artifacts_immutable BEFORE UPDATE OF charged_bytes, owner, sha256 ON artifacts BEGIN\n"
         "        SELECT RAISE(ABORT, 'artifact rows are replaced, never updated');\n"
         "END;\n",
+        /* 10 (ids scoped by owner, scoped-id.h): the id the caller chose, where execution_id and
+         * session_id now hold the record id derived from it and the owner. NULL for a generated id,
+         * and for the rows written before, whose key is the caller's id itself (still found: a
+         * lookup falls back to the record id, checked against the owner). */
+        "ALTER TABLE executions ADD COLUMN client_id TEXT;\n"
+        "ALTER TABLE sessions ADD COLUMN client_id TEXT;\n",
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);

@@ -20,7 +20,8 @@ int sqlite_session_put(Store *s, const StoreSession *x) {
 
         rc = sqlite3_prepare_v2(ss->db,
                                 "INSERT OR REPLACE INTO sessions (session_id, owner, mount_unit, path, disk_mb, "
-                                "created_at, last_used_at, executions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                "created_at, last_used_at, executions, client_id) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return sq_fail(ss, rc);
@@ -32,6 +33,7 @@ int sqlite_session_put(Store *s, const StoreSession *x) {
         rc = rc ?: sq_bind_u64(st, 6, x->created_usec);
         rc = rc ?: sq_bind_u64(st, 7, x->last_used_usec);
         rc = rc ?: sq_bind_u64(st, 8, x->executions);
+        rc = rc ?: sq_bind_text(st, 9, x->client_id);
         return run_session_statement(ss, st, rc);
 }
 
@@ -56,7 +58,7 @@ int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
 
         rc = sqlite3_prepare_v2(ss->db,
                                 "SELECT session_id, owner, mount_unit, path, disk_mb, created_at, last_used_at, "
-                                "executions FROM sessions ORDER BY created_at",
+                                "executions, client_id FROM sessions ORDER BY created_at",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return sq_fail(ss, rc);
@@ -78,6 +80,7 @@ int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
                 r = r ?: sq_column_u64(st, 5, &x->created_usec, NULL);
                 r = r ?: sq_column_u64(st, 6, &x->last_used_usec, NULL);
                 r = r ?: sq_column_u64(st, 7, &x->executions, NULL);
+                r = r ?: sq_column_strdup(st, 8, &x->client_id);
                 if (r >= 0 && (!x->session_id || !x->mount_unit || !x->path))
                         r = -EBADMSG;
                 if (r < 0)

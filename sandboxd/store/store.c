@@ -94,6 +94,8 @@ bool store_record_is_valid(const StoreRecord *r) {
                 return false;
         if (e->session_id && !id_is_valid(e->session_id, STORE_ID_MAX))
                 return false;
+        if (e->client_id && !id_is_valid(e->client_id, STORE_ID_MAX))
+                return false;
         if (isempty(e->language))
                 return false;
         if (e->status < 0 || e->status >= _EXEC_STATUS_MAX)
@@ -483,7 +485,8 @@ int store_callback_update(Store *s, const StoreCallback *c) {
 }
 
 static bool session_is_valid(const StoreSession *x) {
-        return x && x->session_id && id_is_valid(x->session_id, STORE_ID_MAX) && x->mount_unit && x->path &&
+        return x && x->session_id && id_is_valid(x->session_id, STORE_ID_MAX) &&
+               (!x->client_id || id_is_valid(x->client_id, STORE_ID_MAX)) && x->mount_unit && x->path &&
                x->disk_mb <= INT64_MAX && x->created_usec <= INT64_MAX && x->last_used_usec <= INT64_MAX &&
                x->executions <= INT64_MAX;
 }
@@ -518,6 +521,7 @@ int store_usage_get(Store *s, const char *owner, StoreUsage *ret) {
 void store_sessions_free(StoreSession *l, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(l[i].session_id);
+                free(l[i].client_id);
                 free(l[i].owner);
                 free(l[i].mount_unit);
                 free(l[i].path);

@@ -161,7 +161,9 @@ int store_callback_update(Store *s, const StoreCallback *c);
 /* Sessions (session.c): one row each, written at creation and after every run, deleted when the
  * session expires. Validated like execution ids. */
 typedef struct StoreSession {
-        char *session_id;
+        char *session_id;               /* the record id (scoped-id.h): the key */
+        char *client_id;                /* the session_id its owner chose; NULL: rows from before
+                                         * migration 10, whose key is that id */
         char *owner;                    /* "uid:N" / "key:NAME" of its creator; NULL = unknown */
         char *mount_unit;               /* the tmpfs mount unit holding the workspace */
         char *path;                     /* where it is mounted */

@@ -174,9 +174,6 @@ st, _, ra = tcp("POST", "/v1/executions?wait=true", {"language": "python", "code
 t.ok(st == 200 and ra.get("status") == "success" and ra.get("stdout") == "from a\n",
      "key A runs an execution (wait=true)", ra)
 id_a = ra.get("execution_id")
-st, _, rx = tcp("POST", "/v1/executions", {"language": "python", "code": "print(1)", "session_id": SESSION},
-                key=key_b)
-t.eq(st, 403, "key B cannot run in A's session", rx)
 st, _, rb = tcp("POST", "/v1/executions", {"language": "python", "code": "import time\ntime.sleep(60)",
                                            "session_id": SESSION_B}, key=key_b)
 t.eq(st, 202, "key B submits a long execution", rb)
@@ -205,6 +202,65 @@ st2, lu2 = request("GET", f"/v1/executions?session_id={SESSION_B}")
 t.eq((st, st2, sorted(listed(lu) + listed(lu2))), (200, 200, sorted([id_a, id_b])),
      "root on the unix socket lists both", (lu, lu2))
 t.eq(get(id_a)[0], 200, "root on the unix socket reads A's")
+
+# Ids a caller chooses are its own (scoped by owner): B using A's execution_id or session_id gets its
+# own execution or session, learns nothing of A's (no 409, no 403), and cannot squat an id A will use.
+EID = "job-" + secrets.token_hex(4)
+st, _, xa = tcp("POST", "/v1/executions?wait=true", {"language": "python", "code": "print('A')", "execution_id": EID},
+                key=key_a)
+t.ok(st == 200 and xa.get("stdout") == "A\n" and xa.get("execution_id") == EID, "A runs its execution_id", xa)
+st, _, xb = tcp("POST", "/v1/executions?wait=true", {"language": "python", "code": "print('B')", "execution_id": EID},
+                key=key_b)
+t.ok(st == 200 and xb.get("stdout") == "B\n" and xb.get("execution_id") == EID,
+     "B's execution of the same execution_id is B's own: no conflict, B's code runs", xb)
+rid_a, rid_b = xa.get("record_id"), xb.get("record_id")
+t.ok(rid_a and rid_b and rid_a != rid_b and EID not in (rid_a, rid_b), "two records, two derived record ids",
+     (rid_a, rid_b))
+t.eq(xa.get("unit"), f"sandboxd-{rid_a}.service", "the unit is named after the record id, not the caller's id", xa)
+st, _, ga = tcp("GET", f"/v1/executions/{EID}", key=key_a)
+st2, _, gb = tcp("GET", f"/v1/executions/{EID}", key=key_b)
+t.eq((st, ga.get("stdout"), st2, gb.get("stdout")), (200, "A\n", 200, "B\n"), "each reads its own by the same id",
+     (ga, gb))
+t.eq(tcp("GET", f"/v1/executions/{rid_a}", key=key_b)[0], 404, "B cannot read A's by its record id")
+t.eq(tcp("POST", f"/v1/executions/{rid_a}/cancel", key=key_b)[0], 404, "B cannot cancel A's by its record id")
+st, _, gr = tcp("GET", f"/v1/executions/{rid_a}", key=key_a)
+t.ok(st == 200 and gr.get("execution_id") == EID and gr.get("record_id") == rid_a, "A reads its own by record id",
+     gr)
+st, _, gadm = tcp("GET", f"/v1/executions/{rid_b}", key=key_admin)
+t.ok(st == 200 and gadm.get("stdout") == "B\n", "the admin key reads B's by its record id", gadm)
+st, _, again = tcp("POST", "/v1/executions?wait=true",
+                   {"language": "python", "code": "print('A')", "execution_id": EID}, key=key_a)
+t.ok(st == 200 and again.get("record_id") == rid_a and again.get("created_at") == xa.get("created_at"),
+     "A's same request again is the same execution (idempotent), B's did not change that", again)
+st, _, cf_ = tcp("POST", "/v1/executions", {"language": "python", "code": "print(2)", "execution_id": EID}, key=key_a)
+t.ok(st == 409 and cf_.get("error", {}).get("field") == "execution_id",
+     "A's own id with another request is still a conflict", cf_)
+SQUAT = "job-" + secrets.token_hex(4)
+st, _, sq = tcp("POST", "/v1/executions?wait=true", {"language": "python", "code": "print('squat')",
+                                                     "execution_id": SQUAT}, key=key_b)
+st2, _, mine = tcp("POST", "/v1/executions?wait=true", {"language": "python", "code": "print('mine')",
+                                                        "execution_id": SQUAT}, key=key_a)
+t.ok(st == 200 and st2 == 200 and mine.get("stdout") == "mine\n",
+     "an id B took first is still A's to use: nothing squatted", (sq, mine))
+st, _, wa = tcp("POST", "/v1/executions?wait=true",
+                {"language": "python", "code": "open('/workspace/a.txt', 'w').write('A secret')",
+                 "session_id": SESSION}, key=key_a)
+t.verdict(wa, "success", None, "A writes a file in its session")
+st, _, wb = tcp("POST", "/v1/executions?wait=true",
+                {"language": "python", "code": "import os\nprint(sorted(os.listdir('/workspace')))",
+                 "session_id": SESSION}, key=key_b)
+t.ok(st == 200 and wb.get("stdout") == "['input', 'output']\n",
+     "B's session of A's session_id is B's own (no 403), a fresh workspace: none of A's files", wb)
+st, _, sa_ = tcp("GET", f"/v1/sessions/{SESSION}", key=key_a)
+st2, _, sb_ = tcp("GET", f"/v1/sessions/{SESSION}", key=key_b)
+t.ok(st == 200 and st2 == 200 and sa_.get("record_id") and sa_.get("record_id") != sb_.get("record_id") and
+     wb.get("execution_id") in sb_.get("recent_executions", []) and
+     wb.get("execution_id") not in sa_.get("recent_executions", []),
+     "two sessions of one name, each listing only its own runs", (sa_, sb_))
+t.eq(tcp("GET", f"/v1/sessions/{sa_.get('record_id')}", key=key_b)[0], 404, "B cannot see A's session by record id")
+t.eq(tcp("DELETE", f"/v1/sessions/{SESSION}", key=key_b)[0], 200, "B deletes its own session of that name")
+st, _, still = tcp("GET", f"/v1/sessions/{SESSION}", key=key_a)
+t.ok(st == 200 and still.get("record_id") == sa_.get("record_id"), "A's session is untouched", still)
 t.eq(request("GET", "/v1/health")[0], 200, "the unix socket needs no key")
 
 # A key (and root) may cancel its own.

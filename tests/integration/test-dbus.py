@@ -287,6 +287,15 @@ t.ok({e["execution_id"] for e in mine} == {granted.get("execution_id"), data[0] 
      f"{nobody} lists exactly its own executions", r)
 r = py_as(NOBODY, "GetExecution", granted.get("execution_id", "none"))
 t.ok("ok" in r and json.loads(r["ok"]).get("stdout") == "42\n", f"{nobody} reads its own execution", r)
+# Ids are scoped by the caller: root's execution_id ID is nobody's to use for its own execution.
+r = py_as(NOBODY, "Execute", json.dumps(dict(REQ, execution_id=ID, code="print(7)")))
+own = json.loads(r["ok"]) if "ok" in r else {}
+t.ok(own.get("execution_id") == ID and own.get("stdout") == "7\n",
+     f"{nobody}'s Execute with root's execution_id runs its own (no Conflict)", r)
+r = py_as(NOBODY, "GetExecution", ID)
+t.ok("ok" in r and json.loads(r["ok"]).get("stdout") == "7\n", f"{nobody} reads its own {ID}", r)
+reply, err = call("GetExecution", ID)
+t.ok(err is None and json.loads(str(reply)).get("stdout") == "42\n", f"root's {ID} is untouched", err)
 
 # ---- a flood of calls from one uid: at most 256 held, the rest refused, nothing lost ----
 FLOOD = r"""

@@ -165,12 +165,23 @@ t.eq(rb2.get("stdout"), "B secret\n", "session B's file intact and still B's", r
 
 # ---- other owner ----
 os.chmod(SOCKET, 0o666)     # uid 65534 may connect (no group sandboxd in the harness)
-st, res = as_nobody("POST", "/v1/executions?wait=true", {"language": "python", "code": "print(1)", "session_id": "sa"})
-t.eq(st, 403, "another caller cannot run in the session", res)
+# Session ids are scoped by owner: another caller's "sa" is its own session, never root's.
+root_sa = sget("sa")[1]
+st, res = as_nobody("POST", "/v1/executions?wait=true",
+                    {"language": "python", "code": "import os\nprint(sorted(os.listdir('/workspace')))",
+                     "session_id": "sa"})
+t.ok(st == 200 and res.get("stdout") == "['input', 'output']\n",
+     "another caller's session 'sa' is its own: a fresh workspace, no 403", res)
 st, res = as_nobody("GET", "/v1/sessions/sa")
-t.eq(st, 404, "another caller does not see the session", res)
+t.ok(st == 200 and res.get("record_id") and res.get("record_id") != root_sa.get("record_id"),
+     "another caller sees its own 'sa', not root's", (res, root_sa))
+st, res = as_nobody("GET", f"/v1/sessions/{root_sa.get('record_id')}")
+t.eq(st, 404, "another caller does not see root's session by its record id", res)
 st, res = as_nobody("DELETE", "/v1/sessions/sa")
-t.eq(st, 404, "another caller cannot delete the session", res)
+t.eq(st, 200, "another caller deletes its own 'sa'", res)
+st, res = sget("sa")
+t.ok(st == 200 and res.get("record_id") == root_sa.get("record_id") and res.get("executions") == root_sa.get("executions"),
+     "root's session 'sa' is untouched", res)
 st, res = request("GET", "/v1/sessions")
 t.ok(st == 200 and {x["session_id"] for x in res.get("sessions", [])} >= {"sa", "sb"}, "GET /v1/sessions lists them", res)
 metrics = request("GET", "/metrics")[1].get("_raw", "")

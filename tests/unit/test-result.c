@@ -23,7 +23,7 @@ static inline void json_object_putp(json_object **o) {
 
 /* Every key of the execution object, and nothing else. */
 static const char *const all_keys[] = {
-        "execution_id", "session_id", "language", "status", "error_type", "exit_code", "signal",
+        "execution_id", "record_id", "session_id", "language", "status", "error_type", "exit_code", "signal",
         "stdout", "stdout_bytes", "stdout_lines", "stdout_truncated",
         "stderr", "stderr_bytes", "stderr_lines", "stderr_truncated",
         "duration_ms", "cpu_time_ms", "peak_memory_mb", "created_at", "started_at", "finished_at",
@@ -251,6 +251,7 @@ static void test_success(_unused_ void **state) {
         o = execution_to_json(e);
         check_keys(o);
         check_string(o, "execution_id", "exec_20261130_0a1b2c3d4e5f6789");
+        check_string(o, "record_id", "exec_20261130_0a1b2c3d4e5f6789");     /* generated: the same */
         check_string(o, "session_id", "sess_1");
         check_string(o, "language", "python");
         check_string(o, "status", "success");
@@ -292,6 +293,22 @@ static void test_success(_unused_ void **state) {
         check_int(r, "exit_code", 0);
         check_null(r, "signal");
         check_null(r, "error_type");
+}
+
+/* A client-chosen id: the caller's name is execution_id, the derived record id is record_id. */
+static void test_client_id(_unused_ void **state) {
+        _cleanup_(execution_freep) Execution *e = execution_new("exec_d2d52ba6965331276a116aeea83fc797");
+        _cleanup_json_ json_object *o = NULL;
+
+        assert_non_null(e);
+        e->client_id = strdup("job-1");
+        e->language = "python";
+        e->limits = limits;
+        o = execution_to_json(e);
+        check_keys(o);
+        check_string(o, "execution_id", "job-1");
+        check_string(o, "record_id", "exec_d2d52ba6965331276a116aeea83fc797");
+        assert_string_equal(execution_public_id(e), "job-1");
 }
 
 static void test_failed(_unused_ void **state) {
@@ -562,6 +579,7 @@ int main(void) {
                 cmocka_unit_test(test_queued),
                 cmocka_unit_test(test_running),
                 cmocka_unit_test(test_success),
+                cmocka_unit_test(test_client_id),
                 cmocka_unit_test(test_failed),
                 cmocka_unit_test(test_peak_memory),
                 cmocka_unit_test(test_artifacts),

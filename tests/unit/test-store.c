@@ -657,6 +657,7 @@ static void test_usage(_unused_ void **state) {
                      "DROP TRIGGER artifacts_charge; DROP TRIGGER artifacts_refund; DROP TRIGGER artifacts_immutable; "
                      "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
                      "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
+                     "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE sessions DROP COLUMN client_id; "
                      "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7");
         s = open_ok();
         assert_usage(s, "uid:1000", 1, record_bytes(c, c->code) + body, 1);
@@ -679,9 +680,9 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (9)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (10)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 9");
+        sql_exec_raw("PRAGMA user_version = 10");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
@@ -694,8 +695,10 @@ static void test_schema_newer(_unused_ void **state) {
                      "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
                      "ALTER TABLE executions DROP COLUMN error_message; ALTER TABLE executions DROP COLUMN cancel_requested; "
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
+                     "ALTER TABLE executions DROP COLUMN client_id; "
                      "PRAGMA user_version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had none of them */
+        r->exec->client_id = mfree(r->exec->client_id);
         r->request = mfree(r->request);
         r->exec->error_message = mfree(r->exec->error_message);
         s = open_ok();
