@@ -331,7 +331,8 @@ static int attempt_setup(Delivery *d) {
                 d->headers = l;
         }
         const char *names[] = { "Sandboxd-Signature", "Sandboxd-Delivery-Id", "Sandboxd-Execution-Id" };
-        const char *values[] = { sig, cb->delivery_id, cb->execution_id };
+        /* The caller's own id, as in the body: what the receiver chose and knows. */
+        const char *values[] = { sig, cb->delivery_id, cb->client_id ?: cb->execution_id };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 struct curl_slist *l;
 
@@ -606,6 +607,8 @@ int callback_prepare(const Execution *e, const char *url, StoreCallback **ret) {
         cb->url = strdup(url);
         cb->delivery_id = strdup(id);
         if (!cb->body || !cb->execution_id || !cb->url || !cb->delivery_id)
+                return -ENOMEM;
+        if (e->client_id && !(cb->client_id = strdup(e->client_id)))
                 return -ENOMEM;
         cb->state = CALLBACK_PENDING;
         cb->created_usec = now_usec(CLOCK_REALTIME);

@@ -54,7 +54,9 @@ enum {
         CB_DELIVERY_ID,
         CB_LAST_ERROR,
         CB_BODY,
+        CB_CLIENT_ID,           /* with the body: the execution's, for the Sandboxd-Execution-Id header */
 };
+#define CALLBACK_CLIENT_ID "(SELECT client_id FROM executions e WHERE e.execution_id = callbacks.execution_id)"
 
 int bind_callback(sqlite3_stmt *st, const StoreCallback *c);
 int sqlite_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret);

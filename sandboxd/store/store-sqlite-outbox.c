@@ -8,9 +8,10 @@
 
 static const char sql_callback_get[] = "SELECT " CALLBACK_COLUMNS " FROM callbacks WHERE execution_id = ?1";
 static const char sql_callback_get_body[] =
-        "SELECT " CALLBACK_COLUMNS ", body FROM callbacks WHERE execution_id = ?1";
+        "SELECT " CALLBACK_COLUMNS ", body, " CALLBACK_CLIENT_ID " FROM callbacks WHERE execution_id = ?1";
 static const char sql_callback_due[] =
-        "SELECT " CALLBACK_COLUMNS ", body FROM callbacks WHERE state = 'pending' AND next_attempt_at <= ?1 "
+        "SELECT " CALLBACK_COLUMNS ", body, " CALLBACK_CLIENT_ID " FROM callbacks "
+        "WHERE state = 'pending' AND next_attempt_at <= ?1 "
         "ORDER BY next_attempt_at, execution_id LIMIT ?2";
 static const char sql_callback_next_due[] =
         "SELECT min(next_attempt_at) FROM callbacks WHERE state = 'pending'";
@@ -59,6 +60,8 @@ static int row_to_callback(sqlite3_stmt *st, bool with_body, StoreCallback **ret
         k = k ?: sq_column_strdup(st, CB_LAST_ERROR, &c->last_error);
         if (k >= 0 && with_body)
                 k = sq_column_strdup(st, CB_BODY, &c->body);
+        if (k >= 0 && with_body)
+                k = sq_column_strdup(st, CB_CLIENT_ID, &c->client_id);
         if (k >= 0 && (!c->url || !c->delivery_id || (with_body && !c->body)))
                 k = -EBADMSG;
         if (k < 0)

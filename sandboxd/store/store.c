@@ -36,6 +36,7 @@ StoreCallback *store_callback_free(StoreCallback *c) {
         free(c->delivery_id);
         free(c->last_error);
         free(c->body);
+        free(c->client_id);
         return mfree(c);
 }
 

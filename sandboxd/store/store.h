@@ -55,6 +55,8 @@ typedef struct StoreCallback {
         uint64_t created_usec;          /* enqueued (CLOCK_REALTIME) */
         uint64_t delivered_usec;        /* 0: not delivered */
         char *body;                     /* what is posted, the same bytes every attempt; NULL if not loaded */
+        char *client_id;                /* loaded with the body: the execution_id its caller chose (the
+                                         * execution's; NULL: the id is generated, execution_id) */
 } StoreCallback;
 
 StoreCallback *store_callback_free(StoreCallback *c);

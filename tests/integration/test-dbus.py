@@ -344,11 +344,18 @@ first = flood.stdout.readline().strip() if ready else "(nothing)"
 t.eq(first, "limited", f"{CONNS * PER_CONN} Execute calls of one uid: {CONNS * PER_CONN - PER_UID} refused as LimitsExceeded")
 # The refusals come as the calls arrive; the execution itself exists only once the first call has
 # been authorized (polkit, slower under sanitizers): wait for it, bounded, before cancelling it.
+# It is nobody's execution_id: root names it by its record_id (ids are scoped by owner).
+flood_rid = "none"
 for _ in range(600):
-    if request("GET", "/v1/executions/exec_dbus_flood")[0] == 200:
+    st, page = request("GET", "/v1/executions?status=running")
+    found = [e["record_id"] for e in page.get("executions", []) if e.get("execution_id") == "exec_dbus_flood"]
+    if st == 200 and found:
+        flood_rid = found[0]
         break
     time.sleep(0.1)
-cst = request("POST", "/v1/executions/exec_dbus_flood/cancel")
+t.ok(flood_rid != "exec_dbus_flood" and request("GET", "/v1/executions/exec_dbus_flood")[0] == 404,
+     f"{nobody}'s execution_id is not root's: root finds it by its record_id only", flood_rid)
+cst = request("POST", f"/v1/executions/{flood_rid}/cancel")
 t.eq(cst[0], 202, "the shared execution is cancelled over HTTP", str(cst[1])[:500])
 out, _ = flood.communicate(timeout=300)
 summary = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
@@ -356,7 +363,7 @@ t.eq(summary.get("replies"), {"cancelled": PER_UID},
      f"the {PER_UID} held were all answered, with the one execution they share (cancelled)", summary)
 t.eq(summary.get("errors"), {"org.freedesktop.DBus.Error.LimitsExceeded": CONNS * PER_CONN - PER_UID},
      "no other error: every one of them was identified and authorized (the questions to the bus queue)", summary)
-reply, err = call("GetExecution", "exec_dbus_flood")
+reply, err = call("GetExecution", flood_rid)
 t.ok(err is None, "sandboxd answers on", err)
 
 # ---- other users' executions stay the administrators' ----

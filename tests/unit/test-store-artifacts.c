@@ -311,9 +311,12 @@ static void test_callback_outbox(_unused_ void **state) {
         get_equal(s, plain);
         assert_int_equal(store_callback_get(s, "exec_cb1", true, &got), 0);
         assert_callback_equal(got, want, true);
+        /* With the body: the execution's client-chosen id (record_full()'s), for the header. */
+        assert_string_equal(got->client_id, "job-1");
         got = store_callback_free(got);
         assert_int_equal(store_callback_get(s, "exec_cb1", false, &got), 0);
         assert_null(got->body);
+        assert_null(got->client_id);
         assert_callback_equal(got, want, false);
         got = store_callback_free(got);
 
