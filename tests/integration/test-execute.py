@@ -179,6 +179,15 @@ unit_log = _sp.run(["journalctl", "--no-pager", "-o", "cat", "-u", f"sandboxd-{e
                    text=True).stdout
 t.ok(eid in unit_log and "JOURNAL-PROBE-OUTPUT" not in unit_log, "journalctl -u shows the run, not its output",
      unit_log)
+# A client-chosen id: the journal carries it and the record id the unit is named after.
+rn = run("print(1)", execution_id="journal_named")
+out = _sp.run(["journalctl", "--no-pager", "-o", "json", "SANDBOXD_EXECUTION_ID=journal_named"], capture_output=True,
+              text=True).stdout
+named = [_json.loads(l) for l in out.splitlines() if l.strip()]
+t.ok(len(named) == 2 and rn.get("record_id") not in (None, "journal_named") and
+     all(e.get("SANDBOXD_RECORD_ID") == rn["record_id"] and e.get("UNIT") == f"sandboxd-{rn['record_id']}.service"
+         for e in named), "journal: the caller's id in SANDBOXD_EXECUTION_ID, the unit's in SANDBOXD_RECORD_ID",
+     (rn.get("record_id"), named[-1:] and {k: named[-1].get(k) for k in ("SANDBOXD_RECORD_ID", "UNIT")}))
 allj = _sp.run(["journalctl", "--no-pager", "-o", "cat", "-g", "JOURNAL-PROBE-OUTPUT"], capture_output=True,
                text=True).stdout
 t.eq(allj.strip(), "", "program output is nowhere in the journal")
