@@ -99,7 +99,8 @@ struct Http {
 
 static void listener_update(HttpListener *l);
 
-static void mhd_log(void *cls, const char *fmt, va_list ap) {
+/* libmicrohttpd's own format: checked as one (so -Wformat-nonliteral does not flag the vsnprintf). */
+_printf_(2, 0) static void mhd_log(void *cls, const char *fmt, va_list ap) {
         char buf[512];
 
         vsnprintf(buf, sizeof(buf), fmt, ap);
