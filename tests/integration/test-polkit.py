@@ -60,7 +60,8 @@ def done(c, res, i):
     try:
         print(json.dumps({"i": i, "ok": c.call_finish(res).unpack()[0]}), flush=True)
     except GLib.Error as e:
-        print(json.dumps({"i": i, "error": Gio.DBusError.get_remote_error(e), "message": e.message}), flush=True)
+        name = Gio.DBusError.get_remote_error(e) or "(client) " + e.message     # e.g. its own timeout
+        print(json.dumps({"i": i, "error": name, "message": e.message}), flush=True)
     left[0] -= 1
     if not left[0]:
         loop.quit()
@@ -278,7 +279,7 @@ wait_until(lambda: get("exec_polkit_sender")[0] == 200, timeout=60)
 st = request("POST", "/v1/executions/exec_polkit_sender/cancel")
 t.eq(st[0], 202, "the held execution is cancelled over HTTP", st)
 held_answers = answers(cl, PER_CONNECTION)
-t.eq(sorted(json.loads(a["ok"]).get("status") if "ok" in a else a.get("error") for a in held_answers),
+t.eq(sorted(str(json.loads(a["ok"]).get("status") if "ok" in a else a.get("error")) for a in held_answers),
      ["cancelled"] * PER_CONNECTION, f"the {PER_CONNECTION} held calls are all answered, with the execution",
      held_answers)
 end(cl)
