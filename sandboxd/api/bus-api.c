@@ -4,12 +4,14 @@
 #include <stdlib.h>
 
 #include "bus-api.h"
+#include "bus-budget.h"
 #include "log.h"
 #include "model/result.h"
 #include "polkit.h"
 #include "run/job.h"
 #include "run/runner.h"
 #include "submit.h"
+#include "time-util.h"
 
 #define ACTION_EXECUTE "io.sandboxd.sandbox1.execute"
 #define ACTION_READ_OTHERS "io.sandboxd.sandbox1.read-others"
@@ -23,9 +25,13 @@
 /* The daemon's own calls pending on its bus connection count against the bus daemon's
  * max_replies_per_connection (128 by default), and the calls to systemd that start executions need
  * some of them: at most this many questions to the bus daemon and polkitd are in flight at once,
- * the others wait in FIFO order. */
+ * the others wait in FIFO order. Interactive polkit checks are not among them: they may wait for a
+ * human for InteractiveAuthorizationTimeoutSec=, and have a budget of their own
+ * (MaxInteractiveAuthorizations=, at most 32, MaxInteractiveAuthorizationsPerUser=). */
 #define BUS_ASKING_MAX 32U
-/* Of those, one uid's (root's are not counted): a user with many connections cannot take them all. */
+/* Of those, one uid's (root's are not counted): a user with many connections cannot take them all.
+ * One connection's are counted from the call's arrival, before the uid is known
+ * (MaxPendingCallsPerConnection=). */
 #define BUS_CALLS_PER_UID_MAX 256U
 /* ExecutionFinished signals still to send, all callers together (one per Submit/Execute of an
  * unfinished execution). Beyond this the execution runs, unsignalled; GetExecution still answers. */
@@ -47,6 +53,8 @@ struct BusCall {
         sd_bus_slot *slot;       /* the pending GetConnectionUnixUser or CheckAuthorization */
         BusAsk ask;              /* what it asks or waits to ask the bus */
         bool asking;             /* slot is pending (counted in n_asking) */
+        bool interactive;        /* slot is an interactive check (counted in n_interactive) */
+        BusInteractiveAdmit over_budget;        /* interactive wanted, but checked without: why */
         BusCall *ask_next;       /* in the queue of calls waiting to ask */
         BusStep step, authorized;
         const char *action;      /* being authorized */
@@ -75,6 +83,7 @@ struct BusApi {
         unsigned n_calls;
         BusCall *ask_head, *ask_tail;    /* waiting for one of the BUS_ASKING_MAX */
         unsigned n_asking;
+        unsigned n_interactive;
         BusWatch *watches;
         unsigned n_watches;
 };
@@ -93,6 +102,8 @@ static BusCall *bus_call_free(BusCall *c) {
         c->api->n_calls--;
         if (c->asking)
                 c->api->n_asking--;
+        if (c->interactive)
+                c->api->n_interactive--;
         for (BusCall **p = &c->api->ask_head, *prev = NULL; *p; prev = *p, p = &(*p)->ask_next)
                 if (*p == c) {
                         *p = c->ask_next;
@@ -187,7 +198,7 @@ static void bus_call_send(BusCall *c) {
                         return;
                 }
         } else {
-                r = polkit_check_async(bus, c->msg, c->uid, c->action, on_polkit, c, &c->slot);
+                r = polkit_check_async(bus, c->msg, c->uid, c->action, 0, on_polkit, c, &c->slot);
                 if (r < 0) {
                         on_polkit(r, POLKIT_DENIED, c);
                         return;
@@ -243,9 +254,31 @@ static void on_polkit(int r, PolkitVerdict verdict, void *userdata) {
 
         if (c->asking)
                 bus_call_answered(c);
+        if (c->interactive) {
+                c->slot = sd_bus_slot_unref(c->slot);
+                c->interactive = false;
+                a->n_interactive--;
+        }
         if (r >= 0 && verdict == POLKIT_ALLOWED)
                 c->authorized(c);
-        else {
+        else if (r >= 0 && verdict == POLKIT_CHALLENGE && c->over_budget != BUS_INTERACTIVE_ADMIT) {
+                /* It needs a password, which the call allowed asking for, but the budget of such
+                 * checks has no room: not InteractiveAuthorizationRequired (calling again allowing
+                 * interaction would not help), but the budget, so that the caller retries later. */
+                const Config *cfg = a->ac->ctx->config;
+
+                if (c->over_budget == BUS_INTERACTIVE_USER_FULL)
+                        bus_call_reply_api_error(c, API_ERROR_TOO_MANY_INTERACTIVE_AUTHS,
+                                                 "%s needs authentication, and uid %u has %" PRIu64 " interactive "
+                                                 "authorizations pending (MaxInteractiveAuthorizationsPerUser=); "
+                                                 "retry later", c->action, (unsigned) c->uid,
+                                                 cfg->bus_max_interactive_per_user);
+                else
+                        bus_call_reply_api_error(c, API_ERROR_TOO_MANY_INTERACTIVE_AUTHS,
+                                                 "%s needs authentication, and %" PRIu64 " interactive "
+                                                 "authorizations are pending (MaxInteractiveAuthorizations=); "
+                                                 "retry later", c->action, cfg->bus_max_interactive);
+        } else {
                 (void) polkit_verdict_to_error(r, verdict, c->action, &error);
                 log_debug("D-Bus: %s from uid %u: %s", sd_bus_message_get_member(c->msg), (unsigned) c->uid,
                           error.message);
@@ -255,12 +288,45 @@ static void on_polkit(int r, PolkitVerdict verdict, void *userdata) {
         bus_ask_dispatch(a);
 }
 
+/* A check that may wait for a human at an authentication agent: outside the shared FIFO (it would
+ * hold one of BUS_ASKING_MAX for as long as the human takes), in a budget of its own, for at most
+ * InteractiveAuthorizationTimeoutSec=. Over the budget the call is checked without interaction at
+ * once, so that it does not wait behind the others either: allowed when polkit needs no password,
+ * else refused (on_polkit()). */
+static void bus_call_authorize_interactive(BusCall *c) {
+        BusApi *a = c->api;
+        const Config *cfg = a->ac->ctx->config;
+        unsigned n_user = 0;
+        int r;
+
+        for (BusCall *i = a->calls; i; i = i->next)
+                n_user += i->interactive && i->uid == c->uid;
+        c->over_budget = bus_interactive_admit(a->n_interactive, (unsigned) cfg->bus_max_interactive, n_user,
+                                               (unsigned) cfg->bus_max_interactive_per_user);
+        if (c->over_budget != BUS_INTERACTIVE_ADMIT) {
+                bus_call_ask(c, BUS_ASK_POLKIT);
+                return;
+        }
+        r = polkit_check_async(sd_bus_message_get_bus(c->msg), c->msg, c->uid, c->action,
+                               cfg->bus_interactive_timeout_sec * USEC_PER_SEC, on_polkit, c, &c->slot);
+        if (r < 0) {
+                on_polkit(r, POLKIT_DENIED, c);
+                return;
+        }
+        c->interactive = true;
+        a->n_interactive++;
+}
+
 /* Run next once polkit allows action (at once for root, as systemd does). */
 static void bus_call_authorize(BusCall *c, const char *action, BusStep next) {
         c->action = action;
         c->authorized = next;
         if (c->uid == 0) {
                 next(c);
+                return;
+        }
+        if (sd_bus_message_get_allow_interactive_authorization(c->msg) > 0) {
+                bus_call_authorize_interactive(c);
                 return;
         }
         bus_call_ask(c, BUS_ASK_POLKIT);
@@ -304,13 +370,28 @@ static int on_unix_user(sd_bus_message *reply, void *userdata, sd_bus_error *ret
 /* Hold the call, learn who sent it (from the bus daemon, which has it from SO_PEERCRED), then run
  * step. Asynchronous like every other wait of the daemon. */
 static int bus_call_start(BusApi *a, sd_bus_message *msg, const char *arg, BusStep step, sd_bus_error *error) {
+        const char *sender = sd_bus_message_get_sender(msg);
+        uint64_t sender_max = a->ac->ctx->config->bus_max_calls_per_connection;   /* ≤ BUS_CALLS_MAX */
+        unsigned n_sender = 0;
         BusCall *c;
 
-        if (a->n_calls >= BUS_CALLS_MAX)
+        if (!sender)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "cannot identify the caller");
+        /* Unique names are never reused on a bus: the sender is the connection. A scan, as for the
+         * uid: the calls held are at most BUS_CALLS_MAX. */
+        for (BusCall *i = a->calls; i; i = i->next)
+                n_sender += streq_ptr(sd_bus_message_get_sender(i->msg), sender);
+        switch (bus_call_admit(a->n_calls, BUS_CALLS_MAX, n_sender, (unsigned) sender_max)) {
+        case BUS_CALL_ALL_FULL:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "%u D-Bus calls pending; retry later", a->n_calls);
-        if (!sd_bus_message_get_sender(msg))
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "cannot identify the caller");
+        case BUS_CALL_SENDER_FULL:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "connection %s has %u D-Bus calls pending (MaxPendingCallsPerConnection=); "
+                                         "retry later", sender, n_sender);
+        case BUS_CALL_ADMIT:
+                break;
+        }
         c = calloc(1, sizeof(BusCall));
         if (!c)
                 return -ENOMEM;

@@ -37,6 +37,9 @@ static const ApiErrorInfo table[_API_ERROR_MAX] = {
         [API_ERROR_SHUTTING_DOWN] = { BOTH, 503, "shutting_down", NAME("ShuttingDown") },
         /* Reload is a D-Bus method only (over HTTP there is none: systemctl reload sends SIGHUP). */
         [API_ERROR_INVALID_CONFIGURATION] = { BUS, 0, NULL, NAME("InvalidConfiguration") },
+        /* polkit's interactive authentication is D-Bus's (HTTP callers present keys or SO_PEERCRED). */
+        [API_ERROR_INTERACTIVE_AUTH_TIMED_OUT] = { BUS, 0, NULL, NAME("InteractiveAuthorizationTimedOut") },
+        [API_ERROR_TOO_MANY_INTERACTIVE_AUTHS] = { BUS, 0, NULL, NAME("TooManyInteractiveAuthorizations") },
 };
 
 const ApiErrorInfo *api_error_info(ApiError e) {

@@ -33,6 +33,8 @@ typedef enum ApiError {
         API_ERROR_STORE_FULL,                   /* 507 store_error: the store's disk is full */
         API_ERROR_SHUTTING_DOWN,                /* 503 shutting_down */
         API_ERROR_INVALID_CONFIGURATION,        /* D-Bus only: Reload's configuration did not load */
+        API_ERROR_INTERACTIVE_AUTH_TIMED_OUT,   /* D-Bus only: no answer at the authentication agent in time */
+        API_ERROR_TOO_MANY_INTERACTIVE_AUTHS,   /* D-Bus only: a password needed over the interactive budget */
         _API_ERROR_MAX,
         _API_ERROR_INVALID = -EINVAL,
 } ApiError;

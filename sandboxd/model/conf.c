@@ -50,6 +50,10 @@ Config *config_new(void) {
         c->max_connections_per_address = 16;
         c->max_connections_per_user = 32;
         c->log_level = LOG_INFO;
+        c->bus_max_calls_per_connection = 64;
+        c->bus_max_interactive = 8;
+        c->bus_max_interactive_per_user = 2;
+        c->bus_interactive_timeout_sec = 60;
 
         c->defaults = (Limits) { .timeout_ms = 30000, .memory_mb = 512, .cpu_cores = 1.0, .disk_mb = 1024,
                                  .tasks = 128 };
@@ -191,6 +195,14 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "Listen",           V_LISTEN,   listen,              0, 0),
         K("Daemon", "ListenAllowNonLoopback", V_BOOL, listen_allow_non_loopback, 0, 0),
         K("Daemon", "APIKeysFile",      V_PATH,     api_keys_file,       0, 0),
+
+        /* The interactive checks are calls pending on sandboxd's own bus connection, which the bus
+         * daemon allows 128 (max_replies_per_connection), shared with the 32 other questions
+         * (bus-api.c) and the calls to systemd: hence at most 32. */
+        K("Bus", "MaxPendingCallsPerConnection", V_U64, bus_max_calls_per_connection, 1, 4096),
+        K("Bus", "MaxInteractiveAuthorizations", V_U64, bus_max_interactive, 1, 32),
+        K("Bus", "MaxInteractiveAuthorizationsPerUser", V_U64, bus_max_interactive_per_user, 1, 32),
+        K("Bus", "InteractiveAuthorizationTimeoutSec", V_U64, bus_interactive_timeout_sec, 1, 3600),
 
         K("Callbacks", "CallbackKeyFile",       V_PATH, callback_key_file,       0, 0),
         K("Callbacks", "CallbackMaxAttempts",   V_U64,  callback_max_attempts,   1, 100),

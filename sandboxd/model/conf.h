@@ -62,6 +62,12 @@ typedef struct Config {
         bool listen_allow_non_loopback; /* ListenAllowNonLoopback= Listen= may name other than 127.0.0.0/8, ::1 */
         char *api_keys_file;         /* APIKeysFile= keys of the TCP listeners */
 
+        /* [Bus] the D-Bus API's own budgets (the execution budgets above are the same for both APIs) */
+        uint64_t bus_max_calls_per_connection; /* MaxPendingCallsPerConnection= one sender, counted from arrival */
+        uint64_t bus_max_interactive;          /* MaxInteractiveAuthorizations= interactive polkit checks, all */
+        uint64_t bus_max_interactive_per_user; /* MaxInteractiveAuthorizationsPerUser= of them one uid's */
+        uint64_t bus_interactive_timeout_sec;  /* InteractiveAuthorizationTimeoutSec= then refused */
+
         /* [Callbacks] */
         char *callback_key_file;     /* CallbackKeyFile= NULL: StateDirectory/callback.key, generated */
         uint64_t callback_max_attempts;   /* CallbackMaxAttempts= attempts in all, then failed */

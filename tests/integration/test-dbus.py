@@ -321,7 +321,8 @@ def error(e):
     if n.endswith("LimitsExceeded") and res["errors"][n] == expect_limited:
         print("limited", flush=True)
     one_done()
-# The bus daemon allows a connection 128 calls pending: several connections, one uid.
+# The bus daemon allows a connection 128 calls pending, sandboxd holds 64 of one connection
+# (MaxPendingCallsPerConnection=): several connections, one uid.
 buses = [dbus.SystemBus(private=True) for _ in range(connections)]
 for b in buses:
     m = dbus.Interface(b.get_object("io.sandboxd.Sandbox1", "/io/sandboxd/Sandbox1"), "io.sandboxd.Sandbox1.Manager")
@@ -330,7 +331,7 @@ for b in buses:
 loop.run()
 print(json.dumps(res), flush=True)
 """
-CONNS, PER_CONN, PER_UID = 3, 90, 256
+CONNS, PER_CONN, PER_UID = 5, 60, 256
 # The execution outlives the flood however slow it is (sanitizers, a loaded machine): the default
 # 30 s timeout ran out under ASan before the cancel came, and all 256 answers were "failed".
 flood_req = json.dumps({"language": "bash", "code": "sleep 600", "execution_id": "exec_dbus_flood",

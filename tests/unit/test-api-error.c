@@ -129,6 +129,8 @@ static void test_rows_contract(_unused_ void **state) {
                 { API_ERROR_STORE_FULL, 507, "store_error", "StoreError" },
                 { API_ERROR_SHUTTING_DOWN, 503, "shutting_down", "ShuttingDown" },
                 { API_ERROR_INVALID_CONFIGURATION, 0, NULL, "InvalidConfiguration" },
+                { API_ERROR_INTERACTIVE_AUTH_TIMED_OUT, 0, NULL, "InteractiveAuthorizationTimedOut" },
+                { API_ERROR_TOO_MANY_INTERACTIVE_AUTHS, 0, NULL, "TooManyInteractiveAuthorizations" },
         };
 
         assert_int_equal(ELEMENTSOF(rows), _API_ERROR_MAX);

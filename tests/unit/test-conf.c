@@ -51,6 +51,10 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->max_connections_per_address, 16);
         assert_int_equal(c->max_connections_per_user, 32);
         assert_int_equal(c->log_level, LOG_INFO);
+        assert_int_equal(c->bus_max_calls_per_connection, 64);
+        assert_int_equal(c->bus_max_interactive, 8);
+        assert_int_equal(c->bus_max_interactive_per_user, 2);
+        assert_int_equal(c->bus_interactive_timeout_sec, 60);
 
         assert_int_equal(c->defaults.timeout_ms, 30000);
         assert_int_equal(c->defaults.memory_mb, 512);
@@ -199,6 +203,22 @@ static const KeyRow key_rows[] = {
         INT("LogLevel=err", "[Daemon]\nLogLevel=err\n", log_level, LOG_ERR),
         INT("LogLevel=emerg", "[Daemon]\nLogLevel=emerg\n", log_level, LOG_EMERG),
         INT("LogLevel=warning", "[Daemon]\nLogLevel=warning\n", log_level, LOG_WARNING),
+
+        /* [Bus] */
+        U64("MaxPendingCallsPerConnection=1 (minimum)", "[Bus]\nMaxPendingCallsPerConnection=1\n",
+            bus_max_calls_per_connection, 1),
+        U64("MaxPendingCallsPerConnection=4096 (maximum)", "[Bus]\nMaxPendingCallsPerConnection=4096\n",
+            bus_max_calls_per_connection, 4096),
+        U64("MaxInteractiveAuthorizations=1 (minimum)", "[Bus]\nMaxInteractiveAuthorizations=1\n",
+            bus_max_interactive, 1),
+        U64("MaxInteractiveAuthorizations=32 (maximum)", "[Bus]\nMaxInteractiveAuthorizations=32\n",
+            bus_max_interactive, 32),
+        U64("MaxInteractiveAuthorizationsPerUser", "[Bus]\nMaxInteractiveAuthorizationsPerUser=5\n",
+            bus_max_interactive_per_user, 5),
+        U64("InteractiveAuthorizationTimeoutSec=1 (minimum)", "[Bus]\nInteractiveAuthorizationTimeoutSec=1\n",
+            bus_interactive_timeout_sec, 1),
+        U64("InteractiveAuthorizationTimeoutSec=3600 (maximum)",
+            "[Bus]\nInteractiveAuthorizationTimeoutSec=3600\n", bus_interactive_timeout_sec, 3600),
 
         /* [Limits] */
         U64("DefaultTimeoutMS", "[Limits]\nDefaultTimeoutMS=5000\n", defaults.timeout_ms, 5000),
@@ -399,6 +419,22 @@ static const ErrorRow error_rows[] = {
           "x.conf:2: RequestHeaderTimeoutSec=0 is outside [1, 3600]" },
         { "MaxConnectionsPerUser=0", "[Daemon]\nMaxConnectionsPerUser=0\n",
           "x.conf:2: MaxConnectionsPerUser=0 is outside [1, 65536]" },
+        { "MaxPendingCallsPerConnection=0", "[Bus]\nMaxPendingCallsPerConnection=0\n",
+          "x.conf:2: MaxPendingCallsPerConnection=0 is outside [1, 4096]" },
+        { "MaxPendingCallsPerConnection over BUS_CALLS_MAX", "[Bus]\nMaxPendingCallsPerConnection=4097\n",
+          "x.conf:2: MaxPendingCallsPerConnection=4097 is outside [1, 4096]" },
+        { "MaxInteractiveAuthorizations=0", "[Bus]\nMaxInteractiveAuthorizations=0\n",
+          "x.conf:2: MaxInteractiveAuthorizations=0 is outside [1, 32]" },
+        { "MaxInteractiveAuthorizations over the bus daemon's budget", "[Bus]\nMaxInteractiveAuthorizations=33\n",
+          "x.conf:2: MaxInteractiveAuthorizations=33 is outside [1, 32]" },
+        { "MaxInteractiveAuthorizationsPerUser=0", "[Bus]\nMaxInteractiveAuthorizationsPerUser=0\n",
+          "x.conf:2: MaxInteractiveAuthorizationsPerUser=0 is outside [1, 32]" },
+        { "InteractiveAuthorizationTimeoutSec=0", "[Bus]\nInteractiveAuthorizationTimeoutSec=0\n",
+          "x.conf:2: InteractiveAuthorizationTimeoutSec=0 is outside [1, 3600]" },
+        { "InteractiveAuthorizationTimeoutSec too long", "[Bus]\nInteractiveAuthorizationTimeoutSec=3601\n",
+          "x.conf:2: InteractiveAuthorizationTimeoutSec=3601 is outside [1, 3600]" },
+        { "MaxPendingCallsPerConnection in [Daemon]", "[Daemon]\nMaxPendingCallsPerConnection=1\n",
+          "x.conf:2: unknown key 'MaxPendingCallsPerConnection' in section [Daemon]" },
         { "above maximum", "[Daemon]\nMaxConcurrent=4097\n", "x.conf:2: MaxConcurrent=4097 is outside [1, 4096]" },
         { "SessionIdleSec=0", "[Daemon]\nSessionIdleSec=0\n", "x.conf:2: SessionIdleSec=0 is outside [1, 2592000]" },
         { "MaxSessionsDiskMB=0", "[Daemon]\nMaxSessionsDiskMB=0\n",
