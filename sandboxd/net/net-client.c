@@ -42,6 +42,7 @@ struct NetClient {
 
         int fd;                          /* our end of the socketpair, -EBADF while restarting */
         pid_t pid;                       /* the worker, 0 once reaped */
+        pid_t last_pid;                  /* the worker's, for the journal */
         int pidfd;
         sd_event_source *io, *child, *restart;
         uint64_t started_usec;
@@ -158,7 +159,7 @@ static void worker_lost(NetClient *c, const char *why) {
                 .flags = NET_DONE_WORKER_LOST,
         };
 
-        log_error("The network worker (PID %d) %s; %s.", (int) c->pid, why,
+        log_error("The network worker (PID %d) %s; %s.", (int) c->last_pid, why,
                   c->calls ? "failing the transfers it had, restarting it" : "restarting it");
         if (c->pid > 0)
                 (void) kill(c->pid, SIGKILL);
@@ -290,7 +291,7 @@ static int spawn_worker(NetClient *c) {
         if (r != 0)
                 return log_error_errno(r, "Cannot start the network worker %s: %m", c->path);
 
-        c->pid = pid;
+        c->pid = c->last_pid = pid;
         c->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         if (c->pidfd < 0 ||
             sd_event_add_io(c->event, &c->child, c->pidfd, EPOLLIN, on_child, c) < 0) {
