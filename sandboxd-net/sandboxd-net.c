@@ -31,6 +31,10 @@
 #define CURL_WRITEFUNC_ERROR 0
 #endif
 
+#ifndef __has_feature
+#define __has_feature(x) 0                      /* gcc before 14 */
+#endif
+
 #define DAEMON_FD 3
 /* Output queued for the daemon beyond which downloads pause: the worker's memory stays bounded
  * when the daemon's loop is busy. */
@@ -435,7 +439,7 @@ static int seccomp_install(void) {
         for (size_t i = 0; i < ELEMENTSOF(deny) && r >= 0; i++) {
                 int nr = seccomp_syscall_resolve_name(deny[i]);
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
                 /* LeakSanitizer stops the process with ptrace at exit (the ASan leg only). */
                 if (streq(deny[i], "ptrace"))
                         continue;
