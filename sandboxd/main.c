@@ -12,22 +12,24 @@ static void help(void) {
                "     --version          Show the version\n"
                "     --config-dir=DIR   Read DIR/sandboxd.conf and DIR/sandboxd.conf.d/ (default %s/sandboxd)\n"
                "     --helper=PATH      Use PATH as sandbox-exec (overrides Helper=)\n"
+               "     --net-worker=PATH  Use PATH as the network worker sandboxd-net (default %s)\n"
                "     --check-config     Load and validate the configuration, then exit\n",
-               SYSCONFDIR);
+               SYSCONFDIR, SANDBOXD_NET_PATH);
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_CONFIG_DIR, ARG_HELPER, ARG_CHECK };
+        enum { ARG_VERSION = 0x100, ARG_CONFIG_DIR, ARG_HELPER, ARG_NET_WORKER, ARG_CHECK };
         static const struct option options[] = {
                 { "help",         no_argument,       NULL, 'h' },
                 { "version",      no_argument,       NULL, ARG_VERSION },
                 { "config-dir",   required_argument, NULL, ARG_CONFIG_DIR },
                 { "helper",       required_argument, NULL, ARG_HELPER },
+                { "net-worker",   required_argument, NULL, ARG_NET_WORKER },
                 { "check-config", no_argument,       NULL, ARG_CHECK },
                 {}
         };
         _cleanup_(manager_freep) Manager *m = NULL;
-        const char *config_dir = SYSCONFDIR "/sandboxd", *helper = NULL;
+        const char *config_dir = SYSCONFDIR "/sandboxd", *helper = NULL, *net_worker = NULL;
         bool check = false;
         int c, r;
 
@@ -44,6 +46,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_HELPER:
                         helper = optarg;
+                        break;
+                case ARG_NET_WORKER:
+                        net_worker = optarg;
                         break;
                 case ARG_CHECK:
                         check = true;
@@ -71,7 +76,7 @@ int main(int argc, char *argv[]) {
                 return 0;
         }
 
-        r = manager_new(config_dir, helper, &m);
+        r = manager_new(config_dir, helper, net_worker, &m);
         if (r < 0)
                 return 1;
         /* Non-zero also when the loop ended because the bus went away: systemd restarts us. */

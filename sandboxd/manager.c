@@ -3,6 +3,7 @@
 #include <json-c/json.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -21,7 +22,7 @@
 #include "manager.h"
 #include "model/language.h"
 #include "model/request.h"
-#include "net/curl-event.h"
+#include "net/net-client.h"
 #include "run/job.h"
 #include "run/runner.h"
 #include "run/session.h"
@@ -42,6 +43,7 @@ struct Manager {
 
         char *config_dir;
         char *helper_override;   /* --helper= on the command line wins over Helper= */
+        char *net_worker;        /* --net-worker= or the installed sandboxd-net */
 
         Http *http;
         BusApi *bus_api;         /* the D-Bus API (bus-api.c) on bus */
@@ -608,7 +610,17 @@ static const ApiOps manager_api_ops = {
         .reload = api_reload,
 };
 
-int manager_new(const char *config_dir, const char *helper_override, Manager **ret) {
+/* The network worker runs as "nobody" (65534 where there is none): a user that owns no file and
+ * no process of sandboxd's or of a sandbox (those get dynamic users from systemd's range). */
+static int start_net_worker(Manager *m) {
+        const struct passwd *pw = getpwnam("nobody");
+        uid_t uid = pw && pw->pw_uid != 0 ? pw->pw_uid : 65534;
+        gid_t gid = pw && pw->pw_gid != 0 ? pw->pw_gid : 65534;
+
+        return net_client_new(m->ctx.event, m->net_worker, uid, gid, &m->ctx.net);
+}
+
+int manager_new(const char *config_dir, const char *helper_override, const char *net_worker, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         HttpSettings hs;
         struct group *g;
@@ -624,6 +636,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (!m->config_dir || !m->ctx.metrics)
                 return log_oom();
         if (helper_override && !(m->helper_override = strdup(helper_override)))
+                return log_oom();
+        m->net_worker = strdup(net_worker ?: SANDBOXD_NET_PATH);
+        if (!m->net_worker)
                 return log_oom();
 
         r = load_config(config_dir, &m->ctx.config);
@@ -643,9 +658,9 @@ int manager_new(const char *config_dir, const char *helper_override, Manager **r
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate event loop: %m");
         (void) sd_event_set_watchdog(m->ctx.event, true);
-        r = curl_event_new(m->ctx.event, &m->ctx.curl);
+        r = start_net_worker(m);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up libcurl: %m");
+                return r;
 
         sigemptyset(&ss);
         sigaddset(&ss, SIGTERM);
@@ -792,7 +807,7 @@ Manager *manager_free(Manager *m) {
         m->ctx.accounts = artifact_accounts_free(m->ctx.accounts);
         m->ctx.callbacks = callbacks_free(m->ctx.callbacks);   /* before the transfers and the store it uses */
         m->sessions = sessions_free(m->sessions);
-        m->ctx.curl = curl_event_free(m->ctx.curl);
+        m->ctx.net = net_client_free(m->ctx.net);
         m->ctx.pool = workspace_pool_free(m->ctx.pool);
 
         m->ctx.sysd = sysd_free(m->ctx.sysd);
@@ -816,6 +831,7 @@ Manager *manager_free(Manager *m) {
         free(m->ctx.workspaces_dir);
         free(m->config_dir);
         free(m->helper_override);
+        free(m->net_worker);
         free(m);
         return NULL;
 }

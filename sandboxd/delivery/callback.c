@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <curl/curl.h>
 #include <fcntl.h>
-#include <strings.h>
+#include <limits.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
@@ -9,11 +8,12 @@
 #include "log.h"
 #include "model/backoff.h"
 #include "model/result.h"
-#include "net/curl-event.h"
+#include "net/net-client.h"
 #include "secret-file.h"
 #include "time-util.h"
 
-/* What we read of a receiver's answer: it is discarded, and a receiver that keeps talking is cut off. */
+/* What the worker reads of a receiver's answer: it is discarded, and a receiver that keeps talking is
+ * cut off. */
 #define RESPONSE_MAX (64 * 1024)
 /* How long past its timeout an attempt in flight keeps its lease (see callback.h). */
 #define LEASE_SLACK_USEC (30 * USEC_PER_SEC)
@@ -26,13 +26,8 @@ struct Delivery {
         Callbacks *owner;
         Delivery *prev, *next;
         StoreCallback *cb;
-        CURL *easy;
-        struct curl_slist *headers;
-        size_t response_bytes;
-        bool response_too_large;
+        NetCall *call;           /* while the network worker makes the attempt */
         uint64_t retry_after;
-        CurlGuard guard;
-        char errbuf[CURL_ERROR_SIZE];
 };
 
 struct Callbacks {
@@ -173,36 +168,9 @@ static Delivery *delivery_free(Delivery *d) {
                         d->next->prev = d->prev;
                 c->n_deliveries--;
         }
-        if (d->easy)
-                curl_easy_cleanup(d->easy);
-        curl_slist_free_all(d->headers);
+        net_call_cancel(d->call);
         store_callback_free(d->cb);
         return mfree(d);
-}
-
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        Delivery *d = userdata;
-        size_t n = size * nmemb;
-
-        d->response_bytes += n;
-        if (d->response_bytes > RESPONSE_MAX) {
-                d->response_too_large = true;
-                return 0;       /* CURLE_WRITE_ERROR: we have heard enough */
-        }
-        return n;
-}
-
-static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata) {
-        Delivery *d = userdata;
-        size_t n = size * nitems;
-        char value[32];
-
-        if (n > 12 && strncasecmp(buf, "Retry-After:", 12) == 0 && n - 12 < sizeof(value)) {
-                memcpy(value, buf + 12, n - 12);
-                value[n - 12] = 0;
-                d->retry_after = retry_after_parse(value);
-        }
-        return n;
 }
 
 static void set_last_error(StoreCallback *cb, const char *fmt, ...) _printf_(2, 3);
@@ -232,7 +200,8 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
         const Config *cfg = c->ctx->config;
         StoreCallback *cb = d->cb;
         uint64_t now = now_usec(CLOCK_REALTIME);
-        char what[LAST_ERROR_MAX], why[LAST_ERROR_MAX + CURL_ERROR_SIZE], url[CALLBACK_URL_LOG_MAX];
+        char what[LAST_ERROR_MAX], why[LAST_ERROR_MAX + NET_ERROR_MAX + NET_ADDRESS_MAX + 64],
+                url[CALLBACK_URL_LOG_MAX];
 
         (void) callback_url_for_log(cb->url, url);
         if (t == TRANSPORT_OK)
@@ -292,99 +261,60 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
         save(c, cb);
 }
 
-static void on_done(CURL *easy, CURLcode result, void *userdata) {
+static void on_done(NetCall *call, const NetDone *done, void *userdata) {
         Delivery *d = userdata;
         Callbacks *c = d->owner;
-        TransportResult t = curl_transport_result(easy, result, &d->guard);
-        char detail[CURL_ERROR_SIZE + INET6_ADDRSTRLEN + 64];
-        long status = 0;
+        TransportResult t = done->transport;
+        char detail[NET_ERROR_MAX + NET_ADDRESS_MAX + 64];
+        long status = done->http_status;
 
-        (void) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        d->call = NULL;         /* freed by the client when this returns */
+        d->retry_after = done->retry_after_sec;
         /* A receiver that answered and then kept talking: its status decides. */
-        if (t == TRANSPORT_TOO_LARGE && d->response_too_large && status > 0)
+        if (t == TRANSPORT_TOO_LARGE && (done->flags & NET_DONE_TOO_LARGE) && status > 0)
                 t = TRANSPORT_OK;
-        if (t == TRANSPORT_REFUSED)
-                snprintf(detail, sizeof(detail), "%s (CallbackAllowInternalAddresses=no)", d->guard.refused_address);
+        if (t == TRANSPORT_REFUSED && (done->flags & NET_DONE_REFUSED))
+                snprintf(detail, sizeof(detail), "%s (CallbackAllowInternalAddresses=no)", done->refused_address);
         else
-                snprintf(detail, sizeof(detail), "%s", d->errbuf[0] ? d->errbuf : curl_easy_strerror(result));
+                snprintf(detail, sizeof(detail), "%s", done->error);
         attempt_done(d, t, status, detail);
         delivery_free(d);
         dispatch(c);
 }
 
+/* The worker sets libcurl up as this module did: a POST of the body with these headers, http and
+ * https only, no redirect, CallbackTimeoutSec= for connecting and for the whole attempt, a fresh
+ * connection each attempt (one kept alive would skip the guard, and a reload that sets
+ * CallbackAllowInternalAddresses=no applies to the next attempt), no proxy, the address guard, at
+ * most RESPONSE_MAX bytes of the answer read, Retry-After reported. */
 static int attempt_setup(Delivery *d) {
         const Config *cfg = d->owner->ctx->config;
         StoreCallback *cb = d->cb;
-        char sig[CALLBACK_SIGNATURE_MAX], line[CALLBACK_SIGNATURE_MAX + 128];
-        const char *fixed[] = { "Content-Type: application/json", "Expect:", NULL };
+        char sig[CALLBACK_SIGNATURE_MAX], lines[4][CALLBACK_SIGNATURE_MAX + 128];
+        NetRequest q;
         int r;
 
         r = callback_signature(d->owner->key, d->owner->key_len, now_usec(CLOCK_REALTIME) / USEC_PER_SEC, cb->body,
                                strlen(cb->body), sig);
         if (r < 0)
                 return r;
-
-        for (size_t i = 0; fixed[i]; i++) {
-                struct curl_slist *l = curl_slist_append(d->headers, fixed[i]);
-                if (!l)
-                        return -ENOMEM;
-                d->headers = l;
-        }
-        const char *names[] = { "Sandboxd-Signature", "Sandboxd-Delivery-Id", "Sandboxd-Execution-Id" };
+        snprintf(lines[0], sizeof(lines[0]), "Sandboxd-Signature: %s", sig);
+        snprintf(lines[1], sizeof(lines[1]), "Sandboxd-Delivery-Id: %s", cb->delivery_id);
         /* The caller's own id, as in the body: what the receiver chose and knows. */
-        const char *values[] = { sig, cb->delivery_id, cb->client_id ?: cb->execution_id };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                struct curl_slist *l;
-
-                snprintf(line, sizeof(line), "%s: %s", names[i], values[i]);
-                l = curl_slist_append(d->headers, line);
-                if (!l)
-                        return -ENOMEM;
-                d->headers = l;
-        }
-        snprintf(line, sizeof(line), "Sandboxd-Attempt: %" PRIu64, cb->attempts);
-        {
-                struct curl_slist *l = curl_slist_append(d->headers, line);
-                if (!l)
-                        return -ENOMEM;
-                d->headers = l;
-        }
-
-        d->easy = curl_easy_init();
-        if (!d->easy)
-                return -ENOMEM;
-        d->guard = (CurlGuard) { .allow_internal = cfg->callback_allow_internal };
-        r = curl_guard_apply(d->easy, &d->guard);
-        if (r < 0)
-                return r;
-#define O(opt, val)                                                      \
-        do {                                                             \
-                if (curl_easy_setopt(d->easy, opt, val) != CURLE_OK)     \
-                        return -EIO;                                     \
-        } while (0)
-        O(CURLOPT_URL, cb->url);
-        O(CURLOPT_PROTOCOLS_STR, "http,https");
-        O(CURLOPT_FOLLOWLOCATION, 0L);
-        O(CURLOPT_NOSIGNAL, 1L);
-        O(CURLOPT_POST, 1L);
-        O(CURLOPT_POSTFIELDS, cb->body);
-        O(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) strlen(cb->body));
-        O(CURLOPT_HTTPHEADER, d->headers);
-        O(CURLOPT_USERAGENT, "sandboxd/" PACKAGE_VERSION);
-        O(CURLOPT_TIMEOUT, (long) cfg->callback_timeout_sec);
-        O(CURLOPT_CONNECTTIMEOUT, (long) cfg->callback_timeout_sec);
-        O(CURLOPT_WRITEFUNCTION, on_body);
-        O(CURLOPT_WRITEDATA, d);
-        O(CURLOPT_HEADERFUNCTION, on_header);
-        O(CURLOPT_HEADERDATA, d);
-        O(CURLOPT_ERRORBUFFER, d->errbuf);
-        O(CURLOPT_MAXREDIRS, 0L);
-        /* A connection of its own for every attempt: one that was kept alive would skip the guard,
-         * and a reload that sets CallbackAllowInternalAddresses=no applies to the next attempt. */
-        O(CURLOPT_FRESH_CONNECT, 1L);
-        O(CURLOPT_FORBID_REUSE, 1L);
-#undef O
-        return curl_event_add(d->owner->ctx->curl, d->easy, on_done, d);
+        snprintf(lines[2], sizeof(lines[2]), "Sandboxd-Execution-Id: %s", cb->client_id ?: cb->execution_id);
+        snprintf(lines[3], sizeof(lines[3]), "Sandboxd-Attempt: %" PRIu64, cb->attempts);
+        q = (NetRequest) {
+                .kind = NET_REQUEST_POST,
+                .allow_internal = cfg->callback_allow_internal,
+                .connect_timeout_sec = (uint32_t) MIN(cfg->callback_timeout_sec, (uint64_t) UINT32_MAX),
+                .timeout_sec = (uint32_t) MIN(cfg->callback_timeout_sec, (uint64_t) UINT32_MAX),
+                .max_response_bytes = RESPONSE_MAX,
+                .body_len = strlen(cb->body),
+                .url = cb->url,
+                .headers = { "Content-Type: application/json", "Expect:", lines[0], lines[1], lines[2], lines[3] },
+                .n_headers = 6,
+        };
+        return net_call_start(d->owner->ctx->net, &q, cb->body, NULL, on_done, d, &d->call);
 }
 
 /* Take the lease, then start the attempt. Consumes cb. -errno if the store cannot be written (then
@@ -437,10 +367,6 @@ static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
         r = attempt_setup(d);
         if (r < 0) {
                 /* Counted as an attempt that failed on our side: retried like a network error. */
-                if (d->easy) {
-                        curl_easy_cleanup(d->easy);
-                        d->easy = NULL;
-                }
                 attempt_done(d, TRANSPORT_OTHER, 0, strerror(-r));
                 delivery_free(d);
                 return 0;
@@ -572,8 +498,6 @@ Callbacks *callbacks_free(Callbacks *c) {
                 Delivery *d = c->deliveries;
 
                 /* Aborted, not failed: due again at once after the next start. */
-                if (c->ctx->curl && d->easy)
-                        curl_event_remove(c->ctx->curl, d->easy);
                 d->cb->next_attempt_usec = now;
                 save(c, d->cb);
                 delivery_free(d);

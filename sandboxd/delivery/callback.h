@@ -2,8 +2,8 @@
 #pragma once
 
 /* Callback deliveries: when an execution that named a callback_url ends, its result is POSTed
- * there, signed, from the outbox in the store (store.h), through libcurl's multi interface on the
- * event loop (curl-event.h). At most CallbackMaxConcurrent= attempts are in flight; each has its
+ * there, signed, from the outbox in the store (store.h), by the network worker (net-client.h: the
+ * daemon reads only the outcome, never the receiver's answer). At most CallbackMaxConcurrent= attempts are in flight; each has its
  * own timeout, so a slow or dead receiver holds one slot for CallbackTimeoutSec= at most and never
  * an execution. An attempt in flight holds a lease in the store (next_attempt_at is pushed past its
  * timeout), so a crash mid-attempt retries it after the lease, and a clean stop hands it back

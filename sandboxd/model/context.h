@@ -21,7 +21,7 @@
 
 typedef struct ArtifactAccounts ArtifactAccounts;
 typedef struct Callbacks Callbacks;
-typedef struct CurlEvent CurlEvent;
+typedef struct NetClient NetClient;
 typedef struct Store Store;
 typedef struct Sysd Sysd;
 typedef struct WorkspacePool WorkspacePool;
@@ -43,7 +43,7 @@ typedef struct Context {
         Store *store;
         Config *config;          /* in force; replaced by the manager on reload */
         Metrics *metrics;        /* what GET /metrics renders */
-        CurlEvent *curl;         /* HTTP client transfers (input downloads, callbacks) on the loop */
+        NetClient *net;          /* HTTP transfers (input downloads, callbacks), run by the network worker */
         Callbacks *callbacks;    /* callback deliveries from the store's outbox (callback.c) */
         ArtifactAccounts *accounts;   /* what the artifact budgets have charged (artifact-accounts.c) */
         WorkspacePool *pool;     /* workspaces mounted ahead of time (workspace.c) */

@@ -7,12 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "fetch.h"
 #include "log.h"
-
-#ifndef CURL_WRITEFUNC_ERROR
-#define CURL_WRITEFUNC_ERROR 0  /* libcurl < 7.87: any short count aborts the transfer */
-#endif
 
 typedef enum DownloadFailure {
         DOWNLOAD_OK,
@@ -25,19 +23,17 @@ typedef struct Download {
         Fetch *fetch;
         size_t index;            /* in the request's files[] */
         char *path, *url;
-        CURL *easy;
+        NetCall *call;           /* while the worker downloads it */
         int dir_fd, fd;          /* the file's parent directory and the file, while it downloads */
         char *name;              /* last component of path */
         uint64_t bytes;
         DownloadFailure failure;
         int write_errno;
         bool started, done, whole;
-        CurlGuard guard;                 /* the internal address check of its connections */
-        char errbuf[CURL_ERROR_SIZE];
 } Download;
 
 struct Fetch {
-        CurlEvent *curl;
+        NetClient *net;
         int input_fd;            /* <workspace>/input */
         FetchLimits limits;
         Download *downloads;
@@ -186,12 +182,7 @@ static int create_file(int input_fd, const char *path, int *ret_dir_fd, char **r
 }
 
 static void download_close(Download *d, bool remove_file) {
-        if (d->easy) {
-                if (d->started && !d->done)
-                        curl_event_remove(d->fetch->curl, d->easy);
-                curl_easy_cleanup(d->easy);
-                d->easy = NULL;
-        }
+        net_call_cancel(TAKE_PTR(d->call));
         d->fd = safe_close(d->fd);
         if (remove_file && d->dir_fd >= 0 && d->name)
                 (void) unlinkat(d->dir_fd, d->name, 0);
@@ -216,31 +207,30 @@ Fetch *fetch_free(Fetch *f) {
         return NULL;
 }
 
-static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata) {
+static int on_data(NetCall *call, const void *p, size_t n, void *userdata) {
         Download *d = userdata;
         Fetch *f = d->fetch;
-        size_t n = size * nmemb;
         int r;
 
-        /* Counted here too: a server may send more than its Content-Length said, or say nothing. */
+        /* Counted here, not only in the worker: what the worker says is not trusted either. */
         if (d->bytes + n > f->limits.max_file_bytes) {
                 d->failure = DOWNLOAD_TOO_BIG;
-                return CURL_WRITEFUNC_ERROR;
+                return -EFBIG;
         }
         if (f->total + n > f->limits.max_total_bytes) {
                 d->failure = DOWNLOAD_TOTAL;
-                return CURL_WRITEFUNC_ERROR;
+                return -EFBIG;
         }
         /* A write to the workspace tmpfs: memory, not disk, so fine on the loop. */
         r = loop_write(d->fd, p, n);
         if (r < 0) {
                 d->failure = DOWNLOAD_WRITE;
                 d->write_errno = -r;
-                return CURL_WRITEFUNC_ERROR;
+                return r;
         }
         d->bytes += n;
         f->total += n;
-        return n;
+        return 0;
 }
 
 static void fetch_fail(Fetch *f, int r, const char *message) {
@@ -249,7 +239,7 @@ static void fetch_fail(Fetch *f, int r, const char *message) {
         /* Stop the others now; the owner frees f (and with it the partial files). */
         for (size_t i = 0; i < f->n; i++)
                 if (f->downloads[i].started && !f->downloads[i].done) {
-                        curl_event_remove(f->curl, f->downloads[i].easy);
+                        net_call_cancel(TAKE_PTR(f->downloads[i].call));
                         f->downloads[i].done = true;
                 }
         f->next = f->n;
@@ -261,13 +251,10 @@ static void fetch_fail(Fetch *f, int r, const char *message) {
 /* What the caller is told (error_message): sandboxd's own limits by name, otherwise only the class of
  * the failure (curl-event.h), never libcurl's text or the address: those would make the downloads a
  * port scanner of the daemon's network. The detail is for the journal (log_detail()). */
-static void describe_failure(Download *d, CURLcode result, char *buf, size_t size) {
+static void describe_failure(Download *d, const NetDone *done, char *buf, size_t size) {
         const FetchLimits *l = &d->fetch->limits;
-        long code = 0, redirects = 0;
+        long code = done->http_status, redirects = done->redirects;
         TransportResult t;
-
-        (void) curl_easy_getinfo(d->easy, CURLINFO_RESPONSE_CODE, &code);
-        (void) curl_easy_getinfo(d->easy, CURLINFO_REDIRECT_COUNT, &redirects);
 
         switch (d->failure) {
         case DOWNLOAD_TOO_BIG:
@@ -286,8 +273,16 @@ static void describe_failure(Download *d, CURLcode result, char *buf, size_t siz
         case DOWNLOAD_OK:
                 break;
         }
+        if (done->flags & NET_DONE_TOO_LARGE) {         /* the worker's count of the same limit */
+                snprintf(buf, size, "larger than %" PRIu64 " bytes (MaxInputFileBytes=)", l->max_file_bytes);
+                return;
+        }
+        if (done->flags & NET_DONE_WORKER_LOST) {
+                snprintf(buf, size, "the download was interrupted: sandboxd's network worker stopped");
+                return;
+        }
 
-        switch (result) {
+        switch ((CURLcode) done->curl_code) {
         case CURLE_FILESIZE_EXCEEDED:
                 snprintf(buf, size, "larger than %" PRIu64 " bytes (MaxInputFileBytes=)", l->max_file_bytes);
                 return;
@@ -304,7 +299,7 @@ static void describe_failure(Download *d, CURLcode result, char *buf, size_t siz
                 break;
         }
 
-        t = curl_transport_result(d->easy, result, &d->guard);
+        t = done->transport;
         if (t == TRANSPORT_OK)
                 snprintf(buf, size, "HTTP %ld", code);
         else if (t == TRANSPORT_TIMEOUT)
@@ -314,41 +309,38 @@ static void describe_failure(Download *d, CURLcode result, char *buf, size_t siz
 }
 
 /* What the operator is told: libcurl's own words, the refused address. */
-static void log_detail(Download *d, CURLcode result, const char *why) {
-        if (d->guard.refused > 0 && curl_transport_result(d->easy, result, &d->guard) == TRANSPORT_REFUSED)
+static void log_detail(Download *d, const NetDone *done, const char *why) {
+        if ((done->flags & NET_DONE_REFUSED) && done->transport == TRANSPORT_REFUSED)
                 log_info("Input files[%zu] '%s': %s: %s (InputAllowInternalAddresses=no)", d->index, d->path, why,
-                         d->guard.refused_address);
+                         done->refused_address);
         else
-                log_info("Input files[%zu] '%s': %s: %s", d->index, d->path, why,
-                         d->errbuf[0] ? d->errbuf : curl_easy_strerror(result));
+                log_info("Input files[%zu] '%s': %s: %s", d->index, d->path, why, done->error);
 }
 
 static int fetch_pump(Fetch *f, char **ret_message);
 
-static void on_done(CURL *easy, CURLcode result, void *userdata) {
+static void on_done(NetCall *call, const NetDone *done, void *userdata) {
         Download *d = userdata;
         Fetch *f = d->fetch;
         _cleanup_free_ char *message = NULL;
-        long code = 0;
         int r;
 
+        d->call = NULL;         /* freed by the client when this returns */
         d->done = true;
         f->running--;
-        (void) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
-        if (result != CURLE_OK || d->failure != DOWNLOAD_OK || code < 200 || code > 299) {
+        if (done->curl_code != CURLE_OK || (done->flags & ~NET_DONE_REFUSED) || d->failure != DOWNLOAD_OK ||
+            done->http_status < 200 || done->http_status > 299) {
                 char why[256];
 
-                describe_failure(d, result, why, sizeof(why));
+                describe_failure(d, done, why, sizeof(why));
                 (void) set_message(&message, 0, "files[%zu] '%s': %s", d->index, d->path, why);
-                log_detail(d, result, why);
+                log_detail(d, done, why);
                 fetch_fail(f, -EIO, message ?: "an input file could not be fetched");
                 return;
         }
 
         /* Whole: close it now (and keep it). */
         d->whole = true;
-        curl_easy_cleanup(d->easy);
-        d->easy = NULL;
         d->fd = safe_close(d->fd);
         d->dir_fd = safe_close(d->dir_fd);
         f->done++;
@@ -369,7 +361,7 @@ static void on_done(CURL *easy, CURLcode result, void *userdata) {
 
 static int download_begin(Fetch *f, Download *d, char **ret_message) {
         const FetchLimits *l = &f->limits;
-        CURL *e;
+        NetRequest q;
         int r;
 
         r = create_file(f->input_fd, d->path, &d->dir_fd, &d->name);
@@ -378,48 +370,22 @@ static int download_begin(Fetch *f, Download *d, char **ret_message) {
                                    open_error(r) ?: strerror(-r));
         d->fd = r;
 
-        e = d->easy = curl_easy_init();
-        if (!e)
-                return set_message(ret_message, -ENOMEM, "files[%zu] '%s': out of memory", d->index, d->path);
-#define SET(opt, val)                                                                                        \
-        do {                                                                                                 \
-                if (curl_easy_setopt(e, opt, val) != CURLE_OK)                                               \
-                        return set_message(ret_message, -EIO, "files[%zu] '%s': libcurl refused option " #opt, \
-                                           d->index, d->path);                                              \
-        } while (0)
-        /* Name resolution runs in libcurl's resolver thread (Debian builds it with AsynchDNS), never
-         * on the loop. No CURLOPT_ACCEPT_ENCODING: nothing is decompressed, so the bytes counted are
-         * the bytes written. */
-        SET(CURLOPT_URL, d->url);
-        /* http and https only, for the first request and for every redirect (no file://, no gopher). */
-        SET(CURLOPT_PROTOCOLS_STR, "http,https");
-        SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-        SET(CURLOPT_FOLLOWLOCATION, 1L);
-        SET(CURLOPT_MAXREDIRS, (long) FETCH_MAX_REDIRS);
-        SET(CURLOPT_CONNECTTIMEOUT, (long) l->connect_timeout_sec);
-        SET(CURLOPT_TIMEOUT, (long) l->timeout_sec);
-        /* Refused before a byte is written when Content-Length says so; on_write counts the rest. */
-        SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) l->max_file_bytes);
-        /* A 4xx/5xx body is not the file: fail before it is written. */
-        SET(CURLOPT_FAILONERROR, 1L);
-        SET(CURLOPT_NOSIGNAL, 1L);
-        /* A connection of its own: what one caller's server left in a kept-alive connection (bytes
-         * beyond its Content-Length) must never become the start of another execution's download. */
-        SET(CURLOPT_FRESH_CONNECT, 1L);
-        SET(CURLOPT_FORBID_REUSE, 1L);
-        SET(CURLOPT_USERAGENT, "sandboxd/" PACKAGE_VERSION);
-        SET(CURLOPT_WRITEFUNCTION, on_write);
-        SET(CURLOPT_WRITEDATA, d);
-        SET(CURLOPT_ERRORBUFFER, d->errbuf);
-#undef SET
-        /* Every connection, redirects included, to a public address only (unless
-         * InputAllowInternalAddresses=yes), and no proxy from sandboxd's environment. */
-        d->guard = (CurlGuard) { .allow_internal = l->allow_internal };
-        r = curl_guard_apply(e, &d->guard);
-        if (r < 0)
-                return set_message(ret_message, r, "files[%zu] '%s': libcurl refused the address check", d->index,
-                                   d->path);
-        r = curl_event_add(f->curl, e, on_done, d);
+        /* The worker sets libcurl up as this module did: http and https only (redirects too, at
+         * most FETCH_MAX_REDIRS), the connect and transfer timeouts, MaxInputFileBytes= from
+         * Content-Length and counted, a 4xx/5xx body never written, a fresh connection per file, no
+         * decompression (the bytes counted are the bytes written), no proxy, the address guard. */
+        q = (NetRequest) {
+                .kind = NET_REQUEST_DOWNLOAD,
+                .allow_internal = l->allow_internal,
+                .connect_timeout_sec = (uint32_t) MIN(l->connect_timeout_sec, (uint64_t) UINT32_MAX),
+                .timeout_sec = (uint32_t) MIN(l->timeout_sec, (uint64_t) UINT32_MAX),
+                .max_response_bytes = l->max_file_bytes,
+                .url = d->url,
+        };
+        r = net_call_start(f->net, &q, NULL, on_data, on_done, d, &d->call);
+        if (r == -ENOTCONN)
+                return set_message(ret_message, r, "files[%zu] '%s': cannot start the download: sandboxd's network "
+                                   "worker is restarting", d->index, d->path);
         if (r < 0)
                 return set_message(ret_message, r, "files[%zu] '%s': cannot start the download: %s", d->index, d->path,
                                    strerror(-r));
@@ -456,7 +422,7 @@ static int write_inline(int input_fd, size_t index, const InputFile *in, char **
         return 0;
 }
 
-int fetch_start(CurlEvent *curl, const char *workspace_dir, const InputFile *files, size_t n_files,
+int fetch_start(NetClient *net, const char *workspace_dir, const InputFile *files, size_t n_files,
                 const FetchLimits *limits, fetch_done_t cb, void *userdata, Fetch **ret, char **ret_message) {
         _cleanup_(fetch_freep) Fetch *f = NULL;
         _cleanup_close_ int ws = -EBADF;
@@ -481,7 +447,7 @@ int fetch_start(CurlEvent *curl, const char *workspace_dir, const InputFile *fil
         f = calloc(1, sizeof(Fetch));
         if (!f)
                 return -ENOMEM;
-        f->curl = curl;
+        f->net = net;
         f->limits = *limits;
         f->cb = cb;
         f->userdata = userdata;

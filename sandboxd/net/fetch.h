@@ -2,8 +2,9 @@
 #pragma once
 
 /* Input files: the request's "files" put into <workspace>/input/<path> before the unit starts.
- * Inline files are written at once; URLs are downloaded through the manager's CurlEvent (libcurl's
- * multi interface on the loop), FETCH_PARALLEL at a time per execution, the rest queued.
+ * Inline files are written at once; URLs are downloaded by the network worker (net-client.h: the
+ * daemon reads only the body bytes and the outcome, and writes the file itself), FETCH_PARALLEL at a
+ * time per execution, the rest queued.
  *
  * Every name is created relative to a directory fd, one component at a time, never following a
  * symlink (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV and
@@ -15,11 +16,11 @@
 
 #include <stdint.h>
 
-#include "curl-event.h"
+#include "net-client.h"
 #include "model/request.h"
 
 #define FETCH_PARALLEL 4
-#define FETCH_MAX_REDIRS 5
+#define FETCH_MAX_REDIRS 5          /* also sandboxd-net.c's */
 
 typedef struct Fetch Fetch;
 
@@ -39,7 +40,7 @@ typedef void (*fetch_done_t)(Fetch *f, int r, const char *message, void *userdat
 /* Create <workspace_dir>/input and every file. Returns 0 with *ret = NULL when nothing is left to
  * download (the files are in place), 0 with *ret set when downloads run (cb follows), or a negative
  * errno with *ret_message (malloc'ed) naming the file that could not be created. */
-int fetch_start(CurlEvent *curl, const char *workspace_dir, const InputFile *files, size_t n_files,
+int fetch_start(NetClient *net, const char *workspace_dir, const InputFile *files, size_t n_files,
                 const FetchLimits *limits, fetch_done_t cb, void *userdata, Fetch **ret, char **ret_message);
 
 /* Abort whatever is still running; the callback is not called. */

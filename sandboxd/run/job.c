@@ -562,7 +562,7 @@ static void workspace_ready(Job *j) {
                 .timeout_sec = ctx->config->input_timeout_sec,
                 .allow_internal = ctx->config->input_allow_internal,
         };
-        r = fetch_start(ctx->curl, j->workspace, j->request->files, j->request->n_files, &limits, on_inputs_done, j,
+        r = fetch_start(ctx->net, j->workspace, j->request->files, j->request->n_files, &limits, on_inputs_done, j,
                         &j->fetch, &message);
         if (r == -ENOMEM) {
                 job_fail_internal(j, "out of memory while preparing the input files");
