@@ -77,13 +77,13 @@ ok $([ $r1 = 0 ] && grep -q '"stdout":"one\\n"' "$work/one.out" && [ $r2 = 0 ] &
 ok $([ -z "$(trees $p1)$(trees $p2)" ] && echo 0 || echo 1) "both trees are gone" "$(trees $p1) $(trees $p2)"
 
 # A checkout and build directory under /tmp (which the harness covers with a private tmpfs): the
-# harness carries them in. The parts of the tree it uses, and the three binaries.
+# harness carries them in. The parts of the tree it uses, and the four binaries.
 co=$(mktemp -d /tmp/harness-checkout.XXXXXX)
-mkdir -p "$co/tests" "$co/build/sandboxd" "$co/build/sandbox-exec" "$co/build/sandboxctl"
+mkdir -p "$co/tests" "$co/build/sandboxd" "$co/build/sandbox-exec" "$co/build/sandboxd-net" "$co/build/sandboxctl"
 cp -r "$here/../harness" "$co/tests/"
 cp -r "$here/../../units" "$here/../../dbus" "$here/../../polkit" "$co/"
 cp "$build/sandboxd/sandboxd" "$co/build/sandboxd/"; cp "$build/sandbox-exec/sandbox-exec" "$co/build/sandbox-exec/"
-cp "$build/sandboxctl/sandboxctl" "$co/build/sandboxctl/"
+cp "$build/sandboxd-net/sandboxd-net" "$co/build/sandboxd-net/"; cp "$build/sandboxctl/sandboxctl" "$co/build/sandboxctl/"
 out=$(cd "$co/build" && "$co/tests/harness/sandbox-harness" --build "$co/build" -- sh -c \
         'curl -sf --unix-socket /run/sandboxd/api.sock -H "Content-Type: application/json" -d "{\"language\":\"bash\",\"code\":\"echo carried\"}" "http://l/v1/executions?wait=true" && test -x "$PWD/sandboxd/sandboxd"' 2>&1)
 ok $(echo "$out" | grep -q '"stdout":"carried\\n"' && echo 0 || echo 1) "a checkout under /tmp runs under the harness" "$out"
