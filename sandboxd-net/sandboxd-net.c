@@ -69,8 +69,7 @@ struct Worker {
         sd_event_source *io;
         uint8_t in[2 * NET_FRAME_MAX];
         size_t in_len;
-        uint8_t *out;
-        size_t out_off, out_len, out_cap;
+        NetOutQueue out;
         Transfer *transfers;
 };
 
@@ -102,28 +101,8 @@ static Transfer *find_transfer(Worker *w, uint32_t id) {
 }
 
 static void out_queue(Worker *w, NetFrameType type, uint32_t id, const void *p, size_t len) {
-        size_t need = NET_FRAME_HEADER_SIZE + len;
-
-        if (w->out_off == w->out_len)
-                w->out_off = w->out_len = 0;
-        if (w->out_cap - w->out_len < need) {
-                memmove(w->out, w->out + w->out_off, w->out_len - w->out_off);
-                w->out_len -= w->out_off;
-                w->out_off = 0;
-        }
-        if (w->out_cap - w->out_len < need) {
-                size_t cap = MAX(w->out_cap * 2, w->out_len + need);
-                uint8_t *n = realloc(w->out, cap);
-
-                if (!n)
-                        _exit(EXIT_FAILURE);    /* the daemon fails what was in flight and restarts us */
-                w->out = n;
-                w->out_cap = cap;
-        }
-        net_frame_header(w->out + w->out_len, type, id, len);
-        if (len > 0)
-                memcpy(w->out + w->out_len + NET_FRAME_HEADER_SIZE, p, len);
-        w->out_len += need;
+        if (net_out_queue_frame(&w->out, type, id, p, len) < 0)
+                _exit(EXIT_FAILURE);    /* the daemon fails what was in flight and restarts us */
         (void) sd_event_source_set_io_events(w->io, EPOLLIN | EPOLLOUT);
 }
 
@@ -145,7 +124,7 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata) {
                 t->too_large = true;
                 return CURL_WRITEFUNC_ERROR;
         }
-        if (w->out_len - w->out_off > OUT_HIGH) {
+        if (net_out_queue_pending(&w->out) > OUT_HIGH) {
                 t->paused = true;
                 return CURL_WRITEFUNC_PAUSE;
         }
@@ -333,7 +312,7 @@ static void resume_paused(Worker *w) {
                         /* May write (and pause again) at once, or end the transfer: next is kept. */
                         (void) curl_easy_pause(t->easy, CURLPAUSE_CONT);
                 }
-                if (w->out_len - w->out_off > OUT_HIGH)
+                if (net_out_queue_pending(&w->out) > OUT_HIGH)
                         break;
         }
 }
@@ -344,16 +323,12 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ssize_t n;
 
         if (revents & EPOLLOUT) {
-                n = write(fd, w->out + w->out_off, w->out_len - w->out_off);
+                n = write(fd, net_out_queue_data(&w->out), net_out_queue_pending(&w->out));
                 if (n < 0 && errno != EAGAIN && errno != EINTR)
                         return sd_event_exit(w->event, EXIT_FAILURE);
-                if (n > 0)
-                        w->out_off += (size_t) n;
-                if (w->out_off == w->out_len) {
-                        w->out_off = w->out_len = 0;
+                if (net_out_queue_consumed(&w->out, n > 0 ? (size_t) n : 0))
                         (void) sd_event_source_set_io_events(w->io, EPOLLIN);
-                }
-                if (w->out_len - w->out_off <= OUT_HIGH / 2)
+                if (net_out_queue_pending(&w->out) <= OUT_HIGH / 2)
                         resume_paused(w);
         }
         if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
@@ -530,6 +505,6 @@ int main(int argc, char *argv[]) {
         curl_event_free(w.curl);
         sd_event_source_disable_unref(w.io);
         sd_event_unref(w.event);
-        free(w.out);
+        net_out_queue_done(&w.out);
         return r < 0 ? EXIT_FAILURE : r;
 }

@@ -50,8 +50,7 @@ struct NetClient {
 
         uint8_t in[2 * NET_FRAME_MAX];
         size_t in_len;
-        uint8_t *out;
-        size_t out_off, out_len, out_cap;
+        NetOutQueue out;
 
         uint32_t last_id;                /* of this worker: ids are handed out 1, 2, ... */
         NetCall *calls;
@@ -84,38 +83,13 @@ static void finish(NetCall *q, const NetDone *d) {
         free(q);
 }
 
-static int out_reserve(NetClient *c, size_t n) {
-        if (c->out_off > 0 && c->out_off == c->out_len)
-                c->out_off = c->out_len = 0;
-        if (c->out_cap - c->out_len >= n)
-                return 0;
-        if (c->out_off > 0) {
-                memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-                c->out_len -= c->out_off;
-                c->out_off = 0;
-                if (c->out_cap - c->out_len >= n)
-                        return 0;
-        }
-        size_t cap = MAX(c->out_cap * 2, c->out_len + n);
-        uint8_t *p = realloc(c->out, cap);
-        if (!p)
-                return -ENOMEM;
-        c->out = p;
-        c->out_cap = cap;
-        return 0;
-}
-
 /* Queue a frame; the loop writes it (EPOLLOUT). Never writes here: no failure path runs inside a
  * caller's net_call_start() or net_call_cancel(). */
 static int send_frame(NetClient *c, NetFrameType type, uint32_t id, const void *payload, size_t len) {
-        int r = out_reserve(c, NET_FRAME_HEADER_SIZE + len);
+        int r = net_out_queue_frame(&c->out, type, id, payload, len);
 
         if (r < 0)
                 return r;
-        net_frame_header(c->out + c->out_len, type, id, len);
-        if (len > 0)
-                memcpy(c->out + c->out_len + NET_FRAME_HEADER_SIZE, payload, len);
-        c->out_len += NET_FRAME_HEADER_SIZE + len;
         return sd_event_source_set_io_events(c->io, EPOLLIN | EPOLLOUT);
 }
 
@@ -165,7 +139,8 @@ static void worker_lost(NetClient *c, const char *why) {
                 (void) kill(c->pid, SIGKILL);
         c->io = sd_event_source_disable_unref(c->io);
         c->fd = safe_close(c->fd);
-        c->in_len = c->out_off = c->out_len = 0;
+        c->in_len = 0;
+        net_out_queue_clear(&c->out);
 
         if (now - c->started_usec >= RESTART_RESET_USEC)
                 c->restarts = 0;
@@ -213,17 +188,13 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ssize_t n;
 
         if (revents & EPOLLOUT) {
-                n = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+                n = write(c->fd, net_out_queue_data(&c->out), net_out_queue_pending(&c->out));
                 if (n < 0 && errno != EAGAIN && errno != EINTR) {
                         worker_lost(c, "closed its socket");
                         return 0;
                 }
-                if (n > 0)
-                        c->out_off += (size_t) n;
-                if (c->out_off == c->out_len) {
-                        c->out_off = c->out_len = 0;
+                if (net_out_queue_consumed(&c->out, n > 0 ? (size_t) n : 0))
                         (void) sd_event_source_set_io_events(c->io, EPOLLIN);
-                }
         }
         if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 return 0;
@@ -362,7 +333,7 @@ NetClient *net_client_free(NetClient *c) {
         }
         sd_event_source_disable_unref(c->restart);
         sd_event_unref(c->event);
-        free(c->out);
+        net_out_queue_done(&c->out);
         free(c->path);
         return mfree(c);
 }

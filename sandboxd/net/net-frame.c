@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "net-frame.h"
@@ -229,4 +230,47 @@ int net_done_parse(const NetFrame *f, NetDone *ret) {
         memcpy(d.error, error, (size_t) e + 1);
         *ret = d;
         return 0;
+}
+
+int net_out_queue_frame(NetOutQueue *q, NetFrameType type, uint32_t id, const void *payload, size_t len) {
+        size_t need = NET_FRAME_HEADER_SIZE + len;
+
+        if (q->off == q->len)
+                q->off = q->len = 0;
+        if (q->cap - q->len < need && q->off > 0) {
+                memmove(q->buf, q->buf + q->off, q->len - q->off);
+                q->len -= q->off;
+                q->off = 0;
+        }
+        if (q->cap - q->len < need) {
+                size_t cap = MAX(q->cap * 2, q->len + need);
+                uint8_t *b = realloc(q->buf, cap);
+
+                if (!b)
+                        return -ENOMEM;
+                q->buf = b;
+                q->cap = cap;
+        }
+        net_frame_header(q->buf + q->len, type, id, len);
+        if (len > 0)
+                memcpy(q->buf + q->len + NET_FRAME_HEADER_SIZE, payload, len);
+        q->len += need;
+        return 0;
+}
+
+bool net_out_queue_consumed(NetOutQueue *q, size_t n) {
+        q->off += n;
+        if (q->off < q->len)
+                return false;
+        q->off = q->len = 0;
+        return true;
+}
+
+void net_out_queue_clear(NetOutQueue *q) {
+        q->off = q->len = 0;
+}
+
+void net_out_queue_done(NetOutQueue *q) {
+        free(q->buf);
+        *q = (NetOutQueue) {};
 }

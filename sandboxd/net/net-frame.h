@@ -58,6 +58,30 @@ int net_frame_next(const uint8_t *buf, size_t n, NetFrameDirection dir, NetFrame
 /* Write the header of a frame with len bytes of payload into out. */
 void net_frame_header(uint8_t out[static NET_FRAME_HEADER_SIZE], NetFrameType type, uint32_t id, size_t len);
 
+/* Frames waiting for a non-blocking socket (either side's): appended at the end, written from the
+ * front; the part already written is reused before the buffer grows. Zero-initialized is empty. */
+typedef struct NetOutQueue {
+        uint8_t *buf;
+        size_t off, len, cap;
+} NetOutQueue;
+
+/* Append one frame: header and len ≤ NET_FRAME_PAYLOAD_MAX bytes of payload. 0 or -ENOMEM (then
+ * nothing was appended). */
+int net_out_queue_frame(NetOutQueue *q, NetFrameType type, uint32_t id, const void *payload, size_t len);
+/* The bytes still to write, from net_out_queue_data(). */
+static inline size_t net_out_queue_pending(const NetOutQueue *q) {
+        return q->len - q->off;
+}
+static inline const uint8_t *net_out_queue_data(const NetOutQueue *q) {
+        return q->buf + q->off;
+}
+/* n of them were written (n ≤ pending). true when nothing is left to write. */
+bool net_out_queue_consumed(NetOutQueue *q, size_t n);
+/* Drop what is queued (the peer is gone), keeping the buffer. */
+void net_out_queue_clear(NetOutQueue *q);
+/* Free the buffer; the queue is empty again. */
+void net_out_queue_done(NetOutQueue *q);
+
 /* An id of a frame the daemon received, against the ids it handed out (1..last_id): -EBADMSG if it
  * was never handed out. One that was handed out but is no longer live (cancelled; its frames may
  * still be on the way) is the caller's to ignore. */

@@ -371,13 +371,75 @@ static void test_request_format_refuses(void **state) {
         assert_int_equal(net_request_format(&q, buf, 42), 42);
 }
 
+/* ---- the queue of frames to write ------------------------------------------------------------ */
+
+/* Frames queued (the daemon's and the worker's queue are this one) come out whole and in order
+ * however the socket takes them: written a few KiB at a time, with appends in between (the written
+ * part reused), through growths. */
+static void test_out_queue(void **state) {
+        static uint8_t big[NET_FRAME_PAYLOAD_MAX];
+        _cleanup_free_ uint8_t *written = NULL;
+        size_t n_written = 0, at = 0, cap_before;
+        NetOutQueue q = {};
+        NetFrame f;
+        uint32_t id = 0;
+
+        written = malloc(64 * NET_FRAME_MAX);
+        assert_non_null(written);
+        for (size_t i = 0; i < sizeof(big); i++)
+                big[i] = (uint8_t) (i * 31 + 7);
+        assert_int_equal(net_out_queue_pending(&q), 0);
+        for (unsigned round = 0; round < 8; round++) {
+                /* Append: an empty frame, a small one, a full one. */
+                assert_int_equal(net_out_queue_frame(&q, NET_FRAME_CANCEL, ++id, NULL, 0), 0);
+                assert_int_equal(net_out_queue_frame(&q, NET_FRAME_BODY, ++id, big, 5 + round), 0);
+                assert_int_equal(net_out_queue_frame(&q, NET_FRAME_BODY, ++id, big, sizeof(big)), 0);
+                /* Write all but 7 bytes, 4099 at a time. */
+                while (net_out_queue_pending(&q) > 7) {
+                        size_t k = MIN(net_out_queue_pending(&q) - 7, (size_t) 4099);
+
+                        memcpy(written + n_written, net_out_queue_data(&q), k);
+                        n_written += k;
+                        assert_false(net_out_queue_consumed(&q, k));
+                }
+        }
+        cap_before = q.cap;
+        /* The rest: empty, and the next frame starts at the front again. */
+        memcpy(written + n_written, net_out_queue_data(&q), 7);
+        n_written += 7;
+        assert_true(net_out_queue_consumed(&q, 7));
+        assert_int_equal(net_out_queue_pending(&q), 0);
+        assert_int_equal(net_out_queue_frame(&q, NET_FRAME_CANCEL, ++id, NULL, 0), 0);
+        assert_ptr_equal(net_out_queue_data(&q), q.buf);
+        assert_int_equal(q.cap, cap_before);
+        /* Bounded: never more than what was pending at once plus one frame. */
+        assert_true(q.cap <= 2 * (3 * NET_FRAME_HEADER_SIZE + 12 + sizeof(big) + 7) + NET_FRAME_MAX);
+
+        for (uint32_t want = 1; want < id; want++) {
+                ssize_t k = net_frame_next(written + at, n_written - at, NET_TO_WORKER, &f);
+
+                assert_true(k > 0);
+                assert_int_equal(f.id, want);
+                if (f.len > 100)
+                        assert_memory_equal(f.payload, big, sizeof(big));
+                at += (size_t) k;
+        }
+        assert_int_equal(at, n_written);
+
+        net_out_queue_clear(&q);
+        assert_int_equal(net_out_queue_pending(&q), 0);
+        net_out_queue_done(&q);
+        assert_null(q.buf);
+        assert_int_equal(q.cap, 0);
+}
+
 #define ROWS(tests, i, table, fn)                                                                    \
         for (size_t k = 0; k < ELEMENTSOF(table); k++)                                               \
                 tests[i++] = (struct CMUnitTest) { table[k].name, fn, NULL, NULL, (void *) &table[k] }
 
 int main(void) {
         size_t n = ELEMENTSOF(header_rows) + ELEMENTSOF(id_rows) + ELEMENTSOF(done_rows) +
-                   ELEMENTSOF(request_rows) + 4, i = 0;
+                   ELEMENTSOF(request_rows) + 5, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -389,6 +451,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_done_sanitized);
         ROWS(tests, i, request_rows, test_request_row);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_request_format_refuses);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_out_queue);
         if (i > n)
                 abort();
         return _cmocka_run_group_tests("net-frame", tests, i, NULL, NULL);
