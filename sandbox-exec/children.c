@@ -86,7 +86,7 @@ int become_program_user(void) {
 /* In the forked child: set up and exec. Never returns. err_fd is CLOEXEC: if exec succeeds the
  * parent sees EOF on it; anything written to it is a setup failure. */
 static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len,
-                                 int err_fd, ChildKind kind) {
+                                 int err_fd, ChildKind kind, int warm_fd) {
         struct sock_fprog prog = {
                 .len = (unsigned short) (bpf_len / 8),
                 .filter = (struct sock_filter *) (void *) bpf,
@@ -140,7 +140,17 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
 
         /* Nothing else crosses into the program: not the control socket (CLOEXEC already, but
          * belt and braces), not the workspace fd, not whatever our own parent leaked to us. */
-        r = close_all_from(3, err_fd);
+        if (warm_fd >= 0) {
+                /* A warm runtime's end of its channel with us becomes fd 3 (dup2 clears CLOEXEC), moved
+                 * there from copies above 10 so neither it nor err_fd is overwritten on the way. */
+                int e = fcntl(err_fd, F_DUPFD_CLOEXEC, 10), w = fcntl(warm_fd, F_DUPFD_CLOEXEC, 10);
+
+                if (e < 0 || w < 0 || dup2(w, 3) < 0)
+                        child_fail(err_fd, "Cannot pass the warm channel: %s", strerror(errno));
+                err_fd = e;
+                r = close_all_from(4, err_fd);
+        } else
+                r = close_all_from(3, err_fd);
         if (r < 0)
                 child_fail(err_fd, "Cannot close inherited file descriptors: %s", strerror(-r));
 
@@ -309,16 +319,13 @@ static int wait_quietly(pid_t pid, uint64_t deadline) {
         }
 }
 
-/* Fork, exec argv in the child, supervise it. A failure before the exec is reported as
- * phase=setup (it is ours, not the program's). Returns the wait status (-1: the checker was killed
- * at its deadline). */
-int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind,
-                          uint64_t check_deadline) {
+/* Fork and exec argv in the child. A failure before the exec is reported as phase=setup (it is
+ * ours, not the program's). Returns the child's pid once it has exec'd. */
+pid_t spawn_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind, int warm_fd) {
         _cleanup_close_pair_ int err_pipe[2] = { -EBADF, -EBADF };
         char msg[ERROR_MAX + 1];
         ssize_t n;
         pid_t pid;
-        int status;
 
         if (pipe2(err_pipe, O_CLOEXEC) < 0)
                 fail_setup("Cannot create pipe: %s", strerror(errno));
@@ -328,7 +335,7 @@ int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf
                 fail_setup("Cannot fork: %s", strerror(errno));
         if (pid == 0) {
                 err_pipe[0] = safe_close(err_pipe[0]);
-                exec_child(o, argv, bpf, bpf_len, err_pipe[1], kind);
+                exec_child(o, argv, bpf, bpf_len, err_pipe[1], kind, warm_fd);
         }
 
         err_pipe[1] = safe_close(err_pipe[1]);
@@ -336,12 +343,31 @@ int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf
         /* EOF: the exec happened (CLOEXEC closed the last write end). Data: the child failed
          * before exec. Only our own code writes here; the program never sees this fd. */
         n = loop_read(err_pipe[0], msg, sizeof(msg) - 1);
-        status = kind == CHILD_PROGRAM ? supervise(pid) : wait_quietly(pid, check_deadline);
         if (n > 0) {
+                int status;
+
+                /* Its "sandbox-exec: ..." line on stderr goes into the capture, as the output. */
+                if (kind == CHILD_PROGRAM)
+                        (void) supervise(pid);
+                else
+                        (void) waitpid(pid, &status, 0);
                 msg[n] = '\0';
                 fail_setup("%s", msg);
         }
-        return status;
+        return pid;
+}
+
+int wait_child(pid_t pid, ChildKind kind, uint64_t check_deadline) {
+        return kind == CHILD_PROGRAM ? supervise(pid) : wait_quietly(pid, check_deadline);
+}
+
+/* Fork, exec argv in the child, supervise it. Returns the wait status (-1: the checker was killed
+ * at its deadline). */
+int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind,
+                   uint64_t check_deadline) {
+        pid_t pid = spawn_child(o, argv, bpf, bpf_len, kind, -EBADF);
+
+        return wait_child(pid, kind, check_deadline);
 }
 
 /* Is anything but us left in the unit's cgroup? Unknown (no cgroup fd) counts as "no". */

@@ -126,11 +126,25 @@ static bool fs_is_full(int fd) {
         return (uint64_t) sv.f_bavail * 100 < (uint64_t) sv.f_blocks && avail_bytes < 64 * 1024;
 }
 
+/* A warm unit's interpreter spent CPU time before its claim (starting, importing what it preloads):
+ * the unit's counter at the claim, taken off what the run reports. */
+uint64_t cpu_base_usec;
+
+void cpu_baseline(void) {
+        HelperReport r = {};
+        bool have_cpu = false, have_peak = false;
+
+        read_cgroup_counters(&r, &have_cpu, &have_peak);
+        cpu_base_usec = have_cpu ? r.cpu_usec : 0;
+}
+
 void gather(HelperReport *r, int workspace_fd, int tmp_fd) {
         bool have_cpu = false, have_peak = false;
         struct rusage ru;
 
         read_cgroup_counters(r, &have_cpu, &have_peak);
+        if (have_cpu)
+                r->cpu_usec = r->cpu_usec > cpu_base_usec ? r->cpu_usec - cpu_base_usec : 0;
 
         /* Without a cgroup: what the kernel accounted to our waited-for children. */
         if ((!have_cpu || !have_peak) && getrusage(RUSAGE_CHILDREN, &ru) >= 0) {

@@ -170,6 +170,8 @@ enum {
         ARG_TIMEOUT_MS,
         ARG_HEAD_BYTES,
         ARG_TAIL_BYTES,
+        ARG_WARM,
+        ARG_WARM_PRELOAD,
 };
 
 static bool filename_is_valid(const char *s) {
@@ -206,6 +208,8 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "timeout-ms",    required_argument, NULL, ARG_TIMEOUT_MS    },
                 { "head-bytes",    required_argument, NULL, ARG_HEAD_BYTES    },
                 { "tail-bytes",    required_argument, NULL, ARG_TAIL_BYTES    },
+                { "warm",          no_argument,       NULL, ARG_WARM          },
+                { "warm-preload",  no_argument,       NULL, ARG_WARM_PRELOAD  },
                 {}
         };
         int c;
@@ -310,6 +314,12 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         if (o->tail_bytes > 16 * 1024 * 1024)
                                 fail_setup("--tail-bytes too large");
                         break;
+                case ARG_WARM:
+                        o->warm = true;
+                        break;
+                case ARG_WARM_PRELOAD:
+                        o->warm_preload = true;
+                        break;
                 default:
                         fail_setup("Invalid command line option: %s",
                                    optind > 0 && optind <= argc ? argv[optind - 1] : "?");
@@ -325,6 +335,11 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 fail_setup("Check command must be an absolute path");
         if (o->have_uid && o->same_user)
                 fail_setup("--uid and --same-user exclude each other");
+
+        if (o->warm_preload && (!o->warm || o->n_compile > 0))
+                fail_setup("--warm-preload needs --warm and no compile step");
+        if (o->warm && o->n_inputs > 0)
+                fail_setup("--warm and --input exclude each other (inputs are written before the unit starts)");
 
         if (optind >= argc)
                 fail_setup("No program to run");
@@ -398,11 +413,30 @@ static void copy_source(int from, int to, uint64_t n) {
         }
 }
 
+/* The source, in our own directory (code_fd): remove the name itself (unlinkat never follows), then
+ * create exclusively without following: if anything appears in between, the create fails instead of
+ * writing somewhere else. */
+void write_source(int code_fd, const char *name, int from, uint64_t len) {
+        _cleanup_close_ int fd = -EBADF;
+
+        if (unlinkat(code_fd, name, 0) < 0 && errno != ENOENT)
+                fail_setup("Cannot remove old %s: %s", name, strerror(errno));
+        fd = openat(code_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0)
+                fail_setup("Cannot create %s: %s", name, strerror(errno));
+        copy_source(from, fd, len);
+        if (close(TAKE_FD(fd)) < 0)
+                fail_setup("Cannot write source file: %s", strerror(errno));
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 
 int main(int argc, char *argv[]) {
-        _cleanup_close_ int workspace_fd = -EBADF, tmp_fd = -EBADF, code_fd = -EBADF, source_fd = -EBADF;
+        _cleanup_close_ int workspace_fd = -EBADF, tmp_fd = -EBADF, code_fd = -EBADF, warm_fd = -EBADF;
         _cleanup_free_ uint8_t *bpf = NULL;
+        _cleanup_free_ char *warm_env = NULL;
+        size_t warm_env_len = 0;
+        pid_t warm_pid = -1;
         uint64_t bpf_len, code_len, start_usec;
         Options o;
         HelperReport report = {};
@@ -447,6 +481,8 @@ int main(int argc, char *argv[]) {
                            o.max_source);
         if (code_len > 0 && !o.source)
                 fail_setup("Source sent but no --source file name given");
+        if (code_len > 0 && o.warm)
+                fail_setup("A warm unit's source comes with its claim");
 
         bpf = malloc((size_t) bpf_len);
         if (!bpf)
@@ -507,20 +543,9 @@ int main(int argc, char *argv[]) {
         code_fd = open(o.code_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (code_fd < 0)
                 fail_setup("Cannot open %s: %s", o.code_dir, strerror(errno));
-        if (o.source) {
-                /* Remove the name itself (unlinkat never follows), then create exclusively without
-                 * following: if anything appears in between, the create fails instead of writing
-                 * somewhere else. */
-                if (unlinkat(code_fd, o.source, 0) < 0 && errno != ENOENT)
-                        fail_setup("Cannot remove old %s: %s", o.source, strerror(errno));
-                source_fd = openat(code_fd, o.source,
-                                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
-                if (source_fd < 0)
-                        fail_setup("Cannot create %s: %s", o.source, strerror(errno));
-                copy_source(STDIN_FILENO, source_fd, code_len);
-                if (close(TAKE_FD(source_fd)) < 0)
-                        fail_setup("Cannot write source file: %s", strerror(errno));
-        }
+        /* A warm unit's source comes with its claim. */
+        if (o.source && !o.warm)
+                write_source(code_fd, o.source, STDIN_FILENO, code_len);
         write_accounts(code_fd);
 
         /* The workspace and /tmp, pinned by O_PATH fds for the "disk full" check at the end, whatever
@@ -565,6 +590,26 @@ int main(int argc, char *argv[]) {
                 if (signal_fd < 0)
                         fail_setup("Cannot create signalfd: %s", strerror(errno));
         }
+        /* A warm unit: the runtime starts (--warm-preload), then the claim brings the request. What the
+         * runtime printed meanwhile is not the program's output, and the CPU time it took is not the
+         * program's either. */
+        if (o.warm) {
+                if (o.warm_preload)
+                        warm_pid = warm_start_runtime(&o, o.run_argv, bpf, (size_t) bpf_len, &warm_fd);
+                warm_env = warm_await_claim(&o, code_fd, &warm_env_len);
+                (void) pump(out_pipe[0], &cap_out, true);
+                (void) pump(err_pipe_[0], &cap_err, true);
+                capture_done(&cap_out);
+                capture_done(&cap_err);
+                if (capture_init(&cap_out, (size_t) o.head_bytes, (size_t) o.tail_bytes) < 0 ||
+                    capture_init(&cap_err, (size_t) o.head_bytes, (size_t) o.tail_bytes) < 0)
+                        fail_setup("Out of memory");
+                first_output_usec = 0;
+                cpu_baseline();
+                if (warm_pid < 0)
+                        warm_apply_env(warm_env, warm_env_len);
+        }
+
         start_usec = run_start_usec = mono_usec();
         if (o.timeout_ms > 0)
                 deadline_usec = start_usec + o.timeout_ms * USEC_PER_MSEC;
@@ -588,8 +633,26 @@ int main(int argc, char *argv[]) {
         }
 
         /* g. The run step, then whatever of the program is still alive dies (kill -9 -1 as its
-         * user), and what it wrote meanwhile is drained. */
-        status = spawn_and_wait(&o, o.run_argv, bpf, (size_t) bpf_len, CHILD_PROGRAM, 0);
+         * user), and what it wrote meanwhile is drained. A preloaded runtime is running already: the
+         * environment is what it waits for. Should it have died meanwhile, the wait says how. */
+        if (warm_pid > 0) {
+                const char *p = warm_env;
+                size_t left = warm_env_len;
+
+                while (left > 0) {
+                        ssize_t k = send(warm_fd, p, left, MSG_NOSIGNAL);
+
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k <= 0)
+                                break;
+                        p += k;
+                        left -= (size_t) k;
+                }
+                warm_fd = safe_close(warm_fd);
+                status = wait_child(warm_pid, CHILD_PROGRAM, 0);
+        } else
+                status = spawn_and_wait(&o, o.run_argv, bpf, (size_t) bpf_len, CHILD_PROGRAM, 0);
         report.phase = PHASE_RUN;
         status_to_report(status, &report);
         report.timed_out = timed_out;

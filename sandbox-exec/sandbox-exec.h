@@ -80,7 +80,10 @@ typedef struct Options {
         char **inputs;            /* --input: paths below <workspace>/input written by the daemon */
         size_t n_inputs;
         char **run_argv;
-        uint64_t timeout_ms;      /* 0: none (the unit's RuntimeMaxSec= still applies) */
+        uint64_t timeout_ms;      /* 0: none (the unit's RuntimeMaxSec= still applies); a warm unit's
+                                   * comes with its claim */
+        bool warm;                /* --warm: a unit of the warm pool, the request comes as a claim */
+        bool warm_preload;        /* --warm-preload: the run step starts before the claim (see warm.c) */
         uint64_t head_bytes, tail_bytes;
 } Options;
 
@@ -108,13 +111,25 @@ uint64_t mono_usec(void);
 bool pump(int fd, Capture *c, bool drain);
 int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind,
                    uint64_t check_deadline);
+/* The two halves of spawn_and_wait(): fork and exec (warm_fd, if >= 0, becomes the child's fd 3),
+ * then supervise. */
+pid_t spawn_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind, int warm_fd);
+int wait_child(pid_t pid, ChildKind kind, uint64_t check_deadline);
 bool cgroup_has_others(void);
 void sweep_program_processes(void);
 
 /* counters.c: what the kernel counted */
+extern uint64_t cpu_base_usec;
+void cpu_baseline(void);
 void gather(HelperReport *r, int workspace_fd, int tmp_fd);
 void status_to_report(int status, HelperReport *r);
 bool status_is_success(int status);
+
+/* warm.c: a unit of the warm pool */
+pid_t warm_start_runtime(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, int *ret_fd);
+char *warm_await_claim(Options *o, int code_fd, size_t *ret_env_len);
+void warm_apply_env(const char *block, size_t n);
+void write_source(int code_fd, const char *name, int from, uint64_t len);
 
 /* setup.c: before the program exists */
 void recharge_inputs(const Options *o);

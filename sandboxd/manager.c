@@ -32,6 +32,8 @@
 #include "time-util.h"
 #include "unit/seccomp-policy.h"
 #include "unit/usr-layer.h"
+#include "model/warm-policy.h"
+#include "run/warm-pool.h"
 #include "workspace/workspace.h"
 
 struct Manager {
@@ -224,7 +226,12 @@ static void manager_metrics_gauges(void *userdata, MetricsGauges *ret) {
                 .pool_target = m->ctx.config->workspace_pool,
                 .outbox = outbox,
                 .sessions = sessions_count(m->sessions),
+                .warm_target = m->ctx.config->pool_size,
         };
+        for (size_t i = 0; i < language_count() && i < METRICS_LANGUAGES_MAX; i++) {
+                ret->warm_pooled[i] = warm_language_pooled(m->ctx.config, language_get(i));
+                ret->warm_ready[i] = m->ctx.warm ? warm_pool_ready(m->ctx.warm, language_get(i)) : 0;
+        }
 }
 
 /* Leftovers: units of executions nobody tracks (a crash, a restart) are killed and stopped. */
@@ -353,8 +360,10 @@ static int on_end_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 static void manager_end_executions(Manager *m) {
         /* Executions go on: systemd keeps their units running, their control sockets wait in the fd
          * store, and the next start adopts them (a restart or upgrade loses nothing). Queued ones
-         * stay queued in the store. Only the workspaces mounted ahead of time are given back. */
+         * stay queued in the store. Only the workspaces mounted ahead of time and the warm units
+         * nobody claimed are given back. */
         m->n_end_pending += workspace_pool_stop_all(m->ctx.pool, on_end_reply, m);
+        m->n_end_pending += warm_pool_stop_all(m->ctx.warm, on_end_reply, m);
         runner_flush_waiters(m->runner);
 }
 
@@ -530,6 +539,9 @@ static int manager_reload(Manager *m) {
         if (sandbox_workspace_bytes(&c->defaults) != sandbox_workspace_bytes(&m->ctx.config->defaults) ||
             c->workspace_pool < m->ctx.config->workspace_pool)
                 workspace_pool_drain(m->ctx.pool);
+        /* Warm units were started with the configuration that was in force (limits, environment,
+         * preloaded modules, the helper): new ones with the new one. */
+        warm_pool_drain(m->ctx.warm);
         config_free(m->ctx.config);
         m->ctx.config = TAKE_PTR(c);
         log_set_max_level(m->ctx.config->log_level);
@@ -541,6 +553,7 @@ static int manager_reload(Manager *m) {
         /* The key file may have changed; the new limits and delays apply to the next attempt. */
         (void) callbacks_reload(m->ctx.callbacks);
         workspace_pool_fill(m->ctx.pool);
+        warm_pool_fill(m->ctx.warm);
         log_info("Configuration reloaded from %s.", m->config_dir);
         log_budgets(m);
         (void) sd_notify(false, "READY=1");
@@ -718,6 +731,9 @@ int manager_new(const char *config_dir, const char *helper_override, const char 
         r = workspace_pool_new(&m->ctx, &m->ctx.pool);
         if (r < 0)
                 return log_oom();
+        r = warm_pool_new(&m->ctx, &m->ctx.warm);
+        if (r < 0)
+                return log_oom();
         r = sessions_new(&m->ctx, &manager_session_events, m, &m->sessions);
         if (r < 0)
                 return log_oom();
@@ -808,6 +824,7 @@ Manager *manager_free(Manager *m) {
         m->ctx.callbacks = callbacks_free(m->ctx.callbacks);   /* before the transfers and the store it uses */
         m->sessions = sessions_free(m->sessions);
         m->ctx.net = net_client_free(m->ctx.net);
+        m->ctx.warm = warm_pool_free(m->ctx.warm);
         m->ctx.pool = workspace_pool_free(m->ctx.pool);
 
         m->ctx.sysd = sysd_free(m->ctx.sysd);

@@ -7,9 +7,11 @@
 #include "model/request.h"
 #include "model/result.h"
 #include "model/signed-url.h"
+#include "model/warm-policy.h"
 #include "run/job.h"
 #include "run/runner.h"
 #include "run/session.h"
+#include "run/warm-pool.h"
 #include "store/store.h"
 #include "submit.h"
 #include "time-util.h"
@@ -469,6 +471,30 @@ static void handle_languages(HttpRequest *req) {
         http_respond_json(req, 200, o);
 }
 
+static void add_pool_unit(void *userdata, const char *unit, _unused_ const char *language, _unused_ bool ready) {
+        json_object_array_add(userdata, json_object_new_string(unit));
+}
+
+/* The warm pool: its size, what is ready per language, and the units nobody has claimed (so that
+ * an administrator, or a test, can tell them from executions' units). */
+static json_object *pool_json(const Context *ctx) {
+        json_object *o = json_object_new_object(), *ready = json_object_new_object(), *units = json_object_new_array();
+
+        json_object_object_add(o, "size", json_object_new_uint64(ctx->config->pool_size));
+        for (size_t i = 0; i < language_count(); i++) {
+                const Language *l = language_get(i);
+
+                if (warm_language_pooled(ctx->config, l))
+                        json_object_object_add(ready, l->name,
+                                               json_object_new_uint64(ctx->warm ? warm_pool_ready(ctx->warm, l) : 0));
+        }
+        json_object_object_add(o, "ready", ready);
+        if (ctx->warm)
+                warm_pool_foreach(ctx->warm, add_pool_unit, units);
+        json_object_object_add(o, "units", units);
+        return o;
+}
+
 static void handle_health(ApiContext *ac, HttpRequest *req) {
         json_object *o = json_object_new_object();
         RunnerCounts n;
@@ -482,6 +508,7 @@ static void handle_health(ApiContext *ac, HttpRequest *req) {
         json_object_object_add(o, "queue_max", json_object_new_uint64(ac->ctx->config->max_queued));
         json_object_object_add(o, "finished", json_object_new_uint64(n.finished_total));
         json_object_object_add(o, "cgroup", json_object_new_string(ac->ctx->cgroup_v2 ? "v2" : "v1"));
+        json_object_object_add(o, "pool", pool_json(ac->ctx));
         http_respond_json(req, 200, o);
 }
 

@@ -10,6 +10,7 @@
 #include <syslog.h>
 
 #include "conf.h"
+#include "language.h"
 #include "strv.h"
 #include "time-util.h"
 
@@ -67,6 +68,19 @@ Config *config_new(void) {
         c->workspace_pool = 16;
         c->protect_kernel = true;
 
+        c->pool_size = 2;
+        c->pool_max_age_sec = 600;
+        c->pool_min_memory_mb = 128;
+        {
+                size_t nl = 0, np = 0;
+
+                if (strv_extend(&c->pool_languages, &nl, "python") < 0 ||
+                    strv_extend(&c->pool_languages, &nl, "node") < 0 ||
+                    strv_extend(&c->pool_languages, &nl, "bash") < 0 ||
+                    strv_extend(&c->pool_python_preload, &np, "numpy") < 0)
+                        return config_free(c);
+        }
+
         c->artifact_url_lifetime_sec = 900;
         c->artifact_max_files = 1000;
         c->artifact_max_file_bytes = 100ULL << 20;
@@ -94,6 +108,8 @@ Config *config_free(Config *c) {
         if (!c)
                 return NULL;
         c->listen = strv_free(c->listen);
+        c->pool_languages = strv_free(c->pool_languages);
+        c->pool_python_preload = strv_free(c->pool_python_preload);
         free(c->listen_where);
         free(c->api_keys_file);
         free(c->api_socket);
@@ -151,6 +167,7 @@ typedef enum ValueType {
         V_LOGLEVEL,
         V_BOOL,          /* yes/no, true/false, on/off, 1/0 */
         V_LISTEN,        /* space-separated addresses; empty: none */
+        V_WORDS,         /* space-separated names of [A-Za-z0-9_.-]; empty: none */
 } ValueType;
 
 typedef struct ConfKey {
@@ -232,6 +249,12 @@ static const ConfKey conf_keys[] = {
         K("Sandbox", "KillGraceMS",     V_U64,      kill_grace_ms,       0, 60000),
         K("Sandbox", "WorkspacePool",   V_U64,      workspace_pool,      0, 1024),
         K("Sandbox", "ProtectKernel",   V_BOOL,     protect_kernel,      0, 0),
+
+        K("Pool", "Size",               V_U64,      pool_size,           0, 64),
+        K("Pool", "Languages",          V_WORDS,    pool_languages,      0, 0),
+        K("Pool", "PythonPreload",      V_WORDS,    pool_python_preload, 0, 0),
+        K("Pool", "MaxAgeSec",          V_U64,      pool_max_age_sec,    10, 86400),
+        K("Pool", "MinMemoryMB",        V_U64,      pool_min_memory_mb,  0, 1 << 20),
 
         K("Inputs", "MaxInputFiles",          V_U64,  max_input_files,           0, 256),
         K("Inputs", "MaxInputFileBytes",      V_SIZE, max_input_file_bytes,      1, 64ULL << 30),
@@ -353,6 +376,33 @@ static int assign_listen(char ***p, const char *value, const char *where, char *
         return 0;
 }
 
+#define WORDS_MAX 32
+
+static int assign_words(char ***p, const char *key, const char *value, const char *where, char **ret_error) {
+        _cleanup_free_ char *copy = strdup(value);
+        _cleanup_strv_free_ char **l = NULL;
+        char *save = NULL;
+        size_t n = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                if (n >= WORDS_MAX)
+                        return error_set(ret_error, "%s: %s= takes at most %d names", where, key, WORDS_MAX);
+                if (strlen(w) > 64 || strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
+                                              strlen(w))
+                        return error_set(ret_error, "%s: %s= takes names of letters, digits, '_', '.' and '-', "
+                                         "got '%.80s'", where, key, w);
+                if (strv_contains(l, w))
+                        continue;
+                if (strv_extend(&l, &n, w) < 0)
+                        return -ENOMEM;
+        }
+        strv_free(*p);
+        *p = TAKE_PTR(l);
+        return 0;
+}
+
 static int assign(Config *c, const ConfKey *k, const char *value, const char *where, char **ret_error) {
         void *p = (uint8_t *) c + k->offset;
         uint64_t u;
@@ -431,6 +481,8 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                                          where, k->key, value);
                 *(int *) p = r;
                 return 0;
+        case V_WORDS:
+                return assign_words((char ***) p, k->key, value, where, ret_error);
         case V_LISTEN:
                 /* Where it was set, for the loopback check once every file is read (the key that
                  * allows other addresses may come later). */
@@ -630,6 +682,10 @@ int config_validate(const Config *c, char **ret_error) {
                                          "remote clients), or set ListenAllowNonLoopback=yes in [Daemon]",
                                          c->listen_where ?: "Listen=", *a);
         }
+
+        for (char **a = c->pool_languages; a && *a; a++)
+                if (!language_find(*a))
+                        return error_set(ret_error, "Languages=%s in [Pool] is not a language sandboxd knows", *a);
 
         if (d->timeout_ms > m->timeout_ms)
                 return error_set(ret_error, "DefaultTimeoutMS=%" PRIu64 " exceeds MaxTimeoutMS=%" PRIu64,

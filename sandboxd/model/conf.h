@@ -93,6 +93,14 @@ typedef struct Config {
         bool protect_kernel;         /* ProtectKernel= systemd's kernel protections on every unit (bench/ turns
                                       * them off to measure their cost) */
 
+        /* [Pool] the warm pool (warm-pool.c): units started ahead of demand, one program each */
+        uint64_t pool_size;          /* Size= ready units per pooled language; 0: no pool */
+        char **pool_languages;       /* Languages= the languages pooled (names as in the request) */
+        char **pool_python_preload;  /* PythonPreload= modules a warm python has imported */
+        uint64_t pool_max_age_sec;   /* MaxAgeSec= a ready unit older than this is replaced */
+        uint64_t pool_min_memory_mb; /* MinMemoryMB= a request below this memory_mb starts cold where
+                                      * the runtime is preloaded (its imports count against memory_mb) */
+
         /* [Inputs] the request's "files" */
         uint64_t max_input_files;            /* MaxInputFiles= per execution; 0: "files" refused */
         uint64_t max_input_file_bytes;       /* MaxInputFileBytes= one downloaded file */

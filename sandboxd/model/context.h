@@ -25,6 +25,7 @@ typedef struct NetClient NetClient;
 typedef struct Store Store;
 typedef struct Sysd Sysd;
 typedef struct WorkspacePool WorkspacePool;
+typedef struct WarmPool WarmPool;
 
 typedef struct CgroupRoot {
         const char *name;        /* "memory", "pids", "cpuacct" (v1) or "unified" (v2) */
@@ -47,6 +48,7 @@ typedef struct Context {
         Callbacks *callbacks;    /* callback deliveries from the store's outbox (callback.c) */
         ArtifactAccounts *accounts;   /* what the artifact budgets have charged (artifact-accounts.c) */
         WorkspacePool *pool;     /* workspaces mounted ahead of time (workspace.c) */
+        WarmPool *warm;          /* execution units started ahead of time (run/warm-pool.c) */
 
         /* Artifacts: the content-addressed store (ArtifactsDirectory=) and the key that signs their
          * URLs (ArtifactURLKeyFile=), both fixed at start. */

@@ -1,5 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "execution.h"
+#include "string-table.h"
+
+static const char *const exec_start_path_table[_START_MAX] = {
+        [START_WARM] = "warm",
+        [START_COLD] = "cold",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(exec_start_path, ExecStartPath);
+
+ExecStartPath exec_start_path_from_string(const char *s) {
+        ssize_t i = s ? string_table_lookup(exec_start_path_table, ELEMENTSOF(exec_start_path_table), s) : -EINVAL;
+
+        return i < 0 ? START_UNKNOWN : (ExecStartPath) i;
+}
 
 Execution *execution_new(const char *id) {
         Execution *e = calloc(1, sizeof(Execution));

@@ -47,6 +47,17 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ExecArtifacts *, exec_artifacts_free);
 int exec_artifacts_add(ExecArtifacts *a, const char *path, uint64_t size, const char *mime_type, const char *sha256);
 int exec_artifacts_add_skip(ExecArtifacts *a, const char *path, const char *reason);
 
+/* How an execution's unit came to be: claimed from the warm pool, or started for it. */
+typedef enum ExecStartPath {
+        START_UNKNOWN,           /* not started yet (or before the record knew) */
+        START_WARM,
+        START_COLD,
+        _START_MAX,
+} ExecStartPath;
+
+const char *exec_start_path_to_string(ExecStartPath p);   /* NULL for START_UNKNOWN */
+ExecStartPath exec_start_path_from_string(const char *s);  /* START_UNKNOWN for NULL or unknown */
+
 typedef struct Execution {
         char *id;                /* the record id: unique across owners (scoped-id.h) */
         char *client_id;         /* the execution_id the caller chose, NULL: none (id is generated) */
@@ -67,6 +78,7 @@ typedef struct Execution {
         uint64_t created_usec, started_usec, finished_usec;   /* CLOCK_REALTIME; 0: not yet */
         Limits limits;
         char *unit;
+        ExecStartPath start;     /* how its unit came to be (warm-pool.c); START_UNKNOWN until it runs */
         const char *reason;      /* static */
         bool cancel_requested;   /* a caller asked sandboxd to cancel it (persisted: adoption keeps it) */
         char *error_message;     /* what exactly went wrong, e.g. which input file and why; NULL: nothing

@@ -57,6 +57,38 @@
         "        sys.exit(1)\n"                                                                              \
         "_sandboxd_main()\n"
 
+/* The warm bootstrap (sandbox-exec --warm-preload): the same as PYTHON_BOOTSTRAP, after a wait. It
+ * imports what the pool preloads (argv[2], comma-separated; a module that fails to import is left
+ * out, as if not preloaded), says 'R' on fd 3, and reads the claim's environment ("KEY=VALUE\0"...)
+ * until EOF. Every entry is set (the block is the whole environment a cold run of the request would
+ * have: the fixed one, the language's, the seed and the request's, so nothing of the pool's own
+ * remains), then the program runs as PYTHON_BOOTSTRAP runs it. The program can tell only by
+ * sys.modules: the preloaded modules (and what they import) are there already. */
+#define PYTHON_WARM_WAIT                                                                                     \
+        "import sys, os\n"                                                                                   \
+        "def _sandboxd_wait():\n"                                                                            \
+        "    for m in sys.argv[2].split(','):\n"                                                             \
+        "        if m:\n"                                                                                    \
+        "            try:\n"                                                                                 \
+        "                __import__(m)\n"                                                                    \
+        "            except BaseException:\n"                                                                \
+        "                pass\n"                                                                             \
+        "    del sys.argv[2:]\n"                                                                             \
+        "    os.write(3, b'R')\n"                                                                            \
+        "    chunks = []\n"                                                                                  \
+        "    while True:\n"                                                                                  \
+        "        b = os.read(3, 65536)\n"                                                                    \
+        "        if not b:\n"                                                                                \
+        "            break\n"                                                                                \
+        "        chunks.append(b)\n"                                                                         \
+        "    os.close(3)\n"                                                                                  \
+        "    for kv in b''.join(chunks).split(b'\\0'):\n"                                                    \
+        "        k, sep, v = kv.partition(b'=')\n"                                                           \
+        "        if sep and k:\n"                                                                            \
+        "            os.environb[k] = v\n"                                                                   \
+        "_sandboxd_wait()\n"                                                                                 \
+        "del _sandboxd_wait\n"
+
 /* The syntax check, in a process of its own started with -I -S (no site, no environment, no user
  * directories): only the interpreter and the file are involved. Exit 1: does not compile; 0: does;
  * 2: the check itself failed (too deep, out of memory), which decides nothing. */
@@ -142,6 +174,13 @@ static const Language languages[] = {
                 .check_argv = STRV("/usr/bin/python3", "-I", "-S", "-c", PYTHON_CHECK, SANDBOX_CODE_DIR "/main.py"),
                 /* No __pycache__ written into the workspace (it is the program's output area). */
                 .env = STRV("PYTHONDONTWRITEBYTECODE=1"),
+                .warm_argv = STRV("/usr/bin/python3", "-s", "-c", PYTHON_WARM_WAIT PYTHON_BOOTSTRAP,
+                                  SANDBOX_CODE_DIR "/main.py"),
+                /* The interpreter's own, the C library's (locale, time zone, malloc, loader) and those
+                 * the preloaded numerical libraries read at import. */
+                .warm_cold_env = STRV("PYTHON*", "LC_*", "LANG", "LANGUAGE", "TZ", "LD_*", "MALLOC_*",
+                                      "GLIBC_*", "OPENBLAS_*", "OMP_*", "MKL_*", "GOTO*", "NUMEXPR_*",
+                                      "NPY_*", "NUMPY_*", "HOME", "PATH", "TMPDIR"),
         },
         {
                 .name = "node",

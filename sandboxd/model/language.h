@@ -31,6 +31,15 @@ typedef struct Language {
          * start). The filter is inherited: a program of another language that runs this
          * language's runtime as a subprocess does not get these calls (ENOSYS). */
         const char *const *extra_syscalls;
+        /* The run step of a warm unit whose runtime starts before the claim (sandbox-exec
+         * --warm-preload): argv of a bootstrap that imports the modules named (comma-separated) by
+         * the argument the daemon appends, writes 'R' to fd 3, reads the claim's environment from fd 3
+         * until EOF, applies it and then runs the source exactly as run_argv would. NULL: the warm unit
+         * starts run_argv at the claim. */
+        const char *const *warm_argv;
+        /* Environment names this language's runtime reads as it starts (exact names, or prefixes
+         * ending in '*'): a request setting one cannot use a preloaded runtime (it starts cold). */
+        const char *const *warm_cold_env;
 } Language;
 
 const Language *language_find(const char *name);

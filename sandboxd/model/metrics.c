@@ -59,6 +59,12 @@ static const struct {
                 "Time from the program's start to its first byte of output, for executions that printed.",
                 seconds_bounds, ELEMENTSOF(seconds_bounds), USEC_PER_SEC,
         },
+        [METRICS_POOL_REFILL] = {
+                "sandboxd_pool_refill_seconds",
+                "Time from a warm unit being asked for to it being ready to be claimed (runtime started, "
+                "modules imported).",
+                seconds_bounds, ELEMENTSOF(seconds_bounds), USEC_PER_SEC,
+        },
 };
 
 void metrics_init(Metrics *m) {
@@ -129,6 +135,21 @@ void metrics_observe(Metrics *m, const Execution *e, uint64_t queue_wait_usec, u
                 metrics_histogram_observe(&m->histograms[METRICS_CPU], e->cpu_usec);
         if (e->have_first_output)
                 metrics_histogram_observe(&m->histograms[METRICS_FIRST_OUTPUT], e->first_output_usec);
+}
+
+void metrics_pool_claim(Metrics *m, ExecStartPath p) {
+        if (m && p > START_UNKNOWN && p < _START_MAX)
+                m->pool_claims[p]++;
+}
+
+void metrics_pool_refill(Metrics *m, uint64_t usec) {
+        if (m)
+                metrics_histogram_observe(&m->histograms[METRICS_POOL_REFILL], usec);
+}
+
+void metrics_pool_retired(Metrics *m, bool died) {
+        if (m)
+                m->pool_retired[died ? 0 : 1]++;
 }
 
 void metrics_store_error(Metrics *m) {
@@ -319,6 +340,30 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
         render_gauge(&t, "sandboxd_callback_outbox_size",
                      "Callback deliveries pending (not yet delivered or given up).",
                      g->outbox);
+
+        render_header(&t, "sandboxd_pool_ready_units", "gauge",
+                      "Warm units ready to be claimed, per pooled language (Languages= of [Pool]).");
+        for (size_t l = 0; l < language_count() && l < METRICS_LANGUAGES_MAX; l++) {
+                char language[128];
+
+                if (!g->warm_pooled[l])
+                        continue;
+                (void) metrics_escape_label(language_get(l)->name, language, sizeof(language));
+                text_printf(&t, "sandboxd_pool_ready_units{language=\"%s\"} %" PRIu64 "\n", language, g->warm_ready[l]);
+        }
+        render_gauge(&t, "sandboxd_pool_target_units", "Warm units to keep ready per pooled language (Size= of [Pool]).",
+                     g->warm_target);
+        render_header(&t, "sandboxd_pool_claims_total", "counter",
+                      "Executions whose unit was claimed from the warm pool (start=\"warm\") or started for them "
+                      "(start=\"cold\").");
+        for (int p = START_WARM; p < _START_MAX; p++)
+                text_printf(&t, "sandboxd_pool_claims_total{start=\"%s\"} %" PRIu64 "\n", exec_start_path_to_string(p),
+                            m->pool_claims[p]);
+        render_header(&t, "sandboxd_pool_retired_total", "counter",
+                      "Warm units replaced before any claim: the unit died (reason=\"died\") or was older than "
+                      "MaxAgeSec= (reason=\"aged\").");
+        text_printf(&t, "sandboxd_pool_retired_total{reason=\"died\"} %" PRIu64 "\n", m->pool_retired[0]);
+        text_printf(&t, "sandboxd_pool_retired_total{reason=\"aged\"} %" PRIu64 "\n", m->pool_retired[1]);
 
         render_counter(&t, "sandboxd_store_errors_total", "Writes of execution records the store refused.",
                        m->store_errors);

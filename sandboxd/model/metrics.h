@@ -40,6 +40,7 @@ typedef enum MetricsHistogramId {
         METRICS_PEAK_MEMORY,     /* bytes */
         METRICS_CPU,             /* seconds of CPU time */
         METRICS_FIRST_OUTPUT,    /* seconds: program start → first byte of output */
+        METRICS_POOL_REFILL,     /* seconds: a warm unit asked for → ready to be claimed */
         _METRICS_HISTOGRAM_MAX,
 } MetricsHistogramId;
 
@@ -48,6 +49,8 @@ typedef struct Metrics {
         uint64_t executions[METRICS_LANGUAGES_MAX + 1][_EXEC_STATUS_MAX][_ERROR_TYPE_MAX];
         MetricsHistogram histograms[_METRICS_HISTOGRAM_MAX];
         uint64_t store_errors;
+        uint64_t pool_claims[_START_MAX];        /* executions started, by START_WARM / START_COLD */
+        uint64_t pool_retired[2];                /* warm units replaced before a claim: died, aged */
         uint64_t dbus_reconnects;        /* always 0: sandboxd exits on bus loss (see metrics.c) */
 } Metrics;
 
@@ -61,6 +64,10 @@ typedef struct MetricsGauges {
         uint64_t pool_target;            /* WorkspacePool= */
         uint64_t outbox;                 /* callback deliveries pending in the store */
         uint64_t sessions;               /* sessions that exist (each holds a tmpfs) */
+        /* Warm units ready to be claimed, per row of the language table; and Size= of [Pool]. */
+        uint64_t warm_ready[METRICS_LANGUAGES_MAX];
+        bool warm_pooled[METRICS_LANGUAGES_MAX];     /* the language is in Languages= of [Pool] */
+        uint64_t warm_target;
 } MetricsGauges;
 
 Metrics *metrics_new(void);
@@ -78,6 +85,13 @@ void metrics_histogram_observe(MetricsHistogram *h, uint64_t value);
  * accepted is gone with the previous process). Duration, CPU time and peak memory come from e, and
  * are observed only when e has them. m may be NULL. */
 void metrics_observe(Metrics *m, const Execution *e, uint64_t queue_wait_usec, uint64_t start_latency_usec);
+
+/* An execution's unit started: claimed from the warm pool or started cold. m may be NULL. */
+void metrics_pool_claim(Metrics *m, ExecStartPath p);
+/* A warm unit became ready this long after it was asked for. */
+void metrics_pool_refill(Metrics *m, uint64_t usec);
+/* A warm unit was replaced before any claim: it died (true) or aged out (false). */
+void metrics_pool_retired(Metrics *m, bool died);
 
 /* A write to the store failed. m may be NULL. */
 void metrics_store_error(Metrics *m);

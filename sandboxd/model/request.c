@@ -498,7 +498,7 @@ static void fingerprint(ExecRequest *req) {
 
 int exec_request_parse(const char *body, size_t len, const Config *c, ExecRequest **ret, RequestError *err) {
         static const char *const known[] = { "execution_id", "session_id", "language", "code", "limits", "env",
-                                              "seed", "files", "callback_url" };
+                                              "seed", "files", "callback_url", "start" };
         _cleanup_(exec_request_freep) ExecRequest *req = NULL;
         json_tokener *tok;
         json_object *root, *v;
@@ -634,6 +634,18 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                 r = get_u64(v, "seed", 0, INT64_MAX - 1, &req->seed, err);
                 if (r < 0)
                         goto finish;
+        }
+
+        if (json_object_object_get_ex(root, "start", &v)) {
+                const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+
+                if (!s || (!streq(s, "auto") && !streq(s, "cold"))) {
+                        r = fail(err, API_ERROR_INVALID_REQUEST, "start",
+                                 "start: expected \"auto\" (a warm unit when one can serve the request) or "
+                                 "\"cold\" (a unit started for this request)");
+                        goto finish;
+                }
+                req->cold = streq(s, "cold");
         }
 
         if (json_object_object_get_ex(root, "callback_url", &v)) {

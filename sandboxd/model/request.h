@@ -47,6 +47,7 @@ typedef struct ExecRequest {
         size_t n_env;
         uint64_t seed;           /* SANDBOX_SEED; 0 unless the request sets "seed" */
         char *callback_url;      /* NULL: none; http(s), validated (callback_url_is_valid()) */
+        bool cold;               /* "start": "cold": never a unit of the warm pool */
         InputFile *files;        /* "files", in request order */
         size_t n_files;
         uint8_t fingerprint[32]; /* SHA-256 over the canonical request, for idempotency checks */

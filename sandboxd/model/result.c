@@ -118,6 +118,7 @@ json_object *execution_to_json(const Execution *e) {
         json_object_object_add(o, "limits", l);
 
         json_object_object_add(o, "unit", str_or_null(e->unit));
+        json_object_object_add(o, "start", str_or_null(exec_start_path_to_string(e->start)));
         json_object_object_add(o, "reason", str_or_null(e->reason));
         json_object_object_add(o, "error_message", str_or_null(e->error_message));
         add_artifacts(o, e->artifacts, final);

@@ -18,6 +18,8 @@
 #include "time-util.h"
 #include "unit/unit-props.h"
 #include "unit/usr-layer.h"
+#include "model/warm-policy.h"
+#include "warm-pool.h"
 #include "workspace/workspace.h"
 
 
@@ -64,6 +66,7 @@ static int job_watch_mount(Job *j) {
         return sysd_watch(j->ctx->sysd, j->mount_name, &mount_events, j, &j->watch_mount);
 }
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
+static void job_claim_warm(Job *j, WarmClaim *c);
 
 static uint64_t now_mono(Job *j) {
         uint64_t t = 0;
@@ -173,6 +176,8 @@ static char *request_json(const ExecRequest *req, const char *callback_url) {
                 json_object_array_add(env, json_object_new_string(req->env[i]));
         json_object_object_add(o, "env", env);
         json_object_object_add(o, "seed", json_object_new_uint64(req->seed));
+        if (req->cold)
+                json_object_object_add(o, "start", json_object_new_string("cold"));
         if (callback_url)
                 json_object_object_add(o, "callback_url", json_object_new_string(callback_url));
         /* Inline content included (bounded by MaxInlineInputBytes=): a resumed execution needs it. */
@@ -241,7 +246,8 @@ int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, cons
         j->owner = TAKE_PTR(rec->owner);
         j->callback_url = callback_url_from_request_json(rec->request);
         memcpy(j->fingerprint, rec->fingerprint, sizeof(j->fingerprint));
-        j->unit_name = execution_unit_name(e->id);
+        /* A warm unit has its own name (on record since the claim). */
+        j->unit_name = e->unit ? strdup(e->unit) : execution_unit_name(e->id);
         j->workspace = TAKE_PTR(rec->workspace);
         if (e->session_id) {
                 /* A session's run: the session (loaded before) owns the mount; if it is gone, so is
@@ -597,6 +603,8 @@ void job_start(Job *j) {
         j->start_mono = now_mono(j);
 
         if (j->session) {
+                j->exec->start = START_COLD;
+                metrics_pool_claim(ctx->metrics, START_COLD);
                 /* The session's mount is there (runner_dispatch() checked) and stays. Its root
                  * is the sandbox's root: written before each run, what is there stays. */
                 session_run_started(j->session, j);
@@ -607,6 +615,23 @@ void job_start(Job *j) {
                 workspace_ready(j);
                 return;
         }
+
+        /* A unit started ahead of time, if one can serve the request (warm-policy.h). */
+        if (ctx->warm) {
+                WarmRefusal why = warm_policy_check(ctx->config, j->request);
+                WarmClaim c = { .ctl_fd = -EBADF };
+
+                if (why == WARM_OK && warm_pool_claim(ctx->warm, j->request->language, &c) > 0) {
+                        metrics_pool_claim(ctx->metrics, START_WARM);
+                        job_claim_warm(j, &c);
+                        warm_claim_done(&c);
+                        return;
+                }
+                log_debug("%s: cold start: %s", j->exec->id, why == WARM_OK ? "no warm unit is ready" :
+                                                                             warm_refusal_to_string(why));
+        }
+        j->exec->start = START_COLD;
+        metrics_pool_claim(ctx->metrics, START_COLD);
 
         /* A workspace mounted ahead of time, if one of the right size is ready. */
         w = workspace_pool_take(ctx->pool, sandbox_workspace_bytes(&j->exec->limits));
@@ -637,6 +662,125 @@ void job_start(Job *j) {
         }
 }
 
+/* The unit runs (its start job completed, or a warm unit was claimed): on record, in the journal, and
+ * sandboxd's own deadline from now. */
+static void job_mark_running(Job *j) {
+        Context *ctx = j->ctx;
+        uint64_t deadline;
+
+        j->state = JOB_RUNNING;
+        j->exec->status = EXEC_RUNNING;
+        j->exec->started_usec = now_usec(CLOCK_REALTIME);
+        j->running_mono = now_mono(j);
+        (void) job_persist(j);
+        log_execution_start(j);
+        deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC + ctx->config->kill_grace_ms * USEC_PER_MSEC;
+        (void) sd_event_add_time(ctx->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000, on_deadline, j);
+}
+
+/* ---- a warm unit ---------------------------------------------------------------------------- */
+
+/* The claim: the request's deadline, source and environment, after which the program runs at once.
+ * The record says running (with the unit and start=warm) and the control socket is in the fd store
+ * before the claim goes out, as for a cold start before StartTransientUnit. */
+static void job_send_claim(Job *j) {
+        Context *ctx = j->ctx;
+        const ExecRequest *req = j->request;
+        _cleanup_free_ char *env = NULL;
+        char header[EXEC_CLAIM_MAX + 1];
+        size_t env_len = 0;
+        int hl, r;
+        UnitPlan plan = {
+                .language = req->language,
+                .user_env = req->env,
+                .n_user_env = req->n_env,
+                .seed = req->seed,
+        };
+
+        r = sandbox_environment_block(&plan, &env, &env_len);
+        hl = r < 0 ? r : exec_claim_format(header, sizeof(header), req->limits.timeout_ms, req->code_len, env_len);
+        if (hl >= 0) {
+                j->ctl_len = (size_t) hl + req->code_len + env_len;
+                j->ctl_buf = malloc(j->ctl_len);
+        }
+        if (hl < 0 || !j->ctl_buf) {
+                (void) sysd_kill_unit(ctx->sysd, j->unit_name, "all", SIGKILL);
+                j->outcome.daemon_error = true;
+                log_error("%s: cannot build the claim of warm unit %s", j->exec->id, j->unit_name);
+                return;
+        }
+        memcpy(j->ctl_buf, header, (size_t) hl);
+        memcpy(j->ctl_buf + hl, req->code, req->code_len);
+        memcpy(j->ctl_buf + hl + req->code_len, env, env_len);
+        j->ctl_off = 0;
+
+        store_control_socket(j, j->ctl_fd);
+        j->request->code = mfree(j->request->code);
+        if (sd_event_add_io(ctx->event, &j->ctl_src, j->ctl_fd, EPOLLIN | EPOLLOUT, on_control, j) < 0) {
+                (void) sysd_kill_unit(ctx->sysd, j->unit_name, "all", SIGKILL);
+                log_error("%s: cannot watch the control socket", j->exec->id);
+                j->outcome.daemon_error = true;
+        }
+}
+
+static void on_claim_limits(void *userdata, int r, const char *message) {
+        Job *j = userdata;
+
+        j->call_start = sysd_call_free(j->call_start);
+        if (r < 0) {
+                /* The unit must not run the program under other limits than asked for. */
+                log_error("%s: SetUnitProperties(%s) failed: %s", j->exec->id, j->unit_name, strna(message));
+                (void) sysd_kill_unit(j->ctx->sysd, j->unit_name, "all", SIGKILL);
+                j->outcome.daemon_error = true;
+                return;
+        }
+        job_send_claim(j);
+}
+
+static bool limits_differ(const Limits *a, const Limits *b) {
+        return a->memory_mb != b->memory_mb || a->cpu_cores != b->cpu_cores || a->tasks != b->tasks;
+}
+
+/* A ready warm unit is this job's from now: it runs (the record says so), under the request's limits
+ * (SetUnitProperties first where they differ from the pool's), once the claim is sent. */
+static void job_claim_warm(Job *j, WarmClaim *c) {
+        Context *ctx = j->ctx;
+        UnitProps props = {};
+        int r;
+
+        free(j->unit_name);
+        j->unit_name = TAKE_PTR(c->unit_name);
+        free(j->workspace);
+        j->workspace = TAKE_PTR(c->workspace);
+        free(j->mount_name);
+        j->mount_name = TAKE_PTR(c->mount_name);
+        j->ctl_fd = TAKE_FD(c->ctl_fd);
+        j->mount_started = j->unit_started = true;
+        j->exec->start = START_WARM;
+        r = free_and_strdup(&j->exec->unit, j->unit_name);
+        if (r >= 0)
+                r = job_watch_unit(j);
+        if (r >= 0)
+                r = job_watch_mount(j);
+        job_mark_running(j);
+        if (r < 0) {
+                (void) sysd_kill_unit(ctx->sysd, j->unit_name, "all", SIGKILL);
+                j->outcome.daemon_error = true;
+                return;
+        }
+        log_debug("%s: claimed warm unit %s.", j->exec->id, j->unit_name);
+        if (!limits_differ(&c->limits, &j->request->limits)) {
+                job_send_claim(j);
+                return;
+        }
+        r = unit_props_claim_limits(&j->request->limits, &props);
+        if (r >= 0)
+                r = sysd_set_unit_properties(ctx->sysd, j->unit_name, &props, on_claim_limits, j, &j->call_start);
+        unit_props_done(&props);
+        if (r < 0)
+                on_claim_limits(j, r, "cannot call SetUnitProperties");
+}
+
 static void job_on_job_removed(Job *j, const char *unit, const char *result) {
         Context *ctx = j->ctx;
 
@@ -661,18 +805,7 @@ static void job_on_job_removed(Job *j, const char *unit, const char *result) {
 
         if (j->state == JOB_STARTING && streq(unit, j->unit_name)) {
                 if (streq(result, "done")) {
-                        uint64_t deadline;
-
-                        j->state = JOB_RUNNING;
-                        j->exec->status = EXEC_RUNNING;
-                        j->exec->started_usec = now_usec(CLOCK_REALTIME);
-                        j->running_mono = now_mono(j);
-                        (void) job_persist(j);
-                        log_execution_start(j);
-                        deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC +
-                                   ctx->config->kill_grace_ms * USEC_PER_MSEC;
-                        (void) sd_event_add_time(ctx->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000,
-                                                 on_deadline, j);
+                        job_mark_running(j);
                         if (j->cancel_requested)
                                 job_send_cancel(j);
                         /* It may have ended already: PropertiesChanged before the job's end. */
@@ -851,7 +984,8 @@ static void job_finalize(Job *j) {
                 e->duration_ms = (j->exec_exit_mono - j->exec_start_mono) / USEC_PER_MSEC;
         else if (j->start_mono > 0)
                 e->duration_ms = (now_mono(j) - j->start_mono) / USEC_PER_MSEC;
-        if (report.valid && report.cpu_usec > 0) {
+        /* A warm unit's counter includes the runtime's start; the report's is the program's alone. */
+        if (report.valid && (report.cpu_usec > 0 || e->start == START_WARM)) {
                 e->cpu_usec = report.cpu_usec;
                 e->have_cpu = true;
         } else if (j->cpu_nsec > 0 && j->cpu_nsec != UINT64_MAX) {

@@ -286,6 +286,13 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
                 }
         }
         req->seed = json_object_get_uint64(seed);
+        {
+                json_object *start;
+
+                req->cold = json_object_object_get_ex(o, "start", &start) &&
+                            json_object_is_type(start, json_type_string) &&
+                            streq(json_object_get_string(start), "cold");
+        }
         req->callback_url = callback_url_from_request_json(rec->request);
         /* The input files, checked again against the configuration as it is now. */
         if (json_object_object_get_ex(o, "files", &files)) {

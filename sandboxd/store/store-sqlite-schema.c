@@ -234,6 +234,9 @@ const char *const sqlite_migrations[] = {
          * lookup falls back to the record id, checked against the owner). */
         "ALTER TABLE executions ADD COLUMN client_id TEXT;\n"
         "ALTER TABLE sessions ADD COLUMN client_id TEXT;\n",
+        /* 11 (the warm pool): how the execution's unit came to be, "warm" or "cold"; NULL until it
+         * started, and for the rows written before. */
+        "ALTER TABLE executions ADD COLUMN start TEXT;\n",
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);

@@ -30,7 +30,7 @@
         "duration_ms, exit_code, signal, cpu_usec, peak_memory_bytes, language, timeout_ms, "        \
         "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
         "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
-        "stderr, code, workspace, request, error_message, cancel_requested, client_id"
+        "stderr, code, workspace, request, error_message, cancel_requested, client_id, start"
 
 enum {
         COL_ID,
@@ -69,6 +69,7 @@ enum {
         COL_ERROR_MESSAGE,
         COL_CANCEL_REQUESTED,
         COL_CLIENT_ID,
+        COL_START,
         _COL_MAX,
 };
 
@@ -76,7 +77,7 @@ enum {
 static const char sql_put[] =
         "INSERT INTO executions (" COLUMNS ") VALUES "
         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36) "
+        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37) "
         "ON CONFLICT (execution_id) DO UPDATE SET "
         "session_id = excluded.session_id, owner = COALESCE(excluded.owner, owner), "
         "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
@@ -92,7 +93,7 @@ static const char sql_put[] =
         "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, code), "
         "workspace = COALESCE(excluded.workspace, workspace), request = COALESCE(excluded.request, request), "
         "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, "
-        "client_id = excluded.client_id";
+        "client_id = excluded.client_id, start = excluded.start";
 
 static const char sql_get[] = "SELECT " COLUMNS " FROM executions WHERE execution_id = ?1";
 
@@ -241,6 +242,7 @@ static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
         B(sq_bind_text(st, 1 + COL_ERROR_MESSAGE, e->error_message));
         B(sqlite3_bind_int(st, 1 + COL_CANCEL_REQUESTED, e->cancel_requested));
         B(sq_bind_text(st, 1 + COL_CLIENT_ID, e->client_id));
+        B(sq_bind_text(st, 1 + COL_START, exec_start_path_to_string(e->start)));
 #undef B
         return rc;
 }
@@ -325,6 +327,7 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
         } while (0)
         C(sq_column_strdup(st, COL_SESSION, &e->session_id));
         C(sq_column_strdup(st, COL_CLIENT_ID, &e->client_id));
+        e->start = exec_start_path_from_string((const char *) sqlite3_column_text(st, COL_START));
         C(sq_column_strdup(st, COL_OWNER, &r->owner));
 
         status = sqlite3_column_text(st, COL_STATUS);

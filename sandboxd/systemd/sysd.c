@@ -553,6 +553,22 @@ int sysd_start_transient(Sysd *s, const char *name, const UnitProps *props, sysd
         return r;
 }
 
+int sysd_set_unit_properties(Sysd *s, const char *name, const UnitProps *props, sysd_done_t cb, void *userdata,
+                             SysdCall **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        /* runtime: below /run, gone with the unit (which is transient anyway). */
+        r = new_manager_call(s, "SetUnitProperties", &m);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "sb", name, true);
+        if (r >= 0)
+                r = sysd_append_props(m, props);
+        if (r >= 0)
+                r = call(s, m, CALL_DONE, (void *) cb, userdata, "SetUnitProperties", ret);
+        return r;
+}
+
 int sysd_start_tmpfs(Sysd *s, const char *name, const char *where, uint64_t size_bytes, sysd_done_t cb,
                      void *userdata, SysdCall **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;

@@ -67,6 +67,9 @@ int sysd_start_tmpfs(Sysd *s, const char *name, const char *where, uint64_t size
                      void *userdata, SysdCall **ret);
 /* StopUnit(name, "replace"); cb may be NULL (errors other than "no such unit" are logged). */
 int sysd_stop_unit(Sysd *s, const char *name, sysd_done_t cb, void *userdata);
+/* SetUnitProperties(name, runtime=true, props) on a running unit: its cgroup limits, at once. */
+int sysd_set_unit_properties(Sysd *s, const char *name, const UnitProps *props, sysd_done_t cb, void *userdata,
+                             SysdCall **ret);
 /* KillUnit: whom "all" (the whole cgroup) or "main" (sandbox-exec only: SIGUSR1 asks it to cancel). */
 int sysd_kill_unit(Sysd *s, const char *name, const char *whom, int sig);
 int sysd_reset_failed_unit(Sysd *s, const char *name);

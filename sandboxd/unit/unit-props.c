@@ -2,6 +2,7 @@
 #include <math.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 
 #include "unit-props.h"
 
@@ -160,6 +161,44 @@ int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n) {
         return 0;
 }
 
+int sandbox_environment_block(const UnitPlan *plan, char **ret, size_t *ret_len) {
+        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_free_ char *block = NULL;
+        size_t n = 0, len = 0, off = 0;
+        int r;
+
+        r = sandbox_environment(plan, &env, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                len += strlen(env[i]) + 1;
+        block = malloc(len + 1);
+        if (!block)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                size_t k = strlen(env[i]) + 1;
+
+                memcpy(block + off, env[i], k);
+                off += k;
+        }
+        *ret = TAKE_PTR(block);
+        *ret_len = len;
+        return 0;
+}
+
+char *warm_unit_name_generate(void) {
+        uint8_t b[16];
+        char *s;
+
+        if (getrandom(b, sizeof(b), 0) != (ssize_t) sizeof(b))
+                return NULL;
+        if (asprintf(&s, "sandboxd-warm-%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x.service",
+                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                     b[15]) < 0)
+                return NULL;
+        return s;
+}
+
 static int add_exec(UnitProps *p, const UnitPlan *plan) {
         const Language *l = plan->language;
         UnitProp *x;
@@ -190,9 +229,16 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
         /* No single file may be larger than the whole workspace. */
         snprintf(buf, sizeof(buf), "--rlimit-fsize=%" PRIu64, plan->limits.disk_mb * 1024 * 1024);
         r |= strv_extend(&x->strv, &x->n, buf);
-        /* sandbox-exec enforces the deadline itself, so the output captured so far survives it. */
-        snprintf(buf, sizeof(buf), "--timeout-ms=%" PRIu64, plan->limits.timeout_ms);
-        r |= strv_extend(&x->strv, &x->n, buf);
+        /* sandbox-exec enforces the deadline itself, so the output captured so far survives it. A warm
+         * unit's comes with its claim. */
+        if (plan->warm) {
+                r |= strv_extend(&x->strv, &x->n, "--warm");
+                if (l->warm_argv)
+                        r |= strv_extend(&x->strv, &x->n, "--warm-preload");
+        } else {
+                snprintf(buf, sizeof(buf), "--timeout-ms=%" PRIu64, plan->limits.timeout_ms);
+                r |= strv_extend(&x->strv, &x->n, buf);
+        }
         snprintf(buf, sizeof(buf), "--head-bytes=%" PRIu64, plan->head_bytes);
         r |= strv_extend(&x->strv, &x->n, buf);
         snprintf(buf, sizeof(buf), "--tail-bytes=%" PRIu64, plan->tail_bytes);
@@ -216,8 +262,13 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
                 r |= strv_extend(&x->strv, &x->n, arg);
         }
         r |= strv_extend(&x->strv, &x->n, "--");
-        for (const char *const *a = l->run_argv; *a; a++)
-                r |= strv_extend(&x->strv, &x->n, *a);
+        if (plan->warm && l->warm_argv) {
+                for (const char *const *a = l->warm_argv; *a; a++)
+                        r |= strv_extend(&x->strv, &x->n, *a);
+                r |= strv_extend(&x->strv, &x->n, plan->warm_preload ?: "");
+        } else
+                for (const char *const *a = l->run_argv; *a; a++)
+                        r |= strv_extend(&x->strv, &x->n, *a);
         return r < 0 ? -ENOMEM : 0;
 }
 
@@ -421,6 +472,22 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
 fail:
         unit_props_done(&p);
         return r;
+}
+
+int unit_props_claim_limits(const Limits *l, UnitProps *ret) {
+        UnitProps p = {};
+        int r = 0;
+
+        r |= add_u64(&p, "MemoryMax", l->memory_mb * 1024 * 1024, "memory_mb of the claim");
+        r |= add_u64(&p, "CPUQuotaPerSecUSec", (uint64_t) llround(l->cpu_cores * (double) USEC_PER_SEC),
+                     "cpu_cores of the claim");
+        r |= add_u64(&p, "TasksMax", l->tasks, "tasks of the claim");
+        if (r < 0) {
+                unit_props_done(&p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
 }
 
 void unit_props_done(UnitProps *p) {

@@ -91,6 +91,13 @@ typedef struct UnitPlan {
         /* The systemd protections of the kernel and of the helper (RestrictNamespaces=,
          * ProtectKernel*=, ...): always on in sandboxd; off only in bench/ to measure their cost. */
         bool no_kernel_protection;
+        /* A unit of the warm pool (warm-pool.c): started before its request, with the pool's limits;
+         * sandbox-exec --warm waits for the claim, which brings the deadline, the source and the
+         * environment (limits.timeout_ms is then only the backstop's: the unit's longest life). Where
+         * the language has a warm_argv, the runtime starts at once and imports warm_preload
+         * (comma-separated module names, "" for none). */
+        bool warm;
+        const char *warm_preload;
 } UnitPlan;
 
 int unit_props_build(const UnitPlan *plan, UnitProps *ret);
@@ -104,6 +111,14 @@ const UnitProp *unit_props_find(const UnitProps *p, const char *name);
 
 /* Build the fixed environment of every sandbox followed by the language's and the request's. */
 int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n);
+/* The same as a claim's environment block: "KEY=VALUE\0" each (exec-protocol.h). */
+int sandbox_environment_block(const UnitPlan *plan, char **ret, size_t *ret_len);
+
+/* The properties a claim sets on a running warm unit whose limits differ from the request's:
+ * MemoryMax=, CPUQuotaPerSecUSec=, TasksMax= (the same values unit_props_build() gives a cold unit). */
+int unit_props_claim_limits(const Limits *l, UnitProps *ret);
+/* The unit name of a warm unit: "sandboxd-warm-<32 hex>.service" (random). */
+char *warm_unit_name_generate(void);
 
 /* "sandboxd-<id>.service" and the mount unit for the workspace path (unit-name.h). */
 char *execution_unit_name(const char *execution_id);

@@ -59,6 +59,61 @@ int exec_header_parse(const char *line, size_t n, uint64_t *ret_bpf_len, uint64_
         return 0;
 }
 
+int exec_claim_format(char *buf, size_t size, uint64_t timeout_ms, uint64_t code_len, uint64_t env_len) {
+        int n = snprintf(buf, size, EXEC_CLAIM_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " %" PRIu64 " %" PRIu64
+                         " %" PRIu64 "\n", timeout_ms, code_len, env_len);
+
+        if (n < 0 || (size_t) n >= size || n > EXEC_CLAIM_MAX)
+                return -ENOBUFS;
+        return n;
+}
+
+int exec_claim_parse(const char *line, size_t n, uint64_t *ret_timeout_ms, uint64_t *ret_code_len,
+                     uint64_t *ret_env_len) {
+        static const char prefix[] = EXEC_CLAIM_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " ";
+        const char *p, *end = line + n;
+        uint64_t v[3];
+
+        if (n >= EXEC_CLAIM_MAX || memchr(line, 0, n) || n < sizeof(prefix) - 1 ||
+            memcmp(line, prefix, sizeof(prefix) - 1) != 0)
+                return -EINVAL;
+        p = line + sizeof(prefix) - 1;
+        for (size_t i = 0; i < 3; i++) {
+                const char *sp = i < 2 ? memchr(p, ' ', (size_t) (end - p)) : end;
+                int r;
+
+                if (!sp)
+                        return -EINVAL;
+                r = parse_decimal(p, (size_t) (sp - p), &v[i]);
+                if (r < 0)
+                        return r;
+                p = sp + 1;
+        }
+        *ret_timeout_ms = v[0];
+        *ret_code_len = v[1];
+        *ret_env_len = v[2];
+        return 0;
+}
+
+int exec_env_block_check(const char *block, size_t n) {
+        size_t entries = 0;
+
+        if (n > EXEC_ENV_MAX || (n > 0 && block[n - 1] != '\0'))
+                return -EINVAL;
+        for (size_t i = 0; i < n; ) {
+                const char *e = block + i, *nul = memchr(e, 0, n - i), *eq;
+
+                /* memchr finds the terminator: the last byte is one. */
+                eq = memchr(e, '=', (size_t) (nul - e));
+                if (!eq || eq == e)
+                        return -EINVAL;
+                if (++entries > EXEC_ENV_ENTRIES_MAX)
+                        return -EINVAL;
+                i = (size_t) (nul - block) + 1;
+        }
+        return (int) entries;
+}
+
 bool exec_bpf_len_is_valid(uint64_t bpf_len) {
         return bpf_len > 0 && bpf_len % 8 == 0 && bpf_len <= EXEC_BPF_MAX;
 }

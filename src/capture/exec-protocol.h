@@ -10,6 +10,14 @@
  *   single spaces, at most EXEC_HEADER_MAX bytes with its '\n'), then bpf_len bytes of classic BPF
  *   (struct sock_filter, 8 bytes each, 1..EXEC_BPF_MAX bytes), then code_len bytes of source.
  *
+ * A unit of the warm pool (sandbox-exec --warm) is started before its request exists: the header
+ *   then says code_len 0, and once everything that does not depend on the request is done (the mount
+ *   table, the interpreter started and its modules imported) sandbox-exec says EXEC_READY_LINE. The
+ *   claim follows when a request takes the unit:
+ *   the claim line  "SANDBOXD-CLAIM 1 <timeout_ms> <code_len> <env_len>\n"  (decimal as above, at most
+ *   EXEC_CLAIM_MAX bytes with its '\n'), then code_len bytes of source, then env_len bytes of
+ *   environment: "KEY=VALUE" entries, each ended by a NUL byte (exec_env_block_check()).
+ *
  * sandbox-exec → sandboxd, once, when the program has ended (or setup failed):
  *   the report text, one "key=value\n" per line (the keys below), at most HELPER_REPORT_MAX bytes,
  *   ended by an empty line; then the stdout head, the stdout tail, the stderr head and the stderr tail,
@@ -28,6 +36,15 @@
 /* The header line with its '\n': magic, version and two 20-digit numbers fit with room to spare. */
 #define EXEC_HEADER_MAX 64
 #define EXEC_BPF_MAX (64U * 1024U)
+#define EXEC_CLAIM_MAGIC "SANDBOXD-CLAIM"
+/* magic, version and three 20-digit numbers. */
+#define EXEC_CLAIM_MAX 96
+/* A warm unit's word that it is ready for a claim: the only thing it sends before one. */
+#define EXEC_READY_LINE "SANDBOXD-READY 1\n"
+/* The environment of a claim: at most this many bytes and entries (the daemon's own caps on a
+ * request's env are lower; these only bound what sandbox-exec accepts). */
+#define EXEC_ENV_MAX (1024U * 1024U)
+#define EXEC_ENV_ENTRIES_MAX 4096U
 /* The report's text part, the empty line included. What sandbox-exec writes is far less (every
  * number at its widest and a full error message: see test-exec-protocol). */
 #define HELPER_REPORT_MAX 4096
@@ -43,6 +60,16 @@ int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_l
 int exec_header_parse(const char *line, size_t n, uint64_t *ret_bpf_len, uint64_t *ret_code_len);
 /* Whole instructions, at least one, at most EXEC_BPF_MAX bytes. */
 bool exec_bpf_len_is_valid(uint64_t bpf_len);
+
+/* The claim line for these values, '\n' included; its length, or -ENOBUFS. */
+int exec_claim_format(char *buf, size_t size, uint64_t timeout_ms, uint64_t code_len, uint64_t env_len);
+/* One claim line without its '\n': 0, -EINVAL (magic, version, spacing, digits, NUL), -ERANGE. The
+ * outputs are set only on success. */
+int exec_claim_parse(const char *line, size_t n, uint64_t *ret_timeout_ms, uint64_t *ret_code_len,
+                     uint64_t *ret_env_len);
+/* An environment block: n bytes of "KEY=VALUE\0" entries, KEY non-empty, without '=', the last entry
+ * NUL-terminated, at most EXEC_ENV_ENTRIES_MAX entries. Returns the number of entries, or -EINVAL. */
+int exec_env_block_check(const char *block, size_t n);
 
 typedef enum HelperPhase {
         PHASE_SETUP,     /* sandbox-exec itself, before the program ran */

@@ -41,23 +41,48 @@ def request(method, path, body=None, headers=None, raw=None, timeout=600):
         return resp.status, {"_raw": text.decode("utf-8", "replace")}
 
 
+# The legs of the suite (tests/integration/meson.build): SANDBOXD_TEST_WARM=1, the pool on, every
+# request a warm unit could serve waits for one to be ready, so the leg really runs warm;
+# SANDBOX_HARNESS_POOL_SIZE=0, the pool off, everything runs cold. Either way Tap.done() checks that
+# the leg ran as it says, from the records' "start".
+WARM_LEG = os.environ.get("SANDBOXD_TEST_WARM") == "1"
+COLD_LEG = os.environ.get("SANDBOX_HARNESS_POOL_SIZE") == "0"
+STARTS = {}
+
+
+def _note_start(res):
+    if isinstance(res, dict) and res.get("execution_id") and res.get("start"):
+        STARTS[res["execution_id"]] = res["start"]
+
+
+def _maybe_wait_warm(language, fields):
+    if WARM_LEG and fields.get("start") != "cold" and not fields.get("session_id") and not fields.get("files"):
+        wait_pool_ready({"py": "python", "python3": "python", "sh": "bash", "js": "node",
+                         "javascript": "node", "nodejs": "node"}.get(language, language), 1, 15)
+
+
 def run(code, language="python", wait=True, **fields):
     body = {"language": language, "code": code}
     body.update(fields)
+    _maybe_wait_warm(language, fields)
     status, res = request("POST", "/v1/executions" + ("?wait=true" if wait else ""), body)
     if wait and status != 200:
         raise AssertionError(f"POST returned {status}: {res}")
+    _note_start(res)
     return res
 
 
 def submit(code, language="python", **fields):
     body = {"language": language, "code": code}
     body.update(fields)
+    _maybe_wait_warm(language, fields)
     return request("POST", "/v1/executions", body)
 
 
 def get(eid, wait=False):
-    return request("GET", f"/v1/executions/{eid}" + ("?wait=true" if wait else ""))
+    st, res = request("GET", f"/v1/executions/{eid}" + ("?wait=true" if wait else ""))
+    _note_start(res)
+    return st, res
 
 
 def health():
@@ -102,6 +127,56 @@ def sandboxd_units():
     return [l.split()[0] for l in out.splitlines() if l.strip()]
 
 
+def pool_units():
+    """The warm pool's units nobody has claimed (GET /v1/health: pool.units)."""
+    try:
+        return set(health().get("pool", {}).get("units", []))
+    except (OSError, ValueError):
+        return set()
+
+
+def execution_units(prefix="sandboxd-"):
+    """sandboxd's service units that belong to executions: every sandboxd-*.service but the warm
+    pool's unclaimed ones. The pool is asked before and after listing, so a unit that joined or left
+    it meanwhile is not mistaken for an execution's."""
+    before = pool_units()
+    units = [u for u in sandboxd_units() if u.startswith(prefix) and u.endswith(".service")]
+    pool = before | pool_units()
+    return [u for u in units if u not in pool]
+
+
+def unit_of_pid(pid):
+    """The systemd unit a process is in (from its cgroup path), or None."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            for line in f:
+                for part in line.strip().split(":", 2)[-1].split("/"):
+                    if part.endswith(".service"):
+                        return part
+    except OSError:
+        pass
+    return None
+
+
+def program_processes():
+    """Processes of systemd's dynamic users (61184..65519: every program runs as one) outside the
+    warm pool's unclaimed units (a preloaded interpreter waits there for its claim), as "uid args"."""
+    before = pool_units()
+    ps = subprocess.run(["ps", "-eo", "pid,uid,args"], capture_output=True, text=True).stdout
+    pool = before | pool_units()
+    left = []
+    for line in ps.splitlines()[1:]:
+        pid, uid, args = (line.split(None, 2) + [""])[:3]
+        if 61184 <= int(uid) <= 65519 and unit_of_pid(pid) not in pool:
+            left.append(f"{uid} {args}")
+    return left
+
+
+def wait_pool_ready(language="python", n=1, timeout=30.0):
+    """Wait until the warm pool has n ready units of language; False if it never does."""
+    return wait_until(lambda: health().get("pool", {}).get("ready", {}).get(language, 0) >= n, timeout, 0.1)
+
+
 class Tap:
     def __init__(self):
         self.n = 0
@@ -129,6 +204,12 @@ class Tap:
                                                            "stdout", "stderr", "duration_ms")}, indent=1)[:3000])
 
     def done(self):
+        warm = sum(1 for v in STARTS.values() if v == "warm")
+        if COLD_LEG:
+            self.ok(warm == 0 and STARTS, f"pool off: all {len(STARTS)} executions started cold",
+                    {k: v for k, v in STARTS.items() if v == "warm"})
+        elif WARM_LEG:
+            self.ok(warm > 0, f"pool on: {warm} of {len(STARTS)} executions started warm", STARTS)
         print(f"1..{self.n}")
         print(f"# {self.n - self.failed} passed, {self.failed} failed", flush=True)
         sys.exit(1 if self.failed else 0)

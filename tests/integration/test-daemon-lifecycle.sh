@@ -93,8 +93,10 @@ ok $(echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); sys.exit
 
 id2=$(api -d '{"language":"python","code":"import time\ntime.sleep(2)\nraise SystemExit(3)"}' http://l/v1/executions | python3 -c 'import json,sys; print(json.load(sys.stdin)["execution_id"])')
 sleep 0.7
+# Its unit, as the record names it (a warm unit has a name of its own).
+unit2=$(api "http://l/v1/executions/$id2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unit"])')
 systemctl stop sandboxd.service
-check "stop: the execution's unit keeps running" test "$(systemctl show -P ActiveState "sandboxd-$id2.service")" = active
+check "stop: the execution's unit keeps running" test "$(systemctl show -P ActiveState "$unit2")" = active
 systemctl start sandboxd.service
 out=$(api "http://l/v1/executions/$id2?wait=true")
 ok $(echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); sys.exit(0 if r["status"]=="failed" and r["exit_code"]==3 and "stopped" in r["reason"] else 1)' && echo 0 || echo 1) "stop+start: adopted, verdict from the unit's exit status, the reason says output was lost" "$out"

@@ -125,7 +125,7 @@ t.eq(st, 404, "unknown execution is 404")
 st, res = request("DELETE", "/v1/executions")
 t.eq(st, 405, "wrong method is 405")
 t.eq(health()["finished"], before, "no refused request started an execution")
-t.eq([u for u in sandboxd_units() if u.startswith("sandboxd-")], [], "no unit left behind")
+t.eq(execution_units(), [], "no unit left behind")
 
 # --- idempotency --------------------------------------------------------------------------
 eid = "exec_idem_1"
@@ -152,8 +152,8 @@ t.eq(st, 202, "cancel accepted")
 st, final = get(eid, wait=True)
 t.ok(final["status"] == "cancelled" and final["error_type"] is None, "cancelled execution has status cancelled",
      final)
-t.ok(wait_until(lambda: f"sandboxd-{eid}.service" not in sandboxd_units(), 10), "cancelled unit is gone",
-     sandboxd_units())
+t.ok(final["unit"] and wait_until(lambda: final["unit"] not in sandboxd_units(), 10), "cancelled unit is gone",
+     (final["unit"], sandboxd_units()))
 st, c = request("POST", f"/v1/executions/{eid}/cancel")
 t.eq(st, 409, "cancelling a finished execution is a conflict")
 st, c = request("POST", "/v1/executions/nope/cancel")
@@ -175,12 +175,12 @@ t.ok(last.get("SANDBOXD_SESSION_ID") == "sess_journal" and last.get("SANDBOXD_LA
 sess = _sp.run(["journalctl", "--no-pager", "-o", "cat", "SANDBOXD_SESSION_ID=sess_journal"], capture_output=True,
                text=True).stdout
 t.ok(eid in sess, "journalctl SANDBOXD_SESSION_ID= pulls the session", sess)
-unit_log = _sp.run(["journalctl", "--no-pager", "-o", "cat", "-u", f"sandboxd-{eid}.service"], capture_output=True,
+unit_log = _sp.run(["journalctl", "--no-pager", "-o", "cat", "-u", get(eid)[1]["unit"]], capture_output=True,
                    text=True).stdout
 t.ok(eid in unit_log and "JOURNAL-PROBE-OUTPUT" not in unit_log, "journalctl -u shows the run, not its output",
      unit_log)
 # A client-chosen id: the journal carries it and the record id the unit is named after.
-rn = run("print(1)", execution_id="journal_named")
+rn = run("print(1)", execution_id="journal_named", start="cold")
 out = _sp.run(["journalctl", "--no-pager", "-o", "json", "SANDBOXD_EXECUTION_ID=journal_named"], capture_output=True,
               text=True).stdout
 named = [_json.loads(l) for l in out.splitlines() if l.strip()]
@@ -188,6 +188,16 @@ t.ok(len(named) == 2 and rn.get("record_id") not in (None, "journal_named") and
      all(e.get("SANDBOXD_RECORD_ID") == rn["record_id"] and e.get("UNIT") == f"sandboxd-{rn['record_id']}.service"
          for e in named), "journal: the caller's id in SANDBOXD_EXECUTION_ID, the unit's in SANDBOXD_RECORD_ID",
      (rn.get("record_id"), named[-1:] and {k: named[-1].get(k) for k in ("SANDBOXD_RECORD_ID", "UNIT")}))
+# A warm run's unit has the pool's name: the journal names the unit it really ran in, as the record does.
+t.ok(wait_pool_ready(), "the warm pool has a python unit ready")
+rw = run("print(1)", execution_id="journal_warm")
+out = _sp.run(["journalctl", "--no-pager", "-o", "json", "SANDBOXD_EXECUTION_ID=journal_warm"], capture_output=True,
+              text=True).stdout
+warm = [_json.loads(l) for l in out.splitlines() if l.strip()]
+t.ok(rw.get("start") == "warm" and rw["unit"].startswith("sandboxd-warm-") and len(warm) == 2 and
+     all(e.get("UNIT") == rw["unit"] and e.get("SANDBOXD_RECORD_ID") == rw["record_id"] for e in warm),
+     "journal: a warm run's entries name its (pool-named) unit and its record id",
+     (rw.get("start"), rw.get("unit"), warm[-1:] and {k: warm[-1].get(k) for k in ("SANDBOXD_RECORD_ID", "UNIT")}))
 allj = _sp.run(["journalctl", "--no-pager", "-o", "cat", "-g", "JOURNAL-PROBE-OUTPUT"], capture_output=True,
                text=True).stdout
 t.eq(allj.strip(), "", "program output is nowhere in the journal")

@@ -98,7 +98,8 @@ st, r = get(eid, wait=True)
 t.ok(st == 200 and r["status"] == "failed" and r["error_type"] == "runtime_error" and r["exit_code"] == 4
      and r["stdout"] == "before\nafter\n", "after a crash the running execution ends with its real verdict and output",
      r)
-t.ok(wait_until(lambda: f"sandboxd-{eid}.service" not in sandboxd_units(), 10), "its unit is gone", sandboxd_units())
+t.ok(r["unit"] and wait_until(lambda: r["unit"] not in sandboxd_units(), 10), "its unit is gone",
+     (r["unit"], sandboxd_units()))
 
 # A corrupted database: start-up fails with a message naming it, no crash.
 db = "/var/lib/sandboxd/sandboxd.db"
@@ -164,7 +165,7 @@ for i in range(400):
     break
 t.ok(full is not None and full[0] == 507 and full[1]["error"]["code"] == "store_error",
      f"a full disk fails the submission with 507 after {len(ok_ids)} records", full)
-units_now = [u for u in sandboxd_units() if u.startswith("sandboxd-") and "exec_" in u]
+units_now = execution_units()
 t.eq(units_now, [], "nothing ran for the refused submission")
 bad = [e for e in ok_ids if get(e)[1].get("status") != "success"]
 t.eq(bad, [], "every earlier record is intact")

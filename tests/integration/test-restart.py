@@ -89,8 +89,11 @@ st, page = request("GET", "/v1/executions?limit=100")
 rows = [e for e in page["executions"] if e["execution_id"] in expected]
 t.eq(len(rows), 40, "40 records, no duplicates")
 t.ok(all(e["status"] in ("success", "failed") for e in rows), "none left queued or running")
-t.ok(wait_until(lambda: not [u for u in sandboxd_units() if u.startswith("sandboxd-rst_")], 15),
-     "no execution unit left behind", sandboxd_units())
+# The units as the records name them (a client-chosen id's unit is named after its record id, a warm
+# unit after the pool).
+rst_units = {e.get("unit") for e in rows}
+t.ok(None not in rst_units and wait_until(lambda: not rst_units & set(sandboxd_units()), 15),
+     "no execution unit left behind", (sorted(rst_units & set(sandboxd_units())), sandboxd_units()))
 
 # Killed while systemd is still starting the units: 20 submitted at once, SIGKILL as soon as the
 # first one is asked for. Those whose start was under way are adopted with their control socket
@@ -118,7 +121,10 @@ for line in log.splitlines():
     starts[e.get("SANDBOXD_EXECUTION_ID")] = starts.get(e.get("SANDBOXD_EXECUTION_ID"), 0) + 1
 t.eq({k: starts.get(k, 0) for k in quick if starts.get(k, 0) != 1}, {},
      "killed during the starts: each started exactly once")
-t.ok(wait_until(lambda: not [u for u in sandboxd_units() if u.startswith("sandboxd-rsq_")], 15),
-     "killed during the starts: no execution unit left behind", sandboxd_units())
+rsq_units = {r.get("unit") for r in results.values()}
+t.ok(None not in rsq_units and wait_until(lambda: not rsq_units & set(sandboxd_units()), 15),
+     "killed during the starts: no execution unit left behind",
+     (sorted(rsq_units & set(sandboxd_units())), sandboxd_units()))
+t.ok(wait_until(lambda: not execution_units(), 15), "and no other execution unit either", sandboxd_units())
 
 t.done()

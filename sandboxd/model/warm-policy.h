@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Which requests a unit of the warm pool may serve (warm-pool.c): one table of reasons, pure. A warm
+ * unit was started before its request with the pool's profile: the default disk_mb (its workspace is
+ * sized at start), no input files (written before a unit starts), not a session's workspace, and —
+ * where the runtime is already running (Language.warm_argv) — an environment fixed at its start for
+ * everything the runtime read while starting. What a claim can still change, it changes: the memory,
+ * CPU and task limits (SetUnitProperties on the running unit), the deadline (from the claim), the
+ * environment the program sees, the seed. Everything else starts cold, correctly, and says so in the
+ * record (start: "cold"). */
+
+#include <stdbool.h>
+
+#include "conf.h"
+#include "language.h"
+#include "request.h"
+
+typedef enum WarmRefusal {
+        WARM_OK,
+        WARM_ASKED_COLD,         /* "start": "cold" */
+        WARM_POOL_OFF,           /* Size=0 */
+        WARM_NOT_POOLED,         /* the language is not in Languages= */
+        WARM_SESSION,            /* a session's run: its workspace is the session's */
+        WARM_INPUTS,             /* "files": written into the workspace before the unit starts */
+        WARM_DISK,               /* disk_mb other than DefaultDiskMB= */
+        WARM_MEMORY,             /* memory_mb below MinMemoryMB= where the runtime is preloaded */
+        WARM_ENV,                /* env sets a name the preloaded runtime read as it started */
+        _WARM_REFUSAL_MAX,
+} WarmRefusal;
+
+const char *warm_refusal_to_string(WarmRefusal r);
+
+/* Is the language pooled by this configuration? */
+bool warm_language_pooled(const Config *c, const Language *l);
+
+/* Does assignment ("KEY=VALUE") set a name matching one of patterns (exact, or a prefix ending in
+ * '*')? */
+bool warm_env_matches(const char *const *patterns, const char *assignment);
+
+/* May a warm unit serve req (language req->language)? WARM_OK, or the first reason it may not. */
+WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req);

@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include "exec-protocol.h"
+#include "log.h"
+#include "model/warm-policy.h"
+#include "strv.h"
+#include "time-util.h"
+#include "unit/unit-props.h"
+#include "warm-pool.h"
+#include "workspace/workspace.h"
+
+/* Units starting at once: a burst of starts (the pool filling at boot, after a reload) would
+ * otherwise compete with the executions being served for PID 1. */
+#define WARM_STARTS_MAX 2
+/* How often the pool looks at itself: refills that had to wait (no workspace ready, a backoff) and
+ * units that aged out. */
+#define WARM_TICK_USEC (1 * USEC_PER_SEC)
+#define WARM_BACKOFF_MIN_USEC (100 * USEC_PER_MSEC)
+#define WARM_BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
+/* A ready line, or the start of a setup failure's report (logged, then the unit is replaced). */
+#define WARM_LINE_MAX 256
+
+typedef enum WarmState {
+        WARM_STARTING,           /* StartTransientUnit sent: waiting for the start job and the ready line */
+        WARM_READY,              /* claimable */
+        WARM_RETIRING,           /* being stopped; freed once systemd says it is gone */
+} WarmState;
+
+typedef enum WarmRetire {
+        RETIRE_DIED,             /* it ended by itself, or never started */
+        RETIRE_AGED,             /* MaxAgeSec= */
+        RETIRE_DRAIN,            /* a reload or a stop */
+} WarmRetire;
+
+/* A retiring unit whose end systemd never reports is forgotten after this long (its failed state is
+ * reset; the sweep stops what might be left). */
+#define WARM_RETIRE_FORGET_USEC (30 * USEC_PER_SEC)
+
+typedef struct WarmUnit WarmUnit;
+struct WarmUnit {
+        WarmPool *pool;
+        WarmUnit *next;
+        WarmState state;
+        const Language *language;
+        char *unit_name, *workspace, *mount_name;
+        int ctl_fd;
+        sd_event_source *ctl_src;
+        uint8_t *out;            /* header and filter, still to be sent */
+        size_t out_len, out_off;
+        char line[WARM_LINE_MAX + 1];
+        size_t line_len;
+        SysdCall *call;
+        SysdWatch *watch;
+        bool start_done;         /* the start job completed */
+        bool died;               /* retired because it ended by itself (metrics) */
+        uint64_t asked_mono, ready_mono, retired_mono;
+        Limits limits;
+};
+
+struct WarmPool {
+        Context *ctx;
+        WarmUnit *list;
+        sd_event_source *timer;
+        uint64_t retry_after;    /* CLOCK_MONOTONIC: no start before (starts failed) */
+        uint64_t backoff;
+};
+
+void warm_claim_done(WarmClaim *c) {
+        free(c->unit_name);
+        free(c->workspace);
+        free(c->mount_name);
+        c->ctl_fd = safe_close(c->ctl_fd);
+        *c = (WarmClaim) { .ctl_fd = -EBADF };
+}
+
+static WarmUnit *warm_unit_free(WarmUnit *u) {
+        if (!u)
+                return NULL;
+        u->ctl_src = sd_event_source_disable_unref(u->ctl_src);
+        u->ctl_fd = safe_close(u->ctl_fd);
+        u->call = sysd_call_free(u->call);
+        u->watch = sysd_watch_free(u->watch);
+        free(u->out);
+        free(u->unit_name);
+        free(u->workspace);
+        free(u->mount_name);
+        free(u);
+        return NULL;
+}
+
+static void pool_unlink(WarmPool *p, WarmUnit *u) {
+        for (WarmUnit **x = &p->list; *x; x = &(*x)->next)
+                if (*x == u) {
+                        *x = u->next;
+                        u->next = NULL;
+                        return;
+                }
+}
+
+static uint64_t now_mono(WarmPool *p) {
+        uint64_t t = 0;
+
+        (void) sd_event_now(p->ctx->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+static void pool_failed_start(WarmPool *p) {
+        p->backoff = p->backoff ? MIN(p->backoff * 2, (uint64_t) WARM_BACKOFF_MAX_USEC) : WARM_BACKOFF_MIN_USEC;
+        p->retry_after = now_mono(p) + p->backoff;
+}
+
+static void on_unit_gone(WarmUnit *u, const char *state) {
+        WarmPool *p = u->pool;
+
+        if (p->ctx->sysd && (!state || streq(state, "failed")))
+                (void) sysd_reset_failed_unit(p->ctx->sysd, u->unit_name);
+        pool_unlink(p, u);
+        warm_unit_free(u);
+}
+
+/* Done with this unit before any claim: the service is stopped (its processes killed: KillSignal=
+ * SIGKILL), and its workspace. Unless systemd said already that it is gone (gone_state), it stays in
+ * the list, watched, until it is: the sweep never sees it as a leftover, and its failed state is
+ * reset. A unit that died while starting backs the pool off. */
+static void warm_unit_retire(WarmUnit *u, WarmRetire why, const char *gone_state) {
+        WarmPool *p = u->pool;
+        Sysd *sysd = p->ctx->sysd;
+
+        if (u->state == WARM_RETIRING)
+                return;
+        if (u->state == WARM_STARTING && why == RETIRE_DIED)
+                pool_failed_start(p);
+        u->died = why == RETIRE_DIED;
+        u->state = WARM_RETIRING;
+        u->retired_mono = now_mono(p);
+        if (why != RETIRE_DRAIN)
+                metrics_pool_retired(p->ctx->metrics, why == RETIRE_DIED);
+        u->ctl_src = sd_event_source_disable_unref(u->ctl_src);
+        u->ctl_fd = safe_close(u->ctl_fd);
+        if (sysd) {
+                if (!gone_state)
+                        (void) sysd_stop_unit(sysd, u->unit_name, NULL, NULL);
+                (void) sysd_unref_unit(sysd, u->unit_name);
+                if (u->mount_name)
+                        (void) sysd_stop_unit(sysd, u->mount_name, NULL, NULL);
+        }
+        if (!sysd || !u->watch || gone_state)
+                on_unit_gone(u, gone_state ?: "inactive");
+}
+
+static void on_warm_job_removed(void *userdata, const char *unit, const char *result) {
+        WarmUnit *u = userdata;
+
+        if (u->state != WARM_STARTING || u->start_done)
+                return;
+        if (!streq(result, "done")) {
+                log_warning("Warm unit %s: start job ended with '%s', replaced.", unit, result);
+                warm_unit_retire(u, RETIRE_DIED, NULL);
+                return;
+        }
+        u->start_done = true;
+}
+
+static void on_warm_active_state(void *userdata, const char *unit, const char *state) {
+        WarmUnit *u = userdata;
+
+        if (!streq(state, "inactive") && !streq(state, "failed"))
+                return;
+        /* A transient unit is created inactive, before its start job runs: only an end after the
+         * start counts (a failed start is the job's result). */
+        if (!u->start_done)
+                return;
+        if (u->state == WARM_RETIRING) {
+                on_unit_gone(u, state);
+                return;
+        }
+        log_warning("Warm unit %s ended before a claim (%s), replaced.", unit, state);
+        warm_unit_retire(u, RETIRE_DIED, state);
+}
+
+static const SysdUnitEvents warm_events = { .job_removed = on_warm_job_removed, .active_state = on_warm_active_state };
+
+static void on_start_reply(void *userdata, int r, const char *message) {
+        WarmUnit *u = userdata;
+
+        u->call = sysd_call_free(u->call);
+        if (r < 0) {
+                log_warning("Warm unit %s could not be started: %s", u->unit_name, strna(message));
+                /* No unit: nothing to wait for. */
+                u->watch = sysd_watch_free(u->watch);
+                warm_unit_retire(u, RETIRE_DIED, NULL);
+        }
+}
+
+static void warm_unit_ready(WarmUnit *u) {
+        WarmPool *p = u->pool;
+
+        u->state = WARM_READY;
+        u->ready_mono = now_mono(p);
+        p->backoff = 0;
+        metrics_pool_refill(p->ctx->metrics, u->ready_mono - u->asked_mono);
+        log_debug("Warm unit %s (%s) ready after %" PRIu64 " ms.", u->unit_name, u->language->name,
+                  (u->ready_mono - u->asked_mono) / USEC_PER_MSEC);
+        /* Nothing else may come before the claim: EOF or bytes now mean it ended. */
+        (void) sd_event_source_set_io_events(u->ctl_src, EPOLLIN);
+}
+
+static int on_warm_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        WarmUnit *u = userdata;
+        size_t want = strlen(EXEC_READY_LINE);
+
+        if ((revents & EPOLLOUT) && u->out_off < u->out_len) {
+                ssize_t n = send(fd, u->out + u->out_off, u->out_len - u->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+                if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                        warm_unit_retire(u, RETIRE_DIED, NULL);
+                        return 0;
+                }
+                if (n > 0)
+                        u->out_off += (size_t) n;
+                if (u->out_off >= u->out_len) {
+                        u->out = mfree(u->out);
+                        (void) sd_event_source_set_io_events(s, EPOLLIN);
+                }
+        }
+        if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+                return 0;
+
+        if (u->state == WARM_READY) {
+                /* A ready unit says nothing until claimed: it ended (or broke the protocol). */
+                log_warning("Warm unit %s ended its control channel before a claim, replaced.", u->unit_name);
+                warm_unit_retire(u, RETIRE_DIED, NULL);
+                return 0;
+        }
+        /* The ready line, read only as far as it goes, so nothing beyond it is consumed. */
+        while (u->line_len < want) {
+                ssize_t n = recv(fd, u->line + u->line_len, want - u->line_len, MSG_DONTWAIT);
+
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return 0;
+                if (n <= 0)
+                        break;
+                u->line_len += (size_t) n;
+                if (memcmp(u->line, EXEC_READY_LINE, u->line_len) != 0)
+                        break;
+        }
+        if (u->line_len == want && memcmp(u->line, EXEC_READY_LINE, want) == 0) {
+                warm_unit_ready(u);
+                return 0;
+        }
+        /* Not the ready line: sandbox-exec's setup failed and this is its report. Its first line,
+         * printable, for the journal. */
+        {
+                ssize_t n = recv(fd, u->line + u->line_len, WARM_LINE_MAX - u->line_len, MSG_DONTWAIT);
+
+                if (n > 0)
+                        u->line_len += (size_t) n;
+                u->line[u->line_len] = '\0';
+                for (size_t i = 0; i < u->line_len; i++)
+                        if ((unsigned char) u->line[i] < 0x20 || (unsigned char) u->line[i] >= 0x7f)
+                                u->line[i] = ' ';
+                log_warning("Warm unit %s (%s) failed before it was ready: %s", u->unit_name, u->language->name,
+                            u->line_len > 0 ? u->line : "no report");
+        }
+        warm_unit_retire(u, RETIRE_DIED, NULL);
+        return 0;
+}
+
+static int cgroup_binds(const Context *ctx, const char *unit, CgroupBind *cg) {
+        for (size_t i = 0; i < ctx->n_cgroups; i++) {
+                char *path = NULL;
+
+                if (asprintf(&path, "%s/%s", ctx->cgroups[i].slice_dir, unit) < 0) {
+                        for (size_t k = 0; k < i; k++)
+                                free((char *) cg[k].source);
+                        return -ENOMEM;
+                }
+                cg[i] = (CgroupBind) { .source = path, .name = ctx->cgroups[i].name };
+        }
+        return 0;
+}
+
+static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
+        Context *ctx = p->ctx;
+        const Config *c = ctx->config;
+        const SeccompFilter *f = context_seccomp_filter(ctx, l);
+        _cleanup_close_pair_ int ctl[2] = { -EBADF, -EBADF };
+        _cleanup_free_ char *preload = NULL;
+        UnitProps props = {};
+        CgroupBind cg[3];
+        WarmUnit *u;
+        char header[EXEC_HEADER_MAX + 1];
+        int hl, r;
+
+        if (!f)
+                return -EINVAL;
+        u = calloc(1, sizeof(WarmUnit));
+        if (!u)
+                return -ENOMEM;
+        u->pool = p;
+        u->language = l;
+        u->ctl_fd = -EBADF;
+        u->state = WARM_STARTING;
+        u->workspace = TAKE_PTR(w->path);
+        u->mount_name = TAKE_PTR(w->mount_name);
+        workspace_free(w);
+        u->unit_name = warm_unit_name_generate();
+        /* The pool's limits; the timeout is only the backstop's (RuntimeMaxSec=): the unit waits at
+         * most MaxAgeSec= for its claim, then runs at most MaxTimeoutMS=. */
+        u->limits = c->defaults;
+        u->limits.timeout_ms = c->pool_max_age_sec * MSEC_PER_SEC + c->ceilings.timeout_ms;
+        if (l->warm_argv && c->pool_python_preload && streq(l->name, "python")) {
+                size_t len = 1;
+
+                for (char **m = c->pool_python_preload; *m; m++)
+                        len += strlen(*m) + 1;
+                preload = calloc(1, len);
+                if (!preload)
+                        goto oom;
+                for (char **m = c->pool_python_preload; *m; m++) {
+                        if (m != c->pool_python_preload)
+                                strcat(preload, ",");
+                        strcat(preload, *m);
+                }
+        }
+        if (!u->unit_name)
+                goto oom;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        (void) fcntl(ctl[0], F_SETFL, O_NONBLOCK);
+
+        hl = exec_header_format(header, sizeof(header), f->bpf_len, 0);
+        if (hl < 0) {
+                r = hl;
+                goto fail;
+        }
+        u->out_len = (size_t) hl + f->bpf_len;
+        u->out = malloc(u->out_len);
+        if (!u->out)
+                goto oom;
+        memcpy(u->out, header, (size_t) hl);
+        memcpy(u->out + hl, f->bpf, f->bpf_len);
+
+        r = cgroup_binds(ctx, u->unit_name, cg);
+        if (r < 0)
+                goto fail;
+        {
+                const char *id = u->unit_name + strlen("sandboxd-");
+                _cleanup_free_ char *unit_id = strndup(id, strlen(id) - strlen(".service"));
+                UnitPlan plan = {
+                        .execution_id = unit_id ?: "warm",
+                        .language = l,
+                        .limits = u->limits,
+                        .usr_layer = ctx->usr_layer,
+                        .helper = ctx->helper,
+                        .workspace = u->workspace,
+                        .cgroups = cg,
+                        .n_cgroups = ctx->n_cgroups,
+                        .nofile = c->nofile,
+                        .max_code_bytes = c->max_code_bytes,
+                        .head_bytes = c->output_head_bytes,
+                        .tail_bytes = c->output_tail_bytes,
+                        .stdin_fd = ctl[1],
+                        .no_kernel_protection = !c->protect_kernel,
+                        .warm = true,
+                        .warm_preload = preload,
+                };
+
+                r = unit_props_build(&plan, &props);
+        }
+        for (size_t i = 0; i < ctx->n_cgroups; i++)
+                free((char *) cg[i].source);
+        if (r < 0)
+                goto fail;
+
+        /* Watch first, then start. */
+        r = sysd_watch(ctx->sysd, u->unit_name, &warm_events, u, &u->watch);
+        if (r >= 0)
+                r = sysd_start_transient(ctx->sysd, u->unit_name, &props, on_start_reply, u, &u->call);
+        unit_props_done(&props);
+        if (r < 0)
+                goto fail;
+        u->ctl_fd = TAKE_FD(ctl[0]);
+        r = sd_event_add_io(ctx->event, &u->ctl_src, u->ctl_fd, EPOLLIN | EPOLLOUT, on_warm_control, u);
+        u->asked_mono = now_mono(p);
+        u->next = p->list;
+        p->list = u;
+        if (r < 0) {
+                warm_unit_retire(u, RETIRE_DIED, NULL);
+                return r;
+        }
+        return 0;
+
+oom:
+        r = -ENOMEM;
+fail:
+        /* Nothing was started: the workspace goes back to systemd. */
+        if (ctx->sysd && u->mount_name)
+                (void) sysd_stop_unit(ctx->sysd, u->mount_name, NULL, NULL);
+        warm_unit_free(u);
+        pool_failed_start(p);
+        return r;
+}
+
+static unsigned count_units(const WarmPool *p, const Language *l, WarmState state, bool any_state) {
+        unsigned n = 0;
+
+        for (const WarmUnit *u = p->list; u; u = u->next)
+                if ((!l || u->language == l) && u->state != WARM_RETIRING && (any_state || u->state == state))
+                        n++;
+        return n;
+}
+
+/* Ready units older than MaxAgeSec= are replaced: their backstop (RuntimeMaxSec=) would come
+ * closer than a claim's longest run. */
+static void retire_aged(WarmPool *p) {
+        uint64_t now = now_mono(p), max_age = p->ctx->config->pool_max_age_sec * USEC_PER_SEC;
+
+        for (WarmUnit *u = p->list, *next; u; u = next) {
+                next = u->next;
+                if (u->state == WARM_READY && now - u->asked_mono >= max_age) {
+                        log_debug("Warm unit %s aged out, replaced.", u->unit_name);
+                        warm_unit_retire(u, RETIRE_AGED, NULL);
+                } else if (u->state == WARM_RETIRING && now - u->retired_mono >= WARM_RETIRE_FORGET_USEC)
+                        on_unit_gone(u, NULL);
+        }
+}
+
+void warm_pool_fill(WarmPool *p) {
+        Context *ctx = p->ctx;
+        const Config *c = ctx->config;
+
+        if (ctx->stopping || !ctx->sysd || c->pool_size == 0 || now_mono(p) < p->retry_after)
+                return;
+        for (size_t i = 0; i < language_count(); i++) {
+                const Language *l = language_get(i);
+
+                if (!warm_language_pooled(c, l) || !language_available(l) || !context_seccomp_filter(ctx, l))
+                        continue;
+                while (count_units(p, l, 0, true) < c->pool_size &&
+                       count_units(p, NULL, WARM_STARTING, false) < WARM_STARTS_MAX) {
+                        Workspace *w = workspace_pool_take(ctx->pool, sandbox_workspace_bytes(&c->defaults));
+
+                        /* The pool's workspaces are mounted ahead of time too; without one ready,
+                         * the next tick tries again. */
+                        workspace_pool_fill(ctx->pool);
+                        if (!w)
+                                return;
+                        if (warm_unit_start(p, l, w) < 0) {
+                                log_warning("Cannot start a warm unit for %s; retrying later.", l->name);
+                                return;
+                        }
+                }
+        }
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        WarmPool *p = userdata;
+
+        retire_aged(p);
+        warm_pool_fill(p);
+        (void) sd_event_source_set_time_relative(s, WARM_TICK_USEC);
+        return 0;
+}
+
+int warm_pool_new(Context *ctx, WarmPool **ret) {
+        WarmPool *p = calloc(1, sizeof(WarmPool));
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        p->ctx = ctx;
+        r = sd_event_add_time_relative(ctx->event, &p->timer, CLOCK_MONOTONIC, WARM_TICK_USEC, 100 * USEC_PER_MSEC,
+                                       on_tick, p);
+        if (r < 0) {
+                free(p);
+                return r;
+        }
+        (void) sd_event_source_set_enabled(p->timer, SD_EVENT_ON);
+        *ret = p;
+        return 0;
+}
+
+WarmPool *warm_pool_free(WarmPool *p) {
+        if (!p)
+                return NULL;
+        while (p->list) {
+                WarmUnit *u = p->list;
+
+                p->list = u->next;
+                warm_unit_free(u);
+        }
+        sd_event_source_disable_unref(p->timer);
+        free(p);
+        return NULL;
+}
+
+int warm_pool_claim(WarmPool *p, const Language *l, WarmClaim *ret) {
+        for (WarmUnit *u = p->list; u; u = u->next) {
+                if (u->language != l || u->state != WARM_READY)
+                        continue;
+                pool_unlink(p, u);
+                /* The job watches it from here on (sysd routes by name: nothing is missed in
+                 * between, both happen in this one dispatch). */
+                u->watch = sysd_watch_free(u->watch);
+                u->ctl_src = sd_event_source_disable_unref(u->ctl_src);
+                *ret = (WarmClaim) {
+                        .unit_name = TAKE_PTR(u->unit_name),
+                        .workspace = TAKE_PTR(u->workspace),
+                        .mount_name = TAKE_PTR(u->mount_name),
+                        .ctl_fd = TAKE_FD(u->ctl_fd),
+                        .limits = u->limits,
+                };
+                warm_unit_free(u);
+                warm_pool_fill(p);
+                return 1;
+        }
+        return 0;
+}
+
+void warm_pool_foreach(const WarmPool *p, void (*cb)(void *userdata, const char *unit, const char *language,
+                                                     bool ready), void *userdata) {
+        for (const WarmUnit *u = p->list; u; u = u->next)
+                cb(userdata, u->unit_name, u->language->name, u->state == WARM_READY);
+}
+
+unsigned warm_pool_ready(const WarmPool *p, const Language *l) {
+        return count_units(p, l, WARM_READY, false);
+}
+
+void warm_pool_drain(WarmPool *p) {
+        for (WarmUnit *u = p->list, *next; u; u = next) {
+                next = u->next;
+                warm_unit_retire(u, RETIRE_DRAIN, NULL);
+        }
+        p->retry_after = 0;
+        p->backoff = 0;
+}
+
+unsigned warm_pool_stop_all(WarmPool *p, sysd_done_t cb, void *userdata) {
+        unsigned n = 0;
+
+        for (WarmUnit *u = p->list; u && p->ctx->sysd; u = u->next) {
+                if (sysd_stop_unit(p->ctx->sysd, u->unit_name, cb, userdata) >= 0)
+                        n++;
+                if (u->mount_name && sysd_stop_unit(p->ctx->sysd, u->mount_name, cb, userdata) >= 0)
+                        n++;
+        }
+        return n;
+}

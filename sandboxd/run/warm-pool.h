@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The warm pool: execution units started ahead of demand, single-use. Each is a transient service
+ * with the full profile (unit-props.c, UnitPlan.warm) on a workspace of the default size; inside,
+ * sandbox-exec --warm has done everything that does not depend on a request and, for a language with
+ * a warm bootstrap (python), the runtime is running and has imported what [Pool] preloads. It says
+ * EXEC_READY_LINE on its control channel; then a job may claim it (job.c), set the request's limits
+ * on it and send the claim. A claimed unit is the job's, like one it started: it runs one program and
+ * ends. Ready units that die or age out (MaxAgeSec=) are replaced; none is kept in systemd's fd
+ * store, so after a restart the sweep stops the ones nobody claimed, while claimed ones are adopted
+ * with their executions. Sizing: Size= per pooled language, at most WARM_STARTS_MAX starting at once,
+ * backing off while starts fail. */
+
+#include "model/context.h"
+#include "model/language.h"
+#include "systemd/sysd.h"
+
+typedef struct WarmPool WarmPool;
+
+/* What a claim hands to its job. */
+typedef struct WarmClaim {
+        char *unit_name;
+        char *workspace, *mount_name;
+        int ctl_fd;              /* the control channel: EXEC_READY_LINE already read */
+        Limits limits;           /* the unit's limits as started (the pool's) */
+} WarmClaim;
+
+void warm_claim_done(WarmClaim *c);
+
+int warm_pool_new(Context *ctx, WarmPool **ret);
+/* Forgets the units (at exit, after warm_pool_stop_all()). */
+WarmPool *warm_pool_free(WarmPool *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(WarmPool *, warm_pool_free);
+
+/* Start units until every pooled language has Size= ready or starting (within the bounds). */
+void warm_pool_fill(WarmPool *p);
+/* A ready unit of language l, removed from the pool: 1 and *ret filled, or 0 if none is ready. */
+int warm_pool_claim(WarmPool *p, const Language *l, WarmClaim *ret);
+/* Every unit of the pool nobody has claimed (starting, ready or being stopped): cb for each. */
+void warm_pool_foreach(const WarmPool *p, void (*cb)(void *userdata, const char *unit, const char *language,
+                                                     bool ready), void *userdata);
+/* Ready units of language l. */
+unsigned warm_pool_ready(const WarmPool *p, const Language *l);
+/* Stop every unit (a reload): new ones are started with the configuration then in force. */
+void warm_pool_drain(WarmPool *p);
+/* At stop: StopUnit for each unit, cb(userdata) for each answer; how many were sent. */
+unsigned warm_pool_stop_all(WarmPool *p, sysd_done_t cb, void *userdata);
