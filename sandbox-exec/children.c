@@ -370,8 +370,8 @@ int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf
         return wait_child(pid, kind, check_deadline);
 }
 
-/* Is anything but us left in the unit's cgroup? Unknown (no cgroup fd) counts as "no". */
-bool cgroup_has_others(void) {
+/* Is anything but us left in the unit's cgroup? 1: yes, 0: only us, -1: unknown (no cgroup fd). */
+static int cgroup_others(void) {
         static const char *const procs[] = { "pids/cgroup.procs", "unified/cgroup.procs", "memory/cgroup.procs" };
         char buf[4096];
         pid_t self = getpid();
@@ -395,7 +395,7 @@ bool cgroup_has_others(void) {
                 if (k < 0)
                         continue;
                 if ((size_t) k == sizeof(buf) - 1)
-                        return true;    /* hundreds of pids: certainly not only us */
+                        return 1;       /* hundreds of pids: certainly not only us */
                 buf[k] = '\0';
                 for (char *p = buf, *end; *p; p = end) {
                         long v = strtol(p, &end, 10);
@@ -403,13 +403,23 @@ bool cgroup_has_others(void) {
                         if (end == p)
                                 break;
                         if (v != (long) self)
-                                return true;
+                                return 1;
                         while (*end == '\n')
                                 end++;
                 }
-                return false;
+                return 0;
         }
-        return false;
+        return -1;
+}
+
+/* Unknown counts as "no". */
+bool cgroup_has_others(void) {
+        return cgroup_others() > 0;
+}
+
+/* Known to hold nothing but us. */
+bool cgroup_alone(void) {
+        return cgroup_others() == 0;
 }
 
 /* Kill every process of the program's user, wherever it went (setsid, double fork): a child of ours

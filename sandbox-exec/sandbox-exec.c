@@ -628,6 +628,7 @@ int main(int argc, char *argv[]) {
                         report.cancelled = cancelled;
                         report.run_usec = mono_usec() - start_usec;
                         gather(&report, workspace_fd, tmp_fd);
+                        report.alone = cgroup_alone();
                         report_and_exit(&report);
                 }
         }
@@ -679,6 +680,8 @@ int main(int argc, char *argv[]) {
         }
         gather(&report, workspace_fd, tmp_fd);
 
-        /* i. */
+        /* i. Nothing of the program left (the sweep made sure): the daemon may go on without waiting
+         * for systemd to notice that the unit ended. */
+        report.alone = cgroup_alone();
         report_and_exit(&report);
 }

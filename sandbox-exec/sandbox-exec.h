@@ -116,6 +116,7 @@ int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf
 pid_t spawn_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind, int warm_fd);
 int wait_child(pid_t pid, ChildKind kind, uint64_t check_deadline);
 bool cgroup_has_others(void);
+bool cgroup_alone(void);
 void sweep_program_processes(void);
 
 /* counters.c: what the kernel counted */

@@ -33,6 +33,7 @@
 #include "unit/seccomp-policy.h"
 #include "unit/usr-layer.h"
 #include "model/warm-policy.h"
+#include "run/unit-reaper.h"
 #include "run/warm-pool.h"
 #include "workspace/workspace.h"
 
@@ -734,6 +735,9 @@ int manager_new(const char *config_dir, const char *helper_override, const char 
         r = warm_pool_new(&m->ctx, &m->ctx.warm);
         if (r < 0)
                 return log_oom();
+        r = unit_reaper_new(&m->ctx, &m->ctx.reaper);
+        if (r < 0)
+                return log_oom();
         r = sessions_new(&m->ctx, &manager_session_events, m, &m->sessions);
         if (r < 0)
                 return log_oom();
@@ -825,6 +829,7 @@ Manager *manager_free(Manager *m) {
         m->sessions = sessions_free(m->sessions);
         m->ctx.net = net_client_free(m->ctx.net);
         m->ctx.warm = warm_pool_free(m->ctx.warm);
+        m->ctx.reaper = unit_reaper_free(m->ctx.reaper);
         m->ctx.pool = workspace_pool_free(m->ctx.pool);
 
         m->ctx.sysd = sysd_free(m->ctx.sysd);

@@ -26,6 +26,7 @@ typedef struct Store Store;
 typedef struct Sysd Sysd;
 typedef struct WorkspacePool WorkspacePool;
 typedef struct WarmPool WarmPool;
+typedef struct UnitReaper UnitReaper;
 
 typedef struct CgroupRoot {
         const char *name;        /* "memory", "pids", "cpuacct" (v1) or "unified" (v2) */
@@ -49,6 +50,7 @@ typedef struct Context {
         ArtifactAccounts *accounts;   /* what the artifact budgets have charged (artifact-accounts.c) */
         WorkspacePool *pool;     /* workspaces mounted ahead of time (workspace.c) */
         WarmPool *warm;          /* execution units started ahead of time (run/warm-pool.c) */
+        UnitReaper *reaper;      /* units of final executions that systemd is still ending */
 
         /* Artifacts: the content-addressed store (ArtifactsDirectory=) and the key that signs their
          * URLs (ArtifactURLKeyFile=), both fixed at start. */

@@ -125,6 +125,56 @@ static bool unit_cgroup_populated(Job *j) {
         return n > 0;
 }
 
+/* Any process of the program in the unit's cgroup: a pid whose owner is not root (the program runs as
+ * the dynamic user; only sandbox-exec is root). Unknown (cannot read) counts as yes. */
+bool unit_cgroup_has_program(Job *j) {
+        Context *ctx = j->ctx;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[32];
+
+        for (size_t i = 0; i < ctx->n_cgroups && !path; i++)
+                if (streq(ctx->cgroups[i].name, ctx->cgroup_v2 ? "unified" : "pids") &&
+                    asprintf(&path, "%s/%s/cgroup.procs", ctx->cgroups[i].slice_dir, j->unit_name) < 0) {
+                        path = NULL;
+                        return true;
+                }
+        if (!path)
+                return true;
+        f = fopen(path, "re");
+        if (!f)
+                return errno != ENOENT;
+        while (fgets(line, sizeof(line), f)) {
+                _cleanup_fclose_ FILE *st = NULL;
+                char proc[64], buf[256];
+                long pid = strtol(line, NULL, 10);
+                bool root = false;
+
+                if (pid <= 0)
+                        return true;
+                /* status, not the directory's owner: a process that made itself non-dumpable has a
+                 * root-owned /proc/<pid>. "Uid:" lists real, effective, saved and fs uid. */
+                snprintf(proc, sizeof(proc), "/proc/%ld/status", pid);
+                st = fopen(proc, "re");
+                if (!st) {
+                        if (errno == ENOENT || errno == ESRCH)
+                                continue;       /* gone meanwhile */
+                        return true;
+                }
+                while (fgets(buf, sizeof(buf), st))
+                        if (startswith(buf, "Uid:")) {
+                                unsigned a, b, c, d;
+
+                                root = sscanf(buf + 4, "%u %u %u %u", &a, &b, &c, &d) == 4 && a == 0 && b == 0 &&
+                                       c == 0 && d == 0;
+                                break;
+                        }
+                if (!root)
+                        return true;
+        }
+        return false;
+}
+
 /* The unit has ended and its report is in: collect output/ of its workspace (only now — no process of
  * the sandbox is left that could change it while it is read). The workspace is opened from the
  * daemon's own directory downwards, never through a symlink; whether it is unmounted afterwards
@@ -153,7 +203,7 @@ void job_collect_artifacts(Job *j) {
                 j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;
         }
-        if (unit_cgroup_populated(j)) {
+        if (j->early_end ? unit_cgroup_has_program(j) : unit_cgroup_populated(j)) {
                 log_error("%s: processes are left in the unit's cgroup, not collecting artifacts", j->exec->id);
                 j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;

@@ -66,7 +66,7 @@ int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                 if (n == 0) {
                         (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                         j->waiting &= ~JOB_WAIT_REPORT;
-                        job_maybe_finalize(j);
+                        job_report_complete(j);
                         return 0;
                 }
                 j->report_len += (size_t) n;

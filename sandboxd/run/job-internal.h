@@ -12,6 +12,8 @@
 
 /* job.c */
 void job_maybe_finalize(Job *j);
+/* The control channel reached EOF: the report (and the output) are in. */
+void job_report_complete(Job *j);
 bool path_startswith_dir(const char *path, const char *dir);
 
 /* job-control.c */
@@ -20,4 +22,6 @@ int build_control_payload(Job *j);
 void parse_report(Job *j, HelperReport *report);
 
 /* job-artifacts.c */
+/* Does the unit's cgroup hold a process of the program (any non-root process)? */
+bool unit_cgroup_has_program(Job *j);
 void job_collect_artifacts(Job *j);

@@ -19,6 +19,7 @@
 #include "unit/unit-props.h"
 #include "unit/usr-layer.h"
 #include "model/warm-policy.h"
+#include "unit-reaper.h"
 #include "warm-pool.h"
 #include "workspace/workspace.h"
 
@@ -893,6 +894,33 @@ void job_on_unit_inactive(Job *j) {
         job_maybe_finalize(j);
 }
 
+/* The report is in. When it says nothing of the program is left (sandbox-exec swept it and saw its
+ * cgroup hold nothing else) and there is nothing the unit's own result could add to the verdict (no
+ * OOM kill, which only the unit's Result= reports exactly; not a setup failure), the execution is
+ * final now: systemd's noticing the exit, tearing the unit down and answering for its properties
+ * would only delay the answer. The daemon checks the cgroup itself too. The unit reaper finishes the
+ * unit afterwards. */
+void job_report_complete(Job *j) {
+        HelperReport r = {};
+        const uint8_t *nl;
+        size_t text_len;
+
+        if (j->state == JOB_RUNNING && (j->waiting & JOB_WAIT_UNIT) && j->ctx->reaper && !j->adopted &&
+            j->report_len > 0 && !j->report_overflow) {
+                nl = memmem(j->report, MIN(j->report_len, (size_t) HELPER_REPORT_MAX), "\n\n", 2);
+                text_len = nl ? (size_t) (nl - j->report) + 1 : 0;
+                if (text_len > 0 && helper_report_parse((const char *) j->report, text_len, &r) >= 0 && r.valid &&
+                    r.alone && r.phase != PHASE_SETUP && r.oom_kills == 0 && !unit_cgroup_has_program(j)) {
+                        j->early_end = true;
+                        j->state = JOB_FINISHING;
+                        j->waiting &= ~(JOB_WAIT_UNIT | JOB_WAIT_PROPS);
+                        j->deadline_src = sd_event_source_disable_unref(j->deadline_src);
+                        j->call_props = sysd_call_free(j->call_props);
+                }
+        }
+        job_maybe_finalize(j);
+}
+
 void job_maybe_finalize(Job *j) {
         if (j->state == JOB_DONE)
                 return;
@@ -1015,7 +1043,15 @@ static void job_finalize(Job *j) {
         }
         j->watch_unit = sysd_watch_free(j->watch_unit);
         j->watch_mount = sysd_watch_free(j->watch_mount);
-        if (ctx->sysd) {
+        if (ctx->sysd && j->early_end) {
+                /* systemd is still ending the unit: its reference, failed state and mount go once
+                 * it has. */
+                if (unit_reaper_add(ctx->reaper, j->unit_name, j->mount_name) < 0) {
+                        (void) sysd_unref_unit(ctx->sysd, j->unit_name);
+                        if (j->mount_name)
+                                (void) sysd_stop_unit(ctx->sysd, j->mount_name, NULL, NULL);
+                }
+        } else if (ctx->sysd) {
                 if (j->unit_started) {
                         (void) sysd_unref_unit(ctx->sysd, j->unit_name);
                         /* CollectMode=inactive keeps a failed unit for us; we have read it. */

@@ -87,6 +87,8 @@ struct Job {
         bool adopted_without_report;     /* re-adopted after a restart that lost the control socket */
         bool cancel_requested;
         bool adopted;            /* started by an earlier instance of sandboxd */
+        bool early_end;          /* final on sandbox-exec's report, before systemd ended the unit: the
+                                  * unit reaper (unit-reaper.h) finishes it */
         ArtifactCollect *collect;        /* artifacts being collected (finishing) */
         struct ArtifactCallerAccount *artifact_caller;   /* the owner's budget account, while collecting */
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */

@@ -141,6 +141,7 @@ static const char *const helper_report_key_table[_HELPER_KEY_MAX] = {
         [HELPER_KEY_CANCELLED] = "cancelled",
         [HELPER_KEY_RUN_USEC] = "run_usec",
         [HELPER_KEY_FIRST_OUTPUT_USEC] = "first_output_usec",
+        [HELPER_KEY_ALONE] = "alone",
         [HELPER_KEY_STDOUT_BYTES] = "stdout_bytes",
         [HELPER_KEY_STDOUT_LINES] = "stdout_lines",
         [HELPER_KEY_STDOUT_HEAD] = "stdout_head",
@@ -229,6 +230,8 @@ int helper_report_format(const HelperReport *r, char *buf, size_t size) {
         put_u64(&w, HELPER_KEY_RUN_USEC, r->run_usec);
         if (r->have_first_output)
                 put_u64(&w, HELPER_KEY_FIRST_OUTPUT_USEC, r->first_output_usec);
+        if (r->alone)
+                put_bool(&w, HELPER_KEY_ALONE, true);
         put_u64(&w, HELPER_KEY_STDOUT_BYTES, r->out.bytes);
         put_u64(&w, HELPER_KEY_STDOUT_LINES, r->out.lines);
         put_u64(&w, HELPER_KEY_STDOUT_HEAD, r->out.head);
@@ -313,6 +316,8 @@ static int report_set(HelperReport *r, HelperReportKey key, const char *v) {
         case HELPER_KEY_FIRST_OUTPUT_USEC:
                 r->have_first_output = true;
                 return parse_u64(v, &r->first_output_usec);
+        case HELPER_KEY_ALONE:
+                return parse_bool(v, &r->alone);
         case HELPER_KEY_STDOUT_BYTES:
                 return parse_u64(v, &r->out.bytes);
         case HELPER_KEY_STDOUT_LINES:

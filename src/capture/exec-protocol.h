@@ -98,6 +98,8 @@ typedef enum HelperReportKey {
         HELPER_KEY_CANCELLED,         /* cancelled=0|1 */
         HELPER_KEY_RUN_USEC,          /* run_usec=N */
         HELPER_KEY_FIRST_OUTPUT_USEC, /* first_output_usec=N (only when there was output) */
+        HELPER_KEY_ALONE,             /* alone=1: nothing of the program is left in the unit's cgroup
+                                       * (only when so) */
         HELPER_KEY_STDOUT_BYTES,      /* stdout_bytes=N, stdout_lines=N, stdout_head=N, stdout_tail=N */
         HELPER_KEY_STDOUT_LINES,
         HELPER_KEY_STDOUT_HEAD,
@@ -129,6 +131,9 @@ typedef struct HelperReport {
         uint64_t run_usec;       /* wall time of compile + run, as sandbox-exec measured it */
         uint64_t first_output_usec;      /* start → first byte of output; only with have_first_output */
         bool have_first_output;
+        /* sandbox-exec swept the program's processes and its cgroup holds nothing but itself: the
+         * daemon may finish the execution before systemd reports the unit's end. */
+        bool alone;
         struct {
                 uint64_t bytes, lines;   /* the whole stream */
                 uint64_t head, tail;     /* bytes of each part that follow the text */

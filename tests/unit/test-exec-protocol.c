@@ -135,7 +135,7 @@ static void test_key_names(_unused_ void **state) {
          * running in a unit while sandboxd is upgraded. */
         static const char *const want[_HELPER_KEY_MAX] = {
                 "phase", "exit", "signal", "oom_kill", "mem_peak", "mem_failcnt", "pids_max", "disk_full",
-                "cpu_usec", "error", "timeout", "cancelled", "run_usec", "first_output_usec",
+                "cpu_usec", "error", "timeout", "cancelled", "run_usec", "first_output_usec", "alone",
                 "stdout_bytes", "stdout_lines", "stdout_head", "stdout_tail",
                 "stderr_bytes", "stderr_lines", "stderr_head", "stderr_tail",
         };
@@ -456,10 +456,11 @@ static void test_format_golden(_unused_ void **state) {
                             "stderr_bytes=0\nstderr_lines=0\nstderr_head=0\nstderr_tail=0\n\n");
 }
 
-/* Every key the parser knows is written exactly once (error= and first_output_usec= when they have
- * something to say), in the order of the enum. */
+/* Every key the parser knows is written exactly once (error=, first_output_usec= and alone= when
+ * they have something to say), in the order of the enum. */
 static void test_format_every_key(_unused_ void **state) {
-        HelperReport r = { .phase = PHASE_RUN, .exit_code = 0, .error = "e", .have_first_output = true };
+        HelperReport r = { .phase = PHASE_RUN, .exit_code = 0, .error = "e", .have_first_output = true,
+                           .alone = true };
         char text[HELPER_REPORT_MAX + 1];
         const char *last = text;
 
