@@ -21,3 +21,5 @@ void parse_report(Job *j, HelperReport *report);
 
 /* job-artifacts.c */
 void job_collect_artifacts(Job *j);
+/* Is a process still in the unit's cgroup (one that survived the final SIGKILL)? */
+bool job_unit_cgroup_populated(Job *j);

@@ -615,6 +615,7 @@ void job_start(Job *j) {
                 free(j->mount_name);
                 j->workspace = TAKE_PTR(w->path);
                 j->mount_name = TAKE_PTR(w->mount_name);
+                j->pool_lease = w->lease;
                 j->mount_started = true;
                 workspace_free(w);      /* and with it the pool's watch of the mount: ours follows */
                 if (job_watch_mount(j) < 0) {
@@ -818,6 +819,13 @@ static void log_execution(Job *j) {
                                NULL);
 }
 
+/* May the pool wipe and reuse the workspace? Only after a run whose unit ran and ended with nothing
+ * of it left: a failure of sandboxd's own (or processes left in the cgroup) keeps today's unmount. */
+static bool job_workspace_reusable(Job *j) {
+        return j->unit_started && !j->outcome.start_failed && !j->outcome.daemon_error && !j->session &&
+               !job_unit_cgroup_populated(j);
+}
+
 static void job_finalize(Job *j) {
         Context *ctx = j->ctx;
         HelperReport report = {};
@@ -887,8 +895,12 @@ static void job_finalize(Job *j) {
                         /* CollectMode=inactive keeps a failed unit for us; we have read it. */
                         (void) sysd_reset_failed_unit(ctx->sysd, j->unit_name);
                 }
-                if (j->mount_name && (j->mount_started || j->state == JOB_PREPARING))
+                /* A workspace the pool lent goes back to it, to be wiped and reused: no unmount. */
+                if (j->mount_name && (j->mount_started || j->state == JOB_PREPARING) &&
+                    !workspace_pool_give_back(ctx->pool, j->workspace, j->mount_name, j->pool_lease,
+                                              job_workspace_reusable(j)))
                         (void) sysd_stop_unit(ctx->sysd, j->mount_name, NULL, NULL);
+                j->pool_lease = 0;
         }
 
         j->events->left(j->events_data, j);
