@@ -820,7 +820,9 @@ static void log_execution(Job *j) {
 }
 
 /* May the pool wipe and reuse the workspace? Only after a run whose unit ran and ended with nothing
- * of it left: a failure of sandboxd's own (or processes left in the cgroup) keeps today's unmount. */
+ * of it left. Before the unit ran, a StartTransientUnit may still be on its way and start a program on
+ * it; after a failure of sandboxd's own, or with processes left in the cgroup, nothing is certain:
+ * those keep the unmount. */
 static bool job_workspace_reusable(Job *j) {
         return j->unit_started && !j->outcome.start_failed && !j->outcome.daemon_error && !j->session &&
                !job_unit_cgroup_populated(j);

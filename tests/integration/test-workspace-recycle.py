@@ -295,6 +295,30 @@ t.ok(int(r.get("stdout") or 0) not in [dev_of(mp) for mp in table1[0]], "it did 
 t.ok(wait_until(lambda: table() == table1, 20), "its own mount is gone afterwards, the pool is as it was",
      (table1, table()))
 
+# -- a reload that lowers WorkspacePool= drains the pool; a workspace lent before it is not taken back -
+CONF = os.environ.get("SANDBOXD_CONFIG_DIR")
+if CONF:
+    dropin = os.path.join(CONF, "sandboxd.conf.d", "recycle.conf")
+    os.makedirs(os.path.dirname(dropin), exist_ok=True)
+    m3 = metrics()
+    wait_until(pool_full, 10)
+    st, res = submit("import time\ntime.sleep(4)\n", execution_id="recycle_reload")
+    eid = res.get("id") or "recycle_reload"
+    t.ok(st in (200, 201, 202) and wait_until(lambda: health()["running"] == 1, 10), "a run holds a workspace", res)
+    with open(dropin, "w") as f:
+        f.write("[Sandbox]\nWorkspacePool=4\n")
+    subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+    t.ok(wait_until(lambda: len(ws_mounts()) == 5 and len(ws_units()) == 5, 20),
+         "a reload to WorkspacePool=4 leaves 4 pool workspaces and the one in use", table())
+    get(eid, wait=True)
+    t.ok(wait_until(lambda: len(ws_mounts()) == 4 and len(ws_units()) == 4, 20),
+         "the one lent before the reload is unmounted when its run ends, not taken back", table())
+    t.eq(metrics().get("sandboxd_workspaces_recycled_total"), m3.get("sandboxd_workspaces_recycled_total"),
+         "it was not recycled")
+    os.unlink(dropin)
+    subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+    t.ok(wait_until(pool_full, 30), "raised again, the pool fills up to 16", table())
+
 # -- stop: nothing of the pool is left; start: the sweep and the pool as before ---------------------
 subprocess.run(["systemctl", "stop", "sandboxd.service"], check=True)
 wait_until(lambda: table() == ([], []), 20)

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,9 +18,9 @@
 #include "workspace/workspace-wipe.h"
 
 /* The wipe of a used workspace on a real directory tree that a hostile program could have left: every
- * name goes, nothing outside is touched (links are names, never followed), the budgets hold. The
- * tmpfs-only checks (another mount below, an unlinked file still open) need a mount: the integration
- * test test-workspace-recycle covers them. */
+ * name goes, nothing outside is touched (links are names, never followed), the budgets hold. With
+ * root, also on a real tmpfs in a private mount namespace: another mount below is never entered, and
+ * an unlinked file still held open counts as something left. */
 
 typedef struct Scratch {
         char *dir;
@@ -218,6 +220,43 @@ static void test_not_a_directory(void **state) {
         assert_int_equal(workspace_wipe(-1, &big, NULL, NULL), -EINVAL);
 }
 
+static void test_tmpfs(void **state) {
+        Scratch *s = *state;
+        _cleanup_free_ char *mnt = NULL, *sub = NULL;
+        _cleanup_close_ int fd = -EBADF, held = -EBADF;
+        struct stat st;
+
+        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                skip();         /* needs root: a tmpfs in a mount namespace of the test's own */
+                return;
+        }
+        assert_true(asprintf(&mnt, "%s/mnt", s->dir) > 0 && asprintf(&sub, "%s/mnt/sub", s->dir) > 0);
+        assert_int_equal(mkdir(mnt, 0755), 0);
+        assert_int_equal(mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "size=8m,mode=0755"), 0);
+        fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+
+        /* Another file system mounted inside: refused, and what is in it stays. */
+        assert_int_equal(mkdirat(fd, "sub", 0755), 0);
+        assert_int_equal(mount("tmpfs", sub, "tmpfs", 0, "size=1m"), 0);
+        write_file(fd, "sub/other", "other");
+        assert_int_equal(workspace_wipe(fd, &big, NULL, NULL), -EXDEV);
+        assert_int_equal(fstatat(fd, "sub/other", &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_int_equal(umount2(sub, MNT_DETACH), 0);
+
+        /* An unlinked file still open: no name is left, but its inode and pages are. */
+        write_file(fd, "held", "held");
+        held = openat(fd, "held", O_RDONLY | O_CLOEXEC);
+        assert_true(held >= 0);
+        assert_int_equal(unlinkat(fd, "held", 0), 0);
+        assert_int_equal(workspace_wipe(fd, &big, NULL, NULL), -ENOTEMPTY);
+        held = safe_close(held);
+        assert_int_equal(workspace_wipe(fd, &big, NULL, NULL), 0);
+        assert_int_equal(count_entries(fd), 0);
+        fd = safe_close(fd);
+        assert_int_equal(umount2(mnt, MNT_DETACH), 0);
+}
+
 typedef struct AsyncResult {
         bool done;
         int r;
@@ -267,6 +306,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_not_a_directory, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_async, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_tmpfs, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
