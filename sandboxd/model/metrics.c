@@ -337,8 +337,9 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
                        "Pool workspaces wiped after their execution and made ready again, without a new mount.",
                        m->workspaces_recycled);
         render_counter(&t, "sandboxd_workspaces_replaced_total",
-                       "Pool workspaces unmounted after their execution instead (over the wipe budget, a wipe that "
-                       "failed, an execution that failed in sandboxd or ended before its unit ran); the pool mounts a fresh one.",
+                       "Pool workspaces unmounted after their execution instead (over the wipe budget, a wipe "
+                       "that failed, an execution that failed in sandboxd or ended before its unit ran); the "
+                       "pool mounts a fresh one.",
                        m->workspaces_replaced);
         /* sandboxd never reconnects to the bus: sd_bus_set_exit_on_disconnect() ends the daemon when the
          * bus goes away (its units' state can no longer be followed), and systemd restarts it, which

@@ -173,7 +173,10 @@ int workspace_wipe(int root_fd, const WipeLimits *lim, const atomic_bool *cancel
                                         r = child;
                                         break;
                                 }
-                                stack[depth] = (WipeFrame) { .name = strdup(de->d_name), .parent_ino = cur_st.st_ino };
+                                stack[depth] = (WipeFrame) {
+                                        .name = strdup(de->d_name),
+                                        .parent_ino = cur_st.st_ino,
+                                };
                                 if (!stack[depth].name) {
                                         safe_close(child);
                                         r = -ENOMEM;

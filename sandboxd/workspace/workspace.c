@@ -293,7 +293,8 @@ bool workspace_pool_give_back(WorkspacePool *p, const char *path, const char *mo
                 goto fail;
         fd = open_mount_root(p->ctx->workspaces_dir, w->path);
         if (fd < 0) {
-                log_warning_errno(fd, "Pool workspace %s: cannot open its mount root, replacing it: %m", mount_name);
+                log_warning_errno(fd, "Pool workspace %s: cannot open its mount root, replacing it: %m",
+                                  mount_name);
                 goto fail;
         }
         /* Watched again, so that the sweep knows it is the pool's. */
