@@ -128,14 +128,47 @@ static bool fs_is_full(int fd) {
 
 /* A warm unit's interpreter spent CPU time before its claim (starting, importing what it preloads):
  * the unit's counter at the claim, taken off what the run reports. */
-uint64_t cpu_base_usec;
+uint64_t cpu_base_usec, rusage_base_usec;
 
-void cpu_baseline(void) {
+/* The unit's CPU counter; false where the unit has none (cgroup v1 with cpuacct not per unit). */
+bool cgroup_cpu_usec(uint64_t *ret) {
         HelperReport r = {};
         bool have_cpu = false, have_peak = false;
 
         read_cgroup_counters(&r, &have_cpu, &have_peak);
-        cpu_base_usec = have_cpu ? r.cpu_usec : 0;
+        *ret = r.cpu_usec;
+        return have_cpu;
+}
+
+/* utime + stime of a process (all its threads), from /proc/<pid>/stat; 0 if unknown. */
+uint64_t proc_cpu_usec(pid_t pid) {
+        char path[64], buf[1024], *p;
+        unsigned long long ut, st;
+        long tck = sysconf(_SC_CLK_TCK);
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || tck <= 0)
+                return 0;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = 0;
+        /* The command name may hold anything: fields start after its last ')'. Then state is
+         * field 3; utime and stime are 14 and 15. */
+        p = strrchr(buf, ')');
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+                return 0;
+        return (uint64_t) (ut + st) * USEC_PER_SEC / (uint64_t) tck;
+}
+
+void cpu_baseline(pid_t runtime) {
+        uint64_t v;
+
+        cpu_base_usec = cgroup_cpu_usec(&v) ? v : 0;
+        rusage_base_usec = runtime > 0 ? proc_cpu_usec(runtime) : 0;
 }
 
 void gather(HelperReport *r, int workspace_fd, int tmp_fd) {
@@ -146,10 +179,14 @@ void gather(HelperReport *r, int workspace_fd, int tmp_fd) {
         if (have_cpu)
                 r->cpu_usec = r->cpu_usec > cpu_base_usec ? r->cpu_usec - cpu_base_usec : 0;
 
-        /* Without a cgroup: what the kernel accounted to our waited-for children. */
+        /* Without a cgroup: what the kernel accounted to our waited-for children (less what a warm
+         * runtime had used before its claim). */
         if ((!have_cpu || !have_peak) && getrusage(RUSAGE_CHILDREN, &ru) >= 0) {
-                if (!have_cpu)
-                        r->cpu_usec = timeval_to_usec(&ru.ru_utime) + timeval_to_usec(&ru.ru_stime);
+                if (!have_cpu) {
+                        uint64_t u = timeval_to_usec(&ru.ru_utime) + timeval_to_usec(&ru.ru_stime);
+
+                        r->cpu_usec = u > rusage_base_usec ? u - rusage_base_usec : 0;
+                }
                 if (!have_peak)
                         r->memory_peak = (uint64_t) ru.ru_maxrss * 1024;
         }

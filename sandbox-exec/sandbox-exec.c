@@ -605,7 +605,7 @@ int main(int argc, char *argv[]) {
                     capture_init(&cap_err, (size_t) o.head_bytes, (size_t) o.tail_bytes) < 0)
                         fail_setup("Out of memory");
                 first_output_usec = 0;
-                cpu_baseline();
+                cpu_baseline(warm_pid);
                 if (warm_pid < 0)
                         warm_apply_env(warm_env, warm_env_len);
         }

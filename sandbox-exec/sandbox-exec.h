@@ -120,8 +120,11 @@ bool cgroup_alone(void);
 void sweep_program_processes(void);
 
 /* counters.c: what the kernel counted */
-extern uint64_t cpu_base_usec;
-void cpu_baseline(void);
+extern uint64_t cpu_base_usec, rusage_base_usec;
+bool cgroup_cpu_usec(uint64_t *ret);
+uint64_t proc_cpu_usec(pid_t pid);
+/* At a claim: what the unit (and the warm runtime, pid or -1) used so far, not the program's. */
+void cpu_baseline(pid_t runtime);
 void gather(HelperReport *r, int workspace_fd, int tmp_fd);
 void status_to_report(int status, HelperReport *r);
 bool status_is_success(int status);

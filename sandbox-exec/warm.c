@@ -47,6 +47,34 @@ static void await_runtime(pid_t pid, int fd) {
         }
 }
 
+/* The runtime's imports may leave threads busy for a while (OpenBLAS' workers spin before they sleep):
+ * CPU time the claim's program would be charged for and that its CPU quota would lose. Wait, at most
+ * QUIET_MAX_USEC, until the unit's CPU counter grows by less than QUIET_BUDGET_USEC over QUIET_STEP_USEC. */
+#define QUIET_STEP_USEC (20 * USEC_PER_MSEC)
+#define QUIET_BUDGET_USEC (1 * USEC_PER_MSEC)
+#define QUIET_MAX_USEC (2 * USEC_PER_SEC)
+
+static uint64_t runtime_cpu(pid_t pid) {
+        uint64_t v;
+
+        return cgroup_cpu_usec(&v) ? v : proc_cpu_usec(pid);
+}
+
+static void await_quiet(pid_t pid) {
+        uint64_t start = mono_usec(), last = runtime_cpu(pid);
+
+        while (mono_usec() - start < QUIET_MAX_USEC) {
+                uint64_t now;
+
+                (void) usleep(QUIET_STEP_USEC);
+                now = runtime_cpu(pid);
+                /* A counter in clock ticks (/proc) moves by 10 ms at a time: no move is quiet. */
+                if (now - last < QUIET_BUDGET_USEC)
+                        break;
+                last = now;
+        }
+}
+
 pid_t warm_start_runtime(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, int *ret_fd) {
         _cleanup_close_pair_ int sp[2] = { -EBADF, -EBADF };
         pid_t pid;
@@ -56,6 +84,7 @@ pid_t warm_start_runtime(const Options *o, char **argv, const uint8_t *bpf, size
         pid = spawn_child(o, argv, bpf, bpf_len, CHILD_PROGRAM, sp[1]);
         sp[1] = safe_close(sp[1]);
         await_runtime(pid, sp[0]);
+        await_quiet(pid);
         *ret_fd = TAKE_FD(sp[0]);
         return pid;
 }

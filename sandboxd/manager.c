@@ -791,8 +791,11 @@ int manager_new(const char *config_dir, const char *helper_override, const char 
         if (r < 0)
                 return r;
 
+        /* The first sweep after the one below comes soon: what the start-up sweep stopped (units and
+         * mounts a previous instance left) is gone by then, and so can its directories. */
         r = sd_event_add_time_relative(m->ctx.event, &m->sweep_timer, CLOCK_MONOTONIC,
-                                       m->ctx.config->sweep_interval_sec * USEC_PER_SEC, USEC_PER_SEC, on_sweep_timer, m);
+                                       MIN(m->ctx.config->sweep_interval_sec, (uint64_t) 5) * USEC_PER_SEC, USEC_PER_SEC,
+                                       on_sweep_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the sweep timer: %m");
 

@@ -157,6 +157,16 @@ void metrics_store_error(Metrics *m) {
                 m->store_errors++;
 }
 
+void metrics_workspace_recycled(Metrics *m) {
+        if (m)
+                m->workspaces_recycled++;
+}
+
+void metrics_workspace_replaced(Metrics *m) {
+        if (m)
+                m->workspaces_replaced++;
+}
+
 size_t metrics_escape_label(const char *s, char *buf, size_t size) {
         size_t n = 0;
 
@@ -331,7 +341,8 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
         render_gauge(&t, "sandboxd_slots", "Execution slots (MaxConcurrent=).", g->slots);
         render_gauge(&t, "sandboxd_queue_capacity", "Executions the queue holds before refusing with 429 (MaxQueued=).",
                      g->queue_max);
-        render_gauge(&t, "sandboxd_workspace_pool_ready", "Workspaces mounted (or being mounted) ahead of time.",
+        render_gauge(&t, "sandboxd_workspace_pool_ready",
+                     "Workspaces mounted ahead of time, not in use (ready, being mounted or being wiped).",
                      g->pool_ready);
         render_gauge(&t, "sandboxd_workspace_pool_target", "Workspaces to keep mounted ahead of time (WorkspacePool=).",
                      g->pool_target);
@@ -367,6 +378,14 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
 
         render_counter(&t, "sandboxd_store_errors_total", "Writes of execution records the store refused.",
                        m->store_errors);
+        render_counter(&t, "sandboxd_workspaces_recycled_total",
+                       "Pool workspaces wiped after their execution and made ready again, without a new mount.",
+                       m->workspaces_recycled);
+        render_counter(&t, "sandboxd_workspaces_replaced_total",
+                       "Pool workspaces unmounted after their execution instead (over the wipe budget, a wipe "
+                       "that failed, an execution that failed in sandboxd or ended before its unit ran); the "
+                       "pool mounts a fresh one.",
+                       m->workspaces_replaced);
         /* sandboxd never reconnects to the bus: sd_bus_set_exit_on_disconnect() ends the daemon when the
          * bus goes away (its units' state can no longer be followed), and systemd restarts it, which
          * re-adopts every execution. The counter is there so that dashboards need not change if that

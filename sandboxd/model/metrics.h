@@ -51,6 +51,8 @@ typedef struct Metrics {
         uint64_t store_errors;
         uint64_t pool_claims[_START_MAX];        /* executions started, by START_WARM / START_COLD */
         uint64_t pool_retired[2];                /* warm units replaced before a claim: died, aged */
+        uint64_t workspaces_recycled;    /* pool workspaces wiped and made ready again */
+        uint64_t workspaces_replaced;    /* pool workspaces unmounted after a run instead */
         uint64_t dbus_reconnects;        /* always 0: sandboxd exits on bus loss (see metrics.c) */
 } Metrics;
 
@@ -60,7 +62,7 @@ typedef struct MetricsGauges {
         uint64_t queued;
         uint64_t slots;                  /* MaxConcurrent= */
         uint64_t queue_max;              /* MaxQueued= */
-        uint64_t pool_ready;             /* workspaces mounted ahead, ready or mounting */
+        uint64_t pool_ready;             /* workspaces mounted ahead, ready, mounting or being wiped */
         uint64_t pool_target;            /* WorkspacePool= */
         uint64_t outbox;                 /* callback deliveries pending in the store */
         uint64_t sessions;               /* sessions that exist (each holds a tmpfs) */
@@ -95,6 +97,9 @@ void metrics_pool_retired(Metrics *m, bool died);
 
 /* A write to the store failed. m may be NULL. */
 void metrics_store_error(Metrics *m);
+/* A pool workspace was wiped and is ready again / was unmounted instead (workspace.c). m may be NULL. */
+void metrics_workspace_recycled(Metrics *m);
+void metrics_workspace_replaced(Metrics *m);
 
 /* The exposition text (NUL-terminated) into *ret. -ENOMEM. */
 int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret);

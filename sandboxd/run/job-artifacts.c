@@ -95,7 +95,7 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
  * left, unless a process survived the final SIGKILL (stuck in the kernel); then nothing below the
  * workspace is read. v2: "populated" in cgroup.events; v1: a pid in the pids hierarchy's
  * cgroup.procs. No file (the cgroup is gone) counts as empty. */
-static bool unit_cgroup_populated(Job *j) {
+bool job_unit_cgroup_populated(Job *j) {
         Context *ctx = j->ctx;
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
@@ -203,7 +203,7 @@ void job_collect_artifacts(Job *j) {
                 j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;
         }
-        if (j->early_end ? unit_cgroup_has_program(j) : unit_cgroup_populated(j)) {
+        if (j->early_end ? unit_cgroup_has_program(j) : job_unit_cgroup_populated(j)) {
                 log_error("%s: processes are left in the unit's cgroup, not collecting artifacts", j->exec->id);
                 j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;

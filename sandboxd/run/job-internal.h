@@ -25,3 +25,5 @@ void parse_report(Job *j, HelperReport *report);
 /* Does the unit's cgroup hold a process of the program (any non-root process)? */
 bool unit_cgroup_has_program(Job *j);
 void job_collect_artifacts(Job *j);
+/* Is a process still in the unit's cgroup (one that survived the final SIGKILL)? */
+bool job_unit_cgroup_populated(Job *j);

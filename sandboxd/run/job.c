@@ -641,6 +641,7 @@ void job_start(Job *j) {
                 free(j->mount_name);
                 j->workspace = TAKE_PTR(w->path);
                 j->mount_name = TAKE_PTR(w->mount_name);
+                j->pool_lease = w->lease;
                 j->mount_started = true;
                 workspace_free(w);      /* and with it the pool's watch of the mount: ours follows */
                 if (job_watch_mount(j) < 0) {
@@ -756,6 +757,7 @@ static void job_claim_warm(Job *j, WarmClaim *c) {
         free(j->mount_name);
         j->mount_name = TAKE_PTR(c->mount_name);
         j->ctl_fd = TAKE_FD(c->ctl_fd);
+        j->pool_lease = c->lease;
         j->mount_started = j->unit_started = true;
         j->exec->start = START_WARM;
         r = free_and_strdup(&j->exec->unit, j->unit_name);
@@ -979,6 +981,15 @@ static void log_execution(Job *j) {
                                NULL);
 }
 
+/* May the pool wipe and reuse the workspace? Only after a run whose unit ran and ended with nothing
+ * of it left. Before the unit ran, a StartTransientUnit may still be on its way and start a program on
+ * it; after a failure of sandboxd's own, or with processes left in the cgroup, nothing is certain:
+ * those keep the unmount. */
+static bool job_workspace_reusable(Job *j) {
+        return j->unit_started && !j->outcome.start_failed && !j->outcome.daemon_error && !j->session &&
+               !job_unit_cgroup_populated(j);
+}
+
 static void job_finalize(Job *j) {
         Context *ctx = j->ctx;
         HelperReport report = {};
@@ -1046,19 +1057,26 @@ static void job_finalize(Job *j) {
         if (ctx->sysd && j->early_end) {
                 /* systemd is still ending the unit: its reference, failed state and mount go once
                  * it has. */
-                if (unit_reaper_add(ctx->reaper, j->unit_name, j->mount_name) < 0) {
+                if (unit_reaper_add(ctx->reaper, j->unit_name, j->session ? NULL : j->mount_name, j->workspace,
+                                    j->pool_lease) < 0) {
                         (void) sysd_unref_unit(ctx->sysd, j->unit_name);
-                        if (j->mount_name)
+                        if (j->mount_name &&
+                            !workspace_pool_give_back(ctx->pool, j->workspace, j->mount_name, j->pool_lease, false))
                                 (void) sysd_stop_unit(ctx->sysd, j->mount_name, NULL, NULL);
                 }
+                j->pool_lease = 0;
         } else if (ctx->sysd) {
                 if (j->unit_started) {
                         (void) sysd_unref_unit(ctx->sysd, j->unit_name);
                         /* CollectMode=inactive keeps a failed unit for us; we have read it. */
                         (void) sysd_reset_failed_unit(ctx->sysd, j->unit_name);
                 }
-                if (j->mount_name && (j->mount_started || j->state == JOB_PREPARING))
+                /* A workspace the pool lent goes back to it, to be wiped and reused: no unmount. */
+                if (j->mount_name && (j->mount_started || j->state == JOB_PREPARING) &&
+                    !workspace_pool_give_back(ctx->pool, j->workspace, j->mount_name, j->pool_lease,
+                                              job_workspace_reusable(j)))
                         (void) sysd_stop_unit(ctx->sysd, j->mount_name, NULL, NULL);
+                j->pool_lease = 0;
         }
 
         j->events->left(j->events_data, j);

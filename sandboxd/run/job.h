@@ -67,6 +67,7 @@ struct Job {
         /* workspace: host path of the tmpfs mount whose workspace/ and tmp/ the run gets (for a
          * session run: the session's; mount_name is then NULL, the session owns the mount). */
         char *mount_name, *workspace;
+        uint64_t pool_lease;             /* lent by the pool (workspace_pool_give_back), else 0 */
         Session *session;                /* NULL: a single-use workspace */
 
         SysdCall *call_mount, *call_start, *call_props;

@@ -4,13 +4,15 @@
 #include "log.h"
 #include "time-util.h"
 #include "unit-reaper.h"
+#include "workspace/workspace.h"
 
 typedef struct Reaped Reaped;
 struct Reaped {
         UnitReaper *reaper;
         Reaped *next;
-        char *unit, *mount;
-        SysdWatch *watch;
+        char *unit, *mount, *workspace;
+        uint64_t lease;
+        SysdWatch *watch, *watch_mount;  /* the mount's: so the sweep leaves it alone meanwhile */
         SysdCall *call;
         uint64_t added_mono;
         bool killed;
@@ -27,9 +29,11 @@ static Reaped *reaped_free(Reaped *x) {
         if (!x)
                 return NULL;
         x->watch = sysd_watch_free(x->watch);
+        x->watch_mount = sysd_watch_free(x->watch_mount);
         x->call = sysd_call_free(x->call);
         free(x->unit);
         free(x->mount);
+        free(x->workspace);
         free(x);
         return NULL;
 }
@@ -48,11 +52,13 @@ static void reaped_done(Reaped *x, const char *state) {
         UnitReaper *r = x->reaper;
         Sysd *sysd = r->ctx->sysd;
 
+        x->watch_mount = sysd_watch_free(x->watch_mount);
         if (sysd) {
                 (void) sysd_unref_unit(sysd, x->unit);
                 if (!state || streq(state, "failed"))
                         (void) sysd_reset_failed_unit(sysd, x->unit);
-                if (x->mount)
+                /* Reusable only once systemd has ended the unit: nothing of it runs any more. */
+                if (x->mount && !workspace_pool_give_back(r->ctx->pool, x->workspace, x->mount, x->lease, state != NULL))
                         (void) sysd_stop_unit(sysd, x->mount, NULL, NULL);
         }
         reaper_unlink(r, x);
@@ -78,6 +84,7 @@ static void on_get_state(void *userdata, int r, const char *state) {
 }
 
 static const SysdUnitEvents reaper_events = { .active_state = on_active_state };
+static const SysdUnitEvents mount_events = {};
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         UnitReaper *r = userdata;
@@ -133,7 +140,7 @@ UnitReaper *unit_reaper_free(UnitReaper *r) {
         return NULL;
 }
 
-int unit_reaper_add(UnitReaper *r, const char *unit, const char *mount) {
+int unit_reaper_add(UnitReaper *r, const char *unit, const char *mount, const char *workspace, uint64_t lease) {
         Reaped *x = calloc(1, sizeof(Reaped));
         int k;
 
@@ -142,12 +149,16 @@ int unit_reaper_add(UnitReaper *r, const char *unit, const char *mount) {
         x->reaper = r;
         x->unit = strdup(unit);
         x->mount = mount ? strdup(mount) : NULL;
+        x->workspace = mount && workspace ? strdup(workspace) : NULL;
+        x->lease = lease;
         x->added_mono = now_usec(CLOCK_MONOTONIC);
-        if (!x->unit || (mount && !x->mount)) {
+        if (!x->unit || (mount && (!x->mount || !x->workspace))) {
                 reaped_free(x);
                 return -ENOMEM;
         }
         k = sysd_watch(r->ctx->sysd, unit, &reaper_events, x, &x->watch);
+        if (k >= 0 && mount)
+                k = sysd_watch(r->ctx->sysd, mount, &mount_events, x, &x->watch_mount);
         if (k < 0) {
                 reaped_free(x);
                 return k;

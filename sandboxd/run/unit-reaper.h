@@ -21,6 +21,7 @@ int unit_reaper_new(Context *ctx, UnitReaper **ret);
 UnitReaper *unit_reaper_free(UnitReaper *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(UnitReaper *, unit_reaper_free);
 
-/* Take over unit (nobody else may watch it) and, once it has ended, stop mount (NULL: none). */
-int unit_reaper_add(UnitReaper *r, const char *unit, const char *mount);
+/* Take over unit (nobody else may watch it) and, once it has ended, give its workspace (path, mount,
+ * the workspace pool's lease) back to the pool, or stop mount; mount NULL: none (a session's). */
+int unit_reaper_add(UnitReaper *r, const char *unit, const char *mount, const char *workspace, uint64_t lease);
 unsigned unit_reaper_count(const UnitReaper *r);

@@ -53,14 +53,18 @@ struct WarmUnit {
         size_t line_len;
         SysdCall *call;
         SysdWatch *watch;
+        SysdWatch *watch_mount;  /* the workspace's mount: watched, so the sweep leaves it alone */
         bool start_done;         /* the start job completed */
         bool died;               /* retired because it ended by itself (metrics) */
         uint64_t asked_mono, ready_mono, retired_mono;
+        uint64_t lease;          /* of the workspace, from the workspace pool */
         Limits limits;
 };
 
 struct WarmPool {
         Context *ctx;
+        sysd_done_t stop_cb;     /* at stop: called as each unit is gone */
+        void *stop_userdata;
         WarmUnit *list;
         sd_event_source *timer;
         uint64_t retry_after;    /* CLOCK_MONOTONIC: no start before (starts failed) */
@@ -82,6 +86,7 @@ static WarmUnit *warm_unit_free(WarmUnit *u) {
         u->ctl_fd = safe_close(u->ctl_fd);
         u->call = sysd_call_free(u->call);
         u->watch = sysd_watch_free(u->watch);
+        u->watch_mount = sysd_watch_free(u->watch_mount);
         free(u->out);
         free(u->unit_name);
         free(u->workspace);
@@ -114,7 +119,13 @@ static void pool_failed_start(WarmPool *p) {
 static void on_unit_gone(WarmUnit *u, const char *state) {
         WarmPool *p = u->pool;
 
-        if (p->ctx->sysd && (!state || streq(state, "failed")))
+
+        /* At stop every call is answered before sandboxd exits (systemd drops the calls of a client
+         * that is gone): the reset's answer is this unit's end for the manager. */
+        if (p->stop_cb && (!p->ctx->sysd || !(!state || streq(state, "failed")) ||
+                           sysd_reset_failed_unit_cb(p->ctx->sysd, u->unit_name, p->stop_cb, p->stop_userdata) < 0))
+                p->stop_cb(p->stop_userdata, 0, NULL);
+        else if (!p->stop_cb && p->ctx->sysd && (!state || streq(state, "failed")))
                 (void) sysd_reset_failed_unit(p->ctx->sysd, u->unit_name);
         pool_unlink(p, u);
         warm_unit_free(u);
@@ -139,12 +150,21 @@ static void warm_unit_retire(WarmUnit *u, WarmRetire why, const char *gone_state
                 metrics_pool_retired(p->ctx->metrics, why == RETIRE_DIED);
         u->ctl_src = sd_event_source_disable_unref(u->ctl_src);
         u->ctl_fd = safe_close(u->ctl_fd);
+        /* The workspace is the workspace pool's again (or stopped) from here on. */
+        u->watch_mount = sysd_watch_free(u->watch_mount);
         if (sysd) {
                 if (!gone_state)
                         (void) sysd_stop_unit(sysd, u->unit_name, NULL, NULL);
                 (void) sysd_unref_unit(sysd, u->unit_name);
-                if (u->mount_name)
-                        (void) sysd_stop_unit(sysd, u->mount_name, NULL, NULL);
+                /* The workspace pool unmounts it (and mounts a fresh one): the runtime ran in it. At
+                 * stop, the answer counts (warm_pool_stop_all()). */
+                if (u->mount_name && !workspace_pool_give_back(p->ctx->pool, u->workspace, u->mount_name, u->lease, false) &&
+                    (!p->stop_cb || sysd_stop_unit(sysd, u->mount_name, p->stop_cb, p->stop_userdata) < 0)) {
+                        if (p->stop_cb)
+                                p->stop_cb(p->stop_userdata, 0, NULL);
+                        else
+                                (void) sysd_stop_unit(sysd, u->mount_name, NULL, NULL);
+                }
         }
         if (!sysd || !u->watch || gone_state)
                 on_unit_gone(u, gone_state ?: "inactive");
@@ -170,7 +190,7 @@ static void on_warm_active_state(void *userdata, const char *unit, const char *s
                 return;
         /* A transient unit is created inactive, before its start job runs: only an end after the
          * start counts (a failed start is the job's result). */
-        if (!u->start_done)
+        if (!u->start_done && u->state != WARM_RETIRING)
                 return;
         if (u->state == WARM_RETIRING) {
                 on_unit_gone(u, state);
@@ -181,6 +201,8 @@ static void on_warm_active_state(void *userdata, const char *unit, const char *s
 }
 
 static const SysdUnitEvents warm_events = { .job_removed = on_warm_job_removed, .active_state = on_warm_active_state };
+/* Nothing to hear: the service's end covers the mount's. */
+static const SysdUnitEvents mount_events = {};
 
 static void on_start_reply(void *userdata, int r, const char *message) {
         WarmUnit *u = userdata;
@@ -305,6 +327,7 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
         u->state = WARM_STARTING;
         u->workspace = TAKE_PTR(w->path);
         u->mount_name = TAKE_PTR(w->mount_name);
+        u->lease = w->lease;
         workspace_free(w);
         u->unit_name = warm_unit_name_generate();
         /* The pool's limits; the timeout is only the backstop's (RuntimeMaxSec=): the unit waits at
@@ -379,7 +402,9 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
                 goto fail;
 
         /* Watch first, then start. */
-        r = sysd_watch(ctx->sysd, u->unit_name, &warm_events, u, &u->watch);
+        r = sysd_watch(ctx->sysd, u->mount_name, &mount_events, u, &u->watch_mount);
+        if (r >= 0)
+                r = sysd_watch(ctx->sysd, u->unit_name, &warm_events, u, &u->watch);
         if (r >= 0)
                 r = sysd_start_transient(ctx->sysd, u->unit_name, &props, on_start_reply, u, &u->call);
         unit_props_done(&props);
@@ -399,8 +424,9 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
 oom:
         r = -ENOMEM;
 fail:
-        /* Nothing was started: the workspace goes back to systemd. */
-        if (ctx->sysd && u->mount_name)
+        /* Nothing was started: the workspace goes back, as it was (nothing ran in it). */
+        if (ctx->sysd && u->mount_name &&
+            !workspace_pool_give_back(ctx->pool, u->workspace, u->mount_name, u->lease, true))
                 (void) sysd_stop_unit(ctx->sysd, u->mount_name, NULL, NULL);
         warm_unit_free(u);
         pool_failed_start(p);
@@ -508,6 +534,7 @@ int warm_pool_claim(WarmPool *p, const Language *l, WarmClaim *ret) {
                 /* The job watches it from here on (sysd routes by name: nothing is missed in
                  * between, both happen in this one dispatch). */
                 u->watch = sysd_watch_free(u->watch);
+                u->watch_mount = sysd_watch_free(u->watch_mount);
                 u->ctl_src = sd_event_source_disable_unref(u->ctl_src);
                 *ret = (WarmClaim) {
                         .unit_name = TAKE_PTR(u->unit_name),
@@ -515,6 +542,7 @@ int warm_pool_claim(WarmPool *p, const Language *l, WarmClaim *ret) {
                         .mount_name = TAKE_PTR(u->mount_name),
                         .ctl_fd = TAKE_FD(u->ctl_fd),
                         .limits = u->limits,
+                        .lease = u->lease,
                 };
                 warm_unit_free(u);
                 warm_pool_fill(p);
@@ -545,11 +573,17 @@ void warm_pool_drain(WarmPool *p) {
 unsigned warm_pool_stop_all(WarmPool *p, sysd_done_t cb, void *userdata) {
         unsigned n = 0;
 
-        for (WarmUnit *u = p->list; u && p->ctx->sysd; u = u->next) {
-                if (sysd_stop_unit(p->ctx->sysd, u->unit_name, cb, userdata) >= 0)
-                        n++;
-                if (u->mount_name && sysd_stop_unit(p->ctx->sysd, u->mount_name, cb, userdata) >= 0)
-                        n++;
+        /* Each unit is stopped and waited for, then its failed state reset; its workspace's mount is
+         * stopped: two answers per unit, nothing of the pool outlives sandboxd. Units being retired
+         * already have their mount's stop behind them: one answer. Without a bus nothing is sent. */
+        if (!p->ctx->sysd)
+                return 0;
+        p->stop_cb = cb;
+        p->stop_userdata = userdata;
+        for (WarmUnit *u = p->list, *next; u; u = next) {
+                next = u->next;
+                n += u->state == WARM_RETIRING ? 1 : 1 + (u->mount_name ? 1 : 0);
+                warm_unit_retire(u, RETIRE_DRAIN, NULL);
         }
         return n;
 }

@@ -24,6 +24,7 @@ typedef struct WarmClaim {
         char *workspace, *mount_name;
         int ctl_fd;              /* the control channel: EXEC_READY_LINE already read */
         Limits limits;           /* the unit's limits as started (the pool's) */
+        uint64_t lease;          /* the workspace pool's lease of the workspace (workspace_pool_give_back()) */
 } WarmClaim;
 
 void warm_claim_done(WarmClaim *c);

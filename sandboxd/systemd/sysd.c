@@ -623,6 +623,10 @@ int sysd_reset_failed_unit(Sysd *s, const char *name) {
         return simple_call(s, "ResetFailedUnit", NULL, NULL, "s", name);
 }
 
+int sysd_reset_failed_unit_cb(Sysd *s, const char *name, sysd_done_t cb, void *userdata) {
+        return simple_call(s, "ResetFailedUnit", cb, userdata, "s", name);
+}
+
 int sysd_unref_unit(Sysd *s, const char *name) {
         return simple_call(s, "UnrefUnit", NULL, NULL, "s", name);
 }

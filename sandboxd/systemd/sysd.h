@@ -73,6 +73,9 @@ int sysd_set_unit_properties(Sysd *s, const char *name, const UnitProps *props, 
 /* KillUnit: whom "all" (the whole cgroup) or "main" (sandbox-exec only: SIGUSR1 asks it to cancel). */
 int sysd_kill_unit(Sysd *s, const char *name, const char *whom, int sig);
 int sysd_reset_failed_unit(Sysd *s, const char *name);
+/* The same, with cb called with the answer (at stop: systemd refuses calls of a client gone by the
+ * time it handles them, so the caller waits for the answers). */
+int sysd_reset_failed_unit_cb(Sysd *s, const char *name, sysd_done_t cb, void *userdata);
 int sysd_unref_unit(Sysd *s, const char *name);
 /* The unit's ActiveState ("inactive" for a unit systemd does not know). */
 int sysd_get_active_state(Sysd *s, const char *name, sysd_state_done_t cb, void *userdata, SysdCall **ret);

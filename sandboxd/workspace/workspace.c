@@ -9,6 +9,7 @@
 #include "time-util.h"
 #include "unit/unit-props.h"
 #include "unit/usr-layer.h"
+#include "workspace-wipe.h"
 #include "workspace.h"
 
 #define POOL_RETRY_USEC (5 * USEC_PER_SEC)
@@ -16,6 +17,7 @@
 Workspace *workspace_free(Workspace *w) {
         if (!w)
                 return NULL;
+        workspace_wipe_cancel(w->wipe);
         sysd_call_free(w->call);
         sysd_watch_free(w->watch);
         free(w->path);
@@ -81,7 +83,9 @@ int workspace_prepare_root(const char *path, bool session, const char *log_id) {
 struct WorkspacePool {
         const Context *ctx;
         Workspace *list;
-        unsigned n;
+        unsigned n;              /* in list: mounting, ready or being wiped */
+        unsigned n_lent;         /* taken by executions of this generation, to come back */
+        uint64_t generation;     /* a drain forgets what was lent before it */
         uint64_t retry_after;    /* CLOCK_MONOTONIC: no new mount before (one failed) */
 };
 
@@ -91,6 +95,7 @@ int workspace_pool_new(const Context *ctx, WorkspacePool **ret) {
         if (!p)
                 return -ENOMEM;
         p->ctx = ctx;
+        p->generation = 1;
         *ret = p;
         return 0;
 }
@@ -143,7 +148,7 @@ static void on_pool_job_removed(void *userdata, const char *unit, const char *re
         Workspace *w = userdata;
         WorkspacePool *p = w->pool;
 
-        if (w->ready)
+        if (w->ready || w->wipe)
                 return;
         if (!streq(result, "done") || workspace_prepare_dirs(w->path, p->ctx->workspaces_dir, w->mount_name) < 0) {
                 log_warning("Pool workspace %s: mount job '%s', dropped.", unit, result);
@@ -163,7 +168,9 @@ void workspace_pool_fill(WorkspacePool *p) {
 
         if (p->ctx->stopping || !p->ctx->sysd || now_usec(CLOCK_MONOTONIC) < p->retry_after)
                 return;
-        while (p->n < p->ctx->config->workspace_pool) {
+        /* The lent ones count: they come back wiped, and a mount for each would change the host's mount
+         * table per execution, which is what the pool is there to avoid. */
+        while (p->n + p->n_lent < p->ctx->config->workspace_pool) {
                 _cleanup_(workspace_freep) Workspace *w = NULL;
                 char id[64];
                 int r;
@@ -202,9 +209,111 @@ Workspace *workspace_pool_take(WorkspacePool *p, uint64_t size) {
                 if (w->ready && w->size == size) {
                         pool_remove(p, w);
                         w->next = NULL;
+                        w->lease = p->generation;
+                        p->n_lent++;
                         return w;
                 }
         return NULL;
+}
+
+/* A wipe's end: the skeleton again, and ready; or, on any failure, unmounted and replaced. */
+static void on_pool_wipe_done(int r, uint64_t entries, void *userdata) {
+        Workspace *w = userdata;
+        WorkspacePool *p = w->pool;
+
+        w->wipe = workspace_wipe_cancel(w->wipe);
+        if (r < 0)
+                log_info_errno(r, "Pool workspace %s: not reused after %" PRIu64 " entries (%m), replacing it.",
+                               w->mount_name, entries);
+        else
+                r = workspace_prepare_dirs(w->path, p->ctx->workspaces_dir, w->mount_name);
+        if (r < 0) {
+                if (p->ctx->sysd)
+                        (void) sysd_stop_unit(p->ctx->sysd, w->mount_name, NULL, NULL);
+                pool_remove(p, w);
+                workspace_free(w);
+                metrics_workspace_replaced(p->ctx->metrics);
+                workspace_pool_fill(p);
+                return;
+        }
+        w->ready = true;
+        metrics_workspace_recycled(p->ctx->metrics);
+        log_debug("Pool workspace %s: wiped (%" PRIu64 " entries), ready again.", w->mount_name, entries);
+}
+
+/* The mount root at path, a direct child of workspaces_dir, as a directory fd, never through a link;
+ * it must be the tmpfs itself (another device than its parent). */
+static int open_mount_root(const char *workspaces_dir, const char *path) {
+        _cleanup_close_ int parent = -EBADF, fd = -EBADF;
+        const char *name = startswith(path, workspaces_dir);
+        struct statfs sfs;
+        struct stat st, pst;
+
+        if (!name || name[0] != '/' || !name[1] || strchr(name + 1, '/'))
+                return -EINVAL;
+        parent = open(workspaces_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (parent < 0)
+                return -errno;
+        fd = openat(parent, name + 1, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(parent, &pst) < 0 || fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
+                return -errno;
+        if (sfs.f_type != TMPFS_MAGIC || st.st_dev == pst.st_dev)
+                return -EMEDIUMTYPE;
+        return TAKE_FD(fd);
+}
+
+bool workspace_pool_give_back(WorkspacePool *p, const char *path, const char *mount_name, uint64_t lease,
+                              bool reusable) {
+        _cleanup_(workspace_freep) Workspace *w = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        WipeLimits lim = { .max_entries = WORKSPACE_WIPE_ENTRIES_MAX, .max_depth = WORKSPACE_WIPE_DEPTH_MAX };
+        int r;
+
+        /* Not lent by this pool, or lent before a drain: unmounted as it always was. */
+        if (!p || lease == 0 || lease != p->generation || p->n_lent == 0)
+                return false;
+        p->n_lent--;
+        if (!reusable || p->ctx->stopping || !p->ctx->sysd || !p->ctx->event ||
+            p->n + p->n_lent >= p->ctx->config->workspace_pool) {
+                if (!reusable)
+                        metrics_workspace_replaced(p->ctx->metrics);
+                workspace_pool_fill(p);
+                return false;
+        }
+        w = calloc(1, sizeof(Workspace));
+        if (!w)
+                goto fail;
+        w->pool = p;
+        w->size = pool_size_bytes(p);
+        w->path = strdup(path);
+        w->mount_name = strdup(mount_name);
+        if (!w->path || !w->mount_name)
+                goto fail;
+        fd = open_mount_root(p->ctx->workspaces_dir, w->path);
+        if (fd < 0) {
+                log_warning_errno(fd, "Pool workspace %s: cannot open its mount root, replacing it: %m",
+                                  mount_name);
+                goto fail;
+        }
+        /* Watched again, so that the sweep knows it is the pool's. */
+        r = sysd_watch(p->ctx->sysd, w->mount_name, &pool_events, w, &w->watch);
+        if (r >= 0)
+                r = workspace_wipe_async(p->ctx->event, fd, &lim, on_pool_wipe_done, w, &w->wipe);
+        if (r < 0) {
+                log_warning_errno(r, "Pool workspace %s: cannot start its wipe, replacing it: %m", mount_name);
+                goto fail;
+        }
+        w->next = p->list;
+        p->list = TAKE_PTR(w);
+        p->n++;
+        return true;
+
+fail:
+        metrics_workspace_replaced(p->ctx->metrics);
+        workspace_pool_fill(p);
+        return false;
 }
 
 bool workspace_pool_owns_dir(const WorkspacePool *p, const char *name) {
@@ -217,11 +326,16 @@ bool workspace_pool_owns_dir(const WorkspacePool *p, const char *name) {
 }
 
 void workspace_pool_drain(WorkspacePool *p) {
+        /* What is lent out now is unmounted when it comes back. */
+        p->generation++;
+        p->n_lent = 0;
         while (p->list) {
                 Workspace *w = p->list;
 
                 p->list = w->next;
                 p->n--;
+                /* A wipe still holds the mount open: the unmount would fail with EBUSY. */
+                w->wipe = workspace_wipe_cancel(w->wipe);
                 if (p->ctx->sysd)
                         (void) sysd_stop_unit(p->ctx->sysd, w->mount_name, NULL, NULL);
                 workspace_free(w);
@@ -231,8 +345,10 @@ void workspace_pool_drain(WorkspacePool *p) {
 unsigned workspace_pool_stop_all(WorkspacePool *p, sysd_done_t cb, void *userdata) {
         unsigned n = 0;
 
-        for (Workspace *w = p->list; w && p->ctx->sysd; w = w->next)
+        for (Workspace *w = p->list; w && p->ctx->sysd; w = w->next) {
+                w->wipe = workspace_wipe_cancel(w->wipe);
                 if (sysd_stop_unit(p->ctx->sysd, w->mount_name, cb, userdata) >= 0)
                         n++;
+        }
         return n;
 }

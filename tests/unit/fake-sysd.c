@@ -357,6 +357,10 @@ void fake_sysd_unit_ended(Sysd *s, const char *name, const char *state, const Sy
         enqueue_signal(s, name, NULL);
 }
 
+int sysd_reset_failed_unit_cb(Sysd *s, const char *name, sysd_done_t cb, void *userdata) {
+        return call(s, CALL_DONE, (void *) cb, userdata, name, 0, NULL);
+}
+
 /* The warm pool is not part of test-job (its jobs start cold): nothing to change. */
 int sysd_set_unit_properties(Sysd *s, const char *name, const UnitProps *props, sysd_done_t cb, void *userdata,
                              SysdCall **ret) {

@@ -208,6 +208,25 @@ static void test_observe(_unused_ void **state) {
         assert_int_equal(value_of(text, "sandboxd_execution_first_output_seconds_bucket{le=\"0.025\"}"), 2);
         assert_int_equal(value_of(text, "sandboxd_store_errors_total"), 2);
         assert_int_equal(value_of(text, "sandboxd_dbus_reconnects_total"), 0);
+        assert_int_equal(value_of(text, "sandboxd_workspaces_recycled_total"), 0);
+        assert_int_equal(value_of(text, "sandboxd_workspaces_replaced_total"), 0);
+}
+
+static void test_workspace_counters(_unused_ void **state) {
+        _cleanup_(metrics_freep) Metrics *m = metrics_new();
+        _cleanup_free_ char *text = NULL;
+        const MetricsGauges g = {};
+
+        assert_non_null(m);
+        metrics_workspace_recycled(m);
+        metrics_workspace_recycled(m);
+        metrics_workspace_recycled(m);
+        metrics_workspace_replaced(m);
+        metrics_workspace_recycled(NULL);
+        text = render(m, &g);
+        assert_int_equal(value_of(text, "sandboxd_workspaces_recycled_total"), 3);
+        assert_int_equal(value_of(text, "sandboxd_workspaces_replaced_total"), 1);
+        assert_true(has_line(text, "# TYPE sandboxd_workspaces_recycled_total counter"));
 }
 
 static void test_gauges(_unused_ void **state) {
@@ -268,10 +287,10 @@ static void test_render_shape(_unused_ void **state) {
                 }
                 *nl = '\n';
         }
-        /* executions, 7 histograms, 10 gauges, 4 daemon counters, build_info */
-        assert_int_equal(families, 23);
-        assert_int_equal(count_prefix(text, "# HELP "), 23);
-        assert_int_equal(count_prefix(text, "# TYPE "), 23);
+        /* executions, 7 histograms, 10 gauges, 6 daemon counters, build_info */
+        assert_int_equal(families, 25);
+        assert_int_equal(count_prefix(text, "# HELP "), 25);
+        assert_int_equal(count_prefix(text, "# TYPE "), 25);
 }
 
 static void test_escape_label(_unused_ void **state) {
@@ -307,6 +326,7 @@ int main(void) {
                 cmocka_unit_test(test_render_histogram),
                 cmocka_unit_test(test_observe),
                 cmocka_unit_test(test_gauges),
+                cmocka_unit_test(test_workspace_counters),
                 cmocka_unit_test(test_render_shape),
                 cmocka_unit_test(test_escape_label),
         };
