@@ -1118,7 +1118,7 @@ def main():
                 continue
             pe = acc.per_exec()
             prog = prog_of(k)
-            pid1_child = pid1_plus_child(pe, bare_prog)
+            pid1_child = pid1_plus_child(pe, bare_prog) if k != "bare" else None   # no unit: nothing to say
             parts = [pe["daemon"] if (k in HTTP_ROWS or k == "sandboxctl") else None, pe["systemd"], pe["bus_journal"],
                      pe["client"] if k not in HTTP_ROWS else None, prog]
             tot = sum(x for x in parts if x is not None)
@@ -1232,12 +1232,20 @@ def main():
         P("Targets (issue 15) — measured side by side in this run" +
           (f"; previous main = {args.baseline_rev or '?'} in a second harness boot" if baseline else
            "; previous main: not measured (bench/run --no-baseline, or its leg failed)"))
-        P(f"{'target':50} | {'measured':>10} {'reference':>10} | {'ratio':>6} {'limit':>7} | verdict")
-        P("-" * 100)
+        P(f"{'target':58} | {'measured':>9} {'reference':>9} | {'ratio':>6} {'limit':>7} | verdict")
+        P("-" * 106)
         for t in tgt:
             lim = f"{t['op']} {t['limit']:.2f}" if t.get("limit") is not None else ""
-            P(f"{t['target']:50} | {fmt(t['measured'], 10, 1)} {fmt(t.get('reference'), 10, 1)} | "
+            P(f"{t['target']:58} | {fmt(t['measured'], 9, 1)} {fmt(t.get('reference'), 9, 1)} | "
               f"{fmt(t.get('ratio'), 6, 2)} {lim:>7} | {t['verdict']}" + (f"  ({t['note']})" if t.get("note") else ""))
+        if baseline:
+            def fig(doc_res, ph, row, f):
+                return ((doc_res or {}).get(ph, {}).get(row) or {}).get(f)
+            br = baseline.get("workloads", {}).get("print", {}).get("results", {})
+            P(f"  (the two boots, print(1): bare python3 c=1 p50 {fmt(fig(br, 'c1', 'bare', 'p50_ms'), 0, 1)} ms in the "
+              f"previous main's leg, {fmt(fig(res.get('print'), 'c1', 'bare', 'p50_ms'), 0, 1)} ms here; systemd-run "
+              f"(no properties) c=8 {fmt(fig(br, 'c8', 'sr_none', 'throughput_per_s'), 0, 1)} /s there, "
+              f"{fmt(fig(res.get('print'), 'c8', 'sr_none', 'throughput_per_s'), 0, 1)} /s here)")
     report = "\n".join(lines)
     print(report)
 
@@ -1360,11 +1368,16 @@ def targets(res, cpu_conc, api, baseline, baseline_rev):
                  get("print", "c8", "sr_none", "throughput_per_s"), "≥", 1.0, note))
     for wk in ("print", "numpy"):
         v = api.ttfo_ms.get(wk, [])
-        p50 = (pct(v, 50) if api.ttfo_src and api.ttfo_src.startswith("record") else hist_quantile(v, 0.5)) if v else None
+        from_metric = not (api.ttfo_src and api.ttfo_src.startswith("record"))
+        p50 = (hist_quantile(v, 0.5) if from_metric else pct(v, 50)) if v else None
+        bucket = ""
+        if v and from_metric:
+            hi = sorted(v)[(len(v) - 1) // 2]
+            lo = max([b for b in FIRST_OUTPUT_BOUNDS_MS if b < hi], default=0.0)
+            bucket = f" (histogram: the median run is in the {lo:g}–{hi:g} ms bucket; interpolated)"
         out.append({"target": f"time to first output p50, warm {wk} (c=1) [ms]", "measured": p50, "reference": None,
                     "ratio": None, "op": None, "limit": None, "verdict": "info" if v else "n/a",
-                    "note": (f"n={len(v)}, from the {api.ttfo_src}" +
-                             (" (histogram bucket, interpolated)" if api.ttfo_src == "metric" else "")) if v else
+                    "note": (f"n={len(v)}, from the {api.ttfo_src}" + bucket) if v else
                     "no warm runs"})
     return out
 
