@@ -788,7 +788,8 @@ class WarmHooks:
 def detect_pool(api):
     """Does the daemon have the warm pool (issue 15)? It does if it accepts "start": "cold" and its
     record says start=cold. Then wait (at most 30 s) until the pool is filled: every pooled
-    language has ready units and the counts were stable for 1 s. Returns {"api": bool, "why": …,
+    language has sandboxd_pool_target_units ready (without that gauge: ready units, and the counts
+    were stable for 1 s). Returns {"api": bool, "why": …,
     "full": {language: ready units}}."""
     try:
         st, payload = api.request("POST", "/v1/executions?wait=true",
@@ -800,12 +801,20 @@ def detect_pool(api):
     e = json.loads(payload)
     if e.get("start") != "cold":
         return {"api": False, "why": f"the record has start={e.get('start')!r}", "full": {}}
+    # sandboxd_pool_target_units (Size=), if the daemon exports it, says when the pool is full.
+    try:
+        target = api.metrics().get(("sandboxd_pool_target_units", ""))
+    except (BenchError, OSError, http.client.HTTPException):
+        target = None
     last, stable_since, t_end = None, time.monotonic(), time.monotonic() + 30
     while time.monotonic() < t_end:
         ready = api.pool_ready()
+        if ready and target and all(v >= target for v in ready.values()):
+            last = ready
+            break
         if ready != last:
             last, stable_since = ready, time.monotonic()
-        elif ready and all(v > 0 for v in ready.values()) and time.monotonic() - stable_since >= 1.0:
+        elif ready and all(v > 0 for v in ready.values()) and time.monotonic() - stable_since >= 1.0 and not target:
             break
         time.sleep(0.1)
     return {"api": True, "why": None, "full": {k: v for k, v in (last or {}).items() if v > 0}}
