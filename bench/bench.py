@@ -199,7 +199,9 @@ class Api:
                 c, st, fi = (parse_ts(e[k]) for k in ("created_at", "started_at", "finished_at"))
             except (KeyError, TypeError, ValueError):
                 return
-            ph = self.phases.setdefault(self.phase, {"client_to_created": [], "created_to_started": [],
+            # with a warm pool, warm and cold runs apart: "print:c1 warm", "print:c1 cold"
+            phk = self.phase if row == "sandboxd_api" else f"{self.phase} {row.replace('sandboxd_', '')}"
+            ph = self.phases.setdefault(phk, {"client_to_created": [], "created_to_started": [],
                                                      "started_to_finished": [], "finished_to_client": []})
             ph["client_to_created"].append((c - t0) * 1000.0)
             ph["created_to_started"].append((st - c) * 1000.0)
@@ -1183,11 +1185,11 @@ def main():
         P("where sandboxd's time goes (HTTP API runs; the daemon's timestamps have 1 ms resolution), p50 / p95 ms:")
         cols = (("client_to_created", "send→created"), ("created_to_started", "created→started"),
                 ("started_to_finished", "started→finished"), ("finished_to_client", "finished→answer"))
-        P(f"  {'':14}" + "".join(f"{name:>20}" for _, name in cols))
+        P(f"  {'':19}" + "".join(f"{name:>20}" for _, name in cols))
         for phk, ph in api.phases.items():
-            if phk in ("warmup", "after") or not any(ph.values()):
+            if phk.split()[0] in ("warmup", "after") or not any(ph.values()):
                 continue
-            P(f"  {phk:14}" + "".join(f"{fmt(pct(ph[c], 50), 9)} /{fmt(pct(ph[c], 95), 8)} " for c, _ in cols))
+            P(f"  {phk:19}" + "".join(f"{fmt(pct(ph[c], 50), 9)} /{fmt(pct(ph[c], 95), 8)} " for c, _ in cols))
     if mc32.get("done"):
         P(f"MaxConcurrent=32 (drop-in + reload): /v1/health slots {mc32.get('slots_before')} → {mc32.get('slots')} "
           f"→ {mc32.get('slots_after')} (restored)")
