@@ -35,7 +35,7 @@
  * Usage: sandbox-exec [--source NAME] [--code-dir DIR] [--max-source BYTES] [--workspace DIR]
  *                     [--cgroup-dir DIR] [--tidy-mounts] [--usr-layer DIR] [--uid UID | --same-user]
  *                     [--rlimit-nofile N] [--rlimit-fsize BYTES] [--rlimit-core BYTES]
- *                     [--timeout-ms N] [--head-bytes N] [--tail-bytes N]
+ *                     [--timeout-ms N] [--head-bytes N] [--tail-bytes N] [--warm [--warm-preload]]
  *                     [--compile-arg ARG]... [--check-arg ARG]... -- RUN_ARGV... */
 
 #include "sandbox-exec.h"

@@ -588,8 +588,91 @@ static void test_receive(void **state) {
         assert_int_equal(receive(too_large, sizeof(too_large) - 1, &r), -EBADMSG);
 }
 
+/* The claim line of a warm unit (exec-protocol.h), row by row. */
+static const struct {
+        const char *line;
+        int ret;
+        uint64_t timeout_ms, code_len, env_len;
+} claim_rows[] = {
+        { "SANDBOXD-CLAIM 1 30000 8 120", 0, 30000, 8, 120 },
+        { "SANDBOXD-CLAIM 1 0 0 0", 0, 0, 0, 0 },
+        { "SANDBOXD-CLAIM 1 18446744073709551615 1 2", 0, UINT64_MAX, 1, 2 },
+        { "SANDBOXD-CLAIM 1 18446744073709551616 1 2", -ERANGE, 0, 0, 0 },
+        { "SANDBOXD-CLAIM 1 30000 8", -EINVAL, 0, 0, 0 },
+        { "SANDBOXD-CLAIM 1 30000 8 120 5", -EINVAL, 0, 0, 0 },
+        { "SANDBOXD-CLAIM 1 30000  8 120", -EINVAL, 0, 0, 0 },
+        { "SANDBOXD-CLAIM 1 030000 8 120", -EINVAL, 0, 0, 0 },
+        { "SANDBOXD-CLAIM 1 +3 8 120", -EINVAL, 0, 0, 0 },
+        { "SANDBOXD-CLAIM 2 3 8 120", -EINVAL, 0, 0, 0 },
+        { "SANDBOXD-EXEC 1 3 8 120", -EINVAL, 0, 0, 0 },
+        { "SANDBOXD-CLAIM 1 3 8 120 ", -EINVAL, 0, 0, 0 },
+        { "", -EINVAL, 0, 0, 0 },
+};
+
+static void test_claim(_unused_ void **state) {
+        char buf[EXEC_CLAIM_MAX + 1];
+        uint64_t t, c, e;
+        int n;
+
+        for (size_t i = 0; i < ELEMENTSOF(claim_rows); i++) {
+                t = c = e = 7;
+                assert_int_equal(exec_claim_parse(claim_rows[i].line, strlen(claim_rows[i].line), &t, &c, &e),
+                                 claim_rows[i].ret);
+                if (claim_rows[i].ret == 0) {
+                        assert_int_equal(t, claim_rows[i].timeout_ms);
+                        assert_int_equal(c, claim_rows[i].code_len);
+                        assert_int_equal(e, claim_rows[i].env_len);
+                } else
+                        assert_true(t == 7 && c == 7 && e == 7);      /* untouched */
+        }
+        /* A NUL inside is refused. */
+        assert_int_equal(exec_claim_parse("SANDBOXD-CLAIM 1 3\0 8 120", 26, &t, &c, &e), -EINVAL);
+
+        /* The widest line fits, and what is formatted parses back. */
+        n = exec_claim_format(buf, sizeof(buf), UINT64_MAX, UINT64_MAX, UINT64_MAX);
+        assert_true(n > 0 && n <= EXEC_CLAIM_MAX && buf[n - 1] == '\n');
+        assert_int_equal(exec_claim_parse(buf, (size_t) n - 1, &t, &c, &e), 0);
+        assert_true(t == UINT64_MAX && c == UINT64_MAX && e == UINT64_MAX);
+        n = exec_claim_format(buf, sizeof(buf), 1500, 12, 300);
+        assert_string_equal(buf, "SANDBOXD-CLAIM 1 1500 12 300\n");
+        assert_int_equal(exec_claim_format(buf, 10, 1, 2, 3), -ENOBUFS);
+}
+
+static void test_env_block(_unused_ void **state) {
+        static const struct {
+                const char *block;
+                size_t n;
+                int ret;
+        } rows[] = {
+                { "", 0, 0 },
+                { "A=1", 4, 1 },
+                { "A=1\0B=\0", 7, 2 },
+                { "A=1\0B=x=y", 10, 2 },        /* '=' in a value */
+                { "A=1", 3, -EINVAL },           /* not NUL-terminated */
+                { "=1", 3, -EINVAL },            /* empty name */
+                { "A", 2, -EINVAL },             /* no '=' */
+                { "A=1\0\0", 5, -EINVAL },     /* an empty entry */
+        };
+        _cleanup_free_ char *many = NULL;
+        size_t len = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++)
+                assert_int_equal(exec_env_block_check(rows[i].block, rows[i].n), rows[i].ret);
+
+        /* At most EXEC_ENV_ENTRIES_MAX entries. */
+        many = malloc((EXEC_ENV_ENTRIES_MAX + 1) * 4);
+        assert_non_null(many);
+        for (size_t i = 0; i < EXEC_ENV_ENTRIES_MAX; i++) {
+                memcpy(many + len, "A=1", 4);
+                len += 4;
+        }
+        assert_int_equal(exec_env_block_check(many, len), (int) EXEC_ENV_ENTRIES_MAX);
+        memcpy(many + len, "A=1", 4);
+        assert_int_equal(exec_env_block_check(many, len + 4), -EINVAL);
+}
+
 int main(void) {
-        size_t n = 17 + ELEMENTSOF(parse_rows), i = 0;
+        size_t n = 19 + ELEMENTSOF(parse_rows), i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -613,6 +696,8 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_format_error_sanitized);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_format_refuses);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_receive);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_claim);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_env_block);
         assert_true(i <= n);
 
         return _cmocka_run_group_tests("exec-protocol", tests, i, NULL, NULL);
