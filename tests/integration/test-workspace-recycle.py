@@ -23,9 +23,20 @@ from lib import *  # noqa: E402,F401,F403
 
 t = Tap()
 WS_DIR = "/run/sandboxd/workspaces"
+
+# The warm pool off (its units hold workspaces of the pool, which this test counts): meson.build
+# starts the daemon so (SANDBOX_HARNESS_POOL_SIZE=0); elsewhere (the VM tier) a drop-in and a reload
+# do. test-warm-pool.py checks that the warm pool's workspaces are recycled too.
+if health().get("pool", {}).get("size", 0) != 0:
+    _dropin = os.path.join(os.environ["SANDBOXD_CONFIG_DIR"], "sandboxd.conf.d", "95-test-pool-off.conf")
+    os.makedirs(os.path.dirname(_dropin), exist_ok=True)
+    with open(_dropin, "w") as f:
+        f.write("[Pool]\nSize=0\n")
+    subprocess.run(["systemctl", "reload", "sandboxd.service"], check=False)
+    t.ok(wait_until(lambda: health().get("pool", {}).get("size") == 0 and not health()["pool"].get("units")
+                    and not [u for u in sandboxd_units() if u.startswith("sandboxd-warm-")], 20),
+         "the warm pool is off for this test", health().get("pool"))
 POOL = 16                # WorkspacePool= default; the harness does not change it
-# The warm pool is off in this test (meson.build): its units hold workspaces of the pool, which this
-# test counts. test-warm-pool.py checks that the warm pool's workspaces are recycled too.
 BUDGET = 50000           # WORKSPACE_WIPE_ENTRIES_MAX
 CANARY_DIR = "/var/tmp/recycle-canary"
 CANARY = CANARY_DIR + "/file"
