@@ -596,7 +596,7 @@ int main(int argc, char *argv[]) {
         if (o.warm) {
                 if (o.warm_preload)
                         warm_pid = warm_start_runtime(&o, o.run_argv, bpf, (size_t) bpf_len, &warm_fd);
-                warm_env = warm_await_claim(&o, code_fd, &warm_env_len);
+                warm_env = warm_await_claim(&o, code_fd, warm_pid, &warm_env_len);
                 (void) pump(out_pipe[0], &cap_out, true);
                 (void) pump(err_pipe_[0], &cap_err, true);
                 capture_done(&cap_out);

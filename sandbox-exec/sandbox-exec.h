@@ -131,7 +131,7 @@ bool status_is_success(int status);
 
 /* warm.c: a unit of the warm pool */
 pid_t warm_start_runtime(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, int *ret_fd);
-char *warm_await_claim(Options *o, int code_fd, size_t *ret_env_len);
+char *warm_await_claim(Options *o, int code_fd, pid_t runtime, size_t *ret_env_len);
 void warm_apply_env(const char *block, size_t n);
 void write_source(int code_fd, const char *name, int from, uint64_t len);
 

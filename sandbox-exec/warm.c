@@ -114,9 +114,46 @@ static void read_line_or_fail(int fd, char *line, size_t max, size_t *ret_n, con
         *ret_n = n;
 }
 
+/* Until the claim's first byte: a preloaded runtime that dies meanwhile (killed, out of memory) ends
+ * the unit as a setup failure, so the pool replaces it, instead of a claim finding it dead and
+ * reporting the runtime's end as the program's. Output it prints meanwhile is drained (and dropped
+ * at the claim). */
+static void await_claim_start(pid_t runtime) {
+        for (;;) {
+                struct pollfd p[4] = {
+                        { .fd = control_fd, .events = POLLIN },
+                        { .fd = signal_fd, .events = POLLIN },
+                        { .fd = out_pipe[0], .events = POLLIN },
+                        { .fd = err_pipe_[0], .events = POLLIN },
+                };
+                int status;
+
+                if (poll(p, ELEMENTSOF(p), -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        fail_setup("poll failed: %s", strerror(errno));
+                }
+                if (p[2].revents)
+                        (void) pump(out_pipe[0], &cap_out, false);
+                if (p[3].revents)
+                        (void) pump(err_pipe_[0], &cap_err, false);
+                if (p[1].revents) {
+                        struct signalfd_siginfo si;
+
+                        /* SIGCHLD (and a stray SIGUSR1: there is nothing to cancel yet). */
+                        while (read(signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                ;
+                        if (runtime > 0 && waitpid(runtime, &status, WNOHANG) == runtime)
+                                fail_setup("The warm runtime ended before its claim (status %d)", status);
+                }
+                if (p[0].revents)
+                        return;
+        }
+}
+
 /* Say ready, then wait (as long as the unit may live) for the claim; write its source, return its
  * environment block. */
-char *warm_await_claim(Options *o, int code_fd, size_t *ret_env_len) {
+char *warm_await_claim(Options *o, int code_fd, pid_t runtime, size_t *ret_env_len) {
         char line[EXEC_CLAIM_MAX + 1];
         uint64_t timeout_ms, code_len, env_len;
         _cleanup_free_ char *env = NULL;
@@ -125,6 +162,7 @@ char *warm_await_claim(Options *o, int code_fd, size_t *ret_env_len) {
 
         if (loop_write(control_fd, EXEC_READY_LINE, strlen(EXEC_READY_LINE)) < 0)
                 fail_setup("Cannot say ready: %s", strerror(errno));
+        await_claim_start(runtime);
 
         read_line_or_fail(control_fd, line, EXEC_CLAIM_MAX, &n, "claim");
         if (exec_claim_parse(line, n, &timeout_ms, &code_len, &env_len) < 0)

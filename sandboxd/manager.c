@@ -365,6 +365,8 @@ static void manager_end_executions(Manager *m) {
          * nobody claimed are given back. */
         m->n_end_pending += workspace_pool_stop_all(m->ctx.pool, on_end_reply, m);
         m->n_end_pending += warm_pool_stop_all(m->ctx.warm, on_end_reply, m);
+        /* Units of final executions still ending: finished as they end (reset, workspace stopped). */
+        m->n_end_pending += unit_reaper_stop_all(m->ctx.reaper, on_end_reply, m);
         runner_flush_waiters(m->runner);
 }
 

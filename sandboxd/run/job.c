@@ -907,7 +907,9 @@ void job_report_complete(Job *j) {
         const uint8_t *nl;
         size_t text_len;
 
-        if (j->state == JOB_RUNNING && (j->waiting & JOB_WAIT_UNIT) && j->ctx->reaper && !j->adopted &&
+        /* Not a session's run: the session's next run starts when this one is final, and must not
+         * share its state directory with a unit still ending. */
+        if (j->state == JOB_RUNNING && (j->waiting & JOB_WAIT_UNIT) && j->ctx->reaper && !j->adopted && !j->session &&
             j->report_len > 0 && !j->report_overflow) {
                 nl = memmem(j->report, MIN(j->report_len, (size_t) HELPER_REPORT_MAX), "\n\n", 2);
                 text_len = nl ? (size_t) (nl - j->report) + 1 : 0;

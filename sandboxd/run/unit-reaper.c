@@ -20,6 +20,8 @@ struct Reaped {
 
 struct UnitReaper {
         Context *ctx;
+        sysd_done_t stop_cb;     /* at stop: each answer, see unit_reaper_stop_all() */
+        void *stop_userdata;
         Reaped *list;
         unsigned n;
         sd_event_source *timer;
@@ -53,7 +55,17 @@ static void reaped_done(Reaped *x, const char *state) {
         Sysd *sysd = r->ctx->sysd;
 
         x->watch_mount = sysd_watch_free(x->watch_mount);
-        if (sysd) {
+        if (sysd && r->stop_cb) {
+                /* At stop: two answers per unit, awaited (systemd drops the calls of a client that
+                 * has gone); what is not sent is answered here. */
+                (void) sysd_unref_unit(sysd, x->unit);
+                if ((state && !streq(state, "failed")) ||
+                    sysd_reset_failed_unit_cb(sysd, x->unit, r->stop_cb, r->stop_userdata) < 0)
+                        r->stop_cb(r->stop_userdata, 0, NULL);
+                if (!x->mount || workspace_pool_give_back(r->ctx->pool, x->workspace, x->mount, x->lease, false) ||
+                    sysd_stop_unit(sysd, x->mount, r->stop_cb, r->stop_userdata) < 0)
+                        r->stop_cb(r->stop_userdata, 0, NULL);
+        } else if (sysd) {
                 (void) sysd_unref_unit(sysd, x->unit);
                 if (!state || streq(state, "failed"))
                         (void) sysd_reset_failed_unit(sysd, x->unit);
@@ -177,4 +189,12 @@ int unit_reaper_add(UnitReaper *r, const char *unit, const char *mount, const ch
 
 unsigned unit_reaper_count(const UnitReaper *r) {
         return r->n;
+}
+
+unsigned unit_reaper_stop_all(UnitReaper *r, sysd_done_t cb, void *userdata) {
+        if (!r->ctx->sysd)
+                return 0;
+        r->stop_cb = cb;
+        r->stop_userdata = userdata;
+        return 2 * r->n;
 }

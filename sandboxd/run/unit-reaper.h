@@ -25,3 +25,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(UnitReaper *, unit_reaper_free);
  * the workspace pool's lease) back to the pool, or stop mount; mount NULL: none (a session's). */
 int unit_reaper_add(UnitReaper *r, const char *unit, const char *mount, const char *workspace, uint64_t lease);
 unsigned unit_reaper_count(const UnitReaper *r);
+/* At stop: each unit still ending is finished as usual once it has ended, and cb(userdata) is called
+ * with each of systemd's answers (its reset, its mount's stop); how many will come. */
+unsigned unit_reaper_stop_all(UnitReaper *r, sysd_done_t cb, void *userdata);

@@ -424,7 +424,9 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
 oom:
         r = -ENOMEM;
 fail:
-        /* Nothing was started: the workspace goes back, as it was (nothing ran in it). */
+        /* Nothing was started: the workspace goes back, as it was (nothing ran in it), watched by the
+         * workspace pool again (ours first goes, or the pool could not watch it). */
+        u->watch_mount = sysd_watch_free(u->watch_mount);
         if (ctx->sysd && u->mount_name &&
             !workspace_pool_give_back(ctx->pool, u->workspace, u->mount_name, u->lease, true))
                 (void) sysd_stop_unit(ctx->sysd, u->mount_name, NULL, NULL);
