@@ -91,8 +91,13 @@ echo "# restart with a running execution took $ms ms"
 out=$(api "http://l/v1/executions/$id1?wait=true")
 ok $(echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); sys.exit(0 if r["status"]=="success" and r["stdout"]=="1\n2\n" else 1)' && echo 0 || echo 1) "restart: the running execution is adopted and finishes with its full output" "$out"
 
-id2=$(api -d '{"language":"python","code":"import time\ntime.sleep(2)\nraise SystemExit(3)"}' http://l/v1/executions | python3 -c 'import json,sys; print(json.load(sys.stdin)["execution_id"])')
-sleep 0.7
+id2=$(api -d '{"language":"python","code":"import time\ntime.sleep(6)\nraise SystemExit(3)"}' http://l/v1/executions | python3 -c 'import json,sys; print(json.load(sys.stdin)["execution_id"])')
+# Running (its unit started), not merely submitted: on a slow machine a fixed delay is not enough.
+for _ in $(seq 1 200); do
+        st2=$(api "http://l/v1/executions/$id2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')
+        [ "$st2" = running ] && break
+        sleep 0.05
+done
 # Its unit, as the record names it (a warm unit has a name of its own).
 unit2=$(api "http://l/v1/executions/$id2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unit"])')
 systemctl stop sandboxd.service

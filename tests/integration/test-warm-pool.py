@@ -109,8 +109,12 @@ for k in ("env", "cwd", "argv", "name", "file", "path0", "hash", "uid_dynamic", 
 t.eq(w.get("env", {}).get("SANDBOX_SEED"), "42", "the request's seed is in force")
 t.eq(w.get("env", {}).get("FOO"), "bar", "the request's env is in force")
 t.eq(w.get("env", {}).get("PYTHONHASHSEED"), "0", "PYTHONHASHSEED=0 as on a cold start")
-t.ok(warm.get("cpu_time_ms") is not None and warm["cpu_time_ms"] < 60,
-     "cpu_time_ms is the program's, not the runtime's start and imports", warm.get("cpu_time_ms"))
+# What the preload costs, measured here (machines differ: the VM tier emulates its CPU).
+imp = run("import numpy", start="cold")
+t.ok(warm.get("cpu_time_ms") is not None and imp.get("cpu_time_ms") and
+     warm["cpu_time_ms"] < 0.7 * imp["cpu_time_ms"],
+     "cpu_time_ms is the program's, not the runtime's start and imports",
+     (warm.get("cpu_time_ms"), imp.get("cpu_time_ms")))
 
 for lang, code, want in (("bash", 'echo "$FOO $SANDBOX_SEED $PWD"', "bar 42 /workspace\n"),
                          ("node", "console.log(process.env.FOO, process.env.SANDBOX_SEED, process.cwd())",
