@@ -394,9 +394,9 @@ collect_from = collect_to = None
 try:
     st, acc = submit(many, limits={"timeout_ms": 300000})
     big_id = acc.get("execution_id")
-    unit = f"sandboxd-{big_id}.service"
     # The collection runs between the end of the unit and the execution's being final.
     wait_until(lambda: get(big_id)[1].get("status") == "running", 120)
+    unit = get(big_id)[1].get("unit")     # as the record names it (warm or cold)
     wait_until(lambda: unit_gone(unit), 300, 0.02)
     collect_from = time.monotonic()
     wait_until(lambda: get(big_id)[1].get("status") not in ("queued", "running"), 300, 0.02)

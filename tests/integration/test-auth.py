@@ -216,7 +216,11 @@ t.ok(st == 200 and xb.get("stdout") == "B\n" and xb.get("execution_id") == EID,
 rid_a, rid_b = xa.get("record_id"), xb.get("record_id")
 t.ok(rid_a and rid_b and rid_a != rid_b and EID not in (rid_a, rid_b), "two records, two derived record ids",
      (rid_a, rid_b))
-t.eq(xa.get("unit"), f"sandboxd-{rid_a}.service", "the unit is named after the record id, not the caller's id", xa)
+# Cold: named after the record id; warm: the pool's name. Never after the caller's id.
+t.ok(EID not in (xa.get("unit") or EID) and
+     (xa.get("unit") == f"sandboxd-{rid_a}.service" if xa.get("start") == "cold" else
+      xa.get("start") == "warm" and xa["unit"].startswith("sandboxd-warm-")),
+     "the unit is named after the record id (or the warm pool), not the caller's id", xa)
 st, _, ga = tcp("GET", f"/v1/executions/{EID}", key=key_a)
 st2, _, gb = tcp("GET", f"/v1/executions/{EID}", key=key_b)
 t.eq((st, ga.get("stdout"), st2, gb.get("stdout")), (200, "A\n", 200, "B\n"), "each reads its own by the same id",

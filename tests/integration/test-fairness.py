@@ -168,7 +168,8 @@ t.ok(near(props.get("MemoryMax", ""), 0.80), "sandboxd.slice MemoryMax= is 80% o
 t.ok(near(props.get("MemoryHigh", ""), 0.70), "sandboxd.slice MemoryHigh= is 70% of the memory", props)
 # And in the kernel, while an execution runs in the slice (the slice's cgroup exists then).
 st, r = post("root", "import time\ntime.sleep(3)\n")
-unit = f"sandboxd-{r.get('execution_id')}.service"
+wait_until(lambda: get(r.get("execution_id"))[1].get("status") == "running", 10)
+unit = get(r.get("execution_id"))[1].get("unit")   # as the record names it (warm or cold)
 wait_until(lambda: slice_limit_file(unit) is not None, 10)
 slice_file = slice_limit_file(unit)
 foreign = []

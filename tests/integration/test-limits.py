@@ -101,9 +101,9 @@ if CGROUP == "v2":
     # MemorySwapMax=0 honoured: the running unit's property and its cgroup's memory.swap.max.
     st, a = submit("import time\nprint('up', flush=True)\ntime.sleep(60)\n", limits={"memory_mb": 96})
     eid = a.get("execution_id")
-    unit = f"sandboxd-{eid}.service"
     t.ok(st == 202 and wait_until(lambda: get(eid)[1].get("status") == "running", 20), "v2: a long execution runs",
          (st, a))
+    unit = get(eid)[1].get("unit")     # as the record names it (warm or cold)
 
     def show(prop):
         return subprocess.run(["systemctl", "show", "-P", prop, unit], capture_output=True, text=True).stdout.strip()
