@@ -102,7 +102,10 @@ try:
 except ValueError:
     w, c = {}, {}
     t.ok(False, "the probes printed JSON", (warm, cold))
-t.eq(w.get("numpy_loaded"), True, "the warm runtime has numpy imported already (the documented difference)")
+# PythonPreload=numpy imports it where it is installed (a module that fails to import is left out).
+HAVE_NUMPY = subprocess.run(["/usr/bin/python3", "-c", "import numpy"], capture_output=True).returncode == 0
+t.eq(w.get("numpy_loaded"), HAVE_NUMPY,
+     f"the warm runtime has numpy imported already where it is installed ({HAVE_NUMPY}; the documented difference)")
 t.eq(c.get("numpy_loaded"), False, "a cold one has not")
 for k in ("env", "cwd", "argv", "name", "file", "path0", "hash", "uid_dynamic", "umask", "tz", "fds", "main"):
     t.eq(w.get(k), c.get(k), f"warm and cold see the same {k}")
@@ -188,9 +191,11 @@ t.eq([(r.get("status"), r.get("error_type")) for r in (w, c)], [("failed", "oom"
 t.ok(all(r.get("peak_memory_mb") is not None and r["peak_memory_mb"] <= 193 for r in (w, c)),
      "both peaks at most memory_mb", [r.get("peak_memory_mb") for r in (w, c)])
 
-w, c = both("import time\nend = time.monotonic() + 1.0\nwhile time.monotonic() < end:\n    pass\n",
-            limits={"cpu_cores": 0.25})
-cw, cc = w.get("cpu_time_ms") or 0, c.get("cpu_time_ms") or 0
+# The loop's own CPU time (the interpreter's start is not the quota's to judge, and is slow where the
+# CPU is emulated).
+w, c = both("import time\nt0 = time.process_time()\nend = time.monotonic() + 1.0\nwhile time.monotonic() < end:\n"
+            "    pass\nprint(int((time.process_time() - t0) * 1000))\n", limits={"cpu_cores": 0.25})
+cw, cc = int(w.get("stdout") or 0), int(c.get("stdout") or 0)
 t.ok(150 <= cw <= 450 and 150 <= cc <= 450, "cpu_cores=0.25: a 1 s busy loop gets about 250 ms of CPU, warm and cold",
      (cw, cc))
 
