@@ -449,15 +449,9 @@ static void start_service(Job *j) {
         }
         (void) fcntl(ctl[0], F_SETFL, O_NONBLOCK);
 
-        for (size_t i = 0; i < ctx->n_cgroups; i++) {
-                char *p = NULL;
-                if (asprintf(&p, "%s/%s", ctx->cgroups[i].slice_dir, j->unit_name) < 0) {
-                        for (size_t k = 0; k < i; k++)
-                                free((char *) cg[k].source);
-                        job_fail_internal(j, "out of memory");
-                        return;
-                }
-                cg[i] = (CgroupBind) { .source = p, .name = ctx->cgroups[i].name };
+        if (cgroup_binds_build(ctx->cgroups, ctx->n_cgroups, j->unit_name, cg) < 0) {
+                job_fail_internal(j, "out of memory");
+                return;
         }
 
         plan = (UnitPlan) {
@@ -483,8 +477,7 @@ static void start_service(Job *j) {
                 .n_inputs = j->request->n_files,
         };
         r = unit_props_build(&plan, &props);
-        for (size_t i = 0; i < ctx->n_cgroups; i++)
-                free((char *) cg[i].source);
+        cgroup_binds_done(cg, ctx->n_cgroups);
         if (r < 0) {
                 job_fail_internal(j, "cannot build unit properties");
                 return;

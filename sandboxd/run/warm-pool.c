@@ -290,20 +290,6 @@ static int on_warm_control(sd_event_source *s, int fd, uint32_t revents, void *u
         return 0;
 }
 
-static int cgroup_binds(const Context *ctx, const char *unit, CgroupBind *cg) {
-        for (size_t i = 0; i < ctx->n_cgroups; i++) {
-                char *path = NULL;
-
-                if (asprintf(&path, "%s/%s", ctx->cgroups[i].slice_dir, unit) < 0) {
-                        for (size_t k = 0; k < i; k++)
-                                free((char *) cg[k].source);
-                        return -ENOMEM;
-                }
-                cg[i] = (CgroupBind) { .source = path, .name = ctx->cgroups[i].name };
-        }
-        return 0;
-}
-
 static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
         Context *ctx = p->ctx;
         const Config *c = ctx->config;
@@ -369,7 +355,7 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
         memcpy(u->out, header, (size_t) hl);
         memcpy(u->out + hl, f->bpf, f->bpf_len);
 
-        r = cgroup_binds(ctx, u->unit_name, cg);
+        r = cgroup_binds_build(ctx->cgroups, ctx->n_cgroups, u->unit_name, cg);
         if (r < 0)
                 goto fail;
         {
@@ -396,8 +382,7 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
 
                 r = unit_props_build(&plan, &props);
         }
-        for (size_t i = 0; i < ctx->n_cgroups; i++)
-                free((char *) cg[i].source);
+        cgroup_binds_done(cg, ctx->n_cgroups);
         if (r < 0)
                 goto fail;
 

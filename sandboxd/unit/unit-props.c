@@ -102,6 +102,24 @@ static int bind_push(UnitProp *x, const char *src, const char *dst, bool ignore_
         return 0;
 }
 
+int cgroup_binds_build(const CgroupRoot *roots, size_t n, const char *unit, CgroupBind *ret) {
+        for (size_t i = 0; i < n; i++) {
+                char *path = NULL;
+
+                if (asprintf(&path, "%s/%s", roots[i].slice_dir, unit) < 0) {
+                        cgroup_binds_done(ret, i);
+                        return -ENOMEM;
+                }
+                ret[i] = (CgroupBind) { .source = path, .name = roots[i].name };
+        }
+        return 0;
+}
+
+void cgroup_binds_done(CgroupBind *cg, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                cg[i].source = mfree((char *) cg[i].source);
+}
+
 char *execution_unit_name(const char *execution_id) {
         char *s;
 

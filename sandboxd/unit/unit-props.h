@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "model/conf.h"
+#include "model/context.h"
 #include "model/language.h"
 #include "model/request.h"
 #include "unit-name.h"
@@ -63,6 +64,11 @@ typedef struct CgroupBind {
         const char *source;      /* host path of the unit's cgroup directory for one controller */
         const char *name;        /* "memory", "pids", "cpuacct", "unified" */
 } CgroupBind;
+
+/* The unit's own cgroup directory in each hierarchy sandboxd uses (n roots): ret[i].source is
+ * malloc'ed, freed by cgroup_binds_done(). 0 or -ENOMEM (nothing left allocated). */
+int cgroup_binds_build(const CgroupRoot *roots, size_t n, const char *unit, CgroupBind *ret);
+void cgroup_binds_done(CgroupBind *cg, size_t n);
 
 typedef struct UnitPlan {
         const char *execution_id;
