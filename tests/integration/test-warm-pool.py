@@ -119,6 +119,34 @@ t.ok(warm.get("cpu_time_ms") is not None and imp.get("cpu_time_ms") and
      "cpu_time_ms is the program's, not the runtime's start and imports",
      (warm.get("cpu_time_ms"), imp.get("cpu_time_ms")))
 
+# A warm python ends without tearing its modules down (os._exit after what the interpreter's exit
+# does for the program): everything a program can see of its own exit is the same as a cold run's.
+EXITS = {
+    "a file left open in a global is written": "f = open('output/a.txt', 'w'); f.write('x' * 10)",
+    "a file left open in another module is written":
+        "import sys, types\nm = types.ModuleType('m'); sys.modules['m'] = m\n"
+        "m.f = open('output/m.txt', 'w'); m.f.write('in m')",
+    "__del__ of a global runs": "class C:\n  def __del__(self): print('del')\nc = C()",
+    "atexit handlers run": "import atexit\natexit.register(lambda: print('bye'))",
+    "non-daemon threads are joined": "import threading, time\n"
+                                     "threading.Thread(target=lambda: (time.sleep(0.2), print('thr'))).start()",
+    "sys.exit(str) prints it, status 1": "import sys; sys.exit('boom')",
+    "sys.exit(259): the low byte": "import sys; sys.exit(259)",
+    "an exception: traceback, status 1": "raise ValueError('v')",
+    "unflushed stdout is written": "import sys; sys.stdout.write('partial')",
+    "stdout that cannot be flushed: 120": "import os; os.close(1); print('x')",
+}
+for name, code in EXITS.items():
+    wait_pool_ready()
+    w, c = run(code), run(code, start="cold")
+    same = lambda r: (r.get("status"), r.get("exit_code"), r.get("stdout"), r.get("stderr"),
+                      sorted((a.get("path"), a.get("size")) for a in r.get("artifacts", [])))
+    t.ok(w.get("start") == "warm" and c.get("start") == "cold" and same(w) == same(c),
+         f"exit parity: {name}", {"warm": same(w), "cold": same(c)})
+w = run("import gc; print(gc.get_freeze_count() > 0)")
+t.eq((w.get("start"), w.get("stdout")), ("warm", "True\n"),
+     "the preloaded modules are frozen out of the collector (the documented gc.get_freeze_count())")
+
 for lang, code, want in (("bash", 'echo "$FOO $SANDBOX_SEED $PWD"', "bar 42 /workspace\n"),
                          ("node", "console.log(process.env.FOO, process.env.SANDBOX_SEED, process.cwd())",
                           "bar 42 /workspace\n")):
