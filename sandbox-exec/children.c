@@ -427,10 +427,17 @@ bool cgroup_alone(void) {
  * could signal itself — never us (root), never another sandbox (another dynamic UID). Repeated while
  * the cgroup still shows others (a process forking in a loop), at most a few times. */
 void sweep_program_processes(void) {
+        int status;
+
         if (!privileged)
                 return;
+        /* Nobody but us in the unit's cgroup (our own zombies reaped first): nobody to kill, and no
+         * fork for it. Every process of the program is in that cgroup, which it cannot leave. */
+        while (waitpid(-1, &status, WNOHANG) > 0)
+                ;
+        if (cgroup_alone())
+                return;
         for (unsigned attempt = 0; attempt < 8; attempt++) {
-                int status;
                 pid_t pid = fork();
 
                 if (pid < 0)

@@ -231,7 +231,7 @@ static void manager_metrics_gauges(void *userdata, MetricsGauges *ret) {
         };
         for (size_t i = 0; i < language_count() && i < METRICS_LANGUAGES_MAX; i++) {
                 ret->warm_pooled[i] = warm_language_pooled(m->ctx.config, language_get(i));
-                ret->warm_ready[i] = m->ctx.warm ? warm_pool_ready(m->ctx.warm, language_get(i)) : 0;
+                ret->warm_ready[i] = m->ctx.warm ? warm_pool_ready(m->ctx.warm, language_get(i), -1) : 0;
         }
 }
 

@@ -478,17 +478,24 @@ static void add_pool_unit(void *userdata, const char *unit, _unused_ const char 
 /* The warm pool: its size, what is ready per language, and the units nobody has claimed (so that
  * an administrator, or a test, can tell them from executions' units). */
 static json_object *pool_json(const Context *ctx) {
-        json_object *o = json_object_new_object(), *ready = json_object_new_object(), *units = json_object_new_array();
+        json_object *o = json_object_new_object(), *ready = json_object_new_object(), *units = json_object_new_array(),
+                    *preloaded = json_object_new_object();
 
         json_object_object_add(o, "size", json_object_new_uint64(ctx->config->pool_size));
         for (size_t i = 0; i < language_count(); i++) {
                 const Language *l = language_get(i);
 
-                if (warm_language_pooled(ctx->config, l))
-                        json_object_object_add(ready, l->name,
-                                               json_object_new_uint64(ctx->warm ? warm_pool_ready(ctx->warm, l) : 0));
+                if (!warm_language_pooled(ctx->config, l))
+                        continue;
+                json_object_object_add(ready, l->name,
+                                       json_object_new_uint64(ctx->warm ? warm_pool_ready(ctx->warm, l, -1) : 0));
+                if (warm_language_preloads(ctx->config, l))
+                        json_object_object_add(preloaded, l->name,
+                                               json_object_new_uint64(ctx->warm ? warm_pool_ready(ctx->warm, l, 1)
+                                                                                : 0));
         }
         json_object_object_add(o, "ready", ready);
+        json_object_object_add(o, "preloaded", preloaded);
         if (ctx->warm)
                 warm_pool_foreach(ctx->warm, add_pool_unit, units);
         json_object_object_add(o, "units", units);

@@ -362,7 +362,9 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
                 (void) metrics_escape_label(language_get(l)->name, language, sizeof(language));
                 text_printf(&t, "sandboxd_pool_ready_units{language=\"%s\"} %" PRIu64 "\n", language, g->warm_ready[l]);
         }
-        render_gauge(&t, "sandboxd_pool_target_units", "Warm units to keep ready per pooled language (Size= of [Pool]).",
+        render_gauge(&t, "sandboxd_pool_target_units",
+                     "Warm units to keep ready per pooled language and kind (Size= of [Pool]; python with "
+                     "PythonPreload= keeps Size= preloaded and Size= plain ones).",
                      g->warm_target);
         render_header(&t, "sandboxd_pool_claims_total", "counter",
                       "Executions whose unit was claimed from the warm pool (start=\"warm\") or started for them "

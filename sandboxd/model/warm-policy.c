@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "warm-policy.h"
 
+#include <string.h>
+
 #include "string-table.h"
 #include "strv.h"
+#include "util.h"
 
 static const char *const warm_refusal_table[_WARM_REFUSAL_MAX] = {
         [WARM_OK] = "warm",
@@ -22,6 +25,10 @@ bool warm_language_pooled(const Config *c, const Language *l) {
         return l && c->pool_size > 0 && strv_contains(c->pool_languages, l->name);
 }
 
+bool warm_language_preloads(const Config *c, const Language *l) {
+        return l && l->warm_argv && streq(l->name, "python") && strv_length(c->pool_python_preload) > 0;
+}
+
 bool warm_env_matches(const char *const *patterns, const char *assignment) {
         size_t klen = strcspn(assignment, "=");
 
@@ -33,6 +40,55 @@ bool warm_env_matches(const char *const *patterns, const char *assignment) {
                                 return true;
                 } else if (klen == n && strncmp(assignment, *p, n) == 0)
                         return true;
+        }
+        return false;
+}
+
+/* Modules whose import imports a preloadable one: naming them asks for it too. */
+static const struct {
+        const char *module;
+        const char *const *importers;
+} preload_importers[] = {
+        { "numpy", (const char *const[]) { "pandas", "scipy", "matplotlib", "sklearn", "seaborn", "statsmodels",
+                                           "skimage", "numba", "xarray", "torch", "tensorflow", "h5py",
+                                           "numexpr", NULL } },
+};
+
+static bool is_word_char(char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+}
+
+/* Does code name word (n bytes) as a whole word? */
+static bool names_word(const char *code, size_t len, const char *word, size_t n) {
+        if (n == 0)
+                return false;
+        for (const char *p = code, *end = code + len; (size_t) (end - p) >= n;) {
+                const char *hit = memmem(p, (size_t) (end - p), word, n);
+
+                if (!hit)
+                        return false;
+                if ((hit == code || !is_word_char(hit[-1])) && (hit + n == end || !is_word_char(hit[n])))
+                        return true;
+                p = hit + 1;
+        }
+        return false;
+}
+
+bool warm_wants_preload(const char *const *preload, const char *code, size_t len) {
+        if (!code)
+                return false;
+        for (const char *const *m = preload; m && *m; m++) {
+                /* A submodule (numpy.linalg) is asked for by its package's name. */
+                size_t n = strcspn(*m, ".");
+
+                if (names_word(code, len, *m, n))
+                        return true;
+                for (size_t i = 0; i < ELEMENTSOF(preload_importers); i++)
+                        if (strlen(preload_importers[i].module) == n &&
+                            strncmp(preload_importers[i].module, *m, n) == 0)
+                                for (const char *const *d = preload_importers[i].importers; *d; d++)
+                                        if (names_word(code, len, *d, strlen(*d)))
+                                                return true;
         }
         return false;
 }

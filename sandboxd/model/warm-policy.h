@@ -34,9 +34,22 @@ const char *warm_refusal_to_string(WarmRefusal r);
 /* Is the language pooled by this configuration? */
 bool warm_language_pooled(const Config *c, const Language *l);
 
+/* Does the pool keep two kinds of ready units of l, preloaded ones and plain ones (python with a
+ * PythonPreload=)? */
+bool warm_language_preloads(const Config *c, const Language *l);
+
 /* Does assignment ("KEY=VALUE") set a name matching one of patterns (exact, or a prefix ending in
  * '*')? */
 bool warm_env_matches(const char *const *patterns, const char *assignment);
 
 /* May a warm unit serve req (language req->language)? WARM_OK, or the first reason it may not. */
 WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req);
+
+/* Which kind of ready unit a warm run should take where the pool keeps two (python with
+ * PythonPreload=): true, one that has imported the preload, when the source names a preloaded module
+ * (its top-level name as a whole word: "import numpy", "from numpy.linalg import", "'numpy' in
+ * sys.modules") or a module known to import one (pandas, scipy, ... import numpy); false, a plain
+ * interpreter, otherwise. Only speed depends on it: either kind runs any program (a plain one
+ * imports what the program imports; the preloaded one ends without a teardown of what it loaded,
+ * but its exit still unmaps it — ~2 ms with numpy, more than a whole print(1)). */
+bool warm_wants_preload(const char *const *preload, const char *code, size_t len);

@@ -14,6 +14,7 @@
 #include "strv.h"
 #include "systemd/sysd.h"
 #include "time-util.h"
+#include "unit/unit-props.h"
 #include "unit/usr-layer.h"
 
 struct Runner {
@@ -389,10 +390,12 @@ int runner_adopt(Runner *r) {
         }
         for (size_t i = 0; i < n; i++) {
                 Execution *e = l[i]->exec;
-                char want[96];
+                char want[CONTROL_FD_NAME_MAX];
                 int fd = -EBADF;
 
-                snprintf(want, sizeof(want), "ctl-%s", e->id);
+                /* A warm unit's is stored under the unit's name (the record's unit). */
+                if (control_fd_name(e->id, e->unit, want, sizeof(want)) < 0)
+                        want[0] = '\0';
                 for (int x = 0; x < n_fds; x++)
                         if (names && names[x] && streq(names[x], want)) {
                                 fd = SD_LISTEN_FDS_START + x;
@@ -412,7 +415,7 @@ int runner_adopt(Runner *r) {
                         bool unit = unit_exists(r, e->id);
 
                         if (!unit && fd >= 0 && !socket_has_data(fd)) {
-                                char msg[128];
+                                char msg[CONTROL_FD_NAME_MAX + 64];
 
                                 log_notice("%s: its start did not reach systemd before sandboxd stopped; queued "
                                            "again.", e->id);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <systemd/sd-daemon.h>
 
 #include "exec-protocol.h"
 #include "log.h"
@@ -18,6 +19,11 @@
  * units that aged out. */
 #define WARM_TICK_USEC (1 * USEC_PER_SEC)
 #define WARM_BACKOFF_MIN_USEC (100 * USEC_PER_MSEC)
+/* A claim's replacement is started this long after the claim, or as the claimed run ends if that is
+ * sooner: a unit starting while the program runs competes with it for PID 1 and the CPUs (the start
+ * costs PID 1 and its forked child ~40 ms of CPU, the preload more), and most programs are done by
+ * then. A unit takes longer than this to become ready anyway. */
+#define WARM_REFILL_DELAY_USEC (25 * USEC_PER_MSEC)
 #define WARM_BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
 /* A ready line, or the start of a setup failure's report (logged, then the unit is replaced). */
 #define WARM_LINE_MAX 256
@@ -56,6 +62,8 @@ struct WarmUnit {
         SysdWatch *watch_mount;  /* the workspace's mount: watched, so the sweep leaves it alone */
         bool start_done;         /* the start job completed */
         bool died;               /* retired because it ended by itself (metrics) */
+        bool preloaded;          /* its runtime imported PythonPreload= (else a plain one) */
+        bool fd_stored;          /* ctl_fd is in systemd's fd store (control_fd_name()) */
         uint64_t asked_mono, ready_mono, retired_mono;
         uint64_t lease;          /* of the workspace, from the workspace pool */
         Limits limits;
@@ -67,6 +75,7 @@ struct WarmPool {
         void *stop_userdata;
         WarmUnit *list;
         sd_event_source *timer;
+        sd_event_source *refill; /* one-shot: the replacement of claimed units (WARM_REFILL_DELAY_USEC) */
         uint64_t retry_after;    /* CLOCK_MONOTONIC: no start before (starts failed) */
         uint64_t backoff;
 };
@@ -79,9 +88,34 @@ void warm_claim_done(WarmClaim *c) {
         *c = (WarmClaim) { .ctl_fd = -EBADF };
 }
 
+/* The control socket of a unit goes into systemd's fd store before the unit is started, as a cold
+ * execution's does (job.c): a sandboxd killed after a claim finds it there, under the name the
+ * record's unit gives. Here, ahead of demand, PID 1's handling of it is off the request's path. */
+static void store_control_fd(WarmUnit *u, int fd) {
+        char name[CONTROL_FD_NAME_MAX], msg[CONTROL_FD_NAME_MAX + 64];
+
+        if (control_fd_name(NULL, u->unit_name, name, sizeof(name)) < 0)
+                return;
+        snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", name);
+        u->fd_stored = sd_pid_notify_with_fds(0, false, msg, &fd, 1) > 0;
+}
+
+static void unstore_control_fd(WarmUnit *u) {
+        char name[CONTROL_FD_NAME_MAX], msg[CONTROL_FD_NAME_MAX + 64];
+
+        if (!u->fd_stored)
+                return;
+        u->fd_stored = false;
+        if (control_fd_name(NULL, u->unit_name, name, sizeof(name)) < 0)
+                return;
+        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
+        (void) sd_notify(false, msg);
+}
+
 static WarmUnit *warm_unit_free(WarmUnit *u) {
         if (!u)
                 return NULL;
+        unstore_control_fd(u);
         u->ctl_src = sd_event_source_disable_unref(u->ctl_src);
         u->ctl_fd = safe_close(u->ctl_fd);
         u->call = sysd_call_free(u->call);
@@ -290,7 +324,7 @@ static int on_warm_control(sd_event_source *s, int fd, uint32_t revents, void *u
         return 0;
 }
 
-static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
+static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w, bool preloaded) {
         Context *ctx = p->ctx;
         const Config *c = ctx->config;
         const SeccompFilter *f = context_seccomp_filter(ctx, l);
@@ -320,7 +354,8 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
          * most MaxAgeSec= for its claim, then runs at most MaxTimeoutMS=. */
         u->limits = c->defaults;
         u->limits.timeout_ms = c->pool_max_age_sec * MSEC_PER_SEC + c->ceilings.timeout_ms;
-        if (l->warm_argv && c->pool_python_preload && streq(l->name, "python")) {
+        u->preloaded = preloaded;
+        if (preloaded) {
                 size_t len = 1;
 
                 for (char **m = c->pool_python_preload; *m; m++)
@@ -386,6 +421,7 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w) {
         if (r < 0)
                 goto fail;
 
+        store_control_fd(u, ctl[0]);
         /* Watch first, then start. */
         r = sysd_watch(ctx->sysd, u->mount_name, &mount_events, u, &u->watch_mount);
         if (r >= 0)
@@ -420,11 +456,14 @@ fail:
         return r;
 }
 
-static unsigned count_units(const WarmPool *p, const Language *l, WarmState state, bool any_state) {
+/* Units of l (NULL: any language) not being stopped, in state (or any_state), of kind preloaded (< 0:
+ * either kind). */
+static unsigned count_units(const WarmPool *p, const Language *l, WarmState state, bool any_state, int preloaded) {
         unsigned n = 0;
 
         for (const WarmUnit *u = p->list; u; u = u->next)
-                if ((!l || u->language == l) && u->state != WARM_RETIRING && (any_state || u->state == state))
+                if ((!l || u->language == l) && u->state != WARM_RETIRING && (any_state || u->state == state) &&
+                    (preloaded < 0 || u->preloaded == (preloaded > 0)))
                         n++;
         return n;
 }
@@ -455,21 +494,54 @@ void warm_pool_fill(WarmPool *p) {
 
                 if (!warm_language_pooled(c, l) || !language_available(l) || !context_seccomp_filter(ctx, l))
                         continue;
-                while (count_units(p, l, 0, true) < c->pool_size &&
-                       count_units(p, NULL, WARM_STARTING, false) < WARM_STARTS_MAX) {
-                        Workspace *w = workspace_pool_take(ctx->pool, sandbox_workspace_bytes(&c->defaults));
+                /* Size= of each kind: the preloaded ones first (python with PythonPreload=). */
+                for (int kind = warm_language_preloads(c, l) ? 1 : 0; kind >= 0; kind--)
+                        while (count_units(p, l, 0, true, kind) < c->pool_size &&
+                               count_units(p, NULL, WARM_STARTING, false, -1) < WARM_STARTS_MAX) {
+                                Workspace *w = workspace_pool_take(ctx->pool,
+                                                                   sandbox_workspace_bytes(&c->defaults));
 
-                        /* The pool's workspaces are mounted ahead of time too; without one ready,
-                         * the next tick tries again. */
-                        workspace_pool_fill(ctx->pool);
-                        if (!w)
-                                return;
-                        if (warm_unit_start(p, l, w) < 0) {
-                                log_warning("Cannot start a warm unit for %s; retrying later.", l->name);
-                                return;
+                                /* The pool's workspaces are mounted ahead of time too; without one
+                                 * ready, the next tick tries again. */
+                                workspace_pool_fill(ctx->pool);
+                                if (!w)
+                                        return;
+                                if (warm_unit_start(p, l, w, kind > 0) < 0) {
+                                        log_warning("Cannot start a warm unit for %s; retrying later.", l->name);
+                                        return;
+                                }
                         }
-                }
         }
+}
+
+static int on_refill(sd_event_source *s, uint64_t usec, void *userdata) {
+        warm_pool_fill(userdata);
+        return 0;
+}
+
+/* Fill the pool at `at` (CLOCK_MONOTONIC) unless a refill is due sooner already. */
+static void refill_at(WarmPool *p, uint64_t at) {
+        uint64_t due;
+        int enabled = SD_EVENT_OFF;
+
+        if (p->refill && sd_event_source_get_enabled(p->refill, &enabled) >= 0 && enabled != SD_EVENT_OFF &&
+            sd_event_source_get_time(p->refill, &due) >= 0 && due <= at)
+                return;
+        if (p->refill) {
+                if (sd_event_source_set_time(p->refill, at) >= 0 &&
+                    sd_event_source_set_enabled(p->refill, SD_EVENT_ONESHOT) >= 0)
+                        return;
+        } else if (sd_event_add_time(p->ctx->event, &p->refill, CLOCK_MONOTONIC, at, 0, on_refill, p) >= 0)
+                return;
+        warm_pool_fill(p);      /* no timer: at once rather than at the next tick */
+}
+
+void warm_pool_claim_ended(WarmPool *p) {
+        int enabled = SD_EVENT_OFF;
+
+        /* Only a replacement still waiting for its delay is brought forward. */
+        if (p->refill && sd_event_source_get_enabled(p->refill, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                refill_at(p, now_mono(p));
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -509,14 +581,20 @@ WarmPool *warm_pool_free(WarmPool *p) {
                 warm_unit_free(u);
         }
         sd_event_source_disable_unref(p->timer);
+        sd_event_source_disable_unref(p->refill);
         free(p);
         return NULL;
 }
 
-int warm_pool_claim(WarmPool *p, const Language *l, WarmClaim *ret) {
-        for (WarmUnit *u = p->list; u; u = u->next) {
-                if (u->language != l || u->state != WARM_READY)
-                        continue;
+int warm_pool_claim(WarmPool *p, const Language *l, bool preloaded, WarmClaim *ret) {
+        WarmUnit *u = NULL;
+
+        /* The kind asked for, else the other: either runs the program. */
+        for (unsigned pass = 0; pass < 2 && !u; pass++)
+                for (u = p->list; u; u = u->next)
+                        if (u->language == l && u->state == WARM_READY && (pass > 0 || u->preloaded == preloaded))
+                                break;
+        if (u) {
                 pool_unlink(p, u);
                 /* The job watches it from here on (sysd routes by name: nothing is missed in
                  * between, both happen in this one dispatch). */
@@ -530,9 +608,11 @@ int warm_pool_claim(WarmPool *p, const Language *l, WarmClaim *ret) {
                         .ctl_fd = TAKE_FD(u->ctl_fd),
                         .limits = u->limits,
                         .lease = u->lease,
+                        .fd_stored = u->fd_stored,
                 };
+                u->fd_stored = false;   /* the job's to remove now */
                 warm_unit_free(u);
-                warm_pool_fill(p);
+                refill_at(p, now_mono(p) + WARM_REFILL_DELAY_USEC);
                 return 1;
         }
         return 0;
@@ -544,8 +624,8 @@ void warm_pool_foreach(const WarmPool *p, void (*cb)(void *userdata, const char 
                 cb(userdata, u->unit_name, u->language->name, u->state == WARM_READY);
 }
 
-unsigned warm_pool_ready(const WarmPool *p, const Language *l) {
-        return count_units(p, l, WARM_READY, false);
+unsigned warm_pool_ready(const WarmPool *p, const Language *l, int preloaded) {
+        return count_units(p, l, WARM_READY, false, preloaded);
 }
 
 void warm_pool_drain(WarmPool *p) {

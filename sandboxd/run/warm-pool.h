@@ -25,6 +25,7 @@ typedef struct WarmClaim {
         int ctl_fd;              /* the control channel: EXEC_READY_LINE already read */
         Limits limits;           /* the unit's limits as started (the pool's) */
         uint64_t lease;          /* the workspace pool's lease of the workspace (workspace_pool_give_back()) */
+        bool fd_stored;          /* ctl_fd is in systemd's fd store, named control_fd_name(NULL, unit_name) */
 } WarmClaim;
 
 void warm_claim_done(WarmClaim *c);
@@ -36,13 +37,18 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(WarmPool *, warm_pool_free);
 
 /* Start units until every pooled language has Size= ready or starting (within the bounds). */
 void warm_pool_fill(WarmPool *p);
-/* A ready unit of language l, removed from the pool: 1 and *ret filled, or 0 if none is ready. */
-int warm_pool_claim(WarmPool *p, const Language *l, WarmClaim *ret);
+/* A ready unit of language l, removed from the pool: 1 and *ret filled, or 0 if none is ready. Of the
+ * kind asked for (preloaded: its runtime imported PythonPreload=; warm_wants_preload()) where one is
+ * ready, else of the other. */
+int warm_pool_claim(WarmPool *p, const Language *l, bool preloaded, WarmClaim *ret);
+/* A claimed unit's run ended: its replacement starts now if it was still waiting (warm-pool.c,
+ * WARM_REFILL_DELAY_USEC). */
+void warm_pool_claim_ended(WarmPool *p);
 /* Every unit of the pool nobody has claimed (starting, ready or being stopped): cb for each. */
 void warm_pool_foreach(const WarmPool *p, void (*cb)(void *userdata, const char *unit, const char *language,
                                                      bool ready), void *userdata);
-/* Ready units of language l. */
-unsigned warm_pool_ready(const WarmPool *p, const Language *l);
+/* Ready units of language l: preloaded ones (1), plain ones (0) or both (-1). */
+unsigned warm_pool_ready(const WarmPool *p, const Language *l, int preloaded);
 /* Stop every unit (a reload): new ones are started with the configuration then in force. */
 void warm_pool_drain(WarmPool *p);
 /* At stop: StopUnit for each unit, cb(userdata) for each answer; how many were sent. */

@@ -217,6 +217,16 @@ char *warm_unit_name_generate(void) {
         return s;
 }
 
+int control_fd_name(const char *execution_id, const char *unit, char *buf, size_t n) {
+        int k;
+
+        if (unit && startswith(unit, "sandboxd-warm-") && endswith(unit, ".service"))
+                k = snprintf(buf, n, "ctl-%.*s", (int) (strlen(unit) - strlen(".service")), unit);
+        else
+                k = snprintf(buf, n, "ctl-%s", execution_id);
+        return k < 0 || (size_t) k >= n ? -ENAMETOOLONG : 0;
+}
+
 static int add_exec(UnitProps *p, const UnitPlan *plan) {
         const Language *l = plan->language;
         UnitProp *x;

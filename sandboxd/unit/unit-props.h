@@ -125,6 +125,11 @@ int sandbox_environment_block(const UnitPlan *plan, char **ret, size_t *ret_len)
 int unit_props_claim_limits(const Limits *l, UnitProps *ret);
 /* The unit name of a warm unit: "sandboxd-warm-<32 hex>.service" (random). */
 char *warm_unit_name_generate(void);
+/* The fd store name of an execution's control socket: "ctl-<execution id>" for a unit started for
+ * it, "ctl-sandboxd-warm-<32 hex>" for a warm unit (unit: its name), stored when the pool started it,
+ * before its claim had an execution id. -ENAMETOOLONG if it does not fit n bytes. */
+int control_fd_name(const char *execution_id, const char *unit, char *buf, size_t n);
+#define CONTROL_FD_NAME_MAX 128
 
 /* "sandboxd-<id>.service" and the mount unit for the workspace path (unit-name.h). */
 char *execution_unit_name(const char *execution_id);

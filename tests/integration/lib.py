@@ -172,9 +172,25 @@ def program_processes():
     return left
 
 
+def pool_ready_kinds(language="python"):
+    """(preloaded, plain) ready units of language in the warm pool (GET /v1/health: pool.ready counts
+    both kinds, pool.preloaded the preloaded ones where the pool keeps two: python with
+    PythonPreload=); preloaded is None where it keeps one kind."""
+    pool = health().get("pool", {})
+    ready = pool.get("ready", {}).get(language, 0)
+    if language in pool.get("preloaded", {}):
+        pre = pool["preloaded"][language]
+        return pre, ready - pre
+    return None, ready
+
+
 def wait_pool_ready(language="python", n=1, timeout=30.0):
-    """Wait until the warm pool has n ready units of language; False if it never does."""
-    return wait_until(lambda: health().get("pool", {}).get("ready", {}).get(language, 0) >= n, timeout, 0.1)
+    """Wait until the warm pool has n ready units of language, of each kind it keeps (a run takes
+    the kind its source asks for: warm_wants_preload()); False if it never does."""
+    def ready():
+        pre, plain = pool_ready_kinds(language)
+        return plain >= n and (pre is None or pre >= n)
+    return wait_until(ready, timeout, 0.1)
 
 
 class Tap:

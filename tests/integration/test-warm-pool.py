@@ -68,17 +68,37 @@ def stray_workspace_dirs():
     return sorted(n for n in names if os.path.join(WS_DIR, n) not in mounts)
 
 
+HAVE_NUMPY = subprocess.run(["/usr/bin/python3", "-c", "import numpy"], capture_output=True).returncode == 0
+
 # -- the pool fills ------------------------------------------------------------------------------
 t.ok(wait_until(lambda: all(pool().get("ready", {}).get(l, 0) >= 2 for l in ("python", "node", "bash")), 60, 0.2),
      "the pool fills: two ready units each for python, node and bash (Size=2, the default)", pool())
+# python with PythonPreload= keeps Size= of each kind: preloaded and plain.
+t.ok(wait_until(lambda: pool_ready_kinds("python") == (2, 2), 60, 0.2),
+     "python: two preloaded and two plain ready units (pool.preloaded counts the first)", pool())
 p = pool()
 t.eq(p.get("size"), 2, "health: pool.size is Size=")
+t.eq(sorted(p.get("preloaded", {})), ["python"], "health: pool.preloaded only for python, which preloads")
 t.ok(all(u.startswith("sandboxd-warm-") and u.endswith(".service") for u in p.get("units", [])) and
-     len(p.get("units", [])) >= 6, "health: pool.units names the unclaimed units", p)
+     len(p.get("units", [])) >= 8, "health: pool.units names the unclaimed units", p)
 t.ok(all(active(u) == "active" for u in p["units"]), "every pool unit is active", {u: active(u) for u in p["units"]})
-t.eq(metric('sandboxd_pool_ready_units{language="python"}'), 2.0, "metrics: sandboxd_pool_ready_units by language")
-t.ok((metric("sandboxd_pool_refill_seconds_count") or 0) >= 6, "metrics: every ready unit's refill was timed",
+t.eq(metric('sandboxd_pool_ready_units{language="python"}'), 4.0,
+     "metrics: sandboxd_pool_ready_units by language (both kinds)")
+t.eq(metric('sandboxd_pool_ready_units{language="bash"}'), 2.0, "metrics: one kind for bash")
+t.ok((metric("sandboxd_pool_refill_seconds_count") or 0) >= 8, "metrics: every ready unit's refill was timed",
      metric("sandboxd_pool_refill_seconds_count"))
+
+# Which kind a run takes: the one its source asks for (warm_wants_preload(): a preloaded module or a
+# module that imports one, named as a word), else whichever is ready; either runs it.
+LIST_NUM = "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] == 'num' + 'py'))"
+wait_pool_ready()
+plain = run(LIST_NUM)
+t.ok(plain.get("start") == "warm" and plain.get("stdout") == "[]\n",
+     "a source that names no preloaded module runs in a plain interpreter", plain.get("stdout"))
+wait_pool_ready()
+pre = run("import numpy\n" + LIST_NUM)
+t.ok(pre.get("start") == "warm" and (not HAVE_NUMPY or pre.get("stdout", "").startswith("['numpy'")) and
+     pre.get("status") == "success", "one that imports numpy runs in a preloaded one", pre.get("stdout", "")[:200])
 
 # -- a warm run sees what a cold run of the same request sees ------------------------------------
 PROBE = r"""
@@ -103,7 +123,6 @@ except ValueError:
     w, c = {}, {}
     t.ok(False, "the probes printed JSON", (warm, cold))
 # PythonPreload=numpy imports it where it is installed (a module that fails to import is left out).
-HAVE_NUMPY = subprocess.run(["/usr/bin/python3", "-c", "import numpy"], capture_output=True).returncode == 0
 t.eq(w.get("numpy_loaded"), HAVE_NUMPY,
      f"the warm runtime has numpy imported already where it is installed ({HAVE_NUMPY}; the documented difference)")
 t.eq(c.get("numpy_loaded"), False, "a cold one has not")

@@ -785,6 +785,35 @@ static void test_execution_unit_name(_unused_ void **state) {
         assert_string_equal(b, "sandboxd-exec_20261130_0a1b.service");
 }
 
+static void test_control_fd_name(_unused_ void **state) {
+        char b[CONTROL_FD_NAME_MAX], small[12];
+
+        /* A cold execution's: by its id, whatever unit it has. */
+        assert_int_equal(control_fd_name("exec_1", NULL, b, sizeof(b)), 0);
+        assert_string_equal(b, "ctl-exec_1");
+        assert_int_equal(control_fd_name("exec_1", "sandboxd-exec_1.service", b, sizeof(b)), 0);
+        assert_string_equal(b, "ctl-exec_1");
+        /* A warm unit's: by the unit, known before any execution id. */
+        assert_int_equal(control_fd_name(NULL, "sandboxd-warm-0123456789abcdef0123456789abcdef.service", b, sizeof(b)),
+                         0);
+        assert_string_equal(b, "ctl-sandboxd-warm-0123456789abcdef0123456789abcdef");
+        assert_int_equal(control_fd_name("exec_2", "sandboxd-warm-ab.service", b, sizeof(b)), 0);
+        assert_string_equal(b, "ctl-sandboxd-warm-ab");
+        /* Not a warm unit's name (no .service): the id's. */
+        assert_int_equal(control_fd_name("exec_3", "sandboxd-warm-ab.mount", b, sizeof(b)), 0);
+        assert_string_equal(b, "ctl-exec_3");
+        /* Too long for the buffer: refused, not cut. */
+        assert_int_equal(control_fd_name("exec_20261201_0123", NULL, small, sizeof(small)), -ENAMETOOLONG);
+        /* The longest is well inside the fd store's 255. */
+        {
+                _cleanup_free_ char *u = warm_unit_name_generate();
+
+                assert_non_null(u);
+                assert_int_equal(control_fd_name(NULL, u, b, sizeof(b)), 0);
+                assert_int_equal(strlen(b), strlen("ctl-sandboxd-warm-") + 32);
+        }
+}
+
 int main(void) {
         size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + 32, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
@@ -815,6 +844,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment_dedupe);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment_prefix_names);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_execution_unit_name);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_control_fd_name);
         if (i > n)
                 abort();
 

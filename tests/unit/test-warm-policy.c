@@ -150,8 +150,56 @@ static void test_pool_conf(_unused_ void **state) {
         error = mfree(error);
 }
 
+/* Which kind of ready python a source asks for (PythonPreload=numpy, and one with a submodule). */
+static const struct {
+        const char *code;
+        bool preload;
+} preload_rows[] = {
+        { "print(1)", false },
+        { "import numpy", true },
+        { "import numpy as np\nprint(np.arange(3))", true },
+        { "from numpy.linalg import inv", true },
+        { "import sys; print('numpy' in sys.modules)", true },
+        { "x=numpy", true },
+        { "numpy", true },
+        { "import numpyx", false },
+        { "import my_numpy", false },
+        { "import numpy2", false },
+        { "# nump y", false },
+        { "NUMPY = 1", false },
+        { "import pandas as pd", true },
+        { "from scipy import stats", true },
+        { "import matplotlib.pyplot as plt", true },
+        { "import pandasx", false },
+        { "import json, os", false },
+        { "", false },
+};
+
+static void test_wants_preload(_unused_ void **state) {
+        static const char *const numpy[] = { "numpy", NULL }, *const sub[] = { "numpy.linalg", NULL },
+                          *const other[] = { "json", NULL };
+
+        for (size_t i = 0; i < ELEMENTSOF(preload_rows); i++) {
+                const char *code = preload_rows[i].code;
+
+                if (warm_wants_preload(numpy, code, strlen(code)) != preload_rows[i].preload)
+                        fail_msg("row %zu (%s): want %d", i, code, preload_rows[i].preload);
+                /* A submodule is asked for by its package's name, importers included. */
+                assert_int_equal(warm_wants_preload(sub, code, strlen(code)), preload_rows[i].preload);
+        }
+        /* The length bounds the search: a word past it is not seen, nor one cut by it. */
+        assert_false(warm_wants_preload(numpy, "print(1) # numpy", 8));
+        assert_false(warm_wants_preload(numpy, "import num", 10));
+        assert_true(warm_wants_preload(numpy, "import numpy_extra", 12));
+        /* No preload, another module's importers, no code: a plain one. */
+        assert_false(warm_wants_preload(NULL, "import numpy", 12));
+        assert_false(warm_wants_preload(other, "import pandas", 13));
+        assert_true(warm_wants_preload(other, "import json", 11));
+        assert_false(warm_wants_preload(numpy, NULL, 0));
+}
+
 int main(void) {
-        struct CMUnitTest tests[ELEMENTSOF(rows) + 4];
+        struct CMUnitTest tests[ELEMENTSOF(rows) + 5];
         size_t n = 0;
 
         for (size_t i = 0; i < ELEMENTSOF(rows); i++)
@@ -159,5 +207,7 @@ int main(void) {
         tests[n++] = (struct CMUnitTest) { "env patterns", test_env_matches, NULL, NULL, NULL };
         tests[n++] = (struct CMUnitTest) { "start: only auto or cold", test_start_refused, NULL, NULL, NULL };
         tests[n++] = (struct CMUnitTest) { "[Pool] keys", test_pool_conf, NULL, NULL, NULL };
+        tests[n++] = (struct CMUnitTest) { "which kind of ready python a source asks for", test_wants_preload, NULL,
+                                           NULL, NULL };
         return _cmocka_run_group_tests("warm-policy", tests, n, NULL, NULL);
 }
