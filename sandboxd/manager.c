@@ -523,7 +523,7 @@ static int manager_reload(Manager *m) {
         if (r < 0) {
                 log_warning("Reload failed, keeping the previous configuration.");
                 (void) sd_notify(false, "READY=1");
-                runner_notify_status(m->runner);
+                runner_notify_status_now(m->runner);
                 return r;
         }
         if (!streq(c->api_socket, m->ctx.config->api_socket) || !streq(c->state_dir, m->ctx.config->state_dir) ||
@@ -560,7 +560,7 @@ static int manager_reload(Manager *m) {
         log_info("Configuration reloaded from %s.", m->config_dir);
         log_budgets(m);
         (void) sd_notify(false, "READY=1");
-        runner_notify_status(m->runner);
+        runner_notify_status_now(m->runner);
         runner_dispatch(m->runner);
         return 0;
 }

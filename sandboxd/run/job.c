@@ -665,7 +665,9 @@ void job_start(Job *j) {
 
 /* The unit runs (its start job completed, or a warm unit was claimed): on record, in the journal, and
  * sandboxd's own deadline from now. */
-static void job_mark_running(Job *j) {
+/* log: the journal entry now (a warm claim writes it after its claim is out: journald wakes on
+ * it, and the program had better have a CPU first). */
+static void job_mark_running(Job *j, bool log) {
         Context *ctx = j->ctx;
         uint64_t deadline;
 
@@ -674,7 +676,8 @@ static void job_mark_running(Job *j) {
         j->exec->started_usec = now_usec(CLOCK_REALTIME);
         j->running_mono = now_mono(j);
         (void) job_persist(j);
-        log_execution_start(j);
+        if (log)
+                log_execution_start(j);
         deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC + ctx->config->kill_grace_ms * USEC_PER_MSEC;
         (void) sd_event_add_time(ctx->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000, on_deadline, j);
 }
@@ -722,7 +725,11 @@ static void job_send_claim(Job *j) {
                 (void) sysd_kill_unit(ctx->sysd, j->unit_name, "all", SIGKILL);
                 log_error("%s: cannot watch the control socket", j->exec->id);
                 j->outcome.daemon_error = true;
+                return;
         }
+        /* Out at once rather than at the next iteration of the loop: the socket has room for a claim
+         * of any but the largest sources (the rest goes as the socket drains). */
+        (void) on_control(j->ctl_src, j->ctl_fd, EPOLLOUT, j);
 }
 
 static void on_claim_limits(void *userdata, int r, const char *message) {
@@ -766,23 +773,26 @@ static void job_claim_warm(Job *j, WarmClaim *c) {
                 r = job_watch_unit(j);
         if (r >= 0)
                 r = job_watch_mount(j);
-        job_mark_running(j);
+        job_mark_running(j, false);
         if (r < 0) {
+                log_execution_start(j);
                 (void) sysd_kill_unit(ctx->sysd, j->unit_name, "all", SIGKILL);
                 j->outcome.daemon_error = true;
                 return;
         }
         log_debug("%s: claimed warm unit %s.", j->exec->id, j->unit_name);
-        if (!limits_differ(&c->limits, &j->request->limits)) {
+        if (!limits_differ(&c->limits, &j->request->limits))
                 job_send_claim(j);
-                return;
+        else {
+                r = unit_props_claim_limits(&j->request->limits, &props);
+                if (r >= 0)
+                        r = sysd_set_unit_properties(ctx->sysd, j->unit_name, &props, on_claim_limits, j,
+                                                     &j->call_start);
+                unit_props_done(&props);
+                if (r < 0)
+                        on_claim_limits(j, r, "cannot call SetUnitProperties");
         }
-        r = unit_props_claim_limits(&j->request->limits, &props);
-        if (r >= 0)
-                r = sysd_set_unit_properties(ctx->sysd, j->unit_name, &props, on_claim_limits, j, &j->call_start);
-        unit_props_done(&props);
-        if (r < 0)
-                on_claim_limits(j, r, "cannot call SetUnitProperties");
+        log_execution_start(j);
 }
 
 static void job_on_job_removed(Job *j, const char *unit, const char *result) {
@@ -809,7 +819,7 @@ static void job_on_job_removed(Job *j, const char *unit, const char *result) {
 
         if (j->state == JOB_STARTING && streq(unit, j->unit_name)) {
                 if (streq(result, "done")) {
-                        job_mark_running(j);
+                        job_mark_running(j, true);
                         if (j->cancel_requested)
                                 job_send_cancel(j);
                         /* It may have ended already: PropertiesChanged before the job's end. */

@@ -26,7 +26,13 @@ struct Runner {
         unsigned n_jobs, n_finished;
         uint64_t finished_total;
         unsigned n_adopted_live; /* adopted executions not yet final: they may use older /usr layers */
+        sd_event_source *status_timer; /* a STATUS= update is due (STATUS_COALESCE_USEC) */
 };
+
+/* STATUS= goes out at most this often: each update is a message PID 1 handles (and turns into a
+ * PropertiesChanged signal) on the CPUs the programs need, and one sent between a request and its
+ * claim delayed the program by a millisecond. A burst of executions is one update. */
+#define STATUS_COALESCE_USEC (100 * USEC_PER_MSEC)
 
 static void on_job_left(void *userdata, Job *j);
 static void on_job_finished(void *userdata, Job *j);
@@ -56,6 +62,7 @@ Runner *runner_free(Runner *r) {
         while (r->jobs)
                 job_free(r->jobs);
         queue_done(&r->queue);
+        sd_event_source_disable_unref(r->status_timer);
         free(r);
         return NULL;
 }
@@ -166,9 +173,32 @@ const QueueOwner *runner_queue_owner(const Runner *r, const char *owner) {
         return queue_owner_find(&r->queue, owner);
 }
 
-void runner_notify_status(const Runner *r) {
+void runner_notify_status_now(Runner *r) {
+        if (r->status_timer)
+                (void) sd_event_source_set_enabled(r->status_timer, SD_EVENT_OFF);
         (void) sd_notifyf(false, "STATUS=%u running, %u queued, %" PRIu64 " finished", r->queue.n_active,
                           r->queue.n_waiting, r->finished_total);
+}
+
+static int on_status_timer(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
+        runner_notify_status_now(userdata);
+        return 0;
+}
+
+void runner_notify_status(Runner *r) {
+        int enabled = SD_EVENT_OFF;
+        uint64_t at = now_usec(CLOCK_MONOTONIC) + STATUS_COALESCE_USEC;
+
+        if (r->status_timer) {
+                if (sd_event_source_get_enabled(r->status_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                        return;         /* due already: it will say what is true then */
+                if (sd_event_source_set_time(r->status_timer, at) >= 0 &&
+                    sd_event_source_set_enabled(r->status_timer, SD_EVENT_ONESHOT) >= 0)
+                        return;
+        } else if (sd_event_add_time(r->ctx->event, &r->status_timer, CLOCK_MONOTONIC, at, 10 * USEC_PER_MSEC,
+                                     on_status_timer, r) >= 0)
+                return;
+        runner_notify_status_now(r);
 }
 
 bool runner_has_adopted(const Runner *r) {

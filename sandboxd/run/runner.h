@@ -49,7 +49,10 @@ void runner_counts(const Runner *r, RunnerCounts *ret);
 /* What this owner holds in the queue (quota.h), or NULL. */
 const QueueOwner *runner_queue_owner(const Runner *r, const char *owner);
 /* STATUS= for the service manager: running, queued, finished. */
-void runner_notify_status(const Runner *r);
+/* STATUS= for systemctl status: "N running, N queued, N finished". _now at once (READY=1 goes with
+ * it); the other within STATUS_COALESCE_USEC (runner.c), one update for a burst of changes. */
+void runner_notify_status(Runner *r);
+void runner_notify_status_now(Runner *r);
 
 /* The queued runs of a session that can no longer run end with an internal error. */
 void runner_fail_session(Runner *r, Session *s, const char *why);
