@@ -589,8 +589,11 @@ WarmPool *warm_pool_free(WarmPool *p) {
 int warm_pool_claim(WarmPool *p, const Language *l, bool preloaded, WarmClaim *ret) {
         WarmUnit *u = NULL;
 
-        /* The kind asked for, else the other: either runs the program. */
-        for (unsigned pass = 0; pass < 2 && !u; pass++)
+        /* The kind asked for. A run that wants the preload takes a plain one if no preloaded one is
+         * ready (it imports what it needs; the plain unit's replacement is cheap); one that does not
+         * never takes a preloaded one: its replacement would import the preload again (~100 ms of
+         * CPU for numpy), more than a cold start costs, and under load that is throughput lost. */
+        for (unsigned pass = 0; pass < (preloaded ? 2u : 1u) && !u; pass++)
                 for (u = p->list; u; u = u->next)
                         if (u->language == l && u->state == WARM_READY && (pass > 0 || u->preloaded == preloaded))
                                 break;

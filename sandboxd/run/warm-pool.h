@@ -38,8 +38,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(WarmPool *, warm_pool_free);
 /* Start units until every pooled language has Size= ready or starting (within the bounds). */
 void warm_pool_fill(WarmPool *p);
 /* A ready unit of language l, removed from the pool: 1 and *ret filled, or 0 if none is ready. Of the
- * kind asked for (preloaded: its runtime imported PythonPreload=; warm_wants_preload()) where one is
- * ready, else of the other. */
+ * kind asked for (preloaded: its runtime imported PythonPreload=; warm_wants_preload()); a run that
+ * asks for a preloaded one takes a plain one if none is ready, never the other way round. */
 int warm_pool_claim(WarmPool *p, const Language *l, bool preloaded, WarmClaim *ret);
 /* A claimed unit's run ended: its replacement starts now if it was still waiting (warm-pool.c,
  * WARM_REFILL_DELAY_USEC). */

@@ -378,6 +378,15 @@ wait_until(lambda: all(pool().get("ready", {}).get(l, 0) >= 2 for l in ("python"
 time.sleep(1)
 fds1 = daemon_fds()
 t.ok(fds0 > 0 and fds1 <= fds0 + 2, "ten warm runs later the daemon holds no more file descriptors", (fds0, fds1))
+# systemd's fd store holds the control socket of every unit of the pool (stored as it starts), and
+# nothing of the runs that ended.
+def fd_store():
+    out = subprocess.run(["systemctl", "show", "-P", "NFileDescriptorStore", "sandboxd.service"],
+                         capture_output=True, text=True).stdout.strip()
+    return int(out) if out.isdigit() else -1
+t.ok(wait_until(lambda: fd_store() == len(pool().get("units", [])) > 0, 10, 0.2),
+     "the fd store holds one control socket per pool unit, none of finished runs",
+     (fd_store(), len(pool().get("units", []))))
 
 # -- stop: nothing of the pool outlives sandboxd ---------------------------------------------------
 subprocess.run(["systemctl", "stop", "sandboxd.service"], check=False)
