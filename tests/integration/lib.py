@@ -172,6 +172,29 @@ def program_processes():
     return left
 
 
+# x86_64 and aarch64 numbers of nanosleep/clock_nanosleep: where time.sleep() and sleep(1) wait.
+SLEEP_SYSCALLS = {"35", "230", "101", "115"}
+
+
+def wait_program_asleep(unit, timeout=30.0):
+    """Wait until a program process in unit (as its dynamic user) sits in a sleep system call
+    (/proc/PID/syscall): a program that prints, flushes and then sleeps has written its output by
+    then, however slow the machine. False if none does within timeout."""
+    def asleep():
+        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    uid = int([l.split()[1] for l in f if l.startswith("Uid:")][0])
+                with open(f"/proc/{pid}/syscall") as f:
+                    nr = f.read().split()[0]
+            except (OSError, IndexError, ValueError):
+                continue
+            if 61184 <= uid <= 65519 and nr in SLEEP_SYSCALLS and unit_of_pid(pid) == unit:
+                return True
+        return False
+    return wait_until(asleep, timeout, 0.05)
+
+
 def pool_ready_kinds(language="python"):
     """(preloaded, plain) ready units of language in the warm pool (GET /v1/health: pool.ready counts
     both kinds, pool.preloaded the preloaded ones where the pool keeps two: python with

@@ -97,8 +97,15 @@ t.ok(plain.get("start") == "warm" and plain.get("stdout") == "[]\n",
      "a source that names no preloaded module runs in a plain interpreter", plain.get("stdout"))
 wait_pool_ready()
 pre = run("import numpy\n" + LIST_NUM)
-t.ok(pre.get("start") == "warm" and (not HAVE_NUMPY or pre.get("stdout", "").startswith("['numpy'")) and
-     pre.get("status") == "success", "one that imports numpy runs in a preloaded one", pre.get("stdout", "")[:200])
+if HAVE_NUMPY:
+    t.ok(pre.get("start") == "warm" and pre.get("stdout", "").startswith("['numpy'") and
+         pre.get("status") == "success", "one that imports numpy runs in a preloaded one",
+         {k: pre.get(k) for k in ("start", "status", "stdout", "stderr")})
+else:
+    # Without numpy on the machine (the VM image) it fails as a cold run would, warm all the same.
+    t.ok(pre.get("start") == "warm" and pre.get("status") == "failed" and
+         "No module named 'numpy'" in pre.get("stderr", ""), "one that imports numpy runs warm (no numpy here)",
+         {k: pre.get(k) for k in ("start", "status", "stderr")})
 
 # -- a warm run sees what a cold run of the same request sees ------------------------------------
 PROBE = r"""
