@@ -10,8 +10,8 @@
 static const char *const allowlist_reason_table[_ALLOWLIST_REASON_MAX] = {
         [ALLOWLIST_OK] = "ok",
         [ALLOWLIST_EMPTY] = "empty host name",
-        [ALLOWLIST_NAME_TOO_LONG] = "host name longer than 253 bytes",
-        [ALLOWLIST_LABEL_TOO_LONG] = "label longer than 63 bytes",
+        [ALLOWLIST_NAME_TOO_LONG] = "host name longer than " STRINGIFY(ALLOWLIST_NAME_MAX) " bytes",
+        [ALLOWLIST_LABEL_TOO_LONG] = "label longer than " STRINGIFY(ALLOWLIST_LABEL_MAX) " bytes",
         [ALLOWLIST_EMPTY_LABEL] = "empty label",
         [ALLOWLIST_BAD_CHARACTER] = "character other than a letter, digit, hyphen or dot",
         [ALLOWLIST_BAD_HYPHEN] = "label starting or ending with a hyphen",
@@ -20,7 +20,7 @@ static const char *const allowlist_reason_table[_ALLOWLIST_REASON_MAX] = {
         [ALLOWLIST_WILDCARD_TOO_BROAD] = "wildcard over a top-level domain (needs two labels after \"*.\")",
         [ALLOWLIST_BAD_WILDCARD] = "'*' other than as the whole first label of a wildcard entry",
         [ALLOWLIST_BAD_PORT] = "port not 1-65535 in decimal",
-        [ALLOWLIST_TOO_MANY_ENTRIES] = "more than 64 entries",
+        [ALLOWLIST_TOO_MANY_ENTRIES] = "more than " STRINGIFY(ALLOWLIST_MAX_ENTRIES) " entries",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(allowlist_reason, AllowlistReason);

@@ -432,6 +432,8 @@ static void test_reasons(_unused_ void **state) {
                         fail();
                 }
         }
+        assert_string_equal(allowlist_reason_to_string(ALLOWLIST_NAME_TOO_LONG), "host name longer than 253 bytes");
+        assert_string_equal(allowlist_reason_to_string(ALLOWLIST_TOO_MANY_ENTRIES), "more than 64 entries");
         assert_null(allowlist_reason_to_string(_ALLOWLIST_REASON_MAX));
         assert_null(allowlist_reason_to_string(-1));
 }
