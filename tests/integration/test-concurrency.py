@@ -63,8 +63,20 @@ t.ok(peak["running"] >= 2, f"slots were used concurrently (peak {peak['running']
 print(f"# {N} executions through 4 slots in {elapsed:.1f} s ({N / elapsed:.1f}/s), peak queue {peak['queued']}")
 t.eq(len({r["execution_id"] for r in results}), N, "every execution has its own id")
 # Units end after their answer (the unit reaper): in the VM tier, with the pool refilling, that can
-# take a while. The detail names the execution units left, not the pool's.
-t.ok(wait_until(lambda: not execution_units(), 30), "no units left behind", execution_units())
+# take a while. The detail names the execution units left (not the pool's), their state and what
+# the journal says of them.
+def leftovers():
+    out = []
+    for u in sorted(execution_units()):
+        st = subprocess.run(["systemctl", "show", "-P", "ActiveState,SubState,Result", u], capture_output=True,
+                            text=True).stdout.split()
+        log = subprocess.run(["journalctl", "--no-pager", "-o", "cat", "-n", "6", f"UNIT={u}"], capture_output=True,
+                             text=True).stdout.strip().splitlines()
+        daemon = [l for l in subprocess.run(["journalctl", "--no-pager", "-o", "cat", "-u", "sandboxd.service"],
+                                            capture_output=True, text=True).stdout.splitlines() if u in l][-6:]
+        out.append((u, st, log, daemon))
+    return out
+t.ok(wait_until(lambda: not execution_units(), 60), "no units left behind", leftovers())
 
 # A bounded queue: with 1 slot and room for 2, the 4th concurrent submission is refused.
 reload_with("[Daemon]\nMaxConcurrent=1\nMaxQueued=2\n")
