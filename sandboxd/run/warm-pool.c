@@ -531,7 +531,7 @@ static void refill_at(WarmPool *p, uint64_t at) {
                 if (sd_event_source_set_time(p->refill, at) >= 0 &&
                     sd_event_source_set_enabled(p->refill, SD_EVENT_ONESHOT) >= 0)
                         return;
-        } else if (sd_event_add_time(p->ctx->event, &p->refill, CLOCK_MONOTONIC, at, 0, on_refill, p) >= 0)
+        } else if (sd_event_add_time(p->ctx->event, &p->refill, CLOCK_MONOTONIC, at, USEC_PER_MSEC, on_refill, p) >= 0)
                 return;
         warm_pool_fill(p);      /* no timer: at once rather than at the next tick */
 }
