@@ -573,7 +573,8 @@ static int build_seccomp_filters(Manager *m) {
         int r;
 
         m->ctx.filters = calloc(n, sizeof(SeccompFilter));
-        if (!m->ctx.filters)
+        m->ctx.net_filters = calloc(n, sizeof(SeccompFilter));
+        if (!m->ctx.filters || !m->ctx.net_filters)
                 return log_oom();
         m->ctx.n_filters = n;
 
@@ -583,6 +584,11 @@ static int build_seccomp_filters(Manager *m) {
                 r = seccomp_policy_build(l->extra_syscalls, &m->ctx.filters[i].bpf, &m->ctx.filters[i].bpf_len);
                 if (r < 0)
                         return log_error_errno(r, "Failed to compile the system call filter for '%s': %m",
+                                               l->name);
+                r = seccomp_policy_build_ex(l->extra_syscalls, true, &m->ctx.net_filters[i].bpf,
+                                            &m->ctx.net_filters[i].bpf_len);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to compile the network system call filter for '%s': %m",
                                                l->name);
         }
         return 0;
@@ -853,7 +859,10 @@ Manager *manager_free(Manager *m) {
         config_free(m->ctx.config);
         for (size_t i = 0; i < m->ctx.n_filters; i++)
                 free(m->ctx.filters[i].bpf);
+        for (size_t i = 0; m->ctx.net_filters && i < m->ctx.n_filters; i++)
+                free(m->ctx.net_filters[i].bpf);
         free(m->ctx.filters);
+        free(m->ctx.net_filters);
         free(m->ctx.usr_layer);
         free(m->ctx.workspaces_dir);
         free(m->config_dir);

@@ -65,6 +65,7 @@ typedef struct Context {
         /* The seccomp filters, compiled once at start: filters[i] for the language row
          * language_get(i), which may add system calls to the common allow-list. */
         SeccompFilter *filters;
+        SeccompFilter *net_filters;  /* the same with AF_INET/AF_INET6 sockets: runs with network */
         size_t n_filters;
         CgroupRoot cgroups[3];
         size_t n_cgroups;
@@ -76,3 +77,5 @@ typedef struct Context {
 
 /* The compiled seccomp filter for programs of language l, or NULL if l is not a row. */
 const SeccompFilter *context_seccomp_filter(const Context *c, const Language *l);
+/* The same for a run with network (issue 16). */
+const SeccompFilter *context_seccomp_filter_net(const Context *c, const Language *l);
