@@ -44,6 +44,8 @@ typedef struct Context {
         Sysd *sysd;              /* the one speaker of org.freedesktop.systemd1 (sysd.h) */
         Store *store;
         Config *config;          /* in force; replaced by the manager on reload */
+        struct NetPolicy *net_policy;   /* [Network] of config, parsed (net/net-policy.h); replaced with it */
+        const char *proxy;       /* host path of sandboxd-proxy (--proxy= wins over the build's default) */
         Metrics *metrics;        /* what GET /metrics renders */
         NetClient *net;          /* HTTP transfers (input downloads, callbacks), run by the network worker */
         Callbacks *callbacks;    /* callback deliveries from the store's outbox (callback.c) */
