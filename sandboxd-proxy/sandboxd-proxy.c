@@ -37,8 +37,13 @@
 #define HEAD_MAX (16U * 1024U)
 #define HEAD_HEADERS_MAX 64
 #define HEAD_LINE_MAX (8U * 1024U)
-/* Bytes in flight per direction of one relay: enough for a loopback or LAN window per syscall. */
-#define RELAY_BUF (128U * 1024U)
+/* Bytes in flight per direction of one relay. A buffer starts small and doubles, up to RELAY_BUF_MAX,
+ * each time a read fills it (a bulk transfer: a loopback download through 128 KiB buffers ran at 0.64
+ * of curl's direct rate, through 512 KiB ones at 0.85), as long as all buffers together stay within
+ * RELAY_MEMORY_MAX; beyond it they stay as they are. */
+#define RELAY_BUF_MIN (64U * 1024U)
+#define RELAY_BUF_MAX (512U * 1024U)
+#define RELAY_MEMORY_MAX (64U * 1024U * 1024U)
 /* Addresses tried for one name. */
 #define ADDRS_MAX 16
 /* The argv caps of the contract, and the most connections any configuration may ask for (each holds
@@ -84,6 +89,7 @@ typedef enum ConnState {
 
 typedef struct RelayBuf {
         uint8_t *data;
+        size_t size;
         size_t start, end;
         bool eof;                        /* the reading side is done */
         bool shut;                       /* the writing side was shut down */
@@ -132,6 +138,7 @@ struct Proxy {
         HostEntry *hosts;
         size_t n_hosts;
         uint64_t max_bytes, bytes_total;
+        size_t relay_memory;             /* the relay buffers' bytes, all connections */
         unsigned max_connections, n_open;
         uint64_t connect_timeout, idle_timeout, head_timeout;   /* µs */
 
@@ -246,6 +253,7 @@ static Conn *conn_free(Conn *c) {
         sd_event_source_disable_unref(c->timer);
         safe_close(c->client_fd);
         safe_close(c->server_fd);
+        p->relay_memory -= c->up.size + c->down.size;
         free(c->up.data);
         free(c->down.data);
         free(c->parsed);
@@ -343,11 +351,12 @@ static void conn_update(Conn *c) {
                 sv = EPOLLOUT;
                 break;
         case CONN_RELAY:
-                if (!c->up.eof && c->up.end < RELAY_BUF && (!c->up_limited || c->up_remaining > 0))
+                if (!c->up.eof && (c->up.end < c->up.size || c->up.start > 0) &&
+                    (!c->up_limited || c->up_remaining > 0))
                         cl |= EPOLLIN;
                 if (c->down.end > c->down.start)
                         cl |= EPOLLOUT;
-                if (!c->down.eof && c->down.end < RELAY_BUF)
+                if (!c->down.eof && (c->down.end < c->down.size || c->down.start > 0))
                         sv |= EPOLLIN;
                 if (c->up.end > c->up.start)
                         sv |= EPOLLOUT;
@@ -370,7 +379,12 @@ static int relay_read(Conn *c, int fd, RelayBuf *b, uint64_t max, size_t *ret_n,
         *ret_n = 0;
         if (b->end == b->start)
                 b->start = b->end = 0;
-        room = RELAY_BUF - b->end;
+        if (b->end == b->size && b->start > 0) {
+                memmove(b->data, b->data + b->start, b->end - b->start);
+                b->end -= b->start;
+                b->start = 0;
+        }
+        room = b->size - b->end;
         if (room == 0)
                 return 0;
         if (max == 0) {
@@ -394,6 +408,15 @@ static int relay_read(Conn *c, int fd, RelayBuf *b, uint64_t max, size_t *ret_n,
         b->end += (size_t) k;
         c->p->bytes_total += (uint64_t) k;
         *ret_n = (size_t) k;
+        if (b->end == b->size && b->size < RELAY_BUF_MAX && c->p->relay_memory + b->size <= RELAY_MEMORY_MAX) {
+                uint8_t *bigger = realloc(b->data, b->size * 2);
+
+                if (bigger) {
+                        c->p->relay_memory += b->size;
+                        b->data = bigger;
+                        b->size *= 2;
+                }
+        }
         return 1;
 }
 
@@ -534,7 +557,7 @@ static bool header_is_hop(const HttpHead *h, const HttpSpan *name) {
 }
 
 static bool buf_put(RelayBuf *b, const void *p, size_t n) {
-        if (n > RELAY_BUF - b->end)
+        if (n > b->size - b->end)
                 return false;
         memcpy(b->data + b->end, p, n);
         b->end += n;
@@ -585,10 +608,13 @@ static void conn_start_relay(Conn *c) {
         Proxy *p = c->p;
         size_t extra = c->head_len - c->parsed->head_len;
 
-        c->up.data = malloc(RELAY_BUF);
-        c->down.data = malloc(RELAY_BUF);
+        /* The first buffers are not subject to RELAY_MEMORY_MAX: CONNECTIONS_MAX bounds them. */
+        c->up.data = malloc(RELAY_BUF_MIN);
+        c->down.data = malloc(RELAY_BUF_MIN);
         if (!c->up.data || !c->down.data)
                 return conn_refuse(c, PROXY_REASON_CONNECT_FAILED, HTTP_HEAD_OK);
+        c->up.size = c->down.size = RELAY_BUF_MIN;
+        p->relay_memory += 2 * RELAY_BUF_MIN;
         if (!c->connect && !build_forward_head(c))
                 return conn_refuse(c, PROXY_REASON_BAD_REQUEST, HTTP_HEAD_TOO_LARGE);
         c->state = CONN_RELAY;
