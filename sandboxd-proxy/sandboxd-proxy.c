@@ -143,6 +143,7 @@ struct Proxy {
         uint64_t connect_timeout, idle_timeout, head_timeout;   /* µs */
 
         int listen_fd;
+        sd_event_source *accept_retry;
         sd_event_source *listen_source, *sigterm, *sigint, *out_source;
         ares_channel ares;
         bool ares_ready;
@@ -459,6 +460,10 @@ static void relay_step(Conn *c, bool client_side, uint32_t revents) {
         size_t n;
         int r;
 
+        /* A socket error: nothing more moves either way (and a level-triggered EPOLLERR would fire
+         * again and again). */
+        if (revents & EPOLLERR)
+                return conn_end(c);
         if (client_side) {
                 /* The absolute form reads the body's bytes and no more (one request per connection). */
                 if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->up.eof &&
@@ -900,6 +905,14 @@ static int conn_set_timer(Conn *c, uint64_t usec) {
         return sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 }
 
+static int on_accept_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        Proxy *p = userdata;
+
+        if (p->listen_source)
+                (void) sd_event_source_set_enabled(p->listen_source, SD_EVENT_ON);
+        return 0;
+}
+
 static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Proxy *p = userdata;
 
@@ -911,9 +924,21 @@ static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
                 cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
-                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                                fprintf(stderr, "sandboxd-proxy: execution %s: accept: %s\n",
-                                        p->execution_id, strerror(errno));
+                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                                return 0;
+                        /* Out of fds or memory: the connection stays in the backlog, and the listening
+                         * socket would wake the loop at once again. Pause accepting for 100 ms. */
+                        fprintf(stderr, "sandboxd-proxy: execution %s: accept: %s, pausing\n",
+                                p->execution_id, strerror(errno));
+                        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                        if (p->accept_retry) {
+                                (void) sd_event_source_set_time(p->accept_retry,
+                                                                now_usec(CLOCK_MONOTONIC) + 100 * USEC_PER_MSEC);
+                                (void) sd_event_source_set_enabled(p->accept_retry, SD_EVENT_ONESHOT);
+                        } else
+                                (void) sd_event_add_time(p->event, &p->accept_retry, CLOCK_MONOTONIC,
+                                                         now_usec(CLOCK_MONOTONIC) + 100 * USEC_PER_MSEC, 0,
+                                                         on_accept_retry, p);
                         return 0;
                 }
                 c = calloc(1, sizeof(Conn));
@@ -1094,6 +1119,7 @@ static void proxy_done(Proxy *p) {
                 free(w);
         }
         sd_event_source_disable_unref(p->dns_timer);
+        sd_event_source_disable_unref(p->accept_retry);
         sd_event_source_disable_unref(p->listen_source);
         sd_event_source_disable_unref(p->sigterm);
         sd_event_source_disable_unref(p->sigint);
@@ -1177,7 +1203,7 @@ static int parse_argv(Proxy *p, int argc, char **argv) {
                 const char *a = argv[i], *val;
 
                 if ((val = startswith(a, "--execution-id="))) {
-                        if (!*val || strlen(val) > 128)
+                        if (!id_is_valid(val, 128))
                                 return usage_error(a, "bad execution id");
                         p->execution_id = val;
                 } else if ((val = startswith(a, "--allow="))) {

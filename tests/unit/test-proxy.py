@@ -60,6 +60,7 @@ class Tap:
 
 
 T = Tap()
+PROXIES = []
 
 
 # ---- upstream servers --------------------------------------------------------------------------
@@ -221,6 +222,7 @@ class Proxy:
         return c
 
     def stop(self):
+        PROXIES.append(self)
         try:
             os.kill(self.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -299,6 +301,7 @@ def main():
                       (["--execution-id=x", "--allow=127.0.0.1"], "an IP literal in --allow"),
                       (["--execution-id=x", "--host=a.test"], "--host without an address"),
                       (["--execution-id=x", "--max-connections=0"], "--max-connections=0"),
+                      (["--execution-id=a b"], "an execution id with a space"),
                       (["--allow=a.test"], "no --execution-id")):
         r = subprocess.run([PROXY] + args, capture_output=True, timeout=WAIT)
         T.ok(r.returncode == 2 and r.stderr, "argv: %s exits 2 with a message" % why, r)
@@ -472,6 +475,9 @@ def main():
     http.sent.get(timeout=WAIT)
     T.ok(os.WEXITSTATUS(p.stop()) == 0, "connection cap: the proxy exits 0")
 
+    # An ASan/UBSan build (make check-asan) reports on stderr; a plain build never writes these words.
+    reports = [q.stderr() for q in PROXIES if "Sanitizer" in q.stderr() or "runtime error" in q.stderr()]
+    T.ok(not reports, "no sanitizer report from any proxy (%d run)" % len(PROXIES), "\n".join(reports)[-3000:])
     T.done()
 
 
