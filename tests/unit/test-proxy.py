@@ -68,10 +68,11 @@ PROXIES = []
 class Server:
     """A TCP server on 127.0.0.1 with one thread per connection running handler(conn, self)."""
 
-    def __init__(self, handler):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    def __init__(self, handler, address="127.0.0.1"):
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((address, 0))
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.handler = handler
@@ -286,6 +287,10 @@ def main():
     big = Server(big_handler)
     closed = free_port()
     H, E, B = http.port, echo.port, big.port
+    try:
+        echo6 = Server(echo_handler, "::1")
+    except OSError:
+        echo6 = None
 
     common = ["--permit=127.0.0.1/32",
               "--allow=allowed.test:%d" % H, "--host=allowed.test=127.0.0.1",
@@ -293,7 +298,14 @@ def main():
               "--allow=big.test:%d" % B, "--host=big.test=127.0.0.1",
               "--allow=inside.test:%d" % H, "--host=inside.test=127.0.0.2",
               "--allow=nx.invalid:%d" % H,
-              "--allow=closed.test:%d" % closed, "--host=closed.test=127.0.0.1"]
+              "--allow=closed.test:%d" % closed, "--host=closed.test=127.0.0.1",
+              # the internal 127.0.0.2 skipped, 127.0.0.1 connected to
+              "--allow=mixed.test:%d" % E, "--host=mixed.test=127.0.0.2", "--host=mixed.test=127.0.0.1",
+              # 127.0.0.3 permitted but nothing listens there: refused, then the next address
+              "--permit=127.0.0.3/32", "--allow=next.test:%d" % E, "--host=next.test=127.0.0.3",
+              "--host=next.test=127.0.0.1"]
+    if echo6:
+        common += ["--permit=::1", "--allow=six.test:%d" % echo6.port, "--host=six.test=::1"]
 
     # argv: usage errors exit 2.
     for args, why in ((["--execution-id=x", "--bogus=1"], "an unknown argument"),
@@ -359,6 +371,27 @@ def main():
          and ev["port"] == E and ev["bytes_up"] == len(payload) and ev["bytes_down"] == len(payload)
          and ev["address"] == "127.0.0.1" and "reason" not in ev, "CONNECT: the event line and its byte counts", ev)
     T.ok(echo.received.get(timeout=WAIT) == len(payload), "CONNECT: the server got every byte")
+
+    # Several addresses: internal ones skipped, a failed connect followed by the next address; IPv6.
+    def tunnel(host, port, srv):
+        c = p.connect()
+        c.sendall(b"CONNECT %s:%d HTTP/1.1\r\n\r\n" % (host.encode(), port))
+        first = c.recv(39)
+        c.sendall(b"ping")
+        c.shutdown(socket.SHUT_WR)
+        rest = read_all(c)
+        c.close()
+        srv.received.get(timeout=WAIT)
+        return first + rest, p.event()
+    for host, why in (("mixed.test", "an internal address skipped"), ("next.test", "a refused connect, then the next")):
+        data, ev = tunnel(host, E, echo)
+        T.ok(data == b"HTTP/1.1 200 Connection established\r\n\r\nping" and ev and ev["decision"] == "allowed"
+             and ev["address"] == "127.0.0.1" and ev["bytes_up"] == 4, "several addresses: %s" % why, (data, ev))
+    if echo6:
+        data, ev = tunnel("six.test", echo6.port, echo6)
+        T.ok(data.endswith(b"ping") and ev and ev["address"] == "::1", "IPv6: CONNECT to ::1", (data, ev))
+    else:
+        T.skip("IPv6: CONNECT to ::1", "no ::1 here")
 
     # Refusals.
     expect_refusal(p, "not in the allowlist", b"CONNECT evil.test:443 HTTP/1.1\r\n\r\n", 403, "evil.test", 443,
