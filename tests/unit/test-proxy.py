@@ -23,16 +23,70 @@ WAIT = 30.0          # the longest any step waits for the proxy (a hang fails, i
 
 
 def reexec_in_netns():
+    """Into a private user, network and (if possible) mount namespace: with the mount namespace the
+    test bind-mounts its own resolv.conf over /etc/resolv.conf, naming the DNS server it runs on
+    127.0.0.1:53, so the c-ares path is exercised too."""
     if IN_NETNS or os.environ.get("SANDBOXD_PROXY_TEST_NO_NETNS"):
         return
-    env = dict(os.environ, SANDBOXD_PROXY_TEST_NETNS="1")
-    try:
-        r = subprocess.run(["unshare", "-rn", "true"], capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return
-    if r.returncode != 0:
-        return
-    os.execvpe("unshare", ["unshare", "-rn", sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+    for flags in ("-rnm", "-rn"):
+        try:
+            r = subprocess.run(["unshare", flags, "true"], capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        if r.returncode == 0:
+            env = dict(os.environ, SANDBOXD_PROXY_TEST_NETNS="1", SANDBOXD_PROXY_TEST_MOUNTNS=str(int(flags == "-rnm")))
+            os.execvpe("unshare", ["unshare", flags, sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+
+
+# ---- a DNS server on 127.0.0.1:53 (only inside the test's own namespaces) -----------------------
+
+DNS_A = {b"dns.test": "127.0.0.1", b"dns-internal.test": "127.0.0.5"}
+DNS_SILENT = {b"silent.test"}          # never answered: a query still pending at SIGTERM
+
+
+def dns_serve(sock):
+    while True:
+        try:
+            q, addr = sock.recvfrom(512)
+        except OSError:
+            return
+        if len(q) < 12:
+            continue
+        labels, i = [], 12
+        while i < len(q) and q[i] != 0:
+            labels.append(q[i + 1:i + 1 + q[i]])
+            i += 1 + q[i]
+        name = b".".join(labels).lower()
+        qtype = int.from_bytes(q[i + 1:i + 3], "big")
+        question = q[12:i + 5]
+        if name in DNS_SILENT:
+            continue
+        answers = b""
+        rcode = 0
+        if name in DNS_A and qtype == 1:
+            answers = (b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04"
+                       + socket.inet_aton(DNS_A[name]))
+        elif name not in DNS_A:
+            rcode = 3                   # NXDOMAIN
+        header = q[:2] + bytes([0x81, 0x80 | rcode]) + b"\x00\x01" + (b"\x00\x01" if answers else b"\x00\x00") \
+            + b"\x00\x00\x00\x00"
+        sock.sendto(header + question + answers, addr)
+
+
+def dns_setup():
+    """True when names outside --host resolve through this test's DNS server."""
+    if os.environ.get("SANDBOXD_PROXY_TEST_MOUNTNS") != "1":
+        return False
+    conf = os.path.join(SCRATCH, "resolv.conf")
+    with open(conf, "w") as f:
+        f.write("nameserver 127.0.0.1\n")
+    if subprocess.run(["mount", "--bind", conf, os.path.realpath("/etc/resolv.conf")],
+                      capture_output=True).returncode != 0:
+        return False
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("127.0.0.1", 53))
+    threading.Thread(target=dns_serve, args=(u,), daemon=True).start()
+    return True
 
 
 class Tap:
@@ -282,6 +336,7 @@ def main():
     SCRATCH = os.path.join(SCRATCH, "test-proxy.d")
     os.makedirs(SCRATCH, exist_ok=True)
 
+    have_dns = dns_setup()
     http = Server(http_handler)
     echo = Server(echo_handler)
     big = Server(big_handler)
@@ -297,7 +352,8 @@ def main():
               "--allow=tunnel.test:%d" % E, "--host=tunnel.test=127.0.0.1",
               "--allow=big.test:%d" % B, "--host=big.test=127.0.0.1",
               "--allow=inside.test:%d" % H, "--host=inside.test=127.0.0.2",
-              "--allow=nx.invalid:%d" % H,
+              "--allow=nx.invalid:%d" % H, "--allow=dns.test:%d" % E, "--allow=dns-internal.test:%d" % E,
+              "--allow=silent.test:%d" % E,
               "--allow=closed.test:%d" % closed, "--host=closed.test=127.0.0.1",
               # the internal 127.0.0.2 skipped, 127.0.0.1 connected to
               "--allow=mixed.test:%d" % E, "--host=mixed.test=127.0.0.2", "--host=mixed.test=127.0.0.1",
@@ -387,6 +443,15 @@ def main():
         data, ev = tunnel(host, E, echo)
         T.ok(data == b"HTTP/1.1 200 Connection established\r\n\r\nping" and ev and ev["decision"] == "allowed"
              and ev["address"] == "127.0.0.1" and ev["bytes_up"] == 4, "several addresses: %s" % why, (data, ev))
+    if have_dns:
+        data, ev = tunnel("dns.test", E, echo)
+        T.ok(data.endswith(b"ping") and ev and ev["address"] == "127.0.0.1", "DNS (c-ares): a name resolved by the "
+             "name server connects", (data, ev))
+        expect_refusal(p, "DNS (c-ares): a name resolving to an internal address",
+                       b"CONNECT dns-internal.test:%d HTTP/1.1\r\n\r\n" % E, 403, "dns-internal.test", E,
+                       "internal address", "CONNECT")
+    else:
+        T.skip("DNS (c-ares)", "no private mount namespace for a resolv.conf of the test's own")
     if echo6:
         data, ev = tunnel("six.test", echo6.port, echo6)
         T.ok(data.endswith(b"ping") and ev and ev["address"] == "::1", "IPv6: CONNECT to ::1", (data, ev))
@@ -430,11 +495,20 @@ def main():
     T.ok(c1.recv(100) == b"abc", "SIGTERM: the tunnel carries bytes")
     c2 = p.connect()
     c2.sendall(b"GET http://allowed.test:%d/ HTTP/1.1\r\nHost: a" % H)
-    time.sleep(0.2)             # let the proxy read the half head (no assertion depends on it)
+    if have_dns:
+        c3 = p.connect()
+        c3.sendall(b"CONNECT silent.test:%d HTTP/1.1\r\n\r\n" % E)
+    time.sleep(0.2)             # let the proxy read the heads (no assertion depends on it)
     status = p.stop()
-    evs = [p.event(), p.event()]
+    evs = [p.event(), p.event()] + ([p.event()] if have_dns else [])
     T.ok(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "SIGTERM: exit 0", status)
     T.ok(p.event() is None, "SIGTERM: stdout at EOF after the lines")
+    if have_dns:
+        pending = [e for e in evs if e and e["host"] == "silent.test"]
+        T.ok(len(pending) == 1 and pending[0]["reason"] == "name did not resolve",
+             "SIGTERM: a query still pending gets its line", evs)
+        evs = [e for e in evs if e not in pending]
+        c3.close()
     tunnel = [e for e in evs if e and e["method"] == "CONNECT"]
     half = [e for e in evs if e and e["method"] == ""]
     T.ok(len(tunnel) == 1 and tunnel[0]["decision"] == "allowed" and tunnel[0]["bytes_up"] == 3
