@@ -319,7 +319,9 @@ bool job_network_finish(Job *j) {
 }
 
 void job_network_release(Job *j) {
-        if ((j->waiting & JOB_WAIT_PROXY) && !j->proxy_stopping)
+        /* At sandboxd's stop the program goes on running (a restart adopts it), and so does its
+         * proxy: the adopting instance stops it at the end, or the sweep if nobody adopts it. */
+        if ((j->waiting & JOB_WAIT_PROXY) && !j->proxy_stopping && !j->ctx->stopping)
                 stop_units(j);
         j->waiting &= ~JOB_WAIT_PROXY;
         j->proxy_src = sd_event_source_disable_unref(j->proxy_src);
