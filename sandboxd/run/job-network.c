@@ -6,6 +6,7 @@
  * (net/proxy-event.h), logged in the record, the journal and the metrics. At the execution's end the
  * units are stopped and the pipe read to EOF, then the record is final. */
 #include <fcntl.h>
+#include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
@@ -25,12 +26,36 @@ static void proxy_kill(Job *j) {
                 (void) sysd_kill_unit(j->ctx->sysd, j->proxy_service, "all", SIGKILL);
 }
 
+/* The read end waits in systemd's fd store while the execution runs, so that a restarted sandboxd
+ * reads on where this one stopped (FDPOLL=0: a pipe whose writer is gone must stay, its lines are
+ * waiting in it), as the control socket does. */
+static void proxy_fd_store(Job *j) {
+        char name[CONTROL_FD_NAME_MAX], msg[CONTROL_FD_NAME_MAX + 64];
+
+        if (proxy_fd_name(j->exec->id, name, sizeof(name)) < 0)
+                return;
+        snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", name);
+        if (sd_pid_notify_with_fds(0, false, msg, &j->proxy_fd, 1) > 0)
+                j->proxy_fd_stored = true;
+}
+
+static void proxy_fd_unstore(Job *j) {
+        char name[CONTROL_FD_NAME_MAX], msg[CONTROL_FD_NAME_MAX + 64];
+
+        if (!j->proxy_fd_stored || proxy_fd_name(j->exec->id, name, sizeof(name)) < 0)
+                return;
+        snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
+        (void) sd_notify(false, msg);
+        j->proxy_fd_stored = false;
+}
+
 static void proxy_done_reading(Job *j) {
         bool was_stopping = j->proxy_stopping;
 
         j->proxy_src = sd_event_source_disable_unref(j->proxy_src);
         j->proxy_timeout_src = sd_event_source_disable_unref(j->proxy_timeout_src);
         j->proxy_fd = safe_close(j->proxy_fd);
+        proxy_fd_unstore(j);
         j->proxy_buf = mfree(j->proxy_buf);
         j->proxy_len = 0;
         if (was_stopping && (j->waiting & JOB_WAIT_PROXY)) {
@@ -52,6 +77,7 @@ static void proxy_protocol_error(Job *j, const char *why) {
         /* Nothing more is read from it: what it says from now on is not believed. */
         j->proxy_src = sd_event_source_disable_unref(j->proxy_src);
         j->proxy_fd = safe_close(j->proxy_fd);
+        proxy_fd_unstore(j);
         if (j->proxy_stopping)
                 proxy_done_reading(j);
 }
@@ -269,6 +295,7 @@ void job_network_start(Job *j) {
         /* sd-bus duplicated the write end into the message; ours closes here, so that EOF comes once
          * the proxy (and systemd's copy) are gone. */
         j->proxy_fd = TAKE_FD(pipefd[0]);
+        proxy_fd_store(j);
         if (sd_event_add_io(ctx->event, &j->proxy_src, j->proxy_fd, EPOLLIN, on_proxy_pipe, j) < 0) {
                 log_error("%s: cannot watch the egress proxy's pipe", j->exec->id);
                 j->proxy_fd = safe_close(j->proxy_fd);
@@ -280,13 +307,36 @@ int job_network_adopt(Job *j) {
                 return 0;
         if (proxy_names(j) < 0)
                 return -ENOMEM;
-        /* The pipe did not survive the restart: the units are stopped at the end, what the proxy
-         * logged meanwhile is lost. */
+        /* The units are stopped at the end; the pipe, if the fd store kept it, comes with
+         * job_network_take_fd(). */
         j->waiting |= JOB_WAIT_PROXY;
         j->proxy_stopping = false;
-        (void) net_log_set_note(j->exec->network,
-                                "sandboxd restarted while this ran: requests after the restart are not logged");
         return 0;
+}
+
+void job_network_take_fd(Job *j, int fd) {
+        if (!j->exec->network) {
+                safe_close(fd);
+                return;
+        }
+        if (fd >= 0) {
+                j->proxy_fd = fd;
+                j->proxy_fd_stored = true;
+                j->proxy_buf = malloc(PROXY_EVENT_LINE_MAX);
+                if (j->proxy_buf &&
+                    sd_event_add_io(j->ctx->event, &j->proxy_src, j->proxy_fd, EPOLLIN, on_proxy_pipe, j) >= 0) {
+                        /* What was read before the restart was on record only as far as the last write. */
+                        (void) net_log_set_note(j->exec->network,
+                                                "sandboxd restarted while this ran: requests logged before the "
+                                                "restart may be missing");
+                        return;
+                }
+                j->proxy_fd = safe_close(j->proxy_fd);
+                proxy_fd_unstore(j);
+                j->proxy_buf = mfree(j->proxy_buf);
+        }
+        (void) net_log_set_note(j->exec->network,
+                                "sandboxd restarted while this ran: its requests after the restart are not logged");
 }
 
 static void stop_units(Job *j) {
@@ -327,6 +377,9 @@ void job_network_release(Job *j) {
         j->proxy_src = sd_event_source_disable_unref(j->proxy_src);
         j->proxy_timeout_src = sd_event_source_disable_unref(j->proxy_timeout_src);
         j->proxy_fd = safe_close(j->proxy_fd);
+        /* At sandboxd's stop it stays in the fd store for the next instance. */
+        if (!j->ctx->stopping)
+                proxy_fd_unstore(j);
         j->proxy_buf = mfree(j->proxy_buf);
         j->watch_proxy_socket = sysd_watch_free(j->watch_proxy_socket);
         j->watch_proxy_service = sysd_watch_free(j->watch_proxy_service);

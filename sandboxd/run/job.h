@@ -113,7 +113,7 @@ struct Job {
         char *proxy_buf;
         size_t proxy_len;
         bool proxy_stopping;             /* StopUnit sent, reading until EOF (at most 3 s) */
-        bool proxy_discarding;           /* an overlong line is being skipped */
+        bool proxy_fd_stored;            /* the pipe's read end is in systemd's fd store */
 
         JobWaiter *waiters;
 };
@@ -146,6 +146,8 @@ bool job_is_final(const Job *j);
 int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret);
 void job_remove_waiter(Job *j, JobWaiter *w);
 
+/* An adopted run with network: the read end of its proxy's pipe from the fd store (-EBADF: none). */
+void job_network_take_fd(Job *j, int fd);
 /* The unit is gone (its ActiveState said so, or it is unknown after a restart). */
 void job_on_unit_inactive(Job *j);
 /* Shutdown: answer every waiter now (they see the job unfinished). */

@@ -586,6 +586,16 @@ char *proxy_unit_name(const char *execution_id, const char *suffix) {
         return s;
 }
 
+int proxy_fd_name(const char *execution_id, char *buf, size_t n) {
+        _cleanup_free_ char *unit = proxy_unit_name(execution_id, "");
+        int k;
+
+        if (!unit)
+                return -ENOMEM;
+        k = snprintf(buf, n, "proxy-%s", unit + strlen("sandboxd-proxy-"));
+        return k < 0 || (size_t) k >= n ? -ENAMETOOLONG : 0;
+}
+
 int unit_props_proxy_socket(const ProxyPlan *plan, UnitProps *ret) {
         _cleanup_free_ char *desc = NULL;
         UnitProps p = {};

@@ -162,6 +162,9 @@ typedef struct ProxyPlan {
 /* "sandboxd-proxy-<32 hex>.socket" / ".service": the hex from the execution id (SHA-256), so that a
  * restarted sandboxd finds an execution's proxy units again. suffix ".socket" or ".service". */
 char *proxy_unit_name(const char *execution_id, const char *suffix);
+/* The fd store name of the read end of an execution's proxy pipe: "proxy-<32 hex>", the hex of its
+ * units. -ENAMETOOLONG if it does not fit n bytes, -ENOMEM. */
+int proxy_fd_name(const char *execution_id, char *buf, size_t n);
 int unit_props_proxy_socket(const ProxyPlan *plan, UnitProps *ret);
 int unit_props_proxy_service(const ProxyPlan *plan, UnitProps *ret);
 /* The environment a program with network gets (PROXY_URL in both cases of the variables, NO_PROXY,
