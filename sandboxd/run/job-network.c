@@ -82,11 +82,26 @@ static void proxy_protocol_error(Job *j, const char *why) {
                 proxy_done_reading(j);
 }
 
+/* The log on record a second after its first unwritten entry (not at each one: a program opening
+ * a hundred connections must not cost a hundred writes of the record), so that a restart loses at
+ * most that second of it. */
+static int on_proxy_persist(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        j->proxy_persist_src = sd_event_source_disable_unref(j->proxy_persist_src);
+        if (j->state == JOB_RUNNING)
+                (void) job_persist(j);
+        return 0;
+}
+
 static void proxy_event(Job *j, const NetLogEntry *e) {
         const Execution *x = j->exec;
 
         if (x->network && net_log_append(x->network, e, j->ctx->config->net_max_logged_requests) < 0)
                 log_oom();
+        if (!j->proxy_persist_src)
+                (void) sd_event_add_time_relative(j->ctx->event, &j->proxy_persist_src, CLOCK_MONOTONIC, USEC_PER_SEC,
+                                                  100 * USEC_PER_MSEC, on_proxy_persist, j);
         metrics_network_request(j->ctx->metrics, e->decision);
         (void) sd_journal_send("MESSAGE=Execution %s: %s %s:%u %s%s%s", x->id, e->method[0] ? e->method : "-",
                                e->host[0] ? e->host : "-", e->port, net_decision_to_string(e->decision),
@@ -325,10 +340,10 @@ void job_network_take_fd(Job *j, int fd) {
                 j->proxy_buf = malloc(PROXY_EVENT_LINE_MAX);
                 if (j->proxy_buf &&
                     sd_event_add_io(j->ctx->event, &j->proxy_src, j->proxy_fd, EPOLLIN, on_proxy_pipe, j) >= 0) {
-                        /* What was read before the restart was on record only as far as the last write. */
+                        /* The log is on record up to a second before the restart (on_proxy_persist()). */
                         (void) net_log_set_note(j->exec->network,
-                                                "sandboxd restarted while this ran: requests logged before the "
-                                                "restart may be missing");
+                                                "sandboxd restarted while this ran: requests of its last second "
+                                                "before the restart may be missing");
                         return;
                 }
                 j->proxy_fd = safe_close(j->proxy_fd);
@@ -376,6 +391,7 @@ void job_network_release(Job *j) {
         j->waiting &= ~JOB_WAIT_PROXY;
         j->proxy_src = sd_event_source_disable_unref(j->proxy_src);
         j->proxy_timeout_src = sd_event_source_disable_unref(j->proxy_timeout_src);
+        j->proxy_persist_src = sd_event_source_disable_unref(j->proxy_persist_src);
         j->proxy_fd = safe_close(j->proxy_fd);
         /* At sandboxd's stop it stays in the fd store for the next instance. */
         if (!j->ctx->stopping)

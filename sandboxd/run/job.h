@@ -108,7 +108,7 @@ struct Job {
          * that is its stdout, with a line buffer of PROXY_EVENT_LINE_MAX bytes. */
         char *proxy_socket, *proxy_service;
         int proxy_fd;
-        sd_event_source *proxy_src, *proxy_timeout_src;
+        sd_event_source *proxy_src, *proxy_timeout_src, *proxy_persist_src;
         SysdWatch *watch_proxy_socket, *watch_proxy_service;
         char *proxy_buf;
         size_t proxy_len;
