@@ -341,6 +341,17 @@ def main():
     echo = Server(echo_handler)
     big = Server(big_handler)
     closed = free_port()
+    # A listener whose accept queue is full: the kernel drops further SYNs, so a connect to it hangs.
+    stuck = socket.socket()
+    stuck.bind(("127.0.0.1", 0))
+    stuck.listen(0)
+    fillers = []
+    for _ in range(3):
+        f = socket.socket()
+        f.setblocking(False)
+        f.connect_ex(stuck.getsockname())
+        fillers.append(f)
+    S = stuck.getsockname()[1]
     H, E, B = http.port, echo.port, big.port
     try:
         echo6 = Server(echo_handler, "::1")
@@ -359,7 +370,8 @@ def main():
               "--allow=mixed.test:%d" % E, "--host=mixed.test=127.0.0.2", "--host=mixed.test=127.0.0.1",
               # 127.0.0.3 permitted but nothing listens there: refused, then the next address
               "--permit=127.0.0.3/32", "--allow=next.test:%d" % E, "--host=next.test=127.0.0.3",
-              "--host=next.test=127.0.0.1"]
+              "--host=next.test=127.0.0.1",
+              "--allow=stuck.test:%d" % S, "--host=stuck.test=127.0.0.1"]
     if echo6:
         common += ["--permit=::1", "--allow=six.test:%d" % echo6.port, "--host=six.test=::1"]
 
@@ -523,7 +535,9 @@ def main():
          "stderr: decisions logged with the execution id", log[-2000:])
 
     # Head timeout: half a head, then nothing (slowloris).
-    p = Proxy(common + ["--head-timeout-ms=300"], "head")
+    p = Proxy(common + ["--head-timeout-ms=300", "--connect-timeout-ms=300"], "head")
+    expect_refusal(p, "connect timed out (a listener whose queue is full)",
+                   b"CONNECT stuck.test:%d HTTP/1.1\r\n\r\n" % S, 504, "stuck.test", S, "connect timed out", "CONNECT")
     c = p.connect()
     c.sendall(b"GET http://allowed.test:%d/ HTTP/1.1\r\nHost: allo" % H)
     data = read_all(c)
