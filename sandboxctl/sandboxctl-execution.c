@@ -65,6 +65,12 @@ int execution_parse(json_object *j, CtlExecution *ret) {
                 return log_error_errno(-EBADMSG, "Malformed answer from sandboxd: signal %" PRIi64
                                        " is out of range.", e.signal.value);
 
+        {
+                json_object *n;
+
+                if (json_object_object_get_ex(j, "network", &n) && json_object_is_type(n, json_type_object))
+                        e.network = n;
+        }
         *ret = e;
         return 0;
 }
@@ -118,6 +124,78 @@ static void print_duration_field(const char *key, const CtlInteger *i) {
                 printf("%" PRIi64 "ms\n", i->value);
         else
                 printf("%" PRIi64 ".%03" PRIi64 "s\n", i->value / 1000, i->value % 1000);
+}
+
+static const char *net_string(json_object *o, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static int64_t net_int(json_object *o, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+                return -1;
+        return json_object_get_int64(v);
+}
+
+static void net_put(const char *s) {
+        if (s)
+                fputs_escaped(stdout, s, strlen(s), false);
+        else
+                fputs("-", stdout);
+}
+
+/* The network log of a run with network: the allow list, then one line per connection or request. */
+static void print_network_section(json_object *n) {
+        json_object *allow = NULL, *requests = NULL;
+        const char *note = net_string(n, "error");
+
+        print_key("Network");
+        if (json_object_object_get_ex(n, "allow", &allow) && json_object_is_type(allow, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(allow); i++) {
+                        json_object *a = json_object_array_get_idx(allow, i);
+
+                        if (i > 0)
+                                fputs(" ", stdout);
+                        net_put(json_object_is_type(a, json_type_string) ? json_object_get_string(a) : NULL);
+                }
+        printf(" (%" PRIi64 " requests)\n", net_int(n, "requests_total"));
+        if (note) {
+                print_key("Network log");
+                net_put(note);
+                printf("\n");
+        }
+        if (!json_object_object_get_ex(n, "requests", &requests) || !json_object_is_type(requests, json_type_array))
+                return;
+        for (size_t i = 0; i < json_object_array_length(requests); i++) {
+                json_object *q = json_object_array_get_idx(requests, i);
+                const char *reason = net_string(q, "reason"), *address = net_string(q, "address");
+
+                printf("  ");
+                net_put(net_string(q, "started_at"));
+                printf(" ");
+                net_put(net_string(q, "decision"));
+                printf(" ");
+                net_put(net_string(q, "method"));
+                printf(" ");
+                net_put(net_string(q, "host"));
+                printf(":%" PRIi64, net_int(q, "port"));
+                if (address) {
+                        printf(" via ");
+                        net_put(address);
+                }
+                printf(" up=%" PRIi64 " down=%" PRIi64 " %" PRIi64 "ms", net_int(q, "bytes_up"), net_int(q, "bytes_down"),
+                       net_int(q, "duration_ms"));
+                if (reason) {
+                        printf(": ");
+                        net_put(reason);
+                }
+                printf("\n");
+        }
 }
 
 static void print_output_section(const char *name, const CtlString *s, const CtlInteger *bytes,
@@ -181,6 +259,8 @@ int execution_print(const CtlExecution *e) {
                 printf("\n");
         }
         print_string_field("Message", &e->error_message);
+        if (e->network)
+                print_network_section(e->network);
 
         print_output_section("stdout", &e->out, &e->stdout_bytes, &e->stdout_lines, e->stdout_truncated);
         print_output_section("stderr", &e->err, &e->stderr_bytes, &e->stderr_lines, e->stderr_truncated);

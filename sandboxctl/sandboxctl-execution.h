@@ -21,6 +21,7 @@ typedef struct CtlExecution {
                 CtlString url, state, last_error;
                 CtlInteger attempts;
         } callback;
+        json_object *network;            /* the answer's "network" (borrowed from it), NULL: none */
 } CtlExecution;
 
 int execution_parse(json_object *j, CtlExecution *ret);

@@ -166,6 +166,15 @@ static int build_request(const char *path, json_object **ret) {
                 r = json_add(req, "env", json_object_get(arg_env));
         if (r >= 0 && arg_files)
                 r = json_add(req, "files", json_object_get(arg_files));
+        if (r >= 0 && arg_allow_net) {
+                json_object *net = json_object_new_object();
+
+                r = net ? json_add(net, "allow", json_object_get(arg_allow_net)) : -ENOMEM;
+                if (r >= 0)
+                        r = json_add(req, "network", net);
+                else
+                        json_object_put(net);
+        }
         if (r < 0)
                 return log_oom();
 

@@ -57,6 +57,7 @@ bool arg_timeout_ms_set = false, arg_memory_mb_set = false, arg_disk_mb_set = fa
 uint64_t arg_timeout_ms = 0, arg_memory_mb = 0, arg_disk_mb = 0;
 double arg_cpu_cores = 0;
 json_object *arg_env = NULL;
+json_object *arg_allow_net = NULL;  /* --allow-net: the request's network.allow */
 json_object *arg_files = NULL;    /* --input, --input-url: the request's "files" */
 const char *arg_status = NULL;
 const char *arg_error_type = NULL;
@@ -167,6 +168,8 @@ static void help(void) {
                "     --cpu-cores=F          CPU limit, in cores\n"
                "     --disk-mb=N            Size limit of the writable file system\n"
                "     --env=NAME=VALUE       Set an environment variable (repeatable)\n"
+               "     --allow-net=HOST       Network through the egress proxy to HOST, *.SUFFIX or\n"
+               "                            HOST:PORT (repeatable; within the server's AllowDomains=)\n"
                "     --input=FILE[=PATH]    Send FILE along as /workspace/input/PATH (default\n"
                "                            PATH: FILE's name; repeatable)\n"
                "     --input-url=URL=PATH   Have sandboxd download URL to /workspace/input/PATH\n"
@@ -276,6 +279,7 @@ enum {
         ARG_CPU_CORES,
         ARG_DISK_MB,
         ARG_ENV,
+        ARG_ALLOW_NET,
         ARG_INPUT,
         ARG_INPUT_URL,
         ARG_SESSION,
@@ -309,6 +313,7 @@ static const struct option options[] = {
         { "cpu-cores", required_argument, NULL, ARG_CPU_CORES },
         { "disk-mb", required_argument, NULL, ARG_DISK_MB },
         { "env", required_argument, NULL, ARG_ENV },
+        { "allow-net", required_argument, NULL, ARG_ALLOW_NET },
         { "input", required_argument, NULL, ARG_INPUT },
         { "input-url", required_argument, NULL, ARG_INPUT_URL },
         { "session", required_argument, NULL, ARG_SESSION },
@@ -448,6 +453,16 @@ static int parse_execute_option(int c, const char *value) {
         case ARG_INPUT:
                 r = parse_input(value);
                 option = "--input";
+                break;
+        case ARG_ALLOW_NET:
+                /* The entry's syntax and the server's AllowDomains= are the daemon's to judge. */
+                if (isempty(value) || !utf8_is_valid(value, strlen(value)))
+                        return log_error_errno(-EINVAL, "--allow-net: expected HOST, *.SUFFIX or HOST:PORT.");
+                if (!arg_allow_net && !(arg_allow_net = json_object_new_array()))
+                        return log_oom();
+                if (json_object_array_add(arg_allow_net, json_object_new_string(value)) < 0)
+                        return log_oom();
+                option = "--allow-net";
                 break;
         case ARG_INPUT_URL:
                 r = parse_input_url(value);
@@ -680,6 +695,7 @@ int ctl_verb_dispatch(const CtlVerb *verb, char **args, size_t n_args) {
 void ctl_args_reset(void) {
         arg_env = (json_object_put(arg_env), NULL);
         arg_files = (json_object_put(arg_files), NULL);
+        arg_allow_net = (json_object_put(arg_allow_net), NULL);
         arg_socket = NULL;
         arg_json = false;
         arg_wait = false;

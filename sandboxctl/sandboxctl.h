@@ -56,6 +56,7 @@ extern bool arg_timeout_ms_set, arg_memory_mb_set, arg_disk_mb_set, arg_cpu_core
 extern uint64_t arg_timeout_ms, arg_memory_mb, arg_disk_mb;
 extern double arg_cpu_cores;
 extern json_object *arg_env;
+extern json_object *arg_allow_net;      /* --allow-net: the request's network.allow */
 extern json_object *arg_files;          /* --input, --input-url: the request's "files" */
 
 /* run, submit: the session to run in; list: the session to list */

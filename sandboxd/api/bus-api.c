@@ -14,6 +14,7 @@
 #include "time-util.h"
 
 #define ACTION_EXECUTE "io.sandboxd.sandbox1.execute"
+#define ACTION_EXECUTE_NETWORK "io.sandboxd.sandbox1.execute-network"
 #define ACTION_READ_OTHERS "io.sandboxd.sandbox1.read-others"
 #define ACTION_CANCEL_OTHERS "io.sandboxd.sandbox1.cancel-others"
 #define ACTION_MANAGE "io.sandboxd.sandbox1.manage"
@@ -61,6 +62,7 @@ struct BusCall {
         const char *arg;         /* the string argument, inside msg */
         uid_t uid;
         bool identified;
+        bool network_authorized; /* a request with "network": execute-network was granted too */
         char owner[32];          /* "uid:N": the same owner as the HTTP API's unix socket */
         bool admin;              /* root: sees everything, as on the HTTP API */
         Job *job;                /* Execute: waiting for it */
@@ -532,11 +534,40 @@ static void submit_authorized(BusCall *c, bool wait) {
                 bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
 }
 
+/* Does the request ask for network (a top-level "network")? Only a hint for the polkit check: a body
+ * that is not JSON is refused by submit_execution() with its reason, whatever this says. */
+static bool request_asks_network(const char *body) {
+        json_object *o = json_tokener_parse(body);
+        bool yes = o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "network", NULL);
+
+        json_object_put(o);
+        return yes;
+}
+
+static void execute_network_authorized(BusCall *c) {
+        c->network_authorized = true;
+        submit_authorized(c, true);
+}
+
+static void submit_network_authorized(BusCall *c) {
+        c->network_authorized = true;
+        submit_authorized(c, false);
+}
+
+/* execute, then for a request with network execute-network as well (polkit/README.md). */
 static void execute_authorized(BusCall *c) {
+        if (!c->network_authorized && request_asks_network(c->arg)) {
+                bus_call_authorize(c, ACTION_EXECUTE_NETWORK, execute_network_authorized);
+                return;
+        }
         submit_authorized(c, true);
 }
 
 static void submit_only_authorized(BusCall *c) {
+        if (!c->network_authorized && request_asks_network(c->arg)) {
+                bus_call_authorize(c, ACTION_EXECUTE_NETWORK, submit_network_authorized);
+                return;
+        }
         submit_authorized(c, false);
 }
 

@@ -33,6 +33,9 @@ typedef enum JobWait {
         JOB_WAIT_PROPS = 1U << 1,        /* its result (Result=, exit status, times) is not read */
         JOB_WAIT_REPORT = 1U << 2,       /* the control socket has not reached EOF (the report and output) */
         JOB_WAIT_ARTIFACTS = 1U << 3,    /* the artifacts are not collected (or known to be none) */
+        /* A run with network: its proxy units are not stopped or its event pipe not read to EOF
+         * (set once the proxy is asked for; never part of JOB_WAIT_ALL). */
+        JOB_WAIT_PROXY = 1U << 4,
         JOB_WAIT_ALL = JOB_WAIT_UNIT | JOB_WAIT_PROPS | JOB_WAIT_REPORT | JOB_WAIT_ARTIFACTS,
 } JobWait;
 typedef struct Session Session;
@@ -101,6 +104,17 @@ struct Job {
         uint64_t queued_mono, start_mono;
         uint64_t running_mono;           /* the start job completed: the unit runs (for metrics) */
 
+        /* Network (issue 16, job-network.c): the egress proxy's units and the read end of the pipe
+         * that is its stdout, with a line buffer of PROXY_EVENT_LINE_MAX bytes. */
+        char *proxy_socket, *proxy_service;
+        int proxy_fd;
+        sd_event_source *proxy_src, *proxy_timeout_src, *proxy_persist_src;
+        SysdWatch *watch_proxy_socket, *watch_proxy_service;
+        char *proxy_buf;
+        size_t proxy_len;
+        bool proxy_stopping;             /* StopUnit sent, reading until EOF (at most 3 s) */
+        bool proxy_fd_stored;            /* the pipe's read end is in systemd's fd store */
+
         JobWaiter *waiters;
 };
 
@@ -132,6 +146,8 @@ bool job_is_final(const Job *j);
 int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret);
 void job_remove_waiter(Job *j, JobWaiter *w);
 
+/* An adopted run with network: the read end of its proxy's pipe from the fd store (-EBADF: none). */
+void job_network_take_fd(Job *j, int fd);
 /* The unit is gone (its ActiveState said so, or it is unknown after a restart). */
 void job_on_unit_inactive(Job *j);
 /* Shutdown: answer every waiter now (they see the job unfinished). */

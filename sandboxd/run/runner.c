@@ -338,6 +338,16 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
                         goto finish;
                 }
         }
+        /* A run with network: its allow list is on record with its (empty) log. Checked again
+         * against AllowDomains= as it is now would be submit.c's; it was within it when accepted. */
+        if (rec->exec->network) {
+                req->network = true;
+                for (size_t i = 0; i < rec->exec->network->n_allow; i++)
+                        if (strv_extend(&req->network_allow, &req->n_network_allow, rec->exec->network->allow[i]) < 0) {
+                                k = -ENOMEM;
+                                goto finish;
+                        }
+        }
         req->record_id = strdup(rec->exec->id);
         req->execution_id = rec->exec->client_id ? strdup(rec->exec->client_id) : NULL;
         req->session_id = rec->exec->session_id ? strdup(rec->exec->session_id) : NULL;
@@ -384,14 +394,18 @@ static void release_passed_fd(int fd) {
                 safe_close(fd);
 }
 
-static int runner_adopt_running(Runner *r, StoreRecord *rec, int fd) {
+static int runner_adopt_running(Runner *r, StoreRecord *rec, int fd, int proxy_fd) {
         Session *s = rec->exec->session_id ? sessions_find(r->sessions, rec->owner, rec->exec->session_id) : NULL;
         Job *j;
         int k;
 
         k = job_adopt(r->ctx, rec, fd, s, &runner_job_events, r, &j);
-        if (k < 0)
+        if (k < 0) {
+                release_passed_fd(proxy_fd);
                 return k;
+        }
+        /* A run with network: its proxy's event pipe, if the fd store kept it. */
+        job_network_take_fd(j, proxy_fd);
         runner_link(r, j);
         r->n_adopted_live++;
         if (queue_push_active(&r->queue, &j->queue_entry, j->owner, j->callback_url != NULL) < 0)
@@ -460,9 +474,22 @@ int runner_adopt(Runner *r) {
                 }
 
                 if (e->status == EXEC_RUNNING) {
+                        char pname[CONTROL_FD_NAME_MAX];
+                        int proxy_fd = -EBADF;
+
+                        if (e->network && proxy_fd_name(e->id, pname, sizeof(pname)) >= 0)
+                                for (int x = 0; x < n_fds; x++)
+                                        if (names && names[x] && streq(names[x], pname)) {
+                                                proxy_fd = SD_LISTEN_FDS_START + x;
+                                                free(names[x]);
+                                                names[x] = NULL;
+                                                (void) fcntl(proxy_fd, F_SETFD, FD_CLOEXEC);
+                                                (void) fcntl(proxy_fd, F_SETFL, O_NONBLOCK);
+                                                break;
+                                        }
                         (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
                         (void) fcntl(fd, F_SETFL, O_NONBLOCK);
-                        k = runner_adopt_running(r, l[i], fd);
+                        k = runner_adopt_running(r, l[i], fd, proxy_fd);
                         if (k >= 0) {
                                 adopted++;
                                 continue;
@@ -505,9 +532,9 @@ int runner_adopt(Runner *r) {
         }
         store_records_free(l, n);
 
-        /* Control sockets nobody claims (a record purged meanwhile): let them go. */
+        /* Control sockets and proxy pipes nobody claims (a record purged meanwhile): let them go. */
         for (int x = 0; x < n_fds; x++)
-                if (names && names[x] && startswith(names[x], "ctl-")) {
+                if (names && names[x] && (startswith(names[x], "ctl-") || startswith(names[x], "proxy-"))) {
                         char msg[128];
 
                         snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", names[x]);

@@ -279,6 +279,11 @@ r = py_as(NOBODY, "Execute", json.dumps(REQ))
 granted = json.loads(r["ok"]) if "ok" in r else {}
 t.eq(stable(granted), stable(http_res), f"with the rule, {nobody}'s Execute runs, with HTTP's result", r)
 t.eq(http_count(), before + 1, "exactly one execution more")
+# A request with network needs execute-network as well, which the rule does not grant.
+r = py_as(NOBODY, "Execute", json.dumps(dict(REQ, network={"allow": ["pypi.org"]})))
+t.eq(r.get("error"), ACCESS_DENIED, f"{nobody}'s Execute with network: {ACCESS_DENIED}", r)
+t.ok("io.sandboxd.sandbox1.execute-network" in r.get("message", ""), "the error names execute-network", r)
+t.eq(http_count(), before + 1, "nothing was recorded for it")
 rc, data = busctl("call", NAME, PATH, IFACE, "Submit", "s", json.dumps(REQ), uid=NOBODY)
 t.ok(rc == 0 and data[0].startswith("exec_"), f"busctl Submit as {nobody} returns an execution id", data)
 r = py_as(NOBODY, "ListExecutions", "")

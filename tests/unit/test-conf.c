@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "model/conf.h"
+#include "strv.h"
 #include "util.h"
 
 /* Each row of each table runs as its own cmocka test, named after the row, so a failure in the TAP
@@ -149,6 +150,16 @@ static const KeyRow key_rows[] = {
         U64("MaxCodeBytes=512KiB", "[Daemon]\nMaxCodeBytes=512KiB\n", max_code_bytes, 512 * 1024),
         U64("MaxCodeBytes=64MB (maximum)", "[Daemon]\nMaxCodeBytes=64MB\n", max_code_bytes, 64ULL << 20),
         U64("MaxCodeBytes=1 (minimum)", "[Daemon]\nMaxCodeBytes=1\n", max_code_bytes, 1),
+        /* [Network] (the lists' entries are net-policy.c's: test-net-policy) */
+        STR("HostsFile", "[Network]\nHostsFile=/etc/sandboxd/hosts\n", net_hosts_file, "/etc/sandboxd/hosts"),
+        U64("MaxTransferMB", "[Network]\nMaxTransferMB=10\n", net_max_transfer_mb, 10),
+        U64("MaxTransferMB=0 (no cap)", "[Network]\nMaxTransferMB=0\n", net_max_transfer_mb, 0),
+        U64("Network MaxConnections", "[Network]\nMaxConnections=1024\n", net_max_connections, 1024),
+        U64("Network MaxConnections leaves [Daemon]'s", "[Network]\nMaxConnections=3\n", max_connections, 256),
+        U64("ConnectTimeoutSec", "[Network]\nConnectTimeoutSec=300\n", net_connect_timeout_sec, 300),
+        U64("IdleTimeoutSec", "[Network]\nIdleTimeoutSec=1\n", net_idle_timeout_sec, 1),
+        U64("MaxLoggedRequests=0", "[Network]\nMaxLoggedRequests=0\n", net_max_logged_requests, 0),
+        U64("MaxLoggedRequests", "[Network]\nMaxLoggedRequests=10000\n", net_max_logged_requests, 10000),
         /* [Inputs] */
         U64("MaxInputFiles", "[Inputs]\nMaxInputFiles=3\n", max_input_files, 3),
         U64("MaxInputFiles=0", "[Inputs]\nMaxInputFiles=0\n", max_input_files, 0),
@@ -375,6 +386,21 @@ static const ErrorRow error_rows[] = {
           "x.conf:2: ArtifactMinFreeBytes=2048T is outside [0, 1125899906842624]" },
         { "artifact key in [Daemon]", "[Daemon]\nArtifactMaxFiles=1\n",
           "x.conf:2: unknown key 'ArtifactMaxFiles' in section [Daemon]" },
+        { "Network MaxConnections=0", "[Network]\nMaxConnections=0\n",
+          "x.conf:2: MaxConnections=0 is outside [1, 1024]" },
+        { "Network MaxConnections too many", "[Network]\nMaxConnections=1025\n",
+          "x.conf:2: MaxConnections=1025 is outside [1, 1024]" },
+        { "ConnectTimeoutSec=0", "[Network]\nConnectTimeoutSec=0\n", "x.conf:2: ConnectTimeoutSec=0 is outside [1, 300]" },
+        { "IdleTimeoutSec too long", "[Network]\nIdleTimeoutSec=3601\n", "x.conf:2: IdleTimeoutSec=3601 is outside [1, 3600]" },
+        { "MaxLoggedRequests too many", "[Network]\nMaxLoggedRequests=10001\n",
+          "x.conf:2: MaxLoggedRequests=10001 is outside [0, 10000]" },
+        { "MaxTransferMB not a number", "[Network]\nMaxTransferMB=1G\n", "x.conf:2: MaxTransferMB= takes a whole number, got '1G'" },
+        { "HostsFile relative", "[Network]\nHostsFile=hosts\n", "x.conf:2: HostsFile= must be an absolute path, got 'hosts'" },
+        { "AllowDomains control character", "[Network]\nAllowDomains=a.example \x01b\n",
+          "x.conf:2: AllowDomains= takes printable ASCII, got '\x01b'" },
+        { "AllowDomains non-ASCII", "[Network]\nAllowDomains=\xc3\xa9.example\n",
+          "x.conf:2: AllowDomains= takes printable ASCII, got '\xc3\xa9.example'" },
+        { "network key in [Inputs]", "[Inputs]\nAllowDomains=pypi.org\n", "x.conf:2: unknown key 'AllowDomains' in section [Inputs]" },
         { "unknown key", "[Daemon]\n# comment\nFoo=1\n",
           "x.conf:3: unknown key 'Foo' in section [Daemon]" },
         { "key of another section", "[Limits]\n\nMaxConcurrent=4\n",
@@ -830,6 +856,39 @@ static void test_validate_row(void **state) {
 
 /* ---- parse_size ---- */
 
+/* The lists: every assignment replaces the list, duplicates are kept once, at most 64 entries. */
+static void test_network_lists(_unused_ void **state) {
+        _cleanup_(config_freep) Config *c = config_new();
+        _cleanup_free_ char *error = NULL, *many = NULL;
+        size_t n = 0;
+
+        assert_non_null(c);
+        assert_null(c->net_allow_domains);
+        assert_int_equal(config_parse_text(c, "[Network]\nAllowDomains=pypi.org *.pythonhosted.org pypi.org\n"
+                                              "PermitAddresses=10.0.0.0/8\nPermitAddresses=198.18.0.0/30 fd00::/8\n",
+                                           "x.conf", &error), 0);
+        assert_int_equal(strv_length(c->net_allow_domains), 2);
+        assert_string_equal(c->net_allow_domains[0], "pypi.org");
+        assert_string_equal(c->net_allow_domains[1], "*.pythonhosted.org");
+        assert_int_equal(strv_length(c->net_permit_addresses), 2);
+        assert_string_equal(c->net_permit_addresses[0], "198.18.0.0/30");
+        assert_int_equal(config_parse_text(c, "[Network]\nAllowDomains=\n", "x.conf", &error), 0);
+        assert_null(c->net_allow_domains);
+
+        many = strdup("[Network]\nAllowDomains=");
+        assert_non_null(many);
+        for (int i = 0; i < 65; i++) {
+                char *m = NULL;
+
+                assert_true(asprintf(&m, "%s h%d.example", many, i) > 0);
+                free(many);
+                many = m;
+        }
+        assert_int_equal(config_parse_text(c, many, "x.conf", &error), -EINVAL);
+        assert_string_equal(error, "x.conf:2: AllowDomains= takes at most 64 entries");
+        (void) n;
+}
+
 static void test_parse_size(_unused_ void **state) {
         static const struct {
                 const char *s;
@@ -897,7 +956,7 @@ static void test_parse_size(_unused_ void **state) {
 }
 
 int main(void) {
-        size_t n = 1 + ELEMENTSOF(key_rows) + ELEMENTSOF(error_rows) + 1 + 8 + ELEMENTSOF(validate_rows) + 1, i = 0;
+        size_t n = 1 + ELEMENTSOF(key_rows) + ELEMENTSOF(error_rows) + 1 + 8 + ELEMENTSOF(validate_rows) + 2, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -921,6 +980,7 @@ int main(void) {
         for (size_t k = 0; k < ELEMENTSOF(validate_rows); k++)
                 tests[i++] = (struct CMUnitTest) { validate_rows[k].name, test_validate_row, NULL, NULL,
                                                    (void *) &validate_rows[k] };
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_network_lists);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_parse_size);
         assert_true(i <= n);
 

@@ -398,9 +398,59 @@ static const RefuseRow refuse_rows[] = {
         { "base64 over the inline cap in all", FILES("[{\"path\": \"a\", \"content_base64\": \"" B64_9 "\"}, "
                                                      "{\"path\": \"b\", \"content_base64\": \"" B64_9 "\"}]"), 0, 413,
           "too_large", "files[1].content_base64", "at most 16 bytes in all" },
+        /* network: the shape here; the entries' syntax and AllowDomains= are net-policy.c's */
+        BAD("network not an object", REQ("\"network\": [\"pypi.org\"]"), "network", "network: expected an object"),
+        BAD("network unknown field", REQ("\"network\": {\"allow\": [\"a.example\"], \"deny\": []}"), "network",
+            "network: unknown field 'deny'"),
+        BAD("network without allow", REQ("\"network\": {}"), "network.allow", "network.allow: required"),
+        BAD("network.allow not an array", REQ("\"network\": {\"allow\": \"pypi.org\"}"), "network.allow",
+            "network.allow: expected an array of strings"),
+        BAD("network.allow empty", REQ("\"network\": {\"allow\": []}"), "network.allow", "network.allow: empty"),
+        BAD("network.allow entry not a string", REQ("\"network\": {\"allow\": [\"a.example\", 443]}"),
+            "network.allow[1]", "network.allow[1]: expected a string"),
+        BAD("network.allow entry with NUL", REQ("\"network\": {\"allow\": [\"a.example\\u0000.evil\"]}"),
+            "network.allow[0]", "network.allow[0]: contains a NUL byte"),
+        BAD("network.allow null", REQ("\"network\": {\"allow\": null}"), "network.allow",
+            "network.allow: expected an array of strings"),
+        BAD("network null", REQ("\"network\": null"), "network", "network: expected an object"),
         BAD("files checked after the limits", "{\"files\": [], \"language\": \"cobol\", \"code\": \"\"}", "language",
             "unknown language"),
 };
+
+static void test_network_accepted(_unused_ void **state) {
+        _cleanup_(exec_request_freep) ExecRequest *plain = parse_ok(REQ("\"seed\": 1"));
+        _cleanup_(exec_request_freep) ExecRequest *a = NULL, *b = NULL;
+        _cleanup_free_ char *many = NULL, *body = NULL;
+        RequestError err;
+        ExecRequest *req = NULL;
+
+        assert_false(plain->network);
+        assert_null(plain->network_allow);
+        a = parse_ok(REQ("\"seed\": 1, \"network\": {\"allow\": [\"pypi.org\", \"*.pythonhosted.org\", \"pypi.org\"]}"));
+        assert_true(a->network);
+        /* A repeated entry is kept once; the syntax is not judged here (net-policy.c does). */
+        assert_int_equal(a->n_network_allow, 2);
+        assert_string_equal(a->network_allow[0], "pypi.org");
+        assert_string_equal(a->network_allow[1], "*.pythonhosted.org");
+        /* The allow list is part of what an idempotent retry must repeat. */
+        assert_memory_not_equal(a->fingerprint, plain->fingerprint, sizeof(a->fingerprint));
+        b = parse_ok(REQ("\"seed\": 1, \"network\": {\"allow\": [\"pypi.org\"]}"));
+        assert_memory_not_equal(a->fingerprint, b->fingerprint, sizeof(a->fingerprint));
+
+        /* 65 entries: too many. */
+        many = strdup("\"e0.example\"");
+        assert_non_null(many);
+        for (int i = 1; i < 65; i++) {
+                char *m = strf("%s, \"e%d.example\"", many, i);
+                free(many);
+                many = m;
+        }
+        body = strf("{\"language\": \"python\", \"code\": \"1\", \"network\": {\"allow\": [%s]}}", many);
+        assert_int_equal(exec_request_parse(body, strlen(body), cfg, &req, &err), -EINVAL);
+        assert_null(req);
+        assert_string_equal(err.field, "network.allow");
+        assert_string_equal(err.message, "network.allow: 65 entries, at most 64");
+}
 
 static void test_refuse_row(void **state) {
         const RefuseRow *row = *state;
@@ -1152,6 +1202,7 @@ int main(void) {
                 tests[i++] = (struct CMUnitTest) { refuse_rows[k].name, test_refuse_row, NULL, NULL,
                                                    (void *) &refuse_rows[k] };
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_too_large);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_network_accepted);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_code_too_large);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_nesting);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_scalars);

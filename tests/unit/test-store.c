@@ -112,6 +112,41 @@ static void test_update_transition(_unused_ void **state) {
         assert_int_equal(count(s), 1);
 }
 
+/* A run with network: its allow list and log come back as they went in; without, none. */
+static void test_network_log(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_net"), *got = NULL, *plain = NULL;
+        char *const allow[] = { "pypi.org", "*.pythonhosted.org" };
+        NetLogEntry e = { .host = "pypi.org", .port = 443, .method = "CONNECT", .decision = NET_DECISION_ALLOWED,
+                          .address = "151.101.0.223", .bytes_up = 517, .bytes_down = 6033,
+                          .started_usec = BASE_USEC + 123456, .duration_ms = 42 };
+        NetLogEntry d = { .host = "evil.com", .port = 80, .method = "GET", .decision = NET_DECISION_DENIED,
+                          .reason = "not in the allowlist", .started_usec = BASE_USEC + 7 };
+
+        r->exec->network = net_log_new(allow, 2);
+        assert_non_null(r->exec->network);
+        assert_int_equal(net_log_append(r->exec->network, &e, 2), 0);
+        assert_int_equal(net_log_append(r->exec->network, &d, 2), 0);
+        assert_int_equal(net_log_append(r->exec->network, &d, 2), 0);      /* counted, not kept */
+        assert_int_equal(net_log_set_note(r->exec->network, "proxy protocol error"), 0);
+        assert_int_equal(store_put(s, r), 0);
+        assert_int_equal(store_get(s, "exec_net", &got), 0);
+        assert_non_null(got->exec->network);
+        assert_int_equal(got->exec->network->n_allow, 2);
+        assert_string_equal(got->exec->network->allow[1], "*.pythonhosted.org");
+        assert_int_equal(got->exec->network->n_entries, 2);
+        assert_int_equal(got->exec->network->requests_total, 3);
+        assert_string_equal(got->exec->network->note, "proxy protocol error");
+        assert_memory_equal(&got->exec->network->entries[0], &e, sizeof(e));
+        assert_memory_equal(&got->exec->network->entries[1], &d, sizeof(d));
+
+        plain = record_full("exec_plain");
+        assert_int_equal(store_put(s, plain), 0);
+        plain = store_record_free(plain);
+        assert_int_equal(store_get(s, "exec_plain", &plain), 0);
+        assert_null(plain->exec->network);
+}
+
 static void test_invalid_arguments(_unused_ void **state) {
         _cleanup_(store_closep) Store *s = open_ok();
         _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_ok");
@@ -658,7 +693,7 @@ static void test_usage(_unused_ void **state) {
                      "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
                      "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE sessions DROP COLUMN client_id; "
-                     "ALTER TABLE executions DROP COLUMN start; "
+                     "ALTER TABLE executions DROP COLUMN start; ALTER TABLE executions DROP COLUMN network; "
                      "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7");
         s = open_ok();
         assert_usage(s, "uid:1000", 1, record_bytes(c, c->code) + body, 1);
@@ -681,9 +716,9 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (11)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (12)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 11");
+        sql_exec_raw("PRAGMA user_version = 12");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
@@ -697,6 +732,7 @@ static void test_schema_newer(_unused_ void **state) {
                      "ALTER TABLE executions DROP COLUMN error_message; ALTER TABLE executions DROP COLUMN cancel_requested; "
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE executions DROP COLUMN start; "
+                     "ALTER TABLE executions DROP COLUMN network; "
                      "PRAGMA user_version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had none of them */
         r->exec->client_id = mfree(r->exec->client_id);
@@ -1000,6 +1036,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_missing_dir, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_disk_full, setup_dir, teardown_dir),
                 cmocka_unit_test(test_cursor_roundtrip),
+                cmocka_unit_test_setup_teardown(test_network_log, setup_dir, teardown_dir),
         };
 
         return cmocka_run_group_tests_name("store", tests, NULL, NULL);

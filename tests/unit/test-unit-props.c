@@ -814,8 +814,217 @@ static void test_control_fd_name(_unused_ void **state) {
         }
 }
 
+
+/* ---- the egress proxy of a run with network (issue 16) ---- */
+
+static char *const proxy_allow[] = { "pypi.org", "*.pythonhosted.org" };
+static char *const proxy_permit[] = { "198.18.0.0/30" };
+static char *const proxy_hosts[] = { "mirror.test=198.18.0.1" };
+
+static ProxyPlan make_proxy_plan(void) {
+        return (ProxyPlan) {
+                .execution_id = "exec_1",
+                .socket_unit = "sandboxd-proxy-00.socket",
+                .proxy = "/usr/libexec/sandboxd/sandboxd-proxy",
+                .allow = proxy_allow, .n_allow = ELEMENTSOF(proxy_allow),
+                .permit = proxy_permit, .n_permit = ELEMENTSOF(proxy_permit),
+                .hosts = proxy_hosts, .n_hosts = ELEMENTSOF(proxy_hosts),
+                .max_bytes = 1 << 20, .max_connections = 32,
+                .connect_timeout_ms = 10000, .idle_timeout_ms = 60000, .head_timeout_ms = 10000,
+                .stdout_fd = 7, .stderr_fd = 8,
+        };
+}
+
+/* The service's hardening, row by row (each property's reason is checked below). */
+static const PropRow proxy_rows[] = {
+        P_BOOL("DynamicUser", true),
+        P_STR("ProtectSystem", "strict"),
+        P_STR("ProtectHome", "yes"),
+        P_BOOL("PrivateTmp", true),
+        P_BOOL("PrivateDevices", true),
+        P_BOOL("ProtectKernelTunables", true),
+        P_BOOL("ProtectKernelModules", true),
+        P_BOOL("ProtectKernelLogs", true),
+        P_BOOL("ProtectControlGroups", true),
+        P_BOOL("NoNewPrivileges", true),
+        P_U64("CapabilityBoundingSet", 0),
+        P_U64("AmbientCapabilities", 0),
+        P_U64("RestrictNamespaces", 0),
+        P_BOOL("MemoryDenyWriteExecute", true),
+        P_U64("MemoryMax", 64 * MiB),
+        P_U64("TasksMax", 16),
+        P_U64("LimitNOFILE", 2 * 32 + 64),
+        P_U64("LimitCORE", 0),
+        P_STR("Type", "simple"),
+        P_STR("CollectMode", "inactive-or-failed"),
+        P_FD("StandardOutputFileDescriptor", 7),
+        P_FD("StandardErrorFileDescriptor", 8),
+};
+
+static void check_prop(const UnitProps *p, const PropRow *row) {
+        const UnitProp *x = need(p, row->name);
+
+        assert_int_equal(x->kind, row->kind);
+        switch (row->kind) {
+        case PK_BOOL:
+                assert_int_equal(x->b, row->b);
+                break;
+        case PK_U64:
+        case PK_U32:
+                assert_int_equal(x->u, row->u);
+                break;
+        case PK_STRING:
+                assert_string_equal(x->s, row->s);
+                break;
+        case PK_FD:
+                assert_int_equal(x->fd, row->i);
+                break;
+        default:
+                fail();
+        }
+}
+
+static void check_reasons(const UnitProps *p) {
+        for (size_t i = 0; i < p->n; i++) {
+                if (isempty(p->props[i].reason)) {
+                        print_error("property %s has no reason\n", p->props[i].name);
+                        fail();
+                }
+                for (size_t j = 0; j < i; j++)
+                        assert_false(streq(p->props[j].name, p->props[i].name));
+        }
+}
+
+static bool strv_has(const UnitProp *x, const char *s) {
+        for (size_t i = 0; i < x->n; i++)
+                if (streq(x->strv[i], s))
+                        return true;
+        return false;
+}
+
+static void test_proxy_service_row(void **state) {
+        const PropRow *row = *state;
+        ProxyPlan plan = make_proxy_plan();
+        UnitProps p = {};
+
+        assert_int_equal(unit_props_proxy_service(&plan, &p), 0);
+        check_prop(&p, row);
+        unit_props_done(&p);
+}
+
+static void test_proxy_service(_unused_ void **state) {
+        ProxyPlan plan = make_proxy_plan();
+        const UnitProp *x;
+        UnitProps p = {};
+
+        assert_int_equal(unit_props_proxy_service(&plan, &p), 0);
+        check_reasons(&p);
+        x = need(&p, "ExecStart");
+        assert_string_equal(x->s, "/usr/libexec/sandboxd/sandboxd-proxy");
+        assert_string_equal(x->strv[0], "/usr/libexec/sandboxd/sandboxd-proxy");
+        assert_true(strv_has(x, "--execution-id=exec_1"));
+        assert_true(strv_has(x, "--allow=pypi.org"));
+        assert_true(strv_has(x, "--allow=*.pythonhosted.org"));
+        assert_true(strv_has(x, "--permit=198.18.0.0/30"));
+        assert_true(strv_has(x, "--host=mirror.test=198.18.0.1"));
+        assert_true(strv_has(x, "--max-bytes=1048576"));
+        assert_true(strv_has(x, "--max-connections=32"));
+        assert_true(strv_has(x, "--connect-timeout-ms=10000"));
+        assert_true(strv_has(x, "--idle-timeout-ms=60000"));
+        assert_true(strv_has(x, "--head-timeout-ms=10000"));
+        assert_null(x->strv[x->n]);
+        x = need(&p, "RestrictAddressFamilies");
+        assert_true(x->b);
+        assert_int_equal(x->n, 3);
+        assert_true(strv_has(x, "AF_INET") && strv_has(x, "AF_INET6") && strv_has(x, "AF_UNIX"));
+        x = need(&p, "SystemCallFilter");
+        assert_true(x->b);
+        assert_true(strv_has(x, "@system-service"));
+        assert_true(strv_has(need(&p, "Requires"), "sandboxd-proxy-00.socket"));
+        assert_true(strv_has(need(&p, "After"), "sandboxd-proxy-00.socket"));
+        /* In the host's network namespace: never PrivateNetwork= (the socket has it). */
+        assert_null(unit_props_find(&p, "PrivateNetwork"));
+        assert_null(unit_props_find(&p, "StandardError"));
+        unit_props_done(&p);
+
+        /* Without a stream of ours, the journal. */
+        plan.stderr_fd = -1;
+        assert_int_equal(unit_props_proxy_service(&plan, &p), 0);
+        assert_string_equal(need(&p, "StandardError")->s, "journal");
+        assert_null(unit_props_find(&p, "StandardErrorFileDescriptor"));
+        unit_props_done(&p);
+}
+
+static void test_proxy_socket(_unused_ void **state) {
+        ProxyPlan plan = make_proxy_plan();
+        const UnitProp *x;
+        UnitProps p = {};
+
+        assert_int_equal(unit_props_proxy_socket(&plan, &p), 0);
+        check_reasons(&p);
+        x = need(&p, "Listen");
+        assert_int_equal(x->n, 2);
+        assert_string_equal(x->strv[0], "Stream");
+        assert_string_equal(x->strv[1], "127.0.0.1:3128");
+        assert_true(need(&p, "PrivateNetwork")->b);
+        assert_false(need(&p, "Accept")->b);
+        unit_props_done(&p);
+}
+
+static void test_proxy_unit_name(_unused_ void **state) {
+        _cleanup_free_ char *a = proxy_unit_name("exec_1", ".socket"), *b = proxy_unit_name("exec_1", ".service"),
+                            *c = proxy_unit_name("exec_2", ".socket");
+
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_non_null(c);
+        assert_true(startswith(a, "sandboxd-proxy-"));
+        assert_int_equal(strlen(a), strlen("sandboxd-proxy-") + 32 + strlen(".socket"));
+        assert_int_equal(strspn(a + strlen("sandboxd-proxy-"), "0123456789abcdef"), 32);
+        /* The same hex for both units of one execution, another for another: found again after a
+         * restart from the record id alone. */
+        assert_memory_equal(a, b, strlen("sandboxd-proxy-") + 32);
+        assert_string_not_equal(a, c);
+}
+
+/* The execution unit of a run with network: the socket's namespace, inet sockets, the variables. */
+static void test_network_execution_unit(_unused_ void **state) {
+        UnitPlan plan = make_plan(language_find("python"));
+        const UnitProp *x;
+        UnitProps p = {};
+
+        plan.proxy_socket = "sandboxd-proxy-00.socket";
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        check_reasons(&p);
+        assert_true(strv_has(need(&p, "JoinsNamespaceOf"), "sandboxd-proxy-00.socket"));
+        assert_true(strv_has(need(&p, "After"), "sandboxd-proxy-00.socket"));
+        assert_true(need(&p, "PrivateNetwork")->b);
+        x = need(&p, "RestrictAddressFamilies");
+        assert_true(strv_has(x, "AF_INET") && strv_has(x, "AF_INET6") && strv_has(x, "AF_UNIX"));
+        x = need(&p, "Environment");
+        assert_true(strv_has(x, "HTTP_PROXY=http://127.0.0.1:3128"));
+        assert_true(strv_has(x, "https_proxy=http://127.0.0.1:3128"));
+        assert_true(strv_has(x, "NO_PROXY=localhost,127.0.0.1,::1"));
+        assert_true(strv_has(x, "PIP_TARGET=/workspace/.pkgs"));
+        assert_true(strv_has(x, "PYTHONPATH=/workspace/.pkgs"));
+        assert_true(strv_has(x, "npm_config_cache=/tmp/.npm"));
+        assert_true(strv_has(need(&p, "ExecStartEx"), "--pkgs-dir"));
+        unit_props_done(&p);
+
+        /* Without network: none of it. */
+        plan.proxy_socket = NULL;
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        assert_null(unit_props_find(&p, "JoinsNamespaceOf"));
+        assert_null(unit_props_find(&p, "After"));
+        x = need(&p, "RestrictAddressFamilies");
+        assert_int_equal(x->n, 1);
+        assert_false(strv_has(need(&p, "Environment"), "HTTP_PROXY=http://127.0.0.1:3128"));
+        assert_false(strv_has(need(&p, "ExecStartEx"), "--pkgs-dir"));
+        unit_props_done(&p);
+}
+
 int main(void) {
-        size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + 32, i = 0;
+        size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + ELEMENTSOF(proxy_rows) + 40, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -845,6 +1054,13 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment_prefix_names);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_execution_unit_name);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_control_fd_name);
+        for (size_t k = 0; k < ELEMENTSOF(proxy_rows); k++)
+                tests[i++] = (struct CMUnitTest) { proxy_rows[k].name, test_proxy_service_row, NULL, NULL,
+                                                   (void *) &proxy_rows[k] };
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_proxy_service);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_proxy_socket);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_proxy_unit_name);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_network_execution_unit);
         if (i > n)
                 abort();
 
