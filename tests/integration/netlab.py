@@ -11,7 +11,7 @@ Servers (one process, `python3 netlab.py serve DIR`, in the lab namespace, ended
   HTTP on 80 and on 443 (plain HTTP on 443 too: a CONNECT tunnel to :443 is tested by speaking HTTP
   through it, `curl -p -x $HTTP_PROXY http://files.lab.test:443/hello`):
     /hello             "hello from the lab port P host H\\n" (H: the Host header it got)
-    /bytes/N           N bytes ('x'), Content-Length N, streamed in 64 KiB writes
+    /bytes/N           N bytes ('x'), Content-Length N, streamed in 1 MiB writes
     /slow/S            the headers and "slow\\n" after S seconds (at most 60)
     /simple/           a PEP 503 index; /simple/sbxdemo/ links to the wheel
     /packages/F        the wheel sbxdemo-1.0-py3-none-any.whl, built here with zipfile
@@ -102,7 +102,7 @@ class LabHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(n))
             self.end_headers()
-            chunk = b"x" * 65536
+            chunk = b"x" * (1 << 20)
             try:
                 while n > 0:
                     k = min(n, len(chunk))
