@@ -82,7 +82,7 @@ def main():
                   f'for i in $(seq {a.requests}); do\n'
                   f'  printf "LAT " && curl -sS -x "$HTTP_PROXY" -o /dev/null -w "{W_LAT}\\n" {small} || exit 12\n'
                   f'done\n')
-        res = lib.run(script, language="bash", network={"allow": ["files.lab.test"]})
+        res = lib.run(script, language="bash", network={"allow": ["files.lab.test"]}, limits={"timeout_ms": 120000})
         if res.get("status") != "success":
             print(f"bench/network: the execution failed: {json.dumps(res)[:3000]}", file=sys.stderr)
             return 1

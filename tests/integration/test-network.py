@@ -55,6 +55,7 @@ t = Tap()
 
 
 def net_run(code, language="python", allow=None, **fields):
+    fields.setdefault("limits", {"timeout_ms": 120000})     # pip, 100 connections: room on a slow machine
     return run(code, language=language, network={"allow": list(allow or ALLOW)}, **fields)
 
 
