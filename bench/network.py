@@ -46,7 +46,7 @@ def parse_pairs(text, tag):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mib", type=int, default=100)
-    ap.add_argument("--reps", type=int, default=3, help="downloads each way (the median counts)")
+    ap.add_argument("--reps", type=int, default=5, help="downloads each way (the median counts)")
     ap.add_argument("--requests", type=int, default=25, help="small requests each way for the latency p50 (>= 20)")
     ap.add_argument("--results-file")
     a = ap.parse_args()
