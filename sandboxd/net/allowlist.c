@@ -295,6 +295,33 @@ bool allowlist_match(const Allowlist *l, const char *host, uint16_t port) {
         return false;
 }
 
+static const char *const allowlist_verdict_table[_ALLOWLIST_VERDICT_MAX] = {
+        [ALLOWLIST_HOST_DENIED] = "host denied",
+        [ALLOWLIST_PORT_DENIED] = "port denied",
+        [ALLOWLIST_ALLOWED] = "allowed",
+};
+
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(allowlist_verdict, AllowlistVerdict);
+
+AllowlistVerdict allowlist_judge(const Allowlist *l, const char *host, uint16_t port) {
+        AllowlistVerdict v = ALLOWLIST_HOST_DENIED;
+        char name[ALLOWLIST_NAME_MAX + 1];
+
+        /* The name is judged even for port 0, so that "pypi.org:0" is a port refusal, not a host one. */
+        if (!l || !host || !host_normalize(host, 1, name))
+                return ALLOWLIST_HOST_DENIED;
+        for (size_t i = 0; i < l->n_entries; i++) {
+                const AllowlistEntry *e = l->entries + i;
+
+                if (!(e->wildcard ? is_subdomain(name, e->name) : streq(name, e->name)))
+                        continue;
+                if (port != 0 && port_allowed(e, port))
+                        return ALLOWLIST_ALLOWED;
+                v = ALLOWLIST_PORT_DENIED;
+        }
+        return v;
+}
+
 /* Does a wildcard of the ceiling cover the wildcard e on port? */
 static bool wildcard_covered(const Allowlist *ceiling, const AllowlistEntry *e, uint16_t port) {
         for (size_t i = 0; i < ceiling->n_entries; i++) {

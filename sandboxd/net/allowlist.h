@@ -94,6 +94,20 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Allowlist *, allowlist_free);
 bool allowlist_entry_match(const AllowlistEntry *e, const char *host, uint16_t port);
 bool allowlist_match(const Allowlist *l, const char *host, uint16_t port);
 
+/* What the proxy tells a client it refuses: whether the host was not in the list at all, or the list
+ * names it (an entry that matches the host) only for other ports. */
+typedef enum AllowlistVerdict {
+        ALLOWLIST_HOST_DENIED,           /* no entry matches the host (also: no host name, NULL list) */
+        ALLOWLIST_PORT_DENIED,           /* an entry matches the host, none on this port */
+        ALLOWLIST_ALLOWED,               /* allowlist_match() */
+        _ALLOWLIST_VERDICT_MAX,
+} AllowlistVerdict;
+
+const char *allowlist_verdict_to_string(AllowlistVerdict v);
+
+/* allowlist_match() with the reason of a refusal. Port 0 is a port no entry allows. */
+AllowlistVerdict allowlist_judge(const Allowlist *l, const char *host, uint16_t port);
+
 /* Is e within the ceiling: does the ceiling allow everything e allows? An exact host is within when
  * the ceiling allows it on each of e's ports (by one entry or several); a wildcard only when, for each
  * of e's ports, a wildcard of the ceiling covers it (the same suffix or a parent of it: "*.x.github.com"

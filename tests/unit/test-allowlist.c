@@ -301,6 +301,55 @@ static void test_match_row(void **state) {
         for (size_t i = 0; i < match_allowlist->n_entries; i++)
                 any = any || allowlist_entry_match(match_allowlist->entries + i, row->host, row->port);
         assert_int_equal(any, row->match);
+        /* The judgement allows exactly what the match does. */
+        assert_int_equal(allowlist_judge(match_allowlist, row->host, row->port) == ALLOWLIST_ALLOWED, row->match);
+}
+
+/* ---- the judgement: host denied or port denied ------------------------------------------------ */
+
+typedef struct JudgeRow {
+        const char *name;
+        const char *host;
+        uint16_t port;
+        AllowlistVerdict verdict;
+} JudgeRow;
+
+#define JUDGE(h, p, v) { "judge " h ":" #p " " #v, h, p, ALLOWLIST_##v }
+
+static const JudgeRow judge_rows[] = {
+        JUDGE("pypi.org", 443, ALLOWED),
+        JUDGE("pypi.org", 80, ALLOWED),
+        JUDGE("pypi.org", 8080, PORT_DENIED),
+        JUDGE("pypi.org", 22, PORT_DENIED),
+        JUDGE("pypi.org", 0, PORT_DENIED),
+        JUDGE("PyPI.org.", 8080, PORT_DENIED),
+        JUDGE("www.pypi.org", 8080, HOST_DENIED),
+        JUDGE("www.pypi.org", 443, HOST_DENIED),
+        JUDGE("api.github.com", 443, ALLOWED),
+        JUDGE("api.github.com", 80, PORT_DENIED),
+        JUDGE("x.example.com", 8080, ALLOWED),
+        JUDGE("x.example.com", 443, PORT_DENIED),
+        JUDGE("example.com", 443, HOST_DENIED),
+        JUDGE("example.com", 8080, HOST_DENIED),
+        JUDGE("a.files.pythonhosted.org", 8443, PORT_DENIED),
+        JUDGE("pythonhosted.org", 443, HOST_DENIED),
+        JUDGE("evilpythonhosted.org", 8443, HOST_DENIED),
+        JUDGE("", 443, HOST_DENIED),
+        JUDGE("127.0.0.1", 443, HOST_DENIED),
+        JUDGE("pypi.org:443", 443, HOST_DENIED),
+};
+
+static void test_judge_row(void **state) {
+        const JudgeRow *row = *state;
+
+        assert_string_equal(allowlist_verdict_to_string(allowlist_judge(match_allowlist, row->host, row->port)),
+                            allowlist_verdict_to_string(row->verdict));
+}
+
+static void test_judge_null(_unused_ void **state) {
+        assert_int_equal(allowlist_judge(NULL, "pypi.org", 443), ALLOWLIST_HOST_DENIED);
+        assert_int_equal(allowlist_judge(match_allowlist, NULL, 443), ALLOWLIST_HOST_DENIED);
+        assert_null(allowlist_verdict_to_string(_ALLOWLIST_VERDICT_MAX));
 }
 
 /* ---- the ceiling ------------------------------------------------------------------------------ */
@@ -458,7 +507,7 @@ static int teardown_lists(_unused_ void **state) {
 
 int main(void) {
         size_t n = ELEMENTSOF(entry_rows) + ELEMENTSOF(host_rows) + ELEMENTSOF(match_rows) +
-                   ELEMENTSOF(within_rows) + 8, i = 0;
+                   ELEMENTSOF(within_rows) + ELEMENTSOF(judge_rows) + 9, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -468,6 +517,8 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_ip_rows_are_addresses);
         ROWS(tests, i, host_rows, test_host_row);
         ROWS(tests, i, match_rows, test_match_row);
+        ROWS(tests, i, judge_rows, test_judge_row);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_judge_null);
         ROWS(tests, i, within_rows, test_within_row);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_list_parse);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_list_cap);
