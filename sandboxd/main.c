@@ -4,6 +4,7 @@
 #include "log.h"
 #include "manager.h"
 #include "model/conf.h"
+#include "net/net-policy.h"
 
 static void help(void) {
         printf("sandboxd [OPTIONS...]\n\n"
@@ -13,23 +14,25 @@ static void help(void) {
                "     --config-dir=DIR   Read DIR/sandboxd.conf and DIR/sandboxd.conf.d/ (default %s/sandboxd)\n"
                "     --helper=PATH      Use PATH as sandbox-exec (overrides Helper=)\n"
                "     --net-worker=PATH  Use PATH as the network worker sandboxd-net (default %s)\n"
+               "     --proxy=PATH       Use PATH as the egress proxy sandboxd-proxy (default %s)\n"
                "     --check-config     Load and validate the configuration, then exit\n",
-               SYSCONFDIR, SANDBOXD_NET_PATH);
+               SYSCONFDIR, SANDBOXD_NET_PATH, SANDBOXD_PROXY_PATH);
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_CONFIG_DIR, ARG_HELPER, ARG_NET_WORKER, ARG_CHECK };
+        enum { ARG_VERSION = 0x100, ARG_CONFIG_DIR, ARG_HELPER, ARG_NET_WORKER, ARG_PROXY, ARG_CHECK };
         static const struct option options[] = {
                 { "help",         no_argument,       NULL, 'h' },
                 { "version",      no_argument,       NULL, ARG_VERSION },
                 { "config-dir",   required_argument, NULL, ARG_CONFIG_DIR },
                 { "helper",       required_argument, NULL, ARG_HELPER },
                 { "net-worker",   required_argument, NULL, ARG_NET_WORKER },
+                { "proxy",        required_argument, NULL, ARG_PROXY },
                 { "check-config", no_argument,       NULL, ARG_CHECK },
                 {}
         };
         _cleanup_(manager_freep) Manager *m = NULL;
-        const char *config_dir = SYSCONFDIR "/sandboxd", *helper = NULL, *net_worker = NULL;
+        const char *config_dir = SYSCONFDIR "/sandboxd", *helper = NULL, *net_worker = NULL, *proxy = NULL;
         bool check = false;
         int c, r;
 
@@ -50,6 +53,9 @@ int main(int argc, char *argv[]) {
                 case ARG_NET_WORKER:
                         net_worker = optarg;
                         break;
+                case ARG_PROXY:
+                        proxy = optarg;
+                        break;
                 case ARG_CHECK:
                         check = true;
                         break;
@@ -67,7 +73,11 @@ int main(int argc, char *argv[]) {
 
                 if (!cfg)
                         return 1;
+                _cleanup_(net_policy_freep) NetPolicy *np = NULL;
+
                 r = config_load(cfg, config_dir, &error);
+                if (r >= 0)
+                        r = net_policy_load(cfg, &np, &error);
                 if (r < 0) {
                         fprintf(stderr, "%s\n", error ?: "out of memory");
                         return 1;
@@ -76,7 +86,7 @@ int main(int argc, char *argv[]) {
                 return 0;
         }
 
-        r = manager_new(config_dir, helper, net_worker, &m);
+        r = manager_new(config_dir, helper, net_worker, proxy, &m);
         if (r < 0)
                 return 1;
         /* Non-zero also when the loop ended because the bus went away: systemd restarts us. */

@@ -31,6 +31,7 @@
 #include "systemd/sysd.h"
 #include "time-util.h"
 #include "unit/seccomp-policy.h"
+#include "net/net-policy.h"
 #include "unit/usr-layer.h"
 #include "model/warm-policy.h"
 #include "run/unit-reaper.h"
@@ -47,6 +48,7 @@ struct Manager {
         char *config_dir;
         char *helper_override;   /* --helper= on the command line wins over Helper= */
         char *net_worker;        /* --net-worker= or the installed sandboxd-net */
+        char *proxy;             /* --proxy= or the installed sandboxd-proxy */
 
         Http *http;
         BusApi *bus_api;         /* the D-Bus API (bus-api.c) on bus */
@@ -500,26 +502,32 @@ static void log_budgets(Manager *m) {
                  quota_sessions_disk_mb(c, m->ctx.phys_mem_bytes));
 }
 
-static int load_config(const char *dir, Config **ret) {
+static int load_config(const char *dir, Config **ret, NetPolicy **ret_policy) {
         _cleanup_(config_freep) Config *c = config_new();
+        _cleanup_(net_policy_freep) NetPolicy *p = NULL;
         _cleanup_free_ char *error = NULL;
         int r;
 
         if (!c)
                 return log_oom();
         r = config_load(c, dir, &error);
+        /* [Network] as the proxy needs it, HostsFile= read again: at every load and reload. */
+        if (r >= 0)
+                r = net_policy_load(c, &p, &error);
         if (r < 0)
                 return log_error_errno(r, "Configuration error: %s", error ?: "out of memory");
         *ret = TAKE_PTR(c);
+        *ret_policy = TAKE_PTR(p);
         return 0;
 }
 
 static int manager_reload(Manager *m) {
         _cleanup_(config_freep) Config *c = NULL;
+        _cleanup_(net_policy_freep) NetPolicy *np = NULL;
         int r;
 
         (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading configuration.");
-        r = load_config(m->config_dir, &c);
+        r = load_config(m->config_dir, &c, &np);
         if (r < 0) {
                 log_warning("Reload failed, keeping the previous configuration.");
                 (void) sd_notify(false, "READY=1");
@@ -547,6 +555,8 @@ static int manager_reload(Manager *m) {
         warm_pool_drain(m->ctx.warm);
         config_free(m->ctx.config);
         m->ctx.config = TAKE_PTR(c);
+        net_policy_free(m->ctx.net_policy);
+        m->ctx.net_policy = TAKE_PTR(np);
         log_set_max_level(m->ctx.config->log_level);
         (void) sd_event_source_set_time_relative(m->sweep_timer,
                                                  m->ctx.config->sweep_interval_sec * USEC_PER_SEC);
@@ -573,7 +583,8 @@ static int build_seccomp_filters(Manager *m) {
         int r;
 
         m->ctx.filters = calloc(n, sizeof(SeccompFilter));
-        if (!m->ctx.filters)
+        m->ctx.net_filters = calloc(n, sizeof(SeccompFilter));
+        if (!m->ctx.filters || !m->ctx.net_filters)
                 return log_oom();
         m->ctx.n_filters = n;
 
@@ -583,6 +594,11 @@ static int build_seccomp_filters(Manager *m) {
                 r = seccomp_policy_build(l->extra_syscalls, &m->ctx.filters[i].bpf, &m->ctx.filters[i].bpf_len);
                 if (r < 0)
                         return log_error_errno(r, "Failed to compile the system call filter for '%s': %m",
+                                               l->name);
+                r = seccomp_policy_build_ex(l->extra_syscalls, true, &m->ctx.net_filters[i].bpf,
+                                            &m->ctx.net_filters[i].bpf_len);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to compile the network system call filter for '%s': %m",
                                                l->name);
         }
         return 0;
@@ -636,7 +652,8 @@ static int start_net_worker(Manager *m) {
         return net_client_new(m->ctx.event, m->net_worker, uid, gid, &m->ctx.net);
 }
 
-int manager_new(const char *config_dir, const char *helper_override, const char *net_worker, Manager **ret) {
+int manager_new(const char *config_dir, const char *helper_override, const char *net_worker, const char *proxy,
+                Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         HttpSettings hs;
         struct group *g;
@@ -654,10 +671,12 @@ int manager_new(const char *config_dir, const char *helper_override, const char 
         if (helper_override && !(m->helper_override = strdup(helper_override)))
                 return log_oom();
         m->net_worker = strdup(net_worker ?: SANDBOXD_NET_PATH);
-        if (!m->net_worker)
+        m->proxy = strdup(proxy ?: SANDBOXD_PROXY_PATH);
+        m->ctx.proxy = m->proxy;
+        if (!m->net_worker || !m->proxy)
                 return log_oom();
 
-        r = load_config(config_dir, &m->ctx.config);
+        r = load_config(config_dir, &m->ctx.config, &m->ctx.net_policy);
         if (r < 0)
                 return r;
         log_set_max_level(m->ctx.config->log_level);
@@ -853,12 +872,17 @@ Manager *manager_free(Manager *m) {
         config_free(m->ctx.config);
         for (size_t i = 0; i < m->ctx.n_filters; i++)
                 free(m->ctx.filters[i].bpf);
+        for (size_t i = 0; m->ctx.net_filters && i < m->ctx.n_filters; i++)
+                free(m->ctx.net_filters[i].bpf);
         free(m->ctx.filters);
+        free(m->ctx.net_filters);
         free(m->ctx.usr_layer);
         free(m->ctx.workspaces_dir);
         free(m->config_dir);
         free(m->helper_override);
         free(m->net_worker);
+        free(m->proxy);
+        net_policy_free(m->ctx.net_policy);
         free(m);
         return NULL;
 }

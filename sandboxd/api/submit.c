@@ -9,6 +9,7 @@
 #include "model/result.h"
 #include "model/scoped-id.h"
 #include "model/signed-url.h"
+#include "net/net-policy.h"
 #include "run/job.h"
 #include "run/runner.h"
 #include "run/session.h"
@@ -129,6 +130,19 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
                 return fail(err, r, API_ERROR_INTERNAL, "out of memory");
         if (r < 0)
                 return r;
+        if (er->network) {
+                char msg[sizeof(err->message)], field[48];
+                size_t index;
+
+                r = net_policy_check_request(ac->ctx->net_policy, er->network_allow, er->n_network_allow, &index, msg,
+                                             sizeof(msg));
+                if (r < 0) {
+                        if (index != SIZE_MAX)
+                                snprintf(field, sizeof(field), "network.allow[%zu]", index);
+                        return request_error(err, -EINVAL, API_ERROR_INVALID_REQUEST,
+                                             index != SIZE_MAX ? field : "network", "%s", msg);
+                }
+        }
 
         if (er->execution_id) {
                 /* The caller's id, scoped by the caller: another owner's execution of the same id is

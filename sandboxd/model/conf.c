@@ -101,6 +101,11 @@ Config *config_new(void) {
         c->max_inline_input_bytes = 1ULL << 20;
         c->input_connect_timeout_sec = 10;
         c->input_timeout_sec = 120;
+        c->net_max_transfer_mb = 1024;
+        c->net_max_connections = 32;
+        c->net_connect_timeout_sec = 10;
+        c->net_idle_timeout_sec = 60;
+        c->net_max_logged_requests = 256;
         return c;
 }
 
@@ -110,6 +115,9 @@ Config *config_free(Config *c) {
         c->listen = strv_free(c->listen);
         c->pool_languages = strv_free(c->pool_languages);
         c->pool_python_preload = strv_free(c->pool_python_preload);
+        c->net_allow_domains = strv_free(c->net_allow_domains);
+        c->net_permit_addresses = strv_free(c->net_permit_addresses);
+        free(c->net_hosts_file);
         free(c->listen_where);
         free(c->api_keys_file);
         free(c->api_socket);
@@ -168,6 +176,7 @@ typedef enum ValueType {
         V_BOOL,          /* yes/no, true/false, on/off, 1/0 */
         V_LISTEN,        /* space-separated addresses; empty: none */
         V_WORDS,         /* space-separated names of [A-Za-z0-9_.-]; empty: none */
+        V_ITEMS,         /* space-separated printable ASCII words (max = their count); empty: none */
 } ValueType;
 
 typedef struct ConfKey {
@@ -272,6 +281,17 @@ static const ConfKey conf_keys[] = {
         K("Artifacts", "ArtifactStoreMaxBytes",  V_SIZE, artifact_store_max_bytes,  0, 1ULL << 50),
         K("Artifacts", "ArtifactMaxBytesPerCaller", V_SIZE, artifact_max_bytes_per_caller, 0, 1ULL << 50),
         K("Artifacts", "ArtifactMinFreeBytes",   V_SIZE_PERCENT, artifact_min_free, 0, 1ULL << 50),
+
+        /* The entries' syntax (allowlist.h, cidr.h) and the hosts file are net-policy.c's; here only
+         * their count (the max of a V_ITEMS key). */
+        K("Network", "AllowDomains",      V_ITEMS, net_allow_domains,       0, 64),
+        K("Network", "PermitAddresses",   V_ITEMS, net_permit_addresses,    0, 64),
+        K("Network", "HostsFile",         V_PATH,  net_hosts_file,          0, 0),
+        K("Network", "MaxTransferMB",     V_U64,   net_max_transfer_mb,     0, 1ULL << 30),
+        K("Network", "MaxConnections",    V_U64,   net_max_connections,     1, 1024),
+        K("Network", "ConnectTimeoutSec", V_U64,   net_connect_timeout_sec, 1, 300),
+        K("Network", "IdleTimeoutSec",    V_U64,   net_idle_timeout_sec,    1, 3600),
+        K("Network", "MaxLoggedRequests", V_U64,   net_max_logged_requests, 0, 10000),
 };
 
 static int parse_loglevel(const char *v) {
@@ -403,6 +423,35 @@ static int assign_words(char ***p, const char *key, const char *value, const cha
         return 0;
 }
 
+/* Words of printable ASCII, at most max of them, each at most 256 bytes; duplicates kept once. */
+static int assign_items(char ***p, const ConfKey *k, const char *value, const char *where, char **ret_error) {
+        _cleanup_free_ char *copy = strdup(value);
+        _cleanup_strv_free_ char **l = NULL;
+        char *save = NULL;
+        size_t n = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                if (n >= k->max)
+                        return error_set(ret_error, "%s: %s= takes at most %" PRIu64 " entries", where, k->key, k->max);
+                if (strlen(w) > 256)
+                        return error_set(ret_error, "%s: %s= takes entries of at most 256 bytes, got '%.80s...'",
+                                         where, k->key, w);
+                for (const char *q = w; *q; q++)
+                        if ((unsigned char) *q < 0x21 || (unsigned char) *q > 0x7e)
+                                return error_set(ret_error, "%s: %s= takes printable ASCII, got '%.80s'", where,
+                                                 k->key, w);
+                if (strv_contains(l, w))
+                        continue;
+                if (strv_extend(&l, &n, w) < 0)
+                        return -ENOMEM;
+        }
+        strv_free(*p);
+        *p = TAKE_PTR(l);
+        return 0;
+}
+
 static int assign(Config *c, const ConfKey *k, const char *value, const char *where, char **ret_error) {
         void *p = (uint8_t *) c + k->offset;
         uint64_t u;
@@ -483,6 +532,8 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                 return 0;
         case V_WORDS:
                 return assign_words((char ***) p, k->key, value, where, ret_error);
+        case V_ITEMS:
+                return assign_items((char ***) p, k, value, where, ret_error);
         case V_LISTEN:
                 /* Where it was set, for the loopback check once every file is read (the key that
                  * allows other addresses may come later). */

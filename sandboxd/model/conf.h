@@ -123,6 +123,17 @@ typedef struct Config {
         uint64_t artifact_max_bytes_per_caller;  /* ArtifactMaxBytesPerCaller= one owner's executions */
         SizeOrPercent artifact_min_free;         /* ArtifactMinFreeBytes= left available on the store's
                                                   * file system */
+
+        /* [Network] the egress proxy of a run with network (issue 16). The lists are checked and
+         * parsed, and HostsFile= read, by net/net-policy.c (NetPolicy), at every load and reload. */
+        char **net_allow_domains;         /* AllowDomains= allowlist entries; NULL: network refused */
+        char **net_permit_addresses;      /* PermitAddresses= CIDR blocks exempt from the internal refusal */
+        char *net_hosts_file;             /* HostsFile= hosts(5) file the proxy resolves from first */
+        uint64_t net_max_transfer_mb;     /* MaxTransferMB= bytes up+down per execution; 0: no cap */
+        uint64_t net_max_connections;     /* MaxConnections= open at once per execution */
+        uint64_t net_connect_timeout_sec; /* ConnectTimeoutSec= */
+        uint64_t net_idle_timeout_sec;    /* IdleTimeoutSec= */
+        uint64_t net_max_logged_requests; /* MaxLoggedRequests= entries kept in the record */
 } Config;
 
 /* A per-caller key left out: it follows its global counterpart (MaxQueued=, MaxConcurrent=). */

@@ -44,6 +44,8 @@ typedef struct Context {
         Sysd *sysd;              /* the one speaker of org.freedesktop.systemd1 (sysd.h) */
         Store *store;
         Config *config;          /* in force; replaced by the manager on reload */
+        struct NetPolicy *net_policy;   /* [Network] of config, parsed (net/net-policy.h); replaced with it */
+        const char *proxy;       /* host path of sandboxd-proxy (--proxy= wins over the build's default) */
         Metrics *metrics;        /* what GET /metrics renders */
         NetClient *net;          /* HTTP transfers (input downloads, callbacks), run by the network worker */
         Callbacks *callbacks;    /* callback deliveries from the store's outbox (callback.c) */
@@ -65,6 +67,7 @@ typedef struct Context {
         /* The seccomp filters, compiled once at start: filters[i] for the language row
          * language_get(i), which may add system calls to the common allow-list. */
         SeccompFilter *filters;
+        SeccompFilter *net_filters;  /* the same with AF_INET/AF_INET6 sockets: runs with network */
         size_t n_filters;
         CgroupRoot cgroups[3];
         size_t n_cgroups;
@@ -76,3 +79,5 @@ typedef struct Context {
 
 /* The compiled seccomp filter for programs of language l, or NULL if l is not a row. */
 const SeccompFilter *context_seccomp_filter(const Context *c, const Language *l);
+/* The same for a run with network (issue 16). */
+const SeccompFilter *context_seccomp_filter_net(const Context *c, const Language *l);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "conf.h"
+#include "net-log.h"
 #include "verdict/verdict.h"
 
 typedef struct OutputStream {
@@ -84,6 +85,7 @@ typedef struct Execution {
         char *error_message;     /* what exactly went wrong, e.g. which input file and why; NULL: nothing
                                   * beyond reason */
         ExecArtifacts *artifacts;    /* NULL: none collected (not final yet, or collection failed) */
+        NetLog *network;         /* a run with network: its allow list and the proxy's log; NULL: none */
 } Execution;
 
 Execution *execution_new(const char *id);

@@ -27,6 +27,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
                 free(r->files[i].content);
         }
         free(r->files);
+        strv_free(r->network_allow);
         free(r);
         return NULL;
 }
@@ -459,6 +460,54 @@ json_object *request_files_to_json(const ExecRequest *req) {
         return a;
 }
 
+int request_parse_network(json_object *network, ExecRequest *req, RequestError *err) {
+        json_object *allow;
+        size_t n;
+
+        if (!json_object_is_type(network, json_type_object))
+                return fail(err, API_ERROR_INVALID_REQUEST, "network",
+                            "network: expected an object {\"allow\": [\"host\", \"*.suffix\", \"host:port\"...]}");
+        json_object_object_foreach(network, key, val) {
+                (void) val;
+                if (!streq(key, "allow"))
+                        return fail(err, API_ERROR_INVALID_REQUEST, "network", "network: unknown field '%.64s'", key);
+        }
+        if (!json_object_object_get_ex(network, "allow", &allow))
+                return fail(err, API_ERROR_INVALID_REQUEST, "network.allow", "network.allow: required");
+        if (!json_object_is_type(allow, json_type_array))
+                return fail(err, API_ERROR_INVALID_REQUEST, "network.allow", "network.allow: expected an array of strings");
+        n = json_object_array_length(allow);
+        if (n == 0)
+                return fail(err, API_ERROR_INVALID_REQUEST, "network.allow",
+                            "network.allow: empty (leave \"network\" out for a run without network)");
+        if (n > REQUEST_NETWORK_ALLOW_MAX)
+                return fail(err, API_ERROR_INVALID_REQUEST, "network.allow", "network.allow: %zu entries, at most %d",
+                            n, REQUEST_NETWORK_ALLOW_MAX);
+        for (size_t i = 0; i < n; i++) {
+                json_object *v = json_object_array_get_idx(allow, i);
+                char field[48];
+                const char *s;
+                size_t len;
+
+                snprintf(field, sizeof(field), "network.allow[%zu]", i);
+                if (!json_object_is_type(v, json_type_string))
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: expected a string", field);
+                s = json_object_get_string(v);
+                len = (size_t) json_object_get_string_len(v);
+                if (len != strlen(s))
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: contains a NUL byte", field);
+                if (len > REQUEST_NETWORK_ENTRY_MAX)
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: %zu bytes, at most %d", field, len,
+                                    REQUEST_NETWORK_ENTRY_MAX);
+                if (strv_contains(req->network_allow, s))
+                        continue;
+                if (strv_extend(&req->network_allow, &req->n_network_allow, s) < 0)
+                        return -ENOMEM;
+        }
+        req->network = true;
+        return 0;
+}
+
 static void fingerprint(ExecRequest *req) {
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
         unsigned len = 0;
@@ -492,13 +541,18 @@ static void fingerprint(ExecRequest *req) {
                 else if (f->content_len > 0)
                         EVP_DigestUpdate(ctx, f->content, f->content_len);
         }
+        /* Only with network, so the fingerprints of requests without stay what they were. */
+        for (size_t i = 0; req->network && i < req->n_network_allow; i++) {
+                EVP_DigestUpdate(ctx, "|net=", strlen("|net="));
+                EVP_DigestUpdate(ctx, req->network_allow[i], strlen(req->network_allow[i]));
+        }
         EVP_DigestFinal_ex(ctx, req->fingerprint, &len);
         EVP_MD_CTX_free(ctx);
 }
 
 int exec_request_parse(const char *body, size_t len, const Config *c, ExecRequest **ret, RequestError *err) {
         static const char *const known[] = { "execution_id", "session_id", "language", "code", "limits", "env",
-                                              "seed", "files", "callback_url", "start" };
+                                              "seed", "files", "callback_url", "start", "network" };
         _cleanup_(exec_request_freep) ExecRequest *req = NULL;
         json_tokener *tok;
         json_object *root, *v;
@@ -670,6 +724,12 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
 
         if (json_object_object_get_ex(root, "files", &v)) {
                 r = request_parse_files(v, c, req->limits.disk_mb, req, err);
+                if (r < 0)
+                        goto finish;
+        }
+
+        if (json_object_object_get_ex(root, "network", &v)) {
+                r = request_parse_network(v, req, err);
                 if (r < 0)
                         goto finish;
         }

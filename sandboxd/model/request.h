@@ -50,6 +50,11 @@ typedef struct ExecRequest {
         bool cold;               /* "start": "cold": never a unit of the warm pool */
         InputFile *files;        /* "files", in request order */
         size_t n_files;
+        /* "network": {"allow": [...]} (issue 16): the entries as given, their shape checked here;
+         * their syntax and the AllowDomains= ceiling are net-policy.c's (submit.c asks it). */
+        bool network;
+        char **network_allow;
+        size_t n_network_allow;
         uint8_t fingerprint[32]; /* SHA-256 over the canonical request, for idempotency checks */
 } ExecRequest;
 
@@ -77,6 +82,14 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
 struct json_object;
 int request_parse_files(struct json_object *files, const Config *c, uint64_t disk_mb, ExecRequest *req,
                         RequestError *err);
+/* Entries of network.allow: at most this many (ALLOWLIST_MAX_ENTRIES), each at most this long
+ * ("*." + a 253-byte name + ":65535"). */
+#define REQUEST_NETWORK_ALLOW_MAX 64
+#define REQUEST_NETWORK_ENTRY_MAX 264
+/* The "network" object: only "allow", a non-empty array of strings without NUL. Into
+ * req->network_allow. 0, or -EINVAL with *err naming the field, -ENOMEM. */
+int request_parse_network(struct json_object *network, ExecRequest *req, RequestError *err);
+
 /* The files as the request gave them (inline content base64 again): what job.c stores so that a
  * queued execution survives a restart. NULL on OOM. */
 struct json_object *request_files_to_json(const ExecRequest *req);

@@ -75,7 +75,8 @@ int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 }
 
 int build_control_payload(Job *j) {
-        const SeccompFilter *f = context_seccomp_filter(j->ctx, j->request->language);
+        const SeccompFilter *f = j->request->network ? context_seccomp_filter_net(j->ctx, j->request->language)
+                                                     : context_seccomp_filter(j->ctx, j->request->language);
         char header[EXEC_HEADER_MAX + 1];
         int hl;
 

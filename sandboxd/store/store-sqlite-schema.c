@@ -237,6 +237,9 @@ const char *const sqlite_migrations[] = {
         /* 11 (the warm pool): how the execution's unit came to be, "warm" or "cold"; NULL until it
          * started, and for the rows written before. */
         "ALTER TABLE executions ADD COLUMN start TEXT;\n",
+        /* 12 (network, issue 16): a run with network's allow list and the egress proxy's log, as
+         * JSON (model/net-log.h); NULL for a run without network, and for the rows written before. */
+        "ALTER TABLE executions ADD COLUMN network TEXT;\n",
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);

@@ -553,6 +553,33 @@ int sysd_start_transient(Sysd *s, const char *name, const UnitProps *props, sysd
         return r;
 }
 
+int sysd_start_transient_aux(Sysd *s, const char *name, const UnitProps *props, const char *aux_name,
+                             const UnitProps *aux_props, sysd_done_t cb, void *userdata, SysdCall **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = new_manager_call(s, "StartTransientUnit", &m);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ss", name, "fail");
+        if (r >= 0)
+                r = sysd_append_props(m, props);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sa(sv))");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'r', "sa(sv)");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", aux_name);
+        if (r >= 0)
+                r = sysd_append_props(m, aux_props);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = call(s, m, CALL_DONE, (void *) cb, userdata, "StartTransientUnit", ret);
+        return r;
+}
+
 int sysd_set_unit_properties(Sysd *s, const char *name, const UnitProps *props, sysd_done_t cb, void *userdata,
                              SysdCall **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
@@ -613,6 +640,10 @@ static int simple_call(Sysd *s, const char *method, sysd_done_t cb, void *userda
 
 int sysd_stop_unit(Sysd *s, const char *name, sysd_done_t cb, void *userdata) {
         return simple_call(s, "StopUnit", cb, userdata, "ss", name, "replace");
+}
+
+int sysd_start_unit(Sysd *s, const char *name, sysd_done_t cb, void *userdata) {
+        return simple_call(s, "StartUnit", cb, userdata, "ss", name, "fail");
 }
 
 int sysd_kill_unit(Sysd *s, const char *name, const char *whom, int sig) {

@@ -62,6 +62,12 @@ SysdCall *sysd_call_free(SysdCall *c);
  * the watcher's job_removed). */
 int sysd_start_transient(Sysd *s, const char *name, const UnitProps *props, sysd_done_t cb, void *userdata,
                          SysdCall **ret);
+/* The same with one auxiliary unit created in the same call (a socket unit and the service it
+ * activates: systemd needs the service to exist when it loads the socket). */
+int sysd_start_transient_aux(Sysd *s, const char *name, const UnitProps *props, const char *aux_name,
+                             const UnitProps *aux_props, sysd_done_t cb, void *userdata, SysdCall **ret);
+/* StartUnit(name, "fail"); cb may be NULL. */
+int sysd_start_unit(Sysd *s, const char *name, sysd_done_t cb, void *userdata);
 /* A tmpfs mount unit at where, size bounded, mode 0755 root, nosuid, nodev. */
 int sysd_start_tmpfs(Sysd *s, const char *name, const char *where, uint64_t size_bytes, sysd_done_t cb,
                      void *userdata, SysdCall **ret);

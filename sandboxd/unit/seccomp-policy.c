@@ -502,7 +502,7 @@ static int add_ioctl_rules(scmp_filter_ctx ctx) {
         return add_interval_rules(ctx, SCMP_ACT_ALLOW, nr, 1, UINT64_C(0xffffffff), lo, UINT64_C(0xffffffff));
 }
 
-static int build_filter(scmp_filter_ctx ctx, const char *const *extra_allow) {
+static int build_filter(scmp_filter_ctx ctx, const char *const *extra_allow, bool inet) {
         uint64_t ns_mask = 0;
         int r, nr;
 
@@ -567,6 +567,23 @@ static int build_filter(scmp_filter_ctx ctx, const char *const *extra_allow) {
                 nr = resolve(i == 0 ? "socket" : "socketpair");
                 if (nr < 0)
                         continue;
+                if (inet && i == 0) {
+                        /* A run with network (issue 16): TCP and UDP sockets as well, in a network
+                         * namespace that has only lo and the egress proxy's socket on it. */
+                        static const int families[] = { AF_UNIX, AF_INET, AF_INET6 };
+
+                        for (size_t k = 0; k < ELEMENTSOF(families); k++) {
+                                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, families[k]));
+                                if (r < 0)
+                                        return r;
+                        }
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 3,
+                                             SCMP_A0(SCMP_CMP_NE, AF_UNIX), SCMP_A0(SCMP_CMP_NE, AF_INET),
+                                             SCMP_A0(SCMP_CMP_NE, AF_INET6));
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
                                      SCMP_A0(SCMP_CMP_NE, AF_UNIX));
                 if (r < 0)
@@ -586,6 +603,10 @@ static int build_filter(scmp_filter_ctx ctx, const char *const *extra_allow) {
 }
 
 int seccomp_policy_build(const char *const *extra_allow, uint8_t **ret, size_t *ret_len) {
+        return seccomp_policy_build_ex(extra_allow, false, ret, ret_len);
+}
+
+int seccomp_policy_build_ex(const char *const *extra_allow, bool inet, uint8_t **ret, size_t *ret_len) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ uint8_t *buf = NULL;
@@ -606,7 +627,7 @@ int seccomp_policy_build(const char *const *extra_allow, uint8_t **ret, size_t *
          * the program makes runs this filter. Only a performance hint, so failure is ignored. */
         (void) seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 
-        r = build_filter(ctx, extra_allow);
+        r = build_filter(ctx, extra_allow, inet);
         if (r < 0)
                 return r;
 

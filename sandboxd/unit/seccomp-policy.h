@@ -8,6 +8,7 @@
  * Default deny: a system call the allow-list does not name fails with ENOSYS, as on a kernel that
  * lacks it; the known-dangerous ones fail with EPERM (see seccomp-policy.c). */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,9 @@
  * refused with -EPERM: a language row must not reopen them. *ret is malloc'ed: an array of
  * struct sock_filter (8 bytes each), *ret_len its size in bytes. 0 or -errno. */
 int seccomp_policy_build(const char *const *extra_allow, uint8_t **ret, size_t *ret_len);
+/* The same; inet: socket(2) may make AF_INET and AF_INET6 sockets too (a run with network, whose
+ * namespace holds only lo and the egress proxy's listening socket). */
+int seccomp_policy_build_ex(const char *const *extra_allow, bool inet, uint8_t **ret, size_t *ret_len);
 
 /* The tables, for tests and documentation: row i of the allow-list (NULL past the end), with the
  * one-line reason it is there in *ret_why. Calls allowed only with argument checks (clone, ioctl,

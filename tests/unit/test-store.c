@@ -681,9 +681,9 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (11)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (12)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 11");
+        sql_exec_raw("PRAGMA user_version = 12");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
