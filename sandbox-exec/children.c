@@ -123,6 +123,8 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
         if (kind == CHILD_PROGRAM) {
                 (void) mkdir("input", 0755);
                 (void) mkdir("output", 0755);
+                if (o->pkgs_dir)
+                        (void) mkdir(".pkgs", 0755);
         }
 
         if (kind == CHILD_PROGRAM) {

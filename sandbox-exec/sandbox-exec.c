@@ -33,7 +33,7 @@
  * socket.
  *
  * Usage: sandbox-exec [--source NAME] [--code-dir DIR] [--max-source BYTES] [--workspace DIR]
- *                     [--cgroup-dir DIR] [--tidy-mounts] [--usr-layer DIR] [--uid UID | --same-user]
+ *                     [--cgroup-dir DIR] [--tidy-mounts] [--pkgs-dir] [--usr-layer DIR] [--uid UID | --same-user]
  *                     [--rlimit-nofile N] [--rlimit-fsize BYTES] [--rlimit-core BYTES]
  *                     [--timeout-ms N] [--head-bytes N] [--tail-bytes N] [--warm [--warm-preload]]
  *                     [--compile-arg ARG]... [--check-arg ARG]... -- RUN_ARGV... */
@@ -158,6 +158,7 @@ enum {
         ARG_WORKSPACE,
         ARG_CGROUP_DIR,
         ARG_TIDY_MOUNTS,
+        ARG_PKGS_DIR,
         ARG_USR_LAYER,
         ARG_UID,
         ARG_SAME_USER,
@@ -196,6 +197,7 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "workspace",     required_argument, NULL, ARG_WORKSPACE     },
                 { "cgroup-dir",    required_argument, NULL, ARG_CGROUP_DIR    },
                 { "tidy-mounts",   no_argument,       NULL, ARG_TIDY_MOUNTS   },
+                { "pkgs-dir",      no_argument,       NULL, ARG_PKGS_DIR      },
                 { "usr-layer",     required_argument, NULL, ARG_USR_LAYER     },
                 { "uid",           required_argument, NULL, ARG_UID           },
                 { "same-user",     no_argument,       NULL, ARG_SAME_USER     },
@@ -258,6 +260,9 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         if (optarg[0] != '/')
                                 fail_setup("--cgroup-dir must be an absolute path");
                         o->cgroup_dir = optarg;
+                        break;
+                case ARG_PKGS_DIR:
+                        o->pkgs_dir = true;
                         break;
                 case ARG_TIDY_MOUNTS:
                         o->tidy_mounts = true;

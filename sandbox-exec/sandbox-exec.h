@@ -68,6 +68,7 @@ typedef struct Options {
         const char *workspace;
         const char *cgroup_dir;
         bool tidy_mounts;
+        bool pkgs_dir;           /* a run with network: .pkgs/ (PIP_TARGET=, PYTHONPATH=) exists */
         const char *usr_layer;
         bool have_uid, same_user;
         uid_t uid;

@@ -298,7 +298,8 @@ static void sweep_workspace_dirs(Manager *m) {
 
 static void manager_sweep(Manager *m) {
         /* The session mounts' names: SESSION_MOUNT_DIR escaped. */
-        static const char *const patterns[] = { "sandboxd-*.service", "run-sandboxd-*.mount",
+        /* sandboxd-*.service covers the egress proxies' services (sandboxd-proxy-*.service) too. */
+        static const char *const patterns[] = { "sandboxd-*.service", "sandboxd-proxy-*.socket", "run-sandboxd-*.mount",
                                                 "var-lib-private-sandboxd-sessions-*.mount", NULL };
         int r;
 

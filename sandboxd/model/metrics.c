@@ -152,6 +152,11 @@ void metrics_pool_retired(Metrics *m, bool died) {
                 m->pool_retired[died ? 0 : 1]++;
 }
 
+void metrics_network_request(Metrics *m, NetDecision d) {
+        if (m && d >= 0 && d < _NET_DECISION_MAX)
+                m->network_requests[d]++;
+}
+
 void metrics_store_error(Metrics *m) {
         if (m)
                 m->store_errors++;
@@ -372,6 +377,12 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
         for (int p = START_WARM; p < _START_MAX; p++)
                 text_printf(&t, "sandboxd_pool_claims_total{start=\"%s\"} %" PRIu64 "\n", exec_start_path_to_string(p),
                             m->pool_claims[p]);
+        render_header(&t, "sandboxd_network_requests_total", "counter",
+                      "Connections and requests the egress proxies of runs with network handled, by decision "
+                      "(allowed, denied).");
+        for (int d = 0; d < _NET_DECISION_MAX; d++)
+                text_printf(&t, "sandboxd_network_requests_total{decision=\"%s\"} %" PRIu64 "\n",
+                            net_decision_to_string(d), m->network_requests[d]);
         render_header(&t, "sandboxd_pool_retired_total", "counter",
                       "Warm units replaced before any claim: the unit died (reason=\"died\") or was older than "
                       "MaxAgeSec= (reason=\"aged\").");

@@ -50,6 +50,7 @@ typedef struct Metrics {
         MetricsHistogram histograms[_METRICS_HISTOGRAM_MAX];
         uint64_t store_errors;
         uint64_t pool_claims[_START_MAX];        /* executions started, by START_WARM / START_COLD */
+        uint64_t network_requests[_NET_DECISION_MAX];   /* the egress proxies' entries, by decision */
         uint64_t pool_retired[2];                /* warm units replaced before a claim: died, aged */
         uint64_t workspaces_recycled;    /* pool workspaces wiped and made ready again */
         uint64_t workspaces_replaced;    /* pool workspaces unmounted after a run instead */
@@ -97,6 +98,8 @@ void metrics_pool_retired(Metrics *m, bool died);
 
 /* A write to the store failed. m may be NULL. */
 void metrics_store_error(Metrics *m);
+/* One entry of an egress proxy's log (issue 16). */
+void metrics_network_request(Metrics *m, NetDecision d);
 /* A pool workspace was wiped and is ready again / was unmounted instead (workspace.c). m may be NULL. */
 void metrics_workspace_recycled(Metrics *m);
 void metrics_workspace_replaced(Metrics *m);

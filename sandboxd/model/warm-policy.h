@@ -26,6 +26,7 @@ typedef enum WarmRefusal {
         WARM_DISK,               /* disk_mb other than DefaultDiskMB= */
         WARM_MEMORY,             /* memory_mb below MinMemoryMB= where the runtime is preloaded */
         WARM_ENV,                /* env sets a name the preloaded runtime read as it started */
+        WARM_NETWORK,            /* "network": its unit joins the egress proxy's network namespace */
         _WARM_REFUSAL_MAX,
 } WarmRefusal;
 

@@ -27,3 +27,24 @@ bool unit_cgroup_has_program(Job *j);
 void job_collect_artifacts(Job *j);
 /* Is a process still in the unit's cgroup (one that survived the final SIGKILL)? */
 bool job_unit_cgroup_populated(Job *j);
+
+/* job.c: start the execution's service unit (the workspace and, with network, the proxy are ready). */
+void job_start_service(Job *j);
+void job_fail_internal(Job *j, const char *why);
+/* The end before the unit exists: final now (after the proxy, if any). */
+void job_end_before_unit(Job *j);
+/* Finish now (called again once the proxy is done). */
+void job_finalize(Job *j);
+
+/* job-network.c */
+/* Start the proxy's socket (with its service as an aux unit), then the service, then
+ * job_start_service(). Failures end the job with an internal error. */
+void job_network_start(Job *j);
+/* Watch the proxy units of an adopted job (a restart): they are stopped when it ends; the log of
+ * what the proxy did after the restart is lost. 0 or -ENOMEM. */
+int job_network_adopt(Job *j);
+/* Before the job is final: stop the proxy units and read the pipe to EOF (at most 3 s). true: still
+ * waiting, job_finalize() is called again when done. */
+bool job_network_finish(Job *j);
+/* Free everything of the proxy (the units are stopped first if that did not happen). */
+void job_network_release(Job *j);

@@ -37,7 +37,6 @@ struct JobWaiter {
         void *userdata;
 };
 
-static void job_finalize(Job *j);
 static void log_execution_start(Job *j);
 static void on_active_state(void *userdata, int r, const char *state);
 static void job_on_job_removed(Job *j, const char *unit, const char *result);
@@ -88,6 +87,7 @@ static Job *job_alloc(Context *ctx, const JobEvents *ev, void *userdata) {
         j->events = ev;
         j->events_data = userdata;
         j->ctl_fd = -EBADF;
+        j->proxy_fd = -EBADF;
         j->waiting = JOB_WAIT_ALL;
         return j;
 }
@@ -120,6 +120,9 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         j->exec->language = request->language->name;
         j->exec->limits = request->limits;
         j->exec->created_usec = now_usec(CLOCK_REALTIME);
+        if (request->network &&
+            !(j->exec->network = net_log_new(request->network_allow, request->n_network_allow)))
+                return -ENOMEM;
         if (request->session_id && !(j->exec->session_id = strdup(request->session_id)))
                 return -ENOMEM;
         if (request->execution_id && !streq(request->execution_id, id) &&
@@ -261,7 +264,7 @@ int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, cons
         } else if (j->workspace)
                 j->mount_name = mount_unit_name_from_path(j->workspace);
         if (!j->unit_name || (j->workspace && !e->session_id && !j->mount_name) || job_watch_unit(j) < 0 ||
-            job_watch_mount(j) < 0) {
+            job_watch_mount(j) < 0 || job_network_adopt(j) < 0) {
                 job_free(j);
                 return -ENOMEM;
         }
@@ -326,6 +329,7 @@ static void job_close_io(Job *j) {
  * budget reference, the calls in flight. */
 static void job_release(Job *j) {
         job_close_io(j);
+        job_network_release(j);
         j->collect = artifact_collect_cancel(j->collect);
         if (j->artifact_caller)
                 artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, 0, false);
@@ -365,12 +369,12 @@ Job *job_free(Job *j) {
 
 /* The end before the unit exists (queued, preparing, the start refused, the mount failed): there is
  * no unit to wait for, no result to read, no report to come, nothing to collect: final now. */
-static void job_end_before_unit(Job *j) {
+void job_end_before_unit(Job *j) {
         j->waiting &= ~(JOB_WAIT_UNIT | JOB_WAIT_PROPS | JOB_WAIT_REPORT);
         job_finalize(j);
 }
 
-static void job_fail_internal(Job *j, const char *why) {
+void job_fail_internal(Job *j, const char *why) {
         log_error("%s: %s", j->exec->id, why);
         j->outcome.daemon_error = true;
         job_end_before_unit(j);
@@ -436,7 +440,7 @@ static void store_control_socket(Job *j, int fd) {
                 log_debug_errno(k, "%s: cannot put the control socket in the fd store: %m", j->exec->id);
 }
 
-static void start_service(Job *j) {
+void job_start_service(Job *j) {
         Context *ctx = j->ctx;
         _cleanup_close_pair_ int ctl[2] = { -EBADF, -EBADF };
         CgroupBind cg[3];
@@ -477,6 +481,7 @@ static void start_service(Job *j) {
                 .no_kernel_protection = !ctx->config->protect_kernel,
                 .inputs = j->request->files,
                 .n_inputs = j->request->n_files,
+                .proxy_socket = j->proxy_socket,
         };
         r = unit_props_build(&plan, &props);
         cgroup_binds_done(cg, ctx->n_cgroups);
@@ -516,6 +521,14 @@ static void start_service(Job *j) {
                 return;
         }
         j->state = JOB_STARTING;
+}
+
+/* With network, the egress proxy first (job-network.c), which then starts the service. */
+static void start_service(Job *j) {
+        if (j->request->network && !j->proxy_socket)
+                job_network_start(j);
+        else
+                job_start_service(j);
 }
 
 /* An input file could not be fetched or written: the execution fails before its unit exists. */
@@ -1003,13 +1016,16 @@ static bool job_workspace_reusable(Job *j) {
                !job_unit_cgroup_populated(j);
 }
 
-static void job_finalize(Job *j) {
+void job_finalize(Job *j) {
         Context *ctx = j->ctx;
         HelperReport report = {};
         Verdict v;
         bool was_running = j->state != JOB_QUEUED;
 
         if (j->state == JOB_DONE)
+                return;
+        /* A run with network: its proxy's units stopped and its log read to the end first. */
+        if (job_network_finish(j))
                 return;
 
         parse_report(j, &report);

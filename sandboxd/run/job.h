@@ -33,6 +33,9 @@ typedef enum JobWait {
         JOB_WAIT_PROPS = 1U << 1,        /* its result (Result=, exit status, times) is not read */
         JOB_WAIT_REPORT = 1U << 2,       /* the control socket has not reached EOF (the report and output) */
         JOB_WAIT_ARTIFACTS = 1U << 3,    /* the artifacts are not collected (or known to be none) */
+        /* A run with network: its proxy units are not stopped or its event pipe not read to EOF
+         * (set once the proxy is asked for; never part of JOB_WAIT_ALL). */
+        JOB_WAIT_PROXY = 1U << 4,
         JOB_WAIT_ALL = JOB_WAIT_UNIT | JOB_WAIT_PROPS | JOB_WAIT_REPORT | JOB_WAIT_ARTIFACTS,
 } JobWait;
 typedef struct Session Session;
@@ -100,6 +103,17 @@ struct Job {
         uint64_t exec_start_mono, exec_exit_mono, cpu_nsec;
         uint64_t queued_mono, start_mono;
         uint64_t running_mono;           /* the start job completed: the unit runs (for metrics) */
+
+        /* Network (issue 16, job-network.c): the egress proxy's units and the read end of the pipe
+         * that is its stdout, with a line buffer of PROXY_EVENT_LINE_MAX bytes. */
+        char *proxy_socket, *proxy_service;
+        int proxy_fd;
+        sd_event_source *proxy_src, *proxy_timeout_src;
+        SysdWatch *watch_proxy_socket, *watch_proxy_service;
+        char *proxy_buf;
+        size_t proxy_len;
+        bool proxy_stopping;             /* StopUnit sent, reading until EOF (at most 3 s) */
+        bool proxy_discarding;           /* an overlong line is being skipped */
 
         JobWaiter *waiters;
 };

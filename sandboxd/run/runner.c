@@ -338,6 +338,16 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
                         goto finish;
                 }
         }
+        /* A run with network: its allow list is on record with its (empty) log. Checked again
+         * against AllowDomains= as it is now would be submit.c's; it was within it when accepted. */
+        if (rec->exec->network) {
+                req->network = true;
+                for (size_t i = 0; i < rec->exec->network->n_allow; i++)
+                        if (strv_extend(&req->network_allow, &req->n_network_allow, rec->exec->network->allow[i]) < 0) {
+                                k = -ENOMEM;
+                                goto finish;
+                        }
+        }
         req->record_id = strdup(rec->exec->id);
         req->execution_id = rec->exec->client_id ? strdup(rec->exec->client_id) : NULL;
         req->session_id = rec->exec->session_id ? strdup(rec->exec->session_id) : NULL;

@@ -577,9 +577,15 @@ static int build_filter(scmp_filter_ctx ctx, const char *const *extra_allow, boo
                                 if (r < 0)
                                         return r;
                         }
-                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 3,
-                                             SCMP_A0(SCMP_CMP_NE, AF_UNIX), SCMP_A0(SCMP_CMP_NE, AF_INET),
-                                             SCMP_A0(SCMP_CMP_NE, AF_INET6));
+                        /* Every other family, as intervals (one comparison per rule): [0, 0],
+                         * [AF_INET + 1, AF_INET6 - 1], [AF_INET6 + 1, 2^64 - 1]. */
+                        r = add_interval_rules(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 0, UINT64_MAX, 0, AF_UNIX - 1);
+                        if (r >= 0)
+                                r = add_interval_rules(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 0, UINT64_MAX,
+                                                       AF_INET + 1, AF_INET6 - 1);
+                        if (r >= 0)
+                                r = add_interval_rules(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 0, UINT64_MAX,
+                                                       AF_INET6 + 1, UINT64_MAX);
                         if (r < 0)
                                 return r;
                         continue;

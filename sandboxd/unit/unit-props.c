@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/random.h>
+#include <openssl/evp.h>
 
 #include "unit-props.h"
 
@@ -174,6 +175,10 @@ int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n) {
         for (size_t i = 0; i < plan->n_user_env; i++)
                 if (env_set(&env, &n, plan->user_env[i]) < 0)
                         return -ENOMEM;
+        /* Last: the way out of a run with network is the proxy, whatever env said. */
+        for (size_t i = 0; plan->proxy_socket && sandbox_network_env(i); i++)
+                if (env_set(&env, &n, sandbox_network_env(i)) < 0)
+                        return -ENOMEM;
         *ret = TAKE_PTR(env);
         *ret_n = n;
         return 0;
@@ -250,6 +255,8 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
         r |= strv_extend(&x->strv, &x->n, buf);
         r |= strv_extend(&x->strv, &x->n, "--cgroup-dir=" SANDBOX_CGROUP_DIR);
         r |= strv_extend(&x->strv, &x->n, "--tidy-mounts");
+        if (plan->proxy_socket)
+                r |= strv_extend(&x->strv, &x->n, "--pkgs-dir");
         if (plan->usr_layer)
                 r |= strv_extend(&x->strv, &x->n, "--usr-layer=" SANDBOX_USR_LAYER);
         snprintf(buf, sizeof(buf), "--rlimit-nofile=%" PRIu64, plan->nofile);
@@ -388,15 +395,21 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
 
 /* systemd's protections of the kernel, which cover sandbox-exec too (it runs before our own filter is
  * loaded, in the program's process only). Each one's start-up cost is measured by bench/. */
-static int add_kernel_protection(UnitProps *p) {
+static int add_kernel_protection(UnitProps *p, bool network) {
         static const char *const families[] = { "AF_UNIX", NULL };
+        static const char *const net_families[] = { "AF_UNIX", "AF_INET", "AF_INET6", NULL };
         static const char *const native[] = { "native", NULL };
         int r = 0;
 
         r |= add_u64(p, "RestrictNamespaces", 0, "no namespace of any kind can be created or joined");
         r |= add_bool(p, "LockPersonality", true, "the execution domain cannot be changed");
         r |= add_bool(p, "RestrictRealtime", true, "no realtime scheduling: the host's CPU stays fair");
-        r |= add_bstrv(p, "RestrictAddressFamilies", true, families, "sockets: AF_UNIX only (network is off anyway)");
+        if (network)
+                r |= add_bstrv(p, "RestrictAddressFamilies", true, net_families,
+                               "AF_INET/AF_INET6 for the egress proxy on lo, AF_UNIX; no netlink, packet, ...");
+        else
+                r |= add_bstrv(p, "RestrictAddressFamilies", true, families,
+                               "sockets: AF_UNIX only (network is off anyway)");
         r |= add_strv(p, "SystemCallArchitectures", native, "no 32-bit or x32 system call entry points");
         /* Not ProtectKernelTunables=: what it makes read-only is not there (ProcSubset=pid leaves no
          * /proc/sys, /proc/sysrq-trigger, ...; /sys is an empty directory), and its read-only remounts
@@ -470,7 +483,15 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         TRY(add_bool(&p, "PrivateNetwork", true, "no network: only a loopback device of its own"));
         TRY(add_bool(&p, "ProtectHostname", true, "cannot change the host name"));
         if (!plan->no_kernel_protection)
-                TRY(add_kernel_protection(&p));
+                TRY(add_kernel_protection(&p, plan->proxy_socket != NULL));
+        if (plan->proxy_socket) {
+                const char *const units[] = { plan->proxy_socket, NULL };
+
+                TRY(add_strv(&p, "JoinsNamespaceOf", units,
+                             "the proxy socket's network namespace: lo with the proxy listening on " PROXY_LISTEN_ADDRESS
+                             ", no route anywhere else"));
+                TRY(add_strv(&p, "After", units, "the namespace and the listening socket exist before the program"));
+        }
 
         /* Limits. */
         TRY(add_bool(&p, "MemoryAccounting", true, "peak memory is measured"));
@@ -533,4 +554,151 @@ const UnitProp *unit_props_find(const UnitProps *p, const char *name) {
                 if (streq(p->props[i].name, name))
                         return &p->props[i];
         return NULL;
+}
+
+static const char *const network_env[] = {
+        "http_proxy=" PROXY_URL,
+        "HTTP_PROXY=" PROXY_URL,
+        "https_proxy=" PROXY_URL,
+        "HTTPS_PROXY=" PROXY_URL,
+        "no_proxy=localhost,127.0.0.1,::1",
+        "NO_PROXY=localhost,127.0.0.1,::1",
+        "PIP_TARGET=" SANDBOX_WORKSPACE "/" SANDBOX_PKGS_DIR,
+        "PYTHONPATH=" SANDBOX_WORKSPACE "/" SANDBOX_PKGS_DIR,
+        "npm_config_cache=/tmp/.npm",
+};
+
+const char *sandbox_network_env(size_t i) {
+        return i < ELEMENTSOF(network_env) ? network_env[i] : NULL;
+}
+
+char *proxy_unit_name(const char *execution_id, const char *suffix) {
+        uint8_t md[EVP_MAX_MD_SIZE];
+        unsigned len = 0;
+        char hex[33], *s;
+
+        if (EVP_Digest(execution_id, strlen(execution_id), md, &len, EVP_sha256(), NULL) != 1 || len < 16)
+                return NULL;
+        for (size_t i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", md[i]);
+        if (asprintf(&s, "sandboxd-proxy-%s%s", hex, suffix) < 0)
+                return NULL;
+        return s;
+}
+
+int unit_props_proxy_socket(const ProxyPlan *plan, UnitProps *ret) {
+        _cleanup_free_ char *desc = NULL;
+        UnitProps p = {};
+        UnitProp *x;
+        int r = 0;
+
+        if (asprintf(&desc, "sandboxd egress proxy socket of %s", plan->execution_id) < 0)
+                return -ENOMEM;
+        r |= add_string(&p, "Description", desc, "what systemctl status shows");
+        x = add(&p, "Listen", PK_TMPFS, "bound by systemd inside the namespace the execution joins");
+        if (!x || strv_extend(&x->strv, &x->n, "Stream") < 0 || strv_extend(&x->strv, &x->n, PROXY_LISTEN_ADDRESS) < 0)
+                r = -ENOMEM;
+        r |= add_bool(&p, "Accept", false, "one proxy per execution gets the listening socket (Accept=yes does "
+                                            "not work for transient units on systemd 252)");
+        r |= add_bool(&p, "PrivateNetwork", true,
+                      "a fresh network namespace, owned by this unit's runtime, that the execution unit joins");
+        r |= add_string(&p, "CollectMode", "inactive-or-failed", "nothing of it stays once stopped");
+        if (r < 0) {
+                unit_props_done(&p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
+}
+
+static int add_arg(UnitProp *x, const char *key, const char *value) {
+        _cleanup_free_ char *a = NULL;
+
+        if (asprintf(&a, "--%s=%s", key, value) < 0)
+                return -ENOMEM;
+        return strv_extend(&x->strv, &x->n, a);
+}
+
+static int add_arg_u64(UnitProp *x, const char *key, uint64_t v) {
+        char buf[32];
+
+        snprintf(buf, sizeof(buf), "%" PRIu64, v);
+        return add_arg(x, key, buf);
+}
+
+/* The proxy parses hostile bytes: an unprivileged process with no file system, no capabilities, its
+ * own system call filter, sockets of the inet families only (and AF_UNIX for the journal). */
+int unit_props_proxy_service(const ProxyPlan *plan, UnitProps *ret) {
+        static const char *const families[] = { "AF_INET", "AF_INET6", "AF_UNIX", NULL };
+        static const char *const syscalls[] = { "@system-service", NULL };
+        static const char *const native[] = { "native", NULL };
+        _cleanup_free_ char *desc = NULL;
+        UnitProps p = {};
+        UnitProp *x;
+        int r = 0;
+
+        if (asprintf(&desc, "sandboxd egress proxy of %s", plan->execution_id) < 0)
+                return -ENOMEM;
+        r |= add_string(&p, "Description", desc, "what systemctl status shows");
+        x = add(&p, "ExecStart", PK_EXEC, "sandboxd-proxy with the execution's allowlist and the caps");
+        if (!x || !(x->s = strdup(plan->proxy)) || strv_extend(&x->strv, &x->n, plan->proxy) < 0 ||
+            add_arg(x, "execution-id", plan->execution_id) < 0)
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && x && i < plan->n_allow; i++)
+                r = add_arg(x, "allow", plan->allow[i]);
+        for (size_t i = 0; r >= 0 && x && i < plan->n_permit; i++)
+                r = add_arg(x, "permit", plan->permit[i]);
+        for (size_t i = 0; r >= 0 && x && i < plan->n_hosts; i++)
+                r = add_arg(x, "host", plan->hosts[i]);
+        if (r >= 0 && x)
+                r = add_arg_u64(x, "max-bytes", plan->max_bytes) < 0 ||
+                    add_arg_u64(x, "max-connections", plan->max_connections) < 0 ||
+                    add_arg_u64(x, "connect-timeout-ms", plan->connect_timeout_ms) < 0 ||
+                    add_arg_u64(x, "idle-timeout-ms", plan->idle_timeout_ms) < 0 ||
+                    add_arg_u64(x, "head-timeout-ms", plan->head_timeout_ms) < 0 ? -ENOMEM : 0;
+        r |= add_string(&p, "Type", "simple", "nothing to wait for");
+        r |= add_string(&p, "Slice", "sandboxd.slice", "with the executions it serves");
+        r |= add_string(&p, "CollectMode", "inactive-or-failed", "nothing of it stays once stopped");
+        r |= add_fd(&p, "StandardOutputFileDescriptor", plan->stdout_fd,
+                    "the event lines, one per connection, to sandboxd (the record and the journal)");
+        r |= add_string(&p, "StandardError", "journal", "its own diagnostics, each naming the execution");
+        r |= add_bool(&p, "DynamicUser", true, "an unprivileged UID of its own, never root, never the program's");
+        r |= add_string(&p, "ProtectSystem", "strict", "the whole file system read-only");
+        r |= add_string(&p, "ProtectHome", "yes", "no home directories");
+        r |= add_bool(&p, "PrivateTmp", true, "no shared /tmp");
+        r |= add_bool(&p, "PrivateDevices", true, "no device nodes");
+        r |= add_bool(&p, "PrivateIPC", true, "no SysV IPC or POSIX message queues of the host");
+        r |= add_string(&p, "ProtectProc", "invisible", "other processes invisible");
+        r |= add_bool(&p, "ProtectKernelTunables", true, "/proc/sys, /sys read-only");
+        r |= add_bool(&p, "ProtectKernelModules", true, "no module loading");
+        r |= add_bool(&p, "ProtectKernelLogs", true, "no kernel log");
+        r |= add_bool(&p, "ProtectControlGroups", true, "cgroupfs read-only");
+        r |= add_bool(&p, "ProtectClock", true, "the clock cannot be set");
+        r |= add_bool(&p, "ProtectHostname", true, "the host name cannot be changed");
+        r |= add_bool(&p, "NoNewPrivileges", true, "setuid binaries and file capabilities grant nothing");
+        r |= add_u64(&p, "CapabilityBoundingSet", 0, "no capability at all");
+        r |= add_u64(&p, "AmbientCapabilities", 0, "nothing passed on");
+        r |= add_bool(&p, "RestrictSUIDSGID", true, "cannot create setuid/setgid files");
+        r |= add_u64(&p, "RestrictNamespaces", 0, "no namespace can be created or joined");
+        r |= add_bool(&p, "LockPersonality", true, "the execution domain cannot be changed");
+        r |= add_bool(&p, "MemoryDenyWriteExecute", true, "no writable and executable memory: no injected code");
+        r |= add_bool(&p, "RestrictRealtime", true, "no realtime scheduling");
+        r |= add_bstrv(&p, "RestrictAddressFamilies", true, families,
+                       "TCP to servers over IPv4/IPv6 (DNS too), AF_UNIX for the journal; no netlink, packet, ...");
+        r |= add_bstrv(&p, "SystemCallFilter", true, syscalls, "systemd's allow-list for ordinary services");
+        r |= add_strv(&p, "SystemCallArchitectures", native, "no 32-bit or x32 system call entry points");
+        r |= add_bool(&p, "MemoryAccounting", true, "its memory is measured");
+        r |= add_u64(&p, "MemoryMax", 64ULL * 1024 * 1024, "one proxy per execution: 64 MiB is plenty for its buffers");
+        r |= add_u64(&p, "TasksMax", 16, "one thread, and c-ares");
+        r |= add_u64(&p, "LimitNOFILE", 2 * plan->max_connections + 64,
+                     "two sockets per connection (client, server), DNS and the journal");
+        r |= add_u64(&p, "LimitNOFILESoft", 2 * plan->max_connections + 64, "the same");
+        r |= add_u64(&p, "LimitCORE", 0, "no core dumps (they would hold the execution's traffic)");
+        r |= add_u64(&p, "TimeoutStopUSec", 3 * USEC_PER_SEC, "SIGTERM ends every connection at once; then SIGKILL");
+        if (r < 0) {
+                unit_props_done(&p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
 }

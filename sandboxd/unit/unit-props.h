@@ -104,6 +104,10 @@ typedef struct UnitPlan {
          * (comma-separated module names, "" for none). */
         bool warm;
         const char *warm_preload;
+        /* A run with network (issue 16): the egress proxy's socket unit, whose network namespace
+         * the unit joins (JoinsNamespaceOf=, After=); the program gets the proxy variables. NULL:
+         * no network. */
+        const char *proxy_socket;
 } UnitPlan;
 
 int unit_props_build(const UnitPlan *plan, UnitProps *ret);
@@ -130,6 +134,37 @@ char *warm_unit_name_generate(void);
  * before its claim had an execution id. -ENAMETOOLONG if it does not fit n bytes. */
 int control_fd_name(const char *execution_id, const char *unit, char *buf, size_t n);
 #define CONTROL_FD_NAME_MAX 128
+
+/* The egress proxy of a run with network (issue 16): a socket unit bound inside a network namespace
+ * of its own, which the execution unit joins, and the service it activates, outside of it. */
+#define PROXY_LISTEN_ADDRESS "127.0.0.1:3128"
+#define PROXY_URL "http://" PROXY_LISTEN_ADDRESS
+/* Inside the workspace: where pip installs (PIP_TARGET=) and python imports from (PYTHONPATH=). */
+#define SANDBOX_PKGS_DIR ".pkgs"
+
+typedef struct ProxyPlan {
+        const char *execution_id;
+        const char *proxy;               /* host path of sandboxd-proxy */
+        char *const *allow;              /* the request's network.allow, validated */
+        size_t n_allow;
+        char *const *permit;             /* PermitAddresses= in text */
+        size_t n_permit;
+        char *const *hosts;              /* HostsFile=: "NAME=ADDRESS" */
+        size_t n_hosts;
+        uint64_t max_bytes;              /* MaxTransferMB= in bytes; 0: no cap */
+        uint64_t max_connections;
+        uint64_t connect_timeout_ms, idle_timeout_ms, head_timeout_ms;
+        int stdout_fd;                   /* the write end of the event pipe */
+} ProxyPlan;
+
+/* "sandboxd-proxy-<32 hex>.socket" / ".service": the hex from the execution id (SHA-256), so that a
+ * restarted sandboxd finds an execution's proxy units again. suffix ".socket" or ".service". */
+char *proxy_unit_name(const char *execution_id, const char *suffix);
+int unit_props_proxy_socket(const ProxyPlan *plan, UnitProps *ret);
+int unit_props_proxy_service(const ProxyPlan *plan, UnitProps *ret);
+/* The environment a program with network gets (PROXY_URL in both cases of the variables, NO_PROXY,
+ * pip and python into the workspace, npm's cache in /tmp): row i, NULL past the end. */
+const char *sandbox_network_env(size_t i);
 
 /* "sandboxd-<id>.service" and the mount unit for the workspace path (unit-name.h). */
 char *execution_unit_name(const char *execution_id);

@@ -412,3 +412,13 @@ int sysd_list_units(Sysd *s, const char *const *patterns, sysd_list_done_t cb, v
 bool sysd_unit_exists_sync(Sysd *s, const char *name) {
         return fake_sysd_unit(s, name) != NULL;
 }
+
+/* Runs with network are the integration tests' (test-network): the fake has no proxy units. */
+int sysd_start_transient_aux(Sysd *s, const char *name, const UnitProps *props, const char *aux_name,
+                             const UnitProps *aux_props, sysd_done_t cb, void *userdata, SysdCall **ret) {
+        return -EOPNOTSUPP;
+}
+
+int sysd_start_unit(Sysd *s, const char *name, sysd_done_t cb, void *userdata, SysdCall **ret) {
+        return -EOPNOTSUPP;
+}

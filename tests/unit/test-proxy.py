@@ -23,16 +23,70 @@ WAIT = 30.0          # the longest any step waits for the proxy (a hang fails, i
 
 
 def reexec_in_netns():
+    """Into a private user, network and (if possible) mount namespace: with the mount namespace the
+    test bind-mounts its own resolv.conf over /etc/resolv.conf, naming the DNS server it runs on
+    127.0.0.1:53, so the c-ares path is exercised too."""
     if IN_NETNS or os.environ.get("SANDBOXD_PROXY_TEST_NO_NETNS"):
         return
-    env = dict(os.environ, SANDBOXD_PROXY_TEST_NETNS="1")
-    try:
-        r = subprocess.run(["unshare", "-rn", "true"], capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return
-    if r.returncode != 0:
-        return
-    os.execvpe("unshare", ["unshare", "-rn", sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+    for flags in ("-rnm", "-rn"):
+        try:
+            r = subprocess.run(["unshare", flags, "true"], capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        if r.returncode == 0:
+            env = dict(os.environ, SANDBOXD_PROXY_TEST_NETNS="1", SANDBOXD_PROXY_TEST_MOUNTNS=str(int(flags == "-rnm")))
+            os.execvpe("unshare", ["unshare", flags, sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+
+
+# ---- a DNS server on 127.0.0.1:53 (only inside the test's own namespaces) -----------------------
+
+DNS_A = {b"dns.test": "127.0.0.1", b"dns-internal.test": "127.0.0.5"}
+DNS_SILENT = {b"silent.test"}          # never answered: a query still pending at SIGTERM
+
+
+def dns_serve(sock):
+    while True:
+        try:
+            q, addr = sock.recvfrom(512)
+        except OSError:
+            return
+        if len(q) < 12:
+            continue
+        labels, i = [], 12
+        while i < len(q) and q[i] != 0:
+            labels.append(q[i + 1:i + 1 + q[i]])
+            i += 1 + q[i]
+        name = b".".join(labels).lower()
+        qtype = int.from_bytes(q[i + 1:i + 3], "big")
+        question = q[12:i + 5]
+        if name in DNS_SILENT:
+            continue
+        answers = b""
+        rcode = 0
+        if name in DNS_A and qtype == 1:
+            answers = (b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04"
+                       + socket.inet_aton(DNS_A[name]))
+        elif name not in DNS_A:
+            rcode = 3                   # NXDOMAIN
+        header = q[:2] + bytes([0x81, 0x80 | rcode]) + b"\x00\x01" + (b"\x00\x01" if answers else b"\x00\x00") \
+            + b"\x00\x00\x00\x00"
+        sock.sendto(header + question + answers, addr)
+
+
+def dns_setup():
+    """True when names outside --host resolve through this test's DNS server."""
+    if os.environ.get("SANDBOXD_PROXY_TEST_MOUNTNS") != "1":
+        return False
+    conf = os.path.join(SCRATCH, "resolv.conf")
+    with open(conf, "w") as f:
+        f.write("nameserver 127.0.0.1\n")
+    if subprocess.run(["mount", "--bind", conf, os.path.realpath("/etc/resolv.conf")],
+                      capture_output=True).returncode != 0:
+        return False
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("127.0.0.1", 53))
+    threading.Thread(target=dns_serve, args=(u,), daemon=True).start()
+    return True
 
 
 class Tap:
@@ -60,6 +114,7 @@ class Tap:
 
 
 T = Tap()
+PROXIES = []
 
 
 # ---- upstream servers --------------------------------------------------------------------------
@@ -67,10 +122,11 @@ T = Tap()
 class Server:
     """A TCP server on 127.0.0.1 with one thread per connection running handler(conn, self)."""
 
-    def __init__(self, handler):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    def __init__(self, handler, address="127.0.0.1"):
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((address, 0))
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.handler = handler
@@ -221,6 +277,7 @@ class Proxy:
         return c
 
     def stop(self):
+        PROXIES.append(self)
         try:
             os.kill(self.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -279,19 +336,44 @@ def main():
     SCRATCH = os.path.join(SCRATCH, "test-proxy.d")
     os.makedirs(SCRATCH, exist_ok=True)
 
+    have_dns = dns_setup()
     http = Server(http_handler)
     echo = Server(echo_handler)
     big = Server(big_handler)
     closed = free_port()
+    # A listener whose accept queue is full: the kernel drops further SYNs, so a connect to it hangs.
+    stuck = socket.socket()
+    stuck.bind(("127.0.0.1", 0))
+    stuck.listen(0)
+    fillers = []
+    for _ in range(3):
+        f = socket.socket()
+        f.setblocking(False)
+        f.connect_ex(stuck.getsockname())
+        fillers.append(f)
+    S = stuck.getsockname()[1]
     H, E, B = http.port, echo.port, big.port
+    try:
+        echo6 = Server(echo_handler, "::1")
+    except OSError:
+        echo6 = None
 
     common = ["--permit=127.0.0.1/32",
               "--allow=allowed.test:%d" % H, "--host=allowed.test=127.0.0.1",
               "--allow=tunnel.test:%d" % E, "--host=tunnel.test=127.0.0.1",
               "--allow=big.test:%d" % B, "--host=big.test=127.0.0.1",
               "--allow=inside.test:%d" % H, "--host=inside.test=127.0.0.2",
-              "--allow=nx.invalid:%d" % H,
-              "--allow=closed.test:%d" % closed, "--host=closed.test=127.0.0.1"]
+              "--allow=nx.invalid:%d" % H, "--allow=dns.test:%d" % E, "--allow=dns-internal.test:%d" % E,
+              "--allow=silent.test:%d" % E,
+              "--allow=closed.test:%d" % closed, "--host=closed.test=127.0.0.1",
+              # the internal 127.0.0.2 skipped, 127.0.0.1 connected to
+              "--allow=mixed.test:%d" % E, "--host=mixed.test=127.0.0.2", "--host=mixed.test=127.0.0.1",
+              # 127.0.0.3 permitted but nothing listens there: refused, then the next address
+              "--permit=127.0.0.3/32", "--allow=next.test:%d" % E, "--host=next.test=127.0.0.3",
+              "--host=next.test=127.0.0.1",
+              "--allow=stuck.test:%d" % S, "--host=stuck.test=127.0.0.1"]
+    if echo6:
+        common += ["--permit=::1", "--allow=six.test:%d" % echo6.port, "--host=six.test=::1"]
 
     # argv: usage errors exit 2.
     for args, why in ((["--execution-id=x", "--bogus=1"], "an unknown argument"),
@@ -299,6 +381,7 @@ def main():
                       (["--execution-id=x", "--allow=127.0.0.1"], "an IP literal in --allow"),
                       (["--execution-id=x", "--host=a.test"], "--host without an address"),
                       (["--execution-id=x", "--max-connections=0"], "--max-connections=0"),
+                      (["--execution-id=a b"], "an execution id with a space"),
                       (["--allow=a.test"], "no --execution-id")):
         r = subprocess.run([PROXY] + args, capture_output=True, timeout=WAIT)
         T.ok(r.returncode == 2 and r.stderr, "argv: %s exits 2 with a message" % why, r)
@@ -357,6 +440,36 @@ def main():
          and ev["address"] == "127.0.0.1" and "reason" not in ev, "CONNECT: the event line and its byte counts", ev)
     T.ok(echo.received.get(timeout=WAIT) == len(payload), "CONNECT: the server got every byte")
 
+    # Several addresses: internal ones skipped, a failed connect followed by the next address; IPv6.
+    def tunnel(host, port, srv):
+        c = p.connect()
+        c.sendall(b"CONNECT %s:%d HTTP/1.1\r\n\r\n" % (host.encode(), port))
+        first = c.recv(39)
+        c.sendall(b"ping")
+        c.shutdown(socket.SHUT_WR)
+        rest = read_all(c)
+        c.close()
+        srv.received.get(timeout=WAIT)
+        return first + rest, p.event()
+    for host, why in (("mixed.test", "an internal address skipped"), ("next.test", "a refused connect, then the next")):
+        data, ev = tunnel(host, E, echo)
+        T.ok(data == b"HTTP/1.1 200 Connection established\r\n\r\nping" and ev and ev["decision"] == "allowed"
+             and ev["address"] == "127.0.0.1" and ev["bytes_up"] == 4, "several addresses: %s" % why, (data, ev))
+    if have_dns:
+        data, ev = tunnel("dns.test", E, echo)
+        T.ok(data.endswith(b"ping") and ev and ev["address"] == "127.0.0.1", "DNS (c-ares): a name resolved by the "
+             "name server connects", (data, ev))
+        expect_refusal(p, "DNS (c-ares): a name resolving to an internal address",
+                       b"CONNECT dns-internal.test:%d HTTP/1.1\r\n\r\n" % E, 403, "dns-internal.test", E,
+                       "internal address", "CONNECT")
+    else:
+        T.skip("DNS (c-ares)", "no private mount namespace for a resolv.conf of the test's own")
+    if echo6:
+        data, ev = tunnel("six.test", echo6.port, echo6)
+        T.ok(data.endswith(b"ping") and ev and ev["address"] == "::1", "IPv6: CONNECT to ::1", (data, ev))
+    else:
+        T.skip("IPv6: CONNECT to ::1", "no ::1 here")
+
     # Refusals.
     expect_refusal(p, "not in the allowlist", b"CONNECT evil.test:443 HTTP/1.1\r\n\r\n", 403, "evil.test", 443,
                    "not in the allowlist", "CONNECT")
@@ -394,11 +507,20 @@ def main():
     T.ok(c1.recv(100) == b"abc", "SIGTERM: the tunnel carries bytes")
     c2 = p.connect()
     c2.sendall(b"GET http://allowed.test:%d/ HTTP/1.1\r\nHost: a" % H)
-    time.sleep(0.2)             # let the proxy read the half head (no assertion depends on it)
+    if have_dns:
+        c3 = p.connect()
+        c3.sendall(b"CONNECT silent.test:%d HTTP/1.1\r\n\r\n" % E)
+    time.sleep(0.2)             # let the proxy read the heads (no assertion depends on it)
     status = p.stop()
-    evs = [p.event(), p.event()]
+    evs = [p.event(), p.event()] + ([p.event()] if have_dns else [])
     T.ok(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "SIGTERM: exit 0", status)
     T.ok(p.event() is None, "SIGTERM: stdout at EOF after the lines")
+    if have_dns:
+        pending = [e for e in evs if e and e["host"] == "silent.test"]
+        T.ok(len(pending) == 1 and pending[0]["reason"] == "name did not resolve",
+             "SIGTERM: a query still pending gets its line", evs)
+        evs = [e for e in evs if e not in pending]
+        c3.close()
     tunnel = [e for e in evs if e and e["method"] == "CONNECT"]
     half = [e for e in evs if e and e["method"] == ""]
     T.ok(len(tunnel) == 1 and tunnel[0]["decision"] == "allowed" and tunnel[0]["bytes_up"] == 3
@@ -413,7 +535,9 @@ def main():
          "stderr: decisions logged with the execution id", log[-2000:])
 
     # Head timeout: half a head, then nothing (slowloris).
-    p = Proxy(common + ["--head-timeout-ms=300"], "head")
+    p = Proxy(common + ["--head-timeout-ms=300", "--connect-timeout-ms=300"], "head")
+    expect_refusal(p, "connect timed out (a listener whose queue is full)",
+                   b"CONNECT stuck.test:%d HTTP/1.1\r\n\r\n" % S, 504, "stuck.test", S, "connect timed out", "CONNECT")
     c = p.connect()
     c.sendall(b"GET http://allowed.test:%d/ HTTP/1.1\r\nHost: allo" % H)
     data = read_all(c)
@@ -472,6 +596,9 @@ def main():
     http.sent.get(timeout=WAIT)
     T.ok(os.WEXITSTATUS(p.stop()) == 0, "connection cap: the proxy exits 0")
 
+    # An ASan/UBSan build (make check-asan) reports on stderr; a plain build never writes these words.
+    reports = [q.stderr() for q in PROXIES if "Sanitizer" in q.stderr() or "runtime error" in q.stderr()]
+    T.ok(not reports, "no sanitizer report from any proxy (%d run)" % len(PROXIES), "\n".join(reports)[-3000:])
     T.done()
 
 

@@ -248,7 +248,8 @@ static void test_artifact_usage_migration(_unused_ void **state) {
                      "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
                      "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE sessions DROP COLUMN client_id; "
-                     "ALTER TABLE executions DROP COLUMN start; PRAGMA user_version = 8");
+                     "ALTER TABLE executions DROP COLUMN start; ALTER TABLE executions DROP COLUMN network; "
+                     "PRAGMA user_version = 8");
         s = open_ok();
         assert_int_equal(caller_bytes(s, "uid:1"), 2 << 20);
         assert_int_equal(caller_bytes(s, "key:ci"), 1 << 20);

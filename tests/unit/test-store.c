@@ -658,7 +658,7 @@ static void test_usage(_unused_ void **state) {
                      "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
                      "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE sessions DROP COLUMN client_id; "
-                     "ALTER TABLE executions DROP COLUMN start; "
+                     "ALTER TABLE executions DROP COLUMN start; ALTER TABLE executions DROP COLUMN network; "
                      "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7");
         s = open_ok();
         assert_usage(s, "uid:1000", 1, record_bytes(c, c->code) + body, 1);
@@ -697,6 +697,7 @@ static void test_schema_newer(_unused_ void **state) {
                      "ALTER TABLE executions DROP COLUMN error_message; ALTER TABLE executions DROP COLUMN cancel_requested; "
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE executions DROP COLUMN start; "
+                     "ALTER TABLE executions DROP COLUMN network; "
                      "PRAGMA user_version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had none of them */
         r->exec->client_id = mfree(r->exec->client_id);

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The egress proxy of a run with network (issue 16): before the execution unit, a socket unit bound
+ * inside a network namespace of its own (PrivateNetwork=) with the proxy service as its aux unit,
+ * then the service; the execution unit joins the socket's namespace (unit-props.c). The proxy's
+ * stdout is a pipe whose read end is watched here: one event line per connection, each validated
+ * (net/proxy-event.h), logged in the record, the journal and the metrics. At the execution's end the
+ * units are stopped and the pipe read to EOF, then the record is final. */
+#include <fcntl.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+#include "job-internal.h"
+#include "log.h"
+#include "net/net-policy.h"
+#include "net/proxy-event.h"
+#include "time-util.h"
+#include "unit/unit-props.h"
+
+#define PROXY_EOF_TIMEOUT_USEC (3 * USEC_PER_SEC)
+/* The head of a client's request is due within this long (slowloris). */
+#define PROXY_HEAD_TIMEOUT_MS 10000
+
+static void proxy_kill(Job *j) {
+        if (j->proxy_service)
+                (void) sysd_kill_unit(j->ctx->sysd, j->proxy_service, "all", SIGKILL);
+}
+
+static void proxy_done_reading(Job *j) {
+        bool was_stopping = j->proxy_stopping;
+
+        j->proxy_src = sd_event_source_disable_unref(j->proxy_src);
+        j->proxy_timeout_src = sd_event_source_disable_unref(j->proxy_timeout_src);
+        j->proxy_fd = safe_close(j->proxy_fd);
+        j->proxy_buf = mfree(j->proxy_buf);
+        j->proxy_len = 0;
+        if (was_stopping && (j->waiting & JOB_WAIT_PROXY)) {
+                j->waiting &= ~JOB_WAIT_PROXY;
+                job_finalize(j);
+        }
+}
+
+static void proxy_protocol_error(Job *j, const char *why) {
+        log_warning("%s: the egress proxy wrote a line that is not an event (%s): killing it", j->exec->id, why);
+        if (j->exec->network)
+                (void) net_log_set_note(j->exec->network, "proxy protocol error");
+        (void) sd_journal_send("MESSAGE=Execution %s: egress proxy protocol error (%s), proxy killed", j->exec->id, why,
+                               "PRIORITY=%i", LOG_WARNING,
+                               "SANDBOXD_EXECUTION_ID=%s", execution_public_id(j->exec),
+                               "SANDBOXD_RECORD_ID=%s", j->exec->id,
+                               NULL);
+        proxy_kill(j);
+        /* Nothing more is read from it: what it says from now on is not believed. */
+        j->proxy_src = sd_event_source_disable_unref(j->proxy_src);
+        j->proxy_fd = safe_close(j->proxy_fd);
+        if (j->proxy_stopping)
+                proxy_done_reading(j);
+}
+
+static void proxy_event(Job *j, const NetLogEntry *e) {
+        const Execution *x = j->exec;
+
+        if (x->network && net_log_append(x->network, e, j->ctx->config->net_max_logged_requests) < 0)
+                log_oom();
+        metrics_network_request(j->ctx->metrics, e->decision);
+        (void) sd_journal_send("MESSAGE=Execution %s: %s %s:%u %s%s%s", x->id, e->method[0] ? e->method : "-",
+                               e->host[0] ? e->host : "-", e->port, net_decision_to_string(e->decision),
+                               e->reason[0] ? ": " : "", e->reason,
+                               "PRIORITY=%i", LOG_INFO,
+                               "SANDBOXD_EXECUTION_ID=%s", execution_public_id(x),
+                               "SANDBOXD_RECORD_ID=%s", x->id,
+                               "SANDBOXD_NET_HOST=%s", e->host,
+                               "SANDBOXD_NET_PORT=%u", e->port,
+                               "SANDBOXD_NET_METHOD=%s", e->method,
+                               "SANDBOXD_NET_DECISION=%s", net_decision_to_string(e->decision),
+                               "SANDBOXD_NET_REASON=%s", e->reason,
+                               "SANDBOXD_NET_ADDRESS=%s", e->address,
+                               "SANDBOXD_NET_BYTES_UP=%" PRIu64, e->bytes_up,
+                               "SANDBOXD_NET_BYTES_DOWN=%" PRIu64, e->bytes_down,
+                               NULL);
+}
+
+/* Lines out of the buffer; false after a protocol error. */
+static bool proxy_drain_lines(Job *j) {
+        size_t start = 0;
+
+        for (;;) {
+                char *nl = memchr(j->proxy_buf + start, '\n', j->proxy_len - start);
+                NetLogEntry e;
+                const char *why;
+                int r;
+
+                if (!nl)
+                        break;
+                r = proxy_event_parse(j->proxy_buf + start, (size_t) (nl - (j->proxy_buf + start)), &e, &why);
+                if (r == -ENOMEM)
+                        log_oom();
+                else if (r < 0) {
+                        proxy_protocol_error(j, why ?: "bad line");
+                        return false;
+                } else
+                        proxy_event(j, &e);
+                start = (size_t) (nl - j->proxy_buf) + 1;
+        }
+        memmove(j->proxy_buf, j->proxy_buf + start, j->proxy_len - start);
+        j->proxy_len -= start;
+        if (j->proxy_len >= PROXY_EVENT_LINE_MAX) {
+                proxy_protocol_error(j, "a line longer than 2048 bytes");
+                return false;
+        }
+        return true;
+}
+
+static int on_proxy_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Job *j = userdata;
+
+        for (unsigned round = 0; round < 16; round++) {
+                ssize_t n = read(fd, j->proxy_buf + j->proxy_len, PROXY_EVENT_LINE_MAX - j->proxy_len);
+
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                return 0;
+                        log_warning_errno(errno, "%s: cannot read the egress proxy's events: %m", j->exec->id);
+                        proxy_done_reading(j);
+                        return 0;
+                }
+                if (n == 0) {
+                        /* Either may make the job final and free it: nothing of j after. */
+                        if (j->proxy_len > 0)
+                                proxy_protocol_error(j, "a line without its newline at the end");
+                        else
+                                proxy_done_reading(j);
+                        return 0;
+                }
+                j->proxy_len += (size_t) n;
+                if (!proxy_drain_lines(j))
+                        return 0;
+        }
+        return 0;       /* more next time round the loop: fair to the other sources */
+}
+
+static int on_proxy_eof_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Job *j = userdata;
+
+        log_warning("%s: the egress proxy's event pipe did not end 3 s after its units were stopped: its log may "
+                    "be incomplete", j->exec->id);
+        if (j->exec->network)
+                (void) net_log_set_note(j->exec->network, "the proxy's log did not end in time: it may be incomplete");
+        proxy_kill(j);
+        proxy_done_reading(j);
+        return 0;
+}
+
+/* The proxy units' own events: nothing to do but hold the names (the sweep leaves watched units). */
+static const SysdUnitEvents proxy_unit_events = {};
+
+static int proxy_names(Job *j) {
+        if (!j->proxy_socket)
+                j->proxy_socket = proxy_unit_name(j->exec->id, ".socket");
+        if (!j->proxy_service)
+                j->proxy_service = proxy_unit_name(j->exec->id, ".service");
+        if (!j->proxy_socket || !j->proxy_service)
+                return -ENOMEM;
+        if (!j->watch_proxy_socket && sysd_watch(j->ctx->sysd, j->proxy_socket, &proxy_unit_events, j,
+                                                 &j->watch_proxy_socket) < 0)
+                return -ENOMEM;
+        if (!j->watch_proxy_service && sysd_watch(j->ctx->sysd, j->proxy_service, &proxy_unit_events, j,
+                                                  &j->watch_proxy_service) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static void on_proxy_service_started(void *userdata, int r, const char *message) {
+        Job *j = userdata;
+
+        j->call_start = sysd_call_free(j->call_start);
+        if (j->proxy_stopping)
+                return;         /* the job ended meanwhile (its finish stopped the units) */
+        if (r < 0) {
+                log_error("%s: StartUnit(%s) failed: %s", j->exec->id, j->proxy_service, strna(message));
+                job_fail_internal(j, "the egress proxy could not be started");
+                return;
+        }
+        if (j->cancel_requested) {
+                job_end_before_unit(j);
+                return;
+        }
+        job_start_service(j);
+}
+
+static void on_proxy_socket_started(void *userdata, int r, const char *message) {
+        Job *j = userdata;
+
+        j->call_start = sysd_call_free(j->call_start);
+        if (j->proxy_stopping)
+                return;         /* no service start after the stop */
+        if (r < 0) {
+                log_error("%s: StartTransientUnit(%s) failed: %s", j->exec->id, j->proxy_socket, strna(message));
+                job_fail_internal(j, "the egress proxy's socket could not be started");
+                return;
+        }
+        /* Explicitly: Accept=no would start it only at the first connection. */
+        r = sysd_start_unit(j->ctx->sysd, j->proxy_service, on_proxy_service_started, j, &j->call_start);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot call StartUnit(%s): %m", j->exec->id, j->proxy_service);
+                job_fail_internal(j, "the egress proxy could not be started");
+        }
+}
+
+void job_network_start(Job *j) {
+        Context *ctx = j->ctx;
+        const Config *c = ctx->config;
+        const NetPolicy *np = ctx->net_policy;
+        _cleanup_close_pair_ int pipefd[2] = { -EBADF, -EBADF };
+        UnitProps sock = {}, svc = {};
+        ProxyPlan plan;
+        int r;
+
+        if (proxy_names(j) < 0) {
+                job_fail_internal(j, "out of memory");
+                return;
+        }
+        if (pipe2(pipefd, O_CLOEXEC) < 0 || fcntl(pipefd[0], F_SETFL, O_NONBLOCK) < 0) {
+                log_error_errno(errno, "%s: cannot create the egress proxy's pipe: %m", j->exec->id);
+                job_fail_internal(j, "cannot create the egress proxy's pipe");
+                return;
+        }
+        j->proxy_buf = malloc(PROXY_EVENT_LINE_MAX);
+        if (!j->proxy_buf) {
+                job_fail_internal(j, "out of memory");
+                return;
+        }
+        plan = (ProxyPlan) {
+                .execution_id = j->exec->id,
+                .proxy = ctx->proxy,
+                .allow = j->request->network_allow,
+                .n_allow = j->request->n_network_allow,
+                .permit = np ? np->permit_strings : NULL,
+                .n_permit = np ? np->n_permit : 0,
+                .hosts = np ? np->hosts : NULL,
+                .n_hosts = np ? np->n_hosts : 0,
+                .max_bytes = c->net_max_transfer_mb * 1024 * 1024,
+                .max_connections = c->net_max_connections,
+                .connect_timeout_ms = c->net_connect_timeout_sec * MSEC_PER_SEC,
+                .idle_timeout_ms = c->net_idle_timeout_sec * MSEC_PER_SEC,
+                .head_timeout_ms = PROXY_HEAD_TIMEOUT_MS,
+                .stdout_fd = pipefd[1],
+        };
+        r = unit_props_proxy_socket(&plan, &sock);
+        if (r >= 0)
+                r = unit_props_proxy_service(&plan, &svc);
+        if (r >= 0) {
+                /* From here the units may exist: stopped, and the pipe read, before the record is final. */
+                j->waiting |= JOB_WAIT_PROXY;
+                r = sysd_start_transient_aux(ctx->sysd, j->proxy_socket, &sock, j->proxy_service, &svc,
+                                             on_proxy_socket_started, j, &j->call_start);
+        }
+        unit_props_done(&sock);
+        unit_props_done(&svc);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot call StartTransientUnit(%s): %m", j->exec->id, j->proxy_socket);
+                job_fail_internal(j, "cannot start the egress proxy");
+                return;
+        }
+        /* sd-bus duplicated the write end into the message; ours closes here, so that EOF comes once
+         * the proxy (and systemd's copy) are gone. */
+        j->proxy_fd = TAKE_FD(pipefd[0]);
+        if (sd_event_add_io(ctx->event, &j->proxy_src, j->proxy_fd, EPOLLIN, on_proxy_pipe, j) < 0) {
+                log_error("%s: cannot watch the egress proxy's pipe", j->exec->id);
+                j->proxy_fd = safe_close(j->proxy_fd);
+        }
+}
+
+int job_network_adopt(Job *j) {
+        if (!j->exec->network)
+                return 0;
+        if (proxy_names(j) < 0)
+                return -ENOMEM;
+        /* The pipe did not survive the restart: the units are stopped at the end, what the proxy
+         * logged meanwhile is lost. */
+        j->waiting |= JOB_WAIT_PROXY;
+        j->proxy_stopping = false;
+        (void) net_log_set_note(j->exec->network,
+                                "sandboxd restarted while this ran: requests after the restart are not logged");
+        return 0;
+}
+
+static void stop_units(Job *j) {
+        if (j->proxy_service)
+                (void) sysd_stop_unit(j->ctx->sysd, j->proxy_service, NULL, NULL);
+        if (j->proxy_socket)
+                (void) sysd_stop_unit(j->ctx->sysd, j->proxy_socket, NULL, NULL);
+}
+
+bool job_network_finish(Job *j) {
+        if (!(j->waiting & JOB_WAIT_PROXY))
+                return false;
+        if (j->proxy_stopping)
+                return true;    /* already under way */
+        j->proxy_stopping = true;
+        /* The call that creates the units may still be on its way: it goes on, and the stop follows
+         * it in systemd's queue. */
+        stop_units(j);
+        if (j->proxy_fd < 0) {
+                j->waiting &= ~JOB_WAIT_PROXY;
+                return false;
+        }
+        if (sd_event_add_time_relative(j->ctx->event, &j->proxy_timeout_src, CLOCK_MONOTONIC, PROXY_EOF_TIMEOUT_USEC,
+                                       10 * USEC_PER_MSEC, on_proxy_eof_timeout, j) < 0) {
+                j->proxy_fd = safe_close(j->proxy_fd);
+                j->waiting &= ~JOB_WAIT_PROXY;
+                return false;
+        }
+        return true;
+}
+
+void job_network_release(Job *j) {
+        if ((j->waiting & JOB_WAIT_PROXY) && !j->proxy_stopping)
+                stop_units(j);
+        j->waiting &= ~JOB_WAIT_PROXY;
+        j->proxy_src = sd_event_source_disable_unref(j->proxy_src);
+        j->proxy_timeout_src = sd_event_source_disable_unref(j->proxy_timeout_src);
+        j->proxy_fd = safe_close(j->proxy_fd);
+        j->proxy_buf = mfree(j->proxy_buf);
+        j->watch_proxy_socket = sysd_watch_free(j->watch_proxy_socket);
+        j->watch_proxy_service = sysd_watch_free(j->watch_proxy_service);
+        j->proxy_socket = mfree(j->proxy_socket);
+        j->proxy_service = mfree(j->proxy_service);
+}
