@@ -6,9 +6,9 @@ HTTP server in it):
 
   throughput  a 100 MiB download (curl -o /dev/null) through the proxy, from an execution with
               network allowed, vs the same download directly from the harness's own network
-              namespace (which bench/run created: the proxy's side of the veth pair); median of
-              --reps each, after a small warm-up request through the proxy (its start is not
-              counted). Target: proxy / direct >= 0.8.
+              namespace (which bench/run created: the proxy's side of the veth pair); --reps
+              executions, each after a small warm-up request through the proxy (its start is not
+              counted), interleaved with the direct ones; medians. Target: proxy / direct >= 0.8.
   latency     --requests small GETs each way, curl -w time_connect and time_starttransfer; the
               added latency per request is p50(through the proxy) - p50(direct) of
               time_starttransfer (connect through the proxy is the loopback connect to 127.0.0.1:3128;
@@ -68,35 +68,42 @@ def main():
         W_DL = "%{speed_download} %{time_total} %{size_download}"
         W_LAT = "%{time_connect} %{time_starttransfer} %{time_total}"
 
-        print("bench/network: warm-up and direct downloads", file=sys.stderr)
+        def proxy_exec(lines):
+            # The warm-up request first: the proxy's start (socket activation, the first accept) is
+            # not in the figures.
+            script = f'curl -sS -x "$HTTP_PROXY" -o /dev/null {small} || exit 10\n' + lines
+            res = lib.run(script, language="bash", network={"allow": ["files.lab.test"]},
+                          limits={"timeout_ms": 120000})
+            if res.get("status") != "success":
+                raise RuntimeError(f"the execution failed: {json.dumps(res)[:3000]}")
+            ids.append(res["execution_id"])
+            return res["stdout"]
+
+        def direct(w, url):
+            return [float(x) for x in curl_direct(["-w", w, url]).split()]
+
+        # Interleaved: direct, through the proxy (one execution), direct, ... so that both see the
+        # same state of the machine; the latency block the same way, half of the direct requests
+        # before the execution and half after.
+        ids, direct_dl, proxy_dl, out = [], [], [], ""
         curl_direct([small_direct])
-        direct_dl = []
-        for _ in range(a.reps):
-            direct_dl.append([float(x) for x in curl_direct(["-w", W_DL, big_direct]).split()])
-
-        print("bench/network: the execution through the proxy", file=sys.stderr)
-        script = (f'curl -sS -x "$HTTP_PROXY" -o /dev/null {small} || exit 10\n'       # warm-up: the proxy's start
-                  f'for i in $(seq {a.reps}); do\n'
-                  f'  printf "DL " && curl -sS -x "$HTTP_PROXY" -o /dev/null -w "{W_DL}\\n" {big} || exit 11\n'
-                  f'done\n'
-                  f'for i in $(seq {a.requests}); do\n'
-                  f'  printf "LAT " && curl -sS -x "$HTTP_PROXY" -o /dev/null -w "{W_LAT}\\n" {small} || exit 12\n'
-                  f'done\n')
-        res = lib.run(script, language="bash", network={"allow": ["files.lab.test"]}, limits={"timeout_ms": 120000})
-        if res.get("status") != "success":
-            print(f"bench/network: the execution failed: {json.dumps(res)[:3000]}", file=sys.stderr)
-            return 1
-        proxy_dl = parse_pairs(res["stdout"], "DL")
-        proxy_lat = parse_pairs(res["stdout"], "LAT")
-
-        print("bench/network: direct latency", file=sys.stderr)
-        direct_lat = [[float(x) for x in curl_direct(["-w", W_LAT, small_direct]).split()] for _ in range(a.requests)]
-        for _ in range(a.reps):     # after the proxy's run too: the median sees both sides of it
-            direct_dl.append([float(x) for x in curl_direct(["-w", W_DL, big_direct]).split()])
+        for i in range(a.reps):
+            print(f"bench/network: download {i + 1}/{a.reps}, direct and through the proxy", file=sys.stderr)
+            direct_dl.append(direct(W_DL, big_direct))
+            out = proxy_exec(f'printf "DL " && curl -sS -x "$HTTP_PROXY" -o /dev/null -w "{W_DL}\\n" {big} || exit 11\n')
+            proxy_dl += parse_pairs(out, "DL")
+        direct_dl.append(direct(W_DL, big_direct))
+        print("bench/network: latency, direct and through the proxy", file=sys.stderr)
+        direct_lat = [direct(W_LAT, small_direct) for _ in range(a.requests // 2)]
+        out = proxy_exec(f'for i in $(seq {a.requests}); do\n'
+                         f'  printf "LAT " && curl -sS -x "$HTTP_PROXY" -o /dev/null -w "{W_LAT}\\n" {small} || exit 12\n'
+                         f'done\n')
+        proxy_lat = parse_pairs(out, "LAT")
+        direct_lat += [direct(W_LAT, small_direct) for _ in range(a.requests - a.requests // 2)]
 
     bad = [r for r in proxy_dl + direct_dl if int(r[2]) != size]
     if bad or len(proxy_dl) != a.reps or len(proxy_lat) != a.requests:
-        print(f"bench/network: incomplete downloads or missing lines: {bad} {res['stdout'][:2000]}", file=sys.stderr)
+        print(f"bench/network: incomplete downloads or missing lines: {bad} {out[:2000]}", file=sys.stderr)
         return 1
 
     def med(rows, i):
@@ -110,7 +117,7 @@ def main():
     added = ttfb_p - ttfb_d
     verdict = "n/a" if ratio is None else ("PASS" if ratio >= 0.8 else "MISS")
 
-    print(f"\n=== Network (issue 16): {a.size_mib} MiB download, median of {a.reps} (direct: {len(direct_dl)}); "
+    print(f"\n=== Network (issue 16): {a.size_mib} MiB download, median of {a.reps} (direct: {len(direct_dl)}, interleaved); "
           f"{a.requests} small requests each way ===")
     print(f"{'':34} {'through the proxy':>18} {'direct':>10}")
     print(f"{'throughput [MiB/s]':34} {tp_proxy:18.1f} {tp_direct:10.1f}")
@@ -128,7 +135,7 @@ def main():
            "throughput_mib_s": {"proxy": tp_proxy, "direct": tp_direct, "ratio": ratio, "limit": 0.8, "verdict": verdict},
            "latency_ms_p50": {"connect_proxy": con_p, "connect_direct": con_d, "starttransfer_proxy": ttfb_p,
                               "starttransfer_direct": ttfb_d, "added": added},
-           "execution_id": res.get("execution_id")}
+           "execution_ids": ids}
     path = a.results_file or os.path.join(HERE, "results",
                                           "network-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + ".json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -139,4 +146,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"bench/network: {e}", file=sys.stderr)
+        sys.exit(1)
