@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The egress proxy of a run with network (issue 16): before the execution unit, a socket unit bound
- * inside a network namespace of its own (PrivateNetwork=) with the proxy service as its aux unit,
- * then the service; the execution unit joins the socket's namespace (unit-props.c). The proxy's
+ * inside a network namespace of its own (PrivateNetwork=) and the proxy service that it activates,
+ * in one StartTransientUnit (the service, with the socket as its aux unit); the execution unit joins the socket's namespace (unit-props.c). The proxy's
  * stdout is a pipe whose read end is watched here: one event line per connection, each validated
  * (net/proxy-event.h), logged in the record, the journal and the metrics. At the execution's end the
  * units are stopped and the pipe read to EOF, then the record is final. */
@@ -95,6 +95,15 @@ static bool proxy_drain_lines(Job *j) {
                 if (r == -ENOMEM)
                         log_oom();
                 else if (r < 0) {
+                        size_t len = (size_t) (nl - (j->proxy_buf + start));
+
+                        /* Printable bytes only, and not all of it: the line is hostile. */
+                        for (size_t i = 0; i < len; i++)
+                                if ((unsigned char) j->proxy_buf[start + i] < 0x20 ||
+                                    (unsigned char) j->proxy_buf[start + i] > 0x7e)
+                                        j->proxy_buf[start + i] = '?';
+                        log_debug("%s: refused event line: %.*s", j->exec->id, (int) MIN(len, (size_t) 256),
+                                  j->proxy_buf + start);
                         proxy_protocol_error(j, why ?: "bad line");
                         return false;
                 } else
@@ -169,14 +178,14 @@ static int proxy_names(Job *j) {
         return 0;
 }
 
-static void on_proxy_service_started(void *userdata, int r, const char *message) {
+static void on_proxy_started(void *userdata, int r, const char *message) {
         Job *j = userdata;
 
         j->call_start = sysd_call_free(j->call_start);
         if (j->proxy_stopping)
                 return;         /* the job ended meanwhile (its finish stopped the units) */
         if (r < 0) {
-                log_error("%s: StartUnit(%s) failed: %s", j->exec->id, j->proxy_service, strna(message));
+                log_error("%s: StartTransientUnit(%s) failed: %s", j->exec->id, j->proxy_service, strna(message));
                 job_fail_internal(j, "the egress proxy could not be started");
                 return;
         }
@@ -184,26 +193,9 @@ static void on_proxy_service_started(void *userdata, int r, const char *message)
                 job_end_before_unit(j);
                 return;
         }
+        /* Its start job is queued, and the socket's before it: the execution unit's After= orders
+         * it behind the socket. */
         job_start_service(j);
-}
-
-static void on_proxy_socket_started(void *userdata, int r, const char *message) {
-        Job *j = userdata;
-
-        j->call_start = sysd_call_free(j->call_start);
-        if (j->proxy_stopping)
-                return;         /* no service start after the stop */
-        if (r < 0) {
-                log_error("%s: StartTransientUnit(%s) failed: %s", j->exec->id, j->proxy_socket, strna(message));
-                job_fail_internal(j, "the egress proxy's socket could not be started");
-                return;
-        }
-        /* Explicitly: Accept=no would start it only at the first connection. */
-        r = sysd_start_unit(j->ctx->sysd, j->proxy_service, on_proxy_service_started, j, &j->call_start);
-        if (r < 0) {
-                log_error_errno(r, "%s: cannot call StartUnit(%s): %m", j->exec->id, j->proxy_service);
-                job_fail_internal(j, "the egress proxy could not be started");
-        }
 }
 
 void job_network_start(Job *j) {
@@ -211,6 +203,7 @@ void job_network_start(Job *j) {
         const Config *c = ctx->config;
         const NetPolicy *np = ctx->net_policy;
         _cleanup_close_pair_ int pipefd[2] = { -EBADF, -EBADF };
+        _cleanup_close_ int errfd = -EBADF;
         UnitProps sock = {}, svc = {};
         ProxyPlan plan;
         int r;
@@ -224,6 +217,13 @@ void job_network_start(Job *j) {
                 job_fail_internal(j, "cannot create the egress proxy's pipe");
                 return;
         }
+        /* The proxy's stderr: a journal stream of its own, apart from the event pipe. */
+        errfd = sd_journal_stream_fd("sandboxd-proxy", LOG_INFO, false);
+        if (errfd < 0) {
+                log_error_errno(errfd, "%s: cannot open a journal stream for the egress proxy: %m", j->exec->id);
+                job_fail_internal(j, "cannot open a journal stream for the egress proxy");
+                return;
+        }
         j->proxy_buf = malloc(PROXY_EVENT_LINE_MAX);
         if (!j->proxy_buf) {
                 job_fail_internal(j, "out of memory");
@@ -231,6 +231,7 @@ void job_network_start(Job *j) {
         }
         plan = (ProxyPlan) {
                 .execution_id = j->exec->id,
+                .socket_unit = j->proxy_socket,
                 .proxy = ctx->proxy,
                 .allow = j->request->network_allow,
                 .n_allow = j->request->n_network_allow,
@@ -244,15 +245,19 @@ void job_network_start(Job *j) {
                 .idle_timeout_ms = c->net_idle_timeout_sec * MSEC_PER_SEC,
                 .head_timeout_ms = PROXY_HEAD_TIMEOUT_MS,
                 .stdout_fd = pipefd[1],
+                .stderr_fd = errfd,
         };
         r = unit_props_proxy_socket(&plan, &sock);
         if (r >= 0)
                 r = unit_props_proxy_service(&plan, &svc);
         if (r >= 0) {
-                /* From here the units may exist: stopped, and the pipe read, before the record is final. */
+                /* From here the units may exist: stopped, and the pipe read, before the record is final.
+                 * The service is the unit started, the socket its aux unit (pulled in by Requires=):
+                 * an aux unit created without a job of its own is idle, and systemd releases an idle
+                 * service's stdio fds at once (v252: service_release_resources()), the pipe with them. */
                 j->waiting |= JOB_WAIT_PROXY;
-                r = sysd_start_transient_aux(ctx->sysd, j->proxy_socket, &sock, j->proxy_service, &svc,
-                                             on_proxy_socket_started, j, &j->call_start);
+                r = sysd_start_transient_aux(ctx->sysd, j->proxy_service, &svc, j->proxy_socket, &sock,
+                                             on_proxy_started, j, &j->call_start);
         }
         unit_props_done(&sock);
         unit_props_done(&svc);

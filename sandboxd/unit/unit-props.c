@@ -657,11 +657,23 @@ int unit_props_proxy_service(const ProxyPlan *plan, UnitProps *ret) {
                     add_arg_u64(x, "idle-timeout-ms", plan->idle_timeout_ms) < 0 ||
                     add_arg_u64(x, "head-timeout-ms", plan->head_timeout_ms) < 0 ? -ENOMEM : 0;
         r |= add_string(&p, "Type", "simple", "nothing to wait for");
+        if (plan->socket_unit) {
+                const char *const units[] = { plan->socket_unit, NULL };
+
+                r |= add_strv(&p, "Requires", units, "its listening socket is started first, and stops with it");
+                r |= add_strv(&p, "After", units, "the socket is bound (in its namespace) before the proxy runs");
+        }
         r |= add_string(&p, "Slice", "sandboxd.slice", "with the executions it serves");
         r |= add_string(&p, "CollectMode", "inactive-or-failed", "nothing of it stays once stopped");
         r |= add_fd(&p, "StandardOutputFileDescriptor", plan->stdout_fd,
                     "the event lines, one per connection, to sandboxd (the record and the journal)");
-        r |= add_string(&p, "StandardError", "journal", "its own diagnostics, each naming the execution");
+        /* With a descriptor for stdout, systemd 252 gives stderr the same one unless it has its own
+         * (StandardError=journal is not enough): the diagnostics would be read as event lines. */
+        if (plan->stderr_fd >= 0)
+                r |= add_fd(&p, "StandardErrorFileDescriptor", plan->stderr_fd,
+                            "its own diagnostics, each naming the execution, to the journal (a stream of ours)");
+        else
+                r |= add_string(&p, "StandardError", "journal", "its own diagnostics, each naming the execution");
         r |= add_bool(&p, "DynamicUser", true, "an unprivileged UID of its own, never root, never the program's");
         r |= add_string(&p, "ProtectSystem", "strict", "the whole file system read-only");
         r |= add_string(&p, "ProtectHome", "yes", "no home directories");

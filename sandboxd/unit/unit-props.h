@@ -144,6 +144,7 @@ int control_fd_name(const char *execution_id, const char *unit, char *buf, size_
 
 typedef struct ProxyPlan {
         const char *execution_id;
+        const char *socket_unit;         /* the service Requires= and comes After= it */
         const char *proxy;               /* host path of sandboxd-proxy */
         char *const *allow;              /* the request's network.allow, validated */
         size_t n_allow;
@@ -155,6 +156,7 @@ typedef struct ProxyPlan {
         uint64_t max_connections;
         uint64_t connect_timeout_ms, idle_timeout_ms, head_timeout_ms;
         int stdout_fd;                   /* the write end of the event pipe */
+        int stderr_fd;                   /* a journal stream (sd_journal_stream_fd()), or -1: journal */
 } ProxyPlan;
 
 /* "sandboxd-proxy-<32 hex>.socket" / ".service": the hex from the execution id (SHA-256), so that a
