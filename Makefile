@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_TARGETS ?=
 MESON_OPTS ?=
 
-.PHONY: all deps build check check-unit check-integration check-asan check-vm fuzz demo bench bench-load bench-hardening clean
+.PHONY: all deps build check check-unit check-integration check-asan check-vm fuzz demo bench bench-load bench-hardening bench-network clean
 
 all: build
 
@@ -67,6 +67,10 @@ bench-hardening: build
 # LOAD_ARGS, e.g. LOAD_ARGS="--load-count 1000 --load-rate 20" or "--load-rate 20 -- --max-seconds 660".
 bench-load: build
 	bench/run --build $(BUILD) --load $(LOAD_ARGS)
+
+# The egress proxy (issue 16): 100 MiB and small requests through the proxy vs directly (~1 min).
+bench-network: build
+	bench/run --build $(BUILD) --network
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
