@@ -642,18 +642,6 @@ int sysd_stop_unit(Sysd *s, const char *name, sysd_done_t cb, void *userdata) {
         return simple_call(s, "StopUnit", cb, userdata, "ss", name, "replace");
 }
 
-int sysd_start_unit(Sysd *s, const char *name, sysd_done_t cb, void *userdata, SysdCall **ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        int r;
-
-        r = new_manager_call(s, "StartUnit", &m);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "ss", name, "fail");
-        if (r >= 0)
-                r = call(s, m, CALL_DONE, (void *) cb, userdata, "StartUnit", ret);
-        return r;
-}
-
 int sysd_kill_unit(Sysd *s, const char *name, const char *whom, int sig) {
         return simple_call(s, "KillUnit", NULL, NULL, "ssi", name, whom, sig);
 }

@@ -66,8 +66,6 @@ int sysd_start_transient(Sysd *s, const char *name, const UnitProps *props, sysd
  * activates: systemd needs the service to exist when it loads the socket). */
 int sysd_start_transient_aux(Sysd *s, const char *name, const UnitProps *props, const char *aux_name,
                              const UnitProps *aux_props, sysd_done_t cb, void *userdata, SysdCall **ret);
-/* StartUnit(name, "fail"): done when systemd has queued the start job. */
-int sysd_start_unit(Sysd *s, const char *name, sysd_done_t cb, void *userdata, SysdCall **ret);
 /* A tmpfs mount unit at where, size bounded, mode 0755 root, nosuid, nodev. */
 int sysd_start_tmpfs(Sysd *s, const char *name, const char *where, uint64_t size_bytes, sysd_done_t cb,
                      void *userdata, SysdCall **ret);

@@ -419,6 +419,3 @@ int sysd_start_transient_aux(Sysd *s, const char *name, const UnitProps *props, 
         return -EOPNOTSUPP;
 }
 
-int sysd_start_unit(Sysd *s, const char *name, sysd_done_t cb, void *userdata, SysdCall **ret) {
-        return -EOPNOTSUPP;
-}
