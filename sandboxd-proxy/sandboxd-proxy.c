@@ -41,9 +41,9 @@
  * each time a read fills it (a bulk transfer: a loopback download through 128 KiB buffers ran at 0.64
  * of curl's direct rate, through 512 KiB ones at 0.85), as long as all buffers together stay within
  * RELAY_MEMORY_MAX; beyond it they stay as they are. */
-#define RELAY_BUF_MIN (64U * 1024U)
-#define RELAY_BUF_MAX (512U * 1024U)
-#define RELAY_MEMORY_MAX (64U * 1024U * 1024U)
+#define RELAY_BUF_MIN PROXY_RELAY_BUF_MIN
+#define RELAY_BUF_MAX PROXY_RELAY_BUF_MAX
+#define RELAY_MEMORY_MAX PROXY_RELAY_MEMORY_MAX
 /* Addresses tried for one name. */
 #define ADDRS_MAX 16
 /* The argv caps of the contract, and the most connections any configuration may ask for (each holds

@@ -22,6 +22,20 @@
 /* A refusal response: status line, three headers, the body naming host, port and reason. */
 #define PROXY_RESPONSE_MAX 1024
 
+/* The proxy's relay memory: each connection starts with two buffers of PROXY_RELAY_BUF_MIN (bounded
+ * by the connection cap), which grow up to PROXY_RELAY_BUF_MAX while all buffers together stay
+ * within PROXY_RELAY_MEMORY_MAX. */
+#define PROXY_RELAY_BUF_MIN (64U * 1024U)
+#define PROXY_RELAY_BUF_MAX (512U * 1024U)
+#define PROXY_RELAY_MEMORY_MAX (32U * 1024U * 1024U)
+/* MemoryMax= of a proxy with max_connections: the relay memory at its largest (every connection's
+ * first buffers, then growth up to the cap, one step over it) and 16 MiB for the rest (the binary,
+ * c-ares, the heads). The proxy never reaches it; a bug that leaks gets the OOM killer, not the host. */
+static inline uint64_t proxy_memory_max(uint64_t max_connections) {
+        return (uint64_t) PROXY_RELAY_MEMORY_MAX + 2ULL * PROXY_RELAY_BUF_MAX +
+               max_connections * 2ULL * PROXY_RELAY_BUF_MIN + 16ULL * 1024 * 1024;
+}
+
 typedef enum ProxyReason {
         PROXY_REASON_NONE,               /* allowed, ran to its end */
         PROXY_REASON_NOT_ALLOWED,

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "net/net-policy.h"
 #include "net/proxy-event.h"
+#include "net/proxy-log.h"
 #include "time-util.h"
 #include "unit/unit-props.h"
 
@@ -282,6 +283,7 @@ void job_network_start(Job *j) {
                 .n_hosts = np ? np->n_hosts : 0,
                 .max_bytes = c->net_max_transfer_mb * 1024 * 1024,
                 .max_connections = c->net_max_connections,
+                .memory_max = proxy_memory_max(c->net_max_connections),
                 .connect_timeout_ms = c->net_connect_timeout_sec * MSEC_PER_SEC,
                 .idle_timeout_ms = c->net_idle_timeout_sec * MSEC_PER_SEC,
                 .head_timeout_ms = PROXY_HEAD_TIMEOUT_MS,

@@ -710,7 +710,7 @@ int unit_props_proxy_service(const ProxyPlan *plan, UnitProps *ret) {
         r |= add_bstrv(&p, "SystemCallFilter", true, syscalls, "systemd's allow-list for ordinary services");
         r |= add_strv(&p, "SystemCallArchitectures", native, "no 32-bit or x32 system call entry points");
         r |= add_bool(&p, "MemoryAccounting", true, "its memory is measured");
-        r |= add_u64(&p, "MemoryMax", 64ULL * 1024 * 1024, "one proxy per execution: 64 MiB is plenty for its buffers");
+        r |= add_u64(&p, "MemoryMax", plan->memory_max, "its relay buffers at their largest and the rest (proxy_memory_max())");
         r |= add_u64(&p, "TasksMax", 16, "one thread, and c-ares");
         r |= add_u64(&p, "LimitNOFILE", 2 * plan->max_connections + 64,
                      "two sockets per connection (client, server), DNS and the journal");

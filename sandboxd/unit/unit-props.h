@@ -154,6 +154,7 @@ typedef struct ProxyPlan {
         size_t n_hosts;
         uint64_t max_bytes;              /* MaxTransferMB= in bytes; 0: no cap */
         uint64_t max_connections;
+        uint64_t memory_max;             /* MemoryMax= of the proxy (proxy_memory_max()) */
         uint64_t connect_timeout_ms, idle_timeout_ms, head_timeout_ms;
         int stdout_fd;                   /* the write end of the event pipe */
         int stderr_fd;                   /* a journal stream (sd_journal_stream_fd()), or -1: journal */

@@ -829,7 +829,7 @@ static ProxyPlan make_proxy_plan(void) {
                 .allow = proxy_allow, .n_allow = ELEMENTSOF(proxy_allow),
                 .permit = proxy_permit, .n_permit = ELEMENTSOF(proxy_permit),
                 .hosts = proxy_hosts, .n_hosts = ELEMENTSOF(proxy_hosts),
-                .max_bytes = 1 << 20, .max_connections = 32,
+                .max_bytes = 1 << 20, .max_connections = 32, .memory_max = 77 * MiB,
                 .connect_timeout_ms = 10000, .idle_timeout_ms = 60000, .head_timeout_ms = 10000,
                 .stdout_fd = 7, .stderr_fd = 8,
         };
@@ -851,7 +851,7 @@ static const PropRow proxy_rows[] = {
         P_U64("AmbientCapabilities", 0),
         P_U64("RestrictNamespaces", 0),
         P_BOOL("MemoryDenyWriteExecute", true),
-        P_U64("MemoryMax", 64 * MiB),
+        P_U64("MemoryMax", 77 * MiB),
         P_U64("TasksMax", 16),
         P_U64("LimitNOFILE", 2 * 32 + 64),
         P_U64("LimitCORE", 0),
