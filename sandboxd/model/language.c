@@ -15,7 +15,9 @@
  * the code object as __main__, as "python3 FILE" would: fresh module dict registered in sys.modules
  * (pickle, multiprocessing and "if __name__ == '__main__'" work), sys.argv=[FILE], sys.path[0] the
  * working directory (the workspace, so a session's own modules import). The source file name comes
- * from argv[1] so the bootstrap is the same for any row. Tracebacks skip the bootstrap's own frame.
+ * from argv[1] so the bootstrap is the same for any row. The workspace's .pkgs/ (where pip installs in a
+ * run with network: PIP_TARGET=) comes next on sys.path when it exists, so that a later turn of a
+ * session, with network or without, imports what an earlier one installed. Tracebacks skip the bootstrap's own frame.
  * Whether a failure was a syntax error is decided afterwards by PYTHON_CHECK in a fresh process
  * (Language.check_argv), never by anything this process says. (excepthook prints e.__traceback__,
  * not its tb argument, hence with_traceback().)
@@ -47,6 +49,9 @@
         "        sys.path[0] = cwd\n"                                                                        \
         "    else:\n"                                                                                        \
         "        sys.path.insert(0, cwd)\n"                                                                  \
+        "    pkgs = os.path.join(cwd, '.pkgs')\n"                                                             \
+        "    if pkgs not in sys.path and os.path.isdir(pkgs):\n"                                              \
+        "        sys.path.insert(1, pkgs)\n"                                                                  \
         "    try:\n"                                                                                         \
         "        exec(code, m.__dict__)\n"                                                                   \
         "    except SystemExit:\n"                                                                           \

@@ -284,7 +284,6 @@ with netlab.NetLab(CONF, max_transfer_mb=MAX_MB, max_connections=MAX_CONN) as la
          "pip: the index and the wheel fetched through the proxy, all allowed", netlog(rec))
     r = run("import os, sys\n"
             "print('HTTP_PROXY', os.environ.get('HTTP_PROXY'))\n"
-            "if '/workspace/.pkgs' not in sys.path: sys.path.append('/workspace/.pkgs')\n"
             "import sbxdemo\nprint('IMPORTED', sbxdemo.greet())\n", session_id="netpip")
     t.verdict(r, "success", None, "session's next turn, without network, runs")
     t.ok("HTTP_PROXY None" in r.get("stdout", "") and f"IMPORTED {netlab.GREETING}" in r.get("stdout", ""),
