@@ -261,6 +261,10 @@ static const Language languages[] = {
                 .runtime = "/usr/bin/node",
                 .run_argv = STRV("/usr/bin/node", "-e", NODE_BOOTSTRAP, SANDBOX_CODE_DIR "/main.js"),
                 .check_argv = STRV("/usr/bin/node", "-e", NODE_CHECK, SANDBOX_CODE_DIR "/main.js"),
+                /* The program's file is not in the workspace, so require() would not look in the
+                 * workspace's node_modules (where npm install puts packages, in a run with network):
+                 * a later turn of a session finds them there. */
+                .env = STRV("NODE_PATH=/workspace/node_modules"),
                 /* V8 write-protects its JIT code space with memory protection keys where the CPU
                  * has them (pkey_alloc at start, pkey_mprotect per code page); without them it
                  * falls back to mprotect. */

@@ -127,6 +127,12 @@ def sandboxd_units():
     return [l.split()[0] for l in out.splitlines() if l.strip()]
 
 
+def unit_state(unit):
+    """ActiveState/SubState/Result/LoadState of a unit, for a test's diagnostics."""
+    return subprocess.run(["systemctl", "show", "-P", "ActiveState", "-P", "SubState", "-P", "Result",
+                           "-P", "LoadState", unit], capture_output=True, text=True).stdout.split()
+
+
 def pool_units():
     """The warm pool's units nobody has claimed (GET /v1/health: pool.units)."""
     try:

@@ -15,6 +15,7 @@ Servers (one process, `python3 netlab.py serve DIR`, in the lab namespace, ended
     /slow/S            the headers and "slow\\n" after S seconds (at most 60)
     /simple/           a PEP 503 index; /simple/sbxdemo/ links to the wheel
     /packages/F        the wheel sbxdemo-1.0-py3-none-any.whl, built here with zipfile
+    /npm/F             the npm package sbxnpm-1.0.0.tgz, built here with tarfile
   TCP echo on 7000 (a port no allowlist entry names: "port not allowed").
 
 Names (HostsFile=): pkgs.lab.test, files.lab.test, other.lab.test -> 198.18.0.2; loop.lab.test ->
@@ -34,6 +35,7 @@ import socket
 import socketserver
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -47,6 +49,24 @@ ECHO_PORT = 7000
 NAMES = {"pkgs.lab.test": LAB, "files.lab.test": LAB, "other.lab.test": LAB, "loop.lab.test": "127.0.0.1"}
 WHEEL = "sbxdemo-1.0-py3-none-any.whl"
 GREETING = "hello from sbxdemo"
+NPM_TARBALL = "sbxnpm-1.0.0.tgz"
+NPM_GREETING = "hello from sbxnpm"
+
+
+def build_npm_tarball():
+    """A minimal npm package tarball: package/package.json and package/index.js."""
+    files = {
+        "package/package.json": b'{"name": "sbxnpm", "version": "1.0.0", "main": "index.js"}\n',
+        "package/index.js": f'exports.greet = () => "{NPM_GREETING}";\n'.encode(),
+    }
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 
 def build_wheel():
@@ -76,6 +96,7 @@ def build_wheel():
 class LabHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     wheel = b""
+    npm_tarball = build_npm_tarball()
 
     def log_message(self, *args):
         pass
@@ -122,6 +143,8 @@ class LabHandler(http.server.BaseHTTPRequestHandler):
                             f'</body></html>\n').encode(), "text/html")
         elif path == f"/packages/{WHEEL}":
             self.send(200, self.wheel, "application/octet-stream")
+        elif path == f"/npm/{NPM_TARBALL}":
+            self.send(200, self.npm_tarball, "application/octet-stream")
         else:
             self.send(404, b"not here\n")
 

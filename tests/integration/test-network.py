@@ -291,6 +291,30 @@ with netlab.NetLab(CONF, max_transfer_mb=MAX_MB, max_connections=MAX_CONN) as la
     t.ok(record(r).get("network") is None, "the next turn's record: network null")
     request("DELETE", "/v1/sessions/netpip")
 
+    # ---- npm install into the workspace's node_modules, require in the same run and the next turn -------
+    NPM = ("command -v npm >/dev/null || { echo NO-NPM; exit 0; }\n"
+           "cd /workspace && npm install --no-audit --no-fund --no-update-notifier --loglevel=error "
+           f"http://pkgs.lab.test/npm/{netlab.NPM_TARBALL}; echo \"npm $?\"\n"
+           "node -e 'console.log(\"REQUIRED\", require(\"sbxnpm\").greet())'\n")
+    r = net_run(NPM, language="bash", allow=["pkgs.lab.test"], session_id="netnpm")
+    out = r.get("stdout", "")
+    if "NO-NPM" in out:
+        for name in ("npm install from the lab", "npm: require in the same run", "npm: the tarball through the proxy",
+                     "npm: the next turn requires it"):
+            t.n += 1
+            print(f"ok {t.n} - {name} # SKIP npm is not installed where the programs run", flush=True)
+    else:
+        t.verdict(r, "success", None, "npm install from the lab")
+        t.ok("npm 0" in out and f"REQUIRED {netlab.NPM_GREETING}" in out,
+             "npm: lands in /workspace/node_modules and requires in the same run", brief(r))
+        t.ok(entries(record(r), host="pkgs.lab.test", port=80, method="GET", decision="allowed"),
+             "npm: the tarball through the proxy, allowed", netlog(record(r)))
+        r = run("console.log('REQUIRED', require('sbxnpm').greet(), process.env.HTTP_PROXY)\n",
+                language="node", session_id="netnpm")
+        t.ok(f"REQUIRED {netlab.NPM_GREETING} undefined" in r.get("stdout", ""),
+             "npm: the next turn (no network) requires the package from node_modules", brief(r))
+    request("DELETE", "/v1/sessions/netnpm")
+
     # ---- byte cap ----------------------------------------------------------------------------------
     big = 10 * CAP_BYTES
     r = net_run(f'curl -sS -x "$HTTP_PROXY" -o /workspace/big http://files.lab.test/bytes/{big}; echo "rc=$?"\n'

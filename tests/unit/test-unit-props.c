@@ -771,8 +771,9 @@ static void test_environment_prefix_names(_unused_ void **state) {
         assert_true(env_index(env, n, "PAT=2") >= 0);
         assert_true(env_index(env, n, "HOME_DIR=3") >= 0);
         check_unique_keys(env, n);
-        /* node has no language env: 11 fixed + 3 */
-        assert_int_equal(n, 14);
+        /* node's language env is NODE_PATH: 11 fixed + 1 + 3 */
+        assert_true(env_index(env, n, "NODE_PATH=/workspace/node_modules") >= 0);
+        assert_int_equal(n, 15);
         strv_free(env);
 }
 
