@@ -50,9 +50,25 @@ static void proxy_fd_unstore(Job *j) {
         j->proxy_fd_stored = false;
 }
 
+/* The proxy's log has ended: when it had more entries than the journal got one by one, their total. */
+static void log_network_total(Job *j) {
+        const Execution *x = j->exec;
+
+        if (x->network && x->network->requests_total > j->ctx->config->net_max_logged_requests)
+                (void) sd_journal_send("MESSAGE=Execution %s: %" PRIu64 " requests through the egress proxy in all, "
+                                       "%zu logged one by one", x->id, x->network->requests_total,
+                                       x->network->n_entries,
+                                       "PRIORITY=%i", LOG_INFO,
+                                       "SANDBOXD_EXECUTION_ID=%s", execution_public_id(x),
+                                       "SANDBOXD_RECORD_ID=%s", x->id,
+                                       "SANDBOXD_NET_REQUESTS_TOTAL=%" PRIu64, x->network->requests_total, NULL);
+}
+
 static void proxy_done_reading(Job *j) {
         bool was_stopping = j->proxy_stopping;
 
+        if (j->proxy_fd >= 0)
+                log_network_total(j);
         j->proxy_src = sd_event_source_disable_unref(j->proxy_src);
         j->proxy_timeout_src = sd_event_source_disable_unref(j->proxy_timeout_src);
         j->proxy_fd = safe_close(j->proxy_fd);
@@ -97,13 +113,27 @@ static int on_proxy_persist(sd_event_source *s, uint64_t usec, void *userdata) {
 
 static void proxy_event(Job *j, const NetLogEntry *e) {
         const Execution *x = j->exec;
+        uint64_t max = j->ctx->config->net_max_logged_requests;
 
-        if (x->network && net_log_append(x->network, e, j->ctx->config->net_max_logged_requests) < 0)
+        if (x->network && net_log_append(x->network, e, max) < 0)
                 log_oom();
         if (!j->proxy_persist_src)
                 (void) sd_event_add_time_relative(j->ctx->event, &j->proxy_persist_src, CLOCK_MONOTONIC, USEC_PER_SEC,
                                                   100 * USEC_PER_MSEC, on_proxy_persist, j);
         metrics_network_request(j->ctx->metrics, e->decision);
+        /* The journal, like the record, gets the first MaxLoggedRequests= entries one by one: a
+         * program that opens connections in a loop must not flood it (journald's rate limit would
+         * then drop the daemon's other messages). The rest are counted, and the total is logged at
+         * the end (log_network_total()). */
+        if (x->network && x->network->requests_total > max) {
+                if (x->network->requests_total == max + 1)
+                        (void) sd_journal_send("MESSAGE=Execution %s: more than %" PRIu64 " requests through the egress "
+                                               "proxy; the others are counted, not logged one by one", x->id, max,
+                                               "PRIORITY=%i", LOG_NOTICE,
+                                               "SANDBOXD_EXECUTION_ID=%s", execution_public_id(x),
+                                               "SANDBOXD_RECORD_ID=%s", x->id, NULL);
+                return;
+        }
         (void) sd_journal_send("MESSAGE=Execution %s: %s %s:%u %s%s%s", x->id, e->method[0] ? e->method : "-",
                                e->host[0] ? e->host : "-", e->port, net_decision_to_string(e->decision),
                                e->reason[0] ? ": " : "", e->reason,

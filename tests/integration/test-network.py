@@ -446,6 +446,24 @@ with netlab.NetLab(CONF, max_transfer_mb=MAX_MB, max_connections=MAX_CONN) as la
     t.ok(netlog(rec).get("requests_total") == 5 and all(e["decision"] == "denied" for e in netlog(rec).get("requests") or []),
          "network probe: the proxy logged the five connections, all denied", netlog(rec))
 
+    # ---- MaxLoggedRequests=: the record and the journal keep the first ones, and count them all ------
+    lab.configure(MAX_MB, MAX_CONN, "MaxLoggedRequests=3")
+    r = net_run('for i in 1 2 3 4 5 6 7 8; do curl -sS -o /dev/null -x "$HTTP_PROXY" http://files.lab.test/hello; done;'
+                ' echo done', language="bash")
+    t.verdict(r, "success", None, "MaxLoggedRequests=3: eight requests ran")
+    n = netlog(record(r))
+    t.ok(n.get("requests_total") == 8 and len(n.get("requests") or []) == 3,
+         "MaxLoggedRequests=3: the record keeps 3 entries, requests_total 8", n)
+
+    def totals():
+        out = subprocess.run(["journalctl", "--no-pager", "-o", "json", f"SANDBOXD_EXECUTION_ID={r['execution_id']}"],
+                             capture_output=True, text=True).stdout
+        return [json.loads(line) for line in out.splitlines() if "SANDBOXD_NET_REQUESTS_TOTAL" in line]
+    wait_until(lambda: totals(), 10, 0.2)
+    t.ok([x.get("SANDBOXD_NET_REQUESTS_TOTAL") for x in totals()] == ["8"] and len(journal(r["execution_id"])) == 3,
+         "MaxLoggedRequests=3: the journal has 3 entries one by one and the total, 8",
+         (totals(), len(journal(r["execution_id"]))))
+
 if t.failed:
     # The proxies' own stderr (their units' journal) and the daemon's network lines, for the reader.
     j = subprocess.run(["journalctl", "--no-pager", "-n", "80", "-o", "short-monotonic", "-u", "sandboxd-proxy-*"],
