@@ -538,19 +538,7 @@ static int new_manager_call(Sysd *s, const char *method, sd_bus_message **ret) {
 
 int sysd_start_transient(Sysd *s, const char *name, const UnitProps *props, sysd_done_t cb, void *userdata,
                          SysdCall **ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        int r;
-
-        r = new_manager_call(s, "StartTransientUnit", &m);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "ss", name, "fail");
-        if (r >= 0)
-                r = sysd_append_props(m, props);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "a(sa(sv))", 0);
-        if (r >= 0)
-                r = call(s, m, CALL_DONE, (void *) cb, userdata, "StartTransientUnit", ret);
-        return r;
+        return sysd_start_transient_aux(s, name, props, NULL, NULL, cb, userdata, ret);
 }
 
 int sysd_start_transient_aux(Sysd *s, const char *name, const UnitProps *props, const char *aux_name,
@@ -565,14 +553,15 @@ int sysd_start_transient_aux(Sysd *s, const char *name, const UnitProps *props, 
                 r = sysd_append_props(m, props);
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "(sa(sv))");
-        if (r >= 0)
+        if (r >= 0 && aux_name) {
                 r = sd_bus_message_open_container(m, 'r', "sa(sv)");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", aux_name);
-        if (r >= 0)
-                r = sysd_append_props(m, aux_props);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", aux_name);
+                if (r >= 0)
+                        r = sysd_append_props(m, aux_props);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r >= 0)

@@ -62,8 +62,9 @@ SysdCall *sysd_call_free(SysdCall *c);
  * the watcher's job_removed). */
 int sysd_start_transient(Sysd *s, const char *name, const UnitProps *props, sysd_done_t cb, void *userdata,
                          SysdCall **ret);
-/* The same with one auxiliary unit created in the same call (a socket unit and the service it
- * activates: systemd needs the service to exist when it loads the socket). */
+/* The same with one auxiliary unit created in the same call (aux_name NULL: none): the egress
+ * proxy's service with its socket, which systemd loads together (the socket names the service it
+ * activates). */
 int sysd_start_transient_aux(Sysd *s, const char *name, const UnitProps *props, const char *aux_name,
                              const UnitProps *aux_props, sysd_done_t cb, void *userdata, SysdCall **ret);
 /* A tmpfs mount unit at where, size bounded, mode 0755 root, nosuid, nodev. */
