@@ -522,6 +522,15 @@ static char *strip(char *s) {
         return s;
 }
 
+/* The line of the first assignment of a key, 0: none. */
+static unsigned seen_line(const Parser *p, Section section, const char *key) {
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (keys[i].section == section && streq(keys[i].key, key))
+                        return p->seen[i];
+        assert(false);
+        return 0;
+}
+
 static int check_whole(Parser *p, LangDef *d) {
         unsigned lang_line = p->section_line[SECTION_LANGUAGE];
         unsigned compile_line = p->section_line[SECTION_COMPILE];
@@ -538,9 +547,9 @@ static int check_whole(Parser *p, LangDef *d) {
                 return fail(p, lang_line, "[Language] has no Run=");
         for (char **a = d->aliases; a && *a; a++)
                 if (streq(*a, d->name))
-                        return fail(p, p->seen[1], "Aliases= '%s' is the language's own name", *a);
+                        return fail(p, seen_line(p, SECTION_LANGUAGE, "Aliases"), "Aliases= '%s' is the language's own name", *a);
         if (d->warm_cold_env && !d->warm_argv)
-                return fail(p, p->seen[8], "ColdEnvironment= without Warm=");
+                return fail(p, seen_line(p, SECTION_LANGUAGE, "ColdEnvironment"), "ColdEnvironment= without Warm=");
 
         if (compile_line) {
                 d->has_compile = true;
@@ -551,7 +560,7 @@ static int check_whole(Parser *p, LangDef *d) {
                 if (d->compile_error == LANGDEF_COMPILE_ERROR_SYNTAX_CHECK && !d->check_argv)
                         return fail(p, compile_line, "Error=syntax-check needs Check=");
                 if (d->compile_error == LANGDEF_COMPILE_ERROR_EXIT_STATUS && d->check_argv)
-                        return fail(p, p->seen[10], "Check= is only used with Error=syntax-check");
+                        return fail(p, seen_line(p, SECTION_COMPILE, "Check"), "Check= is only used with Error=syntax-check");
         }
 
         if (asprintf(&source_path, "%s/%s", LANGDEF_CODE_DIR, d->source_file) < 0)
@@ -665,7 +674,7 @@ int langdef_parse(const char *text, size_t size, const char *path, const char *f
 
         if (d->name && (strlen(filename) != strlen(d->name) + strlen(".conf") ||
                         strncmp(filename, d->name, strlen(d->name)) != 0))
-                return fail(&p, p.seen[0], "Name= '%s' does not match the file name '%s'", d->name, filename);
+                return fail(&p, seen_line(&p, SECTION_LANGUAGE, "Name"), "Name= '%s' does not match the file name '%s'", d->name, filename);
 
         r = check_whole(&p, d);
         if (r < 0)
