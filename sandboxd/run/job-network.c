@@ -416,6 +416,10 @@ bool job_network_finish(Job *j) {
 }
 
 void job_network_release(Job *j) {
+        /* At sandboxd's stop, what the log has that is not on record yet goes there now, so that a
+         * restart loses none of it (the lines still in the pipe wait there for the next instance). */
+        if (j->ctx->stopping && j->proxy_persist_src && j->state == JOB_RUNNING)
+                (void) job_persist(j);
         /* At sandboxd's stop the program goes on running (a restart adopts it), and so does its
          * proxy: the adopting instance stops it at the end, or the sweep if nobody adopts it. */
         if ((j->waiting & JOB_WAIT_PROXY) && !j->proxy_stopping && !j->ctx->stopping)

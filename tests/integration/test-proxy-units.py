@@ -146,7 +146,10 @@ t.ok(no_proxy_units(), "no proxy unit left after a timeout", proxy_units())
 st, sub = submit(f"curl -sS http://before.test:{port}/; sleep 3; curl -sS http://after.test:{port}/; echo done",
                  language="bash", network={"allow": [ENTRY]})
 eid = sub["execution_id"]
-time.sleep(1.8)
+# The restart once the program has made its first request (it runs, and its log has an entry): an
+# ordering, not a time, so a slow machine (the VM tier under TCG) restarts at the same point.
+wait_until(lambda: any(q.get("host") == "before.test"
+                       for q in ((get(eid)[1].get("network") or {}).get("requests") or [])), 60, 0.1)
 t.ok(proxy_units() != "", "the proxy runs while the execution does", proxy_units())
 old = daemon_pid()
 subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
