@@ -478,8 +478,16 @@ static void retire_aged(WarmPool *p) {
                 if (u->state == WARM_READY && now - u->asked_mono >= max_age) {
                         log_debug("Warm unit %s aged out, replaced.", u->unit_name);
                         warm_unit_retire(u, RETIRE_AGED, NULL);
-                } else if (u->state == WARM_RETIRING && now - u->retired_mono >= WARM_RETIRE_FORGET_USEC)
+                } else if (u->state == WARM_RETIRING && now - u->retired_mono >= WARM_RETIRE_FORGET_USEC) {
+                        /* Still there: a stop sent while its start was on its way to systemd may have
+                         * found no unit yet. Once more (and its workspace's mount), then forget it. */
+                        if (p->ctx->sysd) {
+                                (void) sysd_stop_unit(p->ctx->sysd, u->unit_name, NULL, NULL);
+                                if (u->mount_name)
+                                        (void) sysd_stop_unit(p->ctx->sysd, u->mount_name, NULL, NULL);
+                        }
                         on_unit_gone(u, NULL);
+                }
         }
 }
 

@@ -34,7 +34,7 @@ if health().get("pool", {}).get("size", 0) != 0:
         f.write("[Pool]\nSize=0\n")
     subprocess.run(["systemctl", "reload", "sandboxd.service"], check=False)
     t.ok(wait_until(lambda: health().get("pool", {}).get("size") == 0 and not health()["pool"].get("units")
-                    and not [u for u in sandboxd_units() if u.startswith("sandboxd-warm-")], 20),
+                    and not [u for u in sandboxd_units() if u.startswith("sandboxd-warm-")], 45),
          "the warm pool is off for this test", health().get("pool"))
 POOL = 16                # WorkspacePool= default; the harness does not change it
 BUDGET = 50000           # WORKSPACE_WIPE_ENTRIES_MAX
