@@ -98,7 +98,11 @@ static int setup_directories(Manager *m) {
         int r;
 
         free(m->ctx.workspaces_dir);
-        if (asprintf(&m->ctx.workspaces_dir, "%s/workspaces", c->runtime_dir) < 0)
+        free(m->ctx.proxy_root);
+        free(m->ctx.proxy_empty);
+        if (asprintf(&m->ctx.workspaces_dir, "%s/workspaces", c->runtime_dir) < 0 ||
+            asprintf(&m->ctx.proxy_root, "%s/proxy-root", c->runtime_dir) < 0 ||
+            asprintf(&m->ctx.proxy_empty, "%s/proxy-empty", c->runtime_dir) < 0)
                 return log_oom();
 
         r = mkdir_checked(c->state_dir, 0755);
@@ -106,6 +110,11 @@ static int setup_directories(Manager *m) {
                 r = mkdir_checked(c->runtime_dir, 0755);
         if (r >= 0)
                 r = mkdir_checked(m->ctx.workspaces_dir, 0700);
+        if (r >= 0)
+                /* Holds only the mount points systemd makes for the proxies' binds. */
+                r = mkdir_checked(m->ctx.proxy_root, 0755);
+        if (r >= 0)
+                r = mkdir_checked(m->ctx.proxy_empty, 0555);
         if (r < 0)
                 return log_error_errno(r, "Failed to create sandboxd's directories under '%s' and '%s': %m",
                                        c->state_dir, c->runtime_dir);
@@ -879,6 +888,8 @@ Manager *manager_free(Manager *m) {
         free(m->ctx.net_filters);
         free(m->ctx.usr_layer);
         free(m->ctx.workspaces_dir);
+        free(m->ctx.proxy_root);
+        free(m->ctx.proxy_empty);
         free(m->config_dir);
         free(m->helper_override);
         free(m->net_worker);

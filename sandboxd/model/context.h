@@ -64,6 +64,8 @@ typedef struct Context {
         const char *helper;      /* host path of sandbox-exec (--helper= wins over Helper=) */
         char *usr_layer;         /* this start's /usr layer (usr-layer.h) */
         char *workspaces_dir;    /* where the per-execution tmpfs mount units go */
+        char *proxy_root;        /* the egress proxies' RootDirectory=: empty, root's, 0755 */
+        char *proxy_empty;       /* bound over their /sys: empty, root's, 0555 */
         /* The seccomp filters, compiled once at start: filters[i] for the language row
          * language_get(i), which may add system calls to the common allow-list. */
         SeccompFilter *filters;

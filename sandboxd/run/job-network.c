@@ -305,6 +305,8 @@ void job_network_start(Job *j) {
                 .execution_id = j->exec->id,
                 .socket_unit = j->proxy_socket,
                 .proxy = ctx->proxy,
+                .root = ctx->proxy_root,
+                .empty = ctx->proxy_empty,
                 .allow = j->request->network_allow,
                 .n_allow = j->request->n_network_allow,
                 .permit = np ? np->permit_strings : NULL,

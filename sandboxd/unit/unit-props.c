@@ -637,9 +637,9 @@ static int add_arg_u64(UnitProp *x, const char *key, uint64_t v) {
 }
 
 /* The proxy parses hostile bytes: an unprivileged process with no file system, no capabilities, its
- * own system call filter, sockets of the inet families only (and AF_UNIX for the journal). */
+ * own system call filter, sockets of the inet families only. */
 int unit_props_proxy_service(const ProxyPlan *plan, UnitProps *ret) {
-        static const char *const families[] = { "AF_INET", "AF_INET6", "AF_UNIX", NULL };
+        static const char *const families[] = { "AF_INET", "AF_INET6", NULL };
         static const char *const syscalls[] = { "@system-service", NULL };
         static const char *const native[] = { "native", NULL };
         _cleanup_free_ char *desc = NULL;
@@ -685,16 +685,29 @@ int unit_props_proxy_service(const ProxyPlan *plan, UnitProps *ret) {
         else
                 r |= add_string(&p, "StandardError", "journal", "its own diagnostics, each naming the execution");
         r |= add_bool(&p, "DynamicUser", true, "an unprivileged UID of its own, never root, never the program's");
-        r |= add_string(&p, "ProtectSystem", "strict", "the whole file system read-only");
-        r |= add_string(&p, "ProtectHome", "yes", "no home directories");
-        r |= add_bool(&p, "PrivateTmp", true, "no shared /tmp");
+        /* No file system: an empty root (read-only: DynamicUser= implies ProtectSystem=strict) with
+         * what the loader, c-ares and the proxy itself read. The host's /run (its sockets), /etc,
+         * /var, /home do not exist for it. (systemd 252 ignores TemporaryFileSystem=/.) */
+        r |= add_string(&p, "RootDirectory", plan->root,
+                        "an empty directory as /: the host's tree, /run's sockets included, does not exist for it");
+        x = add(&p, "BindReadOnlyPaths", PK_BINDS, "the binary, its libraries and the resolver's configuration, read-only");
+        if (!x || bind_push(x, "/usr", "/usr", false) < 0 ||
+            /* The ELF interpreter's path; the host's /lib64 may be a link to /usr/lib64 (or absent). */
+            bind_push(x, "/lib64", "/lib64", true) < 0 || bind_push(x, "/lib", "/lib", true) < 0 ||
+            bind_push(x, "/etc/resolv.conf", "/etc/resolv.conf", true) < 0 ||
+            /* An empty /sys: MountAPIVFS= would show the host's devices (a bind outranks its sysfs). */
+            bind_push(x, plan->empty, "/sys", false) < 0 ||
+            (strncmp(plan->proxy, "/usr/", 5) != 0 && bind_push(x, plan->proxy, plan->proxy, false) < 0))
+                r = -ENOMEM;
+        r |= add_bool(&p, "MountAPIVFS", true, "a /proc of its own (only its own processes: ProcSubset=, ProtectProc=) and /dev");
+        r |= add_string(&p, "ProcSubset", "pid", "no system-wide /proc files");
         r |= add_bool(&p, "PrivateDevices", true, "no device nodes");
         r |= add_bool(&p, "PrivateIPC", true, "no SysV IPC or POSIX message queues of the host");
         r |= add_string(&p, "ProtectProc", "invisible", "other processes invisible");
-        r |= add_bool(&p, "ProtectKernelTunables", true, "/proc/sys, /sys read-only");
+        /* Not ProtectKernelTunables= nor ProtectControlGroups=: what they make read-only is not there
+         * (ProcSubset=pid leaves no /proc/sys; /sys is empty, without the cgroupfs the latter wants). */
         r |= add_bool(&p, "ProtectKernelModules", true, "no module loading");
         r |= add_bool(&p, "ProtectKernelLogs", true, "no kernel log");
-        r |= add_bool(&p, "ProtectControlGroups", true, "cgroupfs read-only");
         r |= add_bool(&p, "ProtectClock", true, "the clock cannot be set");
         r |= add_bool(&p, "ProtectHostname", true, "the host name cannot be changed");
         r |= add_bool(&p, "NoNewPrivileges", true, "setuid binaries and file capabilities grant nothing");
@@ -706,7 +719,7 @@ int unit_props_proxy_service(const ProxyPlan *plan, UnitProps *ret) {
         r |= add_bool(&p, "MemoryDenyWriteExecute", true, "no writable and executable memory: no injected code");
         r |= add_bool(&p, "RestrictRealtime", true, "no realtime scheduling");
         r |= add_bstrv(&p, "RestrictAddressFamilies", true, families,
-                       "TCP to servers over IPv4/IPv6 (DNS too), AF_UNIX for the journal; no netlink, packet, ...");
+                       "TCP to servers over IPv4/IPv6 (DNS too); no unix sockets (its stderr is passed in), netlink, packet, ...");
         r |= add_bstrv(&p, "SystemCallFilter", true, syscalls, "systemd's allow-list for ordinary services");
         r |= add_strv(&p, "SystemCallArchitectures", native, "no 32-bit or x32 system call entry points");
         r |= add_bool(&p, "MemoryAccounting", true, "its memory is measured");

@@ -146,6 +146,8 @@ typedef struct ProxyPlan {
         const char *execution_id;
         const char *socket_unit;         /* the service Requires= and comes After= it */
         const char *proxy;               /* host path of sandboxd-proxy */
+        const char *root;                /* its RootDirectory=: an empty directory of sandboxd's */
+        const char *empty;               /* an empty directory bound over its /sys */
         char *const *allow;              /* the request's network.allow, validated */
         size_t n_allow;
         char *const *permit;             /* PermitAddresses= in text */

@@ -10,6 +10,7 @@
 import http.server
 import json
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -42,6 +43,15 @@ def proxy_units():
 
 def no_proxy_units():
     return wait_until(lambda: proxy_units() == "", 10, 0.1)
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
 
 
 def metric(text, decision):
@@ -133,6 +143,55 @@ t.eq(res.get("network"), None, "a run without network: network is null")
 st, sub = submit("sleep 30", language="bash", network={"allow": [ENTRY]})
 eid = sub["execution_id"]
 wait_until(lambda: get(eid)[1].get("status") == "running", 10, 0.05)
+# The proxy has no file system: its root is an empty read-only tmpfs with /usr, the loader's /lib64,
+# resolv.conf and its own /proc, /dev. Looked at from outside, through /proc/PID/root.
+svc = next((u for u in proxy_units().split() if u.endswith(".service")), "")
+pid = subprocess.run(["systemctl", "show", "-P", "MainPID", svc], capture_output=True, text=True).stdout.strip()
+root = f"/proc/{pid}/root"
+if os.environ.get("DEBUG_PROXY"):
+    wait_until(lambda: comm(pid) == "sandboxd-proxy", 10, 0.02)
+    print(subprocess.run(["systemctl", "show", "-p", "TemporaryFileSystem", "-p", "BindReadOnlyPaths", "-p", "MountAPIVFS", svc], capture_output=True, text=True).stdout)
+    print(open(f"/proc/{pid}/mountinfo").read())
+
+
+# Type=simple: started at the fork, the namespace set up just before the exec.
+if not t.ok(wait_until(lambda: comm(pid) == "sandboxd-proxy", 10, 0.02), "the proxy runs", (svc, pid, comm(pid))):
+    t.ok(False, "the proxy's journal", subprocess.run(["journalctl", "--no-pager", "-n", "30"],
+                                                     capture_output=True, text=True).stdout)
+
+
+def sockets_under(d):
+    found = []
+    for dirpath, dirs, files in os.walk(d):
+        for n in dirs + files:
+            try:
+                if stat.S_ISSOCK(os.lstat(os.path.join(dirpath, n)).st_mode):
+                    found.append(os.path.join(dirpath, n)[len(root):])
+            except OSError:
+                pass
+    return found
+
+
+try:
+    top = sorted(os.listdir(root))
+    etc = sorted(os.listdir(root + "/etc"))
+    run_dir = sorted(os.listdir(root + "/run")) if os.path.isdir(root + "/run") else []
+    socks = sockets_under(root + "/run") + sockets_under(root + "/tmp") + sockets_under(root + "/var")
+    sys_dir = os.listdir(root + "/sys")
+    # Mount points systemd made (ProtectHome= of DynamicUser=, PrivateTmp=): empty.
+    empties = {d: os.listdir(root + "/" + d) for d in ("root", "home") if os.path.isdir(root + "/" + d)}
+    var = sorted(os.listdir(root + "/var")) if os.path.isdir(root + "/var") else []
+    statvfs = os.statvfs(root)
+except OSError as e:
+    top, etc, run_dir, socks, sys_dir, empties, var, statvfs = [str(e)], [], [], [], [], {}, [], None
+t.ok(pid not in ("", "0") and not {"srv", "opt", "boot", "mnt", "media"} & set(top) and "usr" in top
+     and "lib64" in top and all(v == [] for v in empties.values()) and var in ([], ["tmp"]),
+     "the proxy's root: /usr and the loader's, no host's /srv, /opt, /home, /root, /var", (top, empties, var))
+t.ok(etc == ["resolv.conf"] or etc == [], "the proxy's /etc: resolv.conf alone", etc)
+t.ok(socks == [] and not {"dbus", "sandboxd", "user", "log"} & set(run_dir),
+     "the proxy's /run, /tmp, /var: none of the host's sockets", (run_dir, socks))
+t.eq(sys_dir, [], "the proxy's /sys is empty")
+t.ok(statvfs is not None and statvfs.f_flag & os.ST_RDONLY, "the proxy's root is read-only")
 time.sleep(0.5)
 request("POST", f"/v1/executions/{eid}/cancel")
 _, r = get(eid, wait=True)

@@ -827,6 +827,8 @@ static ProxyPlan make_proxy_plan(void) {
                 .execution_id = "exec_1",
                 .socket_unit = "sandboxd-proxy-00.socket",
                 .proxy = "/usr/libexec/sandboxd/sandboxd-proxy",
+                .root = "/run/sandboxd/proxy-root",
+                .empty = "/run/sandboxd/proxy-empty",
                 .allow = proxy_allow, .n_allow = ELEMENTSOF(proxy_allow),
                 .permit = proxy_permit, .n_permit = ELEMENTSOF(proxy_permit),
                 .hosts = proxy_hosts, .n_hosts = ELEMENTSOF(proxy_hosts),
@@ -839,14 +841,12 @@ static ProxyPlan make_proxy_plan(void) {
 /* The service's hardening, row by row (each property's reason is checked below). */
 static const PropRow proxy_rows[] = {
         P_BOOL("DynamicUser", true),
-        P_STR("ProtectSystem", "strict"),
-        P_STR("ProtectHome", "yes"),
-        P_BOOL("PrivateTmp", true),
+        P_BOOL("MountAPIVFS", true),
+        P_STR("ProcSubset", "pid"),
+        P_STR("ProtectProc", "invisible"),
         P_BOOL("PrivateDevices", true),
-        P_BOOL("ProtectKernelTunables", true),
         P_BOOL("ProtectKernelModules", true),
         P_BOOL("ProtectKernelLogs", true),
-        P_BOOL("ProtectControlGroups", true),
         P_BOOL("NoNewPrivileges", true),
         P_U64("CapabilityBoundingSet", 0),
         P_U64("AmbientCapabilities", 0),
@@ -936,8 +936,22 @@ static void test_proxy_service(_unused_ void **state) {
         assert_null(x->strv[x->n]);
         x = need(&p, "RestrictAddressFamilies");
         assert_true(x->b);
-        assert_int_equal(x->n, 3);
-        assert_true(strv_has(x, "AF_INET") && strv_has(x, "AF_INET6") && strv_has(x, "AF_UNIX"));
+        assert_int_equal(x->n, 2);
+        assert_true(strv_has(x, "AF_INET") && strv_has(x, "AF_INET6") && !strv_has(x, "AF_UNIX"));
+        /* No file system: an empty root, an empty /sys, then the few read-only binds. */
+        assert_string_equal(need(&p, "RootDirectory")->s, "/run/sandboxd/proxy-root");
+        assert_null(unit_props_find(&p, "TemporaryFileSystem"));
+        /* Their read-only targets do not exist there (an empty /sys, /proc with subset=pid). */
+        assert_null(unit_props_find(&p, "ProtectControlGroups"));
+        assert_null(unit_props_find(&p, "ProtectKernelTunables"));
+        x = need(&p, "BindReadOnlyPaths");
+        /* (source, destination, "-" if it may be missing) triples; the binary is under /usr. */
+        assert_int_equal(x->n, 5 * 3);
+        assert_string_equal(x->strv[4 * 3], "/run/sandboxd/proxy-empty");
+        assert_string_equal(x->strv[4 * 3 + 1], "/sys");
+        assert_true(strv_has(x, "/usr") && strv_has(x, "/lib64") && strv_has(x, "/etc/resolv.conf"));
+        assert_false(strv_has(x, "/etc") || strv_has(x, "/run") || strv_has(x, "/var") || strv_has(x, "/home"));
+        assert_null(unit_props_find(&p, "BindPaths"));
         x = need(&p, "SystemCallFilter");
         assert_true(x->b);
         assert_true(strv_has(x, "@system-service"));
@@ -946,6 +960,16 @@ static void test_proxy_service(_unused_ void **state) {
         /* In the host's network namespace: never PrivateNetwork= (the socket has it). */
         assert_null(unit_props_find(&p, "PrivateNetwork"));
         assert_null(unit_props_find(&p, "StandardError"));
+        unit_props_done(&p);
+
+        /* A binary outside /usr (a build tree) is bound on its own, at its own path, read-only. */
+        plan.proxy = "/work/build/sandboxd-proxy/sandboxd-proxy";
+        assert_int_equal(unit_props_proxy_service(&plan, &p), 0);
+        x = need(&p, "BindReadOnlyPaths");
+        assert_int_equal(x->n, 6 * 3);
+        assert_string_equal(x->strv[5 * 3], plan.proxy);
+        assert_string_equal(x->strv[5 * 3 + 1], plan.proxy);
+        assert_string_equal(x->strv[5 * 3 + 2], "");
         unit_props_done(&p);
 
         /* Without a stream of ours, the journal. */
