@@ -178,11 +178,19 @@ try:
     empties = {d: os.listdir(root + "/" + d) for d in ("root", "home") if os.path.isdir(root + "/" + d)}
     var = sorted(os.listdir(root + "/var")) if os.path.isdir(root + "/var") else []
     statvfs = os.statvfs(root)
+    # A binary outside /usr (a build tree, /opt) is bound alone at its own path: nothing else there.
+    exe = os.readlink(f"/proc/{pid}/exe")
+    exe_top = exe.split("/")[1]
+    exe_tree = sorted(os.path.join(d, f)[len(root):] for d, _, fs in os.walk(root + "/" + exe_top) for f in fs) \
+        if exe_top != "usr" else [exe]
 except OSError as e:
     top, etc, run_dir, socks, sys_dir, empties, var, statvfs = [str(e)], [], [], [], [], {}, [], None
-t.ok(pid not in ("", "0") and not {"srv", "opt", "boot", "mnt", "media"} & set(top) and "usr" in top
-     and "lib64" in top and all(v == [] for v in empties.values()) and var in ([], ["tmp"]),
-     "the proxy's root: /usr and the loader's, no host's /srv, /opt, /home, /root, /var", (top, empties, var))
+    exe, exe_top, exe_tree = "", "", []
+t.ok(pid not in ("", "0") and not ({"srv", "opt", "boot", "mnt", "media", "work"} - {exe_top}) & set(top)
+     and "usr" in top and "lib64" in top and all(v == [] for v in empties.values()) and var in ([], ["tmp"])
+     and exe_tree == [exe],
+     "the proxy's root: /usr, the loader's and its binary, no host's /srv, /opt, /home, /root, /var",
+     (top, empties, var, exe, exe_tree))
 t.ok(etc == ["resolv.conf"] or etc == [], "the proxy's /etc: resolv.conf alone", etc)
 t.ok(socks == [] and not {"dbus", "sandboxd", "user", "log"} & set(run_dir),
      "the proxy's /run, /tmp, /var: none of the host's sockets", (run_dir, socks))
