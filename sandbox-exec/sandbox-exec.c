@@ -169,6 +169,7 @@ enum {
         ARG_CHECK_ARG,
         ARG_INPUT,
         ARG_TIMEOUT_MS,
+        ARG_COMPILE_TIMEOUT_MS,
         ARG_HEAD_BYTES,
         ARG_TAIL_BYTES,
         ARG_WARM,
@@ -208,6 +209,7 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "check-arg",     required_argument, NULL, ARG_CHECK_ARG     },
                 { "input",         required_argument, NULL, ARG_INPUT         },
                 { "timeout-ms",    required_argument, NULL, ARG_TIMEOUT_MS    },
+                { "compile-timeout-ms", required_argument, NULL, ARG_COMPILE_TIMEOUT_MS },
                 { "head-bytes",    required_argument, NULL, ARG_HEAD_BYTES    },
                 { "tail-bytes",    required_argument, NULL, ARG_TAIL_BYTES    },
                 { "warm",          no_argument,       NULL, ARG_WARM          },
@@ -308,6 +310,9 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_TIMEOUT_MS:
                         o->timeout_ms = parse_u64_or_fail("--timeout-ms", optarg);
+                        break;
+                case ARG_COMPILE_TIMEOUT_MS:
+                        o->compile_timeout_ms = parse_u64_or_fail("--compile-timeout-ms", optarg);
                         break;
                 case ARG_HEAD_BYTES:
                         o->head_bytes = parse_u64_or_fail("--head-bytes", optarg);
@@ -624,7 +629,16 @@ int main(int argc, char *argv[]) {
 
         /* f. The compile step. */
         if (o.compile_argv) {
+                uint64_t run_deadline = deadline_usec;
+
+                /* The compile step's own limit ([Compile] TimeoutSec=), within the execution's. */
+                if (o.compile_timeout_ms > 0) {
+                        uint64_t c = start_usec + o.compile_timeout_ms * USEC_PER_MSEC;
+
+                        deadline_usec = deadline_usec > 0 ? MIN(deadline_usec, c) : c;
+                }
                 status = spawn_and_wait(&o, o.compile_argv, bpf, (size_t) bpf_len, CHILD_PROGRAM, 0);
+                deadline_usec = run_deadline;
                 if (!status_is_success(status) || timed_out || cancelled) {
                         sweep_program_processes();
                         report.phase = PHASE_COMPILE;

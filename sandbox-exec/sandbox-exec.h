@@ -81,6 +81,7 @@ typedef struct Options {
         char **inputs;            /* --input: paths below <workspace>/input written by the daemon */
         size_t n_inputs;
         char **run_argv;
+        uint64_t compile_timeout_ms; /* the compile step's own limit; 0: only timeout_ms */
         uint64_t timeout_ms;      /* 0: none (the unit's RuntimeMaxSec= still applies); a warm unit's
                                    * comes with its claim */
         bool warm;                /* --warm: a unit of the warm pool, the request comes as a claim */

@@ -24,6 +24,7 @@
 #include "model/request.h"
 #include "net/net-client.h"
 #include "run/job.h"
+#include "run/language-version.h"
 #include "run/runner.h"
 #include "run/session.h"
 #include "secret-file.h"
@@ -54,9 +55,12 @@ struct Manager {
         BusApi *bus_api;         /* the D-Bus API (bus-api.c) on bus */
 
         unsigned n_end_pending;  /* calls to end executions not yet answered, at stop */
+        LanguageVersions *versions; /* the runtimes' version probes (language-version.h) */
 };
 
 static int manager_reload(Manager *m);
+static int load_languages(Manager *m, LanguageTable **ret);
+static void use_languages(Manager *m, LanguageTable *t);
 
 static int mkdir_checked(const char *path, mode_t mode) {
         struct stat st;
@@ -532,12 +536,18 @@ static int load_config(const char *dir, Config **ret, NetPolicy **ret_policy) {
 }
 
 static int manager_reload(Manager *m) {
+        _cleanup_(language_table_unrefp) LanguageTable *lt = NULL;
         _cleanup_(config_freep) Config *c = NULL;
         _cleanup_(net_policy_freep) NetPolicy *np = NULL;
         int r;
 
         (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading configuration.");
         r = load_config(m->config_dir, &c, &np);
+        if (r >= 0) {
+                r = load_languages(m, &lt);
+                if (r >= 0 && language_table_same_sources(lt, language_table_current()))
+                        lt = language_table_unref(lt);   /* the same files: the rows (and versions) stay */
+        }
         if (r < 0) {
                 log_warning("Reload failed, keeping the previous configuration.");
                 (void) sd_notify(false, "READY=1");
@@ -567,6 +577,8 @@ static int manager_reload(Manager *m) {
         m->ctx.config = TAKE_PTR(c);
         net_policy_free(m->ctx.net_policy);
         m->ctx.net_policy = TAKE_PTR(np);
+        if (lt)
+                use_languages(m, lt);
         log_set_max_level(m->ctx.config->log_level);
         (void) sd_event_source_set_time_relative(m->sweep_timer,
                                                  m->ctx.config->sweep_interval_sec * USEC_PER_SEC);
@@ -585,33 +597,66 @@ static int manager_reload(Manager *m) {
         return 0;
 }
 
-/* One filter per language row: the common allow-list plus the row's extra_syscalls. A few
- * milliseconds each, once; a row the policy refuses stops the daemon here rather than failing
- * every execution of that language later. */
-static int build_seccomp_filters(Manager *m) {
-        size_t n = language_count();
+/* The language files (sandboxd.languages(5)): the vendor directory, then CONFIG_DIR/languages. A
+ * file that is refused is logged and left out; the others load. Each row gets its filters: the
+ * common allow-list plus the row's SystemCall=s, a few milliseconds each, once per load. A row the
+ * policy refuses is logged and stays in the table as not available, with the reason. */
+static int load_languages(Manager *m, LanguageTable **ret) {
+        const char *dirs[] = { m->ctx.languages_dir, m->ctx.languages_etc_dir };
+        _cleanup_(language_table_unrefp) LanguageTable *t = NULL;
+        _cleanup_strv_free_ char **errors = NULL;
         int r;
 
-        m->ctx.filters = calloc(n, sizeof(SeccompFilter));
-        m->ctx.net_filters = calloc(n, sizeof(SeccompFilter));
-        if (!m->ctx.filters || !m->ctx.net_filters)
-                return log_oom();
-        m->ctx.n_filters = n;
+        r = language_table_load(dirs, ELEMENTSOF(dirs), &t, &errors);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the language definitions from %s and %s: %m", dirs[0],
+                                       dirs[1]);
+        for (char **e = errors; e && *e; e++)
+                log_error("%s", *e);
 
-        for (size_t i = 0; i < n; i++) {
-                const Language *l = language_get(i);
+        for (size_t i = 0; i < language_table_count(t); i++) {
+                Language *l = language_table_row(t, i);
+                const char *what = "";
 
-                r = seccomp_policy_build(l->extra_syscalls, &m->ctx.filters[i].bpf, &m->ctx.filters[i].bpf_len);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to compile the system call filter for '%s': %m",
-                                               l->name);
-                r = seccomp_policy_build_ex(l->extra_syscalls, true, &m->ctx.net_filters[i].bpf,
-                                            &m->ctx.net_filters[i].bpf_len);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to compile the network system call filter for '%s': %m",
-                                               l->name);
+                r = seccomp_policy_build(l->extra_syscalls, &l->filter.bpf, &l->filter.bpf_len);
+                if (r >= 0) {
+                        what = "network ";
+                        r = seccomp_policy_build_ex(l->extra_syscalls, true, &l->net_filter.bpf,
+                                                    &l->net_filter.bpf_len);
+                }
+                if (r == -ENOMEM)
+                        return log_oom();
+                /* A host directory every execution of the language could write would carry data
+                 * from one execution to the next: refused, whatever the reason given. */
+                if (r >= 0 && l->n_rw_paths > 0) {
+                        if (!(l->filter_error = strdup("ReadWritePath= is not allowed: a host directory every "
+                                                       "execution could write would carry data between executions")))
+                                return log_oom();
+                        log_error("Language '%s': %s; it is not available.", l->name, l->filter_error);
+                } else if (r < 0) {
+                        l->filter.bpf = mfree(l->filter.bpf);
+                        l->net_filter.bpf = mfree(l->net_filter.bpf);
+                        if (asprintf(&l->filter_error, "its %ssystem call filter cannot be built: %s", what,
+                                     r == -EPERM ? "a SystemCall= the policy denies" : strerror(-r)) < 0)
+                                return log_oom();
+                        log_error("Language '%s': %s; it is not available.", l->name, l->filter_error);
+                }
         }
+        if (language_table_count(t) == 0)
+                log_warning("No language definitions in %s or %s: every request will be refused.", dirs[0], dirs[1]);
+        *ret = TAKE_PTR(t);
         return 0;
+}
+
+/* Make t current and ask each runtime for its version (in the background). */
+static void use_languages(Manager *m, LanguageTable *t) {
+        size_t n_available = 0;
+
+        language_table_set_current(t);
+        for (size_t i = 0; i < language_table_count(t); i++)
+                n_available += language_available(language_table_row(t, i));
+        log_info("%zu languages loaded, %zu of them available.", language_table_count(t), n_available);
+        language_versions_probe(m->versions, t);
 }
 
 /* The wiring: what the session registry reports goes to the runner (and the sweep). */
@@ -662,8 +707,8 @@ static int start_net_worker(Manager *m) {
         return net_client_new(m->ctx.event, m->net_worker, uid, gid, &m->ctx.net);
 }
 
-int manager_new(const char *config_dir, const char *helper_override, const char *net_worker, const char *proxy,
-                Manager **ret) {
+int manager_new(const char *config_dir, const char *languages_dir, const char *helper_override,
+                const char *net_worker, const char *proxy, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         HttpSettings hs;
         struct group *g;
@@ -721,9 +766,20 @@ int manager_new(const char *config_dir, const char *helper_override, const char 
         if (r < 0)
                 return log_error_errno(r, "Failed to set up signal handling: %m");
 
-        r = build_seccomp_filters(m);
+        if (asprintf(&m->ctx.languages_etc_dir, "%s/languages", config_dir) < 0 ||
+            !(m->ctx.languages_dir = strdup(languages_dir ?: SANDBOXD_LANGUAGES_DIR)))
+                return log_oom();
+        r = language_versions_new(m->ctx.event, &m->versions);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Cannot set up the version probes: %m");
+        {
+                _cleanup_(language_table_unrefp) LanguageTable *t = NULL;
+
+                r = load_languages(m, &t);
+                if (r < 0)
+                        return r;
+                use_languages(m, t);
+        }
 
         r = setup_directories(m);
         if (r < 0)
@@ -880,12 +936,10 @@ Manager *manager_free(Manager *m) {
         explicit_bzero(m->ctx.artifact_key, sizeof(m->ctx.artifact_key));
         metrics_free(m->ctx.metrics);
         config_free(m->ctx.config);
-        for (size_t i = 0; i < m->ctx.n_filters; i++)
-                free(m->ctx.filters[i].bpf);
-        for (size_t i = 0; m->ctx.net_filters && i < m->ctx.n_filters; i++)
-                free(m->ctx.net_filters[i].bpf);
-        free(m->ctx.filters);
-        free(m->ctx.net_filters);
+        language_versions_free(m->versions);
+        language_table_set_current(NULL);
+        free(m->ctx.languages_dir);
+        free(m->ctx.languages_etc_dir);
         free(m->ctx.usr_layer);
         free(m->ctx.workspaces_dir);
         free(m->ctx.proxy_root);

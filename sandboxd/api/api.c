@@ -457,14 +457,20 @@ static void handle_languages(HttpRequest *req) {
         for (size_t i = 0; i < language_count(); i++) {
                 const Language *l = language_get(i);
                 json_object *e = json_object_new_object(), *al = json_object_new_array();
+                char buf[LANGUAGE_REASON_MAX];
+                const char *reason;
 
                 json_object_object_add(e, "name", json_object_new_string(l->name));
                 for (const char *const *x = l->aliases; x && *x; x++)
                         json_object_array_add(al, json_object_new_string(*x));
                 json_object_object_add(e, "aliases", al);
                 json_object_object_add(e, "source", json_object_new_string(l->source_name));
-                json_object_object_add(e, "compiled", json_object_new_boolean(l->compile_argv != NULL));
-                json_object_object_add(e, "available", json_object_new_boolean(language_available(l)));
+                json_object_object_add(e, "compiled", json_object_new_boolean(l->compiles));
+                json_object_object_add(e, "version", l->version ? json_object_new_string(l->version) : NULL);
+                reason = language_unavailable_reason(l, buf, sizeof(buf));
+                json_object_object_add(e, "available", json_object_new_boolean(!reason));
+                if (reason)
+                        json_object_object_add(e, "reason", json_object_new_string(reason));
                 json_object_array_add(a, e);
         }
         json_object_object_add(o, "languages", a);

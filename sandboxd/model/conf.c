@@ -734,9 +734,11 @@ int config_validate(const Config *c, char **ret_error) {
                                          c->listen_where ?: "Listen=", *a);
         }
 
+        /* Only the form: the language files are read after the configuration (and may change at a
+         * reload); a name that no file defines is logged when the pool fills, and pools nothing. */
         for (char **a = c->pool_languages; a && *a; a++)
-                if (!language_find(*a))
-                        return error_set(ret_error, "Languages=%s in [Pool] is not a language sandboxd knows", *a);
+                if (!langdef_name_is_valid(*a))
+                        return error_set(ret_error, "Languages=%s in [Pool] is not a valid language name", *a);
 
         if (d->timeout_ms > m->timeout_ms)
                 return error_set(ret_error, "DefaultTimeoutMS=%" PRIu64 " exceeds MaxTimeoutMS=%" PRIu64,

@@ -1,18 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "context.h"
 
+/* The filters live in the rows: compiled when the table is loaded (manager.c). */
 const SeccompFilter *context_seccomp_filter(const Context *c, const Language *l) {
-        for (size_t i = 0; i < c->n_filters; i++)
-                if (language_get(i) == l)
-                        return c->filters + i;
-        return NULL;
+        return l && l->filter.bpf ? &l->filter : NULL;
 }
 
 const SeccompFilter *context_seccomp_filter_net(const Context *c, const Language *l) {
-        if (!c->net_filters)
-                return NULL;
-        for (size_t i = 0; i < c->n_filters; i++)
-                if (language_get(i) == l)
-                        return c->net_filters + i;
-        return NULL;
+        return l && l->net_filter.bpf ? &l->net_filter : NULL;
 }

@@ -33,10 +33,6 @@ typedef struct CgroupRoot {
         char *slice_dir;         /* host path of sandboxd.slice in that hierarchy */
 } CgroupRoot;
 
-typedef struct SeccompFilter {
-        uint8_t *bpf;            /* classic BPF, bpf_len / 8 instructions */
-        size_t bpf_len;
-} SeccompFilter;
 
 typedef struct Context {
         sd_event *event;
@@ -66,11 +62,9 @@ typedef struct Context {
         char *workspaces_dir;    /* where the per-execution tmpfs mount units go */
         char *proxy_root;        /* the egress proxies' RootDirectory=: empty, root's, 0755 */
         char *proxy_empty;       /* bound over their /sys: empty, root's, 0555 */
-        /* The seccomp filters, compiled once at start: filters[i] for the language row
-         * language_get(i), which may add system calls to the common allow-list. */
-        SeccompFilter *filters;
-        SeccompFilter *net_filters;  /* the same with AF_INET/AF_INET6 sockets: runs with network */
-        size_t n_filters;
+        /* Language definitions: the vendor directory and the one that overrides it. */
+        char *languages_dir;
+        char *languages_etc_dir;
         CgroupRoot cgroups[3];
         size_t n_cgroups;
         bool cgroup_v2;

@@ -1,322 +1,76 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The LanguageRunner table. A row says where the code goes, what runs it and how a syntax error is
- * told apart from a runtime failure. sandbox-exec runs these argvs inside the unit, as the program's
- * user, with the workspace as the working directory; the source is SANDBOX_CODE_DIR/<source_name>. */
+/* The LanguageRunner table, built from language definition files (langdef.c parses and merges them).
+ * A row says where the code goes, what runs it and how a syntax error is told apart from a runtime
+ * failure; sandbox-exec runs these argvs inside the unit, as the program's user, with the workspace as
+ * the working directory; the source is SANDBOX_CODE_DIR/<source_name>. The built-in languages are the
+ * files of languages/ in the source tree. */
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "language.h"
+#include "strv.h"
+#include "utf8.h"
 #include "util.h"
 
-#define STRV(...) ((const char *const[]) { __VA_ARGS__, NULL })
-
-/* Python: compile first so a SyntaxError is reported as such and the program does not run; then run
- * the code object as __main__, as "python3 FILE" would: fresh module dict registered in sys.modules
- * (pickle, multiprocessing and "if __name__ == '__main__'" work), sys.argv=[FILE], sys.path[0] the
- * working directory (the workspace, so a session's own modules import). The source file name comes
- * from argv[1] so the bootstrap is the same for any row. The workspace's .pkgs/ (where pip installs in a
- * run with network: PIP_TARGET=) comes next on sys.path when it exists, so that a later turn of a
- * session, with network or without, imports what an earlier one installed. Tracebacks skip the bootstrap's own frame.
- * Whether a failure was a syntax error is decided afterwards by PYTHON_CHECK in a fresh process
- * (Language.check_argv), never by anything this process says. (excepthook prints e.__traceback__,
- * not its tb argument, hence with_traceback().)
- *
- * -s: no user site directory. HOME is the workspace, so a session turn that wrote
- * ~/.local/lib/python3.X/site-packages/x.pth would otherwise run code at the start of every later turn,
- * before this bootstrap. Not -I (which implies -E): PYTHONHASHSEED=0 must keep working. */
-#define PYTHON_BOOTSTRAP_MAIN                                                                                \
-        "import sys, os\n"                                                                                   \
-        "def _sandboxd_main():\n"                                                                            \
-        "    name = sys.argv[1]\n"                                                                           \
-        "    cwd = os.getcwd()\n"                                                                            \
-        "    try:\n"                                                                                         \
-        "        with open(name, 'rb') as f:\n"                                                              \
-        "            src = f.read()\n"                                                                       \
-        "        code = compile(src, name, 'exec', dont_inherit=True)\n"                                     \
-        "    except (SyntaxError, ValueError) as e:\n"                                                       \
-        "        import traceback\n"                                                                         \
-        "        sys.stderr.write(''.join(traceback.format_exception_only(type(e), e)))\n"                   \
-        "        sys.stderr.flush()\n"                                                                       \
-        "        sys.exit(1)\n"                                                                              \
-        "    import types\n"                                                                                 \
-        "    m = types.ModuleType('__main__')\n"                                                             \
-        "    m.__file__ = name\n"                                                                            \
-        "    m.__cached__ = None\n"                                                                          \
-        "    sys.modules['__main__'] = m\n"                                                                  \
-        "    sys.argv[:] = [name]\n"                                                                         \
-        "    if sys.path and sys.path[0] == '':\n"                                                           \
-        "        sys.path[0] = cwd\n"                                                                        \
-        "    else:\n"                                                                                        \
-        "        sys.path.insert(0, cwd)\n"                                                                  \
-        "    pkgs = os.path.join(cwd, '.pkgs')\n"                                                             \
-        "    if pkgs not in sys.path and os.path.isdir(pkgs):\n"                                              \
-        "        sys.path.insert(1, pkgs)\n"                                                                  \
-        "    try:\n"                                                                                         \
-        "        exec(code, m.__dict__)\n"                                                                   \
-        "    except SystemExit:\n"                                                                           \
-        "        raise\n"                                                                                    \
-        "    except BaseException as e:\n"                                                                   \
-        "        tb = e.__traceback__.tb_next\n"                                                             \
-        "        sys.excepthook(type(e), e.with_traceback(tb), tb)\n"                                        \
-        "        sys.exit(1)\n"
-
-#define PYTHON_BOOTSTRAP PYTHON_BOOTSTRAP_MAIN "_sandboxd_main()\n"
-
-/* The warm bootstrap (sandbox-exec --warm-preload): the same as PYTHON_BOOTSTRAP, after a wait. It
- * imports what the pool preloads (argv[2], comma-separated; a module that fails to import is left
- * out, as if not preloaded), says 'R' on fd 3, and reads the claim's environment ("KEY=VALUE\0"...)
- * until EOF. Every entry is set (the block is the whole environment a cold run of the request would
- * have: the fixed one, the language's, the seed and the request's, so nothing of the pool's own
- * remains), then the program runs as PYTHON_BOOTSTRAP runs it. The program can tell only by
- * sys.modules: the preloaded modules (and what they import) are there already. */
-#define PYTHON_WARM_WAIT                                                                                     \
-        "import sys, os\n"                                                                                   \
-        "def _sandboxd_wait():\n"                                                                            \
-        "    for m in sys.argv[2].split(','):\n"                                                             \
-        "        if m:\n"                                                                                    \
-        "            try:\n"                                                                                 \
-        "                __import__(m)\n"                                                                    \
-        "            except BaseException:\n"                                                                \
-        "                pass\n"                                                                             \
-        "    del sys.argv[2:]\n"                                                                             \
-        "    import gc\n"                                                                                    \
-        "    gc.freeze()\n"                                                                                  \
-        "    os.write(3, b'R')\n"                                                                            \
-        "    chunks = []\n"                                                                                  \
-        "    while True:\n"                                                                                  \
-        "        b = os.read(3, 65536)\n"                                                                    \
-        "        if not b:\n"                                                                                \
-        "            break\n"                                                                                \
-        "        chunks.append(b)\n"                                                                         \
-        "    os.close(3)\n"                                                                                  \
-        "    for kv in b''.join(chunks).split(b'\\0'):\n"                                                    \
-        "        k, sep, v = kv.partition(b'=')\n"                                                           \
-        "        if sep and k:\n"                                                                            \
-        "            os.environb[k] = v\n"                                                                   \
-        "_sandboxd_wait()\n"                                                                                 \
-        "del _sandboxd_wait\n"
-
-/* How a warm python ends (after PYTHON_BOOTSTRAP_MAIN): what the interpreter's own exit does for the
- * program, then os._exit() instead of tearing down every module. With numpy loaded that teardown
- * costs ~15 ms here, more than the rest of a warm run. In the order Py_FinalizeEx() keeps: the exit
- * status as SystemExit gives it (None: 0, an int: its low byte, anything else: printed, 1); non-daemon
- * threads joined (threading._shutdown); atexit handlers run (logging, tempfile, multiprocessing
- * register theirs there); the program's __main__ globals cleared and the garbage collected, so
- * __del__ methods run and files the program left open are released; every open file object
- * flushed, wherever it is referenced, so nothing written is lost; stdout and stderr flushed (a
- * failure: status 120 and Python's message). gc.freeze() in the wait keeps the preloaded modules out of that
- * collection. What a program can observe: objects referenced only from other modules' globals are
- * not finalized (their __del__ does not run), and gc.get_freeze_count() is not 0. */
-#define PYTHON_WARM_EXIT                                                                                     \
-        "import _io, gc\n"                                                                                   \
-        "def _sandboxd_warm():\n"                                                                            \
-        "    try:\n"                                                                                         \
-        "        _sandboxd_main()\n"                                                                         \
-        "        rc = 0\n"                                                                                   \
-        "    except SystemExit as e:\n"                                                                      \
-        "        c = e.code\n"                                                                               \
-        "        if c is None:\n"                                                                            \
-        "            rc = 0\n"                                                                               \
-        "        elif isinstance(c, int):\n"                                                                 \
-        "            rc = c & 0xff\n"                                                                        \
-        "        else:\n"                                                                                    \
-        "            rc = 1\n"                                                                               \
-        "            try:\n"                                                                                 \
-        "                sys.stderr.write(str(c) + '\\n')\n"                                                 \
-        "            except BaseException:\n"                                                                \
-        "                pass\n"                                                                             \
-        "    t = sys.modules.get('threading')\n"                                                             \
-        "    if t is not None:\n"                                                                            \
-        "        try:\n"                                                                                     \
-        "            t._shutdown()\n"                                                                        \
-        "        except BaseException:\n"                                                                    \
-        "            pass\n"                                                                                 \
-        "    import atexit\n"                                                                                \
-        "    atexit._run_exitfuncs()\n"                                                                      \
-        "    try:\n"                                                                                         \
-        "        sys.modules['__main__'].__dict__.clear()\n"                                                 \
-        "    except BaseException:\n"                                                                        \
-        "        pass\n"                                                                                     \
-        "    gc.collect()\n"                                                                                 \
-        "    for o in gc.get_objects():\n"                                                                   \
-        "        if isinstance(o, _io._IOBase):\n"                                                           \
-        "            try:\n"                                                                                 \
-        "                if not o.closed:\n"                                                                 \
-        "                    o.flush()\n"                                                                    \
-        "            except BaseException:\n"                                                                \
-        "                pass\n"                                                                             \
-        "    for f in (sys.stdout, sys.stderr):\n"                                                           \
-        "        try:\n"                                                                                     \
-        "            if f is not None and not f.closed:\n"                                                   \
-        "                f.flush()\n"                                                                        \
-        "        except BaseException as e:\n"                                                               \
-        "            rc = 120\n"                                                                             \
-        "            if f is sys.stdout and sys.stderr is not None:\n"                                       \
-        "                try:\n"                                                                             \
-        "                    sys.stderr.write('Exception ignored in: %r\\n%s: %s\\n' % (f, type(e).__name__, e))\n" \
-        "                    sys.stderr.flush()\n"                                                           \
-        "                except BaseException:\n"                                                            \
-        "                    pass\n"                                                                         \
-        "    os._exit(rc)\n"                                                                                 \
-        "_sandboxd_warm()\n"
-
-/* The syntax check, in a process of its own started with -I -S (no site, no environment, no user
- * directories): only the interpreter and the file are involved. Exit 1: does not compile; 0: does;
- * 2: the check itself failed (too deep, out of memory), which decides nothing. */
-#define PYTHON_CHECK                                                                                         \
-        "import sys\n"                                                                                       \
-        "try:\n"                                                                                             \
-        "    with open(sys.argv[1], 'rb') as f:\n"                                                           \
-        "        compile(f.read(), sys.argv[1], 'exec', dont_inherit=True)\n"                                \
-        "except (SyntaxError, ValueError):\n"                                                                \
-        "    sys.exit(1)\n"                                                                                  \
-        "except BaseException:\n"                                                                            \
-        "    sys.exit(2)\n"
-
-/* Node: check the file as a CommonJS module body with vm.compileFunction and the module wrapper's
- * parameters (exports, require, module, __filename, __dirname), which is exactly what Node's own
- * CJS loader compiles, so top-level return is allowed and line/column match "node main.js".
- * (vm.Script over Module.wrap() would do too, but reports errors at the end of input against the
- * wrapper's closing "});".) The error is printed as Node prints it, without the bootstrap's stack
- * frames. Errors that only mean "this is an ES module" (import/export, top-level await, ...) are
- * left to Node's loader, which detects module syntax itself; a real syntax error in such a file
- * then surfaces at run time. The program is started with Module.runMain(), as the node binary
- * does, so require.main === module holds. NODE_CHECK is the same test in a process of its own,
- * which decides phase=compile after a failed run (exit 1: a syntax error; 0: none; 2: unknown). */
-#define NODE_ESM_ONLY_ERRORS                                                                                 \
-        "  const esm = [\n"                                                                                  \
-        "    'Cannot use import statement outside a module',\n"                                              \
-        "    \"Unexpected token 'export'\",\n"                                                               \
-        "    \"Cannot use 'import.meta' outside a module\",\n"                                               \
-        "    \"Identifier 'module' has already been declared\",\n"                                           \
-        "    \"Identifier 'exports' has already been declared\",\n"                                          \
-        "    \"Identifier 'require' has already been declared\",\n"                                          \
-        "    \"Identifier '__filename' has already been declared\",\n"                                       \
-        "    \"Identifier '__dirname' has already been declared\",\n"                                        \
-        "    'await is only valid in async functions and the top level bodies of modules',\n"                \
-        "  ];\n"
-
-#define NODE_BOOTSTRAP                                                                                       \
-        "'use strict';\n"                                                                                    \
-        "(() => {\n"                                                                                         \
-        "  const fs = require('fs'), path = require('path'), vm = require('vm');\n"                          \
-        "  const Module = require('module');\n"                                                              \
-        "  const file = path.resolve(process.argv[1]);\n"                                                    \
-        "  const src = fs.readFileSync(file, 'utf8');\n"                                                     \
-        NODE_ESM_ONLY_ERRORS                                                                                 \
-        "  try {\n"                                                                                          \
-        "    vm.compileFunction(src, ['exports', 'require', 'module', '__filename', '__dirname'],\n"         \
-        "                       { filename: file });\n"                                                      \
-        "  } catch (e) {\n"                                                                                  \
-        "    if (!(e instanceof SyntaxError)) throw e;\n"                                                    \
-        "    if (!esm.includes(e.message)) {\n"                                                              \
-        "      const text = String(e.stack).split('\\n').filter(l => !/^    at /.test(l));\n"                \
-        "      fs.writeSync(2, text.join('\\n') + '\\n');\n"                                                 \
-        "      process.exit(1);\n"                                                                           \
-        "    }\n"                                                                                            \
-        "  }\n"                                                                                              \
-        "  process.argv[1] = file;\n"                                                                        \
-        "  Module.runMain();\n"                                                                              \
-        "})();\n"
-
-#define NODE_CHECK                                                                                           \
-        "'use strict';\n"                                                                                    \
-        "(() => {\n"                                                                                         \
-        "  const fs = require('fs'), vm = require('vm');\n"                                                  \
-        NODE_ESM_ONLY_ERRORS                                                                                 \
-        "  let src;\n"                                                                                       \
-        "  try { src = fs.readFileSync(process.argv[1], 'utf8'); } catch { process.exit(2); }\n"             \
-        "  try {\n"                                                                                          \
-        "    vm.compileFunction(src, ['exports', 'require', 'module', '__filename', '__dirname'],\n"         \
-        "                       { filename: process.argv[1] });\n"                                           \
-        "  } catch (e) {\n"                                                                                  \
-        "    process.exit(e instanceof SyntaxError && !esm.includes(e.message) ? 1 : 2);\n"                  \
-        "  }\n"                                                                                              \
-        "  process.exit(0);\n"                                                                               \
-        "})();\n"
-
-static const Language languages[] = {
-        {
-                .name = "python",
-                .aliases = STRV("python3", "py"),
-                .source_name = "main.py",
-                .runtime = "/usr/bin/python3",
-                .run_argv = STRV("/usr/bin/python3", "-s", "-c", PYTHON_BOOTSTRAP, SANDBOX_CODE_DIR "/main.py"),
-                .check_argv = STRV("/usr/bin/python3", "-I", "-S", "-c", PYTHON_CHECK, SANDBOX_CODE_DIR "/main.py"),
-                /* No __pycache__ written into the workspace (it is the program's output area). */
-                .env = STRV("PYTHONDONTWRITEBYTECODE=1"),
-                .warm_argv = STRV("/usr/bin/python3", "-s", "-c", PYTHON_WARM_WAIT PYTHON_BOOTSTRAP_MAIN PYTHON_WARM_EXIT,
-                                  SANDBOX_CODE_DIR "/main.py"),
-                /* The interpreter's own, the C library's (locale, time zone, malloc, loader) and those
-                 * the preloaded numerical libraries read at import. */
-                .warm_cold_env = STRV("PYTHON*", "LC_*", "LANG", "LANGUAGE", "TZ", "LD_*", "MALLOC_*",
-                                      "GLIBC_*", "OPENBLAS_*", "OMP_*", "MKL_*", "GOTO*", "NUMEXPR_*",
-                                      "NPY_*", "NUMPY_*", "HOME", "PATH", "TMPDIR"),
-        },
-        {
-                .name = "node",
-                .aliases = STRV("javascript", "js", "nodejs"),
-                .source_name = "main.js",
-                .runtime = "/usr/bin/node",
-                .run_argv = STRV("/usr/bin/node", "-e", NODE_BOOTSTRAP, SANDBOX_CODE_DIR "/main.js"),
-                .check_argv = STRV("/usr/bin/node", "-e", NODE_CHECK, SANDBOX_CODE_DIR "/main.js"),
-                /* The program's file is not in the workspace, so require() would not look in the
-                 * workspace's node_modules (where npm install puts packages, in a run with network):
-                 * a later turn of a session finds them there. */
-                .env = STRV("NODE_PATH=/workspace/node_modules"),
-                /* V8 write-protects its JIT code space with memory protection keys where the CPU
-                 * has them (pkey_alloc at start, pkey_mprotect per code page); without them it
-                 * falls back to mprotect. */
-                .extra_syscalls = STRV("pkey_alloc", "pkey_free", "pkey_mprotect"),
-        },
-        {
-                .name = "bash",
-                .aliases = STRV("sh"),
-                .source_name = "main.sh",
-                .runtime = "/bin/bash",
-                /* bash -n parses the whole file without running it: a syntax error anywhere is a
-                 * compile error, not a failure half-way through the script. */
-                .compile_argv = STRV("/bin/bash", "-n", SANDBOX_CODE_DIR "/main.sh"),
-                .run_argv = STRV("/bin/bash", SANDBOX_CODE_DIR "/main.sh"),
-        },
-        /* Compiled languages are rows with a compile step whose output lands in the workspace.
-         * Rows are only added for compilers the hosts actually ship, e.g.:
-         *
-         * {
-         *         .name = "c",
-         *         .source_name = "main.c",
-         *         .runtime = "/usr/bin/gcc",
-         *         .compile_argv = STRV("/usr/bin/gcc", "-O2", "-o", "/workspace/main", SANDBOX_CODE_DIR "/main.c", "-lm"),
-         *         .run_argv = STRV("/workspace/main"),
-         * },
-         * {
-         *         .name = "go",
-         *         .aliases = STRV("golang"),
-         *         .source_name = "main.go",
-         *         .runtime = "/usr/lib/go/bin/go",
-         *         .compile_argv = STRV("/usr/lib/go/bin/go", "build", "-o", "/workspace/main", SANDBOX_CODE_DIR "/main.go"),
-         *         .run_argv = STRV("/workspace/main"),
-         *         // the Go tool wants a writable cache and home; /tmp is the bounded tmpfs
-         *         .env = STRV("GOCACHE=/tmp/go-cache", "HOME=/tmp", "GO111MODULE=off"),
-         * },
-         * {
-         *         .name = "rust",
-         *         .aliases = STRV("rs"),
-         *         .source_name = "main.rs",
-         *         .runtime = "/usr/bin/rustc",
-         *         .compile_argv = STRV("/usr/bin/rustc", "-O", "-o", "/workspace/main", SANDBOX_CODE_DIR "/main.rs"),
-         *         .run_argv = STRV("/workspace/main"),
-         * },
-         */
+struct LanguageTable {
+        unsigned n_ref;
+        Language *rows;
+        size_t n;
+        /* What the table was built from, for language_table_same_sources(): each tuple as
+         * "rank\0dir\0filename\0size\0" and its text, in the order given. */
+        char *fingerprint;
+        size_t fingerprint_len;
 };
 
-const Language *language_find(const char *name) {
-        if (isempty(name))
-                return NULL;
+static LanguageTable *current;
 
-        for (size_t i = 0; i < ELEMENTSOF(languages); i++) {
-                const Language *l = languages + i;
+static void row_done(Language *l) {
+        free(l->filter.bpf);
+        free(l->net_filter.bpf);
+        free(l->filter_error);
+        free(l->version);
+        free(l->syscall_names);
+        langdef_free(l->def);
+}
+
+static LanguageTable *table_free(LanguageTable *t) {
+        for (size_t i = 0; i < t->n; i++)
+                row_done(t->rows + i);
+        free(t->rows);
+        free(t->fingerprint);
+        return mfree(t);
+}
+
+LanguageTable *language_table_ref(LanguageTable *t) {
+        if (t)
+                t->n_ref++;
+        return t;
+}
+
+LanguageTable *language_table_unref(LanguageTable *t) {
+        if (t && --t->n_ref == 0)
+                table_free(t);
+        return NULL;
+}
+
+size_t language_table_count(const LanguageTable *t) {
+        return t ? t->n : 0;
+}
+
+Language *language_table_row(const LanguageTable *t, size_t i) {
+        return t && i < t->n ? t->rows + i : NULL;
+}
+
+const Language *language_table_find(const LanguageTable *t, const char *name) {
+        if (!t || isempty(name))
+                return NULL;
+        for (size_t i = 0; i < t->n; i++) {
+                const Language *l = t->rows + i;
 
                 if (streq(l->name, name))
                         return l;
@@ -327,21 +81,259 @@ const Language *language_find(const char *name) {
         return NULL;
 }
 
+bool language_table_same_sources(const LanguageTable *a, const LanguageTable *b) {
+        if (!a || !b)
+                return a == b;
+        return a->fingerprint_len == b->fingerprint_len &&
+               (a->fingerprint_len == 0 || memcmp(a->fingerprint, b->fingerprint, a->fingerprint_len) == 0);
+}
+
+static int fingerprint(const LangDefSource *sources, size_t n, char **ret, size_t *ret_len) {
+        size_t len = 0, at = 0;
+        char *f;
+
+        for (size_t i = 0; i < n; i++)
+                len += 64 + strlen(sources[i].dir) + strlen(sources[i].filename) + sources[i].size;
+        f = malloc(len + 1);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                int k = snprintf(f + at, len + 1 - at, "%u%c%s%c%s%c%zu%c", sources[i].rank, 0, sources[i].dir, 0,
+                                 sources[i].filename, 0, sources[i].size, 0);
+
+                at += (size_t) k;
+                if (sources[i].size > 0)
+                        memcpy(f + at, sources[i].text, sources[i].size);
+                at += sources[i].size;
+        }
+        *ret = f;
+        *ret_len = at;
+        return 0;
+}
+
+static int row_from_def(Language *l, LangDef *d) {
+        char **names = NULL;
+
+        if (d->n_syscalls > 0) {
+                names = calloc(d->n_syscalls + 1, sizeof(char *));
+                if (!names) {
+                        langdef_free(d);
+                        return -ENOMEM;
+                }
+                for (size_t i = 0; i < d->n_syscalls; i++)
+                        names[i] = d->syscalls[i].what;   /* borrowed from d */
+        }
+        *l = (Language) {
+                .name = d->name,
+                .aliases = (const char *const *) d->aliases,
+                .source_name = d->source_file,
+                .runtime = d->runtime,
+                .compile_argv = (const char *const *) d->compile_argv,
+                .run_argv = (const char *const *) d->run_argv,
+                .check_argv = (const char *const *) d->check_argv,
+                .env = (const char *const *) d->env,
+                .warm_argv = (const char *const *) d->warm_argv,
+                .warm_cold_env = (const char *const *) d->warm_cold_env,
+                .version_argv = (const char *const *) d->version_argv,
+                .compiles = d->has_compile,
+                .compile_timeout_ms = d->compile_timeout_sec * 1000,
+                .compile_memory_mb = d->compile_memory_mb,
+                .ro_paths = d->ro_paths,
+                .n_ro_paths = d->n_ro_paths,
+                .rw_paths = d->rw_paths,
+                .n_rw_paths = d->n_rw_paths,
+                .def = d,
+                .syscall_names = names,
+                .extra_syscalls = (const char *const *) names,
+        };
+        return 0;
+}
+
+int language_table_from_sources(const LangDefSource *sources, size_t n, LanguageTable **ret, char ***ret_errors) {
+        _cleanup_(langdef_set_freep) LangDefSet *set = NULL;
+        LanguageTable *t;
+        int r;
+
+        r = langdef_merge(sources, n, &set);
+        if (r < 0)
+                return r;
+        t = calloc(1, sizeof(LanguageTable));
+        if (!t)
+                return -ENOMEM;
+        t->n_ref = 1;
+        r = fingerprint(sources, n, &t->fingerprint, &t->fingerprint_len);
+        if (r >= 0 && set->n_defs > 0) {
+                t->rows = calloc(set->n_defs, sizeof(Language));
+                if (!t->rows)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                table_free(t);
+                return r;
+        }
+        /* The definitions move into the rows. */
+        for (size_t i = 0; i < set->n_defs; i++) {
+                r = row_from_def(t->rows + t->n, TAKE_PTR(set->defs[i]));
+                if (r < 0) {
+                        table_free(t);
+                        return r;
+                }
+                t->rows[t->n++].table = t;
+        }
+        if (ret_errors)
+                *ret_errors = TAKE_PTR(set->errors);
+        *ret = t;
+        return 0;
+}
+
+int language_table_load(const char *const *dirs, size_t n_dirs, LanguageTable **ret, char ***ret_errors) {
+        _cleanup_strv_free_ char **errors = NULL;
+        LangDefSource *sources = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        for (size_t i = 0; i < n_dirs && r >= 0; i++)
+                if (dirs[i]) {
+                        r = langdef_read_dir(dirs[i], (unsigned) i, &sources, &n, &errors);
+                        if (r < 0 && r != -ENOMEM && r != -E2BIG) {
+                                char *msg;
+
+                                /* An unreadable directory (a symlink, not a directory) is one problem
+                                 * of its own: the others are still read. */
+                                if (asprintf(&msg, "%s: cannot read: %s, ignoring", dirs[i], strerror(-r)) < 0)
+                                        r = -ENOMEM;
+                                else {
+                                        r = strv_extend(&errors, NULL, msg);
+                                        free(msg);
+                                }
+                        }
+                }
+        if (r >= 0) {
+                _cleanup_strv_free_ char **more = NULL;
+
+                r = language_table_from_sources(sources, n, ret, &more);
+                for (char **e = more; r >= 0 && e && *e; e++)
+                        r = strv_extend(&errors, NULL, *e);
+        }
+        langdef_sources_free(sources, n);
+        if (r >= 0 && ret_errors)
+                *ret_errors = TAKE_PTR(errors);
+        return r;
+}
+
+char *language_version_from_output(const char *out, size_t len) {
+        char buf[LANGUAGE_VERSION_MAX + 1];
+        size_t n = 0, i = 0;
+
+        if (!out)
+                return NULL;
+        /* The first line with something on it. */
+        for (;;) {
+                while (i < len && (out[i] == '\n' || out[i] == '\r' || out[i] == ' ' || out[i] == '\t'))
+                        i++;
+                if (i >= len)
+                        return NULL;
+                break;
+        }
+        for (; i < len && out[i] != '\n' && out[i] != '\r' && n < LANGUAGE_VERSION_MAX; i++) {
+                unsigned char c = (unsigned char) out[i];
+
+                if (c < 0x20 || c == 0x7f)
+                        c = ' ';
+                buf[n++] = (char) c;
+        }
+        while (n > 0 && buf[n - 1] == ' ')
+                n--;
+        buf[n] = 0;
+        /* Cut back to valid UTF-8 (a sequence cut at the cap, or bytes that are not text). */
+        while (n > 0 && !utf8_is_valid(buf, n))
+                buf[--n] = 0;
+        return n > 0 ? strdup(buf) : NULL;
+}
+
+int language_set_version(Language *l, const char *out, size_t len) {
+        char *v = language_version_from_output(out, len);
+
+        if (!v && len > 0 && errno == ENOMEM)
+                return -ENOMEM;
+        free(l->version);
+        l->version = v;
+        return 0;
+}
+
+void language_table_set_current(LanguageTable *t) {
+        LanguageTable *old = current;
+
+        current = language_table_ref(t);
+        language_table_unref(old);
+}
+
+LanguageTable *language_table_current(void) {
+        return current;
+}
+
+const Language *language_find(const char *name) {
+        return language_table_find(current, name);
+}
+
 const Language *language_get(size_t i) {
-        return i < ELEMENTSOF(languages) ? languages + i : NULL;
+        return language_table_row(current, i);
 }
 
 size_t language_count(void) {
-        return ELEMENTSOF(languages);
+        return language_table_count(current);
+}
+
+const Language *language_ref(const Language *l) {
+        if (l)
+                language_table_ref(l->table);
+        return l;
+}
+
+const Language *language_unref(const Language *l) {
+        if (l)
+                language_table_unref(l->table);
+        return NULL;
+}
+
+/* Paths that only exist inside the sandbox: a compiled program's binary. */
+static bool below(const char *p, const char *dir) {
+        const char *r = startswith(p, dir);
+
+        return r && *r == '/';
+}
+
+static bool inside_only(const char *p) {
+        return below(p, "/tmp") || below(p, "/var/tmp") || below(p, "/workspace") || below(p, SANDBOX_CODE_DIR);
+}
+
+const char *language_unavailable_reason(const Language *l, char *buf, size_t size) {
+        if (!l) {
+                snprintf(buf, size, "no such language");
+                return buf;
+        }
+        if (l->filter_error) {
+                snprintf(buf, size, "%s", l->filter_error);
+                return buf;
+        }
+        if (l->runtime && access(l->runtime, X_OK) < 0) {
+                snprintf(buf, size, "the runtime %s is not installed", l->runtime);
+                return buf;
+        }
+        /* The argvs' programs may differ from the runtime (a compiler driver, say). */
+        if (l->compile_argv && access(l->compile_argv[0], X_OK) < 0) {
+                snprintf(buf, size, "the compiler %s is not installed", l->compile_argv[0]);
+                return buf;
+        }
+        if (!inside_only(l->run_argv[0]) && access(l->run_argv[0], X_OK) < 0) {
+                snprintf(buf, size, "%s is not installed", l->run_argv[0]);
+                return buf;
+        }
+        return NULL;
 }
 
 bool language_available(const Language *l) {
-        if (!l || !l->runtime)
-                return false;
-        if (access(l->runtime, X_OK) < 0)
-                return false;
-        /* The argvs' programs may differ from the runtime (a compiler driver, say). */
-        if (l->compile_argv && access(l->compile_argv[0], X_OK) < 0)
-                return false;
-        return access(l->run_argv[0], X_OK) >= 0;
+        char buf[LANGUAGE_REASON_MAX];
+
+        return l && !language_unavailable_reason(l, buf, sizeof(buf));
 }

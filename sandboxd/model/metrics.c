@@ -103,23 +103,35 @@ void metrics_histogram_observe(MetricsHistogram *h, uint64_t value) {
         h->sum = value > UINT64_MAX - h->sum ? UINT64_MAX : h->sum + value;
 }
 
-/* The row of the language table, or METRICS_LANGUAGES_MAX ("other") for a name that is not there
- * (or a table longer than the array). Compared by name: an execution read back from the store
- * carries a copy, not the table's pointer. */
-static size_t language_index(const char *name) {
-        size_t n = MIN(language_count(), (size_t) METRICS_LANGUAGES_MAX);
-
-        for (size_t i = 0; name && i < n; i++)
-                if (streq(language_get(i)->name, name))
+/* The counters' row of a language name: one the metrics have seen, or a new one for a name of the
+ * current table while there is room; METRICS_LANGUAGES_MAX ("other") for anything else (a name no
+ * longer defined, read back from the store, or beyond the array). */
+static size_t find_name(const Metrics *m, const char *name) {
+        for (size_t i = 0; name && i < m->n_language_names; i++)
+                if (streq(m->language_names[i], name))
                         return i;
         return METRICS_LANGUAGES_MAX;
+}
+
+static size_t language_index(Metrics *m, const char *name) {
+        size_t i = find_name(m, name);
+        const Language *l;
+
+        if (i < METRICS_LANGUAGES_MAX || !name)
+                return i;
+        l = language_find(name);
+        if (!l || !streq(l->name, name) || m->n_language_names >= METRICS_LANGUAGES_MAX ||
+            strlen(name) > METRICS_LANGUAGE_NAME_MAX)
+                return METRICS_LANGUAGES_MAX;
+        strcpy(m->language_names[m->n_language_names], name);
+        return m->n_language_names++;
 }
 
 void metrics_observe(Metrics *m, const Execution *e, uint64_t queue_wait_usec, uint64_t start_latency_usec) {
         if (!m || !e)
                 return;
         if (e->status >= 0 && e->status < _EXEC_STATUS_MAX && e->error_type >= 0 && e->error_type < _ERROR_TYPE_MAX)
-                m->executions[language_index(e->language)][e->status][e->error_type]++;
+                m->executions[language_index(m, e->language)][e->status][e->error_type]++;
 
         if (queue_wait_usec != METRICS_UNKNOWN)
                 metrics_histogram_observe(&m->histograms[METRICS_QUEUE_WAIT], queue_wait_usec);
@@ -307,29 +319,34 @@ static bool combination_expected(ExecStatus s, ErrorType e) {
         return s == EXEC_FAILED && e != ERROR_NONE;
 }
 
-static void render_executions(Text *t, const Metrics *m) {
-        size_t n_languages = MIN(language_count(), (size_t) METRICS_LANGUAGES_MAX);
+static void render_language(Text *t, const char *name, const uint64_t (*counts)[_ERROR_TYPE_MAX], bool other) {
+        char language[128];
 
+        (void) metrics_escape_label(name, language, sizeof(language));
+        for (int s = 0; s < _EXEC_STATUS_MAX; s++)
+                for (int e = 0; e < _ERROR_TYPE_MAX; e++) {
+                        uint64_t v = counts ? counts[s][e] : 0;
+
+                        if (v == 0 && (other || !combination_expected(s, e)))
+                                continue;
+                        text_printf(t, "sandboxd_executions_total{language=\"%s\",status=\"%s\",error_type=\"%s\"} %" PRIu64 "\n",
+                                    language, exec_status_to_string(s), error_type_to_string(e) ?: "none", v);
+                }
+}
+
+/* The languages counted so far, then those of the current table not counted yet (at 0), then
+ * "other". */
+static void render_executions(Text *t, const Metrics *m) {
         render_header(t, "sandboxd_executions_total", "counter",
                       "Executions that became final, by language, status and error type "
                       "(error_type \"none\" for success and cancelled).");
-        for (size_t l = 0; l <= METRICS_LANGUAGES_MAX; l++) {
-                char language[128];
-
-                if (l < METRICS_LANGUAGES_MAX && l >= n_languages)
-                        continue;
-                (void) metrics_escape_label(l < n_languages ? language_get(l)->name : "other", language,
-                                            sizeof(language));
-                for (int s = 0; s < _EXEC_STATUS_MAX; s++)
-                        for (int e = 0; e < _ERROR_TYPE_MAX; e++) {
-                                uint64_t v = m->executions[l][s][e];
-
-                                if (v == 0 && (l == METRICS_LANGUAGES_MAX || !combination_expected(s, e)))
-                                        continue;
-                                text_printf(t, "sandboxd_executions_total{language=\"%s\",status=\"%s\",error_type=\"%s\"} %" PRIu64 "\n",
-                                            language, exec_status_to_string(s), error_type_to_string(e) ?: "none", v);
-                        }
-        }
+        for (size_t l = 0; l < m->n_language_names; l++)
+                render_language(t, m->language_names[l], (const uint64_t (*)[_ERROR_TYPE_MAX]) m->executions[l], false);
+        for (size_t l = 0; l < language_count(); l++)
+                if (find_name(m, language_get(l)->name) == METRICS_LANGUAGES_MAX &&
+                    m->n_language_names + l < METRICS_LANGUAGES_MAX)
+                        render_language(t, language_get(l)->name, NULL, false);
+        render_language(t, "other", (const uint64_t (*)[_ERROR_TYPE_MAX]) m->executions[METRICS_LANGUAGES_MAX], true);
 }
 
 int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {

@@ -15,8 +15,10 @@
 
 #include "execution.h"
 
-/* Room for the rows of the language table (language.c); a row beyond it is counted as "other". */
-#define METRICS_LANGUAGES_MAX 16
+/* Languages counted by name, in the order first seen (the rows of the tables in force, which
+ * reloads change); a name beyond this many is counted as "other". */
+#define METRICS_LANGUAGES_MAX 64
+#define METRICS_LANGUAGE_NAME_MAX 32
 #define METRICS_BUCKETS_MAX 16
 
 /* "Not known" for metrics_observe()'s durations: no observation is made. */
@@ -47,6 +49,8 @@ typedef enum MetricsHistogramId {
 typedef struct Metrics {
         /* [language][status][error_type]; language index METRICS_LANGUAGES_MAX is "other". */
         uint64_t executions[METRICS_LANGUAGES_MAX + 1][_EXEC_STATUS_MAX][_ERROR_TYPE_MAX];
+        char language_names[METRICS_LANGUAGES_MAX][METRICS_LANGUAGE_NAME_MAX + 1];
+        size_t n_language_names;
         MetricsHistogram histograms[_METRICS_HISTOGRAM_MAX];
         uint64_t store_errors;
         uint64_t pool_claims[_START_MAX];        /* executions started, by START_WARM / START_COLD */

@@ -15,6 +15,7 @@
 ExecRequest *exec_request_free(ExecRequest *r) {
         if (!r)
                 return NULL;
+        language_unref(r->language);
         free(r->execution_id);
         free(r->session_id);
         free(r->record_id);
@@ -637,13 +638,24 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                 r = fail(err, API_ERROR_INVALID_REQUEST, "language", "language: expected a string");
                 goto finish;
         }
-        req->language = language_find(json_object_get_string(v));
-        if ((size_t) json_object_get_string_len(v) != strlen(json_object_get_string(v)))
-                req->language = NULL;   /* "python\u0000x" is not "python" */
-        if (!req->language) {
-                r = fail(err, API_ERROR_INVALID_REQUEST, "language", "language: unknown language '%.64s' (see GET /v1/languages)",
-                         json_object_get_string(v));
-                goto finish;
+        {
+                const Language *l = language_find(json_object_get_string(v));
+                char reason[LANGUAGE_REASON_MAX];
+
+                if ((size_t) json_object_get_string_len(v) != strlen(json_object_get_string(v)))
+                        l = NULL;   /* "python\u0000x" is not "python" */
+                if (!l) {
+                        r = fail(err, API_ERROR_INVALID_REQUEST, "language",
+                                 "language: unknown language '%.64s' (see GET /v1/languages)",
+                                 json_object_get_string(v));
+                        goto finish;
+                }
+                if (language_unavailable_reason(l, reason, sizeof(reason))) {
+                        r = fail(err, API_ERROR_INVALID_REQUEST, "language",
+                                 "language: '%s' is not available on this server: %.300s", l->name, reason);
+                        goto finish;
+                }
+                req->language = language_ref(l);
         }
 
         if (!json_object_object_get_ex(root, "code", &v)) {

@@ -117,7 +117,8 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         j->exec = execution_new(id);
         if (!j->exec)
                 return -ENOMEM;
-        j->exec->language = request->language->name;
+        /* Interned: the record outlives the table the request's row is in. */
+        j->exec->language = store_intern_language(request->language->name);
         j->exec->limits = request->limits;
         j->exec->created_usec = now_usec(CLOCK_REALTIME);
         if (request->network &&

@@ -294,7 +294,7 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
 
         if (!req)
                 return -ENOMEM;
-        req->language = language_find(rec->exec->language);
+        req->language = language_ref(language_find(rec->exec->language));
         if (!req->language || !rec->code || !rec->request)
                 return -EBADMSG;
         o = json_tokener_parse(rec->request);

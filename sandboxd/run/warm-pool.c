@@ -116,6 +116,7 @@ static WarmUnit *warm_unit_free(WarmUnit *u) {
         if (!u)
                 return NULL;
         unstore_control_fd(u);
+        language_unref(u->language);
         u->ctl_src = sd_event_source_disable_unref(u->ctl_src);
         u->ctl_fd = safe_close(u->ctl_fd);
         u->call = sysd_call_free(u->call);
@@ -342,7 +343,7 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w, bool pr
         if (!u)
                 return -ENOMEM;
         u->pool = p;
-        u->language = l;
+        u->language = language_ref(l);
         u->ctl_fd = -EBADF;
         u->state = WARM_STARTING;
         u->workspace = TAKE_PTR(w->path);

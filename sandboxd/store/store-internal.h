@@ -67,11 +67,9 @@ struct Store {
 /* Record the backend's message for store_error_message(); keeps the old one on OOM. */
 void store_set_error(Store *s, const char *message);
 
-/* Values the database hands back for the two static strings of an Execution: the language (the
- * table's own name when it has that row) and the verdict reason. Interned for the life of the
- * process, because Execution does not own them; bounded (a database cannot make it grow without
- * limit): past the bound the language becomes "unknown" and the reason NULL. */
-const char *store_intern_language(const char *name);
+/* Values the database hands back for the verdict reason of an Execution: interned for the life of
+ * the process, because Execution does not own it; bounded (past the bound: NULL). The language is
+ * store_intern_language() of store.h. */
 const char *store_intern_reason(const char *reason);
 
 /* Cursor text ⇄ StoreCursor. Decoding is strict: only what store_cursor_format() produces is

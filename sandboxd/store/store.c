@@ -123,55 +123,57 @@ bool store_record_is_valid(const StoreRecord *r) {
 
 /* ---- interned strings ---- */
 
-/* Execution.language and Execution.reason point to static strings (the language table, the
- * verdict rules). A row read back has to point somewhere that lives as long: known languages map
- * to the table itself, anything else is copied once into this table. It only ever holds the few
- * distinct reasons the verdict rules produce, so a bound that a hostile or damaged database could
- * exhaust costs nothing but the fallback. Kept reachable from a static, so leak checkers are quiet. */
-#define INTERN_MAX 128
+/* Execution.language and Execution.reason point to strings that live as long as the process: each
+ * distinct one is copied once into a table of its own kind. Languages come and go with reloads
+ * (their tables are freed), so their names are copies too; the reasons are the few the verdict rules
+ * produce. A bound that a hostile or damaged database could exhaust costs nothing but the fallback.
+ * Kept reachable from a static, so leak checkers are quiet. */
+#define INTERN_REASONS_MAX 128
+#define INTERN_LANGUAGES_MAX 512
 #define INTERN_LEN_MAX 256
 
-static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *intern_table[INTERN_MAX];
-static size_t intern_n;
+typedef struct InternTable {
+        char **strings;
+        size_t n, max;
+} InternTable;
 
-static const char *intern(const char *s) {
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *reasons[INTERN_REASONS_MAX], *languages[INTERN_LANGUAGES_MAX];
+static InternTable intern_reasons = { reasons, 0, INTERN_REASONS_MAX };
+static InternTable intern_languages = { languages, 0, INTERN_LANGUAGES_MAX };
+
+static const char *intern(InternTable *t, const char *s) {
         const char *found = NULL;
 
         if (!s || strlen(s) > INTERN_LEN_MAX)
                 return NULL;
 
         pthread_mutex_lock(&intern_lock);
-        for (size_t i = 0; i < intern_n; i++)
-                if (streq(intern_table[i], s)) {
-                        found = intern_table[i];
+        for (size_t i = 0; i < t->n; i++)
+                if (streq(t->strings[i], s)) {
+                        found = t->strings[i];
                         break;
                 }
-        if (!found && intern_n < INTERN_MAX) {
+        if (!found && t->n < t->max) {
                 char *c = strdup(s);
                 if (c)
-                        found = intern_table[intern_n++] = c;
+                        found = t->strings[t->n++] = c;
         }
         pthread_mutex_unlock(&intern_lock);
         return found;
 }
 
 const char *store_intern_language(const char *name) {
-        const Language *l;
         const char *i;
 
         if (!name)
                 return "unknown";
-        /* Only the exact protocol name maps to the row: the store holds what the API reported. */
-        l = language_find(name);
-        if (l && streq(l->name, name))
-                return l->name;
-        i = intern(name);
+        i = intern(&intern_languages, name);
         return i ?: "unknown";
 }
 
 const char *store_intern_reason(const char *reason) {
-        return intern(reason);
+        return intern(&intern_reasons, reason);
 }
 
 /* ---- cursors ---- */

@@ -201,3 +201,8 @@ StoreRecord *store_record_new(const char *id);   /* with a fresh Execution; NULL
 StoreRecord *store_record_free(StoreRecord *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(StoreRecord *, store_record_free);
 void store_records_free(StoreRecord **l, size_t n);
+
+/* Execution.language: a language name interned for the life of the process, because Execution does
+ * not own it and the language tables it came from are freed at reloads; bounded (a database or a
+ * stream of reloads cannot make it grow without limit): past the bound it is "unknown". */
+const char *store_intern_language(const char *name);

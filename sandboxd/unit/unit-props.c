@@ -284,6 +284,10 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
                         return -ENOMEM;
                 r |= strv_extend(&x->strv, &x->n, arg);
         }
+        if (l->compile_argv && l->compile_timeout_ms > 0) {
+                snprintf(buf, sizeof(buf), "--compile-timeout-ms=%" PRIu64, l->compile_timeout_ms);
+                r |= strv_extend(&x->strv, &x->n, buf);
+        }
         for (const char *const *a = l->compile_argv; a && *a; a++) {
                 _cleanup_free_ char *arg = NULL;
                 if (asprintf(&arg, "--compile-arg=%s", *a) < 0)
@@ -337,6 +341,10 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
         if (plan->usr_layer)
                 /* sandbox-exec mounts it over /usr, then detaches this bind. */
                 r |= bind_push(ro, plan->usr_layer, SANDBOX_USR_LAYER, false);
+        /* The language's own paths ([Sandbox] ReadOnlyPath=, each with its reason in its file): only
+         * this language's units see them. */
+        for (size_t i = 0; i < plan->language->n_ro_paths; i++)
+                r |= bind_push(ro, plan->language->ro_paths[i].what, plan->language->ro_paths[i].what, true);
         for (size_t i = 0; i < plan->n_cgroups; i++) {
                 _cleanup_free_ char *dst = NULL;
                 if (asprintf(&dst, SANDBOX_CGROUP_DIR "/%s", plan->cgroups[i].name) < 0)

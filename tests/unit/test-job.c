@@ -86,12 +86,14 @@ static Daemon *daemon_new_db(uint64_t slots, const char *db) {
         (void) mkdir(d->ctx.workspaces_dir, 0755);
         d->ctx.helper = "/usr/libexec/sandboxd/sandbox-exec";
         d->ctx.usr_layer = strdup("/var/lib/sandboxd/usr-layers/test");
-        d->ctx.n_filters = language_count();
-        d->ctx.filters = calloc(d->ctx.n_filters, sizeof(SeccompFilter));
-        assert_non_null(d->ctx.filters);
-        for (size_t i = 0; i < d->ctx.n_filters; i++)
-                assert_int_equal(seccomp_policy_build(language_get(i)->extra_syscalls, &d->ctx.filters[i].bpf,
-                                                      &d->ctx.filters[i].bpf_len), 0);
+        /* The filters live in the rows of the current table (languages-fixture.c), as the daemon's do:
+         * built once, kept for the daemons that follow. */
+        for (size_t i = 0; i < language_count(); i++) {
+                Language *l = language_table_row(language_table_current(), i);
+
+                if (!l->filter.bpf)
+                        assert_int_equal(seccomp_policy_build(l->extra_syscalls, &l->filter.bpf, &l->filter.bpf_len), 0);
+        }
         assert_int_equal(artifact_accounts_new(&d->ctx, &d->ctx.accounts), 0);
         assert_int_equal(workspace_pool_new(&d->ctx, &d->ctx.pool), 0);
         assert_int_equal(sessions_new(&d->ctx, &session_events, d, &d->sessions), 0);
@@ -114,9 +116,6 @@ static void daemon_free(Daemon *d, Sysd **keep_sysd) {
                 fake_sysd_free(d->ctx.sysd);
         store_close(d->ctx.store);
         safe_close(d->ctx.artifacts_fd);
-        for (size_t i = 0; i < d->ctx.n_filters; i++)
-                free(d->ctx.filters[i].bpf);
-        free(d->ctx.filters);
         free(d->ctx.usr_layer);
         free(d->ctx.workspaces_dir);
         metrics_free(d->ctx.metrics);
