@@ -173,17 +173,46 @@ int language_table_from_sources(const LangDefSource *sources, size_t n, Language
         }
         /* The definitions move into the rows. */
         for (size_t i = 0; i < set->n_defs; i++) {
-                r = row_from_def(t->rows + t->n, TAKE_PTR(set->defs[i]));
+                Language *l = t->rows + t->n;
+
+                r = row_from_def(l, TAKE_PTR(set->defs[i]));
                 if (r < 0) {
                         table_free(t);
                         return r;
                 }
-                t->rows[t->n++].table = t;
+                l->table = t;
+                t->n++;
+                for (size_t k = 0; k < l->n_ro_paths && !l->filter_error; k++)
+                        if (!language_ro_path_allowed(l->ro_paths[k].what) &&
+                            asprintf(&l->filter_error, "ReadOnlyPath=%s is not allowed: the sandbox's own "
+                                     "directories cannot be bound over", l->ro_paths[k].what) < 0) {
+                                table_free(t);
+                                return -ENOMEM;
+                        }
         }
         if (ret_errors)
                 *ret_errors = TAKE_PTR(set->errors);
         *ret = t;
         return 0;
+}
+
+bool language_ro_path_allowed(const char *p) {
+        /* The sandbox's own tree (its tmpfs, the /usr overlay and the synthetic /etc, what systemd
+         * and sandbox-exec mount or detach there), and the root itself and /var (which holds two). */
+        static const char *const own[] = {
+                "/run", "/var/lib", "/var/tmp", "/tmp", "/workspace", "/usr", "/etc", "/proc", "/sys",
+                "/dev", "/bin", "/sbin", "/lib", "/lib64",
+        };
+
+        if (!p || streq(p, "/") || streq(p, "/var"))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(own); i++) {
+                const char *r = startswith(p, own[i]);
+
+                if (r && (*r == 0 || *r == '/'))
+                        return false;
+        }
+        return true;
 }
 
 int language_table_load(const char *const *dirs, size_t n_dirs, LanguageTable **ret, char ***ret_errors) {

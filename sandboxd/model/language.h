@@ -109,6 +109,11 @@ size_t language_count(void);
 const Language *language_ref(const Language *l);
 const Language *language_unref(const Language *l);
 
+/* May ReadOnlyPath= name p? Not the sandbox's own directories (/run, /tmp, /usr, /etc, /var/lib, ...)
+ * or anything below them: systemd, sandbox-exec and the overlay own those. A row with one is not
+ * available. Pure. */
+bool language_ro_path_allowed(const char *p);
+
 /* Is the runtime present on this host, and its filter built? */
 bool language_available(const Language *l);
 /* Why not, written to buf (and returned), or NULL when it is available. */
