@@ -14,7 +14,7 @@
 #include "sandboxctl-util.h"
 
 typedef struct CtlLanguage {
-        CtlString name, source;
+        CtlString name, source, version;
         bool compiled, available;
         char *aliases; /* comma-separated, owned */
 } CtlLanguage;
@@ -31,6 +31,7 @@ static int language_parse(json_object *j, CtlLanguage *ret) {
                 { "source", FIELD_STRING, offsetof(CtlLanguage, source), false },
                 { "compiled", FIELD_BOOLEAN, offsetof(CtlLanguage, compiled), false },
                 { "available", FIELD_BOOLEAN, offsetof(CtlLanguage, available), false },
+                { "version", FIELD_STRING, offsetof(CtlLanguage, version), false },
         };
         json_object *aliases = NULL;
         CtlLanguage l = {};
@@ -107,12 +108,22 @@ int verb_languages(char **args, size_t n_args) {
         if (arg_json)
                 r = print_json(answer);
         else {
-                printf("%-*s %-*s %-*s %-8s %s\n", (int) w_name, "NAME", (int) w_aliases, "ALIASES",
-                       (int) w_source, "SOURCE", "COMPILED", "AVAILABLE");
-                for (size_t i = 0; i < n; i++)
-                        printf("%-*s %-*s %-*s %-8s %s\n", (int) w_name, languages[i].name.s, (int) w_aliases,
+                printf("%-*s %-*s %-*s %-8s %-9s %s\n", (int) w_name, "NAME", (int) w_aliases, "ALIASES",
+                       (int) w_source, "SOURCE", "COMPILED", "AVAILABLE", "VERSION");
+                for (size_t i = 0; i < n; i++) {
+                        _cleanup_free_ char *v = NULL;
+
+                        /* The daemon's text of a runtime's output: shown without control characters. */
+                        if (languages[i].version.s && !(v = strdup(languages[i].version.s)))
+                                return log_oom();
+                        for (char *c = v; c && *c; c++)
+                                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                                        *c = ' ';
+                        printf("%-*s %-*s %-*s %-8s %-9s %s\n", (int) w_name, languages[i].name.s, (int) w_aliases,
                                strempty(languages[i].aliases), (int) w_source, strempty(languages[i].source.s),
-                               languages[i].compiled ? "yes" : "no", languages[i].available ? "yes" : "no");
+                               languages[i].compiled ? "yes" : "no", languages[i].available ? "yes" : "no",
+                               v ?: "-");
+                }
                 r = flush_stdout();
         }
         language_array_free(languages, n);

@@ -19,9 +19,11 @@ static const char *language_from_path(const char *path) {
         static const struct {
                 const char *suffix, *language;
         } table[] = {
-                { ".py", "python" },
-                { ".js", "node" },
-                { ".sh", "bash" },
+                { ".py", "python" },  { ".js", "node" },   { ".sh", "bash" },  { ".ts", "typescript" },
+                { ".go", "go" },      { ".rs", "rust" },   { ".c", "c" },      { ".cpp", "cpp" },
+                { ".cc", "cpp" },     { ".cxx", "cpp" },   { ".java", "java" }, { ".rb", "ruby" },
+                { ".php", "php" },    { ".pl", "perl" },   { ".lua", "lua" },  { ".r", "r" },
+                { ".R", "r" },        { ".sql", "sql" },
         };
         const char *base, *dot;
 
