@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_TARGETS ?=
 MESON_OPTS ?=
 
-.PHONY: all deps build check check-unit check-integration check-asan check-vm fuzz demo bench bench-load bench-hardening bench-network clean
+.PHONY: all deps build check check-unit check-integration check-asan check-vm fuzz demo bench bench-load bench-hardening bench-network bench-languages clean
 
 all: build
 
@@ -71,6 +71,10 @@ bench-load: build
 # The egress proxy (issue 16): 100 MiB and small requests through the proxy vs directly (~1 min).
 bench-network: build
 	bench/run --build $(BUILD) --network
+
+# Compiled languages end to end vs their bare compile-and-run (issue 17): go, rust, c, java (~5 min).
+bench-languages: build
+	bench/run --build $(BUILD) --languages
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
