@@ -47,6 +47,8 @@ const RootEntry sandbox_root_entries[] = {
         ETC_LINK("protocols", "getprotobyname()"),
         ETC_LINK("python3", "Debian's Python configuration"),
         ETC_LINK("python3.11", "Debian's sitecustomize for Python 3.11"),
+        ETC_LINK("java-17-openjdk", "the JDK's conf/ and lib/ files (java.security, jvm.cfg) are symlinks here"),
+        ETC_LINK("R", "R_HOME/etc (ldpaths, Renviron, Rprofile.site) are symlinks here"),
 };
 const size_t sandbox_root_n_entries = ELEMENTSOF(sandbox_root_entries);
 
@@ -59,6 +61,8 @@ const EtcEntry usr_layer_etc_entries[] = {
         { "protocols", "protocol names" },
         { "python3", "Debian's Python configuration" },
         { "python3.11", "Debian's sitecustomize" },
+        { "java-17-openjdk", "OpenJDK 17's configuration (no keys: the keystore is /etc/ssl's)" },
+        { "R", "R's configuration" },
 };
 const size_t usr_layer_n_etc_entries = ELEMENTSOF(usr_layer_etc_entries);
 
