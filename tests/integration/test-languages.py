@@ -228,6 +228,20 @@ for name in ("c", "go", "java", "typescript"):
     r = run(PROBE, language="bash")
     t.eq(r.get("stdout"), "probed\n", f"the next execution sees nothing of {name}'s build in /tmp or /var/tmp", r)
 
+# --- a session: /tmp persists across turns (each turn another dynamic user); each turn builds anew -----
+SID = "langs-" + os.urandom(4).hex()
+if ls.get("go", {}).get("available") and ls.get("c", {}).get("available"):
+    for turn in (1, 2):
+        r = run(L["go"][0], language="go", session_id=SID)
+        t.eq((r.get("status"), r.get("stdout")), ("success", "hello\n"), f"session turn {turn}: go builds and runs", r)
+    r = run('printf "#!/bin/sh\\necho planted\\n" > /tmp/sandboxd-main\nchmod +x /tmp/sandboxd-main\n/tmp/sandboxd-main\n',
+            language="bash", session_id=SID)
+    t.eq((r.get("status"), r.get("stdout")), ("success", "planted\n"),
+         "session turn 3: a program plants its own /tmp/sandboxd-main", r)
+    r = run(L["c"][0], language="c", session_id=SID)
+    t.eq((r.get("status"), r.get("stdout")), ("success", "hello\n"),
+         "session turn 4: the C build replaces it, its own binary runs", r)
+
 for name, (wall, dur) in timing.items():
     print(f"# {name}: hello world end to end {wall * 1000:.0f} ms, duration_ms {dur}")
 t.done()
