@@ -138,6 +138,21 @@ t.eq(sorted(n for n, l in ls.items() if n in L and l.get("compiled")),
      ["bash", "c", "cpp", "go", "java", "lua", "node", "perl", "php", "python", "r", "ruby", "rust", "sql",
       "typescript"], "every language has a compile step or a syntax check", ls)
 
+# Version=: probed in the background as nobody, under sandboxd.service's own protections
+# (MemoryDenyWriteExecute=: java.conf and typescript.conf read their version from a file for that).
+def versions():
+    return {l["name"]: l.get("version") for l in request("GET", "/v1/languages")[1].get("languages", [])}
+
+
+avail = [n for n in L if ls.get(n, {}).get("available")]
+t.ok(wait_until(lambda: all(versions().get(n) for n in avail), 30, 0.5),
+     "every runtime reports its version", {n: v for n, v in versions().items() if n in L})
+v = versions()
+for name, prefix in (("java", "openjdk 17"), ("typescript", "Version 4."), ("go", "go version go1."),
+                     ("rust", "rustc 1."), ("sql", "3.")):
+    if name in avail:
+        t.ok((v.get(name) or "").startswith(prefix), f"{name}'s version: '{v.get(name)}'")
+
 timing = {}
 for name, (hello, (bad, bad_says), boom, io) in L.items():
     info = ls.get(name, {})
