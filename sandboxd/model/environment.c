@@ -60,6 +60,7 @@ void environment_done(Environment *e) {
         }
         free(e->packages);
         strv_free_n(e->modules, e->n_modules);
+        strv_free_n(e->env, e->n_env);
         *e = (Environment) {};
 }
 
@@ -167,9 +168,23 @@ int environment_parse_manifest(const char *name, const char *text, size_t len, E
                                                  ENVIRONMENT_MODULES_MAX);
                         if (!strv_contains(e.modules, value) && strv_extend(&e.modules, &e.n_modules, value) < 0)
                                 return -ENOMEM;
-                } else if (streq(key, "Unpacked"))
-                        ; /* tools/build-environment's own record of what it unpacked */
-                else
+                } else if (streq(key, "Environment")) {
+                        const char *veq = strchr(value, '=');
+                        _cleanup_free_ char *vname = veq ? strndup(value, (size_t) (veq - value)) : NULL;
+
+                        if (!veq || veq == value)
+                                return error_set(ret_error, "line %zu: expected Environment=NAME=VALUE", line);
+                        if (!vname)
+                                return -ENOMEM;
+                        for (const char *q = vname; *q; q++)
+                                if (!is_ident_char(*q))
+                                        return error_set(ret_error, "line %zu: invalid variable name", line);
+                        if (e.n_env >= ENVIRONMENT_ENV_MAX)
+                                return error_set(ret_error, "line %zu: more than %d variables", line,
+                                                 ENVIRONMENT_ENV_MAX);
+                        if (strv_extend(&e.env, &e.n_env, value) < 0)
+                                return -ENOMEM;
+                } else
                         return error_set(ret_error, "line %zu: unknown key '%.64s'", line, key);
         }
         if (!have_name)
@@ -321,6 +336,40 @@ const Environment *environments_find(const Environments *e, const char *name) {
                 if (streq(e->envs[i].name, name))
                         return e->envs + i;
         return NULL;
+}
+
+static bool env_has_name(char *const *l, size_t n, const char *kv) {
+        size_t k = strcspn(kv, "=");
+
+        for (size_t i = 0; i < n; i++)
+                if (strncmp(l[i], kv, k) == 0 && l[i][k] == '=')
+                        return true;
+        return false;
+}
+
+static int cmp_env_name(const void *a, const void *b) {
+        const char *x = *(char *const *) a, *y = *(char *const *) b;
+        size_t kx = strcspn(x, "="), ky = strcspn(y, "=");
+        int c = strncmp(x, y, MIN(kx, ky));
+
+        return c != 0 ? c : kx < ky ? -1 : kx > ky ? 1 : 0;
+}
+
+int environment_merge_env(const Environment *e, char *const *user, size_t n_user, char ***ret, size_t *ret_n) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
+
+        for (size_t i = 0; i < n_user; i++)
+                if (strv_extend(&l, &n, user[i]) < 0)
+                        return -ENOMEM;
+        for (size_t i = 0; e && i < e->n_env; i++)
+                if (!env_has_name(user, n_user, e->env[i]) && strv_extend(&l, &n, e->env[i]) < 0)
+                        return -ENOMEM;
+        if (n > 1)
+                qsort(l, n, sizeof(char *), cmp_env_name);
+        *ret = TAKE_PTR(l);
+        *ret_n = n;
+        return 0;
 }
 
 bool environment_has_module(const Environment *e, const char *module) {

@@ -11,6 +11,8 @@
  *     Description=...
  *     Package=python3-pandas 1.5.3+dfsg-2        (repeated: name and version)
  *     Module=pandas                              (repeated: a top-level import name the layer adds)
+ *     Environment=MPLBACKEND=Agg                 (repeated: a variable its programs get; the
+ *                                                 request's env wins)
  *
  * Everything here is pure but environments_load(), which reads the directory once (at start and on
  * reload). */
@@ -28,6 +30,7 @@ struct json_object;
 #define ENVIRONMENT_PACKAGES_MAX 512
 #define ENVIRONMENT_MODULES_MAX 4096
 #define ENVIRONMENT_LINE_MAX 1024
+#define ENVIRONMENT_ENV_MAX 32
 /* A module name taken from a program's output: at most this many bytes, dotted identifiers. */
 #define PYTHON_MODULE_NAME_MAX 128
 
@@ -45,6 +48,8 @@ typedef struct Environment {
         size_t n_packages;
         char **modules;          /* sorted, unique */
         size_t n_modules;
+        char **env;              /* "KEY=VALUE", at most ENVIRONMENT_ENV_MAX */
+        size_t n_env;
 } Environment;
 
 typedef struct Environments {
@@ -67,6 +72,10 @@ Environments *environments_free(Environments *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Environments *, environments_free);
 
 const Environment *environments_find(const Environments *e, const char *name);
+/* The request's env (sorted "KEY=VALUE") with the environment's variables the request does not set,
+ * sorted by name again. 0 or -ENOMEM. */
+int environment_merge_env(const Environment *e, char *const *user, size_t n_user, char ***ret, size_t *ret_n);
+
 /* Does the layer add the top-level module of this (dotted) name? */
 bool environment_has_module(const Environment *e, const char *module);
 

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "net/fetch.h"
 #include "session.h"
+#include "strv.h"
 #include "systemd/sysd.h"
 #include "time-util.h"
 #include "unit/unit-props.h"
@@ -450,6 +451,8 @@ void job_start_service(Job *j) {
         UnitProps props = {};
         UnitPlan plan;
         const Environment *env = NULL;
+        _cleanup_strv_free_ char **user_env = NULL;
+        size_t n_user_env = 0;
         int r;
 
         if (j->request->environment) {
@@ -458,6 +461,10 @@ void job_start_service(Job *j) {
                 if (!env || !streq(env->language, j->request->language->name)) {
                         log_error("%s: environment '%s' is no longer there.", j->exec->id, j->request->environment);
                         job_fail_internal(j, "its environment is no longer there");
+                        return;
+                }
+                if (environment_merge_env(env, j->request->env, j->request->n_env, &user_env, &n_user_env) < 0) {
+                        job_fail_internal(j, "out of memory");
                         return;
                 }
         }
@@ -478,8 +485,8 @@ void job_start_service(Job *j) {
                 .execution_id = j->exec->id,
                 .language = j->request->language,
                 .limits = j->request->limits,
-                .user_env = j->request->env,
-                .n_user_env = j->request->n_env,
+                .user_env = env ? user_env : j->request->env,
+                .n_user_env = env ? n_user_env : j->request->n_env,
                 .seed = j->request->seed,
                 .usr_layer = ctx->usr_layer,
                 .environment_layer = env ? env->usr_dir : NULL,
