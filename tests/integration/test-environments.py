@@ -122,6 +122,10 @@ t.eq((res.get("stdout") or "").split("\n")[:2], ["[]", "0"], "a run without the 
 res = run(SEE, environment="python-data", limits=LIMITS)
 t.ok((res.get("stdout") or "").startswith("['/usr/lib/python3/dist-packages/pandas'"),
      "the environment's run sees them (the check above can fail)", res.get("stdout"))
+res = run("ls /usr/lib/python3/dist-packages/pandas /usr/lib/x86_64-linux-gnu/liblbfgsb.so.0 2>&1; echo rc=$?",
+          language="bash", limits=LIMITS)
+t.ok("rc=2" in (res.get("stdout") or "") and "No such file" in (res.get("stdout") or ""),
+     "another language's unit does not see the layer either", res.get("stdout"))
 res = run("import os; print(os.path.exists('/run/.env-layer'), os.environ.get('MPLCONFIGDIR'))",
           environment="python-data", limits=LIMITS)
 t.eq((res.get("stdout") or "").strip(), "False /tmp/matplotlib", "the layer's bind is gone, MPLCONFIGDIR is in /tmp")
@@ -137,5 +141,20 @@ st, res = submit("print(1)", environment="Bad/Name")
 t.ok(st == 400 and "environment" in json.dumps(res), "an invalid name: 400", (st, res))
 st, res = submit("print(1)", environment=7)
 t.eq(st, 400, "a non-string environment: 400")
+
+# ---- restart and reload -----------------------------------------------------------------------
+# A run in the environment across a restart of sandboxd: adopted, its record keeps the environment
+# (the store's column). After a reload the environments are read again and still serve.
+st, acc = submit("import time, pandas; time.sleep(2); print('survived')", environment="python-data", limits=LIMITS)
+t.eq(st, 202, "an asynchronous run in python-data is accepted")
+subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
+wait_until(lambda: subprocess.run(["systemctl", "is-active", "-q", "sandboxd.service"]).returncode == 0, 30)
+wait_until(lambda: os.path.exists(SOCKET), 30)
+st, rec = get(acc.get("execution_id"), wait=True)
+t.eq((rec.get("status"), (rec.get("stdout") or "").strip(), rec.get("environment")),
+     ("success", "survived", "python-data"), "adopted across a restart, the record keeps its environment", rec)
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+res = run("import pandas; print(pandas.__version__)", environment="python-data", limits=LIMITS)
+t.eq(res.get("status"), "success", "after a reload python-data still serves", res.get("stderr"))
 
 t.done()
