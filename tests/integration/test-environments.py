@@ -142,6 +142,15 @@ t.ok(st == 400 and "environment" in json.dumps(res), "an invalid name: 400", (st
 st, res = submit("print(1)", environment=7)
 t.eq(st, 400, "a non-string environment: 400")
 
+# ---- sandboxctl --------------------------------------------------------------------------------
+CTL = os.path.join(BUILD, "sandboxctl", "sandboxctl")
+p = subprocess.run([CTL, "run", "--environment=python-data", "--language=python", "--memory-mb=1024",
+                    "-c", "import pandas; print('pandas', pandas.__version__)"], capture_output=True, text=True,
+                   timeout=120)
+t.ok(p.returncode == 0 and p.stdout.startswith("pandas 1."), "sandboxctl run --environment=python-data", p)
+p = subprocess.run([CTL, "run", "--environment=nope", "-c", "print(1)"], capture_output=True, text=True, timeout=60)
+t.ok(p.returncode != 0 and "nope" in p.stderr, "sandboxctl run --environment=nope: refused, named", p)
+
 # ---- restart and reload -----------------------------------------------------------------------
 # A run in the environment across a restart of sandboxd: adopted, its record keeps the environment
 # (the store's column). After a reload the environments are read again and still serve.
