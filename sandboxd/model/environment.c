@@ -278,6 +278,17 @@ int environments_load(const char *dir, Environments **ret) {
                         log_warning("%s/%s: no usr/ directory, ignoring.", dir, de->d_name);
                         continue;
                 }
+                /* What it holds becomes part of /usr for its units: only root may have put it there
+                 * (the overlay is nosuid and nodev in any case). */
+                {
+                        struct stat est, ust;
+
+                        if (fstat(efd, &est) < 0 || fstat(ufd, &ust) < 0 || est.st_uid != 0 || ust.st_uid != 0 ||
+                            (est.st_mode & 0022) || (ust.st_mode & 0022)) {
+                                log_warning("%s/%s: not root's, or writable by others: ignoring.", dir, de->d_name);
+                                continue;
+                        }
+                }
                 r = read_bounded(efd, "manifest", ENVIRONMENT_MANIFEST_MAX, &text, &len);
                 if (r == -ENOMEM) {
                         closedir(d);

@@ -66,7 +66,8 @@ int environment_parse_manifest(const char *name, const char *text, size_t len, E
 void environment_done(Environment *e);
 
 /* Reads every <dir>/<name>/manifest whose usr/ is a directory. A malformed one is logged with its
- * path and line and left out, the others load. A missing dir is no environments. 0 or -ENOMEM. */
+ * path and line and left out, the others load; so is one whose directory or usr/ is not root's or is
+ * writable by group or others. A missing dir is no environments. 0 or -ENOMEM. */
 int environments_load(const char *dir, Environments **ret);
 Environments *environments_free(Environments *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Environments *, environments_free);

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <json-c/json.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -372,6 +376,62 @@ static void test_unit_props(_unused_ void **state) {
         unit_props_done(&p);
 }
 
+static void write_file(const char *dir, const char *name, const char *text) {
+        _cleanup_free_ char *p = NULL;
+        FILE *f;
+
+        assert_true(asprintf(&p, "%s/%s", dir, name) > 0);
+        f = fopen(p, "we");
+        assert_non_null(f);
+        assert_int_equal(fputs(text, f) >= 0, 1);
+        assert_int_equal(fclose(f), 0);
+}
+
+static void make_env(const char *root, const char *name, const char *manifest, mode_t usr_mode) {
+        _cleanup_free_ char *d = NULL, *u = NULL;
+
+        assert_true(asprintf(&d, "%s/%s", root, name) > 0 && asprintf(&u, "%s/usr", d) > 0);
+        assert_int_equal(mkdir(d, 0755), 0);
+        assert_int_equal(mkdir(u, 0755), 0);
+        assert_int_equal(chmod(u, usr_mode), 0);
+        if (manifest)
+                write_file(d, "manifest", manifest);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(p) < 0 ? -1 : 0;
+}
+
+/* environments_load() over a real directory below the build tree: the good one loads, the others
+ * (malformed, no manifest, writable by others, hidden, invalid name) are left out. */
+static void test_load(_unused_ void **state) {
+        char root[] = UNIT_TEST_BUILD_DIR "/test-environment-XXXXXX";
+        _cleanup_(environments_freep) Environments *es = NULL;
+        _cleanup_free_ char *usr = NULL;
+
+        if (geteuid() != 0)
+                skip();   /* the layers must be root's */
+        assert_non_null(mkdtemp(root));
+        make_env(root, "good", "Name=good\nLanguage=python\nModule=pandas\n", 0755);
+        make_env(root, "bad", "Name=bad\nLanguage=python\nWhat=1\n", 0755);
+        make_env(root, "nomanifest", NULL, 0755);
+        make_env(root, "writable", "Name=writable\nLanguage=python\n", 0777);
+        make_env(root, ".building", "Name=.building\nLanguage=python\n", 0755);
+        make_env(root, "Upper", "Name=Upper\nLanguage=python\n", 0755);
+
+        assert_int_equal(environments_load(root, &es), 0);
+        assert_int_equal(es->n, 1);
+        assert_string_equal(es->envs[0].name, "good");
+        assert_true(asprintf(&usr, "%s/good/usr", root) > 0);
+        assert_string_equal(es->envs[0].usr_dir, usr);
+        es = environments_free(es);
+
+        /* A missing directory: no environments, not an error. */
+        assert_int_equal(nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+        assert_int_equal(environments_load(root, &es), 0);
+        assert_int_equal(es->n, 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_names),
@@ -383,6 +443,7 @@ int main(void) {
                 cmocka_unit_test(test_merge_env),
                 cmocka_unit_test(test_request_field),
                 cmocka_unit_test(test_unit_props),
+                cmocka_unit_test(test_load),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
