@@ -4,8 +4,8 @@
 compile-and-run of the same commands on the host, interleaved, in one run. Run by `bench/run
 --languages` inside tests/harness/sandbox-harness.
 
-For each language (default go, rust, c, java; python-data's `import pandas` when that environment
-is installed) and each of N rounds, in turn: the bare run (the language file's [Compile] Command=
+For each language (default go, rust, c, java; python-data's `import pandas` is bench/environments.py)
+and each of N rounds, in turn: the bare run (the language file's [Compile] Command=
 and Run= with its Environment=, the source and the build output in a fresh directory of the host,
 as root), one execution through the API from the warm pool (the daemon is reloaded with [Pool]
 Languages= naming these languages; each warm run first waits for a ready unit), and one with
@@ -39,7 +39,6 @@ HELLO = {
     "java": ('public class Main {\n    public static void main(String[] a) {\n'
              '        System.out.println("hello");\n    }\n}\n', "Main.java"),
 }
-PANDAS = "import pandas\nprint('hello')\n"
 
 
 class Conn(http.client.HTTPConnection):
@@ -143,15 +142,13 @@ def bare_run(conf, code, scratch):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def api_run(language, code, start, environment=None):
+def api_run(language, code, start):
     body = {"language": language, "code": code, "limits": {"timeout_ms": 120000, "memory_mb": 1024}}
     if start == "cold":
         body["start"] = "cold"
     else:
         if not wait_ready(language):
             raise RuntimeError(f"no warm {language} unit became ready")
-    if environment:
-        body["environment"] = environment
     t0 = time.monotonic()
     st, r = api("POST", "/v1/executions?wait=true", body)
     dt = (time.monotonic() - t0) * 1000
@@ -191,8 +188,6 @@ def main():
     results = {}
     try:
         rows = [(l, HELLO[l][0], None) for l in langs if l in HELLO]
-        env_ok = any(e.get("name") == "python-data" for e in (avail.get("python", {}).get("environments") or []))
-        rows_env = [("python", PANDAS, "python-data")] if env_ok else []
         for lang, code, _ in rows:
             conf = parse_conf(find_conf(lang))
             t = {"bare": [], "warm": [], "cold": [], "failed": 0}
@@ -211,29 +206,6 @@ def main():
                     t["cold"].append(c)
                 print(f"# {lang} round {i}: bare {b:.0f} ms, warm {w:.0f} ms, cold {c:.0f} ms", file=sys.stderr)
             results[lang] = t
-        for lang, code, env in rows_env:
-            t = {"bare": [], "warm": [], "cold": [], "failed": 0}
-            layer = None
-            for d in ("/var/lib/sandboxd-dev/environments/python-data", "/var/lib/sandboxd/environments/python-data"):
-                if os.path.isdir(d):
-                    layer = d
-            for i in range(args.warmup + args.rounds):
-                try:
-                    t0 = time.monotonic()
-                    p = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=120,
-                                       env={"PYTHONPATH": f"{layer}/usr/lib/python3/dist-packages", "PATH": "/usr/bin:/bin"})
-                    b = (time.monotonic() - t0) * 1000
-                    if p.stdout.strip() != "hello":
-                        raise RuntimeError(f"bare pandas: {p.stderr[-300:]}")
-                    c = api_run(lang, code, "cold", env)
-                except Exception as e:  # noqa: BLE001
-                    t["failed"] += 1
-                    print(f"# python-data: {e}", file=sys.stderr)
-                    continue
-                if i >= args.warmup:
-                    t["bare"].append(b)
-                    t["cold"].append(c)
-            results["python-data import pandas"] = t
     finally:
         os.unlink(dropin)
         subprocess.run(["systemctl", "reload", "sandboxd.service"], check=False)

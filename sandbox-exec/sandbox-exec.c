@@ -33,7 +33,8 @@
  * socket.
  *
  * Usage: sandbox-exec [--source NAME] [--code-dir DIR] [--max-source BYTES] [--workspace DIR]
- *                     [--cgroup-dir DIR] [--tidy-mounts] [--pkgs-dir] [--usr-layer DIR] [--uid UID | --same-user]
+ *                     [--cgroup-dir DIR] [--tidy-mounts] [--pkgs-dir] [--usr-layer DIR [--env-layer DIR]]
+ *                     [--uid UID | --same-user]
  *                     [--rlimit-nofile N] [--rlimit-fsize BYTES] [--rlimit-core BYTES]
  *                     [--timeout-ms N] [--head-bytes N] [--tail-bytes N] [--warm [--warm-preload]]
  *                     [--compile-arg ARG]... [--check-arg ARG]... -- RUN_ARGV... */
@@ -160,6 +161,7 @@ enum {
         ARG_TIDY_MOUNTS,
         ARG_PKGS_DIR,
         ARG_USR_LAYER,
+        ARG_ENV_LAYER,
         ARG_UID,
         ARG_SAME_USER,
         ARG_RLIMIT_NOFILE,
@@ -200,6 +202,7 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "tidy-mounts",   no_argument,       NULL, ARG_TIDY_MOUNTS   },
                 { "pkgs-dir",      no_argument,       NULL, ARG_PKGS_DIR      },
                 { "usr-layer",     required_argument, NULL, ARG_USR_LAYER     },
+                { "env-layer",     required_argument, NULL, ARG_ENV_LAYER     },
                 { "uid",           required_argument, NULL, ARG_UID           },
                 { "same-user",     no_argument,       NULL, ARG_SAME_USER     },
                 { "rlimit-nofile", required_argument, NULL, ARG_RLIMIT_NOFILE },
@@ -273,6 +276,11 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         if (!startswith(optarg, "/run/") || strstr(optarg, ".."))
                                 fail_setup("--usr-layer must be a directory below /run");
                         o->usr_layer = optarg;
+                        break;
+                case ARG_ENV_LAYER:
+                        if (!startswith(optarg, "/run/") || strstr(optarg, ".."))
+                                fail_setup("--env-layer must be a directory below /run");
+                        o->env_layer = optarg;
                         break;
                 case ARG_UID: {
                         uint64_t v = parse_u64_or_fail("--uid", optarg);
@@ -350,6 +358,9 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 fail_setup("--warm-preload needs --warm and no compile step");
         if (o->warm && o->n_inputs > 0)
                 fail_setup("--warm and --input exclude each other (inputs are written before the unit starts)");
+
+        if (o->env_layer && !o->usr_layer)
+                fail_setup("--env-layer needs --usr-layer");
 
         if (optind >= argc)
                 fail_setup("No program to run");
@@ -532,16 +543,16 @@ int main(int argc, char *argv[]) {
          * shared with another sandbox. Then CAP_SYS_ADMIN goes. */
         if (privileged) {
                 if (o.tidy_mounts) {
-                        tidy_mounts(o.usr_layer);
+                        tidy_mounts(o.usr_layer, o.env_layer);
                         if (o.usr_layer)
-                                mount_usr_overlay(o.usr_layer);
+                                mount_usr_overlay(o.usr_layer, o.env_layer);
                         fd = open("/run", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (fd >= 0) {
                                 clear_dir(fd, 0);
                                 (void) close(fd);
                         }
                 } else if (o.usr_layer)
-                        mount_usr_overlay(o.usr_layer);
+                        mount_usr_overlay(o.usr_layer, o.env_layer);
                 drop_setup_capabilities();
         }
 

@@ -70,6 +70,7 @@ typedef struct Options {
         bool tidy_mounts;
         bool pkgs_dir;           /* a run with network: .pkgs/ (PIP_TARGET=, PYTHONPATH=) exists */
         const char *usr_layer;
+        const char *env_layer;    /* an environment's usr/ tree: the overlay's middle layer */
         bool have_uid, same_user;
         uid_t uid;
         bool have_nofile, have_fsize;
@@ -140,8 +141,8 @@ void write_source(int code_fd, const char *name, int from, uint64_t len);
 /* setup.c: before the program exists */
 void recharge_inputs(const Options *o);
 int dynamic_user_from_groups(uid_t *ret_uid, gid_t *ret_gid);
-void tidy_mounts(const char *keep);
+void tidy_mounts(const char *keep, const char *keep2);
 void clear_dir(int dfd, unsigned depth);
-void mount_usr_overlay(const char *layer);
+void mount_usr_overlay(const char *layer, const char *env_layer);
 void drop_setup_capabilities(void);
 void write_accounts(int dfd);

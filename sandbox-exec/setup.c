@@ -163,8 +163,8 @@ static void mountinfo_unescape(char *s) {
  * session's state directory binds and their tmpfs), the host's devpts, and mounts below /usr (the
  * host's own submounts; the overlay that replaces /usr is mounted after). Nothing systemd mounts to
  * protect (/proc/sys read-only, inaccessible nodes) is in these places. */
-static bool mount_point_detachable(const char *path, const char *keep) {
-        if (keep && streq(path, keep))
+static bool mount_point_detachable(const char *path, const char *keep, const char *keep2) {
+        if ((keep && streq(path, keep)) || (keep2 && streq(path, keep2)))
                 return false;
         return startswith(path, "/run/") || streq(path, "/var/lib") || startswith(path, "/var/lib/") ||
                 streq(path, "/dev/pts") || startswith(path, "/dev/pts/") || startswith(path, "/usr/");
@@ -226,8 +226,8 @@ static char *read_mountinfo(void) {
         return buf;
 }
 
-/* Detach every detachable mount (see above) except keep, deepest first. */
-void tidy_mounts(const char *keep) {
+/* Detach every detachable mount (see above) except keep and keep2, deepest first. */
+void tidy_mounts(const char *keep, const char *keep2) {
         _cleanup_free_ char *info = read_mountinfo();
         _cleanup_free_ char **paths = NULL;
         size_t n = 0, allocated = 0;
@@ -252,7 +252,7 @@ void tidy_mounts(const char *keep) {
                 if (!mp)
                         continue;
                 mountinfo_unescape(mp);
-                if (!mount_point_detachable(mp, keep))
+                if (!mount_point_detachable(mp, keep, keep2))
                         continue;
                 if (n >= allocated) {
                         char **np = realloc(paths, (allocated ? allocated * 2 : 32) * sizeof(char *));
@@ -307,18 +307,29 @@ void clear_dir(int dfd, unsigned depth) {
         closedir(d);
 }
 
-void mount_usr_overlay(const char *layer) {
-        char opts[PATH_MAX + 32];
+void mount_usr_overlay(const char *layer, const char *env_layer) {
+        char opts[2 * PATH_MAX + 32];
+        int n;
 
         /* Read-only overlay without an upper layer: the daemon's layer (whiteouts for /usr/local and
          * sandboxd's own files, the runtime's /etc files) over the host's /usr. Its inodes are this
-         * sandbox's own, so a lock on one of them is seen by nobody else. */
-        if (strpbrk(layer, ":,\\") || (size_t) snprintf(opts, sizeof(opts), "lowerdir=%s:/usr", layer) >= sizeof(opts))
-                fail_setup("Invalid --usr-layer");
+         * sandbox's own, so a lock on one of them is seen by nobody else. An environment's tree lies
+         * between the two: its libraries are added, and the daemon's whiteouts hide its /usr/local
+         * as well. */
+        if (strpbrk(layer, ":,\\") || (env_layer && strpbrk(env_layer, ":,\\")))
+                fail_setup("Invalid --usr-layer or --env-layer");
+        if (env_layer)
+                n = snprintf(opts, sizeof(opts), "lowerdir=%s:%s:/usr", layer, env_layer);
+        else
+                n = snprintf(opts, sizeof(opts), "lowerdir=%s:/usr", layer);
+        if (n < 0 || (size_t) n >= sizeof(opts))
+                fail_setup("Invalid --usr-layer or --env-layer");
         if (mount("overlay", "/usr", "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) < 0)
                 fail_setup("Cannot mount the /usr overlay: %s", strerror(errno));
         if (umount2(layer, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL)
                 fail_setup("Cannot detach %s: %s", layer, strerror(errno));
+        if (env_layer && umount2(env_layer, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL)
+                fail_setup("Cannot detach %s: %s", env_layer, strerror(errno));
 }
 
 /* What the supervisor keeps once setup is done: CAP_SETUID/SETGID to start children as the program,

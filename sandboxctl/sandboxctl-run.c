@@ -154,6 +154,8 @@ static int build_request(const char *path, json_object **ret) {
                 r = json_add(req, "session_id", json_object_new_string(arg_session));
         if (r >= 0 && arg_callback_url)
                 r = json_add(req, "callback_url", json_object_new_string(arg_callback_url));
+        if (r >= 0 && arg_environment)
+                r = json_add(req, "environment", json_object_new_string(arg_environment));
         if (r >= 0 && arg_timeout_ms_set)
                 r = json_add(limits, "timeout_ms", json_object_new_int64((int64_t) arg_timeout_ms));
         if (r >= 0 && arg_memory_mb_set)

@@ -52,6 +52,7 @@ const char *arg_code = NULL;
 const char *arg_session = NULL;
 const char *arg_id = NULL;
 const char *arg_callback_url = NULL;
+const char *arg_environment = NULL;
 bool arg_timeout_ms_set = false, arg_memory_mb_set = false, arg_disk_mb_set = false,
      arg_cpu_cores_set = false;
 uint64_t arg_timeout_ms = 0, arg_memory_mb = 0, arg_disk_mb = 0;
@@ -179,6 +180,8 @@ static void help(void) {
                "     --id=ID                Execution ID (an idempotency key)\n"
                "     --callback-url=URL     POST the signed result to this http(s) URL when the\n"
                "                            execution ends\n"
+               "     --environment=NAME     Run with the libraries of this environment of the\n"
+               "                            language (e.g. python-data; see 'languages')\n"
                "\n"
                "Options for status and show:\n"
                "     --wait                 Wait until the execution is final\n"
@@ -286,6 +289,7 @@ enum {
         ARG_SESSION,
         ARG_ID,
         ARG_CALLBACK_URL,
+        ARG_ENVIRONMENT,
         ARG_WAIT,
         ARG_STATUS,
         ARG_ERROR_TYPE,
@@ -320,6 +324,7 @@ static const struct option options[] = {
         { "session", required_argument, NULL, ARG_SESSION },
         { "id", required_argument, NULL, ARG_ID },
         { "callback-url", required_argument, NULL, ARG_CALLBACK_URL },
+        { "environment", required_argument, NULL, ARG_ENVIRONMENT },
         { "wait", no_argument, NULL, ARG_WAIT },
         { "status", required_argument, NULL, ARG_STATUS },
         { "error-type", required_argument, NULL, ARG_ERROR_TYPE },
@@ -479,6 +484,13 @@ static int parse_execute_option(int c, const char *value) {
                         return log_error_errno(-EINVAL, "--callback-url: empty URL.");
                 arg_callback_url = value;
                 option = "--callback-url";
+                break;
+        case ARG_ENVIRONMENT:
+                /* Whether the daemon has it, for this language, is the daemon's to say. */
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--environment: empty name.");
+                arg_environment = value;
+                option = "--environment";
                 break;
         default:
                 return OPTION_NOT_MINE;
@@ -702,7 +714,7 @@ void ctl_args_reset(void) {
         arg_wait = false;
         arg_client_timeout_set = false;
         arg_client_timeout_ms = 0;
-        arg_language = arg_code = arg_session = arg_id = arg_callback_url = NULL;
+        arg_language = arg_code = arg_session = arg_id = arg_callback_url = arg_environment = NULL;
         arg_timeout_ms_set = arg_memory_mb_set = arg_disk_mb_set = arg_cpu_cores_set = false;
         arg_timeout_ms = arg_memory_mb = arg_disk_mb = 0;
         arg_cpu_cores = 0;

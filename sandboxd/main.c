@@ -19,12 +19,15 @@ static void help(void) {
                "     --helper=PATH      Use PATH as sandbox-exec (overrides Helper=)\n"
                "     --net-worker=PATH  Use PATH as the network worker sandboxd-net (default %s)\n"
                "     --proxy=PATH       Use PATH as the egress proxy sandboxd-proxy (default %s)\n"
+               "     --environments-dir=DIR\n"
+               "                        Read the environments from DIR (overrides EnvironmentsDirectory=)\n"
                "     --check-config     Load and validate the configuration, then exit\n",
                SYSCONFDIR, SANDBOXD_LANGUAGES_DIR, SANDBOXD_NET_PATH, SANDBOXD_PROXY_PATH);
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_CONFIG_DIR, ARG_HELPER, ARG_NET_WORKER, ARG_PROXY, ARG_CHECK, ARG_LANGUAGES_DIR };
+        enum { ARG_VERSION = 0x100, ARG_CONFIG_DIR, ARG_HELPER, ARG_NET_WORKER, ARG_PROXY, ARG_ENVIRONMENTS_DIR, ARG_CHECK,
+               ARG_LANGUAGES_DIR };
         static const struct option options[] = {
                 { "help",         no_argument,       NULL, 'h' },
                 { "version",      no_argument,       NULL, ARG_VERSION },
@@ -33,12 +36,13 @@ int main(int argc, char *argv[]) {
                 { "languages-dir", required_argument, NULL, ARG_LANGUAGES_DIR },
                 { "net-worker",   required_argument, NULL, ARG_NET_WORKER },
                 { "proxy",        required_argument, NULL, ARG_PROXY },
+                { "environments-dir", required_argument, NULL, ARG_ENVIRONMENTS_DIR },
                 { "check-config", no_argument,       NULL, ARG_CHECK },
                 {}
         };
         _cleanup_(manager_freep) Manager *m = NULL;
         const char *config_dir = SYSCONFDIR "/sandboxd", *helper = NULL, *net_worker = NULL, *proxy = NULL,
-                   *languages_dir = SANDBOXD_LANGUAGES_DIR;
+                   *languages_dir = SANDBOXD_LANGUAGES_DIR, *environments_dir = NULL;
         bool check = false;
         int c, r;
 
@@ -64,6 +68,13 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_PROXY:
                         proxy = optarg;
+                        break;
+                case ARG_ENVIRONMENTS_DIR:
+                        if (optarg[0] != '/') {
+                                log_error("--environments-dir= must be an absolute path.");
+                                return 2;
+                        }
+                        environments_dir = optarg;
                         break;
                 case ARG_CHECK:
                         check = true;
@@ -115,7 +126,7 @@ int main(int argc, char *argv[]) {
                 return 0;
         }
 
-        r = manager_new(config_dir, languages_dir, helper, net_worker, proxy, &m);
+        r = manager_new(config_dir, languages_dir, helper, net_worker, proxy, environments_dir, &m);
         if (r < 0)
                 return 1;
         /* Non-zero also when the loop ended because the bus went away: systemd restarts us. */

@@ -34,6 +34,7 @@
 #include "unit/seccomp-policy.h"
 #include "net/net-policy.h"
 #include "unit/usr-layer.h"
+#include "model/environment.h"
 #include "model/warm-policy.h"
 #include "run/unit-reaper.h"
 #include "run/warm-pool.h"
@@ -50,6 +51,7 @@ struct Manager {
         char *helper_override;   /* --helper= on the command line wins over Helper= */
         char *net_worker;        /* --net-worker= or the installed sandboxd-net */
         char *proxy;             /* --proxy= or the installed sandboxd-proxy */
+        char *environments_override; /* --environments-dir= wins over EnvironmentsDirectory= */
 
         Http *http;
         BusApi *bus_api;         /* the D-Bus API (bus-api.c) on bus */
@@ -61,6 +63,21 @@ struct Manager {
 static int manager_reload(Manager *m);
 static int load_languages(Manager *m, LanguageTable **ret);
 static void use_languages(Manager *m, LanguageTable *t);
+
+/* The environments (model/environment.h), read again at every reload: a job looks its environment up
+ * by name when its unit is built, so the old set can go at once. */
+static int load_environments(Manager *m) {
+        Environments *e = NULL;
+        const char *dir = m->environments_override ?: m->ctx.config->environments_dir;
+        int r;
+
+        r = environments_load(dir, &e);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the environments from '%s': %m", dir);
+        environments_free(m->ctx.environments);
+        m->ctx.environments = e;
+        return 0;
+}
 
 static int mkdir_checked(const char *path, mode_t mode) {
         struct stat st;
@@ -579,6 +596,7 @@ static int manager_reload(Manager *m) {
         m->ctx.net_policy = TAKE_PTR(np);
         if (lt)
                 use_languages(m, lt);
+        (void) load_environments(m);
         log_set_max_level(m->ctx.config->log_level);
         (void) sd_event_source_set_time_relative(m->sweep_timer,
                                                  m->ctx.config->sweep_interval_sec * USEC_PER_SEC);
@@ -708,7 +726,7 @@ static int start_net_worker(Manager *m) {
 }
 
 int manager_new(const char *config_dir, const char *languages_dir, const char *helper_override,
-                const char *net_worker, const char *proxy, Manager **ret) {
+                const char *net_worker, const char *proxy, const char *environments_dir, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         HttpSettings hs;
         struct group *g;
@@ -724,6 +742,8 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
         if (!m->config_dir || !m->ctx.metrics)
                 return log_oom();
         if (helper_override && !(m->helper_override = strdup(helper_override)))
+                return log_oom();
+        if (environments_dir && !(m->environments_override = strdup(environments_dir)))
                 return log_oom();
         m->net_worker = strdup(net_worker ?: SANDBOXD_NET_PATH);
         m->proxy = strdup(proxy ?: SANDBOXD_PROXY_PATH);
@@ -797,6 +817,9 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
         if (r < 0)
                 return r;
         m->ctx.helper = m->helper_override ?: m->ctx.config->helper;
+        r = load_environments(m);
+        if (r < 0)
+                return r;
         if (access(m->ctx.helper, X_OK) < 0)
                 return log_error_errno(errno, "Helper '%s' is not executable: %m", m->ctx.helper);
 
@@ -946,6 +969,8 @@ Manager *manager_free(Manager *m) {
         free(m->ctx.proxy_empty);
         free(m->config_dir);
         free(m->helper_override);
+        free(m->environments_override);
+        environments_free(m->ctx.environments);
         free(m->net_worker);
         free(m->proxy);
         net_policy_free(m->ctx.net_policy);

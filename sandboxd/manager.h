@@ -10,8 +10,7 @@
 typedef struct Manager Manager;
 
 int manager_new(const char *config_dir, const char *languages_dir, const char *helper_override,
-                const char *net_worker, const char *proxy,
-                Manager **ret);
+                const char *net_worker, const char *proxy, const char *environments_dir, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 int manager_run(Manager *m);

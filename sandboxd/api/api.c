@@ -4,6 +4,7 @@
 #include "api.h"
 #include "delivery/artifacts.h"
 #include "log.h"
+#include "model/environment.h"
 #include "model/request.h"
 #include "model/result.h"
 #include "model/signed-url.h"
@@ -451,7 +452,7 @@ static void handle_session_list(ApiContext *ac, HttpRequest *req) {
         http_respond_json(req, 200, o);
 }
 
-static void handle_languages(HttpRequest *req) {
+static void handle_languages(ApiContext *ac, HttpRequest *req) {
         json_object *o = json_object_new_object(), *a = json_object_new_array();
 
         for (size_t i = 0; i < language_count(); i++) {
@@ -471,6 +472,7 @@ static void handle_languages(HttpRequest *req) {
                 json_object_object_add(e, "available", json_object_new_boolean(!reason));
                 if (reason)
                         json_object_object_add(e, "reason", json_object_new_string(reason));
+                json_object_object_add(e, "environments", environments_json_for_language(ac->ctx->environments, l->name));
                 json_object_array_add(a, e);
         }
         json_object_object_add(o, "languages", a);
@@ -647,7 +649,7 @@ void api_handle(HttpRequest *req, void *userdata) {
                 handle_session_delete(ac, req, route.arg);
                 return;
         case API_ROUTE_LANGUAGES:
-                handle_languages(req);
+                handle_languages(ac, req);
                 return;
         case API_ROUTE_HEALTH:
                 handle_health(ac, req);

@@ -6,6 +6,7 @@
 #include "admission/quota.h"
 #include "delivery/callback.h"
 #include "log.h"
+#include "model/environment.h"
 #include "model/result.h"
 #include "model/scoped-id.h"
 #include "model/signed-url.h"
@@ -142,6 +143,18 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
                         return request_error(err, -EINVAL, API_ERROR_INVALID_REQUEST,
                                              index != SIZE_MAX ? field : "network", "%s", msg);
                 }
+        }
+        if (er->environment) {
+                const Environment *env = environments_find(ac->ctx->environments, er->environment);
+
+                if (!env)
+                        return request_error(err, -EINVAL, API_ERROR_INVALID_REQUEST, "environment",
+                                             "environment: no environment '%s' here (GET /v1/languages lists each "
+                                             "language's environments)", er->environment);
+                if (!streq(env->language, er->language->name))
+                        return request_error(err, -EINVAL, API_ERROR_INVALID_REQUEST, "environment",
+                                             "environment: '%s' is an environment of %s, not of %s", er->environment,
+                                             env->language, er->language->name);
         }
 
         if (er->execution_id) {

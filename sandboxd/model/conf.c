@@ -24,10 +24,11 @@ Config *config_new(void) {
         c->api_socket = strdup("/run/sandboxd/api.sock");
         c->socket_group = strdup("sandboxd");
         c->state_dir = strdup("/var/lib/sandboxd");
+        c->environments_dir = strdup("/var/lib/sandboxd/environments");
         c->runtime_dir = strdup("/run/sandboxd");
         c->helper = strdup(SANDBOX_EXEC_PATH);
         c->api_keys_file = strdup(SYSCONFDIR "/sandboxd/api-keys");
-        if (!c->api_socket || !c->socket_group || !c->state_dir || !c->runtime_dir || !c->helper ||
+        if (!c->api_socket || !c->socket_group || !c->state_dir || !c->environments_dir || !c->runtime_dir || !c->helper ||
             !c->api_keys_file)
                 return config_free(c);
 
@@ -125,6 +126,7 @@ Config *config_free(Config *c) {
         free(c->state_dir);
         free(c->runtime_dir);
         free(c->database);
+        free(c->environments_dir);
         free(c->callback_key_file);
         free(c->helper);
         free(c->artifacts_dir);
@@ -196,6 +198,7 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "StateDirectory",   V_PATH,     state_dir,           0, 0),
         K("Daemon", "RuntimeDirectory", V_PATH,     runtime_dir,         0, 0),
         K("Daemon", "Database",         V_PATH,     database,            0, 0),
+        K("Daemon", "EnvironmentsDirectory", V_PATH, environments_dir,  0, 0),
         K("Daemon", "RetentionSec",     V_U64,      retention_sec,       0, 100ULL * 365 * 24 * 3600),
         K("Daemon", "MaxConcurrent",    V_U64,      max_concurrent,      1, 4096),
         K("Daemon", "MaxQueued",        V_U64,      max_queued,          0, 1000000),

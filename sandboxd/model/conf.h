@@ -34,6 +34,8 @@ typedef struct Config {
         char *state_dir;             /* StateDirectory= /var/lib/sandboxd */
         char *runtime_dir;           /* RuntimeDirectory= /run/sandboxd */
         char *database;              /* Database= NULL: StateDirectory/sandboxd.db */
+        char *environments_dir;      /* EnvironmentsDirectory= /var/lib/sandboxd/environments
+                                      * (model/environment.h) */
         uint64_t retention_sec;      /* RetentionSec= finished records older than this are purged; 0: never */
         uint64_t max_concurrent;     /* MaxConcurrent= slots */
         uint64_t max_queued;         /* MaxQueued= */

@@ -20,6 +20,7 @@
 #include "signed-url.h"
 
 typedef struct ArtifactAccounts ArtifactAccounts;
+typedef struct Environments Environments;
 typedef struct Callbacks Callbacks;
 typedef struct NetClient NetClient;
 typedef struct Store Store;
@@ -59,6 +60,7 @@ typedef struct Context {
         /* What the sandboxes are made of. */
         const char *helper;      /* host path of sandbox-exec (--helper= wins over Helper=) */
         char *usr_layer;         /* this start's /usr layer (usr-layer.h) */
+        Environments *environments;  /* EnvironmentsDirectory='s, read at start and reload (environment.h) */
         char *workspaces_dir;    /* where the per-execution tmpfs mount units go */
         char *proxy_root;        /* the egress proxies' RootDirectory=: empty, root's, 0755 */
         char *proxy_empty;       /* bound over their /sys: empty, root's, 0555 */

@@ -39,6 +39,7 @@ Execution *execution_free(Execution *e) {
         free(e->err.text);
         free(e->unit);
         free(e->error_message);
+        free(e->environment);
         exec_artifacts_free(e->artifacts);
         net_log_free(e->network);
         free(e);

@@ -86,6 +86,7 @@ typedef struct Execution {
                                   * beyond reason */
         ExecArtifacts *artifacts;    /* NULL: none collected (not final yet, or collection failed) */
         NetLog *network;         /* a run with network: its allow list and the proxy's log; NULL: none */
+        char *environment;       /* the request's "environment" (environment.h); NULL: the language's base */
 } Execution;
 
 Execution *execution_new(const char *id);

@@ -9,6 +9,7 @@
 #include "base64.h"
 #include "json-strict.h"
 #include "request.h"
+#include "environment.h"
 #include "strv.h"
 #include "utf8.h"
 
@@ -21,6 +22,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         free(r->record_id);
         free(r->code);
         free(r->callback_url);
+        free(r->environment);
         strv_free(r->env);
         for (size_t i = 0; i < r->n_files; i++) {
                 free(r->files[i].path);
@@ -547,13 +549,19 @@ static void fingerprint(ExecRequest *req) {
                 EVP_DigestUpdate(ctx, "|net=", strlen("|net="));
                 EVP_DigestUpdate(ctx, req->network_allow[i], strlen(req->network_allow[i]));
         }
+        /* Likewise only with an environment. */
+        if (req->environment) {
+                EVP_DigestUpdate(ctx, "|environment=", strlen("|environment="));
+                EVP_DigestUpdate(ctx, req->environment, strlen(req->environment));
+        }
         EVP_DigestFinal_ex(ctx, req->fingerprint, &len);
         EVP_MD_CTX_free(ctx);
 }
 
 int exec_request_parse(const char *body, size_t len, const Config *c, ExecRequest **ret, RequestError *err) {
         static const char *const known[] = { "execution_id", "session_id", "language", "code", "limits", "env",
-                                              "seed", "files", "callback_url", "start", "network" };
+                                              "seed", "files", "callback_url", "start", "network",
+                                              "environment" };
         _cleanup_(exec_request_freep) ExecRequest *req = NULL;
         json_tokener *tok;
         json_object *root, *v;
@@ -744,6 +752,25 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                 r = request_parse_network(v, req, err);
                 if (r < 0)
                         goto finish;
+        }
+
+        if (json_object_object_get_ex(root, "environment", &v) && !json_object_is_type(v, json_type_null)) {
+                if (!json_object_is_type(v, json_type_string)) {
+                        r = fail(err, API_ERROR_INVALID_REQUEST, "environment", "environment: expected a string");
+                        goto finish;
+                }
+                if (!environment_name_is_valid(json_object_get_string(v), (size_t) json_object_get_string_len(v))) {
+                        r = fail(err, API_ERROR_INVALID_REQUEST, "environment",
+                                 "environment: not a valid environment name (lower-case letters, digits, '.', '_', "
+                                 "'-', at most %d bytes; GET /v1/languages lists them)",
+                                 ENVIRONMENT_NAME_MAX);
+                        goto finish;
+                }
+                req->environment = strdup(json_object_get_string(v));
+                if (!req->environment) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
         }
 
         fingerprint(req);

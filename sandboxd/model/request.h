@@ -48,6 +48,9 @@ typedef struct ExecRequest {
         uint64_t seed;           /* SANDBOX_SEED; 0 unless the request sets "seed" */
         char *callback_url;      /* NULL: none; http(s), validated (callback_url_is_valid()) */
         bool cold;               /* "start": "cold": never a unit of the warm pool */
+        /* "environment" (environment.h): its name, shape checked here; whether it exists and is the
+         * language's is submit.c's. NULL: the language's base. */
+        char *environment;
         InputFile *files;        /* "files", in request order */
         size_t n_files;
         /* "network": {"allow": [...]} (issue 16): the entries as given, their shape checked here;

@@ -123,5 +123,6 @@ json_object *execution_to_json(const Execution *e) {
         json_object_object_add(o, "error_message", str_or_null(e->error_message));
         add_artifacts(o, e->artifacts, final);
         json_object_object_add(o, "network", e->network ? net_log_to_json(e->network, false) : NULL);
+        json_object_object_add(o, "environment", str_or_null(e->environment));
         return o;
 }

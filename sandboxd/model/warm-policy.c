@@ -18,6 +18,7 @@ static const char *const warm_refusal_table[_WARM_REFUSAL_MAX] = {
         [WARM_MEMORY] = "memory_mb is below MinMemoryMB= (the preloaded runtime counts against it)",
         [WARM_ENV] = "env sets a variable the preloaded runtime read as it started",
         [WARM_NETWORK] = "a run with network joins its egress proxy's network namespace as its unit starts",
+        [WARM_ENVIRONMENT] = "an environment's layer is mounted as its unit starts (the pool's units have none)",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(warm_refusal, WarmRefusal);
@@ -107,6 +108,8 @@ WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req) {
                 return WARM_SESSION;
         if (req->n_files > 0)
                 return WARM_INPUTS;
+        if (req->environment)
+                return WARM_ENVIRONMENT;
         if (req->network)
                 return WARM_NETWORK;
         if (req->limits.disk_mb != c->defaults.disk_mb)

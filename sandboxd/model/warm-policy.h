@@ -27,6 +27,7 @@ typedef enum WarmRefusal {
         WARM_MEMORY,             /* memory_mb below MinMemoryMB= where the runtime is preloaded */
         WARM_ENV,                /* env sets a name the preloaded runtime read as it started */
         WARM_NETWORK,            /* "network": its unit joins the egress proxy's network namespace */
+        WARM_ENVIRONMENT,        /* "environment": its layer is part of the unit's /usr overlay */
         _WARM_REFUSAL_MAX,
 } WarmRefusal;
 

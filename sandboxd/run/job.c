@@ -14,10 +14,12 @@
 #include "log.h"
 #include "net/fetch.h"
 #include "session.h"
+#include "strv.h"
 #include "systemd/sysd.h"
 #include "time-util.h"
 #include "unit/unit-props.h"
 #include "unit/usr-layer.h"
+#include "model/environment.h"
 #include "model/warm-policy.h"
 #include "unit-reaper.h"
 #include "warm-pool.h"
@@ -125,6 +127,8 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
             !(j->exec->network = net_log_new(request->network_allow, request->n_network_allow)))
                 return -ENOMEM;
         if (request->session_id && !(j->exec->session_id = strdup(request->session_id)))
+                return -ENOMEM;
+        if (request->environment && !(j->exec->environment = strdup(request->environment)))
                 return -ENOMEM;
         if (request->execution_id && !streq(request->execution_id, id) &&
             !(j->exec->client_id = strdup(request->execution_id)))
@@ -447,7 +451,24 @@ void job_start_service(Job *j) {
         CgroupBind cg[3];
         UnitProps props = {};
         UnitPlan plan;
+        const Environment *env = NULL;
+        _cleanup_strv_free_ char **user_env = NULL;
+        size_t n_user_env = 0;
         int r;
+
+        if (j->request->environment) {
+                /* Checked when it was accepted; a reload since may have taken it away. */
+                env = environments_find(ctx->environments, j->request->environment);
+                if (!env || !streq(env->language, j->request->language->name)) {
+                        log_error("%s: environment '%s' is no longer there.", j->exec->id, j->request->environment);
+                        job_fail_internal(j, "its environment is no longer there");
+                        return;
+                }
+                if (environment_merge_env(env, j->request->env, j->request->n_env, &user_env, &n_user_env) < 0) {
+                        job_fail_internal(j, "out of memory");
+                        return;
+                }
+        }
 
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
                 log_error_errno(errno, "%s: cannot create the control socket: %m", j->exec->id);
@@ -465,10 +486,11 @@ void job_start_service(Job *j) {
                 .execution_id = j->exec->id,
                 .language = j->request->language,
                 .limits = j->request->limits,
-                .user_env = j->request->env,
-                .n_user_env = j->request->n_env,
+                .user_env = env ? user_env : j->request->env,
+                .n_user_env = env ? n_user_env : j->request->n_env,
                 .seed = j->request->seed,
                 .usr_layer = ctx->usr_layer,
+                .environment_layer = env ? env->usr_dir : NULL,
                 .helper = ctx->helper,
                 .workspace = j->workspace,
                 .session_state_dir = j->session ? j->session->state_dir : NULL,
@@ -1017,6 +1039,22 @@ static bool job_workspace_reusable(Job *j) {
                !job_unit_cgroup_populated(j);
 }
 
+/* A Python program that failed on an import: error_message names the module, the environment and what
+ * to do (model/environment.h). The name comes from the program's stderr, hostile bytes: only a valid
+ * dotted name of bounded length is taken. */
+static void explain_missing_module(Job *j) {
+        Execution *e = j->exec;
+        char module[PYTHON_MODULE_NAME_MAX + 1];
+
+        if (e->error_type != ERROR_RUNTIME || e->error_message || !e->err.text || !j->request ||
+            !startswith(e->language, "python"))
+                return;
+        if (missing_module_from_stderr(e->err.text, strlen(e->err.text), module, sizeof(module)) <= 0)
+                return;
+        e->error_message = missing_module_message(j->ctx->environments, e->language, e->environment, module,
+                                                  j->request->network);
+}
+
 void job_finalize(Job *j) {
         Context *ctx = j->ctx;
         HelperReport report = {};
@@ -1070,6 +1108,7 @@ void job_finalize(Job *j) {
                 e->have_peak = true;
         }
         e->finished_usec = now_usec(CLOCK_REALTIME);
+        explain_missing_module(j);
 
         job_release(j);
         j->request = exec_request_free(j->request);

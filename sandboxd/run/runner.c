@@ -351,12 +351,14 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
         req->record_id = strdup(rec->exec->id);
         req->execution_id = rec->exec->client_id ? strdup(rec->exec->client_id) : NULL;
         req->session_id = rec->exec->session_id ? strdup(rec->exec->session_id) : NULL;
+        /* Its environment by name: looked up again when its unit is built (it may be gone by then). */
+        req->environment = rec->exec->environment ? strdup(rec->exec->environment) : NULL;
         req->code = TAKE_PTR(rec->code);
         req->code_len = strlen(req->code);
         req->limits = rec->exec->limits;
         memcpy(req->fingerprint, rec->fingerprint, sizeof(req->fingerprint));
         if (!req->record_id || (rec->exec->client_id && !req->execution_id) ||
-            (rec->exec->session_id && !req->session_id)) {
+            (rec->exec->session_id && !req->session_id) || (rec->exec->environment && !req->environment)) {
                 k = -ENOMEM;
                 goto finish;
         }

@@ -498,10 +498,13 @@ void warm_pool_fill(WarmPool *p) {
 
         if (ctx->stopping || !ctx->sysd || c->pool_size == 0 || now_mono(p) < p->retry_after)
                 return;
-        for (size_t i = 0; i < language_count(); i++) {
-                const Language *l = language_get(i);
+        /* In the order of Languages= (the administrator's: the first is filled first), not the
+         * table's (file names). A name no file defines pools nothing. */
+        for (char **name = c->pool_languages; name && *name; name++) {
+                const Language *l = language_find(*name);
 
-                if (!warm_language_pooled(c, l) || !language_available(l) || !context_seccomp_filter(ctx, l))
+                if (!l || !streq(l->name, *name) || !warm_language_pooled(c, l) || !language_available(l) ||
+                    !context_seccomp_filter(ctx, l))
                         continue;
                 /* Size= of each kind: the preloaded ones first (python with PythonPreload=). */
                 for (int kind = warm_language_preloads(c, l) ? 1 : 0; kind >= 0; kind--)

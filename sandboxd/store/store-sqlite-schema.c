@@ -271,6 +271,10 @@ const char *const sqlite_migrations[] = {
         "        DELETE FROM record_usage WHERE owner = old.owner AND records <= 0;\n"
         "END;\n",
 #undef RECORD_BYTES
+        /* 13 (environments, issue 17): the request's "environment" (model/environment.h); NULL for
+         * the language's base, and for the rows written before. A name of at most 64 bytes: within
+         * the 256 bytes a record is charged beyond its texts. */
+        "ALTER TABLE executions ADD COLUMN environment TEXT;\n",
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);

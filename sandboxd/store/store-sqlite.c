@@ -30,7 +30,8 @@
         "duration_ms, exit_code, signal, cpu_usec, peak_memory_bytes, language, timeout_ms, "        \
         "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
         "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
-        "stderr, code, workspace, request, error_message, cancel_requested, client_id, start, network"
+        "stderr, code, workspace, request, error_message, cancel_requested, client_id, start, network, "    \
+        "environment"
 
 enum {
         COL_ID,
@@ -71,6 +72,7 @@ enum {
         COL_CLIENT_ID,
         COL_START,
         COL_NETWORK,
+        COL_ENVIRONMENT,
         _COL_MAX,
 };
 
@@ -78,7 +80,7 @@ enum {
 static const char sql_put[] =
         "INSERT INTO executions (" COLUMNS ") VALUES "
         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38) "
+        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39) "
         "ON CONFLICT (execution_id) DO UPDATE SET "
         "session_id = excluded.session_id, owner = COALESCE(excluded.owner, owner), "
         "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
@@ -94,7 +96,8 @@ static const char sql_put[] =
         "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, code), "
         "workspace = COALESCE(excluded.workspace, workspace), request = COALESCE(excluded.request, request), "
         "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, "
-        "client_id = excluded.client_id, start = excluded.start, network = excluded.network";
+        "client_id = excluded.client_id, start = excluded.start, network = excluded.network, "
+        "environment = excluded.environment";
 
 static const char sql_get[] = "SELECT " COLUMNS " FROM executions WHERE execution_id = ?1";
 
@@ -244,6 +247,7 @@ static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
         B(sqlite3_bind_int(st, 1 + COL_CANCEL_REQUESTED, e->cancel_requested));
         B(sq_bind_text(st, 1 + COL_CLIENT_ID, e->client_id));
         B(sq_bind_text(st, 1 + COL_START, exec_start_path_to_string(e->start)));
+        B(sq_bind_text(st, 1 + COL_ENVIRONMENT, e->environment));
         {
                 json_object *o = e->network ? net_log_to_json(e->network, true) : NULL;
 
@@ -395,6 +399,7 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
         C(sq_column_strdup(st, COL_WORKSPACE, &r->workspace));
         C(sq_column_strdup(st, COL_REQUEST, &r->request));
         C(sq_column_strdup(st, COL_ERROR_MESSAGE, &e->error_message));
+        C(sq_column_strdup(st, COL_ENVIRONMENT, &e->environment));
         e->cancel_requested = sqlite3_column_int(st, COL_CANCEL_REQUESTED) != 0;
         if (sqlite3_column_type(st, COL_NETWORK) == SQLITE_TEXT) {
                 int q = net_log_from_json((const char *) sqlite3_column_text(st, COL_NETWORK), &e->network);

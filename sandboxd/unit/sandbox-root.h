@@ -21,6 +21,8 @@
 /* Inside the sandbox: where the daemon's /usr layer is bound for sandbox-exec, which mounts it over
  * /usr and detaches the bind. */
 #define SANDBOX_USR_LAYER "/run/.usr-layer"
+/* Likewise for the request's environment's usr/ tree (environment.h), bound only into its units. */
+#define SANDBOX_ENV_LAYER "/run/.env-layer"
 /* In the layer (and so in the sandbox's /usr): the copies of the host /etc entries. */
 #define USR_LAYER_ETC "lib/sandbox/etc"
 

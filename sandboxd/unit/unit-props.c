@@ -259,6 +259,8 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
                 r |= strv_extend(&x->strv, &x->n, "--pkgs-dir");
         if (plan->usr_layer)
                 r |= strv_extend(&x->strv, &x->n, "--usr-layer=" SANDBOX_USR_LAYER);
+        if (plan->usr_layer && plan->environment_layer)
+                r |= strv_extend(&x->strv, &x->n, "--env-layer=" SANDBOX_ENV_LAYER);
         snprintf(buf, sizeof(buf), "--rlimit-nofile=%" PRIu64, plan->nofile);
         r |= strv_extend(&x->strv, &x->n, buf);
         /* No single file may be larger than the whole workspace. */
@@ -345,6 +347,9 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
          * this language's units see them. */
         for (size_t i = 0; i < plan->language->n_ro_paths; i++)
                 r |= bind_push(ro, plan->language->ro_paths[i].what, plan->language->ro_paths[i].what, true);
+        if (plan->usr_layer && plan->environment_layer)
+                /* Only this environment's units see its libraries: another lower layer, likewise. */
+                r |= bind_push(ro, plan->environment_layer, SANDBOX_ENV_LAYER, false);
         for (size_t i = 0; i < plan->n_cgroups; i++) {
                 _cleanup_free_ char *dst = NULL;
                 if (asprintf(&dst, SANDBOX_CGROUP_DIR "/%s", plan->cgroups[i].name) < 0)

@@ -82,6 +82,10 @@ typedef struct UnitPlan {
                                   * session's: the sandbox's root (sandbox-root.h), with workspace/
                                   * and tmp/ in it */
         const char *usr_layer;   /* host path of the /usr layer (usr-layer.h), or NULL: no overlay */
+        /* host path of the request's environment's usr/ tree (model/environment.h): one more lower
+         * layer of the overlay, below usr_layer (its whiteouts hide /usr/local there too) and above
+         * the host's /usr; only with usr_layer. NULL: the language's base. */
+        const char *environment_layer;
         const char *session_state_dir; /* a session's run: the workspace relative to /var/lib (for
                                         * StateDirectory=, see SESSION_STATE_PREFIX), else NULL */
         const CgroupBind *cgroups;

@@ -81,7 +81,7 @@ ok $([ -z "$(trees $p1)$(trees $p2)" ] && echo 0 || echo 1) "both trees are gone
 co=$(mktemp -d /tmp/harness-checkout.XXXXXX)
 mkdir -p "$co/tests" "$co/build/sandboxd" "$co/build/sandbox-exec" "$co/build/sandboxd-net" "$co/build/sandboxctl"
 cp -r "$here/../harness" "$co/tests/"
-cp -r "$here/../../units" "$here/../../dbus" "$here/../../polkit" "$co/"
+cp -r "$here/../../units" "$here/../../dbus" "$here/../../polkit" "$here/../../languages" "$co/"
 cp "$build/sandboxd/sandboxd" "$co/build/sandboxd/"; cp "$build/sandbox-exec/sandbox-exec" "$co/build/sandbox-exec/"
 cp "$build/sandboxd-net/sandboxd-net" "$co/build/sandboxd-net/"; cp "$build/sandboxctl/sandboxctl" "$co/build/sandboxctl/"
 out=$(cd "$co/build" && "$co/tests/harness/sandbox-harness" --build "$co/build" -- sh -c \

@@ -114,6 +114,8 @@ static StoreRecord *record_full(const char *id) {
         e->session_id = strdup("sess_1");
         e->client_id = strdup("job-1");
         assert_non_null(e->client_id);
+        e->environment = strdup("python-data");
+        assert_non_null(e->environment);
         e->language = "python";
         e->status = EXEC_FAILED;
         e->error_type = ERROR_RUNTIME;
@@ -157,6 +159,7 @@ static void assert_record_equal(const StoreRecord *a, const StoreRecord *b) {
 
         assert_string_equal(x->id, y->id);
         assert_true(streq_ptr(x->client_id, y->client_id));
+        assert_true(streq_ptr(x->environment, y->environment));
         assert_true(streq_ptr(x->session_id, y->session_id));
         assert_string_equal(x->language, y->language);
         assert_int_equal(x->status, y->status);

@@ -28,6 +28,7 @@ static const char *const all_keys[] = {
         "stderr", "stderr_bytes", "stderr_lines", "stderr_truncated",
         "duration_ms", "cpu_time_ms", "peak_memory_mb", "created_at", "started_at", "finished_at",
         "limits", "unit", "start", "reason", "error_message", "artifacts", "artifacts_skipped", "network", "artifacts_skipped_total",
+        "environment",
 };
 
 static json_object *get(json_object *o, const char *key) {
