@@ -142,8 +142,12 @@ def bare_run(conf, code, scratch):
         shutil.rmtree(work, ignore_errors=True)
 
 
+CPU_CORES = 1.0
+
+
 def api_run(language, code, start):
-    body = {"language": language, "code": code, "limits": {"timeout_ms": 120000, "memory_mb": 1024}}
+    body = {"language": language, "code": code,
+            "limits": {"timeout_ms": 120000, "memory_mb": 1024, "cpu_cores": CPU_CORES}}
     if start == "cold":
         body["start"] = "cold"
     else:
@@ -165,7 +169,11 @@ def main():
     ap.add_argument("--languages", default="go,rust,c,java")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--warmup", type=int, default=1)
+    # The bare row has every core of the machine; so, by default, has the sandbox (cpu_cores).
+    ap.add_argument("--cpu-cores", type=float, default=float(os.cpu_count() or 1))
     args = ap.parse_args()
+    global CPU_CORES
+    CPU_CORES = args.cpu_cores
     langs = [l for l in args.languages.split(",") if l]
     st, res = api("GET", "/v1/languages")
     avail = {l["name"]: l for l in res.get("languages", [])}
@@ -211,6 +219,7 @@ def main():
         subprocess.run(["systemctl", "reload", "sandboxd.service"], check=False)
         shutil.rmtree(scratch, ignore_errors=True)
 
+    print(f"\n# cpu_cores={CPU_CORES:g} for the API runs; the bare ones have all {os.cpu_count()} cores")
     print(f"\n{'language':<28} {'bare p50':>9} {'warm p50':>9} {'cold p50':>9} {'warm/bare':>10} "
           f"{'cold/bare':>10} {'fail':>5}  target (≤ {TARGET}, best start)")
     summary = {}
@@ -228,7 +237,7 @@ def main():
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     out = os.path.join(HERE, "results", time.strftime("languages-%Y%m%d-%H%M%S.json"))
     with open(out, "w") as f:
-        json.dump({"rounds": args.rounds, "target": TARGET, "results": summary}, f, indent=1)
+        json.dump({"rounds": args.rounds, "target": TARGET, "cpu_cores": CPU_CORES, "results": summary}, f, indent=1)
     print(f"\n# {out}")
     return 3 if any(t["failed"] for t in results.values()) else 0
 
