@@ -270,7 +270,7 @@ static void manager_metrics_gauges(void *userdata, MetricsGauges *ret) {
 /* Leftovers: units of executions nobody tracks (a crash, a restart) are killed and stopped. */
 static void on_list_units(void *userdata, int r, const SysdUnitInfo *units, size_t n) {
         Manager *m = userdata;
-        unsigned killed = 0;
+        unsigned killed = 0, stopping = 0;
 
         if (r < 0) {
                 log_warning_errno(r, "Sweep: ListUnitsByPatterns failed: %m");
@@ -282,9 +282,13 @@ static void on_list_units(void *userdata, int r, const SysdUnitInfo *units, size
                 /* Watched: a job, a pool workspace or a session has it. */
                 if (sysd_is_watched(m->ctx.sysd, u->name))
                         continue;
-                /* Already being stopped (a session just removed: its StopUnit came before this list). */
-                if (streq(u->job_type, "stop"))
+                /* Already being stopped (a session just removed: its StopUnit came before this list; a
+                 * warm unit the previous instance stopped as it exited). Such a unit may end failed
+                 * (KillSignal=SIGKILL), and nobody watches it: look again soon, to reset it then. */
+                if (streq(u->job_type, "stop")) {
+                        stopping++;
                         continue;
+                }
                 if (streq(u->active_state, "failed")) {
                         /* CollectMode=inactive keeps failed units for their Result=; nobody will read
                          * this one. */
@@ -299,8 +303,9 @@ static void on_list_units(void *userdata, int r, const SysdUnitInfo *units, size
                 (void) sysd_stop_unit(m->ctx.sysd, u->name, NULL, NULL);
                 killed++;
         }
-        if (killed) {
+        if (killed)
                 log_info("Sweep: %u leftover units stopped", killed);
+        if (killed || stopping) {
                 /* Killed units end up failed: sweep again soon to let them go. */
                 (void) sd_event_source_set_time_relative(m->sweep_timer, 2 * USEC_PER_SEC);
                 (void) sd_event_source_set_enabled(m->sweep_timer, SD_EVENT_ONESHOT);
