@@ -2,6 +2,7 @@
 #include "mcp.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,8 +208,12 @@ bool mcp_tool_known(const char *name) {
 
 /* ---- run_code -------------------------------------------------------------------------------- */
 
-static int fail_arg(char *buf, size_t size, const char **ret_error, const char *fmt, const char *what) {
-        snprintf(buf, size, fmt, what);
+_printf_(4, 5) static int fail_arg(char *buf, size_t size, const char **ret_error, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
         *ret_error = buf;
         return -EINVAL;
 }
