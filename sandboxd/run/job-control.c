@@ -16,6 +16,50 @@
 #include "time-util.h"
 #include "workspace/workspace.h"
 
+/* Live frames at the start of the buffer (everything before the report), handed to the live log
+ * and dropped from the buffer. A malformed frame: the rest is taken as the report (which will then
+ * not parse), nothing more is believed live. */
+static void consume_frames(Job *j) {
+        size_t off = 0;
+
+        while (!j->report_started && off < j->report_len) {
+                ExecFrameKind kind;
+                const uint8_t *payload;
+                size_t plen;
+                uint64_t count;
+                int k = exec_frame_parse(j->report + off, j->report_len - off, &kind, &payload, &plen, &count);
+
+                if (k == 0)
+                        break;
+                if (k < 0) {
+                        if (k == -EBADMSG)
+                                log_warning("%s: malformed live frame from sandbox-exec, live output stops",
+                                            j->exec->id);
+                        j->report_started = true;
+                        break;
+                }
+                switch (kind) {
+                case EXEC_FRAME_STDOUT:
+                        (void) live_log_data(j->live, LIVE_STDOUT, payload, plen);
+                        break;
+                case EXEC_FRAME_STDERR:
+                        (void) live_log_data(j->live, LIVE_STDERR, payload, plen);
+                        break;
+                case EXEC_FRAME_STDOUT_ELIDED:
+                        (void) live_log_elided(j->live, LIVE_STDOUT, count);
+                        break;
+                case EXEC_FRAME_STDERR_ELIDED:
+                        (void) live_log_elided(j->live, LIVE_STDERR, count);
+                        break;
+                }
+                off += (size_t) k;
+        }
+        if (off > 0) {
+                memmove(j->report, j->report + off, j->report_len - off);
+                j->report_len -= off;
+        }
+}
+
 int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Job *j = userdata;
 
@@ -70,6 +114,7 @@ int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         return 0;
                 }
                 j->report_len += (size_t) n;
+                consume_frames(j);
         }
         return 0;
 }

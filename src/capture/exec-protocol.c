@@ -118,6 +118,52 @@ bool exec_bpf_len_is_valid(uint64_t bpf_len) {
         return bpf_len > 0 && bpf_len % 8 == 0 && bpf_len <= EXEC_BPF_MAX;
 }
 
+/* ---- live frames ---- */
+
+void exec_frame_header(uint8_t buf[static EXEC_FRAME_HEADER], ExecFrameKind kind, size_t n) {
+        buf[0] = EXEC_FRAME_MAGIC;
+        buf[1] = (uint8_t) kind;
+        buf[2] = (uint8_t) (n >> 8);
+        buf[3] = (uint8_t) n;
+}
+
+int exec_frame_parse(const uint8_t *buf, size_t n, ExecFrameKind *ret_kind, const uint8_t **ret_payload,
+                     size_t *ret_payload_len, uint64_t *ret_count) {
+        size_t len;
+
+        if (n == 0)
+                return 0;
+        if (buf[0] != EXEC_FRAME_MAGIC)
+                return -ENOMSG;
+        if (n < EXEC_FRAME_HEADER)
+                return 0;
+        len = ((size_t) buf[2] << 8) | buf[3];
+        switch (buf[1]) {
+        case EXEC_FRAME_STDOUT:
+        case EXEC_FRAME_STDERR:
+                if (len == 0 || len > EXEC_FRAME_DATA_MAX)
+                        return -EBADMSG;
+                break;
+        case EXEC_FRAME_STDOUT_ELIDED:
+        case EXEC_FRAME_STDERR_ELIDED:
+                if (len != 8)
+                        return -EBADMSG;
+                break;
+        default:
+                return -EBADMSG;
+        }
+        if (n < EXEC_FRAME_HEADER + len)
+                return 0;
+        *ret_kind = (ExecFrameKind) buf[1];
+        *ret_payload = buf + EXEC_FRAME_HEADER;
+        *ret_payload_len = len;
+        *ret_count = 0;
+        if (len == 8 && (buf[1] == EXEC_FRAME_STDOUT_ELIDED || buf[1] == EXEC_FRAME_STDERR_ELIDED))
+                for (size_t i = 0; i < 8; i++)
+                        *ret_count = (*ret_count << 8) | buf[EXEC_FRAME_HEADER + i];
+        return (int) (EXEC_FRAME_HEADER + len);
+}
+
 /* ---- names ---- */
 
 static const char *const helper_phase_table[_PHASE_MAX] = {

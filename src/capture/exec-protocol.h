@@ -23,7 +23,17 @@
  *   ended by an empty line; then the stdout head, the stdout tail, the stderr head and the stderr tail,
  *   exactly as many bytes of each as stdout_head=, stdout_tail=, stderr_head= and stderr_tail= say.
  *   Unknown keys are ignored (a newer sandbox-exec may say more), a repeated key or a malformed value
- *   makes the report invalid, phase= and exit= are required. */
+ *   makes the report invalid, phase= and exit= are required.
+ *
+ * sandbox-exec → sandboxd, while the program runs, only when started with --live-output: live
+ *   frames, before the report (the report's first byte is never EXEC_FRAME_MAGIC: it is text). A
+ *   frame is EXEC_FRAME_MAGIC, a kind byte, a 16-bit big-endian payload length, then the payload:
+ *   EXEC_FRAME_STDOUT / EXEC_FRAME_STDERR carry 1..EXEC_FRAME_DATA_MAX raw bytes of the stream (the
+ *   program's bytes, not sanitized); EXEC_FRAME_STDOUT_ELIDED / EXEC_FRAME_STDERR_ELIDED carry an
+ *   8-byte big-endian count of bytes of the stream that were not forwarded (sandbox-exec drops what
+ *   it cannot send without blocking the program, and beyond the head cap forwards at most
+ *   EXEC_FRAME_DATA_MAX bytes per EXEC_LIVE_FLUSH_MSEC). The bytes of the data frames and the counts
+ *   of the elided frames of one stream add up to its position in the stream. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,6 +60,26 @@
 #define HELPER_REPORT_MAX 4096
 /* error= keeps at most this many bytes (cut on a character boundary). */
 #define HELPER_REPORT_ERROR_MAX 255
+
+#define EXEC_FRAME_MAGIC 0x1e
+#define EXEC_FRAME_HEADER 4
+#define EXEC_FRAME_DATA_MAX (16U * 1024U)
+#define EXEC_LIVE_FLUSH_MSEC 25
+typedef enum ExecFrameKind {
+        EXEC_FRAME_STDOUT = 'o',
+        EXEC_FRAME_STDERR = 'e',
+        EXEC_FRAME_STDOUT_ELIDED = 'O',
+        EXEC_FRAME_STDERR_ELIDED = 'E',
+} ExecFrameKind;
+
+/* The frame header for kind and payload length n into buf (EXEC_FRAME_HEADER bytes). */
+void exec_frame_header(uint8_t buf[static EXEC_FRAME_HEADER], ExecFrameKind kind, size_t n);
+/* One frame at the start of buf (n bytes, the sandbox's word): the length of the whole frame (> 0)
+ * with *ret_kind, *ret_payload and *ret_payload_len set (an elided frame's count in *ret_count), 0 if
+ * more bytes are needed, -ENOMSG if buf does not start with a frame (the report begins), -EBADMSG for
+ * a malformed frame (unknown kind, a length out of range). */
+int exec_frame_parse(const uint8_t *buf, size_t n, ExecFrameKind *ret_kind, const uint8_t **ret_payload,
+                     size_t *ret_payload_len, uint64_t *ret_count);
 
 /* The header line for these lengths, '\n' included, into buf; its length, or -ENOBUFS. */
 int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len);
