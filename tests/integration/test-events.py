@@ -172,6 +172,31 @@ t.ok(p.stdout.startswith("404 ") and "first" not in p.stdout, "another caller ge
 st, _ = request("GET", "/v1/executions/nonexistent-id/events")
 t.eq(st, 404, "unknown execution: 404")
 
+# ---- sandboxctl run prints as it comes; logs; logs -f ----
+CTL = os.path.join(BUILD, "sandboxctl", "sandboxctl")
+p = subprocess.Popen([CTL, "run", "-c", "import time\nprint('early', flush=True)\ntime.sleep(2)\nprint('late')\n"
+                      "import sys\nsys.exit(3)\n"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+line = p.stdout.readline()
+running_then = [e for e in json.loads(subprocess.run([CTL, "list", "--json"], capture_output=True,
+                                                     text=True).stdout or "{}").get("executions", [])
+                if e.get("status") == "running"]
+out_rest, err = p.communicate(timeout=120)
+t.eq(line, b"early\n", "sandboxctl run: the first line came out", err)
+t.ok(len(running_then) >= 1, "sandboxctl run: ... while the execution was still running", running_then)
+t.eq(out_rest, b"late\n", "sandboxctl run: then the rest, once", out_rest)
+t.eq(p.returncode, 3, "sandboxctl run: exits like the program", err)
+
+st, acc = submit("import sys, time\nprint('L1', flush=True)\nsys.stderr.write('E1\\n')\ntime.sleep(1.5)\n"
+                 "print('L2')\nsys.exit(4)\n")
+lid = acc["execution_id"]
+f = subprocess.run([CTL, "logs", "-f", lid], capture_output=True, text=True, timeout=120)
+t.eq((f.stdout, f.stderr, f.returncode), ("L1\nL2\n", "E1\n", 4), "sandboxctl logs -f: output and exit status",
+     f)
+f = subprocess.run([CTL, "logs", lid], capture_output=True, text=True, timeout=60)
+t.eq((f.stdout, f.stderr, f.returncode), ("L1\nL2\n", "E1\n", 0), "sandboxctl logs: the stored output", f)
+f = subprocess.run([CTL, "logs", "-f", "no-such-execution"], capture_output=True, text=True, timeout=60)
+t.ok(f.returncode != 0 and "no-such-execution" in f.stderr, "sandboxctl logs -f: unknown id refused", f)
+
 # ---- 1 GiB under three readers: the daemon's memory stays flat ----
 rss_before = daemon_rss_kib()
 code = ("import sys\nline = b'y' * 1023 + b'\\n'\nchunk = line * 1024\n"
