@@ -233,8 +233,12 @@ for i in range(3):
     t.eq(names[-1] if names else None, "result", f"1 GiB reader {i}: ends with the result")
     t.ok("elided" in names, f"1 GiB reader {i}: told what was elided", names[:20])
     t.ok(n < (1 << 30) // 4, f"1 GiB reader {i}: got a bounded share as text ({n} bytes)")
-t.ok(peak[0] - rss_before < 32 * 1024, f"daemon RSS grew {peak[0] - rss_before} KiB (< 32 MiB)",
-     (rss_before, peak[0], rss_after))
+if os.environ.get("SANDBOX_HARNESS_SANITIZERS"):
+    # As test-output: AddressSanitizer's quarantine keeps freed memory, RSS says nothing there.
+    print("# daemon RSS not judged under AddressSanitizer (its quarantine keeps freed memory)")
+else:
+    t.ok(peak[0] - rss_before < 32 * 1024, f"daemon RSS grew {peak[0] - rss_before} KiB (< 32 MiB)",
+         (rss_before, peak[0], rss_after))
 st, r4 = get(eid4)
 t.eq(r4.get("stdout_bytes"), 1 << 30, "the 1 GiB run's result is whole", r4.get("stdout_bytes"))
 
