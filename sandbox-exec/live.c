@@ -3,8 +3,8 @@
 /* Live output (--live-output): the program's stdout and stderr forwarded to the daemon as they come,
  * in frames on the control channel before the report (exec-protocol.h). Never at the program's
  * expense: a frame is only sent when the socket takes it without blocking; what cannot be sent is
- * kept in a pending buffer of EXEC_FRAME_DATA_MAX bytes per stream, newest bytes first, and what falls
- * out of it is counted and announced in an elided frame. Within the head cap a chunk is forwarded at
+ * kept in a pending buffer of EXEC_FRAME_DATA_MAX bytes per stream, the newest bytes, and what falls
+ * out of it is never sent: the next frame's offset says where the stream went on. Within the head cap a chunk is forwarded at
  * once; beyond it at most one frame per stream every EXEC_LIVE_FLUSH_MSEC, so a program writing
  * gigabytes costs the daemon a few hundred KiB per second. Memory is fixed: two pending buffers and
  * one frame being sent. */
@@ -13,21 +13,20 @@
 
 typedef struct LiveStream {
         uint8_t buf[EXEC_FRAME_DATA_MAX];
-        size_t len;
-        uint64_t elided;         /* dropped, not announced yet */
+        size_t len;              /* buf holds the stream's last len bytes (cap->total_bytes - len on) */
         uint64_t last_flush;     /* mono µs */
         const Capture *cap;
-        ExecFrameKind data_kind, elided_kind;
+        ExecFrameKind kind;
 } LiveStream;
 
 bool live_output;
 static bool live_on, live_broken;
 static LiveStream live[2] = {
-        { .data_kind = EXEC_FRAME_STDOUT, .elided_kind = EXEC_FRAME_STDOUT_ELIDED },
-        { .data_kind = EXEC_FRAME_STDERR, .elided_kind = EXEC_FRAME_STDERR_ELIDED },
+        { .kind = EXEC_FRAME_STDOUT },
+        { .kind = EXEC_FRAME_STDERR },
 };
 /* The frame being sent (a stream socket takes part of it, the rest follows first). */
-static uint8_t outbox[EXEC_FRAME_HEADER + EXEC_FRAME_DATA_MAX];
+static uint8_t outbox[EXEC_FRAME_MAX];
 static size_t outbox_len, outbox_off;
 
 void live_start(void) {
@@ -67,22 +66,15 @@ static bool outbox_send(void) {
 static void flush_stream(LiveStream *s, bool force, uint64_t now) {
         bool in_head = s->cap->total_bytes <= s->cap->head_max;
 
+        size_t h;
+
         if (!live_on || !outbox_send())
                 return;
-        if (s->elided > 0) {
-                exec_frame_header(outbox, s->elided_kind, 8);
-                for (size_t i = 0; i < 8; i++)
-                        outbox[EXEC_FRAME_HEADER + i] = (uint8_t) (s->elided >> (56 - 8 * i));
-                outbox_len = EXEC_FRAME_HEADER + 8;
-                s->elided = 0;
-                if (!outbox_send())
-                        return;
-        }
         if (s->len == 0 || (!force && !in_head && now < s->last_flush + EXEC_LIVE_FLUSH_MSEC * 1000ULL))
                 return;
-        exec_frame_header(outbox, s->data_kind, s->len);
-        memcpy(outbox + EXEC_FRAME_HEADER, s->buf, s->len);
-        outbox_len = EXEC_FRAME_HEADER + s->len;
+        h = exec_frame_header(outbox, s->kind, s->cap->total_bytes - s->len, s->len);
+        memcpy(outbox + h, s->buf, s->len);
+        outbox_len = h + s->len;
         s->len = 0;
         s->last_flush = now;
         (void) outbox_send();
@@ -93,14 +85,13 @@ void live_feed(const Capture *c, const uint8_t *p, size_t n) {
 
         if (!live_on || n == 0 || !(s = stream_of(c)))
                 return;
+        /* Only the newest bytes are kept; the offset of the next frame tells what was dropped. */
         if (n >= sizeof(s->buf)) {
-                s->elided += s->len + (n - sizeof(s->buf));
                 memcpy(s->buf, p + (n - sizeof(s->buf)), sizeof(s->buf));
                 s->len = sizeof(s->buf);
         } else {
                 if (s->len + n > sizeof(s->buf)) {
                         size_t drop = s->len + n - sizeof(s->buf);
-                        s->elided += drop;
                         memmove(s->buf, s->buf + drop, s->len - drop);
                         s->len -= drop;
                 }
@@ -125,7 +116,7 @@ int live_timeout_ms(void) {
         if (outbox_len > outbox_off)
                 return EXEC_LIVE_FLUSH_MSEC;
         for (size_t i = 0; i < ELEMENTSOF(live); i++)
-                if (live[i].len > 0 || live[i].elided > 0)
+                if (live[i].len > 0)
                         when = MIN(when, live[i].last_flush + EXEC_LIVE_FLUSH_MSEC * 1000ULL);
         if (when == UINT64_MAX)
                 return -1;

@@ -276,6 +276,11 @@ void api_handle_events(ApiContext *ac, HttpRequest *req, const char *id) {
                         return;
                 }
                 r->final = true;
+        } else if (ac->ctx->stopping) {
+                /* Its waiters have been answered: a stream would be left suspended at the stop. */
+                reader_done(r);
+                http_respond_error(req, API_ERROR_SHUTTING_DOWN, NULL, "sandboxd is stopping");
+                return;
         } else {
                 r->job = j;
                 r->live = live_log_ref(j->live);

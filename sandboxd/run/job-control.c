@@ -24,10 +24,10 @@ static void consume_frames(Job *j) {
 
         while (!j->report_started && off < j->report_len) {
                 ExecFrameKind kind;
-                const uint8_t *payload;
-                size_t plen;
-                uint64_t count;
-                int k = exec_frame_parse(j->report + off, j->report_len - off, &kind, &payload, &plen, &count);
+                const uint8_t *data;
+                size_t n;
+                uint64_t offset;
+                int k = exec_frame_parse(j->report + off, j->report_len - off, &kind, &offset, &data, &n);
 
                 if (k == 0)
                         break;
@@ -38,20 +38,7 @@ static void consume_frames(Job *j) {
                         j->report_started = true;
                         break;
                 }
-                switch (kind) {
-                case EXEC_FRAME_STDOUT:
-                        (void) live_log_data(j->live, LIVE_STDOUT, payload, plen);
-                        break;
-                case EXEC_FRAME_STDERR:
-                        (void) live_log_data(j->live, LIVE_STDERR, payload, plen);
-                        break;
-                case EXEC_FRAME_STDOUT_ELIDED:
-                        (void) live_log_elided(j->live, LIVE_STDOUT, count);
-                        break;
-                case EXEC_FRAME_STDERR_ELIDED:
-                        (void) live_log_elided(j->live, LIVE_STDERR, count);
-                        break;
-                }
+                (void) live_log_data(j->live, kind == EXEC_FRAME_STDOUT ? LIVE_STDOUT : LIVE_STDERR, offset, data, n);
                 off += (size_t) k;
         }
         if (off > 0) {

@@ -76,16 +76,32 @@ static int push(LiveLog *l, LiveStreamId s, bool elided, uint64_t count, const c
         return 0;
 }
 
-int live_log_data(LiveLog *l, LiveStreamId s, const uint8_t *p, size_t n) {
+int live_log_data(LiveLog *l, LiveStreamId s, uint64_t offset, const uint8_t *p, size_t n) {
         uint8_t raw[4 + EXEC_FRAME_DATA_MAX];
         _cleanup_free_ char *text = NULL;
         size_t m, cut, len;
         int r;
 
-        if (l->ended || n == 0)
+        if (l->ended || n == 0 || offset > UINT64_MAX - n)
                 return 0;
+        /* What the log has had already (a repeat, or a lie): dropped. */
+        if (offset < l->received[s]) {
+                uint64_t skip = l->received[s] - offset;
+                if (skip >= n)
+                        return 0;
+                p += skip;
+                n -= (size_t) skip;
+                offset = l->received[s];
+        }
+        /* A gap: what sandbox-exec did not forward, and the character cut before it. */
+        if (offset > l->received[s]) {
+                r = live_log_elided(l, s, offset - l->received[s]);
+                if (r < 0)
+                        return r;
+        }
         if (n > EXEC_FRAME_DATA_MAX)
                 return live_log_elided(l, s, n);
+        l->received[s] += n;
         memcpy(raw, l->carry[s], l->carry_len[s]);
         memcpy(raw + l->carry_len[s], p, n);
         m = l->carry_len[s] + n;
@@ -110,6 +126,9 @@ int live_log_elided(LiveLog *l, LiveStreamId s, uint64_t n) {
         if (l->ended)
                 return 0;
         /* A character cut before the gap is lost with it. */
+        if (n > UINT64_MAX - l->received[s])
+                return -EINVAL;
+        l->received[s] += n;
         n += l->carry_len[s];
         l->carry_len[s] = 0;
         if (n == 0)

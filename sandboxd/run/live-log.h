@@ -48,6 +48,7 @@ typedef struct LiveLog {
         uint64_t first_seq, next_seq;          /* ring holds [first_seq, next_seq) */
         size_t bytes;                          /* text in the ring */
         uint64_t pos[_LIVE_STREAM_MAX];        /* after the last event */
+        uint64_t received[_LIVE_STREAM_MAX];   /* pos + carry_len: the offset the next frame should have */
         uint8_t carry[_LIVE_STREAM_MAX][4];    /* the start of a character the last frame cut */
         size_t carry_len[_LIVE_STREAM_MAX];
         bool running;                          /* the program has started */
@@ -59,9 +60,11 @@ LiveLog *live_log_new(void);
 LiveLog *live_log_ref(LiveLog *l);
 LiveLog *live_log_unref(LiveLog *l);
 
-/* n raw bytes of a stream (at most EXEC_FRAME_DATA_MAX). 0 or -ENOMEM (then counted as elided). */
-int live_log_data(LiveLog *l, LiveStreamId s, const uint8_t *p, size_t n);
-/* n bytes of a stream that sandbox-exec did not forward. */
+/* n raw bytes of a stream (at most EXEC_FRAME_DATA_MAX) at offset in it (the sandbox's word): a
+ * gap since the last bytes becomes an elided event; bytes at or before what was had are dropped.
+ * 0 or -ENOMEM (the bytes are then lost, and the next event's start says so). */
+int live_log_data(LiveLog *l, LiveStreamId s, uint64_t offset, const uint8_t *p, size_t n);
+/* n bytes of a stream not forwarded, from where the log is. */
 int live_log_elided(LiveLog *l, LiveStreamId s, uint64_t n);
 void live_log_set_running(LiveLog *l);
 void live_log_end(LiveLog *l);

@@ -27,13 +27,14 @@
  *
  * sandbox-exec → sandboxd, while the program runs, only when started with --live-output: live
  *   frames, before the report (the report's first byte is never EXEC_FRAME_MAGIC: it is text). A
- *   frame is EXEC_FRAME_MAGIC, a kind byte, a 16-bit big-endian payload length, then the payload:
- *   EXEC_FRAME_STDOUT / EXEC_FRAME_STDERR carry 1..EXEC_FRAME_DATA_MAX raw bytes of the stream (the
- *   program's bytes, not sanitized); EXEC_FRAME_STDOUT_ELIDED / EXEC_FRAME_STDERR_ELIDED carry an
- *   8-byte big-endian count of bytes of the stream that were not forwarded (sandbox-exec drops what
- *   it cannot send without blocking the program, and beyond the head cap forwards at most
- *   EXEC_FRAME_DATA_MAX bytes per EXEC_LIVE_FLUSH_MSEC). The bytes of the data frames and the counts
- *   of the elided frames of one stream add up to its position in the stream. */
+ *   frame is EXEC_FRAME_MAGIC, a kind byte (EXEC_FRAME_STDOUT or EXEC_FRAME_STDERR), a 16-bit
+ *   big-endian payload length, then the payload: the 8-byte big-endian offset in the stream of the
+ *   first byte that follows, then 1..EXEC_FRAME_DATA_MAX raw bytes of the stream (the program's
+ *   bytes, not sanitized). Offsets count every byte the program wrote to the stream: a frame that
+ *   starts beyond where the previous one ended says that the bytes between were not forwarded
+ *   (sandbox-exec drops what it cannot send without blocking the program, and beyond the head cap
+ *   sends at most one frame per stream every EXEC_LIVE_FLUSH_MSEC); they stay true across a
+ *   restart of the daemon, which reads on from the control socket in systemd's fd store. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -63,23 +64,25 @@
 
 #define EXEC_FRAME_MAGIC 0x1e
 #define EXEC_FRAME_HEADER 4
+#define EXEC_FRAME_OFFSET 8
 #define EXEC_FRAME_DATA_MAX (16U * 1024U)
+#define EXEC_FRAME_MAX (EXEC_FRAME_HEADER + EXEC_FRAME_OFFSET + EXEC_FRAME_DATA_MAX)
 #define EXEC_LIVE_FLUSH_MSEC 25
 typedef enum ExecFrameKind {
         EXEC_FRAME_STDOUT = 'o',
         EXEC_FRAME_STDERR = 'e',
-        EXEC_FRAME_STDOUT_ELIDED = 'O',
-        EXEC_FRAME_STDERR_ELIDED = 'E',
 } ExecFrameKind;
 
-/* The frame header for kind and payload length n into buf (EXEC_FRAME_HEADER bytes). */
-void exec_frame_header(uint8_t buf[static EXEC_FRAME_HEADER], ExecFrameKind kind, size_t n);
+/* The header and offset of a frame of kind with n data bytes at offset into buf; returns
+ * EXEC_FRAME_HEADER + EXEC_FRAME_OFFSET (the data follows). */
+size_t exec_frame_header(uint8_t buf[static EXEC_FRAME_HEADER + EXEC_FRAME_OFFSET], ExecFrameKind kind,
+                         uint64_t offset, size_t n);
 /* One frame at the start of buf (n bytes, the sandbox's word): the length of the whole frame (> 0)
- * with *ret_kind, *ret_payload and *ret_payload_len set (an elided frame's count in *ret_count), 0 if
- * more bytes are needed, -ENOMSG if buf does not start with a frame (the report begins), -EBADMSG for
- * a malformed frame (unknown kind, a length out of range). */
-int exec_frame_parse(const uint8_t *buf, size_t n, ExecFrameKind *ret_kind, const uint8_t **ret_payload,
-                     size_t *ret_payload_len, uint64_t *ret_count);
+ * with *ret_kind, *ret_offset, *ret_data and *ret_data_len set, 0 if more bytes are needed,
+ * -ENOMSG if buf does not start with a frame (the report begins), -EBADMSG for a malformed frame
+ * (unknown kind, a length out of range, an offset whose data would pass UINT64_MAX). */
+int exec_frame_parse(const uint8_t *buf, size_t n, ExecFrameKind *ret_kind, uint64_t *ret_offset,
+                     const uint8_t **ret_data, size_t *ret_data_len);
 
 /* The header line for these lengths, '\n' included, into buf; its length, or -ENOBUFS. */
 int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len);

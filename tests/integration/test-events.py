@@ -197,6 +197,30 @@ t.eq((f.stdout, f.stderr, f.returncode), ("L1\nL2\n", "E1\n", 0), "sandboxctl lo
 f = subprocess.run([CTL, "logs", "-f", "no-such-execution"], capture_output=True, text=True, timeout=60)
 t.ok(f.returncode != 0 and "no-such-execution" in f.stderr, "sandboxctl logs -f: unknown id refused", f)
 
+# ---- a restart of sandboxd under a reader; resume from the new instance ----
+st, acc = submit("import time\nprint('before', flush=True)\ntime.sleep(4)\nprint('after', flush=True)\n",
+                 limits={"timeout_ms": 60000})
+rid = acc["execution_id"]
+conn, resp = sse_open(rid)
+got = []
+for ev in sse_iter(resp):
+    got.append(ev)
+    if ev["event"] == "stdout":
+        break
+old_pid = daemon_pid()
+subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
+cut = list(sse_iter(resp))
+conn.close()
+t.ok(all(e["event"] != "result" for e in cut), "restart: the old stream ends without a result", cut)
+t.ok(wait_until(lambda: daemon_pid() not in (0, old_pid) and
+                subprocess.run(["systemctl", "is-active", "-q", "sandboxd.service"]).returncode == 0, 20),
+     "restart: sandboxd is back")
+got += [e for e in cut]
+st, rest = sse_all(rid, got[-1]["id"])
+t.eq(text_of(got, "stdout") + text_of(rest, "stdout"), "before\nafter\n",
+     "restart: resumed from the new instance, nothing repeated or skipped", (got, rest))
+t.eq(rest[-1]["event"] if rest else None, "result", "restart: the resumed stream ends with the result")
+
 # ---- 1 GiB under three readers: the daemon's memory stays flat ----
 rss_before = daemon_rss_kib()
 code = ("import sys\nline = b'y' * 1023 + b'\\n'\nchunk = line * 1024\n"
