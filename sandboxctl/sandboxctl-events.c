@@ -169,7 +169,7 @@ int follow_events(const char *id, bool may_fall_back, json_object **ret_record) 
                  * sandboxd without this route: the caller does without. */
                 if (may_fall_back && (s.status == 404 || s.status == 405))
                         return 1;
-                return log_http_error(s.status, answer, false);
+                return log_http_error(s.status, answer, !may_fall_back);
         }
         buffer_done(&s.error);
         if (!s.record) {
