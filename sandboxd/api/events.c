@@ -111,6 +111,18 @@ static int emit_running(EventReader *r, json_object *record) {
         return emit(r, "status", o);
 }
 
+/* Is the record's text of stream s exactly the program's bytes: not truncated, as many bytes as
+ * the stream had, and no U+FFFD (so nothing was replaced; a program's own U+FFFD only costs the
+ * shortcut)? */
+static bool stored_is_raw(json_object *record, LiveStreamId s, json_object *text, uint64_t total) {
+        char key[32];
+        const char *t = json_object_get_string(text);
+
+        snprintf(key, sizeof(key), "%s_truncated", stream_name[s]);
+        return t && !json_object_get_boolean(get_field(record, key)) &&
+               (uint64_t) json_object_get_string_len(text) == total && !strstr(t, "\xef\xbf\xbd");
+}
+
 /* The next event into r->buf: 1, 0 nothing yet, -1 the end. */
 static int next_event(EventReader *r) {
         bool live = r->live && !r->live->ended && r->job;
@@ -171,6 +183,16 @@ static int next_event(EventReader *r) {
                 if (r->pos[s] == 0 && (!r->live || r->live->pos[s] == 0) && json_object_get_string_len(text) > 0) {
                         r->pos[s] = total;
                         return emit_text(r, s, json_object_get_string(text), (size_t) json_object_get_string_len(text));
+                }
+                /* From the middle: only when the stored text is the program's bytes themselves (whole,
+                 * as long as the stream, nothing replaced), so that a position in the stream is one in
+                 * the text, and at a character boundary there. */
+                if (stored_is_raw(r->result, s, text, total) &&
+                    ((uint8_t) json_object_get_string(text)[r->pos[s]] & 0xc0) != 0x80) {
+                        uint64_t from = r->pos[s];
+
+                        r->pos[s] = total;
+                        return emit_text(r, s, json_object_get_string(text) + from, (size_t) (total - from));
                 }
                 return emit_elided(r, s, total - r->pos[s]);
         }

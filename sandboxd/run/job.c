@@ -1189,7 +1189,10 @@ void job_finalize(Job *j) {
                         j->queued_mono > 0 && j->running_mono >= j->queued_mono ? j->running_mono - j->queued_mono
                                                                                  : METRICS_UNKNOWN);
 
+        /* A final job keeps no output in memory: the log goes with its last reader (readers behind
+         * still get what they lack; new readers replay the record). */
         live_log_end(j->live);
+        j->live = live_log_unref(j->live);
         job_flush_waiters(j);
         /* The replacement of the unit this run claimed need not wait any longer. */
         if (e->start == START_WARM && ctx->warm)

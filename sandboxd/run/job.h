@@ -86,7 +86,7 @@ struct Job {
         size_t report_len, report_allocated, report_max;
         bool report_overflow;
         bool report_started;             /* the report's text has begun: no more live frames */
-        LiveLog *live;                   /* live output for GET .../events (live-log.h) */
+        LiveLog *live;                   /* live output for GET .../events (live-log.h); NULL once final */
 
         bool mount_started, unit_started;
         unsigned waiting;                /* JobWait: what it still waits for before it is final */

@@ -82,7 +82,7 @@ int live_log_data(LiveLog *l, LiveStreamId s, uint64_t offset, const uint8_t *p,
         size_t m, cut, len;
         int r;
 
-        if (l->ended || n == 0 || offset > UINT64_MAX - n)
+        if (!l || l->ended || n == 0 || offset > UINT64_MAX - n)
                 return 0;
         /* What the log has had already (a repeat, or a lie): dropped. */
         if (offset < l->received[s]) {
@@ -123,7 +123,7 @@ int live_log_data(LiveLog *l, LiveStreamId s, uint64_t offset, const uint8_t *p,
 }
 
 int live_log_elided(LiveLog *l, LiveStreamId s, uint64_t n) {
-        if (l->ended)
+        if (!l || l->ended)
                 return 0;
         /* A character cut before the gap is lost with it. */
         if (n > UINT64_MAX - l->received[s])
@@ -141,14 +141,14 @@ int live_log_elided(LiveLog *l, LiveStreamId s, uint64_t n) {
 }
 
 void live_log_set_running(LiveLog *l) {
-        if (l->running)
+        if (!l || l->running)
                 return;
         l->running = true;
         wake_all(l);
 }
 
 void live_log_end(LiveLog *l) {
-        if (l->ended)
+        if (!l || l->ended)
                 return;
         l->ended = true;
         wake_all(l);

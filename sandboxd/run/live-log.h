@@ -56,6 +56,7 @@ typedef struct LiveLog {
         LiveWatcher *watchers;
 } LiveLog;
 
+/* The functions that feed a log take NULL (a final job has none) and do nothing. */
 LiveLog *live_log_new(void);
 LiveLog *live_log_ref(LiveLog *l);
 LiveLog *live_log_unref(LiveLog *l);

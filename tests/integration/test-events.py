@@ -160,6 +160,12 @@ st, evs = sse_all(acc["execution_id"])
 out = text_of(evs, "stdout")
 t.eq(out, evs[-1]["data"].get("stdout"), "invalid UTF-8: events' text is the result's", (out, evs[-1]))
 t.ok("\ufffd" in out and "\u20ac" in out and "\x00" not in out, "invalid bytes become U+FFFD", repr(out))
+# Resuming a stored execution in the middle of a stream whose text is not its bytes (replaced): the
+# rest is announced as elided (the result has it), never guessed.
+st, mid = sse_all(acc["execution_id"], "2.3.0")
+t.eq([(e["event"], e["data"].get("stream"), e["data"].get("bytes")) for e in mid[:-1]],
+     [("elided", "stdout", evs[-1]["data"]["stdout_bytes"] - 3)], "resume into replaced text: one elided event", mid)
+t.eq(mid[-1]["event"] if mid else None, "result", "... then the result")
 
 # ---- foreign caller refused ----
 os.chmod(SOCKET, 0o666)
