@@ -3,7 +3,9 @@
 tests/harness/sandbox-harness. One run, interleaved (API, bare, API, bare, ...):
 
   import pandas   end to end through the HTTP API (POST /v1/executions?wait=true with
-                  "environment": "python-data": a cold unit whose /usr overlay has the layer) vs bare
+                  "environment": "python-data": a warm unit of the environment, whose interpreter
+                  has imported its Preload= (numpy, pandas), waited for before each run; and with
+                  "start": "cold", a unit started for the run whose /usr overlay has the layer) vs bare
                   /usr/bin/python3 -c 'import pandas' on the host with the same layer on PYTHONPATH
                   (and its libraries on LD_LIBRARY_PATH, its Environment= variables set); wall time
                   as the client sees it, medians and p90. The ratio API / bare is the issue's figure.
@@ -50,10 +52,17 @@ def bare(code, envdir):
     return dt * 1000
 
 
-def api(code, environment):
-    body = {"language": "python", "code": code, "limits": {"timeout_ms": 60000, "memory_mb": 1024}}
+def env_ready(environment):
+    return lib.health().get("pool", {}).get("environments", {}).get(environment, 0)
+
+
+def api(code, environment, start="auto"):
+    body = {"language": "python", "code": code, "limits": {"timeout_ms": 60000, "memory_mb": 1024},
+            "start": start}
     if environment:
         body["environment"] = environment
+    if start == "auto":
+        lib.wait_until(lambda: env_ready(environment) >= 1, 30, 0.05)
     t0 = time.monotonic()
     st, res = lib.request("POST", "/v1/executions?wait=true", body)
     dt = time.monotonic() - t0
@@ -82,36 +91,38 @@ def main():
         return 77
 
     rows = {
-        "import pandas": ("import pandas", "python-data"),
-        "print(1)": ("print(1)", "python-data"),
+        "import pandas": ("import pandas", "python-data", "auto"),
+        "pandas, cold": ("import pandas", "python-data", "cold"),
+        "print(1)": ("print(1)", "python-data", "auto"),
+        "print(1), cold": ("print(1)", "python-data", "cold"),
     }
     lat = {k: {"api": [], "bare": []} for k in rows}
-    starts = []
-    for name, (code, env) in rows.items():
-        api(code, env)          # warm-up: page cache, the first unit of the kind
+    starts = {k: [] for k in rows}
+    for name, (code, env, start) in rows.items():
+        api(code, env, start)   # warm-up: page cache, the first unit of the kind
         bare(code, envdir)
     for i in range(a.reps):
-        for name, (code, env) in rows.items():
-            ms, res = api(code, env)
+        for name, (code, env, start) in rows.items():
+            ms, res = api(code, env, start)
             lat[name]["api"].append(ms)
-            starts.append(res.get("start"))
+            starts[name].append(res.get("start"))
             lat[name]["bare"].append(bare(code, envdir))
         print(f"environments bench: {i + 1}/{a.reps}", file=sys.stderr, flush=True)
 
     out = {"reps": a.reps, "environment": "python-data", "starts": starts, "rows": {}}
-    print(f"{'workload':<16} {'API p50':>9} {'API p90':>9} {'bare p50':>9} {'bare p90':>9} {'ratio p50':>9}")
+    print(f"{'workload':<16} {'API p50':>9} {'API p90':>9} {'bare p50':>9} {'bare p90':>9} {'ratio p50':>9}  starts")
     for name in rows:
         sa, sb = stats(lat[name]["api"]), stats(lat[name]["bare"])
         ratio = sa["p50"] / sb["p50"]
         out["rows"][name] = {"api_ms": sa, "bare_ms": sb, "ratio_p50": ratio,
                              "api_raw_ms": lat[name]["api"], "bare_raw_ms": lat[name]["bare"]}
-        print(f"{name:<16} {sa['p50']:>9.1f} {sa['p90']:>9.1f} {sb['p50']:>9.1f} {sb['p90']:>9.1f} {ratio:>9.2f}")
+        print(f"{name:<16} {sa['p50']:>9.1f} {sa['p90']:>9.1f} {sb['p50']:>9.1f} {sb['p90']:>9.1f} {ratio:>9.2f}  "
+              + ",".join(f"{s}={starts[name].count(s)}" for s in sorted(set(map(str, starts[name])))))
     imp = out["rows"]["import pandas"]
     added = imp["api_ms"]["p50"] - imp["bare_ms"]["p50"]
     print(f"import pandas: API adds {added:.0f} ms to bare python's {imp['bare_ms']['p50']:.0f} ms "
           f"(the unit's start: print(1) API - bare = "
-          f"{out['rows']['print(1)']['api_ms']['p50'] - out['rows']['print(1)']['bare_ms']['p50']:.0f} ms); "
-          f"starts: {sorted(set(starts))}")
+          f"{out['rows']['print(1)']['api_ms']['p50'] - out['rows']['print(1)']['bare_ms']['p50']:.0f} ms)")
     os.makedirs(a.results, exist_ok=True)
     path = os.path.join(a.results, f"environments-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}.json")
     with open(path, "w") as f:

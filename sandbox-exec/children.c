@@ -110,6 +110,16 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
                         child_fail(err_fd, "Cannot set RLIMIT_FSIZE: %s", strerror(-r));
         }
 
+        /* The compile step's own memory limit ([Compile] MemoryMB=): RLIMIT_DATA, the private
+         * writable memory of each of its processes (heap and anonymous mappings, not address space
+         * merely reserved, so runtimes that reserve large arenas still start). The whole unit stays
+         * under MemoryMax= as well. */
+        if (kind == CHILD_COMPILE && o->compile_memory_mb > 0) {
+                r = set_limit(RLIMIT_DATA, o->compile_memory_mb * UINT64_C(1024) * UINT64_C(1024));
+                if (r < 0)
+                        child_fail(err_fd, "Cannot set RLIMIT_DATA: %s", strerror(-r));
+        }
+
         r = become_program_user();
         if (r < 0)
                 child_fail(err_fd, "Cannot switch to the program's user %u: %s", (unsigned) prog_uid, strerror(-r));
@@ -120,14 +130,14 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
                 child_fail(err_fd, "Cannot enter workspace %s: %s", o->workspace, strerror(errno));
         /* input/ and output/ exist at the start of every run, made as the program so they are its
          * own. Whatever an earlier turn of a session left at those names stays as it is. */
-        if (kind == CHILD_PROGRAM) {
+        if (kind != CHILD_CHECK) {
                 (void) mkdir("input", 0755);
                 (void) mkdir("output", 0755);
                 if (o->pkgs_dir)
                         (void) mkdir(".pkgs", 0755);
         }
 
-        if (kind == CHILD_PROGRAM) {
+        if (kind != CHILD_CHECK) {
                 /* stdout and stderr go to us, through the capture pipes. */
                 if (dup2(out_pipe[1], STDOUT_FILENO) < 0 || dup2(err_pipe_[1], STDERR_FILENO) < 0)
                         child_fail(err_fd, "Cannot set up the output pipes: %s", strerror(errno));
@@ -359,7 +369,7 @@ pid_t spawn_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_
                 int status;
 
                 /* Its "sandbox-exec: ..." line on stderr goes into the capture, as the output. */
-                if (kind == CHILD_PROGRAM)
+                if (kind != CHILD_CHECK)
                         (void) supervise(pid);
                 else
                         (void) waitpid(pid, &status, 0);
@@ -370,7 +380,7 @@ pid_t spawn_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_
 }
 
 int wait_child(pid_t pid, ChildKind kind, uint64_t check_deadline) {
-        return kind == CHILD_PROGRAM ? supervise(pid) : wait_quietly(pid, check_deadline);
+        return kind != CHILD_CHECK ? supervise(pid) : wait_quietly(pid, check_deadline);
 }
 
 /* Fork, exec argv in the child, supervise it. Returns the wait status (-1: the checker was killed

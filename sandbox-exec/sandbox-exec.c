@@ -37,6 +37,7 @@
  *                     [--uid UID | --same-user]
  *                     [--rlimit-nofile N] [--rlimit-fsize BYTES] [--rlimit-core BYTES]
  *                     [--timeout-ms N] [--head-bytes N] [--tail-bytes N] [--warm [--warm-preload]]
+ *                     [--compile-timeout-ms N] [--compile-memory-mb N]
  *                     [--compile-arg ARG]... [--check-arg ARG]... -- RUN_ARGV... */
 
 #include "sandbox-exec.h"
@@ -174,6 +175,7 @@ enum {
         ARG_INPUT,
         ARG_TIMEOUT_MS,
         ARG_COMPILE_TIMEOUT_MS,
+        ARG_COMPILE_MEMORY_MB,
         ARG_HEAD_BYTES,
         ARG_TAIL_BYTES,
         ARG_WARM,
@@ -216,6 +218,7 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "input",         required_argument, NULL, ARG_INPUT         },
                 { "timeout-ms",    required_argument, NULL, ARG_TIMEOUT_MS    },
                 { "compile-timeout-ms", required_argument, NULL, ARG_COMPILE_TIMEOUT_MS },
+                { "compile-memory-mb", required_argument, NULL, ARG_COMPILE_MEMORY_MB },
                 { "head-bytes",    required_argument, NULL, ARG_HEAD_BYTES    },
                 { "tail-bytes",    required_argument, NULL, ARG_TAIL_BYTES    },
                 { "warm",          no_argument,       NULL, ARG_WARM          },
@@ -327,6 +330,11 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_COMPILE_TIMEOUT_MS:
                         o->compile_timeout_ms = parse_u64_or_fail("--compile-timeout-ms", optarg);
+                        break;
+                case ARG_COMPILE_MEMORY_MB:
+                        o->compile_memory_mb = parse_u64_or_fail("--compile-memory-mb", optarg);
+                        if (o->compile_memory_mb == 0 || o->compile_memory_mb > UINT64_C(1) << 20)
+                                fail_setup("--compile-memory-mb out of range");
                         break;
                 case ARG_HEAD_BYTES:
                         o->head_bytes = parse_u64_or_fail("--head-bytes", optarg);
@@ -654,7 +662,7 @@ int main(int argc, char *argv[]) {
 
                         deadline_usec = deadline_usec > 0 ? MIN(deadline_usec, c) : c;
                 }
-                status = spawn_and_wait(&o, o.compile_argv, bpf, (size_t) bpf_len, CHILD_PROGRAM, 0);
+                status = spawn_and_wait(&o, o.compile_argv, bpf, (size_t) bpf_len, CHILD_COMPILE, 0);
                 deadline_usec = run_deadline;
                 if (!status_is_success(status) || timed_out || cancelled) {
                         sweep_program_processes();

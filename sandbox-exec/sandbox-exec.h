@@ -83,6 +83,7 @@ typedef struct Options {
         size_t n_inputs;
         char **run_argv;
         uint64_t compile_timeout_ms; /* the compile step's own limit; 0: only timeout_ms */
+        uint64_t compile_memory_mb;  /* RLIMIT_DATA of each compile process; 0: only MemoryMax= */
         uint64_t timeout_ms;      /* 0: none (the unit's RuntimeMaxSec= still applies); a warm unit's
                                    * comes with its claim */
         bool warm;                /* --warm: a unit of the warm pool, the request comes as a claim */
@@ -106,7 +107,8 @@ _Noreturn void report_and_exit(HelperReport *r);
 
 /* children.c: the program's processes */
 typedef enum ChildKind {
-        CHILD_PROGRAM,   /* compile or run step: output captured, workspace dirs made */
+        CHILD_PROGRAM,   /* run step: output captured, workspace dirs made */
+        CHILD_COMPILE,   /* compile step: as CHILD_PROGRAM, under --compile-memory-mb */
         CHILD_CHECK,     /* the syntax checker: output discarded */
 } ChildKind;
 int become_program_user(void);

@@ -505,6 +505,16 @@ static json_object *pool_json(const Context *ctx) {
         }
         json_object_object_add(o, "ready", ready);
         json_object_object_add(o, "preloaded", preloaded);
+        {
+                json_object *envs = json_object_new_object();
+
+                for (char **e = ctx->config->pool_environments; e && *e; e++)
+                        if (ctx->config->pool_size > 0 && environments_find(ctx->environments, *e))
+                                json_object_object_add(envs, *e,
+                                                       json_object_new_uint64(ctx->warm ?
+                                                                              warm_pool_ready_environment(ctx->warm, *e) : 0));
+                json_object_object_add(o, "environments", envs);
+        }
         if (ctx->warm)
                 warm_pool_foreach(ctx->warm, add_pool_unit, units);
         json_object_object_add(o, "units", units);

@@ -10,6 +10,7 @@
 #include <syslog.h>
 
 #include "conf.h"
+#include "environment.h"
 #include "language.h"
 #include "strv.h"
 #include "time-util.h"
@@ -73,12 +74,13 @@ Config *config_new(void) {
         c->pool_max_age_sec = 600;
         c->pool_min_memory_mb = 128;
         {
-                size_t nl = 0, np = 0;
+                size_t nl = 0, np = 0, ne = 0;
 
                 if (strv_extend(&c->pool_languages, &nl, "python") < 0 ||
                     strv_extend(&c->pool_languages, &nl, "node") < 0 ||
                     strv_extend(&c->pool_languages, &nl, "bash") < 0 ||
-                    strv_extend(&c->pool_python_preload, &np, "numpy") < 0)
+                    strv_extend(&c->pool_python_preload, &np, "numpy") < 0 ||
+                    strv_extend(&c->pool_environments, &ne, "python-data") < 0)
                         return config_free(c);
         }
 
@@ -116,6 +118,7 @@ Config *config_free(Config *c) {
         c->listen = strv_free(c->listen);
         c->pool_languages = strv_free(c->pool_languages);
         c->pool_python_preload = strv_free(c->pool_python_preload);
+        c->pool_environments = strv_free(c->pool_environments);
         c->net_allow_domains = strv_free(c->net_allow_domains);
         c->net_permit_addresses = strv_free(c->net_permit_addresses);
         free(c->net_hosts_file);
@@ -265,6 +268,7 @@ static const ConfKey conf_keys[] = {
         K("Pool", "Size",               V_U64,      pool_size,           0, 64),
         K("Pool", "Languages",          V_WORDS,    pool_languages,      0, 0),
         K("Pool", "PythonPreload",      V_WORDS,    pool_python_preload, 0, 0),
+        K("Pool", "Environments",       V_WORDS,    pool_environments,   0, 0),
         K("Pool", "MaxAgeSec",          V_U64,      pool_max_age_sec,    10, 86400),
         K("Pool", "MinMemoryMB",        V_U64,      pool_min_memory_mb,  0, 1 << 20),
 
@@ -742,6 +746,9 @@ int config_validate(const Config *c, char **ret_error) {
         for (char **a = c->pool_languages; a && *a; a++)
                 if (!langdef_name_is_valid(*a))
                         return error_set(ret_error, "Languages=%s in [Pool] is not a valid language name", *a);
+        for (char **a = c->pool_environments; a && *a; a++)
+                if (!environment_name_is_valid(*a, strlen(*a)))
+                        return error_set(ret_error, "Environments=%s in [Pool] is not a valid environment name", *a);
 
         if (d->timeout_ms > m->timeout_ms)
                 return error_set(ret_error, "DefaultTimeoutMS=%" PRIu64 " exceeds MaxTimeoutMS=%" PRIu64,

@@ -99,6 +99,7 @@ typedef struct Config {
         uint64_t pool_size;          /* Size= ready units per pooled language; 0: no pool */
         char **pool_languages;       /* Languages= the languages pooled (names as in the request) */
         char **pool_python_preload;  /* PythonPreload= modules a warm python has imported */
+        char **pool_environments;    /* Environments= the environments pooled (with their language) */
         uint64_t pool_max_age_sec;   /* MaxAgeSec= a ready unit older than this is replaced */
         uint64_t pool_min_memory_mb; /* MinMemoryMB= a request below this memory_mb starts cold where
                                       * the runtime is preloaded (its imports count against memory_mb) */

@@ -61,6 +61,7 @@ void environment_done(Environment *e) {
         free(e->packages);
         strv_free_n(e->modules, e->n_modules);
         strv_free_n(e->env, e->n_env);
+        strv_free_n(e->preload, e->n_preload);
         *e = (Environment) {};
 }
 
@@ -167,6 +168,16 @@ int environment_parse_manifest(const char *name, const char *text, size_t len, E
                                 return error_set(ret_error, "line %zu: more than %d modules", line,
                                                  ENVIRONMENT_MODULES_MAX);
                         if (!strv_contains(e.modules, value) && strv_extend(&e.modules, &e.n_modules, value) < 0)
+                                return -ENOMEM;
+                } else if (streq(key, "Preload")) {
+                        /* Imported by a warm unit's runtime before its claim (a dotted name: it goes
+                         * to __import__(), comma-separated on the runtime's command line). */
+                        if (!python_module_name_is_valid(value, strlen(value)))
+                                return error_set(ret_error, "line %zu: invalid Preload=", line);
+                        if (e.n_preload >= ENVIRONMENT_PRELOAD_MAX)
+                                return error_set(ret_error, "line %zu: more than %d Preload= modules", line,
+                                                 ENVIRONMENT_PRELOAD_MAX);
+                        if (!strv_contains(e.preload, value) && strv_extend(&e.preload, &e.n_preload, value) < 0)
                                 return -ENOMEM;
                 } else if (streq(key, "Environment")) {
                         const char *veq = strchr(value, '=');

@@ -13,6 +13,8 @@
  *     Module=pandas                              (repeated: a top-level import name the layer adds)
  *     Environment=MPLBACKEND=Agg                 (repeated: a variable its programs get; the
  *                                                 request's env wins)
+ *     Preload=pandas                             (repeated: a module the warm pool's units of this
+ *                                                 environment import before their claim)
  *
  * Everything here is pure but environments_load(), which reads the directory once (at start and on
  * reload). */
@@ -31,6 +33,7 @@ struct json_object;
 #define ENVIRONMENT_MODULES_MAX 4096
 #define ENVIRONMENT_LINE_MAX 1024
 #define ENVIRONMENT_ENV_MAX 32
+#define ENVIRONMENT_PRELOAD_MAX 16
 /* A module name taken from a program's output: at most this many bytes, dotted identifiers. */
 #define PYTHON_MODULE_NAME_MAX 128
 
@@ -50,6 +53,8 @@ typedef struct Environment {
         size_t n_modules;
         char **env;              /* "KEY=VALUE", at most ENVIRONMENT_ENV_MAX */
         size_t n_env;
+        char **preload;          /* dotted module names, in file order, at most ENVIRONMENT_PRELOAD_MAX */
+        size_t n_preload;
 } Environment;
 
 typedef struct Environments {

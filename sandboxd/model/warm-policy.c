@@ -18,13 +18,17 @@ static const char *const warm_refusal_table[_WARM_REFUSAL_MAX] = {
         [WARM_MEMORY] = "memory_mb is below MinMemoryMB= (the preloaded runtime counts against it)",
         [WARM_ENV] = "env sets a variable the preloaded runtime read as it started",
         [WARM_NETWORK] = "a run with network joins its egress proxy's network namespace as its unit starts",
-        [WARM_ENVIRONMENT] = "an environment's layer is mounted as its unit starts (the pool's units have none)",
+        [WARM_ENVIRONMENT] = "the pool keeps no units of this environment (Environments= in [Pool])",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(warm_refusal, WarmRefusal);
 
 bool warm_language_pooled(const Config *c, const Language *l) {
         return l && c->pool_size > 0 && strv_contains(c->pool_languages, l->name);
+}
+
+bool warm_environment_pooled(const Config *c, const char *environment) {
+        return environment && c->pool_size > 0 && strv_contains(c->pool_environments, environment);
 }
 
 bool warm_language_preloads(const Config *c, const Language *l) {
@@ -108,7 +112,7 @@ WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req) {
                 return WARM_SESSION;
         if (req->n_files > 0)
                 return WARM_INPUTS;
-        if (req->environment)
+        if (req->environment && !warm_environment_pooled(c, req->environment))
                 return WARM_ENVIRONMENT;
         if (req->network)
                 return WARM_NETWORK;

@@ -27,7 +27,7 @@ typedef enum WarmRefusal {
         WARM_MEMORY,             /* memory_mb below MinMemoryMB= where the runtime is preloaded */
         WARM_ENV,                /* env sets a name the preloaded runtime read as it started */
         WARM_NETWORK,            /* "network": its unit joins the egress proxy's network namespace */
-        WARM_ENVIRONMENT,        /* "environment": its layer is part of the unit's /usr overlay */
+        WARM_ENVIRONMENT,        /* "environment" not in Environments=: its layer is part of the unit's /usr */
         _WARM_REFUSAL_MAX,
 } WarmRefusal;
 
@@ -35,6 +35,9 @@ const char *warm_refusal_to_string(WarmRefusal r);
 
 /* Is the language pooled by this configuration? */
 bool warm_language_pooled(const Config *c, const Language *l);
+
+/* Is the environment of this name pooled (Environments=, for its language if that is pooled)? */
+bool warm_environment_pooled(const Config *c, const char *environment);
 
 /* Does the pool keep two kinds of ready units of l, preloaded ones and plain ones (python with a
  * PythonPreload=)? */

@@ -662,7 +662,7 @@ void job_start(Job *j) {
                 WarmClaim c = { .ctl_fd = -EBADF };
 
                 if (why == WARM_OK &&
-                    warm_pool_claim(ctx->warm, j->request->language,
+                    warm_pool_claim(ctx->warm, j->request->language, j->request->environment,
                                     warm_wants_preload((const char *const *) ctx->config->pool_python_preload,
                                                        j->request->code, j->request->code_len),
                                     &c) > 0) {
@@ -738,9 +738,10 @@ static void job_send_claim(Job *j) {
         Context *ctx = j->ctx;
         const ExecRequest *req = j->request;
         _cleanup_free_ char *env = NULL;
+        _cleanup_strv_free_ char **user_env = NULL;
         char header[EXEC_CLAIM_MAX + 1];
-        size_t env_len = 0;
-        int hl, r;
+        size_t env_len = 0, n_user_env = 0;
+        int hl, r = 0;
         UnitPlan plan = {
                 .language = req->language,
                 .user_env = req->env,
@@ -748,7 +749,20 @@ static void job_send_claim(Job *j) {
                 .seed = req->seed,
         };
 
-        r = sandbox_environment_block(&plan, &env, &env_len);
+        /* A unit of an environment (the pool started it with the layer in force then: a reload since
+         * drained the pool): the program sees the environment's variables, as a cold start's does. */
+        if (req->environment) {
+                const Environment *e = environments_find(ctx->environments, req->environment);
+
+                if (!e)
+                        r = -ENOENT;
+                else if (environment_merge_env(e, req->env, req->n_env, &user_env, &n_user_env) < 0)
+                        r = -ENOMEM;
+                plan.user_env = user_env;
+                plan.n_user_env = n_user_env;
+        }
+        if (r >= 0)
+                r = sandbox_environment_block(&plan, &env, &env_len);
         hl = r < 0 ? r : exec_claim_format(header, sizeof(header), req->limits.timeout_ms, req->code_len, env_len);
         if (hl >= 0) {
                 j->ctl_len = (size_t) hl + req->code_len + env_len;

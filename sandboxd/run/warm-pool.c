@@ -5,6 +5,7 @@
 
 #include "exec-protocol.h"
 #include "log.h"
+#include "model/environment.h"
 #include "model/warm-policy.h"
 #include "strv.h"
 #include "time-util.h"
@@ -63,6 +64,7 @@ struct WarmUnit {
         bool start_done;         /* the start job completed */
         bool died;               /* retired because it ended by itself (metrics) */
         bool preloaded;          /* its runtime imported PythonPreload= (else a plain one) */
+        char *environment;       /* the environment whose layer it has (NULL: none) */
         bool fd_stored;          /* ctl_fd is in systemd's fd store (control_fd_name()) */
         uint64_t asked_mono, ready_mono, retired_mono;
         uint64_t lease;          /* of the workspace, from the workspace pool */
@@ -126,6 +128,7 @@ static WarmUnit *warm_unit_free(WarmUnit *u) {
         free(u->unit_name);
         free(u->workspace);
         free(u->mount_name);
+        free(u->environment);
         free(u);
         return NULL;
 }
@@ -325,7 +328,27 @@ static int on_warm_control(sd_event_source *s, int fd, uint32_t revents, void *u
         return 0;
 }
 
-static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w, bool preloaded) {
+/* The modules a runtime imports before its claim, comma-separated: the environment's Preload=, or
+ * without one, PythonPreload= for a preloaded unit. NULL on OOM; "" for none. */
+static char *preload_list(const Config *c, const Environment *env, bool preloaded) {
+        char *const *mods = env ? env->preload : preloaded ? c->pool_python_preload : NULL;
+        size_t n = env ? env->n_preload : strv_length(mods), len = 1;
+        char *s;
+
+        for (size_t i = 0; i < n; i++)
+                len += strlen(mods[i]) + 1;
+        s = calloc(1, len);
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0)
+                        strcat(s, ",");
+                strcat(s, mods[i]);
+        }
+        return s;
+}
+
+static int warm_unit_start(WarmPool *p, const Language *l, const Environment *env, Workspace *w, bool preloaded) {
         Context *ctx = p->ctx;
         const Config *c = ctx->config;
         const SeccompFilter *f = context_seccomp_filter(ctx, l);
@@ -355,21 +378,14 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w, bool pr
          * most MaxAgeSec= for its claim, then runs at most MaxTimeoutMS=. */
         u->limits = c->defaults;
         u->limits.timeout_ms = c->pool_max_age_sec * MSEC_PER_SEC + c->ceilings.timeout_ms;
-        u->preloaded = preloaded;
-        if (preloaded) {
-                size_t len = 1;
-
-                for (char **m = c->pool_python_preload; *m; m++)
-                        len += strlen(*m) + 1;
-                preload = calloc(1, len);
+        u->preloaded = preloaded && !env;
+        if (env || preloaded) {
+                preload = preload_list(c, env, preloaded);
                 if (!preload)
                         goto oom;
-                for (char **m = c->pool_python_preload; *m; m++) {
-                        if (m != c->pool_python_preload)
-                                strcat(preload, ",");
-                        strcat(preload, *m);
-                }
         }
+        if (env && !(u->environment = strdup(env->name)))
+                goto oom;
         if (!u->unit_name)
                 goto oom;
 
@@ -401,7 +417,12 @@ static int warm_unit_start(WarmPool *p, const Language *l, Workspace *w, bool pr
                         .execution_id = unit_id ?: "warm",
                         .language = l,
                         .limits = u->limits,
+                        /* An environment's variables are there as its runtime starts (the claim sends
+                         * them again, merged with the request's). */
+                        .user_env = env ? env->env : NULL,
+                        .n_user_env = env ? env->n_env : 0,
                         .usr_layer = ctx->usr_layer,
+                        .environment_layer = env ? env->usr_dir : NULL,
                         .helper = ctx->helper,
                         .workspace = u->workspace,
                         .cgroups = cg,
@@ -457,16 +478,41 @@ fail:
         return r;
 }
 
-/* Units of l (NULL: any language) not being stopped, in state (or any_state), of kind preloaded (< 0:
- * either kind). */
-static unsigned count_units(const WarmPool *p, const Language *l, WarmState state, bool any_state, int preloaded) {
+/* Units of l (NULL: any language and environment) of environment env (NULL: none) not being stopped,
+ * in state (or any_state), of kind preloaded (< 0: either kind). */
+static unsigned count_units(const WarmPool *p, const Language *l, const char *env, WarmState state, bool any_state,
+                            int preloaded) {
         unsigned n = 0;
 
         for (const WarmUnit *u = p->list; u; u = u->next)
-                if ((!l || u->language == l) && u->state != WARM_RETIRING && (any_state || u->state == state) &&
-                    (preloaded < 0 || u->preloaded == (preloaded > 0)))
+                if ((!l || (u->language == l && streq_ptr(u->environment, env))) && u->state != WARM_RETIRING &&
+                    (any_state || u->state == state) && (preloaded < 0 || u->preloaded == (preloaded > 0)))
                         n++;
         return n;
+}
+
+/* Start units of l (and env) while fewer than Size= of that kind are there, within WARM_STARTS_MAX.
+ * false: stop filling for now (no workspace ready, or a start failed). */
+static bool fill_kind(WarmPool *p, const Language *l, const Environment *env, int kind) {
+        Context *ctx = p->ctx;
+        const Config *c = ctx->config;
+
+        while (count_units(p, l, env ? env->name : NULL, 0, true, kind) < c->pool_size &&
+               count_units(p, NULL, NULL, WARM_STARTING, false, -1) < WARM_STARTS_MAX) {
+                Workspace *w = workspace_pool_take(ctx->pool, sandbox_workspace_bytes(&c->defaults));
+
+                /* The pool's workspaces are mounted ahead of time too; without one ready, the next
+                 * tick tries again. */
+                workspace_pool_fill(ctx->pool);
+                if (!w)
+                        return false;
+                if (warm_unit_start(p, l, env, w, kind > 0) < 0) {
+                        log_warning("Cannot start a warm unit for %s%s%s; retrying later.", l->name,
+                                    env ? " environment " : "", env ? env->name : "");
+                        return false;
+                }
+        }
+        return true;
 }
 
 /* Ready units older than MaxAgeSec= are replaced: their backstop (RuntimeMaxSec=) would come
@@ -508,21 +554,19 @@ void warm_pool_fill(WarmPool *p) {
                         continue;
                 /* Size= of each kind: the preloaded ones first (python with PythonPreload=). */
                 for (int kind = warm_language_preloads(c, l) ? 1 : 0; kind >= 0; kind--)
-                        while (count_units(p, l, 0, true, kind) < c->pool_size &&
-                               count_units(p, NULL, WARM_STARTING, false, -1) < WARM_STARTS_MAX) {
-                                Workspace *w = workspace_pool_take(ctx->pool,
-                                                                   sandbox_workspace_bytes(&c->defaults));
+                        if (!fill_kind(p, l, NULL, kind))
+                                return;
+        }
+        /* Then the environments, in the order of Environments=, each of a pooled language. */
+        for (char **name = c->pool_environments; name && *name; name++) {
+                const Environment *env = environments_find(ctx->environments, *name);
+                const Language *l = env ? language_find(env->language) : NULL;
 
-                                /* The pool's workspaces are mounted ahead of time too; without one
-                                 * ready, the next tick tries again. */
-                                workspace_pool_fill(ctx->pool);
-                                if (!w)
-                                        return;
-                                if (warm_unit_start(p, l, w, kind > 0) < 0) {
-                                        log_warning("Cannot start a warm unit for %s; retrying later.", l->name);
-                                        return;
-                                }
-                        }
+                if (!l || !streq(l->name, env->language) || !warm_language_pooled(c, l) || !language_available(l) ||
+                    !context_seccomp_filter(ctx, l))
+                        continue;
+                if (!fill_kind(p, l, env, 0))
+                        return;
         }
 }
 
@@ -598,8 +642,11 @@ WarmPool *warm_pool_free(WarmPool *p) {
         return NULL;
 }
 
-int warm_pool_claim(WarmPool *p, const Language *l, bool preloaded, WarmClaim *ret) {
+int warm_pool_claim(WarmPool *p, const Language *l, const char *environment, bool preloaded, WarmClaim *ret) {
         WarmUnit *u = NULL;
+
+        if (environment)
+                preloaded = false;      /* one kind */
 
         /* The kind asked for. A run that wants the preload takes a plain one if no preloaded one is
          * ready (it imports what it needs; the plain unit's replacement is cheap); one that does not
@@ -607,7 +654,8 @@ int warm_pool_claim(WarmPool *p, const Language *l, bool preloaded, WarmClaim *r
          * CPU for numpy), more than a cold start costs, and under load that is throughput lost. */
         for (unsigned pass = 0; pass < (preloaded ? 2u : 1u) && !u; pass++)
                 for (u = p->list; u; u = u->next)
-                        if (u->language == l && u->state == WARM_READY && (pass > 0 || u->preloaded == preloaded))
+                        if (u->language == l && streq_ptr(u->environment, environment) && u->state == WARM_READY &&
+                            (pass > 0 || u->preloaded == preloaded))
                                 break;
         if (u) {
                 pool_unlink(p, u);
@@ -640,7 +688,16 @@ void warm_pool_foreach(const WarmPool *p, void (*cb)(void *userdata, const char 
 }
 
 unsigned warm_pool_ready(const WarmPool *p, const Language *l, int preloaded) {
-        return count_units(p, l, WARM_READY, false, preloaded);
+        return count_units(p, l, NULL, WARM_READY, false, preloaded);
+}
+
+unsigned warm_pool_ready_environment(const WarmPool *p, const char *environment) {
+        unsigned n = 0;
+
+        for (const WarmUnit *u = p->list; u; u = u->next)
+                if (u->state == WARM_READY && streq_ptr(u->environment, environment))
+                        n++;
+        return n;
 }
 
 void warm_pool_drain(WarmPool *p) {

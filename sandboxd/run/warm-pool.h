@@ -9,8 +9,11 @@
  * on it and send the claim. A claimed unit is the job's, like one it started: it runs one program and
  * ends. Ready units that die or age out (MaxAgeSec=) are replaced; none is kept in systemd's fd
  * store, so after a restart the sweep stops the ones nobody claimed, while claimed ones are adopted
- * with their executions. Sizing: Size= per pooled language, at most WARM_STARTS_MAX starting at once,
- * backing off while starts fail. */
+ * with their executions. Sizing: Size= per pooled language and Size= per pooled environment
+ * (Environments=: a unit with that environment's layer in its /usr and its variables, its runtime
+ * having imported the environment's Preload=), at most WARM_STARTS_MAX starting at once, backing off
+ * while starts fail. A unit of an environment serves only requests for that environment, and a plain
+ * one only requests for none: no unit shows a layer to a program that did not ask for it. */
 
 #include "model/context.h"
 #include "model/language.h"
@@ -37,18 +40,21 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(WarmPool *, warm_pool_free);
 
 /* Start units until every pooled language has Size= ready or starting (within the bounds). */
 void warm_pool_fill(WarmPool *p);
-/* A ready unit of language l, removed from the pool: 1 and *ret filled, or 0 if none is ready. Of the
- * kind asked for (preloaded: its runtime imported PythonPreload=; warm_wants_preload()); a run that
- * asks for a preloaded one takes a plain one if none is ready, never the other way round. */
-int warm_pool_claim(WarmPool *p, const Language *l, bool preloaded, WarmClaim *ret);
+/* A ready unit of language l and environment (NULL: none), removed from the pool: 1 and *ret filled,
+ * or 0 if none is ready. Without an environment, of the kind asked for (preloaded: its runtime
+ * imported PythonPreload=; warm_wants_preload()); a run that asks for a preloaded one takes a plain
+ * one if none is ready, never the other way round. An environment's units are of one kind. */
+int warm_pool_claim(WarmPool *p, const Language *l, const char *environment, bool preloaded, WarmClaim *ret);
 /* A claimed unit's run ended: its replacement starts now if it was still waiting (warm-pool.c,
  * WARM_REFILL_DELAY_USEC). */
 void warm_pool_claim_ended(WarmPool *p);
 /* Every unit of the pool nobody has claimed (starting, ready or being stopped): cb for each. */
 void warm_pool_foreach(const WarmPool *p, void (*cb)(void *userdata, const char *unit, const char *language,
                                                      bool ready), void *userdata);
-/* Ready units of language l: preloaded ones (1), plain ones (0) or both (-1). */
+/* Ready units of language l without an environment: preloaded ones (1), plain ones (0) or both (-1). */
 unsigned warm_pool_ready(const WarmPool *p, const Language *l, int preloaded);
+/* Ready units of the environment of this name. */
+unsigned warm_pool_ready_environment(const WarmPool *p, const char *environment);
 /* Stop every unit (a reload): new ones are started with the configuration then in force. */
 void warm_pool_drain(WarmPool *p);
 /* At stop: StopUnit for each unit, cb(userdata) for each answer; how many were sent. */

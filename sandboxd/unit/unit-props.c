@@ -291,6 +291,10 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
                 snprintf(buf, sizeof(buf), "--compile-timeout-ms=%" PRIu64, l->compile_timeout_ms);
                 r |= strv_extend(&x->strv, &x->n, buf);
         }
+        if (l->compile_argv && l->compile_memory_mb > 0) {
+                snprintf(buf, sizeof(buf), "--compile-memory-mb=%" PRIu64, l->compile_memory_mb);
+                r |= strv_extend(&x->strv, &x->n, buf);
+        }
         for (const char *const *a = l->compile_argv; a && *a; a++) {
                 _cleanup_free_ char *arg = NULL;
                 if (asprintf(&arg, "--compile-arg=%s", *a) < 0)

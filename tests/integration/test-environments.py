@@ -130,6 +130,30 @@ res = run("import os; print(os.path.exists('/run/.env-layer'), os.environ.get('M
           environment="python-data", limits=LIMITS)
 t.eq((res.get("stdout") or "").strip(), "False /tmp/matplotlib", "the layer's bind is gone, MPLCONFIGDIR is in /tmp")
 
+# ---- the warm pool keeps units per environment ([Pool] Environments=, default python-data) ---------
+# Such a unit has the layer and the environment's variables from its start, and its runtime imported
+# the manifest's Preload= (numpy, pandas) before its claim; it serves only that environment, and a
+# plain python unit serves only runs without one.
+def env_ready(name="python-data"):
+    return health().get("pool", {}).get("environments", {}).get(name, 0)
+
+
+t.ok(wait_until(lambda: env_ready() >= 1, 60, 0.2), "health: pool.environments counts ready python-data units",
+     health().get("pool"))
+WARM_SEE = ("import sys, os; print('pandas' in sys.modules, os.environ.get('MPLBACKEND'));"
+            "import pandas; print(pandas.__name__)")
+res = run(WARM_SEE, environment="python-data", limits=LIMITS)
+t.eq((res.get("start"), res.get("stdout")), ("warm", "True Agg\npandas\n"),
+     "a run in python-data takes a warm unit of it: pandas imported already, its variables set", res)
+t.ok(wait_until(lambda: env_ready() >= 1, 60, 0.2), "the claimed unit is replaced")
+t.ok(wait_pool_ready("python", 1, 60), "plain python units are ready too")
+res = run(SEE, limits=LIMITS)
+t.eq((res.get("start"), (res.get("stdout") or "").split("\n")[:2]), ("warm", ["[]", "0"]),
+     "a warm run without the environment never gets one of its units (sees none of its files)", res)
+res = run(WARM_SEE, environment="python-data", limits=LIMITS, start="cold")
+t.eq((res.get("start"), res.get("stdout")), ("cold", "False Agg\npandas\n"),
+     "a cold run in python-data: the same program, nothing preloaded", res)
+
 # ---- refusals ---------------------------------------------------------------------------------
 st, res = submit("print(1)", environment="no-such-env")
 t.ok(st == 400 and "no-such-env" in json.dumps(res) and "environment" in json.dumps(res),

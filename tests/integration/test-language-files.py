@@ -127,6 +127,21 @@ r = run("x", "slowc", limits={"timeout_ms": 120000})
 t.verdict(r, "failed", "timeout", "a compile step past its TimeoutSec= is stopped")
 t.ok((r.get("duration_ms") or 0) < 40000, "... by its own limit, not the run's 120 s", r.get("duration_ms"))
 
+# --- a compile step's own memory limit ([Compile] MemoryMB=, RLIMIT_DATA per process) ------------
+# The "compiler" is python3 running the source, which allocates 200 MiB; the run step is /bin/true.
+GREEDY = ("[Language]\nName={name}\nSourceFile=main.py\nRuntime=/usr/bin/python3\nRun=/bin/true\n"
+          "[Compile]\nCommand=/usr/bin/python3 %s\nMemoryMB={mb}\n")
+ALLOC = "x = bytearray(200 << 20)\nprint('compiled', len(x) >> 20)\n"
+put("greedy1.conf", GREEDY.format(name="greedy1", mb=64))
+put("greedy2.conf", GREEDY.format(name="greedy2", mb=1024))
+reload()
+r = run(ALLOC, "greedy1", limits={"memory_mb": 512})
+t.verdict(r, "failed", "compile_error", "a compile step beyond its MemoryMB= fails as a compile error")
+t.ok("MemoryError" in (r.get("stderr") or ""), "... with the compiler's own out-of-memory message", r.get("stderr"))
+r = run(ALLOC, "greedy2", limits={"memory_mb": 512})
+t.verdict(r, "success", None, "the same compile step within a larger MemoryMB= compiles")
+t.eq(r.get("stdout"), "compiled 200\n", "... and its output is the compile step's", r)
+
 # --- masking: an empty file in CONFIG_DIR/languages hides the vendor language --------------------
 put("bash.conf", "")
 reload()
@@ -155,7 +170,7 @@ if t.ok(vendor is not None, "the vendor python.conf is found", vendor):
     os.unlink(os.path.join(LANGS, "python.conf"))
 
 # --- clean up ------------------------------------------------------------------------------------
-for n in ("awk.conf", "ghost.conf", "broken.conf", "slowc.conf", "overrun.conf"):
+for n in ("awk.conf", "ghost.conf", "broken.conf", "slowc.conf", "overrun.conf", "greedy1.conf", "greedy2.conf"):
     try:
         os.unlink(os.path.join(LANGS, n))
     except FileNotFoundError:

@@ -37,7 +37,10 @@ static const char MANIFEST[] =
         "Module=sklearn\n"
         "Module=pandas\n"
         "Module=PIL\n"
-        "Module=pandas\n";
+        "Module=pandas\n"
+        "Preload=pandas\n"
+        "Preload=numpy.linalg\n"
+        "Preload=pandas\n";
 
 static void parse_ok(const char *name, const char *text, Environment *e) {
         _cleanup_free_ char *error = NULL;
@@ -115,6 +118,10 @@ static void test_manifest(_unused_ void **state) {
         assert_string_equal(e.modules[1], "pandas");
         assert_string_equal(e.modules[2], "sklearn");
         assert_int_equal(e.n_env, 2);
+        /* In file order, duplicates once. */
+        assert_int_equal(e.n_preload, 2);
+        assert_string_equal(e.preload[0], "pandas");
+        assert_string_equal(e.preload[1], "numpy.linalg");
         assert_true(environment_has_module(&e, "pandas"));
         assert_true(environment_has_module(&e, "pandas.core.frame"));
         assert_true(environment_has_module(&e, "sklearn"));
@@ -137,6 +144,17 @@ static void test_manifest_refused(_unused_ void **state) {
         parse_fails("python-data", "Name=python-data\nLanguage=python\nModule=a-b\n", "line 3: invalid Module=");
         parse_fails("python-data", "Name=python-data\nLanguage=python\nDescription=a\x1b[31m\n", "line 3: control");
         parse_fails("python-data", "Name=python-data\nLanguage=python\nEnvironment=NOEQ\n", "line 3");
+        /* A preload goes to __import__() and onto a command line, comma-separated: a dotted name only. */
+        parse_fails("python-data", "Name=python-data\nLanguage=python\nPreload=a,b\n", "line 3: invalid Preload=");
+        parse_fails("python-data", "Name=python-data\nLanguage=python\nPreload=os;rm\n", "line 3: invalid Preload=");
+        parse_fails("python-data", "Name=python-data\nLanguage=python\nPreload=.a\n", "line 3: invalid Preload=");
+        {
+                char t[1024] = "Name=python-data\nLanguage=python\n";
+
+                for (int i = 0; i <= ENVIRONMENT_PRELOAD_MAX; i++)
+                        snprintf(t + strlen(t), sizeof(t) - strlen(t), "Preload=m%d\n", i);
+                parse_fails("python-data", t, "more than 16 Preload=");
+        }
         parse_fails("python-data", "Name=python-data\nLanguage=python\nEnvironment=A-B=1\n", "line 3");
         parse_fails("Bad", "Name=Bad\nLanguage=python\n", "invalid environment name");
         {
@@ -316,7 +334,8 @@ static void test_request_field(_unused_ void **state) {
                         assert_true(i != 1 || !r->environment);
                         if (i == 0) {
                                 memcpy(fp_env, r->fingerprint, 32);
-                                assert_int_equal(warm_policy_check(c, r), WARM_ENVIRONMENT);
+                                /* Pooled by default (Environments=python-data), else cold. */
+                                assert_int_equal(warm_policy_check(c, r), WARM_OK);
                         } else
                                 memcpy(fp_none, r->fingerprint, 32);
                         r = exec_request_free(r);

@@ -64,6 +64,19 @@ static const Row rows[] = {
         { "python, NPY_ prefix", "{\"language\":\"python\",\"code\":\"1\",\"env\":{\"NPY_X\":\"1\"}}", NULL, WARM_ENV },
         { "bash, OMP_NUM_THREADS (the runtime starts at the claim)",
           "{\"language\":\"bash\",\"code\":\"1\",\"env\":{\"OMP_NUM_THREADS\":\"1\"}}", NULL, WARM_OK },
+        { "an environment pooled by default (Environments=python-data)",
+          "{\"language\":\"python\",\"code\":\"1\",\"environment\":\"python-data\"}", NULL, WARM_OK },
+        { "an environment not in Environments=",
+          "{\"language\":\"python\",\"code\":\"1\",\"environment\":\"python-ml\"}", NULL, WARM_ENVIRONMENT },
+        { "no environment pooled", "{\"language\":\"python\",\"code\":\"1\",\"environment\":\"python-data\"}",
+          "[Pool]\nEnvironments=\n", WARM_ENVIRONMENT },
+        { "an environment, pool off", "{\"language\":\"python\",\"code\":\"1\",\"environment\":\"python-data\"}",
+          "[Pool]\nSize=0\n", WARM_POOL_OFF },
+        { "an environment pooled, but files", "{\"language\":\"python\",\"code\":\"1\",\"environment\":\"python-data\","
+          "\"files\":[{\"path\":\"a\",\"content_base64\":\"eA==\"}]}", NULL, WARM_INPUTS },
+        { "an environment pooled, below MinMemoryMB",
+          "{\"language\":\"python\",\"code\":\"1\",\"environment\":\"python-data\",\"limits\":{\"memory_mb\":64}}",
+          NULL, WARM_MEMORY },
         { "start cold wins over everything", "{\"language\":\"python\",\"code\":\"1\",\"start\":\"cold\","
           "\"session_id\":\"s1\"}", NULL, WARM_ASKED_COLD },
 };
@@ -129,6 +142,11 @@ static void test_pool_conf(_unused_ void **state) {
         assert_true(warm_language_pooled(c, language_find("bash")));
         assert_string_equal(c->pool_python_preload[0], "numpy");
         assert_null(c->pool_python_preload[1]);
+        assert_string_equal(c->pool_environments[0], "python-data");
+        assert_null(c->pool_environments[1]);
+        assert_true(warm_environment_pooled(c, "python-data"));
+        assert_false(warm_environment_pooled(c, "python-ml"));
+        assert_false(warm_environment_pooled(c, NULL));
 
         assert_int_equal(config_parse_text(c, "[Pool]\nSize=5\nLanguages=bash python bash\nPythonPreload=numpy pandas\n"
                                               "MaxAgeSec=60\nMinMemoryMB=0\n", "a.conf", &error), 0);
@@ -157,6 +175,17 @@ static void test_pool_conf(_unused_ void **state) {
         assert_non_null(error);
         assert_non_null(strstr(error, "Cobol"));
         error = mfree(error);
+        /* Environments=: the form of a name (the directory is read after the configuration). */
+        assert_int_equal(config_parse_text(c, "[Pool]\nEnvironments=python-data other.env\n", "g.conf", &error), 0);
+        assert_int_equal(config_validate(c, &error), 0);
+        assert_true(warm_environment_pooled(c, "other.env"));
+        if (config_parse_text(c, "[Pool]\nEnvironments=Python_Data\n", "h.conf", &error) == 0)
+                assert_int_equal(config_validate(c, &error), -EINVAL);
+        assert_non_null(error);
+        assert_non_null(strstr(error, "Environments="));
+        error = mfree(error);
+        assert_int_equal(config_parse_text(c, "[Pool]\nEnvironments=\n", "i.conf", &error), 0);
+        assert_false(warm_environment_pooled(c, "python-data"));
 }
 
 /* Which kind of ready python a source asks for (PythonPreload=numpy, and one with a submodule). */
