@@ -20,27 +20,16 @@
  * and dropped from the buffer. A malformed frame: the rest is taken as the report (which will then
  * not parse), nothing more is believed live. */
 static void consume_frames(Job *j) {
-        size_t off = 0;
+        size_t off;
+        int report = 0;
 
-        while (!j->report_started && off < j->report_len) {
-                ExecFrameKind kind;
-                const uint8_t *data;
-                size_t n;
-                uint64_t offset;
-                int k = exec_frame_parse(j->report + off, j->report_len - off, &kind, &offset, &data, &n);
-
-                if (k == 0)
-                        break;
-                if (k < 0) {
-                        if (k == -EBADMSG)
-                                log_warning("%s: malformed live frame from sandbox-exec, live output stops",
-                                            j->exec->id);
-                        j->report_started = true;
-                        break;
-                }
-                (void) live_log_data(j->live, kind == EXEC_FRAME_STDOUT ? LIVE_STDOUT : LIVE_STDERR, offset, data, n);
-                off += (size_t) k;
-        }
+        if (j->report_started)
+                return;
+        off = live_log_consume(j->live, j->report, j->report_len, &report);
+        if (report == -EBADMSG)
+                log_warning("%s: malformed live frame from sandbox-exec, live output stops", j->exec->id);
+        if (report < 0)
+                j->report_started = true;
         if (off > 0) {
                 memmove(j->report, j->report + off, j->report_len - off);
                 j->report_len -= off;

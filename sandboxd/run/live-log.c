@@ -140,6 +140,29 @@ int live_log_elided(LiveLog *l, LiveStreamId s, uint64_t n) {
         return 0;
 }
 
+size_t live_log_consume(LiveLog *l, const uint8_t *buf, size_t n, int *ret_report) {
+        size_t off = 0;
+
+        *ret_report = 0;
+        while (off < n) {
+                ExecFrameKind kind;
+                const uint8_t *data;
+                size_t len;
+                uint64_t offset;
+                int k = exec_frame_parse(buf + off, n - off, &kind, &offset, &data, &len);
+
+                if (k == 0)
+                        break;
+                if (k < 0) {
+                        *ret_report = k;
+                        break;
+                }
+                (void) live_log_data(l, kind == EXEC_FRAME_STDOUT ? LIVE_STDOUT : LIVE_STDERR, offset, data, len);
+                off += (size_t) k;
+        }
+        return off;
+}
+
 void live_log_set_running(LiveLog *l) {
         if (!l || l->running)
                 return;

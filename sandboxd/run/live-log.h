@@ -67,6 +67,11 @@ LiveLog *live_log_unref(LiveLog *l);
 int live_log_data(LiveLog *l, LiveStreamId s, uint64_t offset, const uint8_t *p, size_t n);
 /* n bytes of a stream not forwarded, from where the log is. */
 int live_log_elided(LiveLog *l, LiveStreamId s, uint64_t n);
+/* The live frames at the start of buf (n bytes from the control channel, the sandbox's word) into
+ * l: returns how many bytes they take (a frame cut short waits for more). *ret_report is set once
+ * buf holds something that is not a frame (the report has begun, -ENOMSG) or a malformed frame
+ * (-EBADMSG); from then on everything is the report's. */
+size_t live_log_consume(LiveLog *l, const uint8_t *buf, size_t n, int *ret_report);
 void live_log_set_running(LiveLog *l);
 void live_log_end(LiveLog *l);
 
