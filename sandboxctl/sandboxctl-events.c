@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture.h"
 #include "sandboxctl.h"
@@ -23,6 +24,7 @@ typedef struct EventStream {
         CtlBuffer line;          /* the line being read */
         CtlBuffer error;         /* a non-200 answer's body */
         char event[32];
+        char id[64], last_id[64];   /* the event being read's id; the last complete event's */
         json_object *data;
         json_object *record;     /* the result */
         bool write_failed, bad;
@@ -63,6 +65,9 @@ static void dispatch(EventStream *s) {
 static void handle_line(EventStream *s, char *line, size_t n) {
         if (n == 0) {
                 dispatch(s);
+                if (s->id[0])
+                        memcpy(s->last_id, s->id, sizeof(s->id));
+                s->id[0] = 0;
                 json_object_put(s->data);
                 s->data = NULL;
                 s->event[0] = 0;
@@ -71,6 +76,9 @@ static void handle_line(EventStream *s, char *line, size_t n) {
         line[n] = 0;
         if (startswith(line, "event: "))
                 snprintf(s->event, sizeof(s->event), "%s", line + strlen("event: "));
+        else if (startswith(line, "id: ") && n - strlen("id: ") < sizeof(s->id) &&
+                 strspn(line + strlen("id: "), "0123456789.") == n - strlen("id: "))
+                snprintf(s->id, sizeof(s->id), "%s", line + strlen("id: "));
         else if (startswith(line, "data: ")) {
                 json_object_put(s->data);
                 s->data = NULL;
@@ -108,27 +116,31 @@ static size_t stream_write(char *ptr, size_t size, size_t nmemb, void *userdata)
         return n;
 }
 
-int follow_events(const char *id, bool may_fall_back, json_object **ret_record) {
+/* A stream cut short (sandboxd restarted, or stopping) is resumed from its last event this often,
+ * every FOLLOW_RETRY_USEC, before giving up. */
+#define FOLLOW_RETRIES 60U
+#define FOLLOW_RETRY_USEC (500U * 1000U)
+
+/* One request. *ret_retry: it ended early in a way a later request may get past (the caller has
+ * had events: the execution exists, and the daemon was there); nothing was logged then. */
+static int follow_once(const char *url, const char *id, bool may_fall_back, char last_id[static 64],
+                       json_object **ret_record, bool *ret_retry) {
         _cleanup_(curl_easy_cleanupp) CURL *c = NULL;
         _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
-        _cleanup_free_ char *url = NULL;
+        _cleanup_free_ char *resume = NULL;
         char errbuf[CURL_ERROR_SIZE] = "";
         EventStream s = {};
+        bool resuming = last_id[0] != 0;
         CURLcode cc;
         int r;
 
-        if (!id_is_valid_for_path(id)) {
-                (void) log_error_errno(-EINVAL, "Invalid execution ID '%s'.", id);
-                return EX_USAGE;
-        }
-        if (asprintf(&url, "http://localhost/v1/executions/%s/events", id) < 0) {
-                url = NULL;
-                (void) log_oom();
-                return EX_OSERR;
-        }
+        *ret_retry = false;
+        memcpy(s.last_id, last_id, sizeof(s.last_id));
         c = curl_easy_init();
         headers = curl_slist_append(NULL, "Accept: text/event-stream");
-        if (!c || !headers) {
+        if (resuming && asprintf(&resume, "Last-Event-ID: %s", last_id) < 0)
+                resume = NULL;
+        if (!c || !headers || (resuming && (!resume || !curl_slist_append(headers, resume)))) {
                 (void) log_oom();
                 return EX_OSERR;
         }
@@ -153,6 +165,14 @@ int follow_events(const char *id, bool may_fall_back, json_object **ret_record) 
         cc = curl_easy_perform(c);
         buffer_done(&s.line);
         json_object_put(s.data);
+        memcpy(last_id, s.last_id, sizeof(s.last_id));
+        if (!s.record && last_id[0] &&
+            ((cc != CURLE_OK && cc != CURLE_OPERATION_TIMEDOUT && !s.write_failed && s.status != 404) ||
+             (cc == CURLE_OK && (s.status == 200 || s.status == 503)))) {
+                buffer_done(&s.error);
+                *ret_retry = true;
+                return EX_UNAVAILABLE;
+        }
         if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && s.status != 200)) {
                 json_object_put(s.record);
                 r = log_curl_error(c, cc, s.write_failed ? &s.line : &s.error, errbuf, arg_client_timeout_ms);
@@ -167,7 +187,7 @@ int follow_events(const char *id, bool may_fall_back, json_object **ret_record) 
                 buffer_done(&s.error);
                 /* For an execution that exists (run just made it), 404 or 405 can only mean an older
                  * sandboxd without this route: the caller does without. */
-                if (may_fall_back && (s.status == 404 || s.status == 405))
+                if (may_fall_back && !resuming && (s.status == 404 || s.status == 405))
                         return 1;
                 return log_http_error(s.status, answer, !may_fall_back);
         }
@@ -179,6 +199,36 @@ int follow_events(const char *id, bool may_fall_back, json_object **ret_record) 
         }
         *ret_record = s.record;
         return 0;
+}
+
+int follow_events(const char *id, bool may_fall_back, json_object **ret_record) {
+        _cleanup_free_ char *url = NULL;
+        char last_id[64] = "";
+        bool retry;
+        int r;
+
+        if (!id_is_valid_for_path(id)) {
+                (void) log_error_errno(-EINVAL, "Invalid execution ID '%s'.", id);
+                return EX_USAGE;
+        }
+        if (asprintf(&url, "http://localhost/v1/executions/%s/events", id) < 0) {
+                url = NULL;
+                (void) log_oom();
+                return EX_OSERR;
+        }
+        for (unsigned attempt = 0;; attempt++) {
+                r = follow_once(url, id, may_fall_back, last_id, ret_record, &retry);
+                if (!retry)
+                        return r;
+                if (attempt >= FOLLOW_RETRIES) {
+                        (void) log_error_errno(-EPROTO, "The events of %s ended without a result, and could not "
+                                               "be resumed (after event %s).", id, last_id);
+                        return EX_UNAVAILABLE;
+                }
+                /* sandboxd restarting: it adopts the execution, and the events go on after the last
+                 * one printed (Last-Event-ID), nothing twice. */
+                (void) usleep(FOLLOW_RETRY_USEC);
+        }
 }
 
 int verb_logs(char **args, size_t n_args) {

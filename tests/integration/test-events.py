@@ -228,6 +228,17 @@ t.eq(text_of(got, "stdout") + text_of(rest, "stdout"), "before\nafter\n",
      "restart: resumed from the new instance, nothing repeated or skipped", (got, rest))
 t.eq(rest[-1]["event"] if rest else None, "result", "restart: the resumed stream ends with the result")
 
+# sandboxctl logs -f across a restart: it resumes with Last-Event-ID, nothing printed twice.
+st, acc = submit("import time\nprint('one', flush=True)\ntime.sleep(4)\nprint('two', flush=True)\n",
+                 limits={"timeout_ms": 60000})
+p = subprocess.Popen([CTL, "logs", "-f", acc["execution_id"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+first = p.stdout.readline()
+old_pid = daemon_pid()
+subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
+rest, err = p.communicate(timeout=120)
+t.eq((first + rest, p.returncode), (b"one\ntwo\n", 0), "sandboxctl logs -f: resumed across a restart, once each",
+     err)
+
 # ---- 1 GiB under three readers: the daemon's memory stays flat ----
 rss_before = daemon_rss_kib()
 code = ("import sys\nline = b'y' * 1023 + b'\\n'\nchunk = line * 1024\n"
