@@ -26,6 +26,7 @@ LiveLog *live_log_unref(LiveLog *l) {
                 return NULL;
         for (uint64_t s = l->first_seq; s < l->next_seq; s++)
                 free(l->ring[s % LIVE_LOG_EVENTS]);
+        free(l->ring);
         free(l);
         return NULL;
 }
@@ -50,6 +51,12 @@ static int push(LiveLog *l, LiveStreamId s, bool elided, uint64_t count, const c
 
         if (len > LIVE_LOG_BYTES)
                 return -EINVAL;
+        /* Queued and silent executions cost no ring. */
+        if (!l->ring) {
+                l->ring = calloc(LIVE_LOG_EVENTS, sizeof(LiveEvent *));
+                if (!l->ring)
+                        return -ENOMEM;
+        }
         e = malloc(sizeof(LiveEvent) + len + 1);
         if (!e)
                 return -ENOMEM;

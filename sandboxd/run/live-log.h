@@ -44,7 +44,7 @@ struct LiveWatcher {
 
 typedef struct LiveLog {
         unsigned n_ref;
-        LiveEvent *ring[LIVE_LOG_EVENTS];
+        LiveEvent **ring;                      /* LIVE_LOG_EVENTS slots, from the first event on */
         uint64_t first_seq, next_seq;          /* ring holds [first_seq, next_seq) */
         size_t bytes;                          /* text in the ring */
         uint64_t pos[_LIVE_STREAM_MAX];        /* after the last event */
