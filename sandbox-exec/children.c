@@ -231,6 +231,7 @@ bool pump(int fd, Capture *c, bool drain) {
                 if (first_output_usec == 0)
                         first_output_usec = MAX(mono_usec() - run_start_usec, (uint64_t) 1);
                 capture_append(c, buf, (size_t) k);
+                live_feed(c, buf, (size_t) k);
         }
         return true;
 }
@@ -246,6 +247,7 @@ static void kill_program(pid_t pid) {
 static int supervise(pid_t pid) {
         bool killed = false;
 
+        live_start();
         for (;;) {
                 struct pollfd p[3] = {
                         { .fd = out_pipe[0], .events = POLLIN },
@@ -259,6 +261,8 @@ static int supervise(pid_t pid) {
                 if (w == pid) {
                         (void) pump(out_pipe[0], &cap_out, true);
                         (void) pump(err_pipe_[0], &cap_err, true);
+                        live_flush(true);
+                        live_stop();
                         return status;
                 }
                 if (w < 0 && errno != EINTR)
@@ -273,6 +277,11 @@ static int supervise(pid_t pid) {
                         }
                         timeout = (int) MIN(usec_to_msec_up(deadline_usec - now), (uint64_t) INT32_MAX);
                 }
+                {
+                        int lt = live_timeout_ms();
+                        if (lt >= 0 && (timeout < 0 || lt < timeout))
+                                timeout = lt;
+                }
 
                 if (poll(p, ELEMENTSOF(p), timeout) < 0) {
                         if (errno == EINTR)
@@ -283,6 +292,7 @@ static int supervise(pid_t pid) {
                         (void) pump(out_pipe[0], &cap_out, false);
                 if (p[1].revents)
                         (void) pump(err_pipe_[0], &cap_err, false);
+                live_flush(false);
                 if (p[2].revents) {
                         struct signalfd_siginfo si;
 

@@ -33,7 +33,7 @@
  * socket.
  *
  * Usage: sandbox-exec [--source NAME] [--code-dir DIR] [--max-source BYTES] [--workspace DIR]
- *                     [--cgroup-dir DIR] [--tidy-mounts] [--pkgs-dir] [--usr-layer DIR [--env-layer DIR]]
+ *                     [--cgroup-dir DIR] [--tidy-mounts] [--live-output] [--pkgs-dir] [--usr-layer DIR [--env-layer DIR]]
  *                     [--uid UID | --same-user]
  *                     [--rlimit-nofile N] [--rlimit-fsize BYTES] [--rlimit-core BYTES]
  *                     [--timeout-ms N] [--head-bytes N] [--tail-bytes N] [--warm [--warm-preload]]
@@ -117,6 +117,7 @@ static void send_report(HelperReport *r) {
         r->err.head = cap_err.head_len;
         r->err.tail = cap_err.tail_len;
         /* Nothing useful can be done if this fails: the daemon then decides without a report. */
+        live_finish();
         n = helper_report_format(r, text, sizeof(text));
         if (n > 0 && send_all(control_fd, text, (size_t) n) >= 0) {
                 send_stream(&cap_out);
@@ -160,6 +161,7 @@ enum {
         ARG_WORKSPACE,
         ARG_CGROUP_DIR,
         ARG_TIDY_MOUNTS,
+        ARG_LIVE_OUTPUT,
         ARG_PKGS_DIR,
         ARG_USR_LAYER,
         ARG_ENV_LAYER,
@@ -202,6 +204,7 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "workspace",     required_argument, NULL, ARG_WORKSPACE     },
                 { "cgroup-dir",    required_argument, NULL, ARG_CGROUP_DIR    },
                 { "tidy-mounts",   no_argument,       NULL, ARG_TIDY_MOUNTS   },
+                { "live-output",   no_argument,       NULL, ARG_LIVE_OUTPUT   },
                 { "pkgs-dir",      no_argument,       NULL, ARG_PKGS_DIR      },
                 { "usr-layer",     required_argument, NULL, ARG_USR_LAYER     },
                 { "env-layer",     required_argument, NULL, ARG_ENV_LAYER     },
@@ -271,6 +274,9 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_PKGS_DIR:
                         o->pkgs_dir = true;
+                        break;
+                case ARG_LIVE_OUTPUT:
+                        live_output = true;
                         break;
                 case ARG_TIDY_MOUNTS:
                         o->tidy_mounts = true;

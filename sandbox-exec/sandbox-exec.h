@@ -114,6 +114,18 @@ typedef enum ChildKind {
 int become_program_user(void);
 uint64_t mono_usec(void);
 bool pump(int fd, Capture *c, bool drain);
+
+/* live.c: --live-output (exec-protocol.h's frames). live_start()/live_stop() bracket the program's
+ * supervision; live_feed() takes what pump() read; live_flush() sends what is due (force: all that
+ * is pending); live_timeout_ms() is when the next flush is due (-1: nothing pending); live_finish()
+ * completes the frame in flight before the report. */
+extern bool live_output;
+void live_start(void);
+void live_stop(void);
+void live_feed(const Capture *c, const uint8_t *p, size_t n);
+void live_flush(bool force);
+int live_timeout_ms(void);
+void live_finish(void);
 int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind,
                    uint64_t check_deadline);
 /* The two halves of spawn_and_wait(): fork and exec (warm_fd, if >= 0, becomes the child's fd 3),

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sandboxctl.h"
+#include "sandboxctl-events.h"
 #include "sandboxctl-execution.h"
 #include "sandboxctl-http.h"
 #include "sandboxctl-json.h"
@@ -186,9 +187,54 @@ static int build_request(const char *path, json_object **ret) {
         return 0;
 }
 
+/* The end of run: the verdict that is not the program's own doing, and the exit status. printed:
+ * the output already went out as it came (the events), else it is printed here from the record. */
+static int run_finish(const CtlExecution *e, bool printed) {
+        int r;
+
+        if (!printed) {
+                /* Byte for byte: this is the program's output, not ours. */
+                if (e->out.s && e->out.len > 0)
+                        fwrite(e->out.s, 1, e->out.len, stdout);
+                r = flush_stdout();
+                if (r < 0)
+                        return EX_OSERR;
+                if (e->err.s && e->err.len > 0) {
+                        fwrite(e->err.s, 1, e->err.len, stderr);
+                        fflush(stderr);
+                }
+        } else if (flush_stdout() < 0)
+                return EX_OSERR;
+
+        /* A verdict that is not the program's own doing would otherwise show up as a bare exit
+         * status. Tell a human at a terminal why; leave captured stderr exactly the program's. */
+        /* The program never ran: nothing of its own is on stderr, and the caller needs to know which
+         * input failed, terminal or not. */
+        if (streq_ptr(e->error_type.s, "input_error") && e->error_message.s) {
+                fprintf(stderr, "sandboxctl: %s: input_error: ", e->execution_id.s);
+                fputs_escaped(stderr, e->error_message.s, e->error_message.len, false);
+                fputc('\n', stderr);
+        } else if (!streq(e->status.s, "success") && !streq_ptr(e->error_type.s, "runtime_error") &&
+            !streq_ptr(e->error_type.s, "compile_error") && isatty(STDERR_FILENO)) {
+                if ((e->err.len > 0 && e->err.s[e->err.len - 1] != '\n') ||
+                    (e->out.len > 0 && e->out.s[e->out.len - 1] != '\n'))
+                        fputc('\n', stderr);
+                fprintf(stderr, "sandboxctl: %s: %s", e->execution_id.s, e->error_type.s ?: e->status.s);
+                if (e->reason.s) {
+                        fputs(": ", stderr);
+                        fputs_escaped(stderr, e->reason.s, e->reason.len, false);
+                }
+                fputc('\n', stderr);
+        }
+
+        return execution_exit_status(e);
+}
+
 static int verb_execute(char **args, size_t n_args, bool wait) {
-        _cleanup_(json_object_putp) json_object *req = NULL, *answer = NULL;
+        _cleanup_(json_object_putp) json_object *req = NULL, *answer = NULL, *record = NULL;
+        _cleanup_free_ char *path = NULL;
         CtlExecution e;
+        bool live;
         long status;
         int r;
 
@@ -205,8 +251,11 @@ static int verb_execute(char **args, size_t n_args, bool wait) {
         if (r < 0)
                 return exit_status_for(r, EX_USAGE);
 
-        r = http_call("POST", wait ? "/v1/executions?wait=true" : "/v1/executions", req, wait, &status,
-                      &answer);
+        /* run without --json prints the output as it comes: submit, then follow the events. With
+         * --json the answer is the record, so it waits for it as before. */
+        live = wait && !arg_json;
+        r = http_call("POST", wait && !live ? "/v1/executions?wait=true" : "/v1/executions", req, wait && !live,
+                      &status, &answer);
         if (r < 0)
                 return exit_status_for(r, EX_UNAVAILABLE);
         if (status < 200 || status >= 300)
@@ -227,6 +276,37 @@ static int verb_execute(char **args, size_t n_args, bool wait) {
                 return r < 0 ? exit_status_for(r, EX_OSERR) : EXIT_SUCCESS;
         }
 
+        if (live) {
+                /* The execution_id as we named it: the events route resolves it for its owner as
+                 * GET /v1/executions/{id} does. */
+                r = follow_events(e.execution_id.s, true, &record);
+                if (r > 1)
+                        return r;
+                if (r == 0) {
+                        if (execution_parse(record, &e) < 0)
+                                return EX_UNAVAILABLE;
+                        if (!execution_is_final(&e)) {
+                                (void) log_error_errno(-EBADMSG, "sandboxd's result for %s is not final (status: %s).",
+                                                       e.execution_id.s, e.status.s);
+                                return EX_UNAVAILABLE;
+                        }
+                        return run_finish(&e, true);
+                }
+                /* No events route (an older sandboxd; nothing printed yet): wait for the record. */
+                if (asprintf(&path, "/v1/executions/%s?wait=true", e.execution_id.s) < 0) {
+                        path = NULL;
+                        (void) log_oom();
+                        return EX_OSERR;
+                }
+                json_object_put(TAKE_PTR(answer));
+                r = http_call_ok("GET", path, NULL, true, false, &answer);
+                if (r != 0)
+                        return r;
+                r = execution_parse(answer, &e);
+                if (r < 0)
+                        return EX_UNAVAILABLE;
+        }
+
         if (!execution_is_final(&e)) {
                 (void) log_error_errno(-EBADMSG,
                                        "sandboxd answered before execution %s was final (status: %s).",
@@ -241,39 +321,7 @@ static int verb_execute(char **args, size_t n_args, bool wait) {
                 return execution_exit_status(&e);
         }
 
-        /* Byte for byte: this is the program's output, not ours. */
-        if (e.out.s && e.out.len > 0)
-                fwrite(e.out.s, 1, e.out.len, stdout);
-        r = flush_stdout();
-        if (r < 0)
-                return EX_OSERR;
-        if (e.err.s && e.err.len > 0) {
-                fwrite(e.err.s, 1, e.err.len, stderr);
-                fflush(stderr);
-        }
-
-        /* A verdict that is not the program's own doing would otherwise show up as a bare exit
-         * status. Tell a human at a terminal why; leave captured stderr exactly the program's. */
-        /* The program never ran: nothing of its own is on stderr, and the caller needs to know which
-         * input failed, terminal or not. */
-        if (streq_ptr(e.error_type.s, "input_error") && e.error_message.s) {
-                fprintf(stderr, "sandboxctl: %s: input_error: ", e.execution_id.s);
-                fputs_escaped(stderr, e.error_message.s, e.error_message.len, false);
-                fputc('\n', stderr);
-        } else if (!streq(e.status.s, "success") && !streq_ptr(e.error_type.s, "runtime_error") &&
-            !streq_ptr(e.error_type.s, "compile_error") && isatty(STDERR_FILENO)) {
-                if ((e.err.len > 0 && e.err.s[e.err.len - 1] != '\n') ||
-                    (e.out.len > 0 && e.out.s[e.out.len - 1] != '\n'))
-                        fputc('\n', stderr);
-                fprintf(stderr, "sandboxctl: %s: %s", e.execution_id.s, e.error_type.s ?: e.status.s);
-                if (e.reason.s) {
-                        fputs(": ", stderr);
-                        fputs_escaped(stderr, e.reason.s, e.reason.len, false);
-                }
-                fputc('\n', stderr);
-        }
-
-        return execution_exit_status(&e);
+        return run_finish(&e, false);
 }
 
 int verb_run(char **args, size_t n_args) {

@@ -27,6 +27,7 @@
 
 #include "sandboxctl.h"
 #include "sandboxctl-artifacts.h"
+#include "sandboxctl-events.h"
 #include "sandboxctl-info.h"
 #include "sandboxctl-json.h"
 #include "sandboxctl-key.h"
@@ -45,6 +46,7 @@
 const char *arg_socket = NULL;
 bool arg_json = false;
 bool arg_wait = false;
+bool arg_follow = false;
 bool arg_client_timeout_set = false;
 uint64_t arg_client_timeout_ms = 0;
 const char *arg_language = NULL;
@@ -86,6 +88,7 @@ enum {
         OPTION_GROUP_STATS,   /* stats */
         OPTION_GROUP_ALL,     /* list, artifacts */
         OPTION_GROUP_ARTIFACTS, /* artifacts */
+        OPTION_GROUP_LOGS,    /* logs */
         _OPTION_GROUP_MAX,
 };
 static const char *const option_group_commands[_OPTION_GROUP_MAX] = {
@@ -97,6 +100,7 @@ static const char *const option_group_commands[_OPTION_GROUP_MAX] = {
         [OPTION_GROUP_STATS] = "'stats'",
         [OPTION_GROUP_ALL] = "'list' and 'artifacts'",
         [OPTION_GROUP_ARTIFACTS] = "'artifacts'",
+        [OPTION_GROUP_LOGS] = "'logs'",
 };
 static unsigned arg_option_groups = 0;
 static const char *arg_option_group_first[_OPTION_GROUP_MAX] = {};
@@ -120,6 +124,7 @@ static const CtlVerb verbs[] = {
         { "show", 1, 1, G(OPTION_GROUP_WAIT), verb_status },
         { "list", 0, 0, G(OPTION_GROUP_LIST) | G(OPTION_GROUP_SESSION) | G(OPTION_GROUP_ALL), verb_list },
         { "cancel", 1, 1, 0, verb_cancel },
+        { "logs", 1, 1, G(OPTION_GROUP_LOGS), verb_logs },
         { "artifacts", 1, 1, G(OPTION_GROUP_ARTIFACTS) | G(OPTION_GROUP_ALL), verb_artifacts },
         { "session", 1, 2, 0, verb_session },
         { "languages", 0, 0, 0, verb_languages },
@@ -142,6 +147,8 @@ static void help(void) {
                "  show ID                   Same as status\n"
                "  list                      List executions, newest first\n"
                "  cancel ID                 Cancel a queued or running execution\n"
+               "  logs ID                   Print an execution's stored output (-f: follow it\n"
+               "                            live until it ends, and exit like the program)\n"
                "  artifacts ID              List an execution's artifacts, or download them\n"
                "  session show|delete ID    Show or delete a session (its workspace goes)\n"
                "  session list              List the sessions\n"
@@ -185,6 +192,9 @@ static void help(void) {
                "\n"
                "Options for status and show:\n"
                "     --wait                 Wait until the execution is final\n"
+               "\n"
+               "Options for logs:\n"
+               "  -f --follow               Print the output as it comes, until the end\n"
                "\n"
                "Options for list:\n"
                "     --session=ID           Only this session's executions\n"
@@ -339,6 +349,7 @@ static const struct option options[] = {
         { "get", required_argument, NULL, ARG_GET },
         { "dest", required_argument, NULL, ARG_DEST },
         { "output", required_argument, NULL, 'o' },
+        { "follow", no_argument, NULL, 'f' },
         {}
 };
 
@@ -518,6 +529,10 @@ static int parse_shared_option(int c, const char *value) {
                 arg_wait = true;
                 note_option_group(OPTION_GROUP_WAIT, "--wait");
                 return OPTION_TAKEN;
+        case 'f':
+                arg_follow = true;
+                note_option_group(OPTION_GROUP_LOGS, "-f/--follow");
+                return OPTION_TAKEN;
         }
         return OPTION_NOT_MINE;
 }
@@ -683,7 +698,7 @@ static int parse_verb(int argc, char *argv[], const CtlVerb **ret_verb, char ***
 int ctl_parse_argv(int argc, char *argv[], const CtlVerb **ret_verb, char ***ret_args, size_t *ret_n_args) {
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "hc:l:o:", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hc:l:o:f", options, NULL)) >= 0) {
                 if (c == '?')
                         return -EINVAL; /* getopt_long() said why */
 
@@ -712,6 +727,7 @@ void ctl_args_reset(void) {
         arg_socket = NULL;
         arg_json = false;
         arg_wait = false;
+        arg_follow = false;
         arg_client_timeout_set = false;
         arg_client_timeout_ms = 0;
         arg_language = arg_code = arg_session = arg_id = arg_callback_url = arg_environment = NULL;

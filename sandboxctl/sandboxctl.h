@@ -66,6 +66,9 @@ extern const char *arg_session;
 /* status, show */
 extern bool arg_wait;
 
+/* logs: -f/--follow */
+extern bool arg_follow;
+
 /* list */
 extern const char *arg_status;
 extern const char *arg_error_type;

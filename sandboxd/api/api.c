@@ -3,6 +3,7 @@
 
 #include "api.h"
 #include "delivery/artifacts.h"
+#include "events.h"
 #include "log.h"
 #include "model/environment.h"
 #include "model/request.h"
@@ -595,6 +596,8 @@ void api_route_match(const char *method, const char *path, ApiRoute *ret) {
                 }
                 if (streq(slash, "/cancel"))
                         ROUTE(post, API_ROUTE_CANCEL, "use POST");
+                if (streq(slash, "/events"))
+                        ROUTE(get, API_ROUTE_EVENTS, "use GET");
                 ret->execution_id[0] = 0;
         }
         if (streq(path, "/v1/sessions"))
@@ -648,6 +651,9 @@ void api_handle(HttpRequest *req, void *userdata) {
                 return;
         case API_ROUTE_CANCEL:
                 handle_cancel(ac, req, route.execution_id);
+                return;
+        case API_ROUTE_EVENTS:
+                api_handle_events(ac, req, route.execution_id);
                 return;
         case API_ROUTE_SESSION_LIST:
                 handle_session_list(ac, req);

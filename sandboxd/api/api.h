@@ -21,6 +21,7 @@ typedef enum ApiRouteId {
         API_ROUTE_ARTIFACTS_LIST,    /* GET /v1/executions/<id>/artifacts */
         API_ROUTE_ARTIFACT_GET,      /* GET /v1/executions/<id>/artifacts/<path> (arg: path, maybe "") */
         API_ROUTE_CANCEL,            /* POST /v1/executions/<id>/cancel */
+        API_ROUTE_EVENTS,            /* GET /v1/executions/<id>/events */
         API_ROUTE_SESSION_LIST,      /* GET /v1/sessions */
         API_ROUTE_SESSION_GET,       /* GET /v1/sessions/<id> (arg: id) */
         API_ROUTE_SESSION_DELETE,    /* DELETE /v1/sessions/<id> (arg: id) */

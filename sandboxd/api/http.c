@@ -782,6 +782,73 @@ void http_respond_error(HttpRequest *req, ApiError error, const char *field, con
         http_respond_json(req, api_error_http_status(error), o);
 }
 
+struct HttpStream {
+        HttpListener *listener;
+        struct MHD_Connection *conn;
+        bool suspended;
+        http_stream_read_t read;
+        void (*done)(void *userdata);
+        void *userdata;
+};
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+        HttpStream *s = cls;
+        ssize_t n = s->read(s->userdata, buf, max);
+
+        if (n < 0)
+                return MHD_CONTENT_READER_END_OF_STREAM;
+        if (n == 0 && !s->suspended) {
+                /* Nothing now: off MHD's loop until there is (no busy waiting). */
+                s->suspended = true;
+                MHD_suspend_connection(s->conn);
+        }
+        return n;
+}
+
+static void stream_free(void *cls) {
+        HttpStream *s = cls;
+
+        if (s->done)
+                s->done(s->userdata);
+        free(s);
+}
+
+int http_respond_stream(HttpRequest *req, const char *content_type, http_stream_read_t read,
+                        void (*done)(void *userdata), void *userdata, HttpStream **ret) {
+        struct MHD_Response *resp;
+        HttpStream *s = calloc(1, sizeof(HttpStream));
+
+        if (!s)
+                return -ENOMEM;
+        *s = (HttpStream) {
+                .listener = req->listener,
+                .conn = req->conn,
+                .read = read,
+                .done = done,
+                .userdata = userdata,
+        };
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, s, stream_free);
+        if (!resp) {
+                free(s);
+                return -ENOMEM;
+        }
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        (void) MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+        if (ret)
+                *ret = s;
+        respond(req, 200, resp);
+        return 0;
+}
+
+void http_stream_wake(HttpStream *s) {
+        if (!s || !s->suspended)
+                return;
+        s->suspended = false;
+        MHD_resume_connection(s->conn);
+        (void) sd_event_source_set_enabled(s->listener->defer, SD_EVENT_ONESHOT);
+}
+
 void http_request_suspend(HttpRequest *req) {
         if (req->suspended || req->pending)
                 return;

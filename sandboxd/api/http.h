@@ -127,6 +127,18 @@ void http_respond_fd(HttpRequest *req, unsigned status, const char *content_type
 /* {"error": {"code":..., "message":..., "field":...}} with error's status and code (api-error.h). */
 void http_respond_error(HttpRequest *req, ApiError error, const char *field, const char *fmt, ...) _printf_(4, 5);
 
+/* A streamed answer (Server-Sent Events): 200 with content_type, chunked, its body produced by
+ * read(userdata, buf, max) as the client takes it: > 0 bytes written to buf, 0 nothing now (the
+ * connection is suspended, without polling, until http_stream_wake()), -1 the end. done(userdata)
+ * is called once when the answer is finished or the connection is gone; the HttpStream is invalid
+ * from then on. *ret (optional) is the stream's handle for http_stream_wake(). */
+typedef struct HttpStream HttpStream;
+typedef ssize_t (*http_stream_read_t)(void *userdata, char *buf, size_t max);
+int http_respond_stream(HttpRequest *req, const char *content_type, http_stream_read_t read,
+                        void (*done)(void *userdata), void *userdata, HttpStream **ret);
+/* There is more to read (or the end): resume the stream if it waits. */
+void http_stream_wake(HttpStream *s);
+
 /* Keep the connection open without an answer; answer later with http_respond_json(). */
 void http_request_suspend(HttpRequest *req);
 

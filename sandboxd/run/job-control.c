@@ -16,6 +16,26 @@
 #include "time-util.h"
 #include "workspace/workspace.h"
 
+/* Live frames at the start of the buffer (everything before the report), handed to the live log
+ * and dropped from the buffer. A malformed frame: the rest is taken as the report (which will then
+ * not parse), nothing more is believed live. */
+static void consume_frames(Job *j) {
+        size_t off;
+        int report = 0;
+
+        if (j->report_started)
+                return;
+        off = live_log_consume(j->live, j->report, j->report_len, &report);
+        if (report == -EBADMSG)
+                log_warning("%s: malformed live frame from sandbox-exec, live output stops", j->exec->id);
+        if (report < 0)
+                j->report_started = true;
+        if (off > 0) {
+                memmove(j->report, j->report + off, j->report_len - off);
+                j->report_len -= off;
+        }
+}
+
 int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Job *j = userdata;
 
@@ -70,6 +90,7 @@ int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         return 0;
                 }
                 j->report_len += (size_t) n;
+                consume_frames(j);
         }
         return 0;
 }

@@ -85,6 +85,9 @@ static Job *job_alloc(Context *ctx, const JobEvents *ev, void *userdata) {
 
         if (!j)
                 return NULL;
+        j->live = live_log_new();
+        if (!j->live)
+                return mfree(j);
         j->ctx = ctx;
         j->events = ev;
         j->events_data = userdata;
@@ -278,6 +281,7 @@ int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, cons
          * still runs, is sent again once its state is known). */
         j->cancel_requested = j->exec->cancel_requested;
         j->state = JOB_RUNNING;
+        live_log_set_running(j->live);
         j->unit_started = true;
         j->adopted = true;
         j->mount_started = j->mount_name != NULL;
@@ -355,6 +359,10 @@ Job *job_free(Job *j) {
         j->watch_unit = sysd_watch_free(j->watch_unit);
         j->watch_mount = sysd_watch_free(j->watch_mount);
         free(j->report);
+        if (j->live) {
+                live_log_end(j->live);
+                j->live = live_log_unref(j->live);
+        }
         while (j->waiters) {
                 JobWaiter *w = j->waiters;
                 j->waiters = w->next;
@@ -712,6 +720,7 @@ static void job_mark_running(Job *j, bool log) {
         j->exec->started_usec = now_usec(CLOCK_REALTIME);
         j->running_mono = now_mono(j);
         (void) job_persist(j);
+        live_log_set_running(j->live);
         if (log)
                 log_execution_start(j);
         deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC + ctx->config->kill_grace_ms * USEC_PER_MSEC;
@@ -1194,6 +1203,10 @@ void job_finalize(Job *j) {
                         j->queued_mono > 0 && j->running_mono >= j->queued_mono ? j->running_mono - j->queued_mono
                                                                                  : METRICS_UNKNOWN);
 
+        /* A final job keeps no output in memory: the log goes with its last reader (readers behind
+         * still get what they lack; new readers replay the record). */
+        live_log_end(j->live);
+        j->live = live_log_unref(j->live);
         job_flush_waiters(j);
         /* The replacement of the unit this run claimed need not wait any longer. */
         if (e->start == START_WARM && ctx->warm)

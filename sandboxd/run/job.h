@@ -8,6 +8,7 @@
 #include "admission/queue.h"
 #include "capture.h"
 #include "delivery/artifacts.h"
+#include "live-log.h"
 #include "model/context.h"
 #include "model/execution.h"
 #include "model/request.h"
@@ -84,6 +85,8 @@ struct Job {
         uint8_t *report;                 /* what sandbox-exec sent back: text, then the output */
         size_t report_len, report_allocated, report_max;
         bool report_overflow;
+        bool report_started;             /* the report's text has begun: no more live frames */
+        LiveLog *live;                   /* live output for GET .../events (live-log.h); NULL once final */
 
         bool mount_started, unit_started;
         unsigned waiting;                /* JobWait: what it still waits for before it is final */

@@ -255,6 +255,7 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
         r |= strv_extend(&x->strv, &x->n, buf);
         r |= strv_extend(&x->strv, &x->n, "--cgroup-dir=" SANDBOX_CGROUP_DIR);
         r |= strv_extend(&x->strv, &x->n, "--tidy-mounts");
+        r |= strv_extend(&x->strv, &x->n, "--live-output");
         if (plan->proxy_socket)
                 r |= strv_extend(&x->strv, &x->n, "--pkgs-dir");
         if (plan->usr_layer)

@@ -118,6 +118,50 @@ bool exec_bpf_len_is_valid(uint64_t bpf_len) {
         return bpf_len > 0 && bpf_len % 8 == 0 && bpf_len <= EXEC_BPF_MAX;
 }
 
+/* ---- live frames ---- */
+
+size_t exec_frame_header(uint8_t buf[static EXEC_FRAME_HEADER + EXEC_FRAME_OFFSET], ExecFrameKind kind,
+                         uint64_t offset, size_t n) {
+        size_t len = EXEC_FRAME_OFFSET + n;
+
+        buf[0] = EXEC_FRAME_MAGIC;
+        buf[1] = (uint8_t) kind;
+        buf[2] = (uint8_t) (len >> 8);
+        buf[3] = (uint8_t) len;
+        for (size_t i = 0; i < EXEC_FRAME_OFFSET; i++)
+                buf[EXEC_FRAME_HEADER + i] = (uint8_t) (offset >> (56 - 8 * i));
+        return EXEC_FRAME_HEADER + EXEC_FRAME_OFFSET;
+}
+
+int exec_frame_parse(const uint8_t *buf, size_t n, ExecFrameKind *ret_kind, uint64_t *ret_offset,
+                     const uint8_t **ret_data, size_t *ret_data_len) {
+        uint64_t offset = 0;
+        size_t len;
+
+        if (n == 0)
+                return 0;
+        if (buf[0] != EXEC_FRAME_MAGIC)
+                return -ENOMSG;
+        if (n >= 2 && buf[1] != EXEC_FRAME_STDOUT && buf[1] != EXEC_FRAME_STDERR)
+                return -EBADMSG;
+        if (n < EXEC_FRAME_HEADER)
+                return 0;
+        len = ((size_t) buf[2] << 8) | buf[3];
+        if (len <= EXEC_FRAME_OFFSET || len > EXEC_FRAME_OFFSET + EXEC_FRAME_DATA_MAX)
+                return -EBADMSG;
+        if (n < EXEC_FRAME_HEADER + len)
+                return 0;
+        for (size_t i = 0; i < EXEC_FRAME_OFFSET; i++)
+                offset = (offset << 8) | buf[EXEC_FRAME_HEADER + i];
+        if (offset > UINT64_MAX - (len - EXEC_FRAME_OFFSET))
+                return -EBADMSG;
+        *ret_kind = (ExecFrameKind) buf[1];
+        *ret_offset = offset;
+        *ret_data = buf + EXEC_FRAME_HEADER + EXEC_FRAME_OFFSET;
+        *ret_data_len = len - EXEC_FRAME_OFFSET;
+        return (int) (EXEC_FRAME_HEADER + len);
+}
+
 /* ---- names ---- */
 
 static const char *const helper_phase_table[_PHASE_MAX] = {

@@ -23,7 +23,18 @@
  *   ended by an empty line; then the stdout head, the stdout tail, the stderr head and the stderr tail,
  *   exactly as many bytes of each as stdout_head=, stdout_tail=, stderr_head= and stderr_tail= say.
  *   Unknown keys are ignored (a newer sandbox-exec may say more), a repeated key or a malformed value
- *   makes the report invalid, phase= and exit= are required. */
+ *   makes the report invalid, phase= and exit= are required.
+ *
+ * sandbox-exec → sandboxd, while the program runs, only when started with --live-output: live
+ *   frames, before the report (the report's first byte is never EXEC_FRAME_MAGIC: it is text). A
+ *   frame is EXEC_FRAME_MAGIC, a kind byte (EXEC_FRAME_STDOUT or EXEC_FRAME_STDERR), a 16-bit
+ *   big-endian payload length, then the payload: the 8-byte big-endian offset in the stream of the
+ *   first byte that follows, then 1..EXEC_FRAME_DATA_MAX raw bytes of the stream (the program's
+ *   bytes, not sanitized). Offsets count every byte the program wrote to the stream: a frame that
+ *   starts beyond where the previous one ended says that the bytes between were not forwarded
+ *   (sandbox-exec drops what it cannot send without blocking the program, and beyond the head cap
+ *   sends at most one frame per stream every EXEC_LIVE_FLUSH_MSEC); they stay true across a
+ *   restart of the daemon, which reads on from the control socket in systemd's fd store. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,6 +61,28 @@
 #define HELPER_REPORT_MAX 4096
 /* error= keeps at most this many bytes (cut on a character boundary). */
 #define HELPER_REPORT_ERROR_MAX 255
+
+#define EXEC_FRAME_MAGIC 0x1e
+#define EXEC_FRAME_HEADER 4
+#define EXEC_FRAME_OFFSET 8
+#define EXEC_FRAME_DATA_MAX (16U * 1024U)
+#define EXEC_FRAME_MAX (EXEC_FRAME_HEADER + EXEC_FRAME_OFFSET + EXEC_FRAME_DATA_MAX)
+#define EXEC_LIVE_FLUSH_MSEC 25
+typedef enum ExecFrameKind {
+        EXEC_FRAME_STDOUT = 'o',
+        EXEC_FRAME_STDERR = 'e',
+} ExecFrameKind;
+
+/* The header and offset of a frame of kind with n data bytes at offset into buf; returns
+ * EXEC_FRAME_HEADER + EXEC_FRAME_OFFSET (the data follows). */
+size_t exec_frame_header(uint8_t buf[static EXEC_FRAME_HEADER + EXEC_FRAME_OFFSET], ExecFrameKind kind,
+                         uint64_t offset, size_t n);
+/* One frame at the start of buf (n bytes, the sandbox's word): the length of the whole frame (> 0)
+ * with *ret_kind, *ret_offset, *ret_data and *ret_data_len set, 0 if more bytes are needed,
+ * -ENOMSG if buf does not start with a frame (the report begins), -EBADMSG for a malformed frame
+ * (unknown kind, a length out of range, an offset whose data would pass UINT64_MAX). */
+int exec_frame_parse(const uint8_t *buf, size_t n, ExecFrameKind *ret_kind, uint64_t *ret_offset,
+                     const uint8_t **ret_data, size_t *ret_data_len);
 
 /* The header line for these lengths, '\n' included, into buf; its length, or -ENOBUFS. */
 int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len);
