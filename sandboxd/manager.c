@@ -652,17 +652,19 @@ static int load_languages(Manager *m, LanguageTable **ret) {
                 /* A host directory every execution of the language could write would carry data
                  * from one execution to the next: refused, whatever the reason given. */
                 if (r >= 0 && l->n_rw_paths > 0) {
-                        if (!(l->filter_error = strdup("ReadWritePath= is not allowed: a host directory every "
+                        if (!(l->refused = strdup("ReadWritePath= is not allowed: a host directory every "
                                                        "execution could write would carry data between executions")))
                                 return log_oom();
-                        log_error("Language '%s': %s; it is not available.", l->name, l->filter_error);
+                        log_error("Language '%s': %s; it is not available.", l->name, l->refused);
                 } else if (r < 0) {
                         l->filter.bpf = mfree(l->filter.bpf);
                         l->net_filter.bpf = mfree(l->net_filter.bpf);
-                        if (asprintf(&l->filter_error, "its %ssystem call filter cannot be built: %s", what,
-                                     r == -EPERM ? "a SystemCall= the policy denies" : strerror(-r)) < 0)
+                        if (asprintf(&l->refused, "its %ssystem call filter cannot be built: %s", what,
+                                     r == -EPERM ? "a SystemCall= the policy denies" : strerror(-r)) < 0) {
+                                l->refused = NULL;      /* undefined after a failed asprintf() */
                                 return log_oom();
-                        log_error("Language '%s': %s; it is not available.", l->name, l->filter_error);
+                        }
+                        log_error("Language '%s': %s; it is not available.", l->name, l->refused);
                 }
         }
         if (language_table_count(t) == 0)

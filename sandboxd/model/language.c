@@ -32,7 +32,7 @@ static LanguageTable *current;
 static void row_done(Language *l) {
         free(l->filter.bpf);
         free(l->net_filter.bpf);
-        free(l->filter_error);
+        free(l->refused);
         free(l->version);
         free(l->syscall_names);
         langdef_free(l->def);
@@ -182,10 +182,11 @@ int language_table_from_sources(const LangDefSource *sources, size_t n, Language
                 }
                 l->table = t;
                 t->n++;
-                for (size_t k = 0; k < l->n_ro_paths && !l->filter_error; k++)
+                for (size_t k = 0; k < l->n_ro_paths && !l->refused; k++)
                         if (!language_ro_path_allowed(l->ro_paths[k].what) &&
-                            asprintf(&l->filter_error, "ReadOnlyPath=%s is not allowed: the sandbox's own "
+                            asprintf(&l->refused, "ReadOnlyPath=%s is not allowed: the sandbox's own "
                                      "directories cannot be bound over", l->ro_paths[k].what) < 0) {
+                                l->refused = NULL;      /* asprintf() leaves it undefined on failure */
                                 table_free(t);
                                 return -ENOMEM;
                         }
@@ -341,8 +342,8 @@ const char *language_unavailable_reason(const Language *l, char *buf, size_t siz
                 snprintf(buf, size, "no such language");
                 return buf;
         }
-        if (l->filter_error) {
-                snprintf(buf, size, "%s", l->filter_error);
+        if (l->refused) {
+                snprintf(buf, size, "%s", l->refused);
                 return buf;
         }
         if (l->runtime && access(l->runtime, X_OK) < 0) {

@@ -62,7 +62,7 @@ typedef struct Language {
         /* Filled in by the daemon after the load (language_table_set_filter(), _set_version()). */
         SeccompFilter filter;
         SeccompFilter net_filter;          /* the same with AF_INET/AF_INET6 sockets: runs with network */
-        char *filter_error;                /* why the daemon refused the row (its filter, ...), or NULL */
+        char *refused;                     /* why the daemon refused the row (its filter, ...), or NULL */
         char *version;                     /* first line the version command printed, or NULL */
 
         LanguageTable *table;
