@@ -162,17 +162,7 @@ static int download_artifact(const CtlArtifact *a, int fd) {
                 EVP_MD_CTX_free(d.sha);
                 return log_error_errno(-EIO, "Failed to initialize libcurl or SHA-256.");
         }
-        if (curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, arg_socket) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_USERAGENT, "sandboxctl/" PACKAGE_VERSION) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, download_write) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_WRITEDATA, &d) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
-                             (long) MIN(arg_client_timeout_set ? arg_client_timeout_ms : 0, (uint64_t) LONG_MAX)) != CURLE_OK) {
+        if (http_setup(c, url, NULL, download_write, &d, errbuf, arg_client_timeout_set ? arg_client_timeout_ms : 0) < 0) {
                 EVP_MD_CTX_free(d.sha);
                 return log_error_errno(-EIO, "Failed to configure libcurl.");
         }

@@ -145,19 +145,7 @@ static int follow_once(const char *url, const char *id, bool may_fall_back, char
                 return EX_OSERR;
         }
         s.curl = c;
-        if (curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, arg_socket) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_FAILONERROR, 0L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_USERAGENT, "sandboxctl/" PACKAGE_VERSION) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_write) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_WRITEDATA, &s) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
-                             (long) MIN(arg_client_timeout_set ? arg_client_timeout_ms : 0, (uint64_t) LONG_MAX)) != CURLE_OK) {
+        if (http_setup(c, url, headers, stream_write, &s, errbuf, arg_client_timeout_set ? arg_client_timeout_ms : 0) < 0) {
                 (void) log_error_errno(-EIO, "Failed to configure libcurl.");
                 return EX_OSERR;
         }

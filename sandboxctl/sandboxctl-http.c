@@ -101,6 +101,24 @@ static int http_header_append(struct curl_slist **headers, const char *header) {
  * On return 0, *ret_status is the HTTP status and *ret_answer the parsed answer: always a JSON
  * value for 2xx, possibly NULL for errors (a body that is not JSON is not worth more than the
  * status then). Connection and protocol failures are logged and returned as negative errno. */
+int http_setup(CURL *c, const char *url, struct curl_slist *headers, curl_write_callback write_fn, void *write_data,
+               char *errbuf, uint64_t timeout_ms) {
+        if (curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, arg_socket) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_FAILONERROR, 0L) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_USERAGENT, "sandboxctl/" PACKAGE_VERSION) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_fn) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_WRITEDATA, write_data) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long) MIN(timeout_ms, (uint64_t) LONG_MAX)) != CURLE_OK)
+                return -EIO;
+        return 0;
+}
+
 int http_call(const char *method, const char *path, json_object *body, bool waits, long *ret_status,
               json_object **ret_answer) {
         _cleanup_(curl_easy_cleanupp) CURL *c = NULL;
@@ -144,23 +162,10 @@ int http_call(const char *method, const char *path, json_object *body, bool wait
         if (r < 0)
                 return log_oom();
 
-        if (curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, arg_socket) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK ||
-            /* The socket is the only way to the daemon: never route through a proxy from $http_proxy. */
-            curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-            /* Error answers carry the daemon's message in their body: read every status ourselves. */
-            curl_easy_setopt(c, CURLOPT_FAILONERROR, 0L) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_USERAGENT, "sandboxctl/" PACKAGE_VERSION) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buffer_write) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_WRITEDATA, &b) != CURLE_OK ||
+        if (http_setup(c, url, headers, buffer_write, &b, errbuf, timeout_ms) < 0 ||
             /* Refuses a too large Content-Length before reading; chunked answers are cut by
              * buffer_write(). */
-            curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) ANSWER_MAX) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long) MIN(timeout_ms, (uint64_t) LONG_MAX)) != CURLE_OK)
+            curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) ANSWER_MAX) != CURLE_OK)
                 return log_error_errno(-EIO, "Failed to configure libcurl.");
 
         if (body) {

@@ -34,6 +34,12 @@ void buffer_done(CtlBuffer *b);
 size_t buffer_write(char *ptr, size_t size, size_t nmemb, void *userdata);
 
 int log_curl_error(CURL *c, CURLcode cc, const CtlBuffer *b, const char *errbuf, uint64_t timeout_ms);
+/* The options of every request to the daemon: over the API socket only (never through a proxy from
+ * $http_proxy), plain HTTP, no signals, every status the caller's to read (error answers carry the
+ * daemon's message in their body), libcurl's own message in errbuf (CURL_ERROR_SIZE), the answer to
+ * write_fn, at most timeout_ms (0: none). headers may be NULL. 0, or -EIO. */
+int http_setup(CURL *c, const char *url, struct curl_slist *headers, curl_write_callback write_fn, void *write_data,
+               char *errbuf, uint64_t timeout_ms);
 int http_call(const char *method, const char *path, json_object *body, bool waits, long *ret_status,
               json_object **ret_answer);
 int log_http_error(long status, json_object *answer, bool not_found_is_status);
