@@ -96,13 +96,10 @@ static int http_header_append(struct curl_slist **headers, const char *header) {
         return 0;
 }
 
-/* One request. body (optional) is sent as JSON with POST; otherwise GET. waits: the daemon may hold
- * the request until an execution is final, so no client-side timeout unless asked for.
- * On return 0, *ret_status is the HTTP status and *ret_answer the parsed answer: always a JSON
- * value for 2xx, possibly NULL for errors (a body that is not JSON is not worth more than the
- * status then). Connection and protocol failures are logged and returned as negative errno. */
 int http_setup(CURL *c, const char *url, struct curl_slist *headers, curl_write_callback write_fn, void *write_data,
                char *errbuf, uint64_t timeout_ms) {
+        /* The socket is the only way to the daemon: never a proxy from $http_proxy. Error answers
+         * carry the daemon's message in their body: every status is read by the caller. */
         if (curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, arg_socket) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
@@ -119,6 +116,11 @@ int http_setup(CURL *c, const char *url, struct curl_slist *headers, curl_write_
         return 0;
 }
 
+/* One request. body (optional) is sent as JSON with POST; otherwise GET. waits: the daemon may hold
+ * the request until an execution is final, so no client-side timeout unless asked for.
+ * On return 0, *ret_status is the HTTP status and *ret_answer the parsed answer: always a JSON
+ * value for 2xx, possibly NULL for errors (a body that is not JSON is not worth more than the
+ * status then). Connection and protocol failures are logged and returned as negative errno. */
 int http_call(const char *method, const char *path, json_object *body, bool waits, long *ret_status,
               json_object **ret_answer) {
         _cleanup_(curl_easy_cleanupp) CURL *c = NULL;
