@@ -61,7 +61,11 @@ struct WarmUnit {
         SysdCall *call;
         SysdWatch *watch;
         SysdWatch *watch_mount;  /* the workspace's mount: watched, so the sweep leaves it alone */
-        bool start_done;         /* the start job completed */
+        bool start_ended;        /* the start job is over: done, failed, or canceled by our stop (or
+                                  * there never was one); until then an "inactive" is the unit as
+                                  * created, not its end */
+        bool seen_end;           /* the last ActiveState systemd reported was inactive or failed */
+        bool seen_failed;        /* ... and it was failed */
         bool died;               /* retired because it ended by itself (metrics) */
         bool preloaded;          /* its runtime imported PythonPreload= (else a plain one) */
         char *environment;       /* the environment whose layer it has (NULL: none) */
@@ -211,24 +215,36 @@ static void warm_unit_retire(WarmUnit *u, WarmRetire why, const char *gone_state
 static void on_warm_job_removed(void *userdata, const char *unit, const char *result) {
         WarmUnit *u = userdata;
 
-        if (u->state != WARM_STARTING || u->start_done)
+        /* The first job to end is the start job (a stop of ours replaces it: "canceled"). */
+        if (u->start_ended)
                 return;
-        if (!streq(result, "done")) {
-                log_warning("Warm unit %s: start job ended with '%s', replaced.", unit, result);
-                warm_unit_retire(u, RETIRE_DIED, NULL);
+        u->start_ended = true;
+        if (u->state == WARM_RETIRING) {
+                /* Retired while starting: its end is known only now. Still deactivating, it reports
+                 * its end as a state change later. */
+                if (u->seen_end)
+                        on_unit_gone(u, u->seen_failed ? "failed" : "inactive");
                 return;
         }
-        u->start_done = true;
+        if (!streq(result, "done")) {
+                log_warning("Warm unit %s: start job ended with '%s', replaced.", unit, result);
+                warm_unit_retire(u, RETIRE_DIED, u->seen_end ? (u->seen_failed ? "failed" : "inactive") : NULL);
+                return;
+        }
 }
 
 static void on_warm_active_state(void *userdata, const char *unit, const char *state) {
         WarmUnit *u = userdata;
 
-        if (!streq(state, "inactive") && !streq(state, "failed"))
+        u->seen_failed = streq(state, "failed");
+        u->seen_end = u->seen_failed || streq(state, "inactive");
+        if (!u->seen_end)
                 return;
         /* A transient unit is created inactive, before its start job runs: only an end after the
-         * start counts (a failed start is the job's result). */
-        if (!u->start_done && u->state != WARM_RETIRING)
+         * start job counts (a failed start is the job's result). Taking that first "inactive" of a
+         * unit retired while starting for its end left it to fail after sandboxd had exited, with
+         * nobody to reset it (seen as a failed warm unit after a reload followed by a stop). */
+        if (!u->start_ended)
                 return;
         if (u->state == WARM_RETIRING) {
                 on_unit_gone(u, state);
@@ -248,9 +264,13 @@ static void on_start_reply(void *userdata, int r, const char *message) {
         u->call = sysd_call_free(u->call);
         if (r < 0) {
                 log_warning("Warm unit %s could not be started: %s", u->unit_name, strna(message));
-                /* No unit: nothing to wait for. */
+                /* No unit: nothing to wait for (retired already: it is gone now). */
+                u->start_ended = true;
                 u->watch = sysd_watch_free(u->watch);
-                warm_unit_retire(u, RETIRE_DIED, NULL);
+                if (u->state == WARM_RETIRING)
+                        on_unit_gone(u, "inactive");
+                else
+                        warm_unit_retire(u, RETIRE_DIED, NULL);
         }
 }
 
