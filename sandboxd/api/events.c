@@ -8,6 +8,12 @@
 #include "run/job.h"
 #include "store/store.h"
 #include "submit.h"
+#include "time-util.h"
+
+/* A stream that has said nothing for this long gets a comment line (": keepalive"): proxies and
+ * load balancers close a connection idle for a minute or so (nginx's proxy_read_timeout: 60 s),
+ * and a program may well be silent longer than that. */
+#define EVENTS_KEEPALIVE_USEC (15 * USEC_PER_SEC)
 
 typedef struct EventReader {
         ApiContext *ac;
@@ -23,6 +29,9 @@ typedef struct EventReader {
         bool final, abandoned;
         char *buf;
         size_t len, off;
+        sd_event_source *keepalive;
+        uint64_t sent_mono;      /* when the reader was last sent something */
+        bool keepalive_due;      /* a comment is owed at the next read */
 } EventReader;
 
 static const char *const stream_name[_LIVE_STREAM_MAX] = { "stdout", "stderr" };
@@ -208,12 +217,26 @@ static ssize_t reader_read(void *userdata, char *buf, size_t max) {
                         size_t n = MIN(max, r->len - r->off);
                         memcpy(buf, r->buf + r->off, n);
                         r->off += n;
+                        r->keepalive_due = false;
+                        (void) sd_event_now(r->ac->ctx->event, CLOCK_MONOTONIC, &r->sent_mono);
                         return (ssize_t) n;
                 }
                 switch (next_event(r)) {
                 case 1:
                         continue;
                 case 0:
+                        if (r->keepalive_due) {
+                                static const char comment[] = ": keepalive\n\n";
+
+                                r->keepalive_due = false;
+                                free(r->buf);
+                                r->buf = strdup(comment);
+                                if (!r->buf)
+                                        return -1;
+                                r->len = strlen(comment);
+                                r->off = 0;
+                                continue;
+                        }
                         return 0;
                 default:
                         return -1;
@@ -237,9 +260,24 @@ static void reader_unlink(EventReader *r) {
         r->watching = false;
 }
 
+/* Fires EVENTS_KEEPALIVE_USEC after the last thing sent (it moves when something was sent since). */
+static int on_keepalive(sd_event_source *s, uint64_t usec, void *userdata) {
+        EventReader *r = userdata;
+
+        if (usec >= r->sent_mono + EVENTS_KEEPALIVE_USEC) {
+                r->keepalive_due = true;
+                http_stream_wake(r->stream);
+                (void) sd_event_source_set_time(s, usec + EVENTS_KEEPALIVE_USEC);
+        } else
+                (void) sd_event_source_set_time(s, r->sent_mono + EVENTS_KEEPALIVE_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return 0;
+}
+
 static void reader_done(void *userdata) {
         EventReader *r = userdata;
 
+        r->keepalive = sd_event_source_disable_unref(r->keepalive);
         reader_unlink(r);
         live_log_unref(r->live);
         json_object_put(r->result);
@@ -317,6 +355,10 @@ void api_handle_events(ApiContext *ac, HttpRequest *req, const char *id) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
+        /* Only a live stream can be silent for long; a failure costs the keepalive, not the stream. */
+        if (r->job && sd_event_add_time_relative(ac->ctx->event, &r->keepalive, CLOCK_MONOTONIC,
+                                                 EVENTS_KEEPALIVE_USEC, 0, on_keepalive, r) < 0)
+                r->keepalive = NULL;
         if (r->job) {
                 JobWaiter *w = NULL;
 

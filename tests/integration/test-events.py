@@ -33,6 +33,8 @@ def sse_iter(resp):
         if not line:
             return
         line = line.decode("utf-8").rstrip("\n")
+        if line.startswith(":"):
+            continue            # a comment (": keepalive"), as the SSE standard says
         if line == "":
             if ev:
                 if "data" in ev:
@@ -238,6 +240,31 @@ subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
 rest, err = p.communicate(timeout=120)
 t.eq((first + rest, p.returncode), (b"one\ntwo\n", 0), "sandboxctl logs -f: resumed across a restart, once each",
      err)
+
+# ---- a silent program: the stream carries a keepalive comment every 15 s ----
+# (proxies close a connection idle for a minute or so). Raw lines here; sandboxctl logs -f reads the
+# same stream at the same time and must print the output alone.
+st, acc = submit("import time\nprint('a', flush=True)\ntime.sleep(17)\nprint('b', flush=True)\n",
+                 limits={"timeout_ms": 60000})
+kid = acc["execution_id"]
+p = subprocess.Popen([CTL, "logs", "-f", kid], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+conn, resp = sse_open(kid)
+lines = []
+while True:
+    raw = resp.readline()
+    if not raw:
+        break
+    lines.append(raw.decode("utf-8").rstrip("\n"))
+conn.close()
+out, err = p.communicate(timeout=120)
+data = [json.loads(l[len("data: "):]) for l in lines if l.startswith("data: ")]
+texts = [d.get("text") for d in data if "text" in d]
+ka = [i for i, l in enumerate(lines) if l == ": keepalive"]
+t.ok(len(ka) >= 1 and texts == ["a\n", "b\n"], "a program silent for 17 s: a ': keepalive' comment between its two "
+     "lines", lines)
+t.ok(all(lines[i + 1] == "" for i in ka if i + 1 < len(lines)), "each keepalive is an SSE comment of its own, "
+     "ended by a blank line", lines)
+t.eq((out, p.returncode), (b"a\nb\n", 0), "sandboxctl logs -f ignores the keepalive comments", err)
 
 # ---- 1 GiB under three readers: the daemon's memory stays flat ----
 rss_before = daemon_rss_kib()
