@@ -4,6 +4,7 @@
 #include "api.h"
 #include "delivery/artifacts.h"
 #include "events.h"
+#include "mcp-http.h"
 #include "log.h"
 #include "model/environment.h"
 #include "model/request.h"
@@ -453,7 +454,7 @@ static void handle_session_list(ApiContext *ac, HttpRequest *req) {
         http_respond_json(req, 200, o);
 }
 
-static void handle_languages(ApiContext *ac, HttpRequest *req) {
+json_object *api_languages_json(ApiContext *ac) {
         json_object *o = json_object_new_object(), *a = json_object_new_array();
 
         for (size_t i = 0; i < language_count(); i++) {
@@ -477,7 +478,11 @@ static void handle_languages(ApiContext *ac, HttpRequest *req) {
                 json_object_array_add(a, e);
         }
         json_object_object_add(o, "languages", a);
-        http_respond_json(req, 200, o);
+        return o;
+}
+
+static void handle_languages(ApiContext *ac, HttpRequest *req) {
+        http_respond_json(req, 200, api_languages_json(ac));
 }
 
 static void add_pool_unit(void *userdata, const char *unit, _unused_ const char *language, _unused_ bool ready) {
@@ -624,6 +629,9 @@ void api_route_match(const char *method, const char *path, ApiRoute *ret) {
         }
         if (streq(path, "/metrics"))
                 ROUTE(get, API_ROUTE_METRICS, "use GET");
+        /* MCP's Streamable HTTP: no server-initiated stream (GET), no session to end (DELETE). */
+        if (streq(path, "/mcp"))
+                ROUTE(post, API_ROUTE_MCP, "use POST (this MCP server offers no SSE stream)");
 #undef ROUTE
 }
 
@@ -672,6 +680,9 @@ void api_handle(HttpRequest *req, void *userdata) {
                 return;
         case API_ROUTE_METRICS:
                 handle_metrics(ac, req);
+                return;
+        case API_ROUTE_MCP:
+                api_handle_mcp(ac, req);
                 return;
         case API_ROUTE_NO_EXECUTION:
                 http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such execution");

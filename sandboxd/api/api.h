@@ -3,10 +3,14 @@
 
 /* The HTTP routes of docs/http-api.md. */
 
+#include "api-context.h"
 #include "http.h"
 #include "model/request.h"
 
 void api_handle(HttpRequest *req, void *userdata);
+
+/* The body of GET /v1/languages (also MCP's list_languages). NULL on OOM. */
+json_object *api_languages_json(ApiContext *ac);
 
 /* The routes that carry their own authorization and so need no API key on TCP: GET of a signed
  * artifact URL, /v1/executions/<id>/artifacts/<path>. */
@@ -28,6 +32,7 @@ typedef enum ApiRouteId {
         API_ROUTE_LANGUAGES,         /* GET /v1/languages */
         API_ROUTE_HEALTH,            /* GET /v1/health */
         API_ROUTE_METRICS,           /* GET /metrics */
+        API_ROUTE_MCP,               /* POST /mcp */
         API_ROUTE_NO_EXECUTION,      /* 404: an execution id that is empty or too long */
         API_ROUTE_NO_SESSION,        /* 404: a session id that is empty, too long or has a '/' */
         API_ROUTE_METHOD_NOT_ALLOWED, /* 405 (allow: "use GET" ...) */

@@ -519,3 +519,73 @@ oom:
         json_object_put(content);
         return NULL;
 }
+
+json_object *mcp_pending_result(json_object *record) {
+        _cleanup_free_ char *text = NULL;
+        json_object *o;
+
+        if (!record)
+                return NULL;
+        if (asprintf(&text, "execution %s is %s: not finished yet; call get_execution again for its result",
+                     get_str(record, "execution_id") ?: "?", get_str(record, "status") ?: "pending") < 0) {
+                json_object_put(record);
+                return NULL;
+        }
+        o = mcp_text_result(text, false);
+        if (!o) {
+                json_object_put(record);
+                return NULL;
+        }
+        json_object_object_add(o, "structuredContent", record);
+        return o;
+}
+
+json_object *mcp_languages_result(json_object *languages) {
+        _cleanup_free_ char *text = NULL;
+        json_object *list = NULL, *o;
+        size_t len = 0;
+        FILE *f;
+
+        if (!languages)
+                return NULL;
+        /* One line a language: name, version, aliases, environments; the rest is in the structure. */
+        f = open_memstream(&text, &len);
+        if (!f) {
+                json_object_put(languages);
+                return NULL;
+        }
+        if (json_object_object_get_ex(languages, "languages", &list) && json_object_is_type(list, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(list); i++) {
+                        json_object *l = json_object_array_get_idx(list, i), *al = NULL, *envs = NULL, *av = NULL;
+
+                        fprintf(f, "%s", get_str(l, "name") ?: "?");
+                        if (get_str(l, "version"))
+                                fprintf(f, " %s", get_str(l, "version"));
+                        if (json_object_object_get_ex(l, "available", &av) && !json_object_get_boolean(av))
+                                fprintf(f, " (unavailable: %s)", get_str(l, "reason") ?: "?");
+                        if (json_object_object_get_ex(l, "aliases", &al) && json_object_is_type(al, json_type_array) &&
+                            json_object_array_length(al) > 0) {
+                                fprintf(f, "; aliases:");
+                                for (size_t k = 0; k < json_object_array_length(al); k++)
+                                        fprintf(f, " %s", json_object_get_string(json_object_array_get_idx(al, k)));
+                        }
+                        if (json_object_object_get_ex(l, "environments", &envs) && json_object_is_type(envs, json_type_array) &&
+                            json_object_array_length(envs) > 0) {
+                                fprintf(f, "; environments:");
+                                for (size_t k = 0; k < json_object_array_length(envs); k++)
+                                        fprintf(f, " %s", get_str(json_object_array_get_idx(envs, k), "name") ?: "?");
+                        }
+                        fputc('\n', f);
+                }
+        if (fclose(f) != 0 || !text) {
+                json_object_put(languages);
+                return NULL;
+        }
+        o = mcp_text_result(text, false);
+        if (!o) {
+                json_object_put(languages);
+                return NULL;
+        }
+        json_object_object_add(o, "structuredContent", languages);
+        return o;
+}

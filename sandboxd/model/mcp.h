@@ -85,6 +85,14 @@ typedef int (*mcp_blob_reader_t)(void *userdata, const char *sha256, uint64_t si
 json_object *mcp_execution_result(json_object *record, const char *url_base, mcp_blob_reader_t read_blob,
                                   void *userdata);
 
+/* An execution that is not final yet (get_execution while it runs): its status as text, the record
+ * as structured content, not an error. Takes record. NULL on OOM. */
+json_object *mcp_pending_result(json_object *record);
+
+/* list_languages: the body of GET /v1/languages as text (one line per language) and as structured
+ * content. Takes languages. NULL on OOM. */
+json_object *mcp_languages_result(json_object *languages);
+
 /* A tool result of one text and isError (a refused request, an unknown execution). NULL on OOM. */
 json_object *mcp_text_result(const char *text, bool is_error);
 

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "delivery/artifacts.h"
+#include "model/json-strict.h"
+#include "log.h"
+#include "mcp-http.h"
+#include "model/mcp.h"
+#include "run/job.h"
+#include "store/store.h"
+#include "submit.h"
+#include "utf8.h"
+
+/* How deep a message may nest (a run_code call: params.arguments.files[i].path, well within). */
+#define MCP_JSON_DEPTH 16
+/* The Host header kept for the links of a result: a host name or address and a port, nothing else. */
+#define MCP_HOST_MAX 255
+
+static void json_object_putp(json_object **o) {
+        json_object_put(*o);
+}
+
+typedef struct McpCall {
+        ApiContext *ac;
+        HttpRequest *req;
+        Job *job;
+        JobWaiter *waiter;
+        json_object *id;         /* the request's id, for the answer */
+        char url_base[sizeof("http://") + MCP_HOST_MAX];
+} McpCall;
+
+static McpCall *mcp_call_free(McpCall *c) {
+        if (!c)
+                return NULL;
+        json_object_put(c->id);
+        free(c);
+        return NULL;
+}
+
+static void respond(HttpRequest *req, unsigned status, json_object *msg) {
+        if (!msg) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        http_respond_json(req, status, msg);
+}
+
+static void respond_result(HttpRequest *req, json_object *id, json_object *result) {
+        if (!result) {
+                respond(req, 200, mcp_error_response(id, MCP_INTERNAL_ERROR, "out of memory"));
+                return;
+        }
+        respond(req, 200, mcp_response(id, result));
+}
+
+/* The links of a result are this server's URLs as the caller reached it: "http://" and its Host
+ * header when that is a plain host[:port], else localhost (a unix socket's caller). */
+static void url_base_set(McpCall *c, HttpRequest *req) {
+        const char *host = http_request_header(req, "Host");
+        size_t n = host ? strlen(host) : 0;
+
+        if (n == 0 || n > MCP_HOST_MAX ||
+            strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") != n)
+                host = "localhost";
+        snprintf(c->url_base, sizeof(c->url_base), "http://%s", host);
+}
+
+/* An image artifact's bytes from the artifact store, for image content (at most MCP_IMAGE_MAX: a
+ * short read of a local file, as GET of an artifact does in a stream). */
+static int read_blob(void *userdata, const char *sha256, uint64_t size, uint8_t **ret, size_t *ret_len) {
+        ApiContext *ac = userdata;
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint8_t *buf = NULL;
+        struct stat st;
+        size_t got = 0;
+
+        if (size > MCP_IMAGE_MAX)
+                return -EFBIG;
+        fd = artifacts_store_open_blob(ac->ctx->artifacts_fd, sha256);
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != size)
+                return -EBADMSG;
+        buf = malloc(size ? size : 1);
+        if (!buf)
+                return -ENOMEM;
+        while (got < size) {
+                ssize_t k = pread(fd, buf + got, size - got, (off_t) got);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -EBADMSG;
+                got += (size_t) k;
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_len = got;
+        return 0;
+}
+
+static void respond_record(HttpRequest *req, ApiContext *ac, json_object *id, json_object *record,
+                           const char *url_base) {
+        json_object *result = mcp_execution_result(record, url_base, read_blob, ac);
+
+        json_object_put(record);
+        respond_result(req, id, result);
+}
+
+/* The execution's record as a tool result, or why it cannot be read (a text result, isError). */
+static void respond_job(McpCall *c, Job *j) {
+        json_object *record = NULL;
+        RequestError err;
+
+        if (job_record_json(c->ac, j, &record, &err) < 0) {
+                respond_result(c->req, c->id, mcp_text_result(err.message, true));
+                return;
+        }
+        respond_record(c->req, c->ac, c->id, record, c->url_base);
+}
+
+static void on_request_gone(HttpRequest *req, void *userdata) {
+        McpCall *c = userdata;
+
+        /* The caller went away: the run goes on (as POST /v1/executions?wait=true's), unanswered. */
+        if (c->waiter)
+                job_remove_waiter(c->job, c->waiter);
+        mcp_call_free(c);
+}
+
+static void on_job_done(Job *j, void *userdata) {
+        McpCall *c = userdata;
+
+        c->waiter = NULL;       /* the job frees it after this call */
+        http_request_set_gone_cb(c->req, NULL, NULL);
+        if (!job_is_final(j) && c->ac->ctx->stopping)
+                respond_result(c->req, c->id, mcp_text_result("sandboxd is stopping; the execution did not finish", true));
+        else
+                respond_job(c, j);
+        mcp_call_free(c);
+}
+
+static void wait_job(McpCall *c, Job *j) {
+        JobWaiter *w = NULL;
+        int r;
+
+        c->job = j;
+        /* Suspend first: the callback may answer (and free c) at once. */
+        http_request_suspend(c->req);
+        r = job_add_waiter(j, on_job_done, c, &w);
+        if (r < 0) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory"));
+                mcp_call_free(c);
+                return;
+        }
+        if (r > 0) {
+                c->waiter = w;
+                http_request_set_gone_cb(c->req, on_request_gone, c);
+        }
+}
+
+static void call_run_code(McpCall *c, json_object *args, const char *owner, bool admin) {
+        _cleanup_(json_object_putp) json_object *request = NULL;
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        char buf[256];
+        const char *error = NULL, *text;
+        SubmitResult res;
+        RequestError err;
+        int r;
+
+        r = mcp_run_code_request(args, &request, buf, sizeof(buf), &error);
+        if (r == -ENOMEM) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory"));
+                mcp_call_free(c);
+                return;
+        }
+        if (r < 0) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INVALID_PARAMS, error ?: "invalid arguments"));
+                mcp_call_free(c);
+                return;
+        }
+        text = json_object_to_json_string_ext(request, JSON_C_TO_STRING_PLAIN);
+        if (!text) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory"));
+                mcp_call_free(c);
+                return;
+        }
+        /* Every check of POST /v1/executions, as the caller: a refusal is the model's to act on. */
+        if (submit_execution(c->ac, text, strlen(text), owner, admin, &res, &err) < 0) {
+                char msg[sizeof(err.message) + 64];
+
+                snprintf(msg, sizeof(msg), "request refused (%s): %s", api_error_code(err.error), err.message);
+                respond_result(c->req, c->id, mcp_text_result(msg, true));
+                mcp_call_free(c);
+                return;
+        }
+        if (res.outcome == SUBMIT_EXISTING_RECORD) {
+                rec = res.record;
+                respond_record(c->req, c->ac, c->id, stored_record_json(c->ac, rec), c->url_base);
+                mcp_call_free(c);
+                return;
+        }
+        wait_job(c, res.job);
+}
+
+static void call_get_execution(McpCall *c, json_object *args, const char *owner, bool admin) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        json_object *v = NULL;
+        Job *j = NULL;
+
+        if (!args || !json_object_object_get_ex(args, "execution_id", &v) || !json_object_is_type(v, json_type_string) ||
+            json_object_get_string_len(v) == 0 || json_object_object_length(args) != 1) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INVALID_PARAMS,
+                                                        "get_execution takes one argument, execution_id (a string)"));
+                mcp_call_free(c);
+                return;
+        }
+        /* As GET /v1/executions/{id}: another owner's execution is not found. */
+        if (find_execution(c->ac, owner, admin, json_object_get_string(v), &j, &rec) == 0) {
+                respond_result(c->req, c->id, mcp_text_result("no such execution", true));
+                mcp_call_free(c);
+                return;
+        }
+        if (!j)
+                respond_record(c->req, c->ac, c->id, stored_record_json(c->ac, rec), c->url_base);
+        else if (!job_is_final(j))
+                /* Still queued or running: its status now, which is not a failure. */
+                respond_result(c->req, c->id, mcp_pending_result(execution_record_json(c->ac, j->exec)));
+        else
+                respond_job(c, j);
+        mcp_call_free(c);
+}
+
+static void tools_call(McpCall *c, json_object *params, const char *owner, bool admin) {
+        json_object *name = NULL, *args = NULL;
+        const char *n;
+
+        if (!params || !json_object_object_get_ex(params, "name", &name) || !json_object_is_type(name, json_type_string)) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INVALID_PARAMS, "tools/call needs params.name"));
+                mcp_call_free(c);
+                return;
+        }
+        if (json_object_object_get_ex(params, "arguments", &args) && args &&
+            !json_object_is_type(args, json_type_object)) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INVALID_PARAMS, "params.arguments must be an object"));
+                mcp_call_free(c);
+                return;
+        }
+        n = json_object_get_string(name);
+        if (streq(n, "run_code"))
+                call_run_code(c, args, owner, admin);
+        else if (streq(n, "get_execution"))
+                call_get_execution(c, args, owner, admin);
+        else if (streq(n, "list_languages")) {
+                if (args && json_object_object_length(args) > 0)
+                        respond(c->req, 200, mcp_error_response(c->id, MCP_INVALID_PARAMS, "list_languages takes no arguments"));
+                else
+                        respond_result(c->req, c->id, mcp_languages_result(api_languages_json(c->ac)));
+                mcp_call_free(c);
+        } else {
+                /* The spec's answer to an unknown tool: a protocol error, not a tool result. */
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INVALID_PARAMS, "no such tool"));
+                mcp_call_free(c);
+        }
+}
+
+void api_handle_mcp(ApiContext *ac, HttpRequest *req) {
+        _cleanup_(json_object_putp) json_object *msg = NULL;
+        char owner[HTTP_OWNER_MAX];
+        const char *body, *ct, *error = NULL;
+        McpMessage m;
+        JsonStrictError jerr;
+        bool admin = false;
+        size_t len = 0;
+        McpCall *c;
+
+        if (http_request_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        if (http_request_too_large(req)) {
+                http_respond_error(req, API_ERROR_TOO_LARGE, NULL, "request body exceeds MaxRequestBytes=%" PRIu64,
+                                   ac->ctx->config->max_request_bytes);
+                return;
+        }
+        ct = http_request_header(req, "Content-Type");
+        if (!ct || !startswith(ct, "application/json")) {
+                http_respond_error(req, API_ERROR_UNSUPPORTED_MEDIA_TYPE, NULL, "Content-Type must be application/json");
+                return;
+        }
+        body = http_request_body(req, &len);
+        if (!body || !utf8_is_valid(body, len) || json_strict_check(body, len, MCP_JSON_DEPTH, &jerr) < 0 ||
+            !(msg = json_tokener_parse(body))) {
+                respond(req, 400, mcp_error_response(NULL, MCP_PARSE_ERROR, "parse error: not one JSON value"));
+                return;
+        }
+        switch (mcp_classify(msg, &m, &error)) {
+        case MCP_KIND_NOTIFICATION:
+        case MCP_KIND_RESPONSE:
+                /* Accepted; nothing to answer (notifications/initialized, a cancellation, a reply). */
+                http_respond_text(req, 202, "text/plain; charset=utf-8", strdup(""));
+                return;
+        case MCP_KIND_INVALID:
+                respond(req, 400, mcp_error_response(NULL, MCP_INVALID_REQUEST, error ?: "invalid request"));
+                return;
+        case MCP_KIND_REQUEST:
+                break;
+        }
+
+        if (streq(m.method, "initialize")) {
+                respond_result(req, m.id, mcp_initialize_result(m.params, PACKAGE_VERSION));
+                return;
+        }
+        if (streq(m.method, "ping")) {
+                respond_result(req, m.id, json_object_new_object());
+                return;
+        }
+        if (streq(m.method, "tools/list")) {
+                respond_result(req, m.id, mcp_tools_list());
+                return;
+        }
+        if (!streq(m.method, "tools/call")) {
+                respond(req, 200, mcp_error_response(m.id, MCP_METHOD_NOT_FOUND, "method not found"));
+                return;
+        }
+        c = calloc(1, sizeof(McpCall));
+        if (!c) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        c->ac = ac;
+        c->req = req;
+        c->id = json_object_get(m.id);
+        url_base_set(c, req);
+        tools_call(c, m.params, owner, admin);
+}
