@@ -14,6 +14,7 @@
 #include "run/runner.h"
 #include "run/session.h"
 #include "run/warm-pool.h"
+#include "session-files-http.h"
 #include "store/store.h"
 #include "submit.h"
 #include "time-util.h"
@@ -602,6 +603,23 @@ void api_route_match(const char *method, const char *path, ApiRoute *ret) {
         }
         if (streq(path, "/v1/sessions"))
                 ROUTE(get, API_ROUTE_SESSION_LIST, "use GET");
+        if ((rest = startswith(path, "/v1/sessions/")) && strchr(rest, '/')) {
+                const char *slash = strchr(rest, '/'), *tail;
+                size_t n = (size_t) (slash - rest);
+
+                if (n == 0 || n > REQUEST_ID_MAX) {
+                        ret->id = API_ROUTE_NO_SESSION;
+                        return;
+                }
+                if (!streq(slash, "/files") && !startswith(slash, "/files/"))
+                        return;         /* no route */
+                memcpy(ret->session_id, rest, n);
+                ret->session_id[n] = 0;
+                tail = slash + strlen("/files");
+                ret->arg = *tail ? tail + 1 : tail;
+                ROUTE(get || streq(method, "PUT") || streq(method, "DELETE"), API_ROUTE_SESSION_FILES,
+                      "use GET, PUT or DELETE");
+        }
         if ((rest = startswith(path, "/v1/sessions/"))) {
                 if (strlen(rest) == 0 || strlen(rest) > REQUEST_ID_MAX || strchr(rest, '/')) {
                         ret->id = API_ROUTE_NO_SESSION;
@@ -663,6 +681,9 @@ void api_handle(HttpRequest *req, void *userdata) {
                 return;
         case API_ROUTE_SESSION_DELETE:
                 handle_session_delete(ac, req, route.arg);
+                return;
+        case API_ROUTE_SESSION_FILES:
+                api_handle_session_files(ac, req, route.session_id, route.arg);
                 return;
         case API_ROUTE_LANGUAGES:
                 handle_languages(ac, req);
