@@ -65,6 +65,59 @@ ApiError session_file_error(int r, const char **ret_message) {
         return API_ERROR_INTERNAL;
 }
 
+/* artifacts_openat_beneath(), and on a kernel without openat2() (before 5.6, or a seccomp filter
+ * that refuses it) the same one component at a time: O_NOFOLLOW on each (a symlink on the way is
+ * -ELOOP; at the end, with O_PATH, the link itself), each on the device of dir_fd. path was checked
+ * (session_file_path_parse()): no "", "." or ".." component. */
+static int open_beneath(int dir_fd, const char *path, int flags) {
+        _cleanup_free_ char *copy = NULL;
+        _cleanup_close_ int cur = -EBADF;
+        struct stat top, st;
+        char *p, *slash;
+        int fd;
+
+        fd = artifacts_openat_beneath(dir_fd, path, flags);
+        if (fd != -ENOSYS)
+                return fd;
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        if (fstat(dir_fd, &top) < 0)
+                return -errno;
+        cur = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return -errno;
+        for (p = copy;; p = slash + 1) {
+                bool last;
+
+                slash = strchr(p, '/');
+                last = !slash;
+                if (slash)
+                        *slash = 0;
+                fd = openat(cur, p, (last ? flags : O_RDONLY | O_DIRECTORY) | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0) {
+                        int r = -errno;
+
+                        /* O_DIRECTORY|O_NOFOLLOW on a symlink is ENOTDIR: say what openat2() says. */
+                        if (r == -ENOTDIR && fstatat(cur, p, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
+                                r = -ELOOP;
+                        return r;
+                }
+                if (fstat(fd, &st) < 0) {
+                        safe_close(fd);
+                        return -errno;
+                }
+                if (st.st_dev != top.st_dev) {
+                        safe_close(fd);
+                        return -EXDEV;
+                }
+                safe_close(cur);
+                cur = fd;
+                if (last)
+                        return TAKE_FD(cur);
+        }
+}
+
 int session_files_open_workspace(const char *root_path) {
         _cleanup_close_ int root = -EBADF;
         int fd;
@@ -73,7 +126,7 @@ int session_files_open_workspace(const char *root_path) {
         root = open(root_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (root < 0)
                 return -errno;
-        fd = artifacts_openat_beneath(root, "workspace", O_RDONLY | O_DIRECTORY);
+        fd = open_beneath(root, "workspace", O_RDONLY | O_DIRECTORY);
         return fd == -ELOOP ? -ENOTDIR : fd;
 }
 
@@ -91,7 +144,7 @@ int session_file_open(int ws_fd, const char *path, int *ret_fd, struct stat *ret
         }
         /* O_PATH|O_NOFOLLOW: a symlink at the end is opened as itself (RESOLVE_NO_SYMLINKS still refuses
          * one on the way), nothing is read, a FIFO does not block: first see what it is. */
-        p = artifacts_openat_beneath(ws_fd, path, O_PATH);
+        p = open_beneath(ws_fd, path, O_PATH);
         if (p < 0)
                 return p;
         if (fstat(p, &st) < 0)
@@ -102,7 +155,7 @@ int session_file_open(int ws_fd, const char *path, int *ret_fd, struct stat *ret
                 return -EPERM;
         if (S_ISREG(st.st_mode) && st.st_nlink > 1)
                 return -EMLINK;
-        fd = artifacts_openat_beneath(ws_fd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY |
+        fd = open_beneath(ws_fd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY |
                                       (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
         if (fd < 0)
                 return fd;
@@ -205,7 +258,7 @@ static int open_parent(int ws_fd, const char *path, int *ret_dir, const char **r
                 dir = strndup(path, (size_t) (slash - path));
                 if (!dir)
                         return -ENOMEM;
-                fd = artifacts_openat_beneath(ws_fd, dir, O_RDONLY | O_DIRECTORY);
+                fd = open_beneath(ws_fd, dir, O_RDONLY | O_DIRECTORY);
                 if (fd < 0)
                         return fd;
         }
