@@ -77,6 +77,13 @@ static int open_beneath(int dir_fd, const char *path, int flags) {
         int fd;
 
         fd = artifacts_openat_beneath(dir_fd, path, flags);
+        if (fd == -ENOTDIR && (flags & O_DIRECTORY)) {
+                /* O_DIRECTORY|O_NOFOLLOW on a symlink at the end is ENOTDIR: call it what it is. */
+                _cleanup_close_ int l = artifacts_openat_beneath(dir_fd, path, O_PATH);
+
+                if (l >= 0 && fstat(l, &st) >= 0 && S_ISLNK(st.st_mode))
+                        return -ELOOP;
+        }
         if (fd != -ENOSYS)
                 return fd;
         copy = strdup(path);
