@@ -383,6 +383,7 @@ static void handle_list(ApiContext *ac, HttpRequest *req) {
 /* A session is seen only by its owner (and administrators); to anyone else it does not exist. */
 static Session *find_session_for(ApiContext *ac, HttpRequest *req, const char *id) {
         char owner[HTTP_OWNER_MAX];
+        RequestError err;
         bool admin = false;
         Session *s;
 
@@ -390,18 +391,10 @@ static Session *find_session_for(ApiContext *ac, HttpRequest *req, const char *i
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return NULL;
         }
-        if (!id_is_valid(id, REQUEST_ID_MAX))
-                s = NULL;
-        else {
-                /* The caller's own session of that name, else id as a record id (session.h). */
-                s = sessions_find(ac->sessions, owner, id);
-                if (!s)
-                        s = sessions_find_key(ac->sessions, id);
-        }
-        if (!s || !may_see(owner, admin, s->owner)) {
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);
-                return NULL;
-        }
+        /* The same lookup, and the same 404, as the session's files (session-files-http.h). */
+        s = session_files_find(ac, owner, admin, id, &err);
+        if (!s)
+                respond_request_error(req, &err);
         return s;
 }
 
