@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "api/api.h"
 #include "delivery/session-files.h"
 #include "util.h"
 
@@ -100,6 +101,52 @@ static void test_error_rows(_unused_ void **state) {
 
                 assert_int_equal(session_file_error(error_rows[i].r, &msg), error_rows[i].want);
                 assert_non_null(msg);
+        }
+}
+
+typedef struct RouteRow {
+        const char *method, *path;
+        ApiRouteId want;
+        const char *session_id, *arg;   /* API_ROUTE_SESSION_FILES */
+} RouteRow;
+
+static const RouteRow route_rows[] = {
+        { "GET",    "/v1/sessions/s1/files",          API_ROUTE_SESSION_FILES, "s1", "" },
+        { "GET",    "/v1/sessions/s1/files/",         API_ROUTE_SESSION_FILES, "s1", "" },
+        { "GET",    "/v1/sessions/s1/files/a/b.txt",  API_ROUTE_SESSION_FILES, "s1", "a/b.txt" },
+        { "PUT",    "/v1/sessions/s1/files/x",        API_ROUTE_SESSION_FILES, "s1", "x" },
+        { "DELETE", "/v1/sessions/s1/files/x",        API_ROUTE_SESSION_FILES, "s1", "x" },
+        { "GET",    "/v1/sessions/s1/files/../x",     API_ROUTE_SESSION_FILES, "s1", "../x" },  /* the handler refuses */
+        { "POST",   "/v1/sessions/s1/files/x",        API_ROUTE_METHOD_NOT_ALLOWED, NULL, NULL },
+        { "GET",    "/v1/sessions/s1/filesx",         API_ROUTE_NOT_FOUND, NULL, NULL },
+        { "GET",    "/v1/sessions/s1/other",          API_ROUTE_NOT_FOUND, NULL, NULL },
+        { "GET",    "/v1/sessions//files/x",          API_ROUTE_NO_SESSION, NULL, NULL },
+        { "GET",    "/v1/sessions/s1",                API_ROUTE_SESSION_GET, NULL, NULL },
+        { "DELETE", "/v1/sessions/s1",                API_ROUTE_SESSION_DELETE, NULL, NULL },
+        { "GET",    "/v1/sessions",                   API_ROUTE_SESSION_LIST, NULL, NULL },
+};
+
+static void test_route_rows(_unused_ void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(route_rows); i++) {
+                const RouteRow *row = route_rows + i;
+                ApiRoute r;
+
+                api_route_match(row->method, row->path, &r);
+                if (r.id != row->want)
+                        fail_msg("row %zu %s %s: got %d, want %d", i, row->method, row->path, r.id, row->want);
+                if (row->want == API_ROUTE_SESSION_FILES) {
+                        assert_string_equal(r.session_id, row->session_id);
+                        assert_string_equal(r.arg, row->arg);
+                }
+        }
+        {
+                char path[128];
+                ApiRoute r;
+
+                /* An id longer than REQUEST_ID_MAX never reaches the handler. */
+                snprintf(path, sizeof(path), "/v1/sessions/%065d/files/x", 0);
+                api_route_match("GET", path, &r);
+                assert_int_equal(r.id, API_ROUTE_NO_SESSION);
         }
 }
 
@@ -192,6 +239,7 @@ int main(void) {
                 cmocka_unit_test(test_path_rows),
                 cmocka_unit_test(test_path_too_long),
                 cmocka_unit_test(test_error_rows),
+                cmocka_unit_test(test_route_rows),
                 cmocka_unit_test(test_workspace),
         };
 
