@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* session show ID | session delete ID | session list */
+/* session show ID | session delete ID | session list, and a session's files: session cp | ls | rm */
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -95,8 +95,10 @@ static int files_url(const char *spec, bool need_path, char **ret) {
         size_t n = 0;
 
         id = colon ? strndup(spec, (size_t) (colon - spec)) : strdup(spec);
-        if (!id)
-                return log_oom();
+        if (!id) {
+                (void) log_oom();
+                return EX_OSERR;
+        }
         if (!id_is_valid_for_path(id)) {
                 (void) log_error_errno(-EINVAL, "Invalid session ID '%s' (use SESSION:PATH).", id);
                 return EX_USAGE;
@@ -106,8 +108,10 @@ static int files_url(const char *spec, bool need_path, char **ret) {
                 return EX_USAGE;
         }
         url = malloc(strlen("/v1/sessions//files/") + strlen(id) + 3 * strlen(p) + 1);
-        if (!url)
-                return log_oom();
+        if (!url) {
+                (void) log_oom();
+                return EX_OSERR;
+        }
         n = (size_t) sprintf(url, "/v1/sessions/%s/files/", id);
         for (const unsigned char *c = (const unsigned char *) p; *c; c++)
                 if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
@@ -150,7 +154,7 @@ static size_t file_put_read(char *ptr, size_t size, size_t nmemb, void *userdata
 }
 
 /* One GET (into fd) or PUT (from fd, its size) of a files URL; the exit status. */
-static int files_transfer(const char *path, bool upload, int fd, uint64_t size) {
+static int files_transfer_one(const char *path, bool upload, int fd, uint64_t size) {
         _cleanup_(curl_easy_cleanupp) CURL *c = NULL;
         _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
         _cleanup_free_ char *url = NULL;
@@ -165,20 +169,25 @@ static int files_transfer(const char *path, bool upload, int fd, uint64_t size) 
         }
         c = curl_easy_init();
         d.curl = c;
-        if (!c)
-                return log_error_errno(-EIO, "Failed to initialize libcurl."), EX_OSERR;
+        if (!c) {
+                (void) log_error_errno(-EIO, "Failed to initialize libcurl.");
+                return EX_OSERR;
+        }
         if (upload) {
                 /* The upload's answer is JSON, read as an error body unless the status is 201. */
                 headers = curl_slist_append(NULL, "Expect:");
                 if (!headers)
                         return log_oom();
         }
-        if (http_setup(c, url, headers, file_get_write, &d, errbuf, arg_client_timeout_set ? arg_client_timeout_ms : 0) < 0 ||
+        if (http_setup(c, url, headers, file_get_write, &d, errbuf,
+                       arg_client_timeout_set ? arg_client_timeout_ms : 0) < 0 ||
             (upload && (curl_easy_setopt(c, CURLOPT_UPLOAD, 1L) != CURLE_OK ||
                         curl_easy_setopt(c, CURLOPT_READFUNCTION, file_put_read) != CURLE_OK ||
                         curl_easy_setopt(c, CURLOPT_READDATA, &in_fd) != CURLE_OK ||
-                        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t) size) != CURLE_OK)))
-                return log_error_errno(-EIO, "Failed to configure libcurl."), EX_OSERR;
+                        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t) size) != CURLE_OK))) {
+                (void) log_error_errno(-EIO, "Failed to configure libcurl.");
+                return EX_OSERR;
+        }
         cc = curl_easy_perform(c);
         if (d.status == 0)
                 (void) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &d.status);
@@ -206,30 +215,49 @@ static int files_transfer(const char *path, bool upload, int fd, uint64_t size) 
         return r;
 }
 
+/* files_transfer_one()'s negative errnos (out of memory, the transport) as exit statuses. */
+static int files_transfer(const char *path, bool upload, int fd, uint64_t size) {
+        int r = files_transfer_one(path, upload, fd, size);
+
+        return r < 0 ? exit_status_for(r, EX_UNAVAILABLE) : r;
+}
+
+/* SESSION:PATH has a ':' before any '/'; a local name may hold a ':' only after one ("./a:b"). */
+static bool is_session_spec(const char *a) {
+        const char *colon = strchr(a, ':'), *slash = strchr(a, '/');
+
+        return colon && (!slash || colon < slash);
+}
+
 static int session_cp(const char *from, const char *to) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
-        bool upload = !strchr(from, ':') || strchr(from, '/') < strchr(from, ':');
+        bool upload = !is_session_spec(from);
         struct stat st;
         int r;
 
-        /* A local name may hold a ':' only after a '/' ("./a:b"); SESSION:PATH is the other side. */
         r = files_url(upload ? to : from, true, &path);
         if (r != 0)
                 return r;
         if (upload) {
                 fd = open(from, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                if (fd < 0 || fstat(fd, &st) < 0)
-                        return log_error_errno(-errno, "Cannot open '%s': %m", from), EX_NOINPUT;
-                if (!S_ISREG(st.st_mode))
-                        return log_error_errno(-EINVAL, "'%s' is not a regular file.", from), EX_USAGE;
+                if (fd < 0 || fstat(fd, &st) < 0) {
+                        (void) log_error_errno(-errno, "Cannot open '%s': %m", from);
+                        return EX_NOINPUT;
+                }
+                if (!S_ISREG(st.st_mode)) {
+                        (void) log_error_errno(-EINVAL, "'%s' is not a regular file.", from);
+                        return EX_USAGE;
+                }
                 return files_transfer(path, true, fd, (uint64_t) st.st_size);
         }
         if (streq(to, "-"))
                 return files_transfer(path, false, STDOUT_FILENO, 0);
         fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
-        if (fd < 0)
-                return log_error_errno(-errno, "Cannot create '%s': %m", to), EX_CANTCREAT;
+        if (fd < 0) {
+                (void) log_error_errno(-errno, "Cannot create '%s': %m", to);
+                return EX_CANTCREAT;
+        }
         r = files_transfer(path, false, fd, 0);
         if (r != 0)
                 (void) unlink(to);
@@ -250,7 +278,8 @@ static int session_ls(const char *spec) {
                 return r;
         if (arg_json)
                 return print_json(answer) < 0 ? EX_OSERR : EXIT_SUCCESS;
-        if (!json_object_object_get_ex(answer, "entries", &entries) || !json_object_is_type(entries, json_type_array)) {
+        if (!json_object_object_get_ex(answer, "entries", &entries) ||
+            !json_object_is_type(entries, json_type_array)) {
                 (void) log_error_errno(-EBADMSG, "'%s' is a file, not a directory (use 'session cp').", spec);
                 return EX_USAGE;
         }

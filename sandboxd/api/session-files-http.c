@@ -129,8 +129,8 @@ int session_files_put(Session *s, const char *path, const void *data, size_t len
                 return request_error(err, -EINVAL, API_ERROR_INVALID_REQUEST, "path", "a file's path is needed");
         if (len > max_bytes || len > s->disk_mb * 1024 * 1024)
                 return request_error(err, -EFBIG, API_ERROR_TOO_LARGE, NULL,
-                                     "'%s': %zu bytes exceed MaxInputFileBytes=%" PRIu64 " or the session's disk_mb=%" PRIu64,
-                                     p, len, max_bytes, s->disk_mb);
+                                     "'%s': %zu bytes exceed MaxInputFileBytes=%" PRIu64
+                                     " or the session's disk_mb=%" PRIu64, p, len, max_bytes, s->disk_mb);
         ws = open_workspace(s, err);
         if (ws < 0)
                 return ws;
@@ -158,7 +158,8 @@ int session_files_delete(Session *s, const char *path, json_object **ret, Reques
                 return r;
         if (r == 0)
                 return request_error(err, -EINVAL, API_ERROR_INVALID_REQUEST, "path",
-                                     "the workspace itself cannot be deleted (DELETE /v1/sessions/{id} deletes the session)");
+                                     "the workspace itself cannot be deleted (DELETE /v1/sessions/{id} deletes "
+                                     "the session)");
         ws = open_workspace(s, err);
         if (ws < 0)
                 return ws;
@@ -209,7 +210,8 @@ void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, 
 
                 /* The HTTP layer buffers a body up to MaxRequestBytes= (and answers 413 above it). */
                 if (http_request_too_large(req)) {
-                        http_respond_error(req, API_ERROR_TOO_LARGE, NULL, "request body exceeds MaxRequestBytes=%" PRIu64,
+                        http_respond_error(req, API_ERROR_TOO_LARGE, NULL,
+                                           "request body exceeds MaxRequestBytes=%" PRIu64,
                                            ac->ctx->config->max_request_bytes);
                         return;
                 }

@@ -43,7 +43,8 @@ static const struct {
 } file_errors[] = {
         { -ENOENT,    API_ERROR_NOT_FOUND, "does not exist in the session's workspace" },
         { -ENOTDIR,   API_ERROR_NOT_FOUND, "does not exist: a component of its path is not a directory" },
-        { -ELOOP,     API_ERROR_FORBIDDEN, "is a symbolic link, or one is on its path: links in a workspace are never followed" },
+        { -ELOOP,     API_ERROR_FORBIDDEN,
+          "is a symbolic link, or one is on its path: links in a workspace are never followed" },
         { -EMLINK,    API_ERROR_FORBIDDEN, "is a hard link (more than one name): it is not served" },
         { -EPERM,     API_ERROR_FORBIDDEN, "is not a regular file or a directory" },
         { -EXDEV,     API_ERROR_FORBIDDEN, "is on another mount" },
@@ -169,7 +170,8 @@ int session_file_open(int ws_fd, const char *path, int *ret_fd, struct stat *ret
         /* Nothing of the sandbox runs now; still, it must be what was judged. */
         if (fstat(fd, &again) < 0)
                 return -errno;
-        if (again.st_ino != st.st_ino || again.st_dev != st.st_dev || (again.st_mode & S_IFMT) != (st.st_mode & S_IFMT))
+        if (again.st_ino != st.st_ino || again.st_dev != st.st_dev ||
+            (again.st_mode & S_IFMT) != (st.st_mode & S_IFMT))
                 return -EPERM;
         *ret_fd = TAKE_FD(fd);
         *ret_st = again;
