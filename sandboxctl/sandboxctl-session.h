@@ -6,3 +6,4 @@
 #include <stddef.h>
 
 int verb_session(char **args, size_t n_args);
+int verb_session_files(char **args, size_t n_args);

@@ -126,7 +126,7 @@ static const CtlVerb verbs[] = {
         { "cancel", 1, 1, 0, verb_cancel },
         { "logs", 1, 1, G(OPTION_GROUP_LOGS), verb_logs },
         { "artifacts", 1, 1, G(OPTION_GROUP_ARTIFACTS) | G(OPTION_GROUP_ALL), verb_artifacts },
-        { "session", 1, 2, 0, verb_session },
+        { "session", 1, 3, 0, verb_session },
         { "languages", 0, 0, 0, verb_languages },
         { "health", 0, 0, 0, verb_health },
         { "top", 0, 0, G(OPTION_GROUP_TOP), verb_top },
@@ -152,6 +152,10 @@ static void help(void) {
                "  artifacts ID              List an execution's artifacts, or download them\n"
                "  session show|delete ID    Show or delete a session (its workspace goes)\n"
                "  session list              List the sessions\n"
+               "  session cp LOCAL SESSION:PATH | SESSION:PATH LOCAL|-\n"
+               "                            Copy a file into or out of a session's workspace\n"
+               "  session ls SESSION[:PATH] List a directory of a session's workspace\n"
+               "  session rm SESSION:PATH   Remove a file or empty directory there\n"
                "  languages                 List the languages sandboxd runs\n"
                "  health                    Show whether sandboxd is up, and its load\n"
                "  top                       Show the running executions, refreshed in place\n"

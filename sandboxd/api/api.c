@@ -15,6 +15,7 @@
 #include "run/runner.h"
 #include "run/session.h"
 #include "run/warm-pool.h"
+#include "session-files-http.h"
 #include "store/store.h"
 #include "submit.h"
 #include "time-util.h"
@@ -383,6 +384,7 @@ static void handle_list(ApiContext *ac, HttpRequest *req) {
 /* A session is seen only by its owner (and administrators); to anyone else it does not exist. */
 static Session *find_session_for(ApiContext *ac, HttpRequest *req, const char *id) {
         char owner[HTTP_OWNER_MAX];
+        RequestError err;
         bool admin = false;
         Session *s;
 
@@ -390,18 +392,10 @@ static Session *find_session_for(ApiContext *ac, HttpRequest *req, const char *i
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return NULL;
         }
-        if (!id_is_valid(id, REQUEST_ID_MAX))
-                s = NULL;
-        else {
-                /* The caller's own session of that name, else id as a record id (session.h). */
-                s = sessions_find(ac->sessions, owner, id);
-                if (!s)
-                        s = sessions_find_key(ac->sessions, id);
-        }
-        if (!s || !may_see(owner, admin, s->owner)) {
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);
-                return NULL;
-        }
+        /* The same lookup, and the same 404, as the session's files (session-files-http.h). */
+        s = session_files_find(ac, owner, admin, id, &err);
+        if (!s)
+                respond_request_error(req, &err);
         return s;
 }
 
@@ -607,6 +601,23 @@ void api_route_match(const char *method, const char *path, ApiRoute *ret) {
         }
         if (streq(path, "/v1/sessions"))
                 ROUTE(get, API_ROUTE_SESSION_LIST, "use GET");
+        if ((rest = startswith(path, "/v1/sessions/")) && strchr(rest, '/')) {
+                const char *slash = strchr(rest, '/'), *tail;
+                size_t n = (size_t) (slash - rest);
+
+                if (n == 0 || n > REQUEST_ID_MAX) {
+                        ret->id = API_ROUTE_NO_SESSION;
+                        return;
+                }
+                if (!streq(slash, "/files") && !startswith(slash, "/files/"))
+                        return;         /* no route */
+                memcpy(ret->session_id, rest, n);
+                ret->session_id[n] = 0;
+                tail = slash + strlen("/files");
+                ret->arg = *tail ? tail + 1 : tail;
+                ROUTE(get || streq(method, "PUT") || streq(method, "DELETE"), API_ROUTE_SESSION_FILES,
+                      "use GET, PUT or DELETE");
+        }
         if ((rest = startswith(path, "/v1/sessions/"))) {
                 if (strlen(rest) == 0 || strlen(rest) > REQUEST_ID_MAX || strchr(rest, '/')) {
                         ret->id = API_ROUTE_NO_SESSION;
@@ -671,6 +682,9 @@ void api_handle(HttpRequest *req, void *userdata) {
                 return;
         case API_ROUTE_SESSION_DELETE:
                 handle_session_delete(ac, req, route.arg);
+                return;
+        case API_ROUTE_SESSION_FILES:
+                api_handle_session_files(ac, req, route.session_id, route.arg);
                 return;
         case API_ROUTE_LANGUAGES:
                 handle_languages(ac, req);

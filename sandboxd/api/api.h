@@ -29,6 +29,8 @@ typedef enum ApiRouteId {
         API_ROUTE_SESSION_LIST,      /* GET /v1/sessions */
         API_ROUTE_SESSION_GET,       /* GET /v1/sessions/<id> (arg: id) */
         API_ROUTE_SESSION_DELETE,    /* DELETE /v1/sessions/<id> (arg: id) */
+        API_ROUTE_SESSION_FILES,     /* GET, PUT, DELETE /v1/sessions/<id>/files[/<path>] (session_id;
+                                      * arg: the path after "files/", "" for the root) */
         API_ROUTE_LANGUAGES,         /* GET /v1/languages */
         API_ROUTE_HEALTH,            /* GET /v1/health */
         API_ROUTE_METRICS,           /* GET /metrics */
@@ -43,6 +45,7 @@ typedef enum ApiRouteId {
 typedef struct ApiRoute {
         ApiRouteId id;
         char execution_id[REQUEST_ID_MAX + 1]; /* the execution routes: 1..REQUEST_ID_MAX bytes */
+        char session_id[REQUEST_ID_MAX + 1];   /* API_ROUTE_SESSION_FILES: 1..REQUEST_ID_MAX bytes */
         const char *arg;             /* see above; points into the path */
         const char *allow;           /* API_ROUTE_METHOD_NOT_ALLOWED: the message */
 } ApiRoute;

@@ -12,9 +12,10 @@
  * StateDirectory= sandboxd/sessions/<name>/{workspace,tmp}: systemd creates them and, when their
  * owner differs from the new UID, re-owns the whole tree itself before the unit starts (v252
  * setup_exec_directory → path_chown_recursive: openat O_NOFOLLOW, fchownat AT_EMPTY_PATH on O_PATH
- * fds, suid/sgid dropped), never following a symlink. sandboxd itself never opens, chowns or
- * chmods anything inside the tree: it only statfs()es the mount root, a root-owned directory the
- * sandbox cannot replace. Other sessions cannot be reached: /var/lib/private is 0700 root, a run's
+ * fds, suid/sgid dropped), never following a symlink. sandboxd itself reaches inside the tree only
+ * through fds that never follow a link (inputs: net/fetch.c; files between runs:
+ * delivery/session-files.c; artifacts) and only while no run of the session is active; otherwise it
+ * statfs()es the mount root, a root-owned directory the sandbox cannot replace. Other sessions cannot be reached: /var/lib/private is 0700 root, a run's
  * root is an empty skeleton, hard links cannot leave their tmpfs. */
 
 #include <json-c/json.h>

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* /v1/sessions/{id}/files[/{path}] (docs/http-api.md): a session's workspace between its runs. The
+ * functions below the handler take the session, the caller's view of it already checked, and a
+ * workspace path (session-files.h), so that another API (MCP tools) can offer the same. */
+
+#include <json-c/json.h>
+#include <stdint.h>
+
+#include "api-context.h"
+#include "http.h"
+#include "model/request.h"
+
+typedef struct Session Session;
+
+/* GET, PUT or DELETE of a files URL; path is what follows ".../files/" ("" for ".../files"). */
+void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, const char *path);
+
+/* The session id names for owner (admin: any owner's), as GET /v1/sessions/{id} finds it; else NULL
+ * and *err the same 404 ("no session '<id>'"), whether it does not exist or is someone else's. */
+Session *session_files_find(ApiContext *ac, const char *owner, bool admin, const char *id, RequestError *err);
+
+/* What a GET yields: a regular file (fd, its size and media type) or a listing. */
+typedef struct SessionFileGet {
+        int fd;                  /* -EBADF with a listing */
+        uint64_t size;
+        const char *mime_type;   /* static */
+        json_object *listing;    /* session_file_list()'s, or NULL with a file */
+} SessionFileGet;
+
+/* path: the URL form (session_file_path_parse(), dir_ok), "" the root. Each returns 0, or a negative
+ * errno with *err filled: 400 a bad path, 409 a run of the session queued or active, 404/403/413
+ * (session_file_error()). session_files_put()'s data is at most max_bytes long (else 413). */
+int session_files_get(Session *s, const char *path, SessionFileGet *ret, RequestError *err);
+int session_files_put(Session *s, const char *path, const void *data, size_t len, uint64_t max_bytes,
+                      json_object **ret, RequestError *err);
+int session_files_delete(Session *s, const char *path, json_object **ret, RequestError *err);
