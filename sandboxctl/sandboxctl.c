@@ -32,6 +32,7 @@
 #include "sandboxctl-json.h"
 #include "sandboxctl-key.h"
 #include "sandboxctl-list.h"
+#include "sandboxctl-mcp.h"
 #include "sandboxctl-run.h"
 #include "sandboxctl-session.h"
 #include "sandboxctl-stats.h"
@@ -132,6 +133,7 @@ static const CtlVerb verbs[] = {
         { "top", 0, 0, G(OPTION_GROUP_TOP), verb_top },
         { "stats", 0, 0, G(OPTION_GROUP_STATS), verb_stats },
         { "key", 1, 2, 0, verb_key },
+        { "mcp", 0, 0, 0, verb_mcp },
 };
 #undef G
 

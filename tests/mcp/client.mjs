@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// The official MCP TypeScript SDK's client, unmodified, against sandboxd (driven by
+// tests/integration/test-mcp.py): connect over stdio (`sandboxctl mcp`) or Streamable HTTP
+// (POST /mcp), list the tools, call them, and print what came back as one JSON object on stdout.
+//   node client.mjs stdio SANDBOXCTL SOCKET
+//   node client.mjs http URL KEY
+// The SDK is where tools/install-deps put it (SANDBOXD_MCP_CLIENT_DIR): ES modules do not search
+// NODE_PATH, so its files are imported by path.
+const sdk = `${process.env.SANDBOXD_MCP_CLIENT_DIR || "/var/lib/sandboxd-dev/mcp-client"}` +
+    "/node_modules/@modelcontextprotocol/sdk/dist/esm/client";
+const { Client } = await import(`${sdk}/index.js`);
+const { StdioClientTransport } = await import(`${sdk}/stdio.js`);
+const { StreamableHTTPClientTransport } = await import(`${sdk}/streamableHttp.js`);
+
+const [mode, a, b] = process.argv.slice(2);
+const transport = mode === "stdio"
+    ? new StdioClientTransport({ command: a, args: ["--socket", b, "mcp"], stderr: "inherit" })
+    : new StreamableHTTPClientTransport(new URL(a), { requestInit: { headers: { Authorization: `Bearer ${b}` } } });
+const client = new Client({ name: "sandboxd-test", version: "1.0.0" });
+const opts = { timeout: 300000 };   // a run may take a while on a slow machine
+const out = {};
+
+// A 1x1 PNG written by the program itself (no library needed): the image a plot would be.
+const png = [
+    "import base64, os",
+    "os.makedirs('/workspace/output', exist_ok=True)",
+    "open('/workspace/output/plot.png', 'wb').write(base64.b64decode(",
+    "    'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='))",
+    "open('/workspace/output/data.csv', 'w').write('x,y\\n1,2\\n')",
+    "print('plotted')",
+].join("\n");
+
+try {
+    await client.connect(transport);
+    out.server = client.getServerVersion();
+    out.tools = (await client.listTools(undefined, opts)).tools;
+    out.answer = await client.callTool({ name: "run_code", arguments: { language: "python", code: "print(6*7)" } },
+                                       undefined, opts);
+    out.plot = await client.callTool({ name: "run_code", arguments: { language: "python", code: png } }, undefined, opts);
+    out.failed = await client.callTool({ name: "run_code",
+                                         arguments: { language: "python", code: "import sys\nprint('oops', file=sys.stderr)\nsys.exit(3)" } },
+                                       undefined, opts);
+    out.refused = await client.callTool({ name: "run_code", arguments: { language: "cobol-9000", code: "x" } }, undefined, opts);
+    const id = out.answer.structuredContent && out.answer.structuredContent.execution_id;
+    out.get = await client.callTool({ name: "get_execution", arguments: { execution_id: id } }, undefined, opts);
+    out.get_missing = await client.callTool({ name: "get_execution", arguments: { execution_id: "no-such-execution" } },
+                                            undefined, opts);
+    out.languages = await client.callTool({ name: "list_languages", arguments: {} }, undefined, opts);
+    await client.ping(opts);
+    out.ping = true;
+    try {
+        await client.callTool({ name: "no_such_tool", arguments: {} }, undefined, opts);
+        out.unknown_tool = "answered";
+    } catch (e) {
+        out.unknown_tool = { code: e.code, message: e.message };
+    }
+} catch (e) {
+    out.error = String(e && e.stack || e);
+}
+await client.close().catch(() => {});
+process.stdout.write(JSON.stringify(out) + "\n");
+process.exit(out.error ? 1 : 0);
