@@ -10,6 +10,8 @@
 #include "mcp-http.h"
 #include "model/mcp.h"
 #include "run/job.h"
+#include "run/session.h"
+#include "session-files-http.h"
 #include "store/store.h"
 #include "submit.h"
 #include "utf8.h"
@@ -237,6 +239,102 @@ static void call_get_execution(McpCall *c, json_object *args, const char *owner,
         mcp_call_free(c);
 }
 
+/* read_file returns at most this much of a file inline (an image: MCP_IMAGE_MAX as in run_code);
+ * GET /v1/sessions/{id}/files/{path} streams any size. */
+#define MCP_READ_FILE_MAX MCP_IMAGE_MAX
+
+static int read_all(int fd, uint64_t size, uint8_t **ret) {
+        _cleanup_free_ uint8_t *buf = malloc(size ? size : 1);
+        size_t got = 0;
+
+        if (!buf)
+                return -ENOMEM;
+        while (got < size) {
+                ssize_t k = pread(fd, buf + got, size - got, (off_t) got);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -EBADMSG;        /* shorter than its fstat(): changed under us */
+                got += (size_t) k;
+        }
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/* read_file, write_file, list_files: the session file API's functions as the caller, their refusals
+ * (404, 400, 403, 409, 413) as isError results with the same message. */
+static void call_file_tool(McpCall *c, const char *tool, json_object *args, const char *owner, bool admin) {
+        _cleanup_(mcp_file_args_done) McpFileArgs a = {};
+        char buf[256], msg[sizeof(((RequestError *) NULL)->message) + 64];
+        const char *error = NULL;
+        RequestError err;
+        json_object *o = NULL;
+        Session *s;
+        int r;
+
+        r = mcp_file_args(tool, args, &a, buf, sizeof(buf), &error);
+        if (r < 0) {
+                respond(c->req, 200, r == -ENOMEM ? mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory")
+                                                  : mcp_error_response(c->id, MCP_INVALID_PARAMS, error ?: "invalid arguments"));
+                return;
+        }
+        s = session_files_find(c->ac, owner, admin, a.session_id, &err);
+        if (!s)
+                goto refused;
+        if (streq(tool, "write_file")) {
+                r = session_files_put(s, a.path, a.data, a.len, c->ac->ctx->config->max_input_file_bytes, &o, &err);
+                if (r < 0)
+                        goto refused;
+                json_object_put(o);
+                snprintf(msg, sizeof(msg), "wrote %zu bytes to %s", a.len, a.path);
+                respond_result(c->req, c->id, mcp_text_result(msg, false));
+                return;
+        }
+        {
+                SessionFileGet g = { .fd = -EBADF };
+                _cleanup_free_ uint8_t *data = NULL;
+                _cleanup_free_ char *uri = NULL;
+
+                r = session_files_get(s, a.path ?: "", &g, &err);
+                if (r < 0)
+                        goto refused;
+                if (g.listing) {
+                        respond_result(c->req, c->id, mcp_listing_result(g.listing));
+                        return;
+                }
+                if (streq(tool, "list_files")) {
+                        safe_close(g.fd);
+                        snprintf(msg, sizeof(msg), "'%.128s' is a file, not a directory: read it with read_file", a.path);
+                        respond_result(c->req, c->id, mcp_text_result(msg, true));
+                        return;
+                }
+                if (g.size > MCP_READ_FILE_MAX) {
+                        safe_close(g.fd);
+                        snprintf(msg, sizeof(msg), "'%.128s' is %" PRIu64 " bytes, more than read_file returns (%zu); "
+                                 "GET /v1/sessions/{id}/files/{path} streams it", a.path, g.size, (size_t) MCP_READ_FILE_MAX);
+                        respond_result(c->req, c->id, mcp_text_result(msg, true));
+                        return;
+                }
+                r = read_all(g.fd, g.size, &data);
+                safe_close(g.fd);
+                if (r < 0) {
+                        snprintf(msg, sizeof(msg), "cannot read '%.128s': %s", a.path, strerror(-r));
+                        respond_result(c->req, c->id, mcp_text_result(msg, true));
+                        return;
+                }
+                if (asprintf(&uri, "%s/v1/sessions/%s/files/%s", c->url_base, a.session_id, a.path) < 0)
+                        uri = NULL;
+                respond_result(c->req, c->id, uri ? mcp_file_result(uri, g.mime_type, data, g.size) : NULL);
+                return;
+        }
+refused:
+        snprintf(msg, sizeof(msg), "%s refused (%s): %s", tool, api_error_code(err.error), err.message);
+        respond_result(c->req, c->id, mcp_text_result(msg, true));
+}
+
 static void tools_call(McpCall *c, json_object *params, const char *owner, bool admin) {
         json_object *name = NULL, *args = NULL;
         const char *n;
@@ -257,7 +355,10 @@ static void tools_call(McpCall *c, json_object *params, const char *owner, bool 
                 call_run_code(c, args, owner, admin);
         else if (streq(n, "get_execution"))
                 call_get_execution(c, args, owner, admin);
-        else if (streq(n, "list_languages")) {
+        else if (streq(n, "read_file") || streq(n, "write_file") || streq(n, "list_files")) {
+                call_file_tool(c, n, args, owner, admin);
+                mcp_call_free(c);
+        } else if (streq(n, "list_languages")) {
                 if (args && json_object_object_length(args) > 0)
                         respond(c->req, 200, mcp_error_response(c->id, MCP_INVALID_PARAMS, "list_languages takes no arguments"));
                 else

@@ -2,12 +2,14 @@
 #include "mcp.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base64.h"
+#include "utf8.h"
 #include "util.h"
 
 static const char *const protocol_versions[] = { MCP_PROTOCOL_LATEST, "2025-03-26", "2024-11-05" };
@@ -170,6 +172,32 @@ static const McpTool tools[] = {
           "{\"type\":\"object\",\"properties\":{"
           "\"execution_id\":{\"type\":\"string\",\"description\":\"The execution's id\"}},"
           "\"required\":[\"execution_id\"],\"additionalProperties\":false}" },
+        { "read_file", "Read a file of a session",
+          "Read a file from a session's workspace between runs (the session is made by run_code with "
+          "session_id). Paths are relative to /workspace, e.g. output/result.csv. Text comes back as text, "
+          "an image as an image, other bytes as a base64 resource; a directory as its listing. Links are "
+          "never followed. Refused while a run of the session is queued or running.",
+          "{\"type\":\"object\",\"properties\":{"
+          "\"session_id\":{\"type\":\"string\",\"description\":\"The session\"},"
+          "\"path\":{\"type\":\"string\",\"description\":\"A relative path below /workspace\"}},"
+          "\"required\":[\"session_id\",\"path\"],\"additionalProperties\":false}" },
+        { "write_file", "Write a file into a session",
+          "Write a file into a session's workspace for its next run (its directory must exist; an existing "
+          "file is replaced). Paths are relative to /workspace. Refused while a run of the session is queued "
+          "or running.",
+          "{\"type\":\"object\",\"properties\":{"
+          "\"session_id\":{\"type\":\"string\",\"description\":\"The session\"},"
+          "\"path\":{\"type\":\"string\",\"description\":\"A relative path below /workspace\"},"
+          "\"content\":{\"type\":\"string\",\"description\":\"The file's text\"},"
+          "\"content_base64\":{\"type\":\"string\",\"description\":\"The file's bytes, base64 (instead of content)\"}},"
+          "\"required\":[\"session_id\",\"path\"],\"additionalProperties\":false}" },
+        { "list_files", "List a session's files",
+          "List a directory of a session's workspace (default: /workspace itself): names, types (file, "
+          "directory, symlink, other) and sizes.",
+          "{\"type\":\"object\",\"properties\":{"
+          "\"session_id\":{\"type\":\"string\",\"description\":\"The session\"},"
+          "\"path\":{\"type\":\"string\",\"description\":\"A directory below /workspace (default: the workspace)\"}},"
+          "\"required\":[\"session_id\"],\"additionalProperties\":false}" },
 };
 
 json_object *mcp_tools_list(void) {
@@ -587,5 +615,153 @@ json_object *mcp_languages_result(json_object *languages) {
                 return NULL;
         }
         json_object_object_add(o, "structuredContent", languages);
+        return o;
+}
+
+/* ---- the session file tools ---------------------------------------------------------------- */
+
+void mcp_file_args_done(McpFileArgs *a) {
+        a->data = mfree(a->data);
+}
+
+int mcp_file_args(const char *tool, json_object *args, McpFileArgs *ret, char *buf, size_t size, const char **ret_error) {
+        bool write = streq_ptr(tool, "write_file"), list = streq_ptr(tool, "list_files");
+        McpFileArgs a = {};
+        json_object *content = NULL, *b64 = NULL;
+
+        if (!args || !json_object_is_type(args, json_type_object))
+                return fail_arg(buf, size, ret_error, "%s: arguments must be an object", tool);
+        json_object_object_foreach(args, k, v) {
+                bool is_str = json_object_is_type(v, json_type_string);
+
+                if (streq(k, "session_id") && is_str)
+                        a.session_id = json_object_get_string(v);
+                else if (streq(k, "path") && is_str)
+                        a.path = json_object_get_string(v);
+                else if (write && streq(k, "content") && is_str)
+                        content = v;
+                else if (write && streq(k, "content_base64") && is_str)
+                        b64 = v;
+                else if (streq(k, "session_id") || streq(k, "path") || (write && (streq(k, "content") || streq(k, "content_base64"))))
+                        return fail_arg(buf, size, ret_error, "%s: '%.64s' must be a string", tool, k);
+                else
+                        return fail_arg(buf, size, ret_error, "%s: unknown argument '%.64s'", tool, k);
+        }
+        if (!a.session_id || !*a.session_id)
+                return fail_arg(buf, size, ret_error, "%s: session_id is required", tool);
+        if (!a.path && !list)
+                return fail_arg(buf, size, ret_error, "%s: path is required", tool);
+        if (write) {
+                if (!!content == !!b64)
+                        return fail_arg(buf, size, ret_error, "write_file: give content or content_base64 (one of them)");
+                if (content) {
+                        a.len = (size_t) json_object_get_string_len(content);
+                        a.data = malloc(a.len + 1);
+                        if (!a.data)
+                                return -ENOMEM;
+                        memcpy(a.data, json_object_get_string(content), a.len + 1);
+                } else {
+                        int r = base64_decode(json_object_get_string(b64), (size_t) json_object_get_string_len(b64),
+                                              (uint8_t **) &a.data, &a.len);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                return fail_arg(buf, size, ret_error, "write_file: content_base64 is not base64");
+                }
+        }
+        *ret = a;
+        return 0;
+}
+
+static json_object *result_with(json_object *item, bool is_error) {
+        json_object *o = json_object_new_object(), *content = json_object_new_array();
+
+        if (!o || !content || !item) {
+                json_object_put(o);
+                json_object_put(content);
+                json_object_put(item);
+                return NULL;
+        }
+        json_object_array_add(content, item);
+        json_object_object_add(o, "content", content);
+        json_object_object_add(o, "isError", json_object_new_boolean(is_error));
+        return o;
+}
+
+json_object *mcp_file_result(const char *uri, const char *mime_type, const uint8_t *data, size_t len) {
+        json_object *c = json_object_new_object();
+        _cleanup_free_ char *b64 = NULL;
+
+        if (!c)
+                return NULL;
+        if (mcp_mime_is_image(mime_type) && len <= MCP_IMAGE_MAX) {
+                b64 = base64_encode(data, len);
+                if (!b64)
+                        goto oom;
+                json_object_object_add(c, "type", json_object_new_string("image"));
+                json_object_object_add(c, "data", json_object_new_string(b64));
+                json_object_object_add(c, "mimeType", json_object_new_string(mime_type));
+        } else if (utf8_is_valid(data, len) && !memchr(data, 0, len)) {
+                json_object_object_add(c, "type", json_object_new_string("text"));
+                json_object_object_add(c, "text", json_object_new_string_len((const char *) data, (int) len));
+        } else {
+                /* Bytes a model cannot read as text: an embedded resource, base64. */
+                json_object *r = json_object_new_object();
+
+                b64 = base64_encode(data, len);
+                if (!r || !b64) {
+                        json_object_put(r);
+                        goto oom;
+                }
+                json_object_object_add(r, "uri", json_object_new_string(uri));
+                json_object_object_add(r, "mimeType", json_object_new_string(mime_type ?: "application/octet-stream"));
+                json_object_object_add(r, "blob", json_object_new_string(b64));
+                json_object_object_add(c, "type", json_object_new_string("resource"));
+                json_object_object_add(c, "resource", r);
+        }
+        return result_with(c, false);
+oom:
+        json_object_put(c);
+        return NULL;
+}
+
+json_object *mcp_listing_result(json_object *listing) {
+        _cleanup_free_ char *text = NULL;
+        json_object *entries = NULL, *o, *v = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        if (!listing)
+                return NULL;
+        f = open_memstream(&text, &len);
+        if (!f) {
+                json_object_put(listing);
+                return NULL;
+        }
+        fprintf(f, "%s/\n", *(get_str(listing, "path") ?: "") ? get_str(listing, "path") : ".");
+        if (json_object_object_get_ex(listing, "entries", &entries) && json_object_is_type(entries, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(entries); i++) {
+                        json_object *e = json_object_array_get_idx(entries, i), *sz = NULL;
+                        const char *type = get_str(e, "type") ?: "other";
+
+                        fprintf(f, "  %s%s", get_str(e, "name") ?: "?", streq(type, "directory") ? "/" :
+                                                                        streq(type, "symlink") ? " (symlink, not followed)" :
+                                                                        streq(type, "other") ? " (not a regular file)" : "");
+                        if (streq(type, "file") && json_object_object_get_ex(e, "size", &sz))
+                                fprintf(f, "  %" PRIu64 " bytes", (uint64_t) json_object_get_uint64(sz));
+                        fputc('\n', f);
+                }
+        if (json_object_object_get_ex(listing, "truncated", &v) && json_object_get_boolean(v))
+                fprintf(f, "  (more entries not listed)\n");
+        if (fclose(f) != 0 || !text) {
+                json_object_put(listing);
+                return NULL;
+        }
+        o = mcp_text_result(text, false);
+        if (!o) {
+                json_object_put(listing);
+                return NULL;
+        }
+        json_object_object_add(o, "structuredContent", listing);
         return o;
 }

@@ -93,6 +93,27 @@ json_object *mcp_pending_result(json_object *record);
  * content. Takes languages. NULL on OOM. */
 json_object *mcp_languages_result(json_object *languages);
 
+/* The arguments of read_file, write_file, list_files: session_id (required), path (required but for
+ * list_files: NULL there is the workspace), and for write_file the bytes of content or of
+ * content_base64 (exactly one) in data/len (malloc'ed, the caller's: mcp_file_args_done()). Pointers
+ * into args. 0; -EINVAL with *ret_error naming the argument; -ENOMEM. Paths are checked by the
+ * session file code (delivery/session-files.c). */
+typedef struct McpFileArgs {
+        const char *session_id, *path;
+        char *data;
+        size_t len;
+} McpFileArgs;
+int mcp_file_args(const char *tool, json_object *args, McpFileArgs *ret, char *buf, size_t size, const char **ret_error);
+void mcp_file_args_done(McpFileArgs *a);
+
+/* read_file of a regular file: an image type within MCP_IMAGE_MAX as image content, valid UTF-8
+ * without NUL as text, anything else as an embedded resource (uri, mimeType, base64 blob). NULL on
+ * OOM. */
+json_object *mcp_file_result(const char *uri, const char *mime_type, const uint8_t *data, size_t len);
+/* A directory listing (session_file_list()'s JSON) as text, one entry a line, and as structured
+ * content. Takes listing. NULL on OOM. */
+json_object *mcp_listing_result(json_object *listing);
+
 /* A tool result of one text and isError (a refused request, an unknown execution). NULL on OOM. */
 json_object *mcp_text_result(const char *text, bool is_error);
 

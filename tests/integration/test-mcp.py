@@ -68,8 +68,8 @@ def check(name, out, p):
     t.ok("error" not in out, f"{name}: the SDK client connected and made every call", (out.get("error"), p.stderr[-2000:]))
     t.eq((out.get("server") or {}).get("name"), "sandboxd", f"{name}: serverInfo names sandboxd", out.get("server"))
     tools = {x["name"]: x for x in out.get("tools", [])}
-    t.eq(sorted(tools), sorted(["run_code", "list_languages", "get_execution"]) if "read_file" not in tools
-         else sorted(tools), f"{name}: tools/list", sorted(tools))
+    t.eq(sorted(tools), sorted(["run_code", "list_languages", "get_execution", "read_file", "write_file", "list_files"]),
+         f"{name}: tools/list", sorted(tools))
     t.ok(all(x.get("inputSchema", {}).get("type") == "object" for x in tools.values()),
          f"{name}: every tool has an object inputSchema")
     t.ok(set(tools.get("run_code", {}).get("inputSchema", {}).get("required", [])) == {"language", "code"},
@@ -102,6 +102,26 @@ def check(name, out, p):
     langs = out.get("languages") or {}
     names = [x.get("name") for x in (langs.get("structuredContent") or {}).get("languages", [])]
     t.ok("python" in names and "python" in texts(langs), f"{name}: list_languages lists python", names)
+    t.ok((out.get("s_run1") or {}).get("isError") is False, f"{name}: a run in a session", out.get("s_run1"))
+    ls = out.get("s_list") or {}
+    ents = {e.get("name"): e.get("type") for e in (ls.get("structuredContent") or {}).get("entries", [])}
+    t.ok(ents.get("notes.txt") == "file" and ents.get("leak") == "symlink" and "notes.txt" in texts(ls),
+         f"{name}: list_files shows the run's file and its planted link as a link", ls)
+    t.eq(texts(out.get("s_read")), "turn one\n", f"{name}: read_file returns the text", out.get("s_read"))
+    leak = out.get("s_leak") or {}
+    t.ok(leak.get("isError") is True and "root:" not in json.dumps(leak), f"{name}: read_file of a planted link is "
+         "refused, nothing of its target", leak)
+    t.ok((out.get("s_write") or {}).get("isError") is False and (out.get("s_write_b64") or {}).get("isError") is False,
+         f"{name}: write_file with content and with content_base64", (out.get("s_write"), out.get("s_write_b64")))
+    t.ok("from the agent [0, 1, 2, 255]" in texts(out.get("s_run2")), f"{name}: the next run reads both files",
+         out.get("s_run2"))
+    rb = [c for c in (out.get("s_read_bin") or {}).get("content", []) if c.get("type") == "resource"]
+    t.ok(len(rb) == 1 and rb[0]["resource"].get("blob") == "AAEC/w==", f"{name}: read_file of bytes: a base64 resource",
+         out.get("s_read_bin"))
+    tr = out.get("s_traversal") or {}
+    t.ok(tr.get("isError") is True and "root:" not in json.dumps(tr), f"{name}: read_file ../../etc/passwd refused", tr)
+    ns = out.get("s_nosession") or {}
+    t.ok(ns.get("isError") is True and "no session" in texts(ns), f"{name}: list_files of an unknown session", ns)
     t.ok(out.get("ping") is True, f"{name}: ping")
     t.ok(isinstance(out.get("unknown_tool"), dict) and out["unknown_tool"].get("code") == -32602,
          f"{name}: an unknown tool is a JSON-RPC error (-32602)", out.get("unknown_tool"))

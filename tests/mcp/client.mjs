@@ -46,6 +46,22 @@ try {
     out.get_missing = await client.callTool({ name: "get_execution", arguments: { execution_id: "no-such-execution" } },
                                             undefined, opts);
     out.languages = await client.callTool({ name: "list_languages", arguments: {} }, undefined, opts);
+    // A session's files between turns: a run writes, list_files and read_file see it, write_file
+    // puts a file the next run reads; a link the program planted is never followed.
+    const session = `mcp_${process.pid}_${mode}`;
+    const call = (name, args) => client.callTool({ name, arguments: args }, undefined, opts);
+    out.s_run1 = await call("run_code", { language: "python", session_id: session, code:
+        "import os\nopen('notes.txt', 'w').write('turn one\\n')\nos.symlink('/etc/passwd', 'leak')\nprint('ok')" });
+    out.s_list = await call("list_files", { session_id: session });
+    out.s_read = await call("read_file", { session_id: session, path: "notes.txt" });
+    out.s_leak = await call("read_file", { session_id: session, path: "leak" });
+    out.s_write = await call("write_file", { session_id: session, path: "in.txt", content: "from the agent" });
+    out.s_write_b64 = await call("write_file", { session_id: session, path: "bin.dat", content_base64: "AAEC/w==" });
+    out.s_run2 = await call("run_code", { language: "python", session_id: session, code:
+        "print(open('in.txt').read(), list(open('bin.dat', 'rb').read()))" });
+    out.s_read_bin = await call("read_file", { session_id: session, path: "bin.dat" });
+    out.s_traversal = await call("read_file", { session_id: session, path: "../../etc/passwd" });
+    out.s_nosession = await call("list_files", { session_id: "no_such_session_here" });
     await client.ping(opts);
     out.ping = true;
     try {
