@@ -163,6 +163,7 @@ static void help(void) {
                "  top                       Show the running executions, refreshed in place\n"
                "  stats                     Rates, percentiles and error shares over a window\n"
                "  key new [NAME]            Make an API key (for TCP) and its line for the key file\n"
+               "  mcp                       An MCP server on stdin/stdout (docs/mcp.md)\n"
                "\n"
                "Options:\n"
                "  -h --help                 Show this help\n"
