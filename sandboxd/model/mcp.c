@@ -38,6 +38,12 @@ McpKind mcp_classify(json_object *msg, McpMessage *ret, const char **ret_error) 
                         *ret_error = "\"method\" must be a non-empty string";
                         return MCP_KIND_INVALID;
                 }
+                /* A request or a notification never carries a response's members: which one it is
+                 * would be a guess (JSON-RPC 2.0 section 4 and 5). */
+                if (json_object_object_get_ex(msg, "result", NULL) || json_object_object_get_ex(msg, "error", NULL)) {
+                        *ret_error = "a message has either \"method\" or \"result\"/\"error\", not both";
+                        return MCP_KIND_INVALID;
+                }
                 if (json_object_object_get_ex(msg, "params", &params) && params &&
                     !json_object_is_type(params, json_type_object)) {
                         *ret_error = "\"params\" must be an object";
