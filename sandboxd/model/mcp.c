@@ -245,7 +245,8 @@ static int convert_files(json_object *v, json_object **ret, char *buf, size_t si
         if (!json_object_is_type(v, json_type_array))
                 return fail_arg(buf, size, ret_error, "argument '%s' must be an array", "files");
         if (json_object_array_length(v) > MCP_FILES_MAX)
-                return fail_arg(buf, size, ret_error, "argument '%s' has more than 16 entries", "files");
+                return fail_arg(buf, size, ret_error, "argument '%s' has more than %d entries", "files",
+                                MCP_FILES_MAX);
         files = json_object_new_array();
         if (!files)
                 return -ENOMEM;
@@ -395,6 +396,12 @@ static const char *get_str(json_object *o, const char *key) {
         if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
                 return NULL;
         return json_object_get_string(v);
+}
+
+static const char *get_str_idx(json_object *a, size_t i) {
+        json_object *v = json_object_array_get_idx(a, i);
+
+        return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
 /* For a record without a summary (one stored before summaries existed, or still running). */
@@ -573,7 +580,7 @@ json_object *mcp_languages_result(json_object *languages) {
                             json_object_array_length(al) > 0) {
                                 fprintf(f, "; aliases:");
                                 for (size_t k = 0; k < json_object_array_length(al); k++)
-                                        fprintf(f, " %s", json_object_get_string(json_object_array_get_idx(al, k)));
+                                        fprintf(f, " %s", get_str_idx(al, k) ?: "?");
                         }
                         if (json_object_object_get_ex(l, "environments", &envs) && json_object_is_type(envs, json_type_array) &&
                             json_object_array_length(envs) > 0) {
