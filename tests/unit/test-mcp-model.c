@@ -940,13 +940,15 @@ static void test_languages_result(_unused_ void **state) {
                 " \"environments\":[{\"name\":\"python-data\"},{\"name\":\"python-web\"}]},"
                 "{\"name\":\"bash\",\"version\":\"5.2\",\"aliases\":[],\"available\":true,\"environments\":[]},"
                 "{\"name\":\"rust\",\"version\":\"1.63\",\"available\":false,\"reason\":\"rustc not installed\"},"
-                "{\"name\":\"go\"}"
+                "{\"name\":\"go\"},"
+                "{\"name\":\"odd\",\"aliases\":[null,7,\"o\"],\"environments\":[{},\"x\"]}"
                 "]}";
         static const char want[] =
                 "python 3.11.2; aliases: py python3; environments: python-data python-web\n"
                 "bash 5.2\n"
                 "rust 1.63 (unavailable: rustc not installed)\n"
-                "go\n";
+                "go\n"
+                "odd; aliases: ? ? o; environments: ? ?\n";
         json_object *languages = parse(body), *o;
 
         json_object_get(languages);
