@@ -40,6 +40,12 @@ McpKind mcp_classify(json_object *msg, McpMessage *ret, const char **ret_error) 
                         *ret_error = "\"method\" must be a non-empty string";
                         return MCP_KIND_INVALID;
                 }
+                /* A request or a notification never carries a response's members: which one it is
+                 * would be a guess (JSON-RPC 2.0 section 4 and 5). */
+                if (json_object_object_get_ex(msg, "result", NULL) || json_object_object_get_ex(msg, "error", NULL)) {
+                        *ret_error = "a message has either \"method\" or \"result\"/\"error\", not both";
+                        return MCP_KIND_INVALID;
+                }
                 if (json_object_object_get_ex(msg, "params", &params) && params &&
                     !json_object_is_type(params, json_type_object)) {
                         *ret_error = "\"params\" must be an object";
@@ -267,7 +273,8 @@ static int convert_files(json_object *v, json_object **ret, char *buf, size_t si
         if (!json_object_is_type(v, json_type_array))
                 return fail_arg(buf, size, ret_error, "argument '%s' must be an array", "files");
         if (json_object_array_length(v) > MCP_FILES_MAX)
-                return fail_arg(buf, size, ret_error, "argument '%s' has more than 16 entries", "files");
+                return fail_arg(buf, size, ret_error, "argument '%s' has more than %d entries", "files",
+                                MCP_FILES_MAX);
         files = json_object_new_array();
         if (!files)
                 return -ENOMEM;
@@ -417,6 +424,12 @@ static const char *get_str(json_object *o, const char *key) {
         if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
                 return NULL;
         return json_object_get_string(v);
+}
+
+static const char *get_str_idx(json_object *a, size_t i) {
+        json_object *v = json_object_array_get_idx(a, i);
+
+        return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
 /* For a record without a summary (one stored before summaries existed, or still running). */
@@ -595,7 +608,7 @@ json_object *mcp_languages_result(json_object *languages) {
                             json_object_array_length(al) > 0) {
                                 fprintf(f, "; aliases:");
                                 for (size_t k = 0; k < json_object_array_length(al); k++)
-                                        fprintf(f, " %s", json_object_get_string(json_object_array_get_idx(al, k)));
+                                        fprintf(f, " %s", get_str_idx(al, k) ?: "?");
                         }
                         if (json_object_object_get_ex(l, "environments", &envs) && json_object_is_type(envs, json_type_array) &&
                             json_object_array_length(envs) > 0) {

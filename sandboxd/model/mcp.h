@@ -32,7 +32,7 @@
 #define MCP_IMAGE_MAX ((size_t) 2 * 1024 * 1024)
 #define MCP_IMAGES_TOTAL_MAX ((size_t) 8 * 1024 * 1024)
 #define MCP_CONTENT_MAX 64
-/* A tool's text argument for a file: at most this many bytes (the request's own caps apply too). */
+/* run_code's files: at most this many entries (the request's own caps on their sizes apply too). */
 #define MCP_FILES_MAX 16
 
 typedef enum McpKind {
