@@ -306,7 +306,8 @@ static void test_initialize(_unused_ void **state) {
 
 /* ---- tools ---------------------------------------------------------------------------------------- */
 
-static const char *const tool_names[] = { "run_code", "list_languages", "get_execution" };
+static const char *const tool_names[] = { "run_code", "list_languages", "get_execution", "read_file", "write_file",
+                                           "list_files" };
 
 static void test_tools_list(_unused_ void **state) {
         json_object *o = mcp_tools_list(), *tools;
@@ -1004,6 +1005,123 @@ static void test_mime_is_image(_unused_ void **state) {
                 }
 }
 
+/* ---- the session file tools ---------------------------------------------------------------------- */
+
+static const struct {
+        const char *tool, *args;
+        int want;                /* 0 or -EINVAL */
+        const char *session_id, *path, *data;   /* when 0 */
+        size_t len;
+        const char *error;       /* a part of the message, when -EINVAL */
+} file_args_rows[] = {
+        { "read_file", "{\"session_id\":\"s1\",\"path\":\"a/b.txt\"}", 0, "s1", "a/b.txt", NULL, 0, NULL },
+        { "list_files", "{\"session_id\":\"s1\"}", 0, "s1", NULL, NULL, 0, NULL },
+        { "list_files", "{\"session_id\":\"s1\",\"path\":\"out\"}", 0, "s1", "out", NULL, 0, NULL },
+        { "write_file", "{\"session_id\":\"s1\",\"path\":\"x\",\"content\":\"hi\\u0000there\"}", 0, "s1", "x", "hi\0there", 8, NULL },
+        { "write_file", "{\"session_id\":\"s1\",\"path\":\"x\",\"content_base64\":\"AAEC/w==\"}", 0, "s1", "x", "\x00\x01\x02\xff", 4, NULL },
+        { "write_file", "{\"session_id\":\"s1\",\"path\":\"x\",\"content\":\"\"}", 0, "s1", "x", "", 0, NULL },
+        { "read_file", "{\"session_id\":\"s1\"}", -EINVAL, NULL, NULL, NULL, 0, "path is required" },
+        { "read_file", "{\"path\":\"x\"}", -EINVAL, NULL, NULL, NULL, 0, "session_id is required" },
+        { "read_file", "{\"session_id\":\"\",\"path\":\"x\"}", -EINVAL, NULL, NULL, NULL, 0, "session_id is required" },
+        { "read_file", "{\"session_id\":7,\"path\":\"x\"}", -EINVAL, NULL, NULL, NULL, 0, "'session_id' must be a string" },
+        { "read_file", "{\"session_id\":\"s\",\"path\":[]}", -EINVAL, NULL, NULL, NULL, 0, "'path' must be a string" },
+        { "read_file", "{\"session_id\":\"s\",\"path\":\"x\",\"content\":\"c\"}", -EINVAL, NULL, NULL, NULL, 0, "unknown argument 'content'" },
+        { "list_files", "{\"session_id\":\"s\",\"mode\":1}", -EINVAL, NULL, NULL, NULL, 0, "unknown argument 'mode'" },
+        { "write_file", "{\"session_id\":\"s\",\"path\":\"x\"}", -EINVAL, NULL, NULL, NULL, 0, "content or content_base64" },
+        { "write_file", "{\"session_id\":\"s\",\"path\":\"x\",\"content\":\"a\",\"content_base64\":\"YQ==\"}", -EINVAL, NULL, NULL, NULL, 0, "content or content_base64" },
+        { "write_file", "{\"session_id\":\"s\",\"path\":\"x\",\"content_base64\":\"!!\"}", -EINVAL, NULL, NULL, NULL, 0, "not base64" },
+        { "write_file", "{\"session_id\":\"s\",\"path\":\"x\",\"content\":5}", -EINVAL, NULL, NULL, NULL, 0, "'content' must be a string" },
+        { "read_file", "[]", -EINVAL, NULL, NULL, NULL, 0, "must be an object" },
+};
+
+static void test_file_args(_unused_ void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(file_args_rows); i++) {
+                json_object *args = parse(file_args_rows[i].args);
+                McpFileArgs a = {};
+                char buf[256];
+                const char *error = NULL;
+                int r = mcp_file_args(file_args_rows[i].tool, args, &a, buf, sizeof(buf), &error);
+
+                if (r != file_args_rows[i].want) {
+                        print_error("row %zu (%s %s): %d, want %d (%s)\n", i, file_args_rows[i].tool, file_args_rows[i].args,
+                                    r, file_args_rows[i].want, strna(error));
+                        fail();
+                }
+                if (r == 0) {
+                        assert_string_equal(a.session_id, file_args_rows[i].session_id);
+                        if (file_args_rows[i].path)
+                                assert_string_equal(a.path, file_args_rows[i].path);
+                        else
+                                assert_null(a.path);
+                        if (file_args_rows[i].data) {
+                                assert_int_equal(a.len, file_args_rows[i].len);
+                                assert_memory_equal(a.data, file_args_rows[i].data, a.len);
+                        } else
+                                assert_null(a.data);
+                } else if (!error || !strstr(error, file_args_rows[i].error)) {
+                        print_error("row %zu: message '%s' lacks '%s'\n", i, strna(error), file_args_rows[i].error);
+                        fail();
+                }
+                mcp_file_args_done(&a);
+                json_object_put(args);
+        }
+}
+
+static void test_file_result(_unused_ void **state) {
+        static const uint8_t png[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+        static const uint8_t bin[] = { 0, 1, 2, 0xff };
+        static const uint8_t bad_utf8[] = { 'a', 0xc3, 0x28 };
+        json_object *o;
+
+        o = mcp_file_result("http://h/x", "text/plain", (const uint8_t *) "héllo\n", strlen("héllo\n"));
+        assert_str_at(o, "content.0.type", "text");
+        assert_str_at(o, "content.0.text", "héllo\n");
+        assert_bool_at(o, "isError", false);
+        json_object_put(o);
+
+        o = mcp_file_result("http://h/p.png", "image/png", png, sizeof(png));
+        assert_str_at(o, "content.0.type", "image");
+        assert_str_at(o, "content.0.mimeType", "image/png");
+        assert_str_at(o, "content.0.data", "iVBORw0KGgo=");
+        json_object_put(o);
+
+        /* Bytes: NUL, invalid UTF-8, and a "text" type that is not text all become a base64 resource. */
+        o = mcp_file_result("http://h/b", NULL, bin, sizeof(bin));
+        assert_str_at(o, "content.0.type", "resource");
+        assert_str_at(o, "content.0.resource.uri", "http://h/b");
+        assert_str_at(o, "content.0.resource.mimeType", "application/octet-stream");
+        assert_str_at(o, "content.0.resource.blob", "AAEC/w==");
+        json_object_put(o);
+        o = mcp_file_result("http://h/t", "text/plain", bad_utf8, sizeof(bad_utf8));
+        assert_str_at(o, "content.0.type", "resource");
+        assert_str_at(o, "content.0.resource.mimeType", "text/plain");
+        json_object_put(o);
+        o = mcp_file_result("http://h/e", "text/plain", (const uint8_t *) "", 0);
+        assert_str_at(o, "content.0.type", "text");
+        assert_str_at(o, "content.0.text", "");
+        json_object_put(o);
+}
+
+static void test_listing_result(_unused_ void **state) {
+        json_object *l = parse("{\"path\":\"out\",\"entries\":[{\"name\":\"a.txt\",\"type\":\"file\",\"size\":3},"
+                               "{\"name\":\"d\",\"type\":\"directory\",\"size\":0},"
+                               "{\"name\":\"leak\",\"type\":\"symlink\",\"size\":11},"
+                               "{\"name\":\"fifo\",\"type\":\"other\",\"size\":0}],\"truncated\":true}");
+        json_object *o = mcp_listing_result(l);
+
+        assert_non_null(o);
+        assert_str_at(o, "content.0.text", "out/\n  a.txt  3 bytes\n  d/\n  leak (symlink, not followed)\n"
+                                           "  fifo (not a regular file)\n  (more entries not listed)\n");
+        assert_str_at(o, "structuredContent.path", "out");
+        assert_bool_at(o, "isError", false);
+        json_object_put(o);
+
+        o = mcp_listing_result(parse("{\"path\":\"\",\"entries\":[],\"truncated\":false}"));
+        assert_str_at(o, "content.0.text", "./\n");
+        json_object_put(o);
+        assert_null(mcp_listing_result(NULL));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_classify),
@@ -1023,6 +1141,9 @@ int main(void) {
                 cmocka_unit_test(test_pending_result),
                 cmocka_unit_test(test_languages_result),
                 cmocka_unit_test(test_mime_is_image),
+                cmocka_unit_test(test_file_args),
+                cmocka_unit_test(test_file_result),
+                cmocka_unit_test(test_listing_result),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
