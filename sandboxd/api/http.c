@@ -525,6 +525,29 @@ HttpBodyPlan http_body_plan(const char *content_length, size_t max_body) {
         return HTTP_BODY_REFUSE;
 }
 
+/* The URL's and the query's %XX decoding (MHD_OPTION_UNESCAPE_CALLBACK), as MHD's own but for %00:
+ * a NUL would cut the decoded string where it stands, so that "a%00b" named "a" to every route (a
+ * session file PUT to "x%00.png" wrote "x"). It decodes to DEL (0x7F) instead, a byte that no id,
+ * path or key of the API accepts: the request is refused where its field is checked, never taken
+ * for a shorter one. */
+static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s) {
+        char *w = s;
+
+        for (const char *r = s; *r; ) {
+                int hi, lo;
+
+                if (r[0] == '%' && (hi = unhexchar(r[1])) >= 0 && (lo = unhexchar(r[2])) >= 0) {
+                        char ch = (char) (hi << 4 | lo);
+
+                        *w++ = ch ? ch : 0x7f;
+                        r += 3;
+                } else
+                        *w++ = *r++;
+        }
+        *w = 0;
+        return (size_t) (w - s);
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
@@ -1004,6 +1027,7 @@ static int listener_add(Http *h, int fd, bool tcp, const char *name) {
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
                                      MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
                                      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
+                                     MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, l,
                                      MHD_OPTION_END);
         if (!l->daemon)
                 return log_error_errno(EIO, "%s: failed to start libmicrohttpd.", name);
