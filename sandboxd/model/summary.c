@@ -234,6 +234,9 @@ bool summary_network_error(const char *err, size_t len) {
                 "Could not resolve host",
                 "Connection refused",
                 "ECONNREFUSED",
+                /* A run without network may not even make an inet socket (RestrictAddressFamilies=). */
+                "Address family not supported by protocol",
+                "EAFNOSUPPORT",
         };
 
         if (!err)

@@ -336,6 +336,8 @@ static void test_network_error_parse(_unused_ void **state) {
                 { "ConnectionRefusedError: [Errno 111] Connection refused", true },
                 { "curl: (6) Could not resolve host: example.com", true },
                 { "connect ENETUNREACH", true },
+                { "OSError: [Errno 97] Address family not supported by protocol", true },
+                { "Error: socket EAFNOSUPPORT", true },
                 { "ZeroDivisionError: division by zero", false },
                 { "", false },
         };
