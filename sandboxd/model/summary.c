@@ -58,32 +58,40 @@ static bool match_disk(const Execution *e) {
 
 /* First match wins. Every status and error type sandboxd produces has a row (the unit test checks). */
 static const SummaryRow summary_rows[] = {
-        { EXEC_SUCCESS,   ERROR_NONE,           NULL,         "succeeded (exit code 0)", ARG_NONE },
-        { EXEC_CANCELLED, ERROR_NONE,           NULL,         "cancelled by the caller before it finished", ARG_NONE },
-        { EXEC_FAILED,    ERROR_TIMEOUT,        NULL,         "timed out after %s ms (timeout_ms)", ARG_TIMEOUT_MS },
-        { EXEC_FAILED,    ERROR_OOM,            NULL,         "killed at the memory limit of %s MiB (memory_mb)",
-          ARG_MEMORY_MB },
-        { EXEC_FAILED,    ERROR_RESOURCE_LIMIT, match_tasks,  "a fork failed at the task limit of %s tasks (tasks)",
-          ARG_TASKS },
-        { EXEC_FAILED,    ERROR_RESOURCE_LIMIT, match_disk,   "a write failed: the disk limit of %s MiB (disk_mb) is full",
-          ARG_DISK_MB },
-        { EXEC_FAILED,    ERROR_RESOURCE_LIMIT, match_sigxfsz, "killed by SIGXFSZ: a file grew past the file size limit "
-          "(disk_mb %s MiB)", ARG_DISK_MB },
-        { EXEC_FAILED,    ERROR_RESOURCE_LIMIT, match_sigxcpu, "killed by SIGXCPU: the CPU time limit was used up (%s)",
+        { EXEC_SUCCESS, ERROR_NONE, NULL,
+          "The program succeeded (exit code 0).", ARG_NONE },
+        { EXEC_CANCELLED, ERROR_NONE, NULL,
+          "The execution was cancelled by the caller before it finished.", ARG_NONE },
+        { EXEC_FAILED, ERROR_TIMEOUT, NULL,
+          "The program timed out after %s ms (timeout_ms).", ARG_TIMEOUT_MS },
+        { EXEC_FAILED, ERROR_OOM, NULL,
+          "The program was killed at the memory limit of %s MiB (memory_mb).", ARG_MEMORY_MB },
+        { EXEC_FAILED, ERROR_RESOURCE_LIMIT, match_tasks,
+          "A fork failed at the task limit of %s tasks (tasks).", ARG_TASKS },
+        { EXEC_FAILED, ERROR_RESOURCE_LIMIT, match_disk,
+          "A write failed: the disk limit of %s MiB (disk_mb) is full.", ARG_DISK_MB },
+        { EXEC_FAILED, ERROR_RESOURCE_LIMIT, match_sigxfsz,
+          "The program was killed by SIGXFSZ: a file grew past the file size limit (disk_mb %s MiB).", ARG_DISK_MB },
+        { EXEC_FAILED, ERROR_RESOURCE_LIMIT, match_sigxcpu,
+          "The program was killed by SIGXCPU: the CPU time limit was used up (%s).", ARG_REASON },
+        { EXEC_FAILED, ERROR_RESOURCE_LIMIT, NULL,
+          "The program stopped at a resource limit: %s.", ARG_REASON },
+        { EXEC_FAILED, ERROR_COMPILE, NULL,
+          "The program failed to compile (compile error) and did not run.", ARG_NONE },
+        { EXEC_FAILED, ERROR_RUNTIME, match_sigsys,
+          "The program was killed by SIGSYS: it made a system call the sandbox forbids.", ARG_NONE },
+        { EXEC_FAILED, ERROR_RUNTIME, match_signal,
+          "The program was killed by signal %s.", ARG_SIGNAL },
+        { EXEC_FAILED, ERROR_RUNTIME, NULL,
+          "The program exited with code %s.", ARG_EXIT_CODE },
+        { EXEC_FAILED, ERROR_INPUT, NULL,
+          "An input file could not be fetched or written, so the program did not run: %s.", ARG_DETAIL },
+        { EXEC_FAILED, ERROR_INTERNAL, NULL,
+          "sandboxd could not run the program (internal error, not the program's fault; retrying may help): %s.",
           ARG_REASON },
-        { EXEC_FAILED,    ERROR_RESOURCE_LIMIT, NULL,         "stopped at a resource limit: %s", ARG_REASON },
-        { EXEC_FAILED,    ERROR_COMPILE,        NULL,         "failed to compile (compile error): the program did not run",
-          ARG_NONE },
-        { EXEC_FAILED,    ERROR_RUNTIME,        match_sigsys, "killed by SIGSYS: it made a system call the sandbox forbids",
-          ARG_NONE },
-        { EXEC_FAILED,    ERROR_RUNTIME,        match_signal, "killed by signal %s", ARG_SIGNAL },
-        { EXEC_FAILED,    ERROR_RUNTIME,        NULL,         "exited with code %s", ARG_EXIT_CODE },
-        { EXEC_FAILED,    ERROR_INPUT,          NULL,         "an input file could not be fetched or written, so the program "
-          "did not run: %s", ARG_DETAIL },
-        { EXEC_FAILED,    ERROR_INTERNAL,       NULL,         "sandboxd could not run it (internal error, not the program's "
-          "fault; retrying may help): %s", ARG_REASON },
         /* A failure without an error type is not one sandboxd makes; say what is known. */
-        { EXEC_FAILED,    ERROR_NONE,           NULL,         "failed: %s", ARG_REASON },
+        { EXEC_FAILED, ERROR_NONE, NULL,
+          "The execution failed: %s.", ARG_REASON },
 };
 
 static const SummaryRow *summary_row(const Execution *e) {
@@ -294,13 +302,12 @@ static void add_verdict(Sb *b, const Execution *e, const SummaryRow *row) {
         char arg[1024];
 
         format_arg(e, row->arg, arg, sizeof(arg));
-        sb_printf(b, "The program ");
         /* The template has at most one %s, the argument. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
         sb_printf(b, row->template, arg);
 #pragma GCC diagnostic pop
-        sb_printf(b, ".\n");
+        sb_printf(b, "\n");
 }
 
 static void add_hints(Sb *b, const Execution *e) {

@@ -376,7 +376,7 @@ static void test_failed(_unused_ void **state) {
                         json_object *v = get(o, "summary");
 
                         assert_true(json_object_is_type(v, json_type_string));
-                        assert_non_null(strstr(json_object_get_string(v), "The program "));
+                        assert_true(strlen(json_object_get_string(v)) > 0);
                         assert_non_null(strstr(json_object_get_string(v), "boom\n"));
                 }
                 e->summary = strdup("stored summary");
