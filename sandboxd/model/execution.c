@@ -40,6 +40,7 @@ Execution *execution_free(Execution *e) {
         free(e->unit);
         free(e->error_message);
         free(e->environment);
+        free(e->summary);
         exec_artifacts_free(e->artifacts);
         net_log_free(e->network);
         free(e);

@@ -2,6 +2,7 @@
 #include <time.h>
 
 #include "result.h"
+#include "summary.h"
 #include "time-util.h"
 
 void format_timestamp(uint64_t usec, char *buf, size_t size) {
@@ -124,5 +125,12 @@ json_object *execution_to_json(const Execution *e) {
         add_artifacts(o, e->artifacts, final);
         json_object_object_add(o, "network", e->network ? net_log_to_json(e->network, false) : NULL);
         json_object_object_add(o, "environment", str_or_null(e->environment));
+        /* A record stored before summaries has none: made here from what it holds, the same way. */
+        if (final) {
+                _cleanup_free_ char *made = e->summary ? NULL : summary_build(e);
+
+                json_object_object_add(o, "summary", str_or_null(e->summary ?: made));
+        } else
+                json_object_object_add(o, "summary", NULL);
         return o;
 }

@@ -20,6 +20,7 @@
 #include "unit/unit-props.h"
 #include "unit/usr-layer.h"
 #include "model/environment.h"
+#include "model/summary.h"
 #include "model/warm-policy.h"
 #include "unit-reaper.h"
 #include "warm-pool.h"
@@ -1132,6 +1133,9 @@ void job_finalize(Job *j) {
         }
         e->finished_usec = now_usec(CLOCK_REALTIME);
         explain_missing_module(j);
+        /* Once, from the final record: stored with it, the same in every answer and delivery. */
+        free(e->summary);
+        e->summary = summary_build(e);
 
         job_release(j);
         j->request = exec_request_free(j->request);

@@ -15,6 +15,7 @@
 #include "systemd/sysd.h"
 #include "time-util.h"
 #include "unit/unit-props.h"
+#include "model/summary.h"
 #include "unit/usr-layer.h"
 
 struct Runner {
@@ -522,6 +523,8 @@ int runner_adopt(Runner *r) {
                 e->error_type = ERROR_INTERNAL;
                 e->reason = "sandboxd restarted and could not resume this execution";
                 e->finished_usec = now_usec(CLOCK_REALTIME);
+                free(e->summary);
+                e->summary = summary_build(e);
                 {
                         _cleanup_free_ char *url = callback_url_from_request_json(l[i]->request);
 

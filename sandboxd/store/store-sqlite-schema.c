@@ -275,6 +275,41 @@ const char *const sqlite_migrations[] = {
          * the language's base, and for the rows written before. A name of at most 64 bytes: within
          * the 256 bytes a record is charged beyond its texts. */
         "ALTER TABLE executions ADD COLUMN environment TEXT;\n",
+        /* 14 (the summary, issue 18): model/summary.h, at most SUMMARY_MAX bytes, made when the record
+         * became final; NULL before, and for the rows written before this (the API makes theirs when
+         * it renders them). It counts in the record's bytes: the triggers of migration 12 again, with
+         * it. The rows before have none, so the sums stay right. */
+#define RECORD_BYTES(r)                                                                                  \
+        "(256 + ifnull(length(CAST(" r ".code AS BLOB)), 0) + ifnull(length(CAST(" r ".stdout AS BLOB)), 0)" \
+        " + ifnull(length(CAST(" r ".stderr AS BLOB)), 0) + ifnull(length(CAST(" r ".request AS BLOB)), 0)"  \
+        " + ifnull(length(CAST(" r ".error_message AS BLOB)), 0) + ifnull(length(CAST(" r ".network AS BLOB)), 0)" \
+        " + ifnull(length(CAST(" r ".summary AS BLOB)), 0))"
+        "ALTER TABLE executions ADD COLUMN summary TEXT;\n"
+        "DROP TRIGGER IF EXISTS record_usage_insert;\n"
+        "DROP TRIGGER IF EXISTS record_usage_update;\n"
+        "DROP TRIGGER IF EXISTS record_usage_delete;\n"
+        "CREATE TRIGGER record_usage_insert AFTER INSERT ON executions WHEN new.owner IS NOT NULL BEGIN\n"
+        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
+        "                VALUES (new.owner, 1, " RECORD_BYTES("new") ", 0)\n"
+        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
+        "END;\n"
+        "CREATE TRIGGER record_usage_update AFTER UPDATE ON executions BEGIN\n"
+        "        UPDATE record_usage SET records = records - 1, bytes = bytes - " RECORD_BYTES("old") "\n"
+        "                WHERE owner = old.owner;\n"
+        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
+        "                SELECT new.owner, 1, " RECORD_BYTES("new") ", 0 WHERE new.owner IS NOT NULL\n"
+        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
+        "END;\n"
+        "CREATE TRIGGER record_usage_delete BEFORE DELETE ON executions WHEN old.owner IS NOT NULL BEGIN\n"
+        "        UPDATE record_usage SET records = records - 1,\n"
+        "                bytes = bytes - " RECORD_BYTES("old") " - (SELECT ifnull(sum(length(CAST(body AS BLOB))), 0)\n"
+        "                        FROM callbacks WHERE execution_id = old.execution_id),\n"
+        "                pending_callbacks = pending_callbacks - (SELECT count(*) FROM callbacks\n"
+        "                        WHERE execution_id = old.execution_id AND state = 'pending')\n"
+        "                WHERE owner = old.owner;\n"
+        "        DELETE FROM record_usage WHERE owner = old.owner AND records <= 0;\n"
+        "END;\n",
+#undef RECORD_BYTES
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);

@@ -28,7 +28,7 @@ static const char *const all_keys[] = {
         "stderr", "stderr_bytes", "stderr_lines", "stderr_truncated",
         "duration_ms", "cpu_time_ms", "peak_memory_mb", "created_at", "started_at", "finished_at",
         "limits", "unit", "start", "reason", "error_message", "artifacts", "artifacts_skipped", "network", "artifacts_skipped_total",
-        "environment",
+        "environment", "summary",
 };
 
 static json_object *get(json_object *o, const char *key) {
@@ -185,6 +185,7 @@ static void test_queued(_unused_ void **state) {
         check_null(o, "artifacts");
         check_null(o, "artifacts_skipped");
         check_null(o, "artifacts_skipped_total");
+        check_null(o, "summary");
 
         /* The same after serialisation. */
         r = roundtrip(o);
@@ -370,6 +371,19 @@ static void test_failed(_unused_ void **state) {
                 check_null(o, "cpu_time_ms");
                 check_null(o, "peak_memory_mb");
                 check_time(o, "finished_at", "2026-11-30T03:20:01.000Z");
+                /* Made from the record when it has none (one stored before summaries); kept when it has. */
+                {
+                        json_object *v = get(o, "summary");
+
+                        assert_true(json_object_is_type(v, json_type_string));
+                        assert_true(strlen(json_object_get_string(v)) > 0);
+                        assert_non_null(strstr(json_object_get_string(v), "boom\n"));
+                }
+                e->summary = strdup("stored summary");
+                assert_non_null(e->summary);
+                json_object_put(o);
+                o = execution_to_json(e);
+                check_string(o, "summary", "stored summary");
         }
 }
 
