@@ -296,6 +296,13 @@ static void format_arg(const Execution *e, SummaryArg a, char *buf, size_t size)
         default:
                 buf[0] = '\0';
         }
+        /* A reason or message is a sentence of its own at times: the template ends it. */
+        if ((a == ARG_DETAIL || a == ARG_REASON) && size > 0) {
+                size_t n = strlen(buf);
+
+                if (n > 0 && buf[n - 1] == '.')
+                        buf[n - 1] = '\0';
+        }
 }
 
 static void add_verdict(Sb *b, const Execution *e, const SummaryRow *row) {

@@ -58,6 +58,9 @@ static const SummaryCase rows[] = {
           false, "", 0, "", NULL, { "killed by SIGXCPU: the CPU time limit was used up" } },
         { "resource-other", EXEC_FAILED, ERROR_RESOURCE_LIMIT, 1, 0, "some new limit", "bash", NULL, false,
           "", 0, "", NULL, { "stopped at a resource limit: some new limit" } },
+        /* A reason that is a sentence already: one full stop, not two. */
+        { "reason-full-stop", EXEC_FAILED, ERROR_RESOURCE_LIMIT, 1, 0, "a limit was hit.", "bash", NULL, false,
+          "", 0, "", NULL, { "stopped at a resource limit: a limit was hit.\n" } },
         { "compile", EXEC_FAILED, ERROR_COMPILE, 1, 0, "syntax or compile error", "c", NULL, false,
           "", 0, "main.c:1:1: error: expected ';'\n", NULL,
           { "The program failed to compile (compile error) and did not run.\n", "exit code: 1", "expected ';'" } },
