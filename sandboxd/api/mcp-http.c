@@ -70,25 +70,14 @@ static void url_base_set(McpCall *c, HttpRequest *req) {
         snprintf(c->url_base, sizeof(c->url_base), "http://%s", host);
 }
 
-/* An image artifact's bytes from the artifact store, for image content (at most MCP_IMAGE_MAX: a
- * short read of a local file, as GET of an artifact does in a stream). */
-static int read_blob(void *userdata, const char *sha256, uint64_t size, uint8_t **ret, size_t *ret_len) {
-        ApiContext *ac = userdata;
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ uint8_t *buf = NULL;
-        struct stat st;
+/* read_file returns at most this much of a file inline (an image: MCP_IMAGE_MAX as in run_code);
+ * GET /v1/sessions/{id}/files/{path} streams any size. */
+#define MCP_READ_FILE_MAX MCP_IMAGE_MAX
+
+static int read_all(int fd, uint64_t size, uint8_t **ret) {
+        _cleanup_free_ uint8_t *buf = malloc(size ? size : 1);
         size_t got = 0;
 
-        if (size > MCP_IMAGE_MAX)
-                return -EFBIG;
-        fd = artifacts_store_open_blob(ac->ctx->artifacts_fd, sha256);
-        if (fd < 0)
-                return fd;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != size)
-                return -EBADMSG;
-        buf = malloc(size ? size : 1);
         if (!buf)
                 return -ENOMEM;
         while (got < size) {
@@ -99,11 +88,34 @@ static int read_blob(void *userdata, const char *sha256, uint64_t size, uint8_t 
                 if (k < 0)
                         return -errno;
                 if (k == 0)
-                        return -EBADMSG;
+                        return -EBADMSG;        /* shorter than its fstat(): changed under us */
                 got += (size_t) k;
         }
         *ret = TAKE_PTR(buf);
-        *ret_len = got;
+        return 0;
+}
+
+/* An image artifact's bytes from the artifact store, for image content (at most MCP_IMAGE_MAX: a
+ * short read of a local file, as GET of an artifact does in a stream). */
+static int read_blob(void *userdata, const char *sha256, uint64_t size, uint8_t **ret, size_t *ret_len) {
+        ApiContext *ac = userdata;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r;
+
+        if (size > MCP_IMAGE_MAX)
+                return -EFBIG;
+        fd = artifacts_store_open_blob(ac->ctx->artifacts_fd, sha256);
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != size)
+                return -EBADMSG;
+        r = read_all(fd, size, ret);
+        if (r < 0)
+                return r;
+        *ret_len = (size_t) size;
         return 0;
 }
 
@@ -237,31 +249,6 @@ static void call_get_execution(McpCall *c, json_object *args, const char *owner,
         else
                 respond_job(c, j);
         mcp_call_free(c);
-}
-
-/* read_file returns at most this much of a file inline (an image: MCP_IMAGE_MAX as in run_code);
- * GET /v1/sessions/{id}/files/{path} streams any size. */
-#define MCP_READ_FILE_MAX MCP_IMAGE_MAX
-
-static int read_all(int fd, uint64_t size, uint8_t **ret) {
-        _cleanup_free_ uint8_t *buf = malloc(size ? size : 1);
-        size_t got = 0;
-
-        if (!buf)
-                return -ENOMEM;
-        while (got < size) {
-                ssize_t k = pread(fd, buf + got, size - got, (off_t) got);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        return -EBADMSG;        /* shorter than its fstat(): changed under us */
-                got += (size_t) k;
-        }
-        *ret = TAKE_PTR(buf);
-        return 0;
 }
 
 /* read_file, write_file, list_files: the session file API's functions as the caller, their refusals
