@@ -87,6 +87,8 @@ typedef struct Execution {
         ExecArtifacts *artifacts;    /* NULL: none collected (not final yet, or collection failed) */
         NetLog *network;         /* a run with network: its allow list and the proxy's log; NULL: none */
         char *environment;       /* the request's "environment" (environment.h); NULL: the language's base */
+        char **args;             /* the request's "args"; NULL: none */
+        size_t n_args;
 } Execution;
 
 Execution *execution_new(const char *id);

@@ -124,5 +124,12 @@ json_object *execution_to_json(const Execution *e) {
         add_artifacts(o, e->artifacts, final);
         json_object_object_add(o, "network", e->network ? net_log_to_json(e->network, false) : NULL);
         json_object_object_add(o, "environment", str_or_null(e->environment));
+        if (e->n_args > 0) {
+                json_object *a = json_object_new_array_ext((int) e->n_args);
+
+                for (size_t i = 0; a && i < e->n_args; i++)
+                        json_object_array_add(a, json_object_new_string(e->args[i]));
+                json_object_object_add(o, "args", a);
+        }
         return o;
 }
