@@ -7,6 +7,8 @@
 import base64
 import json
 import os
+import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -77,5 +79,34 @@ for what, extra, field in cases:
 big = ["%d" % i for i in range(255)] + ["w" * 4096]
 res = run(PROGRAMS["python"], args=big)
 t.eq(argv_of("python", res), big, "256 arguments, the last 4096 bytes long, all arrive")
+
+# sandboxctl run ... -- ARGS: the words after "--" are the program's, options among them too.
+ctl = os.path.join(BUILD, "sandboxctl", "sandboxctl")
+CTL_ARGS = ["a", "b c", "--json", "-c", "", "ü"]
+p = subprocess.run([ctl, "run", "-l", "python", "-c", PROGRAMS["python"], "--", *CTL_ARGS], capture_output=True,
+                   text=True, timeout=120)
+t.ok(p.returncode == 0 and p.stdout == json.dumps(CTL_ARGS) + "\n", "sandboxctl run -c CODE -- ARGS: the program's argv",
+     f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+p = subprocess.run([ctl, "run", "-l", "bash", "-", "--", "x y", "z"], input='echo "$#:$1:$2"\n', capture_output=True,
+                   text=True, timeout=120)
+t.ok(p.returncode == 0 and p.stdout == "2:x y:z\n", "sandboxctl run -l bash - -- 'x y' z (code on stdin)",
+     f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+p = subprocess.run([ctl, "status", "x", "--", "a"], capture_output=True, text=True, timeout=60)
+t.ok(p.returncode != 0 and "'--'" in p.stderr, "sandboxctl status ID -- a: refused", f"{p.returncode} {p.stderr!r}")
+
+# D-Bus: Execute takes the request's JSON, args included.
+if shutil.which("busctl"):
+    req = {"language": "node", "code": PROGRAMS["node"], "args": ["d bus", "", "✓"]}
+    p = subprocess.run(["busctl", "--json=short", "call", "io.sandboxd.Sandbox1", "/io/sandboxd/Sandbox1",
+                        "io.sandboxd.Sandbox1.Manager", "Execute", "s", json.dumps(req)], capture_output=True,
+                       text=True, timeout=120)
+    try:
+        res = json.loads(json.loads(p.stdout)["data"][0])
+    except (ValueError, KeyError, IndexError):
+        res = {}
+    t.ok(argv_of("node", res) == req["args"] and res.get("args") == req["args"],
+         "D-Bus Execute with args: node's argv, and the record echoes them", f"{p.stdout!r} {p.stderr!r}")
+else:
+    t.ok(True, "# SKIP no busctl")
 
 t.done()
