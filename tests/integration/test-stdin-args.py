@@ -23,11 +23,20 @@ PROGRAMS = {
     "node": "console.log(JSON.stringify(process.argv.slice(2)));\n",
     # Each argument base64-encoded on a line of its own: the output's NULs and newlines are not kept as such.
     "bash": "echo $#\nfor a in \"$@\"; do printf '%s' \"$a\" | base64 -w0; echo; done\n",
+    # A compiled language: the built binary's argv, each argument in hex on a line of its own.
+    "c": "#include <stdio.h>\nint main(int argc, char **argv) {\n    printf(\"%d\\n\", argc - 1);\n"
+         "    for (int i = 1; i < argc; i++) {\n        for (char *c = argv[i]; *c; c++)\n"
+         "            printf(\"%02x\", (unsigned char) *c);\n        printf(\"\\n\");\n    }\n    return 0;\n}\n",
 }
 
 
 def argv_of(language, res):
     out = res.get("stdout", "")
+    if language == "c":
+        lines = out.split("\n")[:-1]
+        if not lines or lines[0] != str(len(lines) - 1):
+            return ["<count mismatch>", out]
+        return [bytes.fromhex(x).decode() for x in lines[1:]]
     if language == "bash":
         lines = out.split("\n")[:-1]
         if not lines or lines[0] != str(len(lines) - 1):
