@@ -171,6 +171,17 @@ static int build_request(const char *path, json_object **ret) {
                 r = json_add(req, "env", json_object_get(arg_env));
         if (r >= 0 && arg_files)
                 r = json_add(req, "files", json_object_get(arg_files));
+        if (r >= 0 && arg_program_args) {
+                json_object *a = json_object_new_array();
+
+                r = a ? 0 : -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < arg_n_program_args; i++)
+                        r = json_object_array_add(a, json_object_new_string(arg_program_args[i])) < 0 ? -ENOMEM : 0;
+                if (r >= 0)
+                        r = json_add(req, "args", a);
+                else
+                        json_object_put(a);
+        }
         if (r >= 0 && arg_allow_net) {
                 json_object *net = json_object_new_object();
 

@@ -61,6 +61,8 @@ bool arg_timeout_ms_set = false, arg_memory_mb_set = false, arg_disk_mb_set = fa
 uint64_t arg_timeout_ms = 0, arg_memory_mb = 0, arg_disk_mb = 0;
 double arg_cpu_cores = 0;
 json_object *arg_env = NULL;
+char **arg_program_args = NULL;
+size_t arg_n_program_args = 0;
 json_object *arg_allow_net = NULL;  /* --allow-net: the request's network.allow */
 json_object *arg_files = NULL;    /* --input, --input-url: the request's "files" */
 const char *arg_status = NULL;
@@ -696,6 +698,9 @@ static int parse_verb(int argc, char *argv[], const CtlVerb **ret_verb, char ***
                         return log_error_errno(-EINVAL, "Option %s only applies to %s.",
                                                arg_option_group_first[g], option_group_commands[g]);
 
+        if (arg_program_args && verb->dispatch != verb_run && verb->dispatch != verb_submit)
+                return log_error_errno(-EINVAL, "Arguments after '--' only apply to 'run' and 'submit'.");
+
         *ret_verb = verb;
         *ret_args = argv + optind + 1;
         *ret_n_args = n_args;
@@ -704,6 +709,16 @@ static int parse_verb(int argc, char *argv[], const CtlVerb **ret_verb, char ***
 
 int ctl_parse_argv(int argc, char *argv[], const CtlVerb **ret_verb, char ***ret_args, size_t *ret_n_args) {
         int c, r;
+
+        /* "run ... -- ARGS...": what follows the first "--" is the program's, not ours. getopt_long()
+         * would move the command and FILE after it, so it never sees it. */
+        for (int i = 1; i < argc; i++)
+                if (streq(argv[i], "--")) {
+                        arg_program_args = argv + i + 1;
+                        arg_n_program_args = (size_t) (argc - i - 1);
+                        argc = i;
+                        break;
+                }
 
         while ((c = getopt_long(argc, argv, "hc:l:o:f", options, NULL)) >= 0) {
                 if (c == '?')
@@ -729,6 +744,8 @@ int ctl_verb_dispatch(const CtlVerb *verb, char **args, size_t n_args) {
 
 void ctl_args_reset(void) {
         arg_env = (json_object_put(arg_env), NULL);
+        arg_program_args = NULL;
+        arg_n_program_args = 0;
         arg_files = (json_object_put(arg_files), NULL);
         arg_allow_net = (json_object_put(arg_allow_net), NULL);
         arg_socket = NULL;

@@ -57,6 +57,9 @@ extern bool arg_timeout_ms_set, arg_memory_mb_set, arg_disk_mb_set, arg_cpu_core
 extern uint64_t arg_timeout_ms, arg_memory_mb, arg_disk_mb;
 extern double arg_cpu_cores;
 extern json_object *arg_env;
+/* run/submit: the words after "--", the program's "args"; NULL: no "--". */
+extern char **arg_program_args;
+extern size_t arg_n_program_args;
 extern json_object *arg_allow_net;      /* --allow-net: the request's network.allow */
 extern json_object *arg_files;          /* --input, --input-url: the request's "files" */
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "execution.h"
+#include "strv.h"
 #include "string-table.h"
 
 static const char *const exec_start_path_table[_START_MAX] = {
@@ -41,6 +42,7 @@ Execution *execution_free(Execution *e) {
         free(e->error_message);
         free(e->environment);
         free(e->summary);
+        strv_free(e->args);
         exec_artifacts_free(e->artifacts);
         net_log_free(e->network);
         free(e);

@@ -89,6 +89,8 @@ typedef struct Execution {
         char *environment;       /* the request's "environment" (environment.h); NULL: the language's base */
         char *summary;           /* summary.h, made once when final; NULL: not final, or a record stored
                                   * before summaries (result.c makes it when rendering) */
+        char **args;             /* the request's "args"; NULL: none */
+        size_t n_args;
 } Execution;
 
 Execution *execution_new(const char *id);

@@ -24,6 +24,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         free(r->callback_url);
         free(r->environment);
         strv_free(r->env);
+        strv_free(r->args);
         for (size_t i = 0; i < r->n_files; i++) {
                 free(r->files[i].path);
                 free(r->files[i].url);
@@ -239,6 +240,67 @@ static int parse_env(json_object *env, ExecRequest *req, RequestError *err) {
         }
         qsort(req->env, req->n_env, sizeof(char *), cmp_env);
         return 0;
+}
+
+/* "args": an array of strings, each its own argv word of the program (none may hold a NUL). */
+static int parse_args(json_object *args, ExecRequest *req, RequestError *err) {
+        size_t total = 0, n;
+
+        if (!json_object_is_type(args, json_type_array))
+                return fail(err, API_ERROR_INVALID_REQUEST, "args", "args: expected an array of strings");
+        n = json_object_array_length(args);
+        if (n > REQUEST_ARGS_MAX)
+                return fail(err, API_ERROR_INVALID_REQUEST, "args", "args: %zu arguments, at most %d allowed", n,
+                            REQUEST_ARGS_MAX);
+        req->args = calloc(n + 1, sizeof(char *));
+        if (!req->args)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *a = json_object_array_get_idx(args, i);
+                char field[32];
+                size_t len;
+
+                snprintf(field, sizeof(field), "args[%zu]", i);
+                if (!json_object_is_type(a, json_type_string))
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: expected a string", field);
+                len = (size_t) json_object_get_string_len(a);
+                if (len != strlen(json_object_get_string(a)))
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: contains a NUL byte", field);
+                if (len > REQUEST_ARG_MAX)
+                        return fail(err, API_ERROR_INVALID_REQUEST, field, "%s: %zu bytes, at most %d", field, len,
+                                    REQUEST_ARG_MAX);
+                total += len + 1;
+                if (total > REQUEST_ARGS_TOTAL_MAX)
+                        return fail(err, API_ERROR_INVALID_REQUEST, "args", "args: more than %d bytes in all",
+                                    REQUEST_ARGS_TOTAL_MAX);
+                req->args[i] = strdup(json_object_get_string(a));
+                if (!req->args[i])
+                        return -ENOMEM;
+                req->n_args++;
+        }
+        return 0;
+}
+
+int request_args_from_json(const char *json, char ***ret, size_t *ret_n) {
+        _cleanup_(exec_request_freep) ExecRequest *req = calloc(1, sizeof(ExecRequest));
+        json_object *o, *a;
+        RequestError err;
+        int r = 0;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (!req)
+                return -ENOMEM;
+        o = json ? json_tokener_parse(json) : NULL;
+        if (o && json_object_object_get_ex(o, "args", &a)) {
+                r = parse_args(a, req, &err);
+                if (r >= 0) {
+                        *ret = TAKE_PTR(req->args);
+                        *ret_n = req->n_args;
+                }
+        }
+        json_object_put(o);
+        return r == -ENOMEM ? r : 0;
 }
 
 /* ---- input files ------------------------------------------------------------------------------ */
@@ -549,6 +611,12 @@ static void fingerprint(ExecRequest *req) {
                 EVP_DigestUpdate(ctx, "|net=", strlen("|net="));
                 EVP_DigestUpdate(ctx, req->network_allow[i], strlen(req->network_allow[i]));
         }
+        /* Likewise only with args: each with its NUL, so ["a b"] and ["a", "b"] differ. */
+        if (req->n_args > 0) {
+                EVP_DigestUpdate(ctx, "|args=", strlen("|args="));
+                for (size_t i = 0; i < req->n_args; i++)
+                        EVP_DigestUpdate(ctx, req->args[i], strlen(req->args[i]) + 1);
+        }
         /* Likewise only with an environment. */
         if (req->environment) {
                 EVP_DigestUpdate(ctx, "|environment=", strlen("|environment="));
@@ -561,7 +629,7 @@ static void fingerprint(ExecRequest *req) {
 int exec_request_parse(const char *body, size_t len, const Config *c, ExecRequest **ret, RequestError *err) {
         static const char *const known[] = { "execution_id", "session_id", "language", "code", "limits", "env",
                                               "seed", "files", "callback_url", "start", "network",
-                                              "environment" };
+                                              "environment", "args" };
         _cleanup_(exec_request_freep) ExecRequest *req = NULL;
         json_tokener *tok;
         json_object *root, *v;
@@ -700,6 +768,12 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
 
         if (json_object_object_get_ex(root, "env", &v)) {
                 r = parse_env(v, req, err);
+                if (r < 0)
+                        goto finish;
+        }
+
+        if (json_object_object_get_ex(root, "args", &v)) {
+                r = parse_args(v, req, err);
                 if (r < 0)
                         goto finish;
         }

@@ -19,6 +19,11 @@
 #define REQUEST_ENV_NAME_MAX 128
 #define REQUEST_ENV_VALUE_MAX 4096
 #define REQUEST_ENV_TOTAL_MAX (32 * 1024)
+/* "args": the program's arguments after itself, at most this many, each at most this long, this many
+ * bytes in all (each counted with its terminating NUL). */
+#define REQUEST_ARGS_MAX 256
+#define REQUEST_ARG_MAX 4096
+#define REQUEST_ARGS_TOTAL_MAX (64 * 1024)
 /* Input files ("files"): a path below /workspace/input, at most this long in bytes and this many
  * components deep; an http(s) URL at most this long. */
 #define REQUEST_FILE_PATH_MAX 255
@@ -45,6 +50,8 @@ typedef struct ExecRequest {
         bool disk_mb_given;      /* limits.disk_mb was in the request (else a session's run takes its size) */
         char **env;              /* "KEY=VALUE", sorted by name (a fixed order is part of reproducibility) */
         size_t n_env;
+        char **args;             /* "args", in order (may hold ""); NULL: none */
+        size_t n_args;
         uint64_t seed;           /* SANDBOX_SEED; 0 unless the request sets "seed" */
         char *callback_url;      /* NULL: none; http(s), validated (callback_url_is_valid()) */
         bool cold;               /* "start": "cold": never a unit of the warm pool */
@@ -106,5 +113,8 @@ bool input_path_is_valid(const char *path, size_t len, const char **ret_why);
 bool input_url_is_valid(const char *url, size_t len, const char **ret_why);
 
 /* Environment variable names sandboxd sets itself, which a request may not override. */
+/* The "args" of a stored request's JSON (job.c's request_json()), checked as a request's are: *ret
+ * NULL and *ret_n 0 without (or with invalid) args; -ENOMEM. */
+int request_args_from_json(const char *json, char ***ret, size_t *ret_n);
 bool env_name_is_reserved(const char *name);
 bool env_name_is_valid(const char *name);

@@ -132,5 +132,12 @@ json_object *execution_to_json(const Execution *e) {
                 json_object_object_add(o, "summary", str_or_null(e->summary ?: made));
         } else
                 json_object_object_add(o, "summary", NULL);
+        if (e->n_args > 0) {
+                json_object *a = json_object_new_array_ext((int) e->n_args);
+
+                for (size_t i = 0; a && i < e->n_args; i++)
+                        json_object_array_add(a, json_object_new_string(e->args[i]));
+                json_object_object_add(o, "args", a);
+        }
         return o;
 }

@@ -19,6 +19,7 @@ static const char *const warm_refusal_table[_WARM_REFUSAL_MAX] = {
         [WARM_ENV] = "env sets a variable the preloaded runtime read as it started",
         [WARM_NETWORK] = "a run with network joins its egress proxy's network namespace as its unit starts",
         [WARM_ENVIRONMENT] = "the pool keeps no units of this environment (Environments= in [Pool])",
+        [WARM_ARGS] = "args: a warm unit's command line was fixed when it started",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(warm_refusal, WarmRefusal);
@@ -116,6 +117,8 @@ WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req) {
                 return WARM_ENVIRONMENT;
         if (req->network)
                 return WARM_NETWORK;
+        if (req->n_args > 0)
+                return WARM_ARGS;
         if (req->limits.disk_mb != c->defaults.disk_mb)
                 return WARM_DISK;
         if (l->warm_argv) {

@@ -28,6 +28,7 @@ typedef enum WarmRefusal {
         WARM_ENV,                /* env sets a name the preloaded runtime read as it started */
         WARM_NETWORK,            /* "network": its unit joins the egress proxy's network namespace */
         WARM_ENVIRONMENT,        /* "environment" not in Environments=: its layer is part of the unit's /usr */
+        WARM_ARGS,               /* "args": the program's command line is the unit's, fixed at its start */
         _WARM_REFUSAL_MAX,
 } WarmRefusal;
 

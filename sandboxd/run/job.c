@@ -132,6 +132,9 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
                 return -ENOMEM;
         if (request->session_id && !(j->exec->session_id = strdup(request->session_id)))
                 return -ENOMEM;
+        for (size_t i = 0; i < request->n_args; i++)
+                if (strv_extend(&j->exec->args, &j->exec->n_args, request->args[i]) < 0)
+                        return -ENOMEM;
         if (request->environment && !(j->exec->environment = strdup(request->environment)))
                 return -ENOMEM;
         if (request->execution_id && !streq(request->execution_id, id) &&
@@ -189,6 +192,13 @@ static char *request_json(const ExecRequest *req, const char *callback_url) {
                 json_object_array_add(env, json_object_new_string(req->env[i]));
         json_object_object_add(o, "env", env);
         json_object_object_add(o, "seed", json_object_new_uint64(req->seed));
+        if (req->n_args > 0) {
+                json_object *args = json_object_new_array_ext((int) req->n_args);
+
+                for (size_t i = 0; args && i < req->n_args; i++)
+                        json_object_array_add(args, json_object_new_string(req->args[i]));
+                json_object_object_add(o, "args", args);
+        }
         if (req->cold)
                 json_object_object_add(o, "start", json_object_new_string("cold"));
         if (callback_url)
@@ -513,6 +523,8 @@ void job_start_service(Job *j) {
                 .no_kernel_protection = !ctx->config->protect_kernel,
                 .inputs = j->request->files,
                 .n_inputs = j->request->n_files,
+                .args = j->request->args,
+                .n_args = j->request->n_args,
                 .proxy_socket = j->proxy_socket,
         };
         r = unit_props_build(&plan, &props);

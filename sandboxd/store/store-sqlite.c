@@ -6,6 +6,7 @@
 
 #include "store-sqlite-internal.h"
 #include "strv.h"
+#include "model/request.h"
 
 /* The embedded store: one SQLite file in WAL mode. Everything sqlite3_* lives in store-sqlite*.c: the
  * schema (store-sqlite-schema.c), the outbox, artifacts and sessions in files of their own, the
@@ -403,6 +404,7 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
         C(sq_column_strdup(st, COL_ERROR_MESSAGE, &e->error_message));
         C(sq_column_strdup(st, COL_ENVIRONMENT, &e->environment));
         C(sq_column_strdup(st, COL_SUMMARY, &e->summary));
+        C(request_args_from_json(r->request, &e->args, &e->n_args));
         e->cancel_requested = sqlite3_column_int(st, COL_CANCEL_REQUESTED) != 0;
         if (sqlite3_column_type(st, COL_NETWORK) == SQLITE_TEXT) {
                 int q = net_log_from_json((const char *) sqlite3_column_text(st, COL_NETWORK), &e->network);

@@ -232,6 +232,25 @@ int control_fd_name(const char *execution_id, const char *unit, char *buf, size_
         return k < 0 || (size_t) k >= n ? -ENAMETOOLONG : 0;
 }
 
+/* s with every '$' doubled (systemd's literal '$' in an ExecStart= word), or NULL: no memory. */
+static char *dollar_escape(const char *s) {
+        size_t n = strlen(s) + 1;
+        char *out, *o;
+
+        for (const char *c = s; *c; c++)
+                n += *c == '$';
+        o = out = malloc(n);
+        if (!out)
+                return NULL;
+        for (const char *c = s; *c; c++) {
+                if (*c == '$')
+                        *o++ = '$';
+                *o++ = *c;
+        }
+        *o = 0;
+        return out;
+}
+
 static int add_exec(UnitProps *p, const UnitPlan *plan) {
         const Language *l = plan->language;
         UnitProp *x;
@@ -312,9 +331,18 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
                 for (const char *const *a = l->warm_argv; *a; a++)
                         r |= strv_extend(&x->strv, &x->n, *a);
                 r |= strv_extend(&x->strv, &x->n, plan->warm_preload ?: "");
-        } else
+        } else {
                 for (const char *const *a = l->run_argv; *a; a++)
                         r |= strv_extend(&x->strv, &x->n, *a);
+                /* systemd expands $NAME and ${NAME} in ExecStart= words as it starts the command
+                 * (not specifiers: those are a unit file's): "$$" is its literal '$'. */
+                for (size_t i = 0; !plan->warm && i < plan->n_args; i++) {
+                        _cleanup_free_ char *arg = dollar_escape(plan->args[i]);
+                        if (!arg)
+                                return -ENOMEM;
+                        r |= strv_extend(&x->strv, &x->n, arg);
+                }
+        }
         return r < 0 ? -ENOMEM : 0;
 }
 

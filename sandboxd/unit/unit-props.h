@@ -98,6 +98,10 @@ typedef struct UnitPlan {
          * copies each once more inside the unit, so its pages are charged to the execution. */
         const InputFile *inputs;
         size_t n_inputs;
+        /* The request's "args": argv words after the language's run command (never in a warm unit,
+         * whose command line was fixed when it started: warm-policy.h). */
+        char *const *args;
+        size_t n_args;
         /* The systemd protections of the kernel and of the helper (RestrictNamespaces=,
          * ProtectKernel*=, ...): always on in sandboxd; off only in bench/ to measure their cost. */
         bool no_kernel_protection;

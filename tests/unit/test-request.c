@@ -10,6 +10,7 @@
 #include "base64.h"
 #include "model/conf.h"
 #include "model/request.h"
+#include "strv.h"
 #include "util.h"
 
 /* Each row of each table runs as its own cmocka test, named after the row, so a failure in the TAP
@@ -182,6 +183,13 @@ static const RefuseRow refuse_rows[] = {
         BAD("env array", REQ("\"env\": [\"A=1\"]"), "env", "expected an object"),
         BAD("env string", REQ("\"env\": \"A=1\""), "env", "expected an object"),
         BAD("env null", REQ("\"env\": null"), "env", "expected an object"),
+        BAD("args string", REQ("\"args\": \"a b\""), "args", "args: expected an array of strings"),
+        BAD("args object", REQ("\"args\": {}"), "args", "args: expected an array of strings"),
+        BAD("args null", REQ("\"args\": null"), "args", "args: expected an array of strings"),
+        BAD("args number entry", REQ("\"args\": [\"a\", 1]"), "args[1]", "args[1]: expected a string"),
+        BAD("args null entry", REQ("\"args\": [null]"), "args[0]", "args[0]: expected a string"),
+        BAD("args nested array", REQ("\"args\": [[\"a\"]]"), "args[0]", "args[0]: expected a string"),
+        BAD("args NUL", REQ("\"args\": [\"ok\", \"a\\u0000b\"]"), "args[1]", "args[1]: contains a NUL byte"),
         BAD("seed string", REQ("\"seed\": \"1\""), "seed", "expected an integer"),
         BAD("seed fraction", REQ("\"seed\": 1.5"), "seed", "expected an integer"),
         BAD("seed negative", REQ("\"seed\": -1"), "seed", NULL),
@@ -784,6 +792,84 @@ static void test_env_sorted(_unused_ void **state) {
                 assert_string_equal(req->env[i], expect[i]);
 }
 
+static void test_args(_unused_ void **state) {
+        static const char *const expect[] = { "a b", "", "$HOME", "\xc3\xa9", "--x" };
+        _cleanup_(exec_request_freep) ExecRequest *req =
+                parse_ok(REQ("\"args\": [\"a b\", \"\", \"$HOME\", \"\\u00e9\", \"--x\"]"));
+        _cleanup_(exec_request_freep) ExecRequest *none = parse_ok(REQ("\"seed\": 0"));
+        _cleanup_(exec_request_freep) ExecRequest *empty = parse_ok(REQ("\"args\": []"));
+        _cleanup_(exec_request_freep) ExecRequest *joined = parse_ok(REQ("\"args\": [\"a b\"]"));
+        _cleanup_(exec_request_freep) ExecRequest *split = parse_ok(REQ("\"args\": [\"a\", \"b\"]"));
+        _cleanup_free_ char *body = NULL;
+        _cleanup_strv_free_ char **back = NULL;
+        size_t n_back = 0;
+        RequestError err;
+        ExecRequest *bad = NULL;
+
+        assert_int_equal(req->n_args, ELEMENTSOF(expect));
+        for (size_t i = 0; i < ELEMENTSOF(expect); i++)
+                assert_string_equal(req->args[i], expect[i]);
+        assert_null(req->args[req->n_args]);
+        assert_int_equal(none->n_args, 0);
+        assert_int_equal(empty->n_args, 0);
+        /* Without args (or with none) the fingerprint is what it was; ["a b"] is not ["a", "b"]. */
+        assert_memory_equal(none->fingerprint, empty->fingerprint, 32);
+        assert_memory_not_equal(none->fingerprint, joined->fingerprint, 32);
+        assert_memory_not_equal(joined->fingerprint, split->fingerprint, 32);
+
+        /* The limits: 256 of them, 4096 bytes each, 64 KiB in all (with a NUL each). */
+        {
+                _cleanup_free_ char *list = NULL, *long_arg = malloc(REQUEST_ARG_MAX + 2);
+
+                assert_non_null(long_arg);
+                memset(long_arg, 'x', REQUEST_ARG_MAX + 1);
+                long_arg[REQUEST_ARG_MAX + 1] = 0;
+                body = strf(REQ("\"args\": [\"%s\"]"), long_arg);
+                assert_int_equal(exec_request_parse(body, strlen(body), cfg, &bad, &err), -EINVAL);
+                assert_string_equal(err.field, "args[0]");
+                body = mfree(body);
+                long_arg[REQUEST_ARG_MAX] = 0;
+                body = strf(REQ("\"args\": [\"%s\"]"), long_arg);
+                {
+                        _cleanup_(exec_request_freep) ExecRequest *ok = parse_ok(body);
+                        assert_int_equal(strlen(ok->args[0]), REQUEST_ARG_MAX);
+                }
+                body = mfree(body);
+                /* 16 of 4096 bytes are 16 * 4097 > 64 KiB. */
+                list = strf("\"%s\", \"%s\", \"%s\", \"%s\"", long_arg, long_arg, long_arg, long_arg);
+                body = strf(REQ("\"args\": [%s, %s, %s, %s]"), list, list, list, list);
+                assert_int_equal(exec_request_parse(body, strlen(body), cfg, &bad, &err), -EINVAL);
+                assert_string_equal(err.field, "args");
+                assert_non_null(strstr(err.message, "in all"));
+                body = mfree(body);
+        }
+        {
+                char many[REQUEST_ARGS_MAX * 4 + 64] = "";
+
+                for (int i = 0; i <= REQUEST_ARGS_MAX; i++)
+                        strcat(many, i ? ",\"\"" : "\"\"");
+                body = strf(REQ("\"args\": [%s]"), many);
+                assert_int_equal(exec_request_parse(body, strlen(body), cfg, &bad, &err), -EINVAL);
+                assert_string_equal(err.field, "args");
+                assert_non_null(strstr(err.message, "257 arguments"));
+        }
+        assert_null(bad);
+
+        /* A stored request's args back (job.c's request_json()); invalid ones are none. */
+        assert_int_equal(request_args_from_json("{\"env\": [], \"args\": [\"a\", \"\"]}", &back, &n_back), 0);
+        assert_int_equal(n_back, 2);
+        assert_string_equal(back[0], "a");
+        assert_string_equal(back[1], "");
+        back = strv_free(back);
+        assert_int_equal(request_args_from_json("{\"args\": [1]}", &back, &n_back), 0);
+        assert_null(back);
+        assert_int_equal(n_back, 0);
+        assert_int_equal(request_args_from_json("{}", &back, &n_back), 0);
+        assert_null(back);
+        assert_int_equal(request_args_from_json(NULL, &back, &n_back), 0);
+        assert_null(back);
+}
+
 static void test_env_valid_names(_unused_ void **state) {
         /* Close to reserved names but not reserved. */
         static const char *const names[] = { "_", "a", "A1", "path", "Path", "LD", "LDX_PRELOAD", "LC", "LCALL",
@@ -1217,6 +1303,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_languages);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_ids);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_env_sorted);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_args);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_env_valid_names);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_seed);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_accepted_odds_and_ends);

@@ -637,6 +637,35 @@ static void test_exec_bash(_unused_ void **state) {
         unit_props_done(&p);
 }
 
+static void test_exec_args(_unused_ void **state) {
+        /* After the run command, in order, each '$' doubled (systemd's literal '$' in an ExecStart=
+         * word: it expands $NAME and ${NAME} there); '%' as given (specifiers are a unit file's). */
+        static char *const args[] = { "a b", "", "$HOME", "${X}$", "%n", NULL };
+        static const char *const want[] = { "a b", "", "$$HOME", "$${X}$$", "%n" };
+        const Language *l = language_find("bash");
+        UnitPlan plan = make_plan(l);
+        UnitProps p = {};
+        const UnitProp *x;
+
+        plan.args = args;
+        plan.n_args = ELEMENTSOF(want);
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        x = need(&p, "ExecStartEx");
+        assert_true(x->n > ELEMENTSOF(want) + 2);
+        assert_string_equal(x->strv[x->n - ELEMENTSOF(want) - 2], "/bin/bash");
+        assert_string_equal(x->strv[x->n - ELEMENTSOF(want) - 1], SANDBOX_CODE_DIR "/main.sh");
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                assert_string_equal(x->strv[x->n - ELEMENTSOF(want) + i], want[i]);
+        unit_props_done(&p);
+
+        /* A warm unit's command line never has them (warm-policy.h sends such runs cold). */
+        plan.warm = true;
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        x = need(&p, "ExecStartEx");
+        assert_string_equal(x->strv[x->n - 1], SANDBOX_CODE_DIR "/main.sh");
+        unit_props_done(&p);
+}
+
 static void test_exec_every_language(_unused_ void **state) {
         for (size_t i = 0; i < language_count(); i++) {
                 const Language *l = language_get(i);
@@ -1073,6 +1102,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_session_state_dirs);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_python);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_bash);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_args);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_exec_every_language);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_environment_dedupe);
