@@ -141,6 +141,9 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
                 /* stdout and stderr go to us, through the capture pipes. */
                 if (dup2(out_pipe[1], STDOUT_FILENO) < 0 || dup2(err_pipe_[1], STDERR_FILENO) < 0)
                         child_fail(err_fd, "Cannot set up the output pipes: %s", strerror(errno));
+                /* The request's stdin is the run step's alone; the compile step reads /dev/null. */
+                if (kind == CHILD_PROGRAM && stdin_fd >= 0 && dup2(stdin_fd, STDIN_FILENO) < 0)
+                        child_fail(err_fd, "Cannot set up the standard input: %s", strerror(errno));
         } else {
                 fd = open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0)

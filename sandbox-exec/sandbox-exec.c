@@ -46,6 +46,7 @@ const char *const cgroup_names[N_CGROUP_NAMES] = { "memory", "pids", "cpuacct", 
 
 /* Where the report goes: fd 0 until the socket has been moved away from it. */
 int control_fd = STDIN_FILENO;
+int stdin_fd = -EBADF;
 
 /* The program's stdout and stderr come to us through these pipes and are kept here, head and
  * tail, bounded: the report carries them, so the output survives a restart of the daemon (the
@@ -387,9 +388,9 @@ static void parse_argv(int argc, char *argv[], Options *o) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Control channel */
 
-/* "SANDBOXD-EXEC 1 <bpf_len> <code_len>\n", read one byte at a time so not a byte of what follows
- * is consumed. */
-static void read_header(int fd, uint64_t *ret_bpf_len, uint64_t *ret_code_len) {
+/* "SANDBOXD-EXEC 1 <bpf_len> <code_len>[ <stdin_len>]\n", read one byte at a time so not a byte of
+ * what follows is consumed. */
+static void read_header(int fd, uint64_t *ret_bpf_len, uint64_t *ret_code_len, uint64_t *ret_stdin_len) {
         char line[EXEC_HEADER_MAX + 1];
         size_t n = 0;
 
@@ -414,7 +415,7 @@ static void read_header(int fd, uint64_t *ret_bpf_len, uint64_t *ret_code_len) {
         }
         line[n] = '\0';
 
-        if (exec_header_parse(line, n, ret_bpf_len, ret_code_len) < 0)
+        if (exec_header_parse(line, n, ret_bpf_len, ret_code_len, ret_stdin_len) < 0)
                 fail_setup("Malformed control header");
 }
 
@@ -427,9 +428,9 @@ static void read_exact_or_fail(int fd, void *buf, size_t n, const char *what) {
                 fail_setup("Short read of %s (%zi of %zu bytes)", what, k, n);
 }
 
-/* Copy exactly n bytes from the control channel into the source file. Streamed, so the source
- * never needs to be held in memory as a whole. */
-static void copy_source(int from, int to, uint64_t n) {
+/* Copy exactly n bytes from the control channel into a file (what: the source, the standard input).
+ * Streamed, so neither needs to be held in memory as a whole. */
+static void copy_exact(int from, int to, uint64_t n, const char *what) {
         char buf[64 * 1024];
 
         while (n > 0) {
@@ -438,14 +439,31 @@ static void copy_source(int from, int to, uint64_t n) {
                 int r;
 
                 if (k < 0)
-                        fail_setup("Cannot read source: %s", strerror((int) -k));
+                        fail_setup("Cannot read %s: %s", what, strerror((int) -k));
                 if ((size_t) k != chunk)
-                        fail_setup("Short read of source");
+                        fail_setup("Short read of %s", what);
                 r = loop_write(to, buf, chunk);
                 if (r < 0)
-                        fail_setup("Cannot write source file: %s", strerror(-r));
+                        fail_setup("Cannot write %s: %s", what, strerror(-r));
                 n -= chunk;
         }
+}
+
+/* The program's standard input: n bytes from the control channel into a memfd, then sealed (no
+ * write, no resize, no more seals) and rewound. Not a file of the sandbox's: nothing the program can
+ * name, replace or change, and a regular file, so it reads at its own pace and may seek, as with
+ * "prog < file". Charged to the unit's memory like everything else of the execution's. */
+static int read_stdin(int from, uint64_t n) {
+        _cleanup_close_ int fd = memfd_create("stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+        if (fd < 0)
+                fail_setup("Cannot create the standard input: %s", strerror(errno));
+        copy_exact(from, fd, n, "standard input");
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                fail_setup("Cannot seal the standard input: %s", strerror(errno));
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                fail_setup("Cannot rewind the standard input: %s", strerror(errno));
+        return TAKE_FD(fd);
 }
 
 /* The source, in our own directory (code_fd): remove the name itself (unlinkat never follows), then
@@ -459,7 +477,7 @@ void write_source(int code_fd, const char *name, int from, uint64_t len) {
         fd = openat(code_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
         if (fd < 0)
                 fail_setup("Cannot create %s: %s", name, strerror(errno));
-        copy_source(from, fd, len);
+        copy_exact(from, fd, len, "source");
         if (close(TAKE_FD(fd)) < 0)
                 fail_setup("Cannot write source file: %s", strerror(errno));
 }
@@ -472,7 +490,7 @@ int main(int argc, char *argv[]) {
         _cleanup_free_ char *warm_env = NULL;
         size_t warm_env_len = 0;
         pid_t warm_pid = -1;
-        uint64_t bpf_len, code_len, start_usec;
+        uint64_t bpf_len, code_len, stdin_len, start_usec;
         Options o;
         HelperReport report = {};
         struct stat st;
@@ -508,7 +526,7 @@ int main(int argc, char *argv[]) {
                 fail_setup("Cannot configure the control socket: %s", strerror(errno));
 
         /* a. The control channel: header, filter, source. */
-        read_header(STDIN_FILENO, &bpf_len, &code_len);
+        read_header(STDIN_FILENO, &bpf_len, &code_len, &stdin_len);
         if (!exec_bpf_len_is_valid(bpf_len))
                 fail_setup("Invalid filter length %" PRIu64, bpf_len);
         if (code_len > o.max_source)
@@ -518,6 +536,10 @@ int main(int argc, char *argv[]) {
                 fail_setup("Source sent but no --source file name given");
         if (code_len > 0 && o.warm)
                 fail_setup("A warm unit's source comes with its claim");
+        if (stdin_len > EXEC_STDIN_MAX)
+                fail_setup("Standard input too large (%" PRIu64 " bytes, at most %u)", stdin_len, EXEC_STDIN_MAX);
+        if (stdin_len > 0 && o.warm)
+                fail_setup("A warm unit has no standard input");
 
         bpf = malloc((size_t) bpf_len);
         if (!bpf)
@@ -581,6 +603,9 @@ int main(int argc, char *argv[]) {
         /* A warm unit's source comes with its claim. */
         if (o.source && !o.warm)
                 write_source(code_fd, o.source, STDIN_FILENO, code_len);
+        /* Without a --source, code_len is 0 (refused above otherwise): the stdin follows at once. */
+        if (stdin_len > 0)
+                stdin_fd = read_stdin(STDIN_FILENO, stdin_len);
         write_accounts(code_fd);
 
         /* The workspace and /tmp, pinned by O_PATH fds for the "disk full" check at the end, whatever

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -93,6 +94,8 @@ typedef struct Options {
 
 /* sandbox-exec.c */
 extern int control_fd;
+/* The run step's standard input: a sealed memfd (CLOEXEC; the program's fd 0), or -EBADF: /dev/null. */
+extern int stdin_fd;
 extern Capture cap_out, cap_err;
 extern int out_pipe[2], err_pipe_[2];
 extern int signal_fd;

@@ -37,6 +37,7 @@ Config *config_new(void) {
         c->max_queued = 256;
         c->max_request_bytes = 2 * 1024 * 1024;
         c->max_code_bytes = 1024 * 1024;
+        c->max_stdin_bytes = 1024 * 1024;
         c->keep_finished = 1024;
         c->retention_sec = 7 * 24 * 3600;
         c->sweep_interval_sec = 300;
@@ -207,6 +208,7 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "MaxQueued",        V_U64,      max_queued,          0, 1000000),
         K("Daemon", "MaxRequestBytes",  V_SIZE,     max_request_bytes,   1024, 1ULL << 30),
         K("Daemon", "MaxCodeBytes",     V_SIZE,     max_code_bytes,      1, 64ULL << 20),
+        K("Daemon", "MaxStdinBytes",    V_SIZE,     max_stdin_bytes,     0, 64ULL << 20),
         K("Daemon", "KeepFinished",     V_U64,      keep_finished,       0, 1000000),
         K("Daemon", "SweepIntervalSec", V_U64,      sweep_interval_sec,  1, 86400),
         K("Daemon", "SessionIdleSec",   V_U64,      session_idle_sec,    1, 30ULL * 24 * 3600),

@@ -41,6 +41,7 @@ typedef struct Config {
         uint64_t max_queued;         /* MaxQueued= */
         uint64_t max_request_bytes;  /* MaxRequestBytes= */
         uint64_t max_code_bytes;     /* MaxCodeBytes= */
+        uint64_t max_stdin_bytes;    /* MaxStdinBytes=: a request's "stdin"; 0: none accepted */
         uint64_t keep_finished;      /* KeepFinished= results kept in memory */
         uint64_t sweep_interval_sec; /* SweepIntervalSec= */
         uint64_t session_idle_sec;   /* SessionIdleSec= a session unused this long is removed */

@@ -91,6 +91,7 @@ typedef struct Execution {
                                   * before summaries (result.c makes it when rendering) */
         char **args;             /* the request's "args"; NULL: none */
         size_t n_args;
+        uint64_t stdin_bytes;    /* the length of the request's "stdin"; 0: none */
 } Execution;
 
 Execution *execution_new(const char *id);

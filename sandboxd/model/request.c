@@ -25,6 +25,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         free(r->environment);
         strv_free(r->env);
         strv_free(r->args);
+        free(r->stdin_data);
         for (size_t i = 0; i < r->n_files; i++) {
                 free(r->files[i].path);
                 free(r->files[i].url);
@@ -281,7 +282,28 @@ static int parse_args(json_object *args, ExecRequest *req, RequestError *err) {
         return 0;
 }
 
-int request_args_from_json(const char *json, char ***ret, size_t *ret_n) {
+/* "stdin": a string of at most MaxStdinBytes= bytes, any of them (a NUL too: it is data, never a
+ * name or an argv word). "" is no standard input. */
+static int parse_stdin(json_object *v, uint64_t max, ExecRequest *req, RequestError *err) {
+        size_t len;
+
+        if (!json_object_is_type(v, json_type_string))
+                return fail(err, API_ERROR_INVALID_REQUEST, "stdin", "stdin: expected a string");
+        len = (size_t) json_object_get_string_len(v);
+        if (len > max)
+                return fail(err, API_ERROR_TOO_LARGE, "stdin", "stdin: %zu bytes exceeds MaxStdinBytes=%" PRIu64, len,
+                            max);
+        if (len == 0)
+                return 0;
+        req->stdin_data = malloc(len);
+        if (!req->stdin_data)
+                return -ENOMEM;
+        memcpy(req->stdin_data, json_object_get_string(v), len);
+        req->stdin_len = len;
+        return 0;
+}
+
+int request_args_from_json(const char *json, char ***ret, size_t *ret_n, uint64_t *ret_stdin_bytes) {
         _cleanup_(exec_request_freep) ExecRequest *req = calloc(1, sizeof(ExecRequest));
         json_object *o, *a;
         RequestError err;
@@ -289,6 +311,8 @@ int request_args_from_json(const char *json, char ***ret, size_t *ret_n) {
 
         *ret = NULL;
         *ret_n = 0;
+        if (ret_stdin_bytes)
+                *ret_stdin_bytes = 0;
         if (!req)
                 return -ENOMEM;
         o = json ? json_tokener_parse(json) : NULL;
@@ -299,6 +323,21 @@ int request_args_from_json(const char *json, char ***ret, size_t *ret_n) {
                         *ret_n = req->n_args;
                 }
         }
+        if (o && ret_stdin_bytes && json_object_object_get_ex(o, "stdin", &a) && json_object_is_type(a, json_type_string))
+                *ret_stdin_bytes = (uint64_t) json_object_get_string_len(a);
+        json_object_put(o);
+        return r == -ENOMEM ? r : 0;
+}
+
+int request_stdin_from_json(const char *json, ExecRequest *req) {
+        json_object *o = json ? json_tokener_parse(json) : NULL, *v;
+        RequestError err;
+        int r = 0;
+
+        /* Stored by us, within the cap that held when it was accepted: no cap again (the record must
+         * run as it was acknowledged). */
+        if (o && json_object_object_get_ex(o, "stdin", &v))
+                r = parse_stdin(v, UINT64_MAX, req, &err);
         json_object_put(o);
         return r == -ENOMEM ? r : 0;
 }
@@ -617,6 +656,14 @@ static void fingerprint(ExecRequest *req) {
                 for (size_t i = 0; i < req->n_args; i++)
                         EVP_DigestUpdate(ctx, req->args[i], strlen(req->args[i]) + 1);
         }
+        /* Likewise only with stdin, its length first so no other field's bytes can stand in for it. */
+        if (req->stdin_len > 0) {
+                char head[48];
+
+                snprintf(head, sizeof(head), "|stdin=%zu|", req->stdin_len);
+                EVP_DigestUpdate(ctx, head, strlen(head));
+                EVP_DigestUpdate(ctx, req->stdin_data, req->stdin_len);
+        }
         /* Likewise only with an environment. */
         if (req->environment) {
                 EVP_DigestUpdate(ctx, "|environment=", strlen("|environment="));
@@ -629,7 +676,7 @@ static void fingerprint(ExecRequest *req) {
 int exec_request_parse(const char *body, size_t len, const Config *c, ExecRequest **ret, RequestError *err) {
         static const char *const known[] = { "execution_id", "session_id", "language", "code", "limits", "env",
                                               "seed", "files", "callback_url", "start", "network",
-                                              "environment", "args" };
+                                              "environment", "args", "stdin" };
         _cleanup_(exec_request_freep) ExecRequest *req = NULL;
         json_tokener *tok;
         json_object *root, *v;
@@ -774,6 +821,12 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
 
         if (json_object_object_get_ex(root, "args", &v)) {
                 r = parse_args(v, req, err);
+                if (r < 0)
+                        goto finish;
+        }
+
+        if (json_object_object_get_ex(root, "stdin", &v)) {
+                r = parse_stdin(v, c->max_stdin_bytes, req, err);
                 if (r < 0)
                         goto finish;
         }

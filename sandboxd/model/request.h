@@ -52,6 +52,9 @@ typedef struct ExecRequest {
         size_t n_env;
         char **args;             /* "args", in order (may hold ""); NULL: none */
         size_t n_args;
+        char *stdin_data;        /* "stdin": the program's standard input, any bytes (NUL included);
+                                  * NULL with stdin_len 0: none ("" is none) */
+        size_t stdin_len;
         uint64_t seed;           /* SANDBOX_SEED; 0 unless the request sets "seed" */
         char *callback_url;      /* NULL: none; http(s), validated (callback_url_is_valid()) */
         bool cold;               /* "start": "cold": never a unit of the warm pool */
@@ -114,7 +117,10 @@ bool input_url_is_valid(const char *url, size_t len, const char **ret_why);
 
 /* Environment variable names sandboxd sets itself, which a request may not override. */
 /* The "args" of a stored request's JSON (job.c's request_json()), checked as a request's are: *ret
- * NULL and *ret_n 0 without (or with invalid) args; -ENOMEM. */
-int request_args_from_json(const char *json, char ***ret, size_t *ret_n);
+ * NULL and *ret_n 0 without (or with invalid) args; -ENOMEM. With ret_stdin_bytes (may be NULL),
+ * the length of its "stdin" (0 without). */
+int request_args_from_json(const char *json, char ***ret, size_t *ret_n, uint64_t *ret_stdin_bytes);
+/* The "stdin" of a stored request's JSON into req (stdin_data, stdin_len; none without): 0, -ENOMEM. */
+int request_stdin_from_json(const char *json, ExecRequest *req);
 bool env_name_is_reserved(const char *name);
 bool env_name_is_valid(const char *name);

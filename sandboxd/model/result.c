@@ -139,5 +139,7 @@ json_object *execution_to_json(const Execution *e) {
                         json_object_array_add(a, json_object_new_string(e->args[i]));
                 json_object_object_add(o, "args", a);
         }
+        if (e->stdin_bytes > 0)
+                json_object_object_add(o, "stdin_bytes", json_object_new_uint64(e->stdin_bytes));
         return o;
 }

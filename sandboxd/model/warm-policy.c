@@ -20,6 +20,7 @@ static const char *const warm_refusal_table[_WARM_REFUSAL_MAX] = {
         [WARM_NETWORK] = "a run with network joins its egress proxy's network namespace as its unit starts",
         [WARM_ENVIRONMENT] = "the pool keeps no units of this environment (Environments= in [Pool])",
         [WARM_ARGS] = "args: a warm unit's command line was fixed when it started",
+        [WARM_STDIN] = "stdin: a warm unit's standard input was fixed when it started",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(warm_refusal, WarmRefusal);
@@ -119,6 +120,8 @@ WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req) {
                 return WARM_NETWORK;
         if (req->n_args > 0)
                 return WARM_ARGS;
+        if (req->stdin_len > 0)
+                return WARM_STDIN;
         if (req->limits.disk_mb != c->defaults.disk_mb)
                 return WARM_DISK;
         if (l->warm_argv) {

@@ -29,6 +29,7 @@ typedef enum WarmRefusal {
         WARM_NETWORK,            /* "network": its unit joins the egress proxy's network namespace */
         WARM_ENVIRONMENT,        /* "environment" not in Environments=: its layer is part of the unit's /usr */
         WARM_ARGS,               /* "args": the program's command line is the unit's, fixed at its start */
+        WARM_STDIN,              /* "stdin": a warm runtime's standard input was set when it started */
         _WARM_REFUSAL_MAX,
 } WarmRefusal;
 

@@ -103,16 +103,19 @@ int build_control_payload(Job *j) {
 
         if (!f)
                 return -EINVAL;
-        hl = exec_header_format(header, sizeof(header), f->bpf_len, j->request->code_len);
+        hl = exec_header_format(header, sizeof(header), f->bpf_len, j->request->code_len, j->request->stdin_len);
         if (hl < 0)
                 return hl;
-        j->ctl_len = (size_t) hl + f->bpf_len + j->request->code_len;
+        j->ctl_len = (size_t) hl + f->bpf_len + j->request->code_len + j->request->stdin_len;
         j->ctl_buf = malloc(j->ctl_len);
         if (!j->ctl_buf)
                 return -ENOMEM;
         memcpy(j->ctl_buf, header, (size_t) hl);
         memcpy(j->ctl_buf + hl, f->bpf, f->bpf_len);
         memcpy(j->ctl_buf + hl + f->bpf_len, j->request->code, j->request->code_len);
+        if (j->request->stdin_len > 0)
+                memcpy(j->ctl_buf + hl + f->bpf_len + j->request->code_len, j->request->stdin_data,
+                       j->request->stdin_len);
         j->ctl_off = 0;
         return 0;
 }

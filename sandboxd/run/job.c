@@ -135,6 +135,7 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         for (size_t i = 0; i < request->n_args; i++)
                 if (strv_extend(&j->exec->args, &j->exec->n_args, request->args[i]) < 0)
                         return -ENOMEM;
+        j->exec->stdin_bytes = request->stdin_len;
         if (request->environment && !(j->exec->environment = strdup(request->environment)))
                 return -ENOMEM;
         if (request->execution_id && !streq(request->execution_id, id) &&
@@ -199,6 +200,9 @@ static char *request_json(const ExecRequest *req, const char *callback_url) {
                         json_object_array_add(args, json_object_new_string(req->args[i]));
                 json_object_object_add(o, "args", args);
         }
+        /* Kept with the record like the code is (bounded by MaxStdinBytes=): a resumed execution needs it. */
+        if (req->stdin_len > 0)
+                json_object_object_add(o, "stdin", json_object_new_string_len(req->stdin_data, (int) req->stdin_len));
         if (req->cold)
                 json_object_object_add(o, "start", json_object_new_string("cold"));
         if (callback_url)

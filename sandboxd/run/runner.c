@@ -326,7 +326,10 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
                             streq(json_object_get_string(start), "cold");
         }
         req->callback_url = callback_url_from_request_json(rec->request);
-        k = request_args_from_json(rec->request, &req->args, &req->n_args);
+        k = request_args_from_json(rec->request, &req->args, &req->n_args, NULL);
+        if (k < 0)
+                goto finish;
+        k = request_stdin_from_json(rec->request, req);
         if (k < 0)
                 goto finish;
         k = -EBADMSG;

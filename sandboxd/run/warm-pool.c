@@ -415,7 +415,7 @@ static int warm_unit_start(WarmPool *p, const Language *l, const Environment *en
         }
         (void) fcntl(ctl[0], F_SETFL, O_NONBLOCK);
 
-        hl = exec_header_format(header, sizeof(header), f->bpf_len, 0);
+        hl = exec_header_format(header, sizeof(header), f->bpf_len, 0, 0);
         if (hl < 0) {
                 r = hl;
                 goto fail;

@@ -404,7 +404,7 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
         C(sq_column_strdup(st, COL_ERROR_MESSAGE, &e->error_message));
         C(sq_column_strdup(st, COL_ENVIRONMENT, &e->environment));
         C(sq_column_strdup(st, COL_SUMMARY, &e->summary));
-        C(request_args_from_json(r->request, &e->args, &e->n_args));
+        C(request_args_from_json(r->request, &e->args, &e->n_args, &e->stdin_bytes));
         e->cancel_requested = sqlite3_column_int(st, COL_CANCEL_REQUESTED) != 0;
         if (sqlite3_column_type(st, COL_NETWORK) == SQLITE_TEXT) {
                 int q = net_log_from_json((const char *) sqlite3_column_text(st, COL_NETWORK), &e->network);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,9 +10,12 @@
 
 /* ---- the header ---- */
 
-int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len) {
-        int n = snprintf(buf, size, EXEC_PROTOCOL_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " %" PRIu64 " %" PRIu64
-                         "\n", bpf_len, code_len);
+int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len, uint64_t stdin_len) {
+        int n = stdin_len == 0
+                ? snprintf(buf, size, EXEC_PROTOCOL_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " %" PRIu64 " %" PRIu64
+                           "\n", bpf_len, code_len)
+                : snprintf(buf, size, EXEC_PROTOCOL_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " %" PRIu64 " %" PRIu64
+                           " %" PRIu64 "\n", bpf_len, code_len, stdin_len);
 
         if (n < 0 || (size_t) n >= size || n > EXEC_HEADER_MAX)
                 return -ENOBUFS;
@@ -35,27 +39,47 @@ static int parse_decimal(const char *s, size_t n, uint64_t *ret) {
         return 0;
 }
 
-int exec_header_parse(const char *line, size_t n, uint64_t *ret_bpf_len, uint64_t *ret_code_len) {
-        static const char prefix[] = EXEC_PROTOCOL_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " ";
-        const char *p, *sp, *end = line + n;
-        uint64_t bpf_len, code_len;
-        int r;
+/* A line "<prefix><n1> <n2> ... <nk>" of at most max bytes with min_k..max_k numbers, single spaces,
+ * no NUL: the numbers into v (set only on success), their count returned. -EINVAL, -ERANGE. */
+static int parse_numbers_line(const char *line, size_t n, size_t max, const char *prefix, size_t min_k,
+                              size_t max_k, uint64_t v[static 3]) {
+        size_t pl = strlen(prefix), k = 0;
+        const char *p, *end = line + n;
+        uint64_t got[3];
 
-        if (n >= EXEC_HEADER_MAX || memchr(line, 0, n) || n < sizeof(prefix) - 1 ||
-            memcmp(line, prefix, sizeof(prefix) - 1) != 0)
+        assert(max_k <= 3);
+        if (n >= max || memchr(line, 0, n) || n < pl || memcmp(line, prefix, pl) != 0)
                 return -EINVAL;
-        p = line + sizeof(prefix) - 1;
-        sp = memchr(p, ' ', (size_t) (end - p));
-        if (!sp)
+        for (p = line + pl;; ) {
+                const char *sp = memchr(p, ' ', (size_t) (end - p));
+                int r;
+
+                if (k == max_k)
+                        return -EINVAL;
+                r = parse_decimal(p, (size_t) ((sp ?: end) - p), &got[k++]);
+                if (r < 0)
+                        return r;
+                if (!sp)
+                        break;
+                p = sp + 1;
+        }
+        if (k < min_k)
                 return -EINVAL;
-        r = parse_decimal(p, (size_t) (sp - p), &bpf_len);
-        if (r < 0)
-                return r;
-        r = parse_decimal(sp + 1, (size_t) (end - sp - 1), &code_len);
-        if (r < 0)
-                return r;
-        *ret_bpf_len = bpf_len;
-        *ret_code_len = code_len;
+        memcpy(v, got, k * sizeof(uint64_t));
+        return (int) k;
+}
+
+int exec_header_parse(const char *line, size_t n, uint64_t *ret_bpf_len, uint64_t *ret_code_len,
+                      uint64_t *ret_stdin_len) {
+        uint64_t v[3];
+        int k = parse_numbers_line(line, n, EXEC_HEADER_MAX,
+                                   EXEC_PROTOCOL_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " ", 2, 3, v);
+
+        if (k < 0)
+                return k;
+        *ret_bpf_len = v[0];
+        *ret_code_len = v[1];
+        *ret_stdin_len = k == 3 ? v[2] : 0;
         return 0;
 }
 
@@ -70,25 +94,12 @@ int exec_claim_format(char *buf, size_t size, uint64_t timeout_ms, uint64_t code
 
 int exec_claim_parse(const char *line, size_t n, uint64_t *ret_timeout_ms, uint64_t *ret_code_len,
                      uint64_t *ret_env_len) {
-        static const char prefix[] = EXEC_CLAIM_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " ";
-        const char *p, *end = line + n;
         uint64_t v[3];
+        int k = parse_numbers_line(line, n, EXEC_CLAIM_MAX, EXEC_CLAIM_MAGIC " " STRINGIFY(EXEC_PROTOCOL_VERSION) " ",
+                                   3, 3, v);
 
-        if (n >= EXEC_CLAIM_MAX || memchr(line, 0, n) || n < sizeof(prefix) - 1 ||
-            memcmp(line, prefix, sizeof(prefix) - 1) != 0)
-                return -EINVAL;
-        p = line + sizeof(prefix) - 1;
-        for (size_t i = 0; i < 3; i++) {
-                const char *sp = i < 2 ? memchr(p, ' ', (size_t) (end - p)) : end;
-                int r;
-
-                if (!sp)
-                        return -EINVAL;
-                r = parse_decimal(p, (size_t) (sp - p), &v[i]);
-                if (r < 0)
-                        return r;
-                p = sp + 1;
-        }
+        if (k < 0)
+                return k;
         *ret_timeout_ms = v[0];
         *ret_code_len = v[1];
         *ret_env_len = v[2];

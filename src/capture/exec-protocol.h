@@ -6,9 +6,12 @@
  * nothing else.
  *
  * sandboxd → sandbox-exec, once, at the start:
- *   the header line  "SANDBOXD-EXEC 1 <bpf_len> <code_len>\n"  (decimal, no sign, no leading zeros,
- *   single spaces, at most EXEC_HEADER_MAX bytes with its '\n'), then bpf_len bytes of classic BPF
- *   (struct sock_filter, 8 bytes each, 1..EXEC_BPF_MAX bytes), then code_len bytes of source.
+ *   the header line  "SANDBOXD-EXEC 1 <bpf_len> <code_len>[ <stdin_len>]\n"  (decimal, no sign, no
+ *   leading zeros, single spaces, at most EXEC_HEADER_MAX bytes with its '\n'; without stdin_len, or
+ *   with 0, the program's standard input is empty), then bpf_len bytes of classic BPF (struct
+ *   sock_filter, 8 bytes each, 1..EXEC_BPF_MAX bytes), then code_len bytes of source, then stdin_len
+ *   (at most EXEC_STDIN_MAX) bytes of the program's standard input (any bytes). A warm unit's header
+ *   has neither code nor stdin: a request with stdin starts a unit of its own.
  *
  * A unit of the warm pool (sandbox-exec --warm) is started before its request exists: the header
  *   then says code_len 0, and once everything that does not depend on the request is done (the mount
@@ -44,8 +47,10 @@
 
 #define EXEC_PROTOCOL_MAGIC "SANDBOXD-EXEC"
 #define EXEC_PROTOCOL_VERSION 1
-/* The header line with its '\n': magic, version and two 20-digit numbers fit with room to spare. */
-#define EXEC_HEADER_MAX 64
+/* The header line with its '\n': magic, version and three 20-digit numbers fit with room to spare. */
+#define EXEC_HEADER_MAX 96
+/* The program's standard input: sandbox-exec's own bound (the daemon's, MaxStdinBytes=, is lower). */
+#define EXEC_STDIN_MAX (64U * 1024U * 1024U)
 #define EXEC_BPF_MAX (64U * 1024U)
 #define EXEC_CLAIM_MAGIC "SANDBOXD-CLAIM"
 /* magic, version and three 20-digit numbers. */
@@ -84,13 +89,15 @@ size_t exec_frame_header(uint8_t buf[static EXEC_FRAME_HEADER + EXEC_FRAME_OFFSE
 int exec_frame_parse(const uint8_t *buf, size_t n, ExecFrameKind *ret_kind, uint64_t *ret_offset,
                      const uint8_t **ret_data, size_t *ret_data_len);
 
-/* The header line for these lengths, '\n' included, into buf; its length, or -ENOBUFS. */
-int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len);
-/* One header line without its '\n' (n bytes, NUL bytes refused). 0, -EINVAL (not this protocol's
- * header: magic, version, spacing, digits), -ERANGE (a number over UINT64_MAX). The outputs are set
- * only on success. Whether the lengths are acceptable is the receiver's to judge
- * (exec_bpf_len_is_valid(), its own source limit). */
-int exec_header_parse(const char *line, size_t n, uint64_t *ret_bpf_len, uint64_t *ret_code_len);
+/* The header line for these lengths, '\n' included, into buf (stdin_len 0: the two-number form);
+ * its length, or -ENOBUFS. */
+int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len, uint64_t stdin_len);
+/* One header line without its '\n' (n bytes, NUL bytes refused): two numbers (*ret_stdin_len 0) or
+ * three. 0, -EINVAL (not this protocol's header: magic, version, spacing, digits, how many), -ERANGE
+ * (a number over UINT64_MAX). The outputs are set only on success. Whether the lengths are
+ * acceptable is the receiver's to judge (exec_bpf_len_is_valid(), its own limits). */
+int exec_header_parse(const char *line, size_t n, uint64_t *ret_bpf_len, uint64_t *ret_code_len,
+                      uint64_t *ret_stdin_len);
 /* Whole instructions, at least one, at most EXEC_BPF_MAX bytes. */
 bool exec_bpf_len_is_valid(uint64_t bpf_len);
 

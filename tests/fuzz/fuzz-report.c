@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Capture out, err;
         Verdict v;
         const uint8_t *nl;
-        uint64_t bpf_len, code_len;
+        uint64_t bpf_len, code_len, stdin_len;
         size_t head, tail;
         int r;
 
@@ -102,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         data++, size--;
 
         nl = memchr(data, '\n', size);
-        (void) exec_header_parse((const char *) data, nl ? (size_t) (nl - data) : size, &bpf_len, &code_len);
+        (void) exec_header_parse((const char *) data, nl ? (size_t) (nl - data) : size, &bpf_len, &code_len, &stdin_len);
 
         r = helper_report_receive(data, size, head, tail, &report, &out, &err);
         fuzz_check(r == 1 || r == 0 || r == -EINVAL || r == -EBADMSG || r == -ENOMEM);

@@ -19,37 +19,52 @@
 
 static void test_header_round_trip(_unused_ void **state) {
         static const struct {
-                uint64_t bpf_len, code_len;
+                uint64_t bpf_len, code_len, stdin_len;
                 const char *line;
         } rows[] = {
-                { 8, 0, "SANDBOXD-EXEC 1 8 0\n" },
-                { 4096, 12, "SANDBOXD-EXEC 1 4096 12\n" },
-                { 65536, 1048576, "SANDBOXD-EXEC 1 65536 1048576\n" },
+                { 8, 0, 0, "SANDBOXD-EXEC 1 8 0\n" },
+                { 4096, 12, 0, "SANDBOXD-EXEC 1 4096 12\n" },
+                { 65536, 1048576, 0, "SANDBOXD-EXEC 1 65536 1048576\n" },
+                /* with standard input: a third number; without, the line is what it always was */
+                { 4096, 12, 5, "SANDBOXD-EXEC 1 4096 12 5\n" },
+                { 8, 0, 1048576, "SANDBOXD-EXEC 1 8 0 1048576\n" },
                 /* the parser takes any number; the lengths are judged by the receiver */
-                { 0, 0, "SANDBOXD-EXEC 1 0 0\n" },
-                { UINT64_MAX, UINT64_MAX, "SANDBOXD-EXEC 1 18446744073709551615 18446744073709551615\n" },
+                { 0, 0, 0, "SANDBOXD-EXEC 1 0 0\n" },
+                { UINT64_MAX, UINT64_MAX, 0, "SANDBOXD-EXEC 1 18446744073709551615 18446744073709551615\n" },
+                { UINT64_MAX, UINT64_MAX, UINT64_MAX,
+                  "SANDBOXD-EXEC 1 18446744073709551615 18446744073709551615 18446744073709551615\n" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
                 char buf[EXEC_HEADER_MAX + 1];
-                uint64_t b = 4711, c = 4711;
-                int n = exec_header_format(buf, sizeof(buf), rows[i].bpf_len, rows[i].code_len);
+                uint64_t b = 4711, c = 4711, in = 4711;
+                int n = exec_header_format(buf, sizeof(buf), rows[i].bpf_len, rows[i].code_len, rows[i].stdin_len);
 
                 assert_int_equal(n, strlen(rows[i].line));
                 assert_string_equal(buf, rows[i].line);
                 assert_true(n <= EXEC_HEADER_MAX);
                 /* The reader sees the line without its '\n'. */
-                assert_int_equal(exec_header_parse(buf, (size_t) n - 1, &b, &c), 0);
+                assert_int_equal(exec_header_parse(buf, (size_t) n - 1, &b, &c, &in), 0);
                 assert_int_equal(b, rows[i].bpf_len);
                 assert_int_equal(c, rows[i].code_len);
+                assert_int_equal(in, rows[i].stdin_len);
+        }
+
+        /* An explicit 0 is the same as none. */
+        {
+                uint64_t b, c, in = 4711;
+
+                assert_int_equal(exec_header_parse("SANDBOXD-EXEC 1 8 3 0", 21, &b, &c, &in), 0);
+                assert_int_equal(in, 0);
         }
 
         /* Too small a buffer: refused, not cut. */
         {
                 char small[20];
 
-                assert_int_equal(exec_header_format(small, sizeof(small), 8, 0), -ENOBUFS);
-                assert_int_equal(exec_header_format(small, sizeof(small) + 1 - 1, 65536, 1), -ENOBUFS);
+                assert_int_equal(exec_header_format(small, sizeof(small), 8, 0, 0), -ENOBUFS);
+                assert_int_equal(exec_header_format(small, sizeof(small) + 1 - 1, 65536, 1, 0), -ENOBUFS);
+                assert_int_equal(exec_header_format(small, sizeof(small), 8, 0, 1), -ENOBUFS);
         }
 }
 
@@ -70,7 +85,11 @@ static void test_header_malformed(_unused_ void **state) {
                 { "SANDBOXD-EXEC 1 8\t0", 0, -EINVAL },
                 { "SANDBOXD-EXEC 1 8 0\r", 0, -EINVAL },
                 { "SANDBOXD-EXEC 1 8", 0, -EINVAL },           /* one number */
-                { "SANDBOXD-EXEC 1 8 0 1", 0, -EINVAL },       /* three */
+                { "SANDBOXD-EXEC 1 8 0 1 2", 0, -EINVAL },     /* four */
+                { "SANDBOXD-EXEC 1 8 0 1 ", 0, -EINVAL },      /* three, trailing space */
+                { "SANDBOXD-EXEC 1 8 0 01", 0, -EINVAL },      /* stdin_len with a leading zero */
+                { "SANDBOXD-EXEC 1 8 0 -1", 0, -EINVAL },
+                { "SANDBOXD-EXEC 1 8 0 18446744073709551616", 0, -ERANGE },
                 { "SANDBOXD-EXEC 1 ", 0, -EINVAL },
                 { "SANDBOXD-EXEC 1", 0, -EINVAL },
                 { "sandboxd-exec 1 8 0", 0, -EINVAL },         /* magic's case */
@@ -86,12 +105,12 @@ static void test_header_malformed(_unused_ void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
                 size_t len = rows[i].len ?: strlen(rows[i].line);
-                uint64_t b = 4711, c = 4711;
-                int r = exec_header_parse(rows[i].line, len, &b, &c);
+                uint64_t b = 4711, c = 4711, in = 4711;
+                int r = exec_header_parse(rows[i].line, len, &b, &c, &in);
 
-                if (r != rows[i].ret || b != 4711 || c != 4711) {
+                if (r != rows[i].ret || b != 4711 || c != 4711 || in != 4711) {
                         print_error("'%s': %d (want %d), outputs %s\n", rows[i].line, r, rows[i].ret,
-                                    b != 4711 || c != 4711 ? "touched" : "untouched");
+                                    b != 4711 || c != 4711 || in != 4711 ? "touched" : "untouched");
                         fail();
                 }
         }

@@ -200,7 +200,7 @@ static bool helper_read(void *userdata) {
 
 static void helper_consume(Daemon *d, FakeUnit *u) {
         Helper *h = calloc(1, sizeof(Helper));
-        uint64_t bpf_len = 0, code_len = 0;
+        uint64_t bpf_len = 0, code_len = 0, stdin_len = 4711;
         char *nl;
 
         assert_non_null(h);
@@ -209,8 +209,9 @@ static void helper_consume(Daemon *d, FakeUnit *u) {
         /* The header, then exactly what it announced. */
         nl = memchr(h->buf, '\n', h->len);
         assert_non_null(nl);
-        assert_int_equal(exec_header_parse(h->buf, (size_t) (nl - h->buf), &bpf_len, &code_len), 0);
+        assert_int_equal(exec_header_parse(h->buf, (size_t) (nl - h->buf), &bpf_len, &code_len, &stdin_len), 0);
         assert_true(bpf_len > 0);
+        assert_int_equal(stdin_len, 0);
         assert_int_equal(code_len, strlen("print('hello')"));
         assert_int_equal(h->len, (size_t) (nl - h->buf) + 1 + bpf_len + code_len);
         assert_memory_equal(h->buf + h->len - code_len, "print('hello')", code_len);

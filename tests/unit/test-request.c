@@ -183,6 +183,9 @@ static const RefuseRow refuse_rows[] = {
         BAD("env array", REQ("\"env\": [\"A=1\"]"), "env", "expected an object"),
         BAD("env string", REQ("\"env\": \"A=1\""), "env", "expected an object"),
         BAD("env null", REQ("\"env\": null"), "env", "expected an object"),
+        BAD("stdin number", REQ("\"stdin\": 1"), "stdin", "stdin: expected a string"),
+        BAD("stdin array", REQ("\"stdin\": [\"a\"]"), "stdin", "stdin: expected a string"),
+        BAD("stdin null", REQ("\"stdin\": null"), "stdin", "stdin: expected a string"),
         BAD("args string", REQ("\"args\": \"a b\""), "args", "args: expected an array of strings"),
         BAD("args object", REQ("\"args\": {}"), "args", "args: expected an array of strings"),
         BAD("args null", REQ("\"args\": null"), "args", "args: expected an array of strings"),
@@ -856,18 +859,72 @@ static void test_args(_unused_ void **state) {
         assert_null(bad);
 
         /* A stored request's args back (job.c's request_json()); invalid ones are none. */
-        assert_int_equal(request_args_from_json("{\"env\": [], \"args\": [\"a\", \"\"]}", &back, &n_back), 0);
+        assert_int_equal(request_args_from_json("{\"env\": [], \"args\": [\"a\", \"\"]}", &back, &n_back, NULL), 0);
         assert_int_equal(n_back, 2);
         assert_string_equal(back[0], "a");
         assert_string_equal(back[1], "");
         back = strv_free(back);
-        assert_int_equal(request_args_from_json("{\"args\": [1]}", &back, &n_back), 0);
+        assert_int_equal(request_args_from_json("{\"args\": [1]}", &back, &n_back, NULL), 0);
         assert_null(back);
         assert_int_equal(n_back, 0);
-        assert_int_equal(request_args_from_json("{}", &back, &n_back), 0);
+        assert_int_equal(request_args_from_json("{}", &back, &n_back, NULL), 0);
         assert_null(back);
-        assert_int_equal(request_args_from_json(NULL, &back, &n_back), 0);
+        assert_int_equal(request_args_from_json(NULL, &back, &n_back, NULL), 0);
         assert_null(back);
+}
+
+static void test_stdin(_unused_ void **state) {
+        _cleanup_(exec_request_freep) ExecRequest *req = parse_ok(REQ("\"stdin\": \"a\\u0000b\\n\\u00e9\""));
+        _cleanup_(exec_request_freep) ExecRequest *none = parse_ok(REQ("\"seed\": 0"));
+        _cleanup_(exec_request_freep) ExecRequest *empty = parse_ok(REQ("\"stdin\": \"\""));
+        _cleanup_(exec_request_freep) ExecRequest *other = parse_ok(REQ("\"stdin\": \"a\\u0000c\\n\\u00e9\""));
+        _cleanup_(exec_request_freep) ExecRequest *back = calloc(1, sizeof(ExecRequest));
+        _cleanup_strv_free_ char **args = NULL;
+        _cleanup_free_ char *body = NULL, *data = NULL;
+        uint64_t saved = cfg->max_stdin_bytes, bytes = 4711;
+        size_t n_args;
+        RequestError err;
+        ExecRequest *bad = NULL;
+
+        /* Any bytes, a NUL included: it is data, never a name or an argv word. */
+        assert_int_equal(req->stdin_len, 6);
+        assert_memory_equal(req->stdin_data, "a\0b\n\xc3\xa9", 6);
+        /* "" is none; without stdin the fingerprint is what it was; another byte is another request. */
+        assert_int_equal(none->stdin_len, 0);
+        assert_null(none->stdin_data);
+        assert_int_equal(empty->stdin_len, 0);
+        assert_memory_equal(none->fingerprint, empty->fingerprint, 32);
+        assert_memory_not_equal(none->fingerprint, req->fingerprint, 32);
+        assert_memory_not_equal(other->fingerprint, req->fingerprint, 32);
+
+        /* MaxStdinBytes=: at the cap accepted, one byte over refused with 413 naming the field and key;
+         * 0 accepts none. */
+        cfg->max_stdin_bytes = 8;
+        data = repeat('x', 8);
+        body = strf(REQ("\"stdin\": \"%s\""), data);
+        exec_request_free(parse_ok(body));
+        body = mfree(body);
+        data = mfree(data);
+        data = repeat('x', 9);
+        body = strf(REQ("\"stdin\": \"%s\""), data);
+        check_refused_len(body, strlen(body), 413, "too_large", "stdin", "stdin: 9 bytes exceeds MaxStdinBytes=8");
+        cfg->max_stdin_bytes = 0;
+        check_refused_len(REQ("\"stdin\": \"x\""), strlen(REQ("\"stdin\": \"x\"")), 413, "too_large", "stdin",
+                          "stdin: 1 bytes exceeds MaxStdinBytes=0");
+        exec_request_free(parse_ok(REQ("\"stdin\": \"\"")));
+        cfg->max_stdin_bytes = saved;
+        assert_null(bad);
+        (void) err;
+
+        /* A stored request's stdin back (job.c's request_json()), bytes and length. */
+        assert_non_null(back);
+        assert_int_equal(request_stdin_from_json("{\"env\": [], \"stdin\": \"a\\u0000b\"}", back), 0);
+        assert_int_equal(back->stdin_len, 3);
+        assert_memory_equal(back->stdin_data, "a\0b", 3);
+        assert_int_equal(request_args_from_json("{\"stdin\": \"a\\u0000b\"}", &args, &n_args, &bytes), 0);
+        assert_int_equal(bytes, 3);
+        assert_int_equal(request_args_from_json("{}", &args, &n_args, &bytes), 0);
+        assert_int_equal(bytes, 0);
 }
 
 static void test_env_valid_names(_unused_ void **state) {
@@ -1304,6 +1361,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_ids);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_env_sorted);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_args);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_stdin);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_env_valid_names);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_seed);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_accepted_odds_and_ends);
