@@ -117,9 +117,9 @@ int parse_input_url(const char *arg) {
  * -EINVAL (usage), allocation failures as -ENOMEM. */
 static int build_request(const char *path, json_object **ret) {
         _cleanup_(json_object_putp) json_object *req = NULL, *limits = NULL;
-        _cleanup_free_ char *code = NULL;
+        _cleanup_free_ char *code = NULL, *in = NULL;
         const char *name;
-        size_t size = 0;
+        size_t size = 0, in_size = 0;
         int r;
 
         if (arg_code) {
@@ -140,6 +140,28 @@ static int build_request(const char *path, json_object **ret) {
         if (!utf8_is_valid(arg_code ?: code, size))
                 return log_error_errno(-EINVAL, "%s: code is not valid UTF-8 text (or contains NUL bytes), "
                                        "refusing it.", name);
+
+        /* --stdin: the program's standard input, UTF-8 text like everything the API carries as a JSON
+         * string (NUL bytes are fine: JSON spells them \u0000). Its cap is the daemon's to enforce
+         * (MaxStdinBytes=), and it says so. */
+        if (arg_stdin) {
+                if (streq(arg_stdin, "-") && !arg_code && streq_ptr(path, "-"))
+                        return log_error_errno(-EINVAL, "--stdin=-: the code is read from standard input already; "
+                                               "give the code as a FILE or with -c.");
+                r = read_bounded(arg_stdin, "the standard input", &in, &in_size);
+                if (r < 0)
+                        return r == -ENOMEM ? r : -EINVAL;
+                for (size_t i = 0; i < in_size; ) {
+                        const char *nul = memchr(in + i, 0, in_size - i);
+                        size_t n = nul ? (size_t) (nul - (in + i)) : in_size - i;
+
+                        if (!utf8_is_valid(in + i, n))
+                                return log_error_errno(-EINVAL, "--stdin: %s is not valid UTF-8 text, refusing it "
+                                                       "(the API carries standard input as a JSON string).",
+                                                       streq(arg_stdin, "-") ? "standard input" : arg_stdin);
+                        i += n + 1;
+                }
+        }
 
         req = json_object_new_object();
         limits = json_object_new_object();
@@ -171,6 +193,8 @@ static int build_request(const char *path, json_object **ret) {
                 r = json_add(req, "env", json_object_get(arg_env));
         if (r >= 0 && arg_files)
                 r = json_add(req, "files", json_object_get(arg_files));
+        if (r >= 0 && in_size > 0)
+                r = json_add(req, "stdin", json_object_new_string_len(in, (int) in_size));
         if (r >= 0 && arg_program_args) {
                 json_object *a = json_object_new_array();
 

@@ -56,6 +56,7 @@ const char *arg_session = NULL;
 const char *arg_id = NULL;
 const char *arg_callback_url = NULL;
 const char *arg_environment = NULL;
+const char *arg_stdin = NULL;
 bool arg_timeout_ms_set = false, arg_memory_mb_set = false, arg_disk_mb_set = false,
      arg_cpu_cores_set = false;
 uint64_t arg_timeout_ms = 0, arg_memory_mb = 0, arg_disk_mb = 0;
@@ -198,6 +199,8 @@ static void help(void) {
                "                            execution ends\n"
                "     --environment=NAME     Run with the libraries of this environment of the\n"
                "                            language (e.g. python-data; see 'languages')\n"
+               "     --stdin=FILE|-         The program's standard input: FILE's bytes (UTF-8 text),\n"
+               "                            or sandboxctl's own standard input with '-'\n"
                "\n"
                "Options for status and show:\n"
                "     --wait                 Wait until the execution is final\n"
@@ -309,6 +312,7 @@ enum {
         ARG_ID,
         ARG_CALLBACK_URL,
         ARG_ENVIRONMENT,
+        ARG_STDIN,
         ARG_WAIT,
         ARG_STATUS,
         ARG_ERROR_TYPE,
@@ -344,6 +348,7 @@ static const struct option options[] = {
         { "id", required_argument, NULL, ARG_ID },
         { "callback-url", required_argument, NULL, ARG_CALLBACK_URL },
         { "environment", required_argument, NULL, ARG_ENVIRONMENT },
+        { "stdin", required_argument, NULL, ARG_STDIN },
         { "wait", no_argument, NULL, ARG_WAIT },
         { "status", required_argument, NULL, ARG_STATUS },
         { "error-type", required_argument, NULL, ARG_ERROR_TYPE },
@@ -511,6 +516,12 @@ static int parse_execute_option(int c, const char *value) {
                         return log_error_errno(-EINVAL, "--environment: empty name.");
                 arg_environment = value;
                 option = "--environment";
+                break;
+        case ARG_STDIN:
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--stdin: expected FILE, or - for standard input.");
+                arg_stdin = value;
+                option = "--stdin";
                 break;
         default:
                 return OPTION_NOT_MINE;

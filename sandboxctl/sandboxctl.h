@@ -53,6 +53,7 @@ extern const char *arg_code;
 extern const char *arg_id;
 extern const char *arg_callback_url;
 extern const char *arg_environment;
+extern const char *arg_stdin;          /* --stdin: a file, or "-"; NULL: none */
 extern bool arg_timeout_ms_set, arg_memory_mb_set, arg_disk_mb_set, arg_cpu_cores_set;
 extern uint64_t arg_timeout_ms, arg_memory_mb, arg_disk_mb;
 extern double arg_cpu_cores;

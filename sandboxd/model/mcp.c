@@ -157,6 +157,7 @@ static const McpTool tools[] = {
           "\"code\":{\"type\":\"string\",\"description\":\"The program's source\"},"
           "\"session_id\":{\"type\":\"string\",\"description\":\"Run in this session's persistent workspace (created on first use): files and installed packages stay between calls\"},"
           "\"environment\":{\"type\":\"string\",\"description\":\"A library environment of the language, e.g. python-data (numpy, pandas, scipy, matplotlib, scikit-learn, ...)\"},"
+          "\"stdin\":{\"type\":\"string\",\"description\":\"The program's standard input\"},"
           "\"files\":{\"type\":\"array\",\"maxItems\":16,\"description\":\"Input files, put into /workspace/input/<path> before the program starts\","
           "\"items\":{\"type\":\"object\",\"properties\":{"
           "\"path\":{\"type\":\"string\",\"description\":\"A relative path below /workspace/input\"},"
@@ -328,7 +329,7 @@ static int convert_files(json_object *v, json_object **ret, char *buf, size_t si
 }
 
 int mcp_run_code_request(json_object *args, json_object **ret, char *buf, size_t size, const char **ret_error) {
-        static const char *const known[] = { "language", "code", "session_id", "environment", "files",
+        static const char *const known[] = { "language", "code", "session_id", "environment", "stdin", "files",
                                               "timeout_ms", "memory_mb", "allow_net" };
         json_object *req = NULL, *limits = NULL, *v;
         int r;
@@ -356,6 +357,8 @@ int mcp_run_code_request(json_object *args, json_object **ret, char *buf, size_t
                 r = copy_string(args, req, "session_id", "session_id", false, buf, size, ret_error);
         if (r >= 0)
                 r = copy_string(args, req, "environment", "environment", false, buf, size, ret_error);
+        if (r >= 0)
+                r = copy_string(args, req, "stdin", "stdin", false, buf, size, ret_error);
         if (r >= 0 && json_object_object_get_ex(args, "files", &v) && v) {
                 json_object *files = NULL;
 

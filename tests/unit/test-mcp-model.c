@@ -366,7 +366,7 @@ static void test_tools_list(_unused_ void **state) {
         /* run_code: its schema names every argument mcp_run_code_request takes, and its files cap. */
         {
                 json_object *schema = at(tools, "0.inputSchema.properties");
-                static const char *const args[] = { "language", "code", "session_id", "environment",
+                static const char *const args[] = { "language", "code", "session_id", "environment", "stdin",
                                                     "files", "timeout_ms", "memory_mb", "allow_net" };
 
                 assert_str_at(tools, "0.name", "run_code");
@@ -404,8 +404,8 @@ typedef struct RunCodeRow {
 
 static const RunCodeRow run_code_rows[] = {
         { "minimal", "{" LC "}", 0, "{" LC "}" },
-        { "every string", "{" LC ",\"session_id\":\"s1\",\"environment\":\"python-data\"}", 0,
-          "{" LC ",\"session_id\":\"s1\",\"environment\":\"python-data\"}" },
+        { "every string", "{" LC ",\"session_id\":\"s1\",\"environment\":\"python-data\",\"stdin\":\"in\\n\"}", 0,
+          "{" LC ",\"session_id\":\"s1\",\"environment\":\"python-data\",\"stdin\":\"in\\n\"}" },
         { "files: content is encoded",
           "{" LC ",\"files\":[{\"path\":\"a.txt\",\"content\":\"hello\"},{\"path\":\"b.bin\",\"content_base64\":\"AAEC\"}]}", 0,
           "{" LC ",\"files\":[{\"path\":\"a.txt\",\"content_base64\":\"aGVsbG8=\"},{\"path\":\"b.bin\",\"content_base64\":\"AAEC\"}]}" },
@@ -423,9 +423,9 @@ static const RunCodeRow run_code_rows[] = {
         { "null optional arguments are absent", "{" LC ",\"session_id\":null,\"files\":null,\"timeout_ms\":null,\"allow_net\":null}",
           0, "{" LC "}" },
         { "everything",
-          "{" LC ",\"session_id\":\"s\",\"environment\":\"e\",\"files\":[{\"path\":\"p\",\"content\":\"c\"}],"
+          "{" LC ",\"session_id\":\"s\",\"environment\":\"e\",\"stdin\":\"x\",\"files\":[{\"path\":\"p\",\"content\":\"c\"}],"
           "\"timeout_ms\":1,\"memory_mb\":16,\"allow_net\":[\"h\"]}", 0,
-          "{" LC ",\"session_id\":\"s\",\"environment\":\"e\",\"files\":[{\"path\":\"p\",\"content_base64\":\"Yw==\"}],"
+          "{" LC ",\"session_id\":\"s\",\"environment\":\"e\",\"stdin\":\"x\",\"files\":[{\"path\":\"p\",\"content_base64\":\"Yw==\"}],"
           "\"limits\":{\"timeout_ms\":1,\"memory_mb\":16},\"network\":{\"allow\":[\"h\"]}}" },
 
         { "no arguments", NULL, -EINVAL, "must be an object" },
@@ -440,8 +440,7 @@ static const RunCodeRow run_code_rows[] = {
         { "code an array", "{\"language\":\"python\",\"code\":[\"x\"]}", -EINVAL, "'code' must be a string" },
         { "session_id a number", "{" LC ",\"session_id\":3}", -EINVAL, "'session_id' must be a string" },
         { "environment a bool", "{" LC ",\"environment\":true}", -EINVAL, "'environment' must be a string" },
-        /* Not yet: the request has no stdin (issue 18), and a tool does not offer what it cannot do. */
-        { "stdin", "{" LC ",\"stdin\":\"x\"}", -EINVAL, "unknown argument 'stdin'" },
+        { "stdin an object", "{" LC ",\"stdin\":{}}", -EINVAL, "'stdin' must be a string" },
         { "files an object", "{" LC ",\"files\":{}}", -EINVAL, "'files' must be an array" },
         { "files entry a string", "{" LC ",\"files\":[\"a\"]}", -EINVAL, "'files'" },
         { "files entry without path", "{" LC ",\"files\":[{\"content\":\"x\"}]}", -EINVAL, "'path'" },
