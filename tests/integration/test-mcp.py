@@ -79,6 +79,10 @@ def check(name, out, p):
     t.ok("42" in texts(a) and a.get("isError") is False, f"{name}: run_code print(6*7) gives 42, not an error", a)
     t.eq((a.get("structuredContent") or {}).get("status"), "success", f"{name}: the record is the structured content")
 
+    s = out.get("stdin") or {}
+    t.ok("hello" in texts(s) and (s.get("structuredContent") or {}).get("stdin_bytes") == 6,
+         f"{name}: run_code with stdin: the program reads it", s)
+
     plot = out.get("plot") or {}
     imgs = [c for c in plot.get("content", []) if c.get("type") == "image"]
     links = [c for c in plot.get("content", []) if c.get("type") == "resource_link"]

@@ -36,6 +36,8 @@ try {
     out.tools = (await client.listTools(undefined, opts)).tools;
     out.answer = await client.callTool({ name: "run_code", arguments: { language: "python", code: "print(6*7)" } },
                                        undefined, opts);
+    out.stdin = await client.callTool({ name: "run_code", arguments: { language: "python",
+                                        code: "print(input()[::-1])", stdin: "olleh\n" } }, undefined, opts);
     out.plot = await client.callTool({ name: "run_code", arguments: { language: "python", code: png } }, undefined, opts);
     out.failed = await client.callTool({ name: "run_code",
                                          arguments: { language: "python", code: "import sys\nprint('oops', file=sys.stderr)\nsys.exit(3)" } },
