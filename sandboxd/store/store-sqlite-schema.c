@@ -13,6 +13,37 @@
  * known (yet)" for every nullable column. STRICT makes a type mismatch an error instead of a silent
  * conversion. Every index ends in execution_id so that "ORDER BY key DESC, execution_id DESC" and
  * the keyset seek of the next page come straight from the index. */
+/* The triggers that keep record_usage (migration 8) right, with RECORD_BYTES(r) as defined where
+ * they are expanded: each migration that adds a column counting in a record's bytes defines it
+ * anew and makes them again (migrations 12 and 14). */
+#define RECORD_USAGE_TRIGGERS                                                                            \
+        "CREATE TRIGGER record_usage_insert AFTER INSERT ON executions WHEN new.owner IS NOT NULL BEGIN\n" \
+        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n" \
+        "                VALUES (new.owner, 1, " RECORD_BYTES("new") ", 0)\n" \
+        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n" \
+        "END;\n" \
+        "CREATE TRIGGER record_usage_update AFTER UPDATE ON executions BEGIN\n" \
+        "        UPDATE record_usage SET records = records - 1, bytes = bytes - " RECORD_BYTES("old") "\n" \
+        "                WHERE owner = old.owner;\n" \
+        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n" \
+        "                SELECT new.owner, 1, " RECORD_BYTES("new") ", 0 WHERE new.owner IS NOT NULL\n" \
+        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n" \
+        "END;\n" \
+        "CREATE TRIGGER record_usage_delete BEFORE DELETE ON executions WHEN old.owner IS NOT NULL BEGIN\n" \
+        "        UPDATE record_usage SET records = records - 1,\n" \
+        "                bytes = bytes - " RECORD_BYTES("old") " - (SELECT ifnull(sum(length(CAST(body AS BLOB))), 0)\n" \
+        "                        FROM callbacks WHERE execution_id = old.execution_id),\n" \
+        "                pending_callbacks = pending_callbacks - (SELECT count(*) FROM callbacks\n" \
+        "                        WHERE execution_id = old.execution_id AND state = 'pending')\n" \
+        "                WHERE owner = old.owner;\n" \
+        "        DELETE FROM record_usage WHERE owner = old.owner AND records <= 0;\n" \
+        "END;\n"
+#define RECORD_USAGE_TRIGGERS_AGAIN                                                                      \
+        "DROP TRIGGER IF EXISTS record_usage_insert;\n"                                                 \
+        "DROP TRIGGER IF EXISTS record_usage_update;\n"                                                 \
+        "DROP TRIGGER IF EXISTS record_usage_delete;\n"                                                 \
+        RECORD_USAGE_TRIGGERS
+
 const char *const sqlite_migrations[] = {
         /* 1 */
         "CREATE TABLE executions (\n"
@@ -138,27 +169,7 @@ const char *const sqlite_migrations[] = {
         "                JOIN executions e USING (execution_id) WHERE e.owner = record_usage.owner),\n"
         "        pending_callbacks = (SELECT count(*) FROM callbacks c JOIN executions e USING (execution_id)\n"
         "                WHERE e.owner = record_usage.owner AND c.state = 'pending');\n"
-        "CREATE TRIGGER record_usage_insert AFTER INSERT ON executions WHEN new.owner IS NOT NULL BEGIN\n"
-        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
-        "                VALUES (new.owner, 1, " RECORD_BYTES("new") ", 0)\n"
-        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_update AFTER UPDATE ON executions BEGIN\n"
-        "        UPDATE record_usage SET records = records - 1, bytes = bytes - " RECORD_BYTES("old") "\n"
-        "                WHERE owner = old.owner;\n"
-        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
-        "                SELECT new.owner, 1, " RECORD_BYTES("new") ", 0 WHERE new.owner IS NOT NULL\n"
-        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_delete BEFORE DELETE ON executions WHEN old.owner IS NOT NULL BEGIN\n"
-        "        UPDATE record_usage SET records = records - 1,\n"
-        "                bytes = bytes - " RECORD_BYTES("old") " - (SELECT ifnull(sum(length(CAST(body AS BLOB))), 0)\n"
-        "                        FROM callbacks WHERE execution_id = old.execution_id),\n"
-        "                pending_callbacks = pending_callbacks - (SELECT count(*) FROM callbacks\n"
-        "                        WHERE execution_id = old.execution_id AND state = 'pending')\n"
-        "                WHERE owner = old.owner;\n"
-        "        DELETE FROM record_usage WHERE owner = old.owner AND records <= 0;\n"
-        "END;\n"
+        RECORD_USAGE_TRIGGERS
         "CREATE TRIGGER record_usage_callback_insert AFTER INSERT ON callbacks BEGIN\n"
         "        UPDATE record_usage SET bytes = bytes + length(CAST(new.body AS BLOB)),\n"
         "                pending_callbacks = pending_callbacks + (new.state = 'pending')\n"
@@ -246,30 +257,7 @@ const char *const sqlite_migrations[] = {
         " + ifnull(length(CAST(" r ".stderr AS BLOB)), 0) + ifnull(length(CAST(" r ".request AS BLOB)), 0)"  \
         " + ifnull(length(CAST(" r ".error_message AS BLOB)), 0) + ifnull(length(CAST(" r ".network AS BLOB)), 0))"
         "ALTER TABLE executions ADD COLUMN network TEXT;\n"
-        "DROP TRIGGER IF EXISTS record_usage_insert;\n"
-        "DROP TRIGGER IF EXISTS record_usage_update;\n"
-        "DROP TRIGGER IF EXISTS record_usage_delete;\n"
-        "CREATE TRIGGER record_usage_insert AFTER INSERT ON executions WHEN new.owner IS NOT NULL BEGIN\n"
-        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
-        "                VALUES (new.owner, 1, " RECORD_BYTES("new") ", 0)\n"
-        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_update AFTER UPDATE ON executions BEGIN\n"
-        "        UPDATE record_usage SET records = records - 1, bytes = bytes - " RECORD_BYTES("old") "\n"
-        "                WHERE owner = old.owner;\n"
-        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
-        "                SELECT new.owner, 1, " RECORD_BYTES("new") ", 0 WHERE new.owner IS NOT NULL\n"
-        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_delete BEFORE DELETE ON executions WHEN old.owner IS NOT NULL BEGIN\n"
-        "        UPDATE record_usage SET records = records - 1,\n"
-        "                bytes = bytes - " RECORD_BYTES("old") " - (SELECT ifnull(sum(length(CAST(body AS BLOB))), 0)\n"
-        "                        FROM callbacks WHERE execution_id = old.execution_id),\n"
-        "                pending_callbacks = pending_callbacks - (SELECT count(*) FROM callbacks\n"
-        "                        WHERE execution_id = old.execution_id AND state = 'pending')\n"
-        "                WHERE owner = old.owner;\n"
-        "        DELETE FROM record_usage WHERE owner = old.owner AND records <= 0;\n"
-        "END;\n",
+        RECORD_USAGE_TRIGGERS_AGAIN,
 #undef RECORD_BYTES
         /* 13 (environments, issue 17): the request's "environment" (model/environment.h); NULL for
          * the language's base, and for the rows written before. A name of at most 64 bytes: within
@@ -285,30 +273,7 @@ const char *const sqlite_migrations[] = {
         " + ifnull(length(CAST(" r ".error_message AS BLOB)), 0) + ifnull(length(CAST(" r ".network AS BLOB)), 0)" \
         " + ifnull(length(CAST(" r ".summary AS BLOB)), 0))"
         "ALTER TABLE executions ADD COLUMN summary TEXT;\n"
-        "DROP TRIGGER IF EXISTS record_usage_insert;\n"
-        "DROP TRIGGER IF EXISTS record_usage_update;\n"
-        "DROP TRIGGER IF EXISTS record_usage_delete;\n"
-        "CREATE TRIGGER record_usage_insert AFTER INSERT ON executions WHEN new.owner IS NOT NULL BEGIN\n"
-        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
-        "                VALUES (new.owner, 1, " RECORD_BYTES("new") ", 0)\n"
-        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_update AFTER UPDATE ON executions BEGIN\n"
-        "        UPDATE record_usage SET records = records - 1, bytes = bytes - " RECORD_BYTES("old") "\n"
-        "                WHERE owner = old.owner;\n"
-        "        INSERT INTO record_usage (owner, records, bytes, pending_callbacks)\n"
-        "                SELECT new.owner, 1, " RECORD_BYTES("new") ", 0 WHERE new.owner IS NOT NULL\n"
-        "                ON CONFLICT (owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;\n"
-        "END;\n"
-        "CREATE TRIGGER record_usage_delete BEFORE DELETE ON executions WHEN old.owner IS NOT NULL BEGIN\n"
-        "        UPDATE record_usage SET records = records - 1,\n"
-        "                bytes = bytes - " RECORD_BYTES("old") " - (SELECT ifnull(sum(length(CAST(body AS BLOB))), 0)\n"
-        "                        FROM callbacks WHERE execution_id = old.execution_id),\n"
-        "                pending_callbacks = pending_callbacks - (SELECT count(*) FROM callbacks\n"
-        "                        WHERE execution_id = old.execution_id AND state = 'pending')\n"
-        "                WHERE owner = old.owner;\n"
-        "        DELETE FROM record_usage WHERE owner = old.owner AND records <= 0;\n"
-        "END;\n",
+        RECORD_USAGE_TRIGGERS_AGAIN,
 #undef RECORD_BYTES
 };
 
