@@ -20,12 +20,14 @@
 #include "submit.h"
 #include "time-util.h"
 
-/* A request held open until its execution is final (POST ?wait=true, GET ?wait=true). */
+/* A request held open until its execution is final (api_wait_job()). */
 typedef struct ApiWait {
-        ApiContext *ac;
         HttpRequest *req;
         Job *job;
         JobWaiter *waiter;
+        void (*done)(HttpRequest *req, Job *j, void *userdata);
+        void (*gone)(void *userdata);
+        void *userdata;
 } ApiWait;
 
 /* The caller's identity: "uid:N" on the unix socket (root is the administrator and sees everything;
@@ -49,12 +51,47 @@ static bool query_true(HttpRequest *req, const char *key) {
         return v && (streq(v, "true") || streq(v, "1") || streq(v, "yes") || *v == 0);
 }
 
-static void on_request_gone(HttpRequest *req, void *userdata) {
+static void on_wait_gone(HttpRequest *req, void *userdata) {
         ApiWait *w = userdata;
 
         if (w->waiter)
                 job_remove_waiter(w->job, w->waiter);
+        if (w->gone)
+                w->gone(w->userdata);
         free(w);
+}
+
+static void on_wait_done(Job *j, void *userdata) {
+        ApiWait *w = userdata;
+
+        w->waiter = NULL;       /* the job frees it after this call */
+        http_request_set_gone_cb(w->req, NULL, NULL);
+        w->done(w->req, j, w->userdata);
+        free(w);
+}
+
+int api_wait_job(HttpRequest *req, Job *j, void (*done)(HttpRequest *req, Job *j, void *userdata),
+                 void (*gone)(void *userdata), void *userdata) {
+        ApiWait *w = calloc(1, sizeof(ApiWait));
+        JobWaiter *jw = NULL;
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        *w = (ApiWait) { .req = req, .job = j, .done = done, .gone = gone, .userdata = userdata };
+        /* Suspend first: the callback may answer at once. */
+        http_request_suspend(req);
+        /* When the job is already final the callback runs (and frees w) before this returns. */
+        r = job_add_waiter(j, on_wait_done, w, &jw);
+        if (r < 0) {
+                free(w);
+                return r;
+        }
+        if (r > 0) {
+                w->waiter = jw;
+                http_request_set_gone_cb(req, on_wait_gone, w);
+        }
+        return 0;
 }
 
 /* A job as the answer (a final one read back from the store), or why it cannot be read. */
@@ -68,45 +105,19 @@ static void respond_job(HttpRequest *req, ApiContext *ac, Job *j, unsigned statu
                 http_respond_json(req, status, o);
 }
 
-static void on_job_done(Job *j, void *userdata) {
-        ApiWait *w = userdata;
-        ApiContext *ac = w->ac;
+static void on_job_done(HttpRequest *req, Job *j, void *userdata) {
+        ApiContext *ac = userdata;
 
-        w->waiter = NULL;       /* the job frees it after this call */
-        http_request_set_gone_cb(w->req, NULL, NULL);
         if (!job_is_final(j) && ac->ctx->stopping)
-                http_respond_error(w->req, API_ERROR_SHUTTING_DOWN, NULL, "sandboxd is stopping; execution %s did not finish",
+                http_respond_error(req, API_ERROR_SHUTTING_DOWN, NULL, "sandboxd is stopping; execution %s did not finish",
                                    j->exec->id);
         else
-                respond_job(w->req, ac, j, 200);
-        free(w);
+                respond_job(req, ac, j, 200);
 }
 
 static void wait_for(ApiContext *ac, HttpRequest *req, Job *j) {
-        ApiWait *w = calloc(1, sizeof(ApiWait));
-        JobWaiter *jw = NULL;
-        int r;
-
-        if (!w) {
+        if (api_wait_job(req, j, on_job_done, NULL, ac) < 0)
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
-                return;
-        }
-        w->ac = ac;
-        w->req = req;
-        w->job = j;
-        /* Suspend first: the callback may answer at once. */
-        http_request_suspend(req);
-        /* When the job is already final the callback runs (and frees w) before this returns. */
-        r = job_add_waiter(j, on_job_done, w, &jw);
-        if (r < 0) {
-                free(w);
-                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
-                return;
-        }
-        if (r > 0) {
-                w->waiter = jw;
-                http_request_set_gone_cb(req, on_request_gone, w);
-        }
 }
 
 static json_object *accepted_json(const Execution *e) {

@@ -9,6 +9,15 @@
 
 void api_handle(HttpRequest *req, void *userdata);
 
+struct Job;
+/* Hold req open until j is final: req is suspended, and done(req, j, userdata) answers it when j is
+ * final, or at shutdown with j unfinished (at once when j is final already). If the caller goes
+ * away first, gone(userdata) (may be NULL) instead; the run goes on. Exactly one of them is called,
+ * unless this returns -ENOMEM: then neither, and the caller answers req. The one wait of
+ * POST /v1/executions?wait=true, GET ?wait=true and MCP's run_code. */
+int api_wait_job(HttpRequest *req, struct Job *j, void (*done)(HttpRequest *req, struct Job *j, void *userdata),
+                 void (*gone)(void *userdata), void *userdata);
+
 /* The body of GET /v1/languages (also MCP's list_languages). NULL on OOM. */
 json_object *api_languages_json(ApiContext *ac);
 

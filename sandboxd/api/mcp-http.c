@@ -28,8 +28,6 @@ static void json_object_putp(json_object **o) {
 typedef struct McpCall {
         ApiContext *ac;
         HttpRequest *req;
-        Job *job;
-        JobWaiter *waiter;
         json_object *id;         /* the request's id, for the answer */
         char url_base[sizeof("http://") + MCP_HOST_MAX];
 } McpCall;
@@ -139,20 +137,14 @@ static void respond_job(McpCall *c, Job *j) {
         respond_record(c->req, c->ac, c->id, record, c->url_base);
 }
 
-static void on_request_gone(HttpRequest *req, void *userdata) {
-        McpCall *c = userdata;
-
-        /* The caller went away: the run goes on (as POST /v1/executions?wait=true's), unanswered. */
-        if (c->waiter)
-                job_remove_waiter(c->job, c->waiter);
-        mcp_call_free(c);
+/* The caller went away: the run goes on (as POST /v1/executions?wait=true's), unanswered. */
+static void on_request_gone(void *userdata) {
+        mcp_call_free(userdata);
 }
 
-static void on_job_done(Job *j, void *userdata) {
+static void on_job_done(HttpRequest *req, Job *j, void *userdata) {
         McpCall *c = userdata;
 
-        c->waiter = NULL;       /* the job frees it after this call */
-        http_request_set_gone_cb(c->req, NULL, NULL);
         if (!job_is_final(j) && c->ac->ctx->stopping)
                 respond_result(c->req, c->id, mcp_text_result("sandboxd is stopping; the execution did not finish", true));
         else
@@ -161,21 +153,10 @@ static void on_job_done(Job *j, void *userdata) {
 }
 
 static void wait_job(McpCall *c, Job *j) {
-        JobWaiter *w = NULL;
-        int r;
-
-        c->job = j;
-        /* Suspend first: the callback may answer (and free c) at once. */
-        http_request_suspend(c->req);
-        r = job_add_waiter(j, on_job_done, c, &w);
-        if (r < 0) {
+        /* The callback may answer (and free c) at once. */
+        if (api_wait_job(c->req, j, on_job_done, on_request_gone, c) < 0) {
                 respond(c->req, 200, mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory"));
                 mcp_call_free(c);
-                return;
-        }
-        if (r > 0) {
-                c->waiter = w;
-                http_request_set_gone_cb(c->req, on_request_gone, c);
         }
 }
 

@@ -215,4 +215,33 @@ t.ok(all(names[n]["available"] for n in ("python", "node", "bash")), "runtimes a
 h = health()
 t.ok(h["status"] == "ok" and h["slots"] >= 1, "health", h)
 
+# --- a waiting caller that goes away ------------------------------------------------------------
+# POST ?wait=true and MCP's run_code hold the request open (api_wait_job()); a caller that hangs up
+# meanwhile leaves the run going, and nothing of its wait behind (ASan's leg sees a leak or a use
+# after free here).
+import socket as _socket  # noqa: E402
+import time as _time  # noqa: E402
+for what, path, body in (
+        ("POST /v1/executions?wait=true", "/v1/executions?wait=true",
+         {"language": "python", "code": "import time\ntime.sleep(1.5)\nprint('after the hang-up')",
+          "execution_id": "gone_wait"}),
+        ("POST /mcp run_code", "/mcp",
+         {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+          "params": {"name": "run_code", "arguments": {"language": "python",
+                                                      "code": "import time\ntime.sleep(1.5)\nprint('mcp after')"}}})):
+    data = _json.dumps(body).encode()
+    sk = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    sk.connect(SOCKET)
+    sk.sendall(f"POST {path} HTTP/1.1\r\nHost: l\r\nContent-Type: application/json\r\n"
+               f"Accept: application/json, text/event-stream\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+    started = wait_until(lambda: health().get("running", 0) == 1, 10)
+    sk.close()
+    t.ok(started, f"{what}: the run started while its caller waited", health())
+    t.ok(wait_until(lambda: health().get("running", 1) == 0, 30), f"{what}: the caller hung up, the run went on to its end",
+         health())
+st, r = get("gone_wait")
+t.ok(st == 200 and r.get("status") == "success" and r.get("stdout") == "after the hang-up\n",
+     "the hung-up caller's execution finished and kept its output", r)
+t.eq(health().get("status"), "ok", "sandboxd is fine after both hang-ups")
+
 t.done()
