@@ -381,7 +381,12 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 /* Executions still running when sandboxd stops are ended: nothing would read their output. The
  * calls must be answered before the connection closes: systemd checks the caller's credentials
  * when it handles a call, and a caller that has gone by then is refused. So the loop exits only
- * when every call is answered (or after a few seconds). */
+ * when every call is answered, or after END_TIMEOUT_USEC. That bound is generous: a busy PID 1
+ * (one that has just started the units a reload asked for, under emulation) was seen to begin a
+ * warm unit's stop more than 5 s after it was asked, and a unit sandboxd stops waiting for ends
+ * failed with nobody left to reset it. It stays below the unit's TimeoutStopSec=30s, so sandboxd
+ * still exits on its own rather than being killed. */
+#define END_TIMEOUT_USEC (20 * USEC_PER_SEC)
 static void on_end_reply(void *userdata, _unused_ int r, _unused_ const char *message) {
         Manager *m = userdata;
 
@@ -423,7 +428,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         manager_end_executions(m);
         if (m->n_end_pending == 0)
                 return sd_event_exit(m->ctx.event, 0);
-        return sd_event_add_time_relative(m->ctx.event, NULL, CLOCK_MONOTONIC, 5 * USEC_PER_SEC, 0, on_end_timeout, m);
+        return sd_event_add_time_relative(m->ctx.event, NULL, CLOCK_MONOTONIC, END_TIMEOUT_USEC, 0, on_end_timeout, m);
 }
 
 static int open_store(Manager *m) {
