@@ -206,7 +206,7 @@ for name, (hello, (bad, bad_says), boom, io) in L.items():
 for alias, name in (("ts", "typescript"), ("golang", "go"), ("rs", "rust"), ("c++", "cpp"), ("rb", "ruby"),
                     ("pl", "perl"), ("sqlite", "sql")):
     if ls.get(name, {}).get("available"):
-        r = run(L[name][0], language=alias)
+        r = run(L[name][0], language=alias, limits=SLOW)
         t.eq((r.get("status"), r.get("stdout")), ("success", "hello\n"), f"alias {alias} runs {name}", r)
 
 # --- a compile bomb: contained by the compile step's own limit, the daemon carries on -------------
@@ -242,7 +242,7 @@ PROBE = ('for f in /tmp/sandboxd-main /tmp/sandboxd-go /tmp/sandboxd-classes /tm
 for name in ("c", "go", "java", "typescript"):
     if not ls.get(name, {}).get("available"):
         continue
-    r = run(L[name][0], language=name)
+    r = run(L[name][0], language=name, limits=SLOW)
     t.eq(r.get("status"), "success", f"{name}: built and ran (its build output in its /tmp)")
     r = run(PROBE, language="bash")
     t.eq(r.get("stdout"), "probed\n", f"the next execution sees nothing of {name}'s build in /tmp or /var/tmp", r)
