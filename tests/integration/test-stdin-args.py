@@ -53,6 +53,17 @@ def argv_of(language, res):
         return ["<not JSON>", out]
 
 
+def bus_execute(req):
+    """D-Bus Execute with the request's JSON: (the execution, busctl's CompletedProcess)."""
+    p = subprocess.run(["busctl", "--json=short", "call", "io.sandboxd.Sandbox1", "/io/sandboxd/Sandbox1",
+                        "io.sandboxd.Sandbox1.Manager", "Execute", "s", json.dumps(req)], capture_output=True,
+                       text=True, timeout=120)
+    try:
+        return json.loads(json.loads(p.stdout)["data"][0]), p
+    except (ValueError, KeyError, IndexError):
+        return {}, p
+
+
 for language, code in PROGRAMS.items():
     res = run(code, language=language, args=ARGS)
     t.ok(res.get("status") == "success" and res.get("exit_code") == 0, f"{language}: runs with args",
@@ -111,13 +122,7 @@ t.ok(p.returncode != 0 and "'--'" in p.stderr, "sandboxctl status ID -- a: refus
 # D-Bus: Execute takes the request's JSON, args included.
 if shutil.which("busctl"):
     req = {"language": "node", "code": PROGRAMS["node"], "args": ["d bus", "", "✓"]}
-    p = subprocess.run(["busctl", "--json=short", "call", "io.sandboxd.Sandbox1", "/io/sandboxd/Sandbox1",
-                        "io.sandboxd.Sandbox1.Manager", "Execute", "s", json.dumps(req)], capture_output=True,
-                       text=True, timeout=120)
-    try:
-        res = json.loads(json.loads(p.stdout)["data"][0])
-    except (ValueError, KeyError, IndexError):
-        res = {}
+    res, p = bus_execute(req)
     t.ok(argv_of("node", res) == req["args"] and res.get("args") == req["args"],
          "D-Bus Execute with args: node's argv, and the record echoes them", f"{p.stdout!r} {p.stderr!r}")
 else:
@@ -253,13 +258,7 @@ os.unlink(stdin_file)
 # D-Bus Execute: the request's JSON, stdin included.
 if shutil.which("busctl"):
     req = {"language": "python", "code": STDIN_PROGRAMS["python"], "stdin": "über den Bus\n"}
-    p = subprocess.run(["busctl", "--json=short", "call", "io.sandboxd.Sandbox1", "/io/sandboxd/Sandbox1",
-                        "io.sandboxd.Sandbox1.Manager", "Execute", "s", json.dumps(req)], capture_output=True,
-                       text=True, timeout=120)
-    try:
-        res = json.loads(json.loads(p.stdout)["data"][0])
-    except (ValueError, KeyError, IndexError):
-        res = {}
+    res, p = bus_execute(req)
     t.ok(res.get("stdout") == expect_of("python", req["stdin"].encode()) and
          res.get("stdin_bytes") == len(req["stdin"].encode()),
          "D-Bus Execute with stdin: the program reads it, the record counts it", f"{p.stdout!r} {p.stderr!r}")
