@@ -217,6 +217,7 @@ t.ok(b_wait < drain / 2, f"bob's queue wait ({b_wait:.2f} s) is a slot turn, not
 # ---- the running cap: slow input downloads hold at most 2 of alice's slots ---------------------
 lock = threading.Lock()
 downloads = {"now": 0, "max": 0, "ends": []}
+bob_done = threading.Event()
 
 
 class Slow(http.server.BaseHTTPRequestHandler):
@@ -230,11 +231,16 @@ class Slow(http.server.BaseHTTPRequestHandler):
             downloads["now"] += 1
             downloads["max"] = max(downloads["max"], downloads["now"])
         try:
+            # A tarpit that stays under the input timeouts: 10 bytes every 0.3 s, and the last 10 only
+            # once bob's run has come back (waiting at most 30 s), so alice's first downloads hold her
+            # two slots for as long as bob takes, however slow the machine.
             self.send_response(200)
             self.send_header("Content-Length", "100")
             self.end_headers()
-            for k in range(10):             # 100 bytes in 3 s: a tarpit that stays under the timeouts
-                if k:
+            for k in range(10):
+                if k == 9:
+                    bob_done.wait(30)
+                elif k:
                     time.sleep(0.3)
                 self.wfile.write(b"x" * 10)
                 self.wfile.flush()
@@ -271,6 +277,7 @@ time.sleep(0.5)
 t0, t0_wall = time.monotonic(), time.time()
 st, rb = post("bob", "print('bob again')\n", wait=True)
 bob_secs = time.monotonic() - t0
+bob_done.set()
 t.eq((st, rb.get("stdout")), (200, "bob again\n"), "bob runs while alice's downloads hang", rb)
 slow_results = [final("alice", e) for e in slow_ids]
 stop.set()
@@ -284,7 +291,8 @@ t.eq(downloads["max"], 2, "never more than 2 of alice's downloads at once (MaxRu
 t.ok(peak["units"] <= 2, f"never more than 2 of alice's units at once ({peak['units']})", peak)
 t.ok(peak["running"] <= 3, f"slots held: alice's 2 and bob's 1 at most ({peak['running']})", peak)
 # Ordered by the record, not by a time limit (the VM tier is slow): bob's run left the queue before
-# any of alice's downloads had ended.
+# any of alice's downloads had ended. The downloads hang until bob is back (up to 30 s), so a bob
+# who waited for one of alice's slots would start only after one ended.
 first_end = min(downloads["ends"]) if downloads["ends"] else None
 t.ok(rb.get("started_at") and first_end and ts(rb["started_at"]) < first_end,
      f"bob did not wait for a download to end (started {ts(rb['started_at']) - t0_wall:.2f} s in, "
