@@ -394,6 +394,10 @@ static void on_end_reply(void *userdata, _unused_ int r, _unused_ const char *me
                 (void) sd_event_exit(m->ctx.event, 0);
 }
 
+static void on_end_quiet(void *userdata) {
+        on_end_reply(userdata, 0, NULL);
+}
+
 static int on_end_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
@@ -410,6 +414,9 @@ static void manager_end_executions(Manager *m) {
         m->n_end_pending += warm_pool_stop_all(m->ctx.warm, on_end_reply, m);
         /* Units of final executions still ending: finished as they end (reset, workspace stopped). */
         m->n_end_pending += unit_reaper_stop_all(m->ctx.reaper, on_end_reply, m);
+        /* And this instance reads their control sockets and proxy pipes only up to a clean point,
+         * then not at all: what it read and did not record would be lost to the next one. */
+        m->n_end_pending += runner_quiesce(m->runner, on_end_quiet, m);
         runner_flush_waiters(m->runner);
 }
 

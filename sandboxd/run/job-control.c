@@ -53,9 +53,14 @@ int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         (void) shutdown(fd, SHUT_WR);
                         (void) sd_event_source_set_io_events(s, EPOLLIN);
                 }
+                /* Stopping: the payload is out, perhaps at a clean point now (job_quiesce()). */
+                job_try_quiet(j);
+                if (j->quiet)
+                        return 0;
         }
 
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                size_t want;
                 ssize_t n;
 
                 /* Grow as the report arrives, never beyond what a report can be. */
@@ -76,7 +81,17 @@ int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         j->report = nb;
                         j->report_allocated = na;
                 }
-                n = recv(fd, j->report + j->report_len, j->report_allocated - j->report_len, MSG_DONTWAIT);
+                want = j->report_allocated - j->report_len;
+                /* Stopping: no further than the end of the frame begun (job_quiesce()'s clean point). */
+                if (j->quiesce && !j->report_started) {
+                        size_t rest = exec_frame_missing(j->report, j->report_len);
+
+                        if (j->report_len == 0)
+                                rest = EXEC_FRAME_HEADER;
+                        if (rest > 0)
+                                want = MIN(want, rest);
+                }
+                n = recv(fd, j->report + j->report_len, want, MSG_DONTWAIT);
                 if (n < 0) {
                         if (errno == EAGAIN || errno == EINTR)
                                 return 0;
@@ -91,6 +106,8 @@ int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                 }
                 j->report_len += (size_t) n;
                 consume_frames(j);
+                /* Stopping: a frame read to its end may be the clean point (job_quiesce()). */
+                job_try_quiet(j);
         }
         return 0;
 }

@@ -16,6 +16,9 @@ void job_maybe_finalize(Job *j);
 void job_report_complete(Job *j);
 bool path_startswith_dir(const char *path, const char *dir);
 
+/* Shutdown (job_quiesce()): at a clean point now? Then quiet from here (events->quiet if due). */
+void job_try_quiet(Job *j);
+
 /* job-control.c */
 int on_control(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 int build_control_payload(Job *j);
@@ -46,5 +49,7 @@ int job_network_adopt(Job *j);
 /* Before the job is final: stop the proxy units and read the pipe to EOF (at most 3 s). true: still
  * waiting, job_finalize() is called again when done. */
 bool job_network_finish(Job *j);
+/* Shutdown: no more reads of the proxy's pipe, a line begun read to its end first. */
+void job_network_quiesce(Job *j);
 /* Free everything of the proxy (the units are stopped first if that did not happen). */
 void job_network_release(Job *j);

@@ -219,6 +219,28 @@ static int on_proxy_pipe(sd_event_source *s, int fd, uint32_t revents, void *use
         return 0;       /* more next time round the loop: fair to the other sources */
 }
 
+/* Shutdown (job_quiesce()): the pipe waits in the fd store for the next instance, which must find
+ * a line's start at its head. The proxy writes each line at once, and a line (at most
+ * PROXY_EVENT_LINE_MAX bytes) is shorter than PIPE_BUF, so the rest of a line begun is in the pipe:
+ * it is read byte by byte, up to its newline and no further. Then nothing more is read; what the
+ * log has goes on record as the job is freed (job_network_release()). */
+void job_network_quiesce(Job *j) {
+        if (j->proxy_fd >= 0 && j->proxy_buf)
+                while (j->proxy_len > 0 && j->proxy_len < PROXY_EVENT_LINE_MAX) {
+                        ssize_t n = read(j->proxy_fd, j->proxy_buf + j->proxy_len, 1);
+
+                        if (n <= 0)
+                                break;
+                        if (j->proxy_buf[j->proxy_len++] == '\n') {
+                                (void) proxy_drain_lines(j);
+                                break;
+                        }
+                }
+        if (j->proxy_src)
+                (void) sd_event_source_set_enabled(j->proxy_src, SD_EVENT_OFF);
+        j->proxy_timeout_src = sd_event_source_disable_unref(j->proxy_timeout_src);
+}
+
 static int on_proxy_eof_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Job *j = userdata;
 

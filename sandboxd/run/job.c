@@ -929,6 +929,45 @@ static void job_on_active_state(Job *j, const char *state) {
                 job_send_cancel(j);
 }
 
+/* A clean point: the payload is out whole, and nothing of a live frame or of the report has been
+ * read (the report's first byte makes it the next instance's to read whole, never ours in part). */
+static bool job_at_clean_point(const Job *j) {
+        if (j->ctl_fd < 0 || !j->ctl_src)
+                return true;
+        return j->ctl_off >= j->ctl_len && j->report_len == 0 && !j->report_started && (j->waiting & JOB_WAIT_REPORT);
+}
+
+void job_try_quiet(Job *j) {
+        if (!j->quiesce || j->quiet || j->state == JOB_DONE || !job_at_clean_point(j))
+                return;
+        j->quiet = true;
+        if (j->ctl_src)
+                (void) sd_event_source_set_enabled(j->ctl_src, SD_EVENT_OFF);
+        j->drain_src = sd_event_source_disable_unref(j->drain_src);
+        job_network_quiesce(j);
+        log_debug("%s: quiet for the next instance of sandboxd.", j->exec->id);
+        if (j->quiesce_notify) {
+                j->quiesce_notify = false;
+                if (j->events->quiet)
+                        j->events->quiet(j->events_data, j);
+        }
+}
+
+bool job_quiesce(Job *j) {
+        if (j->state == JOB_DONE || j->quiet)
+                return true;
+        j->quiesce = true;
+        /* Not started yet: the record says queued and the next instance runs it from there. If this
+         * one still gets as far as starting its unit, it goes quiet at its first clean point. */
+        if (j->state == JOB_QUEUED || j->state == JOB_PREPARING)
+                return true;
+        job_try_quiet(j);
+        if (j->quiet)
+                return true;
+        j->quiesce_notify = true;
+        return false;
+}
+
 void job_flush_waiters(Job *j) {
         JobWaiter *w;
 
@@ -964,7 +1003,8 @@ void job_on_unit_inactive(Job *j) {
         Context *ctx = j->ctx;
         int r;
 
-        if (!(j->waiting & JOB_WAIT_UNIT) || j->state == JOB_DONE)
+        /* Quiet: the next instance reads the report and asks for the unit's end. */
+        if (!(j->waiting & JOB_WAIT_UNIT) || j->state == JOB_DONE || j->quiet)
                 return;
         j->waiting &= ~JOB_WAIT_UNIT;
         if (j->state == JOB_RUNNING || j->state == JOB_STARTING)
@@ -1102,6 +1142,9 @@ void job_finalize(Job *j) {
         bool was_running = j->state != JOB_QUEUED;
 
         if (j->state == JOB_DONE)
+                return;
+        /* Left to the next instance (job_quiesce()): what this one knows is not the whole story. */
+        if (j->quiet)
                 return;
         /* A run with network: its proxy's units stopped and its log read to the end first. */
         if (job_network_finish(j))

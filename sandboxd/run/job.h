@@ -51,6 +51,9 @@ typedef struct JobEvents {
         void (*finished)(void *userdata, Job *j);
         /* It is being freed (by anyone): it must leave the owner's tables. */
         void (*freed)(void *userdata, Job *j);
+        /* Asked to go quiet by job_quiesce(), it has (it reads nothing more, and this instance never
+         * makes it final). A job that became final instead reports that with finished, not this. */
+        void (*quiet)(void *userdata, Job *j);
 } JobEvents;
 
 struct Job {
@@ -118,6 +121,12 @@ struct Job {
         bool proxy_stopping;             /* StopUnit sent, reading until EOF (at most 3 s) */
         bool proxy_fd_stored;            /* the pipe's read end is in systemd's fd store */
 
+        /* sandboxd is stopping (job_quiesce()): quiesce, go quiet at the next clean point of the
+         * channels that wait in the fd store; quiet, reached it: nothing more is read from them and
+         * the execution is left to the next instance, never made final here. */
+        bool quiesce, quiet;
+        bool quiesce_notify;             /* job_quiesce() returned false: events->quiet is due */
+
         JobWaiter *waiters;
 };
 
@@ -155,3 +164,12 @@ void job_network_take_fd(Job *j, int fd);
 void job_on_unit_inactive(Job *j);
 /* Shutdown: answer every waiter now (they see the job unfinished). */
 void job_flush_waiters(Job *j);
+/* Shutdown: the execution goes on and the next instance adopts it, reading its control socket and
+ * its proxy's pipe from the fd store where this one stopped. So from here this instance reads them
+ * only up to a clean point (the payload is sent whole; no live frame, report or proxy line is half
+ * read) and then not at all, and never makes the job final on what it read (a report consumed here
+ * and lost at exit left the next instance with neither report nor unit: "no report and no exit
+ * status"). true: quiet now, or not running (nothing to wait for). false: the payload is still going
+ * out, a frame or line is half read, or the report is coming in: events->quiet or, if it becomes
+ * final meanwhile (a report under way is read to its end), events->finished follows. */
+bool job_quiesce(Job *j);

@@ -28,6 +28,8 @@ struct Runner {
         uint64_t finished_total;
         unsigned n_adopted_live; /* adopted executions not yet final: they may use older /usr layers */
         sd_event_source *status_timer; /* a STATUS= update is due (STATUS_COALESCE_USEC) */
+        void (*quiesce_done)(void *userdata);  /* runner_quiesce()'s, once per job it waits for */
+        void *quiesce_data;
 };
 
 /* STATUS= goes out at most this often: each update is a message PID 1 handles (and turns into a
@@ -38,11 +40,13 @@ struct Runner {
 static void on_job_left(void *userdata, Job *j);
 static void on_job_finished(void *userdata, Job *j);
 static void on_job_freed(void *userdata, Job *j);
+static void on_job_quiet(void *userdata, Job *j);
 
 static const JobEvents runner_job_events = {
         .left = on_job_left,
         .finished = on_job_finished,
         .freed = on_job_freed,
+        .quiet = on_job_quiet,
 };
 
 int runner_new(Context *ctx, Sessions *sessions, Runner **ret) {
@@ -120,9 +124,34 @@ static void runner_evict_finished(Runner *r) {
         }
 }
 
+static void on_job_quiet(void *userdata, Job *j) {
+        Runner *r = userdata;
+
+        if (r->quiesce_done)
+                r->quiesce_done(r->quiesce_data);
+}
+
+unsigned runner_quiesce(Runner *r, void (*done)(void *userdata), void *userdata) {
+        unsigned n = 0;
+
+        r->quiesce_done = done;
+        r->quiesce_data = userdata;
+        for (Job *j = r->jobs; j; j = j->next)
+                if (!job_quiesce(j))
+                        n++;
+        if (n > 0)
+                log_info("Stopping: %u executions to bring to a point where the next instance can take them over.", n);
+        return n;
+}
+
 static void on_job_finished(void *userdata, Job *j) {
         Runner *r = userdata;
 
+        /* Waited for by runner_quiesce(): it became final instead (its report was under way). */
+        if (j->quiesce_notify) {
+                j->quiesce_notify = false;
+                on_job_quiet(r, j);
+        }
         r->n_finished++;
         r->finished_total++;
         if (j->adopted && r->n_adopted_live > 0 && --r->n_adopted_live == 0)

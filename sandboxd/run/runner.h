@@ -64,3 +64,6 @@ void runner_forget_finished_before(Runner *r, uint64_t cutoff_usec);
 bool runner_uses_workspace(const Runner *r, const char *name);
 /* Stop: every waiter is answered now (it sees its job unfinished). */
 void runner_flush_waiters(Runner *r);
+/* Stop: every running job goes quiet for the next instance (job_quiesce()). Returns how many are
+ * not quiet yet; done(userdata) is called once for each as it goes quiet or becomes final. */
+unsigned runner_quiesce(Runner *r, void (*done)(void *userdata), void *userdata);

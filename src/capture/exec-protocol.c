@@ -173,6 +173,21 @@ int exec_frame_parse(const uint8_t *buf, size_t n, ExecFrameKind *ret_kind, uint
         return (int) (EXEC_FRAME_HEADER + len);
 }
 
+size_t exec_frame_missing(const uint8_t *buf, size_t n) {
+        size_t len;
+
+        if (n == 0 || buf[0] != EXEC_FRAME_MAGIC)
+                return 0;
+        if (n >= 2 && buf[1] != EXEC_FRAME_STDOUT && buf[1] != EXEC_FRAME_STDERR)
+                return 0;
+        if (n < EXEC_FRAME_HEADER)
+                return EXEC_FRAME_HEADER - n;
+        len = ((size_t) buf[2] << 8) | buf[3];
+        if (len <= EXEC_FRAME_OFFSET || len > EXEC_FRAME_OFFSET + EXEC_FRAME_DATA_MAX)
+                return 0;
+        return n < EXEC_FRAME_HEADER + len ? EXEC_FRAME_HEADER + len - n : 0;
+}
+
 /* ---- names ---- */
 
 static const char *const helper_phase_table[_PHASE_MAX] = {

@@ -89,6 +89,13 @@ size_t exec_frame_header(uint8_t buf[static EXEC_FRAME_HEADER + EXEC_FRAME_OFFSE
 int exec_frame_parse(const uint8_t *buf, size_t n, ExecFrameKind *ret_kind, uint64_t *ret_offset,
                      const uint8_t **ret_data, size_t *ret_data_len);
 
+/* How many more bytes may be read without passing the end of the frame begun in buf (n bytes): the
+ * rest of the frame, or of its header while that is cut (its length is not known yet); 0 if buf is
+ * empty, holds a whole frame first, or does not start with a well-formed frame (the report, or a
+ * malformed frame: then there is no frame end to stop at). A reader that must stop at a frame
+ * boundary (sandboxd as it stops, job_quiesce()) reads no more than this. */
+size_t exec_frame_missing(const uint8_t *buf, size_t n);
+
 /* The header line for these lengths, '\n' included, into buf (stdin_len 0: the two-number form);
  * its length, or -ENOBUFS. */
 int exec_header_format(char *buf, size_t size, uint64_t bpf_len, uint64_t code_len, uint64_t stdin_len);

@@ -7,6 +7,7 @@
 import concurrent.futures as cf
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -273,6 +274,39 @@ t.eq((st, s.get("executions"), s.get("pending")), (200, 7, 0), "after a restart 
 rr = srun("sa", "print(open('/workspace/note.txt').read(), end='')\n")
 t.eq(rr.get("stdout"), "turn one\nturn two\n", "and so are its files", rr)
 t.eq(len(session_dirs()), 5, "5 session directories (sdel's is gone)", session_dirs())
+
+# ---- a run that ends as sandboxd stops: its report is read whole by one instance ----
+# sandboxd is frozen (SIGSTOP) while the program ends, so its report waits in the control socket
+# as the stop begins (systemd's SIGTERM, then its SIGCONT): the stopping instance either reads it
+# to the end and makes the run final, or leaves it whole to the next instance. Before, it could read
+# the report, then exit before systemd answered for the unit's end, and the next instance found
+# neither ("no report and no exit status": the VM tier, where stops take seconds).
+def daemon_up(old):
+    try:
+        return daemon_pid() not in (0, old) and request("GET", "/v1/health", timeout=5)[0] == 200
+    except OSError:
+        return False
+
+
+for rnd in range(3):
+    st, q = submit(f"import time\ntime.sleep(1)\nprint('round {rnd}')\n", session_id="sa")
+    t.eq(st, 202, f"stop round {rnd}: a run in session sa", q)
+    wait_until(lambda: get(q["execution_id"])[1].get("status") == "running", 60)
+    unit = f"sandboxd-{q['execution_id']}.service"
+    old = daemon_pid()
+    os.kill(old, signal.SIGSTOP)
+    ended = wait_until(lambda: {"inactive", "failed"} & set(unit_state(unit)), 60)
+    subprocess.run(["systemctl", "restart", "--no-block", "sandboxd.service"], check=True)
+    time.sleep(0.2)
+    try:
+        os.kill(old, signal.SIGCONT)   # systemd sends it too, after SIGTERM
+    except ProcessLookupError:
+        pass
+    t.ok(ended and wait_until(lambda: daemon_up(old), 60, 0.1), f"stop round {rnd}: the run ended while "
+         "sandboxd was frozen, and sandboxd restarted", unit_state(unit))
+    rq = get(q["execution_id"], wait=True)[1]
+    t.eq((rq.get("status"), rq.get("stdout")), ("success", f"round {rnd}\n"),
+         f"stop round {rnd}: the run's report and output survive the stop", rq)
 
 # ---- idle expiry ----
 confdir = os.environ["SANDBOXD_CONFIG_DIR"]

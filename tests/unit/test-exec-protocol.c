@@ -690,8 +690,38 @@ static void test_env_block(_unused_ void **state) {
         assert_int_equal(exec_env_block_check(many, len + 4), -EINVAL);
 }
 
+/* exec_frame_missing(): every prefix of a whole frame past its header lacks exactly the rest of it
+ * (a shorter one, the rest of the header: its length is not known yet); a whole frame
+ * (with more after it), the report's text and malformed frames give 0 (no end to stop at). */
+static void test_frame_missing(_unused_ void **state) {
+        static const size_t sizes[] = { 1, 7, EXEC_FRAME_DATA_MAX };
+        uint8_t buf[EXEC_FRAME_MAX + 16];
+
+        for (size_t k = 0; k < ELEMENTSOF(sizes); k++) {
+                size_t h = exec_frame_header(buf, EXEC_FRAME_STDOUT, 42, sizes[k]), total = h + sizes[k];
+
+                memset(buf + h, 'x', sizes[k]);
+                buf[total] = 'p';       /* the report's first byte after it */
+                assert_int_equal(exec_frame_missing(buf, 0), 0);
+                /* Before its length is known, up to the end of the header. */
+                for (size_t n = 1; n < EXEC_FRAME_HEADER; n++)
+                        assert_int_equal(exec_frame_missing(buf, n), EXEC_FRAME_HEADER - n);
+                for (size_t n = EXEC_FRAME_HEADER; n < total; n++)
+                        assert_int_equal(exec_frame_missing(buf, n), total - n);
+                assert_int_equal(exec_frame_missing(buf, total), 0);
+                assert_int_equal(exec_frame_missing(buf, total + 1), 0);
+        }
+        assert_int_equal(exec_frame_missing((const uint8_t *) "phase=run\n", 10), 0);
+        /* An unknown kind, a length too short for the offset, one too long. */
+        assert_int_equal(exec_frame_missing((const uint8_t[]) { EXEC_FRAME_MAGIC, 'x' }, 2), 0);
+        assert_int_equal(exec_frame_missing((const uint8_t[]) { EXEC_FRAME_MAGIC, 'o', 0, 8 }, 4), 0);
+        assert_int_equal(exec_frame_missing((const uint8_t[]) { EXEC_FRAME_MAGIC, 'e', 0xff, 0xff }, 4), 0);
+        /* The smallest well-formed length: offset and one byte. */
+        assert_int_equal(exec_frame_missing((const uint8_t[]) { EXEC_FRAME_MAGIC, 'e', 0, 9 }, 4), 9);
+}
+
 int main(void) {
-        size_t n = 19 + ELEMENTSOF(parse_rows), i = 0;
+        size_t n = 20 + ELEMENTSOF(parse_rows), i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -717,6 +747,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_receive);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_claim);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_env_block);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_frame_missing);
         assert_true(i <= n);
 
         return _cmocka_run_group_tests("exec-protocol", tests, i, NULL, NULL);
