@@ -51,9 +51,9 @@ subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
 t.ok(wait_until(lambda: health().get("status") == "ok", 30, 0.2), "sandboxd is up with a TCP listener")
 
 
-def run_client(*args):
+def run_client(*args, env=None):
     p = subprocess.run([node, SCRIPT, *args], capture_output=True, text=True, timeout=900,
-                       env=dict(os.environ, SANDBOXD_MCP_CLIENT_DIR=CLIENT_DIR))
+                       env=dict(os.environ, SANDBOXD_MCP_CLIENT_DIR=CLIENT_DIR, **(env or {})))
     try:
         return json.loads(p.stdout.strip().splitlines()[-1]), p
     except (ValueError, IndexError):
@@ -91,6 +91,17 @@ def check(name, out, p):
          f"{name}: the PNG the program wrote comes back as image content", plot.get("content"))
     t.ok(len(links) == 1 and links[0].get("name") == "data.csv" and "/artifacts/data.csv" in links[0].get("uri", ""),
          f"{name}: the CSV is a resource link to its artifact URL", links)
+
+    if plot_env and name == "stdio":
+        mpl = out.get("mpl") or {}
+        pngs = [base64.b64decode(c.get("data", "")) for c in mpl.get("content", [])
+                if c.get("type") == "image" and c.get("mimeType") == "image/png"]
+        # A PNG's IHDR: width and height, big-endian, at bytes 16..24 (matplotlib's default figure
+        # is 6.4 x 4.8 inches at 100 dpi).
+        dims = [(int.from_bytes(b[16:20], "big"), int.from_bytes(b[20:24], "big")) for b in pngs
+                if b[:8] == b"\x89PNG\r\n\x1a\n"]
+        t.ok(mpl.get("isError") is False and "saved" in texts(mpl) and dims == [(640, 480)],
+             f"{name}: a matplotlib plot ({plot_env}) comes back as a 640x480 PNG image", (dims, mpl))
 
     fail = out.get("failed") or {}
     t.ok(fail.get("isError") is True and "oops" in texts(fail), f"{name}: a failing program is isError, with its stderr", fail)
@@ -131,7 +142,13 @@ def check(name, out, p):
          f"{name}: an unknown tool is a JSON-RPC error (-32602)", out.get("unknown_tool"))
 
 
-out, p = run_client("stdio", SANDBOXCTL, SOCKET)
+# The plot leg needs matplotlib, in the python-data environment (tools/install-deps builds it).
+_, langs = request("GET", "/v1/languages")
+plot_env = next((e.get("name") for l in (langs.get("languages") or []) if l.get("name") == "python"
+                 for e in (l.get("environments") or []) if e.get("name") == "python-data"), None)
+if not plot_env:
+    print("# no python-data environment: the matplotlib leg is left out (tools/install-deps builds it)")
+out, p = run_client("stdio", SANDBOXCTL, SOCKET, env={"SANDBOXD_MCP_PLOT_ENV": plot_env} if plot_env else None)
 check("stdio", out, p)
 out, p = run_client("http", f"http://{HOST}:{PORT}/mcp", key)
 check("http", out, p)

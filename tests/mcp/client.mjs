@@ -30,6 +30,15 @@ const png = [
     "print('plotted')",
 ].join("\n");
 
+// A matplotlib figure saved as PNG: what an agent asks for when it wants to see its data.
+const mpl = [
+    "import matplotlib.pyplot as plt",
+    "plt.plot([1, 2, 3, 4], [1, 4, 9, 16], marker='o')",
+    "plt.title('squares')",
+    "plt.savefig('/workspace/output/squares.png')",
+    "print('saved')",
+].join("\n");
+
 try {
     await client.connect(transport);
     out.server = client.getServerVersion();
@@ -39,6 +48,11 @@ try {
     out.stdin = await client.callTool({ name: "run_code", arguments: { language: "python",
                                         code: "print(input()[::-1])", stdin: "olleh\n" } }, undefined, opts);
     out.plot = await client.callTool({ name: "run_code", arguments: { language: "python", code: png } }, undefined, opts);
+    // A real plot, where the environment with matplotlib is installed (test-mcp.py says which).
+    if (process.env.SANDBOXD_MCP_PLOT_ENV)
+        out.mpl = await client.callTool({ name: "run_code", arguments: { language: "python",
+                                          environment: process.env.SANDBOXD_MCP_PLOT_ENV, code: mpl } },
+                                        undefined, opts);
     out.failed = await client.callTool({ name: "run_code",
                                          arguments: { language: "python", code: "import sys\nprint('oops', file=sys.stderr)\nsys.exit(3)" } },
                                        undefined, opts);
