@@ -910,6 +910,7 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
                 .allow_non_loopback = m->ctx.config->listen_allow_non_loopback,
                 .api_keys_file = m->ctx.config->api_keys_file,
                 .public_route = api_route_is_public,
+                .begin = api_begin,
         };
         if (!g)
                 log_notice("Group '%s' does not exist: the API socket is for root only.", m->ctx.config->socket_group);

@@ -429,8 +429,8 @@ static void handle_session_delete(ApiContext *ac, HttpRequest *req, const char *
         json_object_object_add(o, "record_id", json_object_new_string(s->key));
         if (session_remove(s, "deleted on request") == -EBUSY) {
                 json_object_put(o);
-                http_respond_error(req, API_ERROR_CONFLICT, NULL, "session '%s' has executions queued or running",
-                                   id);
+                http_respond_error(req, API_ERROR_CONFLICT, NULL,
+                                   "session '%s' has executions queued or running, or a file upload under way", id);
                 return;
         }
         json_object_object_add(o, "deleted", json_object_new_boolean(true));
@@ -655,6 +655,17 @@ void api_route_match(const char *method, const char *path, ApiRoute *ret) {
         if (streq(path, "/mcp"))
                 ROUTE(post, API_ROUTE_MCP, "use POST (this MCP server offers no SSE stream)");
 #undef ROUTE
+}
+
+void api_begin(HttpRequest *req, void *userdata) {
+        ApiContext *ac = userdata;
+        ApiRoute route;
+
+        /* A session file's PUT takes its body as a stream: up to MaxInputFileBytes=, not
+         * MaxRequestBytes=, and none of it in memory. */
+        api_route_match(http_request_method(req), http_request_path(req), &route);
+        if (route.id == API_ROUTE_SESSION_FILES && streq(http_request_method(req), "PUT"))
+                api_session_files_begin(ac, req, route.session_id, route.arg);
 }
 
 void api_handle(HttpRequest *req, void *userdata) {

@@ -8,6 +8,8 @@
 #include "model/request.h"
 
 void api_handle(HttpRequest *req, void *userdata);
+/* HttpSettings.begin: what a route does before the body is read (a session file's PUT streams it). */
+void api_begin(HttpRequest *req, void *userdata);
 
 struct Job;
 /* Hold req open until j is final: req is suspended, and done(req, j, userdata) answers it when j is

@@ -63,6 +63,12 @@ struct HttpRequest {
         char *body;
         size_t body_len, body_allocated;
         bool too_large;
+        /* The body as a stream (http_request_stream_body()): sink.write() has had streamed_len bytes,
+         * stream_error is its first error. */
+        bool streamed;
+        HttpBodySink sink;
+        uint64_t streamed_len;
+        int stream_error;
         bool handled;            /* the handler has been called */
         bool suspended;
         struct MHD_Response *pending;  /* answer waiting for the resumed connection */
@@ -93,6 +99,7 @@ struct Http {
         bool stopping;                               /* http_free(): no new lingering */
         AuthTable *auth;
         bool (*public_route)(const char *method, const char *path);
+        void (*begin)(HttpRequest *req, void *userdata);
         http_handler_t handler;
         void *userdata;
 };
@@ -157,6 +164,8 @@ static void request_free(HttpRequest *r) {
                 r->gone_cb(r, r->gone_userdata);
         if (r->pending)
                 MHD_destroy_response(r->pending);
+        if (r->streamed && r->sink.free)
+                r->sink.free(r->sink.userdata);
         free(r->method);
         free(r->path);
         free(r->body);
@@ -505,7 +514,10 @@ static enum MHD_Result request_refuse_body(HttpRequest *r) {
         if (!c)
                 return MHD_NO;
         conn_set_phase(c, CONN_HANDLED);
-        o = error_json(API_ERROR_TOO_LARGE, NULL, "request body exceeds MaxRequestBytes=%zu", r->http->max_body);
+        o = r->streamed ? error_json(API_ERROR_TOO_LARGE, NULL, "request body exceeds its limit of %" PRIu64 " bytes",
+                                     r->sink.max)
+                        : error_json(API_ERROR_TOO_LARGE, NULL, "request body exceeds MaxRequestBytes=%zu",
+                                     r->http->max_body);
         if (o) {
                 conn_write_raw(c->fd, api_error_http_status(API_ERROR_TOO_LARGE), "Content Too Large",
                                json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -593,8 +605,17 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                  * connection after it, and the close lingers (drains what the client sends within a
                  * budget) so that a client which sends before it listens still reads the answer. A
                  * client that sends "Expect: 100-continue" gets the 413 without sending anything. */
+                /* The route's word before the body: refused now, or the body streamed. */
+                if (h->begin) {
+                        h->begin(r, h->userdata);
+                        if (r->pending) {
+                                request_hand_over(r, true);
+                                return queue_pending(r);
+                        }
+                }
                 cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-                if (http_body_plan(cl, h->max_body) == HTTP_BODY_REFUSE) {
+                if (http_body_plan(cl, r->streamed ? (size_t) MIN(r->sink.max, (uint64_t) SIZE_MAX) : h->max_body) ==
+                    HTTP_BODY_REFUSE) {
                         r->too_large = true;
                         request_hand_over(r, true);
                         h->handler(r, h->userdata);
@@ -610,6 +631,18 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                 size_t n = *upload_data_size;
 
                 *upload_data_size = 0;
+                if (r->streamed) {
+                        if (r->too_large || r->streamed_len + n > r->sink.max)
+                                return request_refuse_body(r);
+                        if (r->stream_error == 0) {
+                                int k = r->sink.write(r->sink.userdata, upload_data, n);
+
+                                if (k < 0)
+                                        r->stream_error = k;
+                        }
+                        r->streamed_len += n;
+                        return MHD_YES;
+                }
                 if (r->too_large || r->body_len + n > h->max_body)
                         return request_refuse_body(r);
                 if (r->body_len + n + 1 > r->body_allocated) {
@@ -658,6 +691,20 @@ const char *http_request_body(HttpRequest *req, size_t *ret_len) {
                 return NULL;
         *ret_len = req->body_len;
         return req->body ?: "";
+}
+
+void http_request_stream_body(HttpRequest *req, const HttpBodySink *sink) {
+        assert(!req->handled && !req->streamed && sink && sink->write);
+        req->sink = *sink;
+        req->streamed = true;
+}
+
+void *http_request_streamed(HttpRequest *req, uint64_t *ret_len, int *ret_error) {
+        if (ret_len)
+                *ret_len = req->streamed_len;
+        if (ret_error)
+                *ret_error = req->stream_error;
+        return req->streamed ? req->sink.userdata : NULL;
 }
 
 bool http_request_too_large(HttpRequest *req) {
@@ -1136,6 +1183,7 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
         conn_table_init(&h->counts);
         h->lingering = (LingerSet) { .event = event, .max = HTTP_LINGER_MAX };
         h->public_route = s->public_route;
+        h->begin = s->begin;
         h->socket_path = strdup(s->socket_path);
         if (!h->socket_path)
                 return -ENOMEM;

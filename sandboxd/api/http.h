@@ -54,6 +54,19 @@ typedef struct HttpRequest HttpRequest;
  * returns NULL and http_request_too_large() is true). Must answer (http_respond_*) or suspend. */
 typedef void (*http_handler_t)(HttpRequest *req, void *userdata);
 
+/* A request body taken as a stream rather than whole in memory (http_request_stream_body()): each
+ * chunk goes to write() as it arrives, so the daemon holds none of it. write returns 0 or -errno;
+ * after an error the rest of the body is read and dropped (the handler sees the error). max
+ * replaces MaxRequestBytes= for this body (a larger Content-Length is refused before a byte is read,
+ * a chunked body is cut there with 413). free(userdata) is called once when the request ends, however
+ * it ends (answered, refused, the client gone). */
+typedef struct HttpBodySink {
+        int (*write)(void *userdata, const void *data, size_t n);
+        void (*free)(void *userdata);
+        void *userdata;
+        uint64_t max;
+} HttpBodySink;
+
 typedef struct HttpSettings {
         const char *socket_path;
         mode_t socket_mode;
@@ -74,6 +87,11 @@ typedef struct HttpSettings {
         /* Routes that need no API key on TCP (NULL: none). Called with the method and the decoded
          * path before anything else of the request is looked at. */
         bool (*public_route)(const char *method, const char *path);
+        /* Called once the headers are in and the caller is admitted, before a byte of the body is
+         * read (NULL: never): a route that takes its body as a stream calls
+         * http_request_stream_body() here; one that refuses the request answers now (http_respond_*),
+         * and the body is then never read. Otherwise the handler gets the body in memory, as usual. */
+        void (*begin)(HttpRequest *req, void *userdata);
 } HttpSettings;
 
 /* What to do with a request body, from its Content-Length header (NULL: none, or chunked), before
@@ -96,6 +114,11 @@ const char *http_request_query(HttpRequest *req, const char *key);
 const char *http_request_header(HttpRequest *req, const char *key);
 const char *http_request_body(HttpRequest *req, size_t *ret_len);
 bool http_request_too_large(HttpRequest *req);
+/* From HttpSettings.begin only: the body goes to sink (copied) as it arrives. */
+void http_request_stream_body(HttpRequest *req, const HttpBodySink *sink);
+/* In the handler of a streamed request: its sink's userdata (NULL if the body was not streamed),
+ * the bytes handed to it, and the first error of its write() (0: none). */
+void *http_request_streamed(HttpRequest *req, uint64_t *ret_len, int *ret_error);
 /* The peer's uid from SO_PEERCRED, on the unix socket. -EPROTONOSUPPORT on TCP (no uid there),
  * -errno if unknown. */
 int http_request_peer_uid(HttpRequest *req, uid_t *ret);

@@ -3,6 +3,7 @@
 
 #include "delivery/session-files.h"
 #include "model/mime.h"
+#include "run/runner.h"
 #include "run/session.h"
 #include "session-files-http.h"
 #include "util.h"
@@ -173,6 +174,122 @@ int session_files_delete(Session *s, const char *path, json_object **ret, Reques
         return 0;
 }
 
+/* ---- PUT, streamed: the body goes into the file as it arrives (api_session_files_begin()) ---- */
+
+typedef struct Upload {
+        ApiContext *ac;
+        Session *s;              /* held (n_uploads) until released */
+        char *path;
+        SessionFileUpload file;
+} Upload;
+
+static int upload_write(void *userdata, const void *data, size_t n) {
+        Upload *up = userdata;
+
+        return session_file_upload_write(&up->file, data, n);
+}
+
+/* The workspace is the session's runs' again: one waiting for the upload may start. */
+static void upload_release(Upload *up) {
+        if (!up->s)
+                return;
+        if (up->s->n_uploads > 0)
+                up->s->n_uploads--;
+        up->s = NULL;
+        runner_dispatch(up->ac->runner);
+}
+
+static void upload_free(void *userdata) {
+        Upload *up = userdata;
+
+        session_file_upload_abort(&up->file);   /* nothing if renamed into place */
+        upload_release(up);
+        free(up->path);
+        free(up);
+}
+
+/* The largest body: MaxInputFileBytes=, and never more than the session's tmpfs. */
+static uint64_t upload_max(ApiContext *ac, const Session *s) {
+        return MIN(ac->ctx->config->max_input_file_bytes, s->disk_mb * 1024 * 1024);
+}
+
+void api_session_files_begin(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
+        _cleanup_close_ int ws = -EBADF;
+        char owner[HTTP_OWNER_MAX];
+        RequestError err;
+        bool admin = false;
+        Upload *up;
+        Session *s;
+        int r;
+
+        if (http_request_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        s = session_files_find(ac, owner, admin, id, &err);
+        if (!s)
+                goto refuse;
+        up = calloc(1, sizeof(Upload));
+        if (!up) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        *up = (Upload) { .ac = ac, .file = SESSION_FILE_UPLOAD_NULL };
+        r = check_idle(s, &err);
+        if (r >= 0)
+                r = parse_path(path, false, &up->path, &err);
+        if (r == 0)
+                r = request_error(&err, -EINVAL, API_ERROR_INVALID_REQUEST, "path", "a file's path is needed");
+        if (r >= 0)
+                r = ws = open_workspace(s, &err);
+        if (r >= 0) {
+                r = session_file_upload_begin(ws, up->path, &up->file);
+                if (r < 0)
+                        (void) file_error(r, up->path, &err);
+        }
+        if (r < 0) {
+                upload_free(up);
+                goto refuse;
+        }
+        up->s = s;
+        s->n_uploads++;
+        http_request_stream_body(req, &(const HttpBodySink) {
+                .write = upload_write,
+                .free = upload_free,
+                .userdata = up,
+                .max = upload_max(ac, s),
+        });
+        return;
+refuse:
+        http_respond_error(req, err.error, err.field[0] ? err.field : NULL, "%s", err.message);
+}
+
+/* The body is in: the file goes into place. */
+static void upload_finish(ApiContext *ac, HttpRequest *req, Upload *up, uint64_t len, int werr) {
+        RequestError err;
+        json_object *o;
+        int r;
+
+        if (http_request_too_large(req)) {
+                http_respond_error(req, API_ERROR_TOO_LARGE, NULL,
+                                   "'%s': the body is larger than MaxInputFileBytes=%" PRIu64
+                                   " or the session's disk_mb=%" PRIu64, up->path,
+                                   ac->ctx->config->max_input_file_bytes, up->s ? up->s->disk_mb : 0);
+                return;
+        }
+        r = werr < 0 ? werr : session_file_upload_commit(&up->file);
+        if (r < 0) {
+                (void) file_error(r, up->path, &err);
+                http_respond_error(req, err.error, err.field[0] ? err.field : NULL, "%s", err.message);
+                return;
+        }
+        upload_release(up);
+        o = json_object_new_object();
+        json_object_object_add(o, "path", json_object_new_string(up->path));
+        json_object_object_add(o, "size", json_object_new_uint64(len));
+        http_respond_json(req, 201, o);
+}
+
 void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
         const char *method = http_request_method(req);
         char owner[HTTP_OWNER_MAX];
@@ -207,6 +324,14 @@ void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, 
         if (streq(method, "PUT")) {
                 const char *body;
                 size_t len = 0;
+                uint64_t streamed = 0;
+                int werr = 0;
+                Upload *up = http_request_streamed(req, &streamed, &werr);
+
+                if (up) {
+                        upload_finish(ac, req, up, streamed, werr);
+                        return;
+                }
 
                 /* The HTTP layer buffers a body up to MaxRequestBytes= (and answers 413 above it). */
                 if (http_request_too_large(req)) {

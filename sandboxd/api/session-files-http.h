@@ -16,6 +16,11 @@ typedef struct Session Session;
 
 /* GET, PUT or DELETE of a files URL; path is what follows ".../files/" ("" for ".../files"). */
 void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, const char *path);
+/* PUT, before its body (HttpSettings.begin): refused now (404, 409, 400, 403...), or the body is
+ * streamed into a temporary file beside path (never held in memory) with MaxInputFileBytes= and the
+ * session's disk_mb as its cap; no run of the session starts meanwhile. api_handle_session_files()
+ * then renames it into place. */
+void api_session_files_begin(ApiContext *ac, HttpRequest *req, const char *id, const char *path);
 
 /* The session id names for owner (admin: any owner's), as GET /v1/sessions/{id} finds it; else NULL
  * and *err the same 404 ("no session '<id>'"), whether it does not exist or is someone else's. */

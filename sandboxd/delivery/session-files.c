@@ -286,42 +286,88 @@ int session_file_inherit_owner(int dir_fd, int fd) {
         return fchown(fd, st.st_uid, st.st_gid) < 0 ? -errno : 0;
 }
 
-int session_file_write(int ws_fd, const char *path, const void *data, size_t len) {
-        _cleanup_close_ int dir = -EBADF, fd = -EBADF;
-        char tmp[64];
+int session_file_upload_begin(int ws_fd, const char *path, SessionFileUpload *ret) {
+        _cleanup_(session_file_upload_abort) SessionFileUpload u = SESSION_FILE_UPLOAD_NULL;
         const char *base;
         uint64_t rnd;
         struct stat st;
         int r;
 
-        r = open_parent(ws_fd, path, &dir, &base);
+        r = open_parent(ws_fd, path, &u.dir_fd, &base);
         if (r < 0)
                 return r;
-        if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) >= 0) {
+        if (fstatat(u.dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) >= 0) {
                 if (S_ISDIR(st.st_mode))
                         return -EISDIR;
                 if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
                         return -EPERM;
         } else if (errno != ENOENT)
                 return -errno;
-
+        u.base = strdup(base);
+        if (!u.base)
+                return -ENOMEM;
         if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
                 return -errno;
-        snprintf(tmp, sizeof(tmp), ".sandboxd-upload-%016" PRIx64, rnd);
+        snprintf(u.tmp, sizeof(u.tmp), ".sandboxd-upload-%016" PRIx64, rnd);
         /* O_CREAT|O_EXCL on one component never follows a symlink, not even a dangling one. */
-        fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
+        u.fd = openat(u.dir_fd, u.tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (u.fd < 0) {
+                u.tmp[0] = 0;
                 return -errno;
-        r = loop_write(fd, data, len);
-        if (r >= 0 && fchmod(fd, 0644) < 0)
-                r = -errno;
-        if (r >= 0)
-                r = session_file_inherit_owner(dir, fd);
-        /* rename replaces a symlink there as a name, it never writes through it. */
-        if (r >= 0 && renameat(dir, tmp, dir, base) < 0)
-                r = -errno;
+        }
+        *ret = u;
+        u = (SessionFileUpload) SESSION_FILE_UPLOAD_NULL;
+        return 0;
+}
+
+int session_file_upload_write(SessionFileUpload *u, const void *data, size_t len) {
+        int r;
+
+        if (u->fd < 0)
+                return -EBADF;
+        r = loop_write(u->fd, data, len);
         if (r < 0)
-                (void) unlinkat(dir, tmp, 0);
+                return r;
+        u->size += len;
+        return 0;
+}
+
+int session_file_upload_commit(SessionFileUpload *u) {
+        int r;
+
+        if (u->fd < 0 || !u->base)
+                return -EBADF;
+        if (fchmod(u->fd, 0644) < 0)
+                return -errno;
+        r = session_file_inherit_owner(u->dir_fd, u->fd);
+        if (r < 0)
+                return r;
+        /* rename replaces a symlink there as a name, it never writes through it. */
+        if (renameat(u->dir_fd, u->tmp, u->dir_fd, u->base) < 0)
+                return -errno;
+        u->tmp[0] = 0;          /* renamed: nothing to remove */
+        return 0;
+}
+
+void session_file_upload_abort(SessionFileUpload *u) {
+        if (u->dir_fd >= 0 && u->tmp[0])
+                (void) unlinkat(u->dir_fd, u->tmp, 0);
+        u->tmp[0] = 0;
+        u->fd = safe_close(u->fd);
+        u->dir_fd = safe_close(u->dir_fd);
+        u->base = mfree(u->base);
+        u->size = 0;
+}
+
+int session_file_write(int ws_fd, const char *path, const void *data, size_t len) {
+        _cleanup_(session_file_upload_abort) SessionFileUpload u = SESSION_FILE_UPLOAD_NULL;
+        int r;
+
+        r = session_file_upload_begin(ws_fd, path, &u);
+        if (r >= 0)
+                r = session_file_upload_write(&u, data, len);
+        if (r >= 0)
+                r = session_file_upload_commit(&u);
         return r;
 }
 

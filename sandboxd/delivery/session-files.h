@@ -14,13 +14,14 @@
  *
  * The pure part (paths, the errno → API error table) is tested row by row; the fd part works on
  * small bounded things and so runs on the event loop: a listing reads at most SESSION_FILES_LIST_MAX
- * entries, a download is an fd handed to the HTTP layer (streamed by it), an upload is a buffer
- * (the request body, capped by the HTTP layer) written into a new file and renamed into place. */
+ * entries, a download is an fd handed to the HTTP layer (streamed by it), an upload is written into a new
+ * file as it arrives (the HTTP layer's chunks, or a buffer) and renamed into place. */
 
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
 #include <sys/stat.h>
 
 #include "model/api-error.h"
@@ -55,6 +56,23 @@ int session_file_list(int dir_fd, const char *path, json_object **ret);
  * is replaced, never followed) with data: written into a temporary file in the same directory,
  * owned like the directory, mode 0644, then renamed over. -EISDIR: a directory is there; -ENOSPC. */
 int session_file_write(int ws_fd, const char *path, const void *data, size_t len);
+
+/* session_file_write() in steps, for bytes that arrive as they come (a PUT's body, streamed): begin
+ * makes the temporary file in path's directory (the same checks and refusals), write appends to it
+ * (-ENOSPC when the session's tmpfs is full), commit gives it mode 0644 and the directory's owner
+ * and renames it over path; abort removes it (a committed one stays) and frees everything, and may
+ * be called any number of times. The caller keeps the session's runs away from begin to the end. */
+typedef struct SessionFileUpload {
+        int dir_fd, fd;
+        char tmp[64];            /* the temporary file's name in dir_fd; "" once renamed */
+        char *base;              /* path's last component */
+        uint64_t size;           /* bytes written */
+} SessionFileUpload;
+#define SESSION_FILE_UPLOAD_NULL { .dir_fd = -EBADF, .fd = -EBADF }
+int session_file_upload_begin(int ws_fd, const char *path, SessionFileUpload *ret);
+int session_file_upload_write(SessionFileUpload *u, const void *data, size_t len);
+int session_file_upload_commit(SessionFileUpload *u);
+void session_file_upload_abort(SessionFileUpload *u);
 
 /* Remove path: a file, a symlink (the link, not its target) or an empty directory. -ENOTEMPTY. */
 int session_file_remove(int ws_fd, const char *path);

@@ -191,7 +191,8 @@ int session_used_bytes(const Session *s, uint64_t *ret) {
 }
 
 bool session_may_run(const Session *s) {
-        return s->ready && !s->active;
+        /* An upload streaming in has the workspace until it is renamed into place or dropped. */
+        return s->ready && !s->active && s->n_uploads == 0;
 }
 
 void session_run_started(Session *s, Job *j) {
@@ -220,7 +221,7 @@ int session_remove(Session *s, const char *why) {
         Sessions *ss = s->sessions;
         const Context *ctx = ss->ctx;
 
-        if (s->n_jobs > 0 || s->active)
+        if (s->n_jobs > 0 || s->active || s->n_uploads > 0)
                 return -EBUSY;
         log_info("Session %s: %s; removing its workspace (%s).", s->key, why, s->mount_name);
         if (ctx->sysd)
@@ -436,7 +437,7 @@ void sessions_sweep(Sessions *ss) {
         for (Session *s = ss->list, *next; s; s = next) {
                 next = s->next;
                 /* Not only ready ones: a mount whose completion never came must not stay forever. */
-                if (s->n_jobs == 0 && !s->active && s->last_used_usec + idle <= now)
+                if (s->n_jobs == 0 && !s->active && s->n_uploads == 0 && s->last_used_usec + idle <= now)
                         (void) session_remove(s, "idle for SessionIdleSec=");
         }
         sweep_dir(ss, SESSION_MOUNT_DIR, false);

@@ -61,6 +61,7 @@ struct Session {
         bool ready;                      /* mounted and checked */
         Job *active;                     /* the run that holds the workspace now */
         unsigned n_jobs;                 /* its unfinished (queued or running) executions */
+        unsigned n_uploads;              /* PUTs of files streaming in (no run starts, it is not removed) */
         QueueLane lane;                  /* its queued runs, one at a time (queue.h) */
         SysdCall *call;                  /* StartTransientUnit of its mount */
         SysdWatch *watch;                /* its mount unit's start job */

@@ -5,8 +5,10 @@
 # 404, a session with a run in progress is 409, over a cap is 413. Then sandboxctl session cp/ls/rm.
 import hashlib
 import os
+import socket
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from lib import *  # noqa: E402,F401,F403
@@ -159,9 +161,89 @@ get(sub["execution_id"], wait=True)
 st, body = put("fa", "after.txt", b"x")
 t.eq(st, 201, "PUT after the run: 201", body)
 
-# ---- caps ----
-st, body = put("fa", "big", b"\0" * (3 * 1024 * 1024))
-t.eq(st, 413, "PUT over MaxRequestBytes=: 413", body[:200])
+# ---- caps, and the body streamed (never held in memory) ----
+def hwm_kib():
+    with open(f"/proc/{daemon_pid()}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+
+
+def chunks(total, size=1 << 20, pause=None):
+    sent = 0
+    while sent < total:
+        n = min(size, total - sent)
+        yield bytes([sent // size % 251]) * n
+        sent += n
+        if pause:
+            pause(sent)
+
+
+def put_chunked(session, path, gen):
+    conn = UnixConnection(SOCKET, timeout=600)
+    conn.request("PUT", f"/v1/sessions/{session}/files/{path}", body=gen, encode_chunked=True,
+                 headers={"Content-Type": "application/octet-stream", "Transfer-Encoding": "chunked"})
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp.status, body
+
+
+big = b"".join(chunks(3 << 20))
+st, body = put("fa", "big", big)
+t.eq(st, 201, "PUT of 3 MiB, over MaxRequestBytes= (2M): 201, the body is streamed to the file", body[:200])
+st, body = fget("fa", "big")
+t.ok(st == 200 and body == big, "GET gives the 3 MiB back byte for byte", (st, len(body)))
+hwm = hwm_kib()
+st, body = put_chunked("fa", "huge", chunks(48 << 20))
+t.eq(st, 201, "PUT of 48 MiB, chunked: 201", body[:200])
+grew = hwm_kib() - hwm
+t.ok(grew < 16 * 1024, f"sandboxd's peak memory grew by {grew} KiB for a 48 MiB upload (< 16 MiB: not buffered)")
+rh = run("import hashlib, os\nprint(os.path.getsize('/workspace/huge'))\n", session_id="fa")
+t.eq(rh.get("stdout"), f"{48 << 20}\n", "the next run sees the 48 MiB file whole", rh)
+st, res = request("DELETE", "/v1/sessions/fa/files/huge")
+t.eq(st, 200, "DELETE huge", res)
+confdir = os.environ["SANDBOXD_CONFIG_DIR"]
+os.makedirs(f"{confdir}/sandboxd.conf.d", exist_ok=True)
+with open(f"{confdir}/sandboxd.conf.d/50-files.conf", "w") as f:
+    f.write("[Inputs]\nMaxInputFileBytes=4M\n")
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+st, body = put("fa", "big", b"\1" * (5 << 20))
+t.ok(st == 413 and "MaxInputFileBytes" in err(body), "PUT of 5 MiB over MaxInputFileBytes=4M (Content-Length): "
+     "413 before the body is read", (st, body[:200]))
+st, body = put_chunked("fa", "big", chunks(5 << 20))
+t.eq(st, 413, "a chunked PUT over MaxInputFileBytes=: 413 where it passes the cap", body[:200])
+st, body = fget("fa", "big")
+t.ok(st == 200 and body == big, "the refused uploads left the old file as it was", (st, len(body)))
+st, res = ls("fa")
+t.eq([n for n, _ in names(res) if n.startswith(".sandboxd-upload")], [], "and no temporary file behind", res)
+os.unlink(f"{confdir}/sandboxd.conf.d/50-files.conf")
+subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+
+# A run submitted while an upload streams in waits for it, and then sees the whole file; a client
+# that hangs up in mid-upload leaves nothing behind and the session free.
+state = {}
+
+
+def halfway(sent):
+    if sent == 2 << 20 and "sub" not in state:
+        state["sub"] = submit("import os\nprint(os.path.getsize('/workspace/late'))\n", session_id="fa")[1]
+        time.sleep(1.0)
+        state["during"] = get(state["sub"]["execution_id"])[1].get("status")
+
+
+st, body = put_chunked("fa", "late", chunks(4 << 20, pause=halfway))
+t.eq(st, 201, "PUT late (4 MiB, with a run submitted halfway)", body[:200])
+t.eq(state.get("during"), "queued", "the run waited while the upload streamed in", state)
+rl = get(state["sub"]["execution_id"], wait=True)[1]
+t.eq(rl.get("stdout"), f"{4 << 20}\n", "and then saw the whole file", rl)
+sock = socket.socket(socket.AF_UNIX)
+sock.connect(SOCKET)
+sock.sendall(b"PUT /v1/sessions/fa/files/cut HTTP/1.1\r\nHost: l\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 4096)
+time.sleep(0.5)
+sock.close()
+t.ok(wait_until(lambda: [n for n, _ in names(ls("fa")[1]) if n.startswith(".sandboxd-upload") or n == "cut"] == [],
+                10), "a PUT cut short leaves no file and no temporary file", ls("fa")[1])
+rc2 = run("print('free')\n", session_id="fa")
+t.eq(rc2.get("stdout"), "free\n", "and the session runs again", rc2)
 rs = run("print(1)\n", session_id="fsmall", limits={"disk_mb": 1})
 t.verdict(rs, "success", None, "a session with disk_mb=1")
 st, body = put("fsmall", "big", b"\1" * (1536 * 1024))

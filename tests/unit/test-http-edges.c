@@ -63,8 +63,52 @@ static int on_wait_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* /v1/wait suspends and answers 2 s later (a long poll); everything else answers at once. */
+/* ---- streamed bodies: HttpSettings.begin and http_request_stream_body() ---- */
+
+#define STREAM_MAX (4 * MAX_BODY)
+static struct {
+        uint64_t bytes;
+        unsigned frees;
+        uint64_t fail_after;     /* a write past this many bytes fails with ENOSPC */
+} sink;
+
+static int sink_write(void *userdata, const void *data, size_t n) {
+        if (sink.bytes + n > sink.fail_after)
+                return -ENOSPC;
+        sink.bytes += n;
+        return 0;
+}
+
+static void sink_free(void *userdata) {
+        sink.frees++;
+}
+
+/* /v1/refuse is refused before its body; /v1/stream streams its body to the sink. */
+static void stream_begin(HttpRequest *req, void *userdata) {
+        if (streq(http_request_path(req), "/v1/refuse"))
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "refused before the body");
+        else if (streq(http_request_path(req), "/v1/stream"))
+                http_request_stream_body(req, &(const HttpBodySink) {
+                        .write = sink_write, .free = sink_free, .userdata = &sink, .max = STREAM_MAX });
+}
+
+/* /v1/wait suspends and answers 2 s later (a long poll); a streamed body is answered with what its
+ * sink got; everything else answers at once. */
 static void handler(HttpRequest *req, void *userdata) {
+        uint64_t streamed = 0;
+        int werr = 0;
+
+        if (http_request_streamed(req, &streamed, &werr) && !http_request_too_large(req)) {
+                size_t held = 0;
+                char text[128];
+
+                /* What the HTTP layer kept of the body in memory: nothing. */
+                (void) http_request_body(req, &held);
+                snprintf(text, sizeof(text), "{\"streamed\":%" PRIu64 ",\"error\":%d,\"body\":%zu}", streamed, werr,
+                         held);
+                http_respond_json(req, 200, json_tokener_parse(text));
+                return;
+        }
         if (http_request_too_large(req)) {
                 http_respond_error(req, API_ERROR_TOO_LARGE, NULL, "request body too large");
                 return;
@@ -776,8 +820,92 @@ static void test_oversized_body_unix(void **state) {
         oversized_body(client_unix);
 }
 
+/* A body taken as a stream: each byte reaches the sink once, none is kept by the HTTP layer, its
+ * cap is the sink's (not max_body), the sink is freed once however the request ends, a route may
+ * refuse before the body, and a write error reaches the handler. */
+static int stream_request(const char *path, const char *head_extra, const char *body, size_t body_len, char *buf,
+                          size_t size) {
+        char head[256];
+        size_t len;
+        int fd = client_unix();
+
+        snprintf(head, sizeof(head), "POST %s HTTP/1.1\r\nHost: x\r\n%s\r\n", path, head_extra);
+        assert_int_equal(send_all(fd, head, strlen(head), 5 * USEC_PER_SEC), 0);
+        if (body_len > 0)
+                (void) send_all(fd, body, body_len, 10 * USEC_PER_SEC);
+        assert_true(recv_response(fd, buf, size, &len, true, 10 * USEC_PER_SEC) >= 0 || len > 0);
+        close(fd);
+        pump(100 * USEC_PER_MSEC);
+        return status_of(buf);
+}
+
+static void test_stream_body(void **state) {
+        HttpSettings s = base_settings();
+        const size_t n = 3 * MAX_BODY;
+        _cleanup_free_ char *body = malloc(8 * MAX_BODY);
+        char extra[128], buf[4096];
+        size_t chunk_len;
+        _cleanup_free_ char *chunk = make_chunk(&chunk_len);
+        int fd;
+
+        assert_non_null(body);
+        memset(body, 'b', 8 * MAX_BODY);
+        s.begin = stream_begin;
+        server_start(&s);
+
+        /* Three times max_body, announced: all of it to the sink, nothing in memory. */
+        sink = (typeof(sink)) { .fail_after = UINT64_MAX };
+        snprintf(extra, sizeof(extra), "Content-Length: %zu\r\n", n);
+        assert_int_equal(stream_request("/v1/stream", extra, body, n, buf, sizeof(buf)), 200);
+        assert_non_null(strstr(buf, "\"streamed\":49152,\"error\":0,\"body\":0"));
+        assert_int_equal(sink.bytes, n);
+        assert_int_equal(sink.frees, 1);
+
+        /* Over the sink's cap, announced: 413 before a byte is read. */
+        sink = (typeof(sink)) { .fail_after = UINT64_MAX };
+        snprintf(extra, sizeof(extra), "Content-Length: %u\r\n", STREAM_MAX + 1);
+        assert_int_equal(stream_request("/v1/stream", extra, body, STREAM_MAX + 1, buf, sizeof(buf)), 413);
+        assert_int_equal(sink.bytes, 0);
+        assert_int_equal(sink.frees, 1);
+
+        /* Over the cap, chunked: 413 where it passes it, the sink had at most the cap. */
+        sink = (typeof(sink)) { .fail_after = UINT64_MAX };
+        fd = client_unix();
+        assert_int_equal(send_all(fd, "POST /v1/stream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                                  strlen("POST /v1/stream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"),
+                                  USEC_PER_SEC), 0);
+        for (unsigned i = 0; i < 10; i++)
+                if (send_all(fd, chunk, chunk_len, 5 * USEC_PER_SEC) < 0)
+                        break;
+        assert_true(closed_within(fd, buf, sizeof(buf), 10 * USEC_PER_SEC));
+        assert_int_equal(status_of(buf), 413);
+        close(fd);
+        pump(100 * USEC_PER_MSEC);
+        assert_true(sink.bytes > 0 && sink.bytes <= STREAM_MAX);
+        assert_int_equal(sink.frees, 1);
+
+        /* Refused before the body: its bytes are never read, no sink. */
+        sink = (typeof(sink)) { .fail_after = UINT64_MAX };
+        snprintf(extra, sizeof(extra), "Content-Length: %zu\r\n", n);
+        assert_int_equal(stream_request("/v1/refuse", extra, body, n, buf, sizeof(buf)), 403);
+        assert_int_equal(sink.frees, 0);
+
+        /* The sink fails (a full disk): the rest is read and dropped, the handler is told. */
+        sink = (typeof(sink)) { .fail_after = MAX_BODY };
+        snprintf(extra, sizeof(extra), "Content-Length: %zu\r\n", n);
+        assert_int_equal(stream_request("/v1/stream", extra, body, n, buf, sizeof(buf)), 200);
+        assert_non_null(strstr(buf, "\"streamed\":49152,\"error\":-28"));
+        assert_true(sink.bytes <= MAX_BODY);
+        assert_int_equal(sink.frees, 1);
+
+        /* Other routes keep max_body. */
+        assert_int_equal(stream_request("/v1/x", extra, body, n, buf, sizeof(buf)), 413);
+        server_stop();
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_stream_body, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trickle_headers_unix, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trickle_headers_tcp, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_trickle_headers_keepalive, setup, teardown),
