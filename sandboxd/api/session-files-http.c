@@ -213,22 +213,33 @@ static uint64_t upload_max(ApiContext *ac, const Session *s) {
         return MIN(ac->ctx->config->max_input_file_bytes, s->disk_mb * 1024 * 1024);
 }
 
-void api_session_files_begin(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
-        _cleanup_close_ int ws = -EBADF;
+/* The session id names for req's caller, or NULL with the refusal answered (403, 404). */
+static Session *request_session(ApiContext *ac, HttpRequest *req, const char *id) {
         char owner[HTTP_OWNER_MAX];
         RequestError err;
         bool admin = false;
+        Session *s;
+
+        if (http_request_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return NULL;
+        }
+        s = session_files_find(ac, owner, admin, id, &err);
+        if (!s)
+                http_respond_error(req, err.error, err.field[0] ? err.field : NULL, "%s", err.message);
+        return s;
+}
+
+void api_session_files_begin(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
+        _cleanup_close_ int ws = -EBADF;
+        RequestError err;
         Upload *up;
         Session *s;
         int r;
 
-        if (http_request_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
-                return;
-        }
-        s = session_files_find(ac, owner, admin, id, &err);
+        s = request_session(ac, req, id);
         if (!s)
-                goto refuse;
+                return;
         up = calloc(1, sizeof(Upload));
         if (!up) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
@@ -292,20 +303,14 @@ static void upload_finish(ApiContext *ac, HttpRequest *req, Upload *up, uint64_t
 
 void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
         const char *method = http_request_method(req);
-        char owner[HTTP_OWNER_MAX];
         RequestError err;
         json_object *o = NULL;
-        bool admin = false;
         Session *s;
         int r;
 
-        if (http_request_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
-                return;
-        }
-        s = session_files_find(ac, owner, admin, id, &err);
+        s = request_session(ac, req, id);
         if (!s)
-                goto refuse;
+                return;
         if (streq(method, "GET")) {
                 SessionFileGet g;
                 const char *base;
