@@ -601,11 +601,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                         return r->pending ? queue_pending(r) : MHD_NO;
                 }
 
-                /* An announced oversized body is never read: the 413 comes at once, MHD closes the
-                 * connection after it, and the close lingers (drains what the client sends within a
-                 * budget) so that a client which sends before it listens still reads the answer. A
-                 * client that sends "Expect: 100-continue" gets the 413 without sending anything. */
-                /* The route's word before the body: refused now, or the body streamed. */
+                /* The route's word before the body: refused now (as the 401 above), or the body
+                 * streamed, with the route's cap instead of max_body. */
                 if (h->begin) {
                         h->begin(r, h->userdata);
                         if (r->pending) {
@@ -613,6 +610,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                 return queue_pending(r);
                         }
                 }
+
+                /* An announced oversized body is never read: the 413 comes at once, MHD closes the
+                 * connection after it, and the close lingers (drains what the client sends within a
+                 * budget) so that a client which sends before it listens still reads the answer. A
+                 * client that sends "Expect: 100-continue" gets the 413 without sending anything. */
                 cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
                 if (http_body_plan(cl, r->streamed ? (size_t) MIN(r->sink.max, (uint64_t) SIZE_MAX) : h->max_body) ==
                     HTTP_BODY_REFUSE) {
