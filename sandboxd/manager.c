@@ -57,6 +57,7 @@ struct Manager {
         BusApi *bus_api;         /* the D-Bus API (bus-api.c) on bus */
 
         unsigned n_end_pending;  /* calls to end executions not yet answered, at stop */
+        bool barrier_sent;       /* the last round trip to systemd before the exit (manager_end()) */
         LanguageVersions *versions; /* the runtimes' version probes (language-version.h) */
 };
 
@@ -387,15 +388,44 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
  * failed with nobody left to reset it. It stays below the unit's TimeoutStopSec=30s, so sandboxd
  * still exits on its own rather than being killed. */
 #define END_TIMEOUT_USEC (20 * USEC_PER_SEC)
+static void on_end_barrier(void *userdata, _unused_ int r, _unused_ const char *message) {
+        Manager *m = userdata;
+
+        m->barrier_sent = false;
+        /* Something to wait for came up meanwhile: its last answer sends another. */
+        if (m->n_end_pending == 0)
+                (void) sd_event_exit(m->ctx.event, 0);
+}
+
+/* Every awaited answer is in: one more round trip before the exit, so that what was sent without an
+ * awaited answer meanwhile (the StopUnit of a workspace that an execution made final while stopping
+ * gave back) is handled too; a call whose caller has gone is refused, and such mounts stayed. */
+static void manager_end(Manager *m) {
+        if (m->barrier_sent)
+                return;         /* its answer ends the loop */
+        if (!m->ctx.sysd || sysd_barrier(m->ctx.sysd, on_end_barrier, m) < 0) {
+                (void) sd_event_exit(m->ctx.event, 0);
+                return;
+        }
+        m->barrier_sent = true;
+}
+
 static void on_end_reply(void *userdata, _unused_ int r, _unused_ const char *message) {
         Manager *m = userdata;
 
         if (m->n_end_pending > 0 && --m->n_end_pending == 0)
-                (void) sd_event_exit(m->ctx.event, 0);
+                manager_end(m);
 }
 
 static void on_end_quiet(void *userdata) {
         on_end_reply(userdata, 0, NULL);
+}
+
+/* More answers to wait for: a unit the reaper took over while sandboxd stops. */
+static void on_end_more(void *userdata, unsigned n) {
+        Manager *m = userdata;
+
+        m->n_end_pending += n;
 }
 
 static int on_end_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -413,7 +443,7 @@ static void manager_end_executions(Manager *m) {
         m->n_end_pending += workspace_pool_stop_all(m->ctx.pool, on_end_reply, m);
         m->n_end_pending += warm_pool_stop_all(m->ctx.warm, on_end_reply, m);
         /* Units of final executions still ending: finished as they end (reset, workspace stopped). */
-        m->n_end_pending += unit_reaper_stop_all(m->ctx.reaper, on_end_reply, m);
+        m->n_end_pending += unit_reaper_stop_all(m->ctx.reaper, on_end_reply, on_end_more, m);
         /* And this instance reads their control sockets and proxy pipes only up to a clean point,
          * then not at all: what it read and did not record would be lost to the next one. */
         m->n_end_pending += runner_quiesce(m->runner, on_end_quiet, m);
@@ -422,6 +452,7 @@ static void manager_end_executions(Manager *m) {
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
+        int r;
 
         if (si->ssi_signo == SIGHUP) {
                 (void) manager_reload(m);
@@ -433,9 +464,13 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         m->ctx.stopping = true;
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
         manager_end_executions(m);
-        if (m->n_end_pending == 0)
+        /* The bound of it all, the last round trip included. */
+        r = sd_event_add_time_relative(m->ctx.event, NULL, CLOCK_MONOTONIC, END_TIMEOUT_USEC, 0, on_end_timeout, m);
+        if (r < 0)
                 return sd_event_exit(m->ctx.event, 0);
-        return sd_event_add_time_relative(m->ctx.event, NULL, CLOCK_MONOTONIC, END_TIMEOUT_USEC, 0, on_end_timeout, m);
+        if (m->n_end_pending == 0)
+                manager_end(m);
+        return 0;
 }
 
 static int open_store(Manager *m) {

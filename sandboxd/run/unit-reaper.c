@@ -21,6 +21,7 @@ struct Reaped {
 struct UnitReaper {
         Context *ctx;
         sysd_done_t stop_cb;     /* at stop: each answer, see unit_reaper_stop_all() */
+        void (*stop_more)(void *userdata, unsigned n);
         void *stop_userdata;
         Reaped *list;
         unsigned n;
@@ -178,6 +179,9 @@ int unit_reaper_add(UnitReaper *r, const char *unit, const char *mount, const ch
         x->next = r->list;
         r->list = x;
         r->n++;
+        /* Stopping: its two answers are waited for too (reaped_done()). */
+        if (r->stop_cb && r->stop_more)
+                r->stop_more(r->stop_userdata, 2);
         if (sd_event_source_get_enabled(r->timer, NULL) == 0) {
                 (void) sd_event_source_set_time_relative(r->timer, USEC_PER_SEC);
                 (void) sd_event_source_set_enabled(r->timer, SD_EVENT_ON);
@@ -191,10 +195,12 @@ unsigned unit_reaper_count(const UnitReaper *r) {
         return r->n;
 }
 
-unsigned unit_reaper_stop_all(UnitReaper *r, sysd_done_t cb, void *userdata) {
+unsigned unit_reaper_stop_all(UnitReaper *r, sysd_done_t cb, void (*more)(void *userdata, unsigned n),
+                              void *userdata) {
         if (!r->ctx->sysd)
                 return 0;
         r->stop_cb = cb;
+        r->stop_more = more;
         r->stop_userdata = userdata;
         return 2 * r->n;
 }

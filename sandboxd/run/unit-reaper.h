@@ -26,5 +26,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(UnitReaper *, unit_reaper_free);
 int unit_reaper_add(UnitReaper *r, const char *unit, const char *mount, const char *workspace, uint64_t lease);
 unsigned unit_reaper_count(const UnitReaper *r);
 /* At stop: each unit still ending is finished as usual once it has ended, and cb(userdata) is called
- * with each of systemd's answers (its reset, its mount's stop); how many will come. */
-unsigned unit_reaper_stop_all(UnitReaper *r, sysd_done_t cb, void *userdata);
+ * with each of systemd's answers (its reset, its mount's stop); how many will come. A unit added
+ * from then on (an execution made final while sandboxd stops) is announced with more(userdata, 2)
+ * before its answers can come. */
+unsigned unit_reaper_stop_all(UnitReaper *r, sysd_done_t cb, void (*more)(void *userdata, unsigned n),
+                              void *userdata);

@@ -705,3 +705,13 @@ bool sysd_unit_exists_sync(Sysd *s, const char *name) {
 
         return sd_bus_call_method(s->bus, SYSD_DEST, SYSD_PATH, SYSD_MANAGER, "GetUnit", &error, &reply, "s", name) >= 0;
 }
+
+int sysd_barrier(Sysd *s, sysd_done_t cb, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(s->bus, &m, SYSD_DEST, SYSD_PATH, "org.freedesktop.DBus.Peer", "Ping");
+        if (r >= 0)
+                r = call(s, m, CALL_DONE, (void *) cb, userdata, "Ping", NULL);
+        return r;
+}

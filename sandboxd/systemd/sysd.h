@@ -90,6 +90,10 @@ int sysd_get_service_props(Sysd *s, const char *name, sysd_props_done_t cb, void
 int sysd_list_units(Sysd *s, const char *const *patterns, sysd_list_done_t cb, void *userdata);
 /* Does systemd know the unit? Synchronous: only before the event loop runs (adoption at start). */
 bool sysd_unit_exists_sync(Sysd *s, const char *name);
+/* cb once systemd has handled every call sent before this one (it handles a connection's calls in
+ * order, so its answer to a Ping sent last says so). For the exit: systemd checks a caller's
+ * credentials when it handles a call, and refuses one whose caller has gone. */
+int sysd_barrier(Sysd *s, sysd_done_t cb, void *userdata);
 
 /* Append a UnitProps list as a(sv) to m (the properties argument of StartTransientUnit). */
 int sysd_append_props(sd_bus_message *m, const UnitProps *p);
