@@ -929,12 +929,22 @@ static void job_on_active_state(Job *j, const char *state) {
                 job_send_cancel(j);
 }
 
-/* A clean point: the payload is out whole, and nothing of a live frame or of the report has been
- * read (the report's first byte makes it the next instance's to read whole, never ours in part). */
+/* A clean point: the payload is out whole, nothing of a live frame or of the report has been read,
+ * and what comes next is a live frame or nothing yet (the program runs). When the report (or the
+ * channel's end) is next, the program is done: this instance reads it and makes the run final
+ * before it exits, rather than leave it in an fd store that a stop (not a restart) empties. */
 static bool job_at_clean_point(const Job *j) {
+        uint8_t next;
+        ssize_t n;
+
         if (j->ctl_fd < 0 || !j->ctl_src)
                 return true;
-        return j->ctl_off >= j->ctl_len && j->report_len == 0 && !j->report_started && (j->waiting & JOB_WAIT_REPORT);
+        if (j->ctl_off < j->ctl_len || j->report_len > 0 || j->report_started || !(j->waiting & JOB_WAIT_REPORT))
+                return false;
+        n = recv(j->ctl_fd, &next, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0)
+                return errno == EAGAIN || errno == EINTR;
+        return n == 1 && next == EXEC_FRAME_MAGIC;
 }
 
 void job_try_quiet(Job *j) {

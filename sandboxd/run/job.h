@@ -170,6 +170,7 @@ void job_flush_waiters(Job *j);
  * read) and then not at all, and never makes the job final on what it read (a report consumed here
  * and lost at exit left the next instance with neither report nor unit: "no report and no exit
  * status"). true: quiet now, or not running (nothing to wait for). false: the payload is still going
- * out, a frame or line is half read, or the report is coming in: events->quiet or, if it becomes
+ * out, a frame or line is half read, or the report is coming in or waiting (the program is done:
+ * read here, as a stop, unlike a restart, empties the fd store): events->quiet or, if it becomes
  * final meanwhile (a report under way is read to its end), events->finished follows. */
 bool job_quiesce(Job *j);
