@@ -5,6 +5,7 @@ output. These run inside tests/harness/sandbox-harness against the real daemon a
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -131,6 +132,25 @@ def unit_state(unit):
     """ActiveState/SubState/Result/LoadState of a unit, for a test's diagnostics."""
     return subprocess.run(["systemctl", "show", "-P", "ActiveState", "-P", "SubState", "-P", "Result",
                            "-P", "LoadState", unit], capture_output=True, text=True).stdout.split()
+
+
+def stop_while_run_ends(execution_id, verb):
+    """Freeze sandboxd (SIGSTOP) until the running execution's unit has ended, then `systemctl VERB
+    --no-block` it (stop or restart) and let it go on (systemd sends SIGCONT too, after SIGTERM): the
+    run's report is waiting as the stop begins. (whether the unit ended meanwhile, its name, the
+    frozen daemon's pid)."""
+    wait_until(lambda: get(execution_id)[1].get("status") == "running", 60)
+    unit = get(execution_id)[1].get("unit") or f"sandboxd-{execution_id}.service"
+    old = daemon_pid()
+    os.kill(old, signal.SIGSTOP)
+    ended = wait_until(lambda: {"inactive", "failed"} & set(unit_state(unit)), 60)
+    subprocess.run(["systemctl", verb, "--no-block", "sandboxd.service"], check=True)
+    time.sleep(0.2)
+    try:
+        os.kill(old, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+    return ended, unit, old
 
 
 def pool_units():

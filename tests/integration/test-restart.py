@@ -6,7 +6,6 @@
 import concurrent.futures as cf
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -141,17 +140,7 @@ def mounts():
 
 for rnd in range(2):
     st, q = submit(f"import time\ntime.sleep(1)\nprint('stop {rnd}')\n")
-    wait_until(lambda: get(q["execution_id"])[1].get("status") == "running", 60)
-    unit = get(q["execution_id"])[1].get("unit") or ""
-    old_pid = daemon_pid()
-    os.kill(old_pid, signal.SIGSTOP)
-    ended = wait_until(lambda: {"inactive", "failed"} & set(unit_state(unit)), 60)
-    subprocess.run(["systemctl", "stop", "--no-block", "sandboxd.service"], check=True)
-    time.sleep(0.2)
-    try:
-        os.kill(old_pid, signal.SIGCONT)    # systemd sends it too, after SIGTERM
-    except ProcessLookupError:
-        pass
+    ended, unit, old_pid = stop_while_run_ends(q["execution_id"], "stop")
     stopped = wait_until(lambda: subprocess.run(["systemctl", "is-active", "-q", "sandboxd.service"]).returncode != 0,
                          60, 0.1)
     left = mounts()

@@ -7,7 +7,6 @@
 import concurrent.futures as cf
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -291,17 +290,7 @@ def daemon_up(old):
 for rnd in range(3):
     st, q = submit(f"import time\ntime.sleep(1)\nprint('round {rnd}')\n", session_id="sa")
     t.eq(st, 202, f"stop round {rnd}: a run in session sa", q)
-    wait_until(lambda: get(q["execution_id"])[1].get("status") == "running", 60)
-    unit = f"sandboxd-{q['execution_id']}.service"
-    old = daemon_pid()
-    os.kill(old, signal.SIGSTOP)
-    ended = wait_until(lambda: {"inactive", "failed"} & set(unit_state(unit)), 60)
-    subprocess.run(["systemctl", "restart", "--no-block", "sandboxd.service"], check=True)
-    time.sleep(0.2)
-    try:
-        os.kill(old, signal.SIGCONT)   # systemd sends it too, after SIGTERM
-    except ProcessLookupError:
-        pass
+    ended, unit, old = stop_while_run_ends(q["execution_id"], "restart")
     t.ok(ended and wait_until(lambda: daemon_up(old), 60, 0.1), f"stop round {rnd}: the run ended while "
          "sandboxd was frozen, and sandboxd restarted", unit_state(unit))
     rq = get(q["execution_id"], wait=True)[1]
