@@ -141,6 +141,9 @@ def stop_while_run_ends(execution_id, verb):
     frozen daemon's pid)."""
     wait_until(lambda: get(execution_id)[1].get("status") == "running", 60)
     unit = get(execution_id)[1].get("unit") or f"sandboxd-{execution_id}.service"
+    # The record says running once the start is asked for; a slow PID 1 (the VM tier) may not have
+    # the unit yet, and an unknown unit reads "inactive": wait for it to run first.
+    wait_until(lambda: "running" in unit_state(unit), 60)
     old = daemon_pid()
     os.kill(old, signal.SIGSTOP)
     ended = wait_until(lambda: {"inactive", "failed"} & set(unit_state(unit)), 60)
