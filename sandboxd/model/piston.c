@@ -164,8 +164,8 @@ static json_object *member(json_object *o, const char *key) {
         return v;
 }
 
-/* A time or memory member: absent, null or -1 gives *ret = def (0 with def 0: "the configured
- * default"); else a positive number (Piston's clients send integers; a fraction is rounded up). */
+/* A time or memory member: absent or null gives *ret = def (Piston's default), -1 gives 0 ("the
+ * configured default", sandboxd's); else a positive number (Piston's clients send integers; a fraction is rounded up). */
 static int number(json_object *body, const char *key, int64_t def, int64_t *ret, char msg[static PISTON_MESSAGE_MAX]) {
         json_object *v = member(body, key);
         double d;
@@ -176,8 +176,10 @@ static int number(json_object *body, const char *key, int64_t def, int64_t *ret,
         if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
                 return fail(msg, "%s must be a number", key);
         d = json_object_get_double(v);
-        if (d == -1)
+        if (d == -1) {
+                *ret = 0;
                 return 0;
+        }
         if (!(d > 0) || d > 1e18)
                 return fail(msg, "%s must be a positive number or -1", key);
         *ret = (int64_t) d + ((double) (int64_t) d < d);
