@@ -269,8 +269,15 @@ static int add_files(json_object *body, json_object *req, char msg[static PISTON
                 else if (asprintf(&path, "file%zu.code", i) < 0)
                         path = NULL;
                 b64 = base64_encode(data, len);
-                if (!path || !b64 || (!inputs && !(inputs = json_object_new_array())))
+                if (!path || !b64)
                         return -ENOMEM;
+                if (!inputs) {
+                        /* Into req at once: a later refusal frees it with req. */
+                        inputs = json_object_new_array();
+                        if (!inputs)
+                                return -ENOMEM;
+                        json_object_object_add(req, "files", inputs);
+                }
                 e = json_object_new_object();
                 if (!e)
                         return -ENOMEM;
@@ -278,8 +285,6 @@ static int add_files(json_object *body, json_object *req, char msg[static PISTON
                 json_object_object_add(e, "content_base64", json_object_new_string(b64));
                 json_object_array_add(inputs, e);
         }
-        if (inputs)
-                json_object_object_add(req, "files", inputs);
         return 0;
 }
 
