@@ -248,6 +248,49 @@ t.ok(p.returncode == 0 and p.stdout == want, "examples/quickstart.py prints what
      f"rc {p.returncode}\n{p.stdout}\n{p.stderr}")
 t.ok(want in readme, "... and the README shows that output")
 
+# ---- a keyed TCP listener; retries across a restart of the daemon ----
+CONF = os.environ.get("SANDBOXD_CONFIG_DIR")
+if CONF:
+    import hashlib
+    import secrets
+    import socket
+
+    def free_port():
+        with socket.socket() as so:
+            so.bind(("127.0.0.1", 0))
+            return so.getsockname()[1]
+    port = free_port()
+    key = secrets.token_urlsafe(32)
+    keys = os.path.join(CONF, "sdk-py-api-keys")
+    with open(keys, "w") as f:
+        f.write(f"sdkpy sha256:{hashlib.sha256(key.encode()).hexdigest()}\n")
+    os.chmod(keys, 0o600)
+    os.makedirs(os.path.join(CONF, "sandboxd.conf.d"), exist_ok=True)
+    with open(os.path.join(CONF, "sandboxd.conf.d", "50-sdk-py.conf"), "w") as f:
+        f.write(f"[Daemon]\nListen=127.0.0.1:{port}\nAPIKeysFile={keys}\n")
+    # The restart goes on while the next call is made: its connection is refused (or answered 503
+    # shutting_down) until the new instance listens, and the SDK tries again.
+    subprocess.run(["systemctl", "restart", "--no-block", "sandboxd.service"], check=True)
+    rc = Client("unix://" + SOCKET, max_retries=12, backoff_base=0.1, backoff_max=2.0)
+    r = rc.execute("python", "print('after the restart')\n")
+    t.eq(r.stdout, "after the restart\n", "execute during a restart of sandboxd: retried until it answers")
+    rc.close()
+    with Client(f"http://127.0.0.1:{port}", api_key=key, max_retries=5, backoff_base=0.1) as tc:
+        r = tc.execute("python", "import os\nos.makedirs('/workspace/output', exist_ok=True)\n"
+                                 "open('/workspace/output/t.txt', 'w').write('tcp')\nprint('over tcp')\n")
+        t.eq(r.stdout, "over tcp\n", "TCP with an API key: execute")
+        t.eq(tc.download_artifact(r.artifacts[0]) if r.artifacts else None, b"tcp", "TCP: artifact download")
+        t.ok(r.execution_id in [e.execution_id for e in tc.iter_executions()], "TCP: the key's own listing")
+    try:
+        with Client(f"http://127.0.0.1:{port}", api_key=None) as anon:
+            os.environ.pop("SANDBOXD_API_KEY", None)
+            anon.health()
+        t.ok(False, "TCP without a key: 401")
+    except APIError as e:
+        t.eq((e.status, e.code), (401, "unauthorized"), "TCP without a key: APIError 401 unauthorized")
+else:
+    print("# no SANDBOXD_CONFIG_DIR: the TCP listener part is skipped", flush=True)
+
 c.close()
 shutil.rmtree(tmp, ignore_errors=True)
 t.done()
