@@ -5,6 +5,7 @@
     with Client() as c:
         print(c.execute("python", "print('hello')").stdout)
 """
+from .aio import AsyncClient, AsyncEventStream
 from .client import DEFAULT_ENDPOINT, Client, EventStream, inline_file, new_execution_id, url_file
 from .errors import (APIError, Cancelled, CompileError, ExecutionTimeout, InputError, InternalError,
                      OutOfMemory, ProgramError, ResourceLimitExceeded, SandboxdError, SandboxError,
@@ -15,7 +16,7 @@ from .models import (Artifact, DirectoryListing, Event, Execution, ExecutionPage
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "EventStream", "DEFAULT_ENDPOINT", "new_execution_id", "inline_file", "url_file",
+    "Client", "EventStream", "AsyncClient", "AsyncEventStream", "DEFAULT_ENDPOINT", "new_execution_id", "inline_file", "url_file",
     "SandboxdError", "APIError", "SandboxError", "CompileError", "ProgramError", "ExecutionTimeout",
     "OutOfMemory", "ResourceLimitExceeded", "InternalError", "InputError", "Cancelled",
     "sandbox_error_for",

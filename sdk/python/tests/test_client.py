@@ -446,5 +446,27 @@ class TestEvents(Base):
         self.assertEqual(len(self.srv.requests), 1)
 
 
+class TestAsync(Base):
+    def test_async_execute_and_events(self):
+        import asyncio
+        chunks = sse_body(TestEvents.EVENTS)
+
+        def route(req):
+            if req.path.endswith("/events"):
+                return TestEvents._stream(None, chunks)
+            return (200, execution_doc(req.json()["execution_id"]))
+        self.serve(route)
+        url = f"http://127.0.0.1:{self.srv.server_address[1]}"
+
+        async def main():
+            async with sandboxd.AsyncClient(url, timeout=5) as ac:
+                rs = await asyncio.gather(*(ac.execute("python", str(i)) for i in range(4)))
+                evs = [e.event async for e in ac.events("e1")]
+                return rs, evs
+        rs, evs = asyncio.run(main())
+        self.assertEqual(len({r.execution_id for r in rs}), 4)
+        self.assertEqual(evs, ["status", "status", "stdout", "stderr", "stdout", "result"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

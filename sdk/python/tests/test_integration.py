@@ -232,6 +232,20 @@ mid = [ev for _, ev in seen if ev.event == "stdout"][0].id
 rest = [ev.event for ev in c.events(eid, last_event_id=mid)]
 t.eq(rest, ["stdout", "result"], "events(last_event_id=...) resumes after that event")
 
+# ---- asyncio ----
+import asyncio  # noqa: E402
+
+
+async def async_part():
+    async with sandboxd.AsyncClient("unix://" + SOCKET) as ac:
+        rs = await asyncio.gather(*(ac.execute("python", f"print({i} * {i})") for i in range(3)))
+        eid = await ac.submit("bash", "echo a; sleep 0.3; echo b")
+        evs = [ev async for ev in ac.events(eid)]
+        return rs, evs
+rs, evs = asyncio.run(async_part())
+t.eq([r.stdout for r in rs], ["0\n", "1\n", "4\n"], "AsyncClient: three executions at once")
+t.eq("".join(ev.text or "" for ev in evs if ev.event == "stdout"), "a\nb\n", "AsyncClient: events")
+
 # ---- the README's example, as written ----
 with open(os.path.join(SDK, "README.md")) as f:
     readme = f.read()
