@@ -281,7 +281,8 @@ if CONF:
     os.chmod(keys, 0o600)
     os.makedirs(os.path.join(CONF, "sandboxd.conf.d"), exist_ok=True)
     with open(os.path.join(CONF, "sandboxd.conf.d", "50-sdk-py.conf"), "w") as f:
-        f.write(f"[Daemon]\nListen=127.0.0.1:{port}\nAPIKeysFile={keys}\n")
+        # RequestHeaderTimeoutSec=1: sandboxd closes a keep-alive connection idle for a second.
+        f.write(f"[Daemon]\nListen=127.0.0.1:{port}\nAPIKeysFile={keys}\nRequestHeaderTimeoutSec=1\n")
     # sandboxd stopped, then started without waiting: the next call's connection fails (no socket,
     # or refused) until the new instance listens, and the SDK tries again. (Stopped first, so that no
     # run is under way while it stops: that is the daemon's own business, test-restart's.)
@@ -291,6 +292,16 @@ if CONF:
     r = rc.execute("python", "print('after the restart')\n")
     t.eq(r.stdout, "after the restart\n", "execute while sandboxd starts: retried until it answers")
     rc.close()
+    # A kept-alive connection that sandboxd closed while idle is not used again: a cancel (never sent
+    # twice) after 1.5 s idle gets the daemon's answer, not a reset.
+    with Client("unix://" + SOCKET, idle_timeout=60, max_retries=0) as kc:
+        kc.health()
+        time.sleep(1.5)
+        try:
+            kc.cancel(r.execution_id)
+            t.ok(False, "a cancel on a closed keep-alive connection")
+        except APIError as e:
+            t.eq(e.status, 409, "a connection the daemon closed while idle is replaced, not used")
     with Client(f"http://127.0.0.1:{port}", api_key=key, max_retries=5, backoff_base=0.1) as tc:
         r = tc.execute("python", "import os\nos.makedirs('/workspace/output', exist_ok=True)\n"
                                  "open('/workspace/output/t.txt', 'w').write('tcp')\nprint('over tcp')\n")
