@@ -203,7 +203,9 @@ class Client:
             with self._lock:
                 p = self._idle.pop() if self._idle else None
             if p is None:
-                return self._new_conn(timeout), False
+                # Connecting is bounded by the client's timeout even for a call without a bound
+                # of its own (the long polls): a host that does not answer is not waited for.
+                return self._new_conn(self.timeout), False
             # The daemon closes a keep-alive connection whose next request does not come within
             # RequestHeaderTimeoutSec= (10 s by default): do not race it.
             if now - p.idle_since > self.idle_timeout or self._dropped(p.conn):
@@ -251,13 +253,13 @@ class Client:
 
     def _send(self, method: str, path: str, *, body: Any = None, json_body: Any = _UNSET,
               headers: Optional[Mapping[str, str]] = None, idempotent: bool = True,
-              timeout: Any = _UNSET, ok: Sequence[int] = (200,), stream: bool = False
+              timeout: Any = _UNSET, ok: Sequence[int] = (200,)
               ) -> Tuple[http.client.HTTPResponse, http.client.HTTPConnection]:
         """Send a request with the retry policy; returns the response (status in ``ok``) and its
         connection, which the caller reads and hands to _give_back (or closes). Raises APIError
         for an error answer, the transport's exception when the retries are used up."""
         t = self.timeout if timeout is _UNSET else timeout
-        h = {"User-Agent": self.user_agent, "Host": self._host}
+        h = {"User-Agent": self.user_agent}
         if self.api_key:
             h["Authorization"] = "Bearer " + self.api_key
         if json_body is not _UNSET:
@@ -281,6 +283,8 @@ class Client:
             try:
                 if conn.sock is None:
                     conn.connect()
+                    conn.timeout = t
+                    conn.sock.settimeout(t)
                 phase = "send"
                 if seek_to is not None:
                     body.seek(seek_to)

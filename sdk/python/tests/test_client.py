@@ -270,6 +270,22 @@ class TestTimeouts(Base):
         self.assertEqual(self.srv.requests[0].path, "/v1/executions/e1?wait=true")
 
 
+    def test_long_poll_not_bounded_by_client_timeout(self):
+        def slow_then_answer(h):
+            time.sleep(0.8)
+            body = json.dumps(execution_doc()).encode()
+            h.send_response(200)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body)
+        c = self.serve(lambda req: slow_then_answer, timeout=0.3, max_retries=0)
+        self.assertEqual(c.wait("e1").status, "success")           # no bound of its own
+        self.assertEqual(c.execute("python", "1").status, "success")
+        with self.assertRaises(socket.timeout):                       # the client's timeout
+            c.get("e1")
+        self.assertEqual(self.srv.requests[0].headers["Host"], f"127.0.0.1:{self.srv.server_address[1]}")
+
+
 class TestKeepAlive(Base):
     def test_connection_reused(self):
         c = self.serve(self.script((200, {"status": "ok"})))
