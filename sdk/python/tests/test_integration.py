@@ -97,6 +97,11 @@ t.ok(r.status == "success" and r.stdout == "hello ['a b']\n" and r.exit_code == 
 t.ok(re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", r.execution_id) is not None and r.record_id, "the SDK's execution_id",
      r.execution_id)
 
+r = c.execute("python", "import sys\nprint(open('/workspace/input/d/in.txt').read() + sys.stdin.read(), end='')\n",
+              files=[sandboxd.inline_file("d/in.txt", "from a file, ")], stdin="from stdin\n",
+              limits=sandboxd.Limits(timeout_ms=20000, memory_mb=128))
+t.ok(r.stdout == "from a file, from stdin\n" and r.limits.memory_mb == 128, "inline_file, stdin and Limits", r.raw)
+
 # ---- failures, typed ----
 try:
     c.execute("python", "import time\ntime.sleep(10)\n", limits={"timeout_ms": 500})
@@ -158,9 +163,9 @@ except APIError as e:
     t.eq((e.status, e.code), (409, "conflict"), "same id, other body: APIError 409 conflict")
 
 # ---- list: pages and filters ----
-all_ids = [e.execution_id for e in c.iter_executions(limit=2)]     # 7 executions so far: 4 pages
+all_ids = [e.execution_id for e in c.iter_executions(limit=2)]     # 8 executions so far: 4 pages
 one_page = c.list(limit=1000)
-t.ok(len(all_ids) == (7 if have_c else 6) and all_ids == [e.execution_id for e in one_page.executions] and one_page.next_cursor is None
+t.ok(len(all_ids) == (8 if have_c else 7) and all_ids == [e.execution_id for e in one_page.executions] and one_page.next_cursor is None
      and {eid, mine} <= set(all_ids), "iter_executions: every page, each execution once, newest first", all_ids)
 page = c.list(error_type="timeout", limit=5)
 t.ok(page.executions and all(e.error_type == "timeout" for e in page.executions) and page.executions[0].stdout is None,
