@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_TARGETS ?=
 MESON_OPTS ?=
 
-.PHONY: all deps build check check-unit check-integration check-asan check-vm fuzz demo bench bench-load bench-hardening bench-network bench-languages clean
+.PHONY: all deps build deb rpm check check-unit check-integration check-asan check-vm fuzz demo bench bench-load bench-hardening bench-network bench-languages clean
 
 all: build
 
@@ -19,6 +19,15 @@ $(BUILD)/build.ninja:
 
 build: deps $(BUILD)/build.ninja
 	meson compile -C $(BUILD)
+
+# The packages (packaging/README.md), each built from a clean copy of the tree in a scratch
+# directory below /var/tmp, into build-pkg/deb and build-pkg/rpm: dpkg-buildpackage + lintian
+# (errors and warnings fail), rpmbuild + rpmlint. DEB_BUILD_OPTIONS=nocheck skips the unit tests.
+deb: deps
+	tools/make-deb
+
+rpm: deps
+	tools/make-rpm
 
 check: build
 	meson test -C $(BUILD) --print-errorlogs $(TESTS)
@@ -44,7 +53,8 @@ fuzz: deps
 	tools/run-fuzz --build $(BUILD_FUZZ) --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # The VM tier: the integration suite inside a Debian bookworm guest (tests/vm/) where systemd is
-# PID 1 on pure cgroup v2 and sandboxd is installed as a packaged system service. The image is
+# PID 1 on pure cgroup v2 and sandboxd is installed from its .deb (built here, tools/make-deb) with
+# apt: upgrade from the previous version's package, the suite, remove, reinstall, purge. The image is
 # cached in /var/cache/sandboxd-vm; KVM when the host has it, else TCG (~10 min in all).
 check-vm: build
 	tests/vm/run --build $(BUILD) $(VM_ARGS)
