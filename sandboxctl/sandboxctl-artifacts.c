@@ -146,15 +146,15 @@ static int download_artifact(const CtlArtifact *a, int fd) {
         uint8_t md[EVP_MAX_MD_SIZE];
         unsigned md_len = 0;
         CtlDownload d = { .fd = fd, .max = (uint64_t) a->size.value };
+        _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
         CURLcode cc;
         int r = 0;
 
         if (!a->url.s)
                 return log_error_errno(-EBADMSG, "sandboxd gave no URL for '%s'.", a->path.s);
-        if (asprintf(&url, "http://localhost%s", a->url.s) < 0) {
-                url = NULL;
+        url = http_url(a->url.s);
+        if (!url)
                 return log_oom();
-        }
         c = curl_easy_init();
         d.curl = c;
         d.sha = EVP_MD_CTX_new();
@@ -162,7 +162,7 @@ static int download_artifact(const CtlArtifact *a, int fd) {
                 EVP_MD_CTX_free(d.sha);
                 return log_error_errno(-EIO, "Failed to initialize libcurl or SHA-256.");
         }
-        if (http_setup(c, url, NULL, download_write, &d, errbuf, arg_client_timeout_set ? arg_client_timeout_ms : 0) < 0) {
+        if (http_setup(c, url, &headers, download_write, &d, errbuf, arg_client_timeout_set ? arg_client_timeout_ms : 0) < 0) {
                 EVP_MD_CTX_free(d.sha);
                 return log_error_errno(-EIO, "Failed to configure libcurl.");
         }

@@ -145,7 +145,7 @@ static int follow_once(const char *url, const char *id, bool may_fall_back, char
                 return EX_OSERR;
         }
         s.curl = c;
-        if (http_setup(c, url, headers, stream_write, &s, errbuf, arg_client_timeout_set ? arg_client_timeout_ms : 0) < 0) {
+        if (http_setup(c, url, &headers, stream_write, &s, errbuf, arg_client_timeout_set ? arg_client_timeout_ms : 0) < 0) {
                 (void) log_error_errno(-EIO, "Failed to configure libcurl.");
                 return EX_OSERR;
         }
@@ -199,10 +199,13 @@ int follow_events(const char *id, bool may_fall_back, json_object **ret_record) 
                 (void) log_error_errno(-EINVAL, "Invalid execution ID '%s'.", id);
                 return EX_USAGE;
         }
-        if (asprintf(&url, "http://localhost/v1/executions/%s/events", id) < 0) {
-                url = NULL;
-                (void) log_oom();
-                return EX_OSERR;
+        {
+                _cleanup_free_ char *path = NULL;
+
+                if (asprintf(&path, "/v1/executions/%s/events", id) < 0 || !(url = http_url(path))) {
+                        (void) log_oom();
+                        return EX_OSERR;
+                }
         }
         for (unsigned attempt = 0;; attempt++) {
                 r = follow_once(url, id, may_fall_back, last_id, ret_record, &retry);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* One HTTP request to sandboxd over its unix socket; see sandboxctl-http.h. */
+/* One HTTP request to sandboxd over its unix socket or a TCP listener; see sandboxctl-http.h. */
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -17,6 +18,88 @@
 /* Requests that do not wait for an execution should be answered at once; do not hang forever on a
  * wedged daemon. Requests that wait (run, status --wait) have no timeout unless asked for. */
 #define DEFAULT_CLIENT_TIMEOUT_MS UINT64_C(30000)
+
+/* An API key is a token: printable ASCII without spaces, at most this long (a longer line is not
+ * one). */
+#define API_KEY_MAX 512
+
+static char *api_key;
+
+static bool api_key_is_valid(const char *k) {
+        size_t n = strlen(k);
+
+        if (n == 0 || n > API_KEY_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!isgraph((unsigned char) k[i]))
+                        return false;
+        return true;
+}
+
+static int read_key_file(const char *path) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[API_KEY_MAX + 2];
+
+        f = fopen(path, "re");
+        if (!f)
+                return log_error_errno(-errno, "Cannot read the API key file %s: %m", path);
+        if (!fgets(line, sizeof(line), f))
+                return log_error_errno(-EINVAL, "The API key file %s is empty.", path);
+        line[strcspn(line, "\r\n")] = 0;
+        if (!api_key_is_valid(line))
+                return log_error_errno(-EINVAL, "The first line of %s is not an API key (printable, no spaces, "
+                                       "at most %d characters).", path, API_KEY_MAX);
+        api_key = strdup(line);
+        explicit_bzero(line, sizeof(line));
+        return api_key ? 0 : log_oom();
+}
+
+int http_target_init(void) {
+        const char *rest, *env;
+
+        if (!arg_url) {
+                env = getenv("SANDBOXD_URL");
+                arg_url = isempty(env) ? NULL : env;
+        }
+        if (!arg_url)
+                return 0;
+        rest = startswith(arg_url, "http://") ?: startswith(arg_url, "https://");
+        /* A base to which the API's paths are appended: a host (and port), nothing else. */
+        if (!rest || *rest == 0 || *rest == '/' || strlen(arg_url) > 2048 ||
+            (strchr(rest, '/') && !streq(strchr(rest, '/'), "/")) || strpbrk(rest, "?#@ \t\r\n"))
+                return log_error_errno(-EINVAL, "--url=%s: expected http://HOST:PORT or https://HOST:PORT.", arg_url);
+        if (arg_api_key_file)
+                return read_key_file(arg_api_key_file);
+        env = getenv("SANDBOXD_API_KEY");
+        if (isempty(env))
+                return 0;       /* the daemon says 401, with what to do */
+        if (!api_key_is_valid(env))
+                return log_error_errno(-EINVAL, "$SANDBOXD_API_KEY is not an API key (printable, no spaces).");
+        api_key = strdup(env);
+        return api_key ? 0 : log_oom();
+}
+
+void http_target_done(void) {
+        if (api_key)
+                explicit_bzero(api_key, strlen(api_key));
+        api_key = mfree(api_key);
+}
+
+const char *http_target(void) {
+        return arg_url ?: arg_socket;
+}
+
+char *http_url(const char *path) {
+        const char *base = arg_url ?: "http://localhost";
+        size_t n = strlen(base);
+        char *url;
+
+        if (n > 0 && base[n - 1] == '/')
+                n--;
+        if (asprintf(&url, "%.*s%s", (int) n, base, path) < 0)
+                return NULL;
+        return url;
+}
 
 void buffer_done(CtlBuffer *b) {
         b->data = mfree(b->data);
@@ -57,11 +140,11 @@ int log_curl_error(CURL *c, CURLcode cc, const CtlBuffer *b, const char *errbuf,
                 if (os_errno > 0)
                         return log_error_errno(-ECONNREFUSED,
                                                "Failed to connect to sandboxd at %s: %s (is sandboxd running? "
-                                               "see --socket=, $SANDBOXD_SOCKET)",
-                                               arg_socket, strerror((int) os_errno));
+                                               "see %s)", http_target(), strerror((int) os_errno),
+                                               arg_url ? "--url=, $SANDBOXD_URL" : "--socket=, $SANDBOXD_SOCKET");
                 return log_error_errno(-ECONNREFUSED,
                                        "Failed to connect to sandboxd at %s (is sandboxd running?)",
-                                       arg_socket);
+                                       http_target());
         case CURLE_FILESIZE_EXCEEDED:
                 return log_error_errno(-EFBIG, "Answer from sandboxd is larger than %zu MiB, refusing it.",
                                        ANSWER_MAX / 1024 / 1024);
@@ -83,7 +166,7 @@ int log_curl_error(CURL *c, CURLcode cc, const CtlBuffer *b, const char *errbuf,
         default:
                 break;
         }
-        return log_error_errno(-EPROTO, "Failed to talk to sandboxd at %s: %s", arg_socket,
+        return log_error_errno(-EPROTO, "Failed to talk to sandboxd at %s: %s", http_target(),
                                !isempty(errbuf) ? errbuf : curl_easy_strerror(cc));
 }
 
@@ -96,19 +179,34 @@ static int http_header_append(struct curl_slist **headers, const char *header) {
         return 0;
 }
 
-int http_setup(CURL *c, const char *url, struct curl_slist *headers, curl_write_callback write_fn, void *write_data,
+int http_setup(CURL *c, const char *url, struct curl_slist **headers, curl_write_callback write_fn, void *write_data,
                char *errbuf, uint64_t timeout_ms) {
-        /* The socket is the only way to the daemon: never a proxy from $http_proxy. Error answers
-         * carry the daemon's message in their body: every status is read by the caller. */
-        if (curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, arg_socket) != CURLE_OK ||
+        /* Over TCP the key goes along (never on the socket, where the caller is its uid). */
+        if (arg_url && api_key) {
+                _cleanup_free_ char *h = NULL;
+
+                if (asprintf(&h, "Authorization: Bearer %s", api_key) < 0)
+                        return -ENOMEM;
+                if (http_header_append(headers, h) < 0) {
+                        explicit_bzero(h, strlen(h));
+                        return -ENOMEM;
+                }
+                explicit_bzero(h, strlen(h));
+        }
+        /* The socket, or the URL, is the only way to the daemon: never a proxy from $http_proxy, never
+         * a redirect. Error answers carry the daemon's message in their body: every status is read by
+         * the caller. */
+        if ((arg_url ? curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https")
+                     : curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, arg_socket)) != CURLE_OK ||
+            (!arg_url && curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK) ||
+            curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_FAILONERROR, 0L) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_USERAGENT, "sandboxctl/" PACKAGE_VERSION) != CURLE_OK ||
-            curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
+            curl_easy_setopt(c, CURLOPT_HTTPHEADER, *headers) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_fn) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_WRITEDATA, write_data) != CURLE_OK ||
             curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long) MIN(timeout_ms, (uint64_t) LONG_MAX)) != CURLE_OK)
@@ -138,10 +236,9 @@ int http_call(const char *method, const char *path, json_object *body, bool wait
 
         timeout_ms = arg_client_timeout_set ? arg_client_timeout_ms : waits ? 0 : DEFAULT_CLIENT_TIMEOUT_MS;
 
-        if (asprintf(&url, "http://localhost%s", path) < 0) {
-                url = NULL;
+        url = http_url(path);
+        if (!url)
                 return log_oom();
-        }
 
         if (body) {
                 payload = json_object_to_json_string_length(
@@ -164,7 +261,7 @@ int http_call(const char *method, const char *path, json_object *body, bool wait
         if (r < 0)
                 return log_oom();
 
-        if (http_setup(c, url, headers, buffer_write, &b, errbuf, timeout_ms) < 0 ||
+        if (http_setup(c, url, &headers, buffer_write, &b, errbuf, timeout_ms) < 0 ||
             /* Refuses a too large Content-Length before reading; chunked answers are cut by
              * buffer_write(). */
             curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) ANSWER_MAX) != CURLE_OK)

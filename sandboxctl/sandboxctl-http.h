@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* HTTP to sandboxd over its unix socket (arg_socket), with libcurl: one request, one bounded
- * answer, parsed strictly when it is a success; failures to connect or to understand the peer are
- * logged with what to check. */
+/* HTTP to sandboxd over its unix socket (arg_socket), or to a TCP listener (arg_url, with an API
+ * key), with libcurl: one request, one bounded answer, parsed strictly when it is a success;
+ * failures to connect or to understand the peer are logged with what to check. */
 
 #include <curl/curl.h>
 #include <json-c/json.h>
@@ -33,12 +33,24 @@ typedef struct CtlBuffer {
 void buffer_done(CtlBuffer *b);
 size_t buffer_write(char *ptr, size_t size, size_t nmemb, void *userdata);
 
+/* Where the requests go, from the options and the environment: --url= or $SANDBOXD_URL (http:// or
+ * https://, a host and maybe a port, nothing after it but "/"), with the key of --api-key-file= (its
+ * first line) or $SANDBOXD_API_KEY; else the socket. 0, or a negative errno (logged). */
+int http_target_init(void);
+void http_target_done(void);
+/* The target for messages: the URL or the socket path. */
+const char *http_target(void);
+/* base + path ("/v1/..."): "http://localhost/v1/..." on the socket. NULL on OOM. */
+char *http_url(const char *path);
+
 int log_curl_error(CURL *c, CURLcode cc, const CtlBuffer *b, const char *errbuf, uint64_t timeout_ms);
-/* The options of every request to the daemon: over the API socket only (never through a proxy from
- * $http_proxy), plain HTTP, no signals, every status the caller's to read (error answers carry the
+/* The options of every request to the daemon: over the API socket, or to --url= with its key in
+ * an Authorization header appended to *headers (never through a proxy from $http_proxy, never
+ * following a redirect), no signals, every status the caller's to read (error answers carry the
  * daemon's message in their body), libcurl's own message in errbuf (CURL_ERROR_SIZE), the answer to
- * write_fn, at most timeout_ms (0: none). headers may be NULL. 0, or -EIO. */
-int http_setup(CURL *c, const char *url, struct curl_slist *headers, curl_write_callback write_fn, void *write_data,
+ * write_fn, at most timeout_ms (0: none). *headers may be NULL; the caller frees it after the
+ * request. 0, or -EIO (-ENOMEM). */
+int http_setup(CURL *c, const char *url, struct curl_slist **headers, curl_write_callback write_fn, void *write_data,
                char *errbuf, uint64_t timeout_ms);
 int http_call(const char *method, const char *path, json_object *body, bool waits, long *ret_status,
               json_object **ret_answer);

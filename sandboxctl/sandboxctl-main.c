@@ -8,6 +8,7 @@
 #include <sys/un.h>
 
 #include "sandboxctl.h"
+#include "sandboxctl-http.h"
 #include "sandboxctl-util.h"
 
 static int run(int argc, char *argv[]) {
@@ -29,6 +30,10 @@ static int run(int argc, char *argv[]) {
                 return EX_USAGE;
         }
 
+        r = http_target_init();
+        if (r < 0)
+                return exit_status_for(r, EX_USAGE);
+
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 (void) log_error_errno(-EIO, "Failed to initialize libcurl.");
                 return EX_OSERR;
@@ -37,6 +42,7 @@ static int run(int argc, char *argv[]) {
         r = ctl_verb_dispatch(verb, args, n_args);
 
         curl_global_cleanup();
+        http_target_done();
         return r;
 }
 

@@ -67,7 +67,7 @@ static int forward(const char *line, size_t len) {
         r = http_call("POST", "/mcp", msg, true, &status, &answer);
         if (r < 0) {
                 /* Logged already (what to check); the host gets an answer it can show. */
-                snprintf(text, sizeof(text), "cannot reach sandboxd at %s: %s", arg_socket, strerror(-r));
+                snprintf(text, sizeof(text), "cannot reach sandboxd at %s: %s", http_target(), strerror(-r));
                 return id ? emit_error(id, -32603, text) : 0;
         }
         if (status == 202)

@@ -163,10 +163,9 @@ static int files_transfer_one(const char *path, bool upload, int fd, uint64_t si
         int in_fd = fd, r = 0;
         CURLcode cc;
 
-        if (asprintf(&url, "http://localhost%s", path) < 0) {
-                url = NULL;
+        url = http_url(path);
+        if (!url)
                 return log_oom();
-        }
         c = curl_easy_init();
         d.curl = c;
         if (!c) {
@@ -179,7 +178,7 @@ static int files_transfer_one(const char *path, bool upload, int fd, uint64_t si
                 if (!headers)
                         return log_oom();
         }
-        if (http_setup(c, url, headers, file_get_write, &d, errbuf,
+        if (http_setup(c, url, &headers, file_get_write, &d, errbuf,
                        arg_client_timeout_set ? arg_client_timeout_ms : 0) < 0 ||
             (upload && (curl_easy_setopt(c, CURLOPT_UPLOAD, 1L) != CURLE_OK ||
                         curl_easy_setopt(c, CURLOPT_READFUNCTION, file_put_read) != CURLE_OK ||

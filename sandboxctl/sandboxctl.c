@@ -45,6 +45,8 @@
 #define ARG_WINDOW_USEC_DEFAULT (UINT64_C(3600) * 1000000)
 
 const char *arg_socket = NULL;
+const char *arg_url = NULL;
+const char *arg_api_key_file = NULL;
 bool arg_json = false;
 bool arg_wait = false;
 bool arg_follow = false;
@@ -173,6 +175,10 @@ static void help(void) {
                "     --version              Show package version\n"
                "     --socket=PATH          sandboxd's API socket (default: $SANDBOXD_SOCKET,\n"
                "                            else %2$s)\n"
+               "     --url=URL              A TCP listener instead: http(s)://HOST:PORT (default:\n"
+               "                            $SANDBOXD_URL), with an API key\n"
+               "     --api-key-file=FILE    The key for --url, on the file's first line (default:\n"
+               "                            $SANDBOXD_API_KEY; never on the command line)\n"
                "     --json                 Print the daemon's JSON answer\n"
                "     --client-timeout-ms=N  Give up waiting for an answer after N ms (default:\n"
                "                            none for run and status --wait, else 30000)\n"
@@ -298,6 +304,8 @@ static void note_option_group(unsigned group, const char *option) {
 enum {
         ARG_VERSION = 0x100,
         ARG_SOCKET,
+        ARG_URL,
+        ARG_API_KEY_FILE,
         ARG_JSON,
         ARG_CLIENT_TIMEOUT_MS,
         ARG_TIMEOUT_MS,
@@ -332,6 +340,8 @@ static const struct option options[] = {
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
         { "socket", required_argument, NULL, ARG_SOCKET },
+        { "url", required_argument, NULL, ARG_URL },
+        { "api-key-file", required_argument, NULL, ARG_API_KEY_FILE },
         { "json", no_argument, NULL, ARG_JSON },
         { "client-timeout-ms", required_argument, NULL, ARG_CLIENT_TIMEOUT_MS },
         { "code", required_argument, NULL, 'c' },
@@ -389,6 +399,16 @@ static int parse_common_option(int c, const char *value) {
                 if (isempty(value))
                         return log_error_errno(-EINVAL, "--socket: empty path.");
                 arg_socket = value;
+                return OPTION_TAKEN;
+        case ARG_URL:
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--url: empty URL.");
+                arg_url = value;
+                return OPTION_TAKEN;
+        case ARG_API_KEY_FILE:
+                if (isempty(value))
+                        return log_error_errno(-EINVAL, "--api-key-file: empty path.");
+                arg_api_key_file = value;
                 return OPTION_TAKEN;
         case ARG_JSON:
                 arg_json = true;
@@ -760,6 +780,8 @@ void ctl_args_reset(void) {
         arg_files = (json_object_put(arg_files), NULL);
         arg_allow_net = (json_object_put(arg_allow_net), NULL);
         arg_socket = NULL;
+        arg_url = NULL;
+        arg_api_key_file = NULL;
         arg_json = false;
         arg_wait = false;
         arg_follow = false;

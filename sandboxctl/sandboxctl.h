@@ -43,6 +43,8 @@ void ctl_args_reset(void);
 
 /* Common options */
 extern const char *arg_socket;
+extern const char *arg_url;            /* --url=, $SANDBOXD_URL: a TCP listener instead of the socket */
+extern const char *arg_api_key_file;   /* --api-key-file=: the key for --url (else $SANDBOXD_API_KEY) */
 extern bool arg_json;
 extern bool arg_client_timeout_set;
 extern uint64_t arg_client_timeout_ms;

@@ -216,5 +216,51 @@ check_rc "SANDBOXD_SOCKET pointing nowhere exits 69" 69 env SANDBOXD_SOCKET="$wo
 check_rc "--socket overrides SANDBOXD_SOCKET" 0 \
         env SANDBOXD_SOCKET="$work/nope.sock" "$ctl" --socket "$SANDBOXD_SOCKET" health
 
+# A remote daemon: --url (or $SANDBOXD_URL) to a keyed TCP listener, the key from --api-key-file or
+# $SANDBOXD_API_KEY, never on the command line.
+port=18097
+key=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')
+mkdir -p "$SANDBOXD_CONFIG_DIR/sandboxd.conf.d"
+printf 'remote sha256:%s\n' "$(printf %s "$key" | sha256sum | cut -d' ' -f1)" > "$SANDBOXD_CONFIG_DIR/api-keys"
+chmod 600 "$SANDBOXD_CONFIG_DIR/api-keys"
+printf '[Daemon]\nListen=127.0.0.1:%s\nAPIKeysFile=%s\n' "$port" "$SANDBOXD_CONFIG_DIR/api-keys" \
+        > "$SANDBOXD_CONFIG_DIR/sandboxd.conf.d/50-remote.conf"
+systemctl restart sandboxd.service
+for _ in $(seq 100); do "$ctl" health >/dev/null 2>&1 && break; sleep 0.2; done
+printf '%s\n' "$key" > "$work/key"
+url=http://127.0.0.1:$port
+if check_rc "--url with --api-key-file: run -c 'print(6*7)'" 0 "$ctl" --url "$url" --api-key-file "$work/key" run -c 'print(6*7)'; then
+        [ "$(cat "$work/out")" = 42 ] && ok "over TCP it prints 42" || not_ok "over TCP it prints 42" "got: $(head -c 200 "$work/out")"
+fi
+check_rc "SANDBOXD_URL and SANDBOXD_API_KEY: health" 0 env SANDBOXD_URL="$url/" SANDBOXD_API_KEY="$key" "$ctl" health
+if check_rc "over TCP: submit a run that writes an artifact" 0 env SANDBOXD_URL="$url" SANDBOXD_API_KEY="$key" \
+        "$ctl" run --json -c 'open("/workspace/output/r.txt", "w").write("remote\n")'; then
+        rid=$(json_get "$work/out" 'd["execution_id"]')
+        mkdir -p "$work/dl"
+        check_rc "over TCP: artifacts download (a signed URL on the same listener)" 0 \
+                env SANDBOXD_URL="$url" SANDBOXD_API_KEY="$key" "$ctl" artifacts "$rid" --all --dest "$work/dl" &&
+                { [ "$(cat "$work/dl/r.txt" 2>/dev/null)" = remote ] && ok "the artifact came over TCP" ||
+                        not_ok "the artifact came over TCP" "$(ls -la "$work/dl")"; }
+        check_rc "over TCP: the key's own execution is listed" 0 env SANDBOXD_URL="$url" SANDBOXD_API_KEY="$key" \
+                "$ctl" list --json &&
+                { [ "$(json_get "$work/out" "len(d['executions']) == 2 and '$rid' in [e['execution_id'] for e in d['executions']]")" = True ] &&
+                        ok "over TCP the list is the key's (its two runs), not the socket's" ||
+                        not_ok "over TCP the list is the key's (its two runs), not the socket's" "$(head -c 600 "$work/out")"; }
+fi
+check_rc "--url without a key: 401, exit 69" 69 "$ctl" --url "$url" health &&
+        { grep -qi "api key" "$work/err" && ok "the error says an API key is needed" ||
+                not_ok "the error says an API key is needed"; }
+check_rc "--url with a wrong key exits 69" 69 env SANDBOXD_API_KEY=not-the-key-but-long-enough-000000 "$ctl" --url "$url" health
+check_rc "--url to a closed port exits 69" 69 env SANDBOXD_API_KEY="$key" "$ctl" --url http://127.0.0.1:1 health &&
+        { grep -q "http://127.0.0.1:1" "$work/err" && ok "the error names the URL" || not_ok "the error names the URL"; }
+check_rc "--url with a path is refused (64)" 64 "$ctl" --url "$url/v1" health
+check_rc "--url of another scheme is refused (64)" 64 "$ctl" --url "ftp://127.0.0.1:$port" health
+printf 'two words\n' > "$work/badkey"
+check_rc "a key file whose first line is not a key is refused (64)" 64 "$ctl" --url "$url" --api-key-file "$work/badkey" health
+check_rc "a missing key file is refused (64)" 64 "$ctl" --url "$url" --api-key-file "$work/nokey" health
+rm -f "$SANDBOXD_CONFIG_DIR/sandboxd.conf.d/50-remote.conf"
+systemctl restart sandboxd.service
+for _ in $(seq 100); do "$ctl" health >/dev/null 2>&1 && break; sleep 0.2; done
+
 echo "1..$n"
 exit $failed
