@@ -275,7 +275,9 @@ func (c *Client) once(ctx context.Context, cl *call) (*http.Response, error) {
 	if cl.json {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Accept", "application/json")
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
 	return c.hc.Do(req)
 }
 

@@ -466,7 +466,7 @@ func TestSSEParsing(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("events\n got %q\nwant %q", got, want)
 	}
-	if rc.requests()[0].Path != "/v1/executions/e/events" {
+	if rc.requests()[0].Path != "/v1/executions/e/events" || rc.requests()[0].Header.Get("Accept") != "text/event-stream" {
 		t.Fatalf("path %s", rc.requests()[0].Path)
 	}
 	// StreamOutput: the text into the writers, the result with its error.
