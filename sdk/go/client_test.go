@@ -639,3 +639,26 @@ func TestLimiter(t *testing.T) {
 		t.Fatal("a released slot is free")
 	}
 }
+
+// The README's quickstart is examples/quickstart/main.go (which the integration test runs), byte
+// for byte from "package main" on.
+func TestReadmeQuickstartIsTheExample(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("examples/quickstart/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := string(src[bytes.Index(src, []byte("package main")):])
+	start := bytes.Index(readme, []byte("```go\npackage main"))
+	if start < 0 {
+		t.Fatal("README has no ```go block starting with package main")
+	}
+	block := string(readme[start+len("```go\n"):])
+	block = block[:strings.Index(block, "```")]
+	if block != prog {
+		t.Fatalf("README's quickstart differs from examples/quickstart/main.go:\n%s", block)
+	}
+}

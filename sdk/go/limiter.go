@@ -62,6 +62,8 @@ func (l *Limiter) Release() {
 	}
 }
 
-// Size returns the number of slots; InUse how many are taken.
-func (l *Limiter) Size() int  { return cap(l.sem) }
+// Size returns the number of slots.
+func (l *Limiter) Size() int { return cap(l.sem) }
+
+// InUse returns how many slots are taken.
 func (l *Limiter) InUse() int { return len(l.sem) }
