@@ -2,7 +2,7 @@
 
 package sandbox_test
 
-// Integration tests against the real daemon: run by sdk/go/integration-test inside
+// Integration tests against the real daemon: run by sdk/go/run-go-tests (integration) inside
 // tests/harness/sandbox-harness (meson test sdk-go-integration), which sets SANDBOXD_SOCKET and
 // SANDBOXD_GO_INTEGRATION=1. Without them they are skipped. They need root (they add a language
 // file to the daemon's configuration and reload it).
@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +28,7 @@ import (
 func integrationClient(t *testing.T) *sandbox.Client {
 	t.Helper()
 	if os.Getenv("SANDBOXD_GO_INTEGRATION") != "1" {
-		t.Skip("not in the harness: SANDBOXD_GO_INTEGRATION=1 is not set (sdk/go/integration-test sets it)")
+		t.Skip("not in the harness: SANDBOXD_GO_INTEGRATION=1 is not set (sdk/go/run-go-tests integration sets it)")
 	}
 	sock := os.Getenv("SANDBOXD_SOCKET")
 	if sock == "" {
@@ -482,4 +484,62 @@ func TestIntegrationQuickstart(t *testing.T) {
 	if err != nil || string(out) != "stdout: 4950\ntimeout after 500 ms\n" {
 		t.Fatalf("quickstart: %v\n%s", err, out)
 	}
+}
+
+// A lost connection for real: a proxy in front of the daemon's socket forwards the first
+// connection's request, then cuts it while the daemon runs the program (Execute's wait). The SDK
+// sends the request again under the same execution_id, and the daemon answers with that execution:
+// the program ran once (a session file counts the runs).
+func TestIntegrationRetryAfterLostConnection(t *testing.T) {
+	integrationClient(t)
+	sock := os.Getenv("SANDBOXD_SOCKET")
+	if sock == "" {
+		sock = "/run/sandboxd/api.sock"
+	}
+	proxy := filepath.Join(t.TempDir(), "cut.sock")
+	l, err := net.Listen("unix", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var conns int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			cut := atomic.AddInt32(&conns, 1) == 1
+			go func(c net.Conn) {
+				defer c.Close()
+				up, err := net.Dial("unix", sock)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go io.Copy(up, c)
+				if cut {
+					time.Sleep(300 * time.Millisecond) // the request is in, the program runs
+					return
+				}
+				io.Copy(c, up)
+			}(c)
+		}
+	}()
+	c := sandbox.NewClient(sandbox.Config{Endpoint: "unix://" + proxy, MaxRetries: 3, RetryBaseDelay: 50 * time.Millisecond})
+	sess := uniq("go-cut")
+	res, err := c.Execute(ctxT(t), sandbox.ExecuteRequest{Language: "python", SessionID: sess,
+		Code: "import time\nopen('/workspace/runs','a').write('x')\ntime.sleep(1)\nprint(len(open('/workspace/runs').read()))"})
+	if err != nil || res.Stdout != "1\n" {
+		t.Fatalf("after a lost connection: %v %+v", err, res)
+	}
+	if n := atomic.LoadInt32(&conns); n < 2 {
+		t.Fatalf("the connection was not cut and retried (%d connections)", n)
+	}
+	direct := integrationClient(t)
+	l2, err := direct.ListExecutions(ctxT(t), sandbox.ListFilter{SessionID: sess})
+	if err != nil || len(l2.Executions) != 1 || l2.Executions[0].ExecutionID != res.ExecutionID {
+		t.Fatalf("executions of the session: %v %+v", err, l2)
+	}
+	direct.DeleteSession(ctxT(t), sess)
 }
