@@ -662,3 +662,34 @@ func TestReadmeQuickstartIsTheExample(t *testing.T) {
 		t.Fatalf("README's quickstart differs from examples/quickstart/main.go:\n%s", block)
 	}
 }
+
+func TestEventsCloseEndsABlockedNext(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	c, _ := newTest(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "id: 1.0.0\nevent: status\ndata: {\"status\":\"queued\"}\n\n")
+		w.(http.Flusher).Flush()
+		select { // a silent program
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	s, err := c.Events(context.Background(), "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := s.Next(); err != nil || ev.Status != StatusQueued {
+		t.Fatalf("first event: %v %+v", err, ev)
+	}
+	time.AfterFunc(100*time.Millisecond, func() { s.Close() })
+	done := make(chan error, 1)
+	go func() { _, err := s.Next(); done <- err }()
+	select {
+	case err := <-done:
+		if err != io.EOF {
+			t.Fatalf("Next after Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end a waiting Next")
+	}
+}

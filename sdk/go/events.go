@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // Event is one Server-Sent Event of GET /v1/executions/{id}/events.
@@ -34,10 +35,12 @@ type EventStream struct {
 	c      *Client
 	ctx    context.Context
 	id     string
-	resp   *http.Response
 	r      *bufio.Reader
 	lastID string
-	done   bool
+
+	mu   sync.Mutex // resp and done: Close may come from another goroutine
+	resp *http.Response
+	done bool
 }
 
 // Events opens the live output of an execution (GET /v1/executions/{id}/events): its statuses,
@@ -63,13 +66,21 @@ func (s *EventStream) connect() error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done { // closed meanwhile
+		resp.Body.Close()
+		return io.EOF
+	}
 	s.resp = resp
 	s.r = bufio.NewReaderSize(resp.Body, 64<<10)
 	return nil
 }
 
-// Close ends the stream.
+// Close ends the stream. It may be called from another goroutine to end a Next that waits.
 func (s *EventStream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.done = true
 	if s.resp != nil {
 		err := s.resp.Body.Close()
@@ -79,6 +90,21 @@ func (s *EventStream) Close() error {
 	return nil
 }
 
+func (s *EventStream) current() (*http.Response, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resp, s.done
+}
+
+func (s *EventStream) drop(resp *http.Response) {
+	resp.Body.Close()
+	s.mu.Lock()
+	if s.resp == resp {
+		s.resp = nil
+	}
+	s.mu.Unlock()
+}
+
 // LastEventID returns the id of the last event read ("" before the first).
 func (s *EventStream) LastEventID() string { return s.lastID }
 
@@ -86,12 +112,17 @@ func (s *EventStream) LastEventID() string { return s.lastID }
 func (s *EventStream) Next() (*Event, error) {
 	failures := 0
 	for {
-		if s.done {
+		resp, done := s.current()
+		if done {
 			return nil, io.EOF
 		}
-		if s.resp == nil {
+		if resp == nil {
 			if err := s.connect(); err != nil {
 				return nil, err
+			}
+			resp, _ = s.current()
+			if resp == nil {
+				return nil, io.EOF
 			}
 		}
 		ev, err := readEvent(s.r)
@@ -108,13 +139,15 @@ func (s *EventStream) Next() (*Event, error) {
 			return ev, nil
 		}
 		// The connection ended before the result: make it again from the last id.
-		s.resp.Body.Close()
-		s.resp = nil
+		s.drop(resp)
+		if _, done := s.current(); done {
+			return nil, io.EOF
+		}
 		if s.ctx.Err() != nil {
 			return nil, fmt.Errorf("sandbox: events of %s: %w", s.id, s.ctx.Err())
 		}
 		if strings.HasPrefix(s.lastID, "3.") {
-			s.done = true
+			s.Close()
 			return nil, io.EOF
 		}
 		failures++
