@@ -41,7 +41,9 @@ type Config struct {
 	// documentation). Zero means the default, 3; a negative value disables retries.
 	MaxRetries int
 	// RetryBaseDelay is the first backoff delay (default 200ms); each retry doubles it, up to 5 s,
-	// with full jitter. A Retry-After header of the answer is honoured up to 30 s.
+	// and each delay is drawn at random between half and all of it (jitter), so that clients
+	// refused together do not come back together. A Retry-After header of the answer is honoured
+	// up to 30 s.
 	RetryBaseDelay time.Duration
 	// HTTPClient is the client used for requests. When nil, the SDK makes one whose transport
 	// keeps up to 20 idle connections per host (MaxIdleConnsPerHost=20). With a unix Endpoint and
