@@ -693,3 +693,30 @@ func TestEventsCloseEndsABlockedNext(t *testing.T) {
 		t.Fatal("Close did not end a waiting Next")
 	}
 }
+
+func TestBackoffBoundsAndJitter(t *testing.T) {
+	c := NewClient(Config{RetryBaseDelay: 100 * time.Millisecond})
+	for n := 0; n < 12; n++ {
+		want := 100 * time.Millisecond << uint(n)
+		if want > 5*time.Second {
+			want = 5 * time.Second
+		}
+		seen := map[time.Duration]bool{}
+		for i := 0; i < 50; i++ {
+			d := c.backoff(n, nil)
+			if d < want/2 || d > want {
+				t.Fatalf("retry %d: %v outside [%v, %v]", n, d, want/2, want)
+			}
+			seen[d] = true
+		}
+		if len(seen) < 10 {
+			t.Fatalf("retry %d: no jitter (%d distinct delays)", n, len(seen))
+		}
+	}
+	if d := c.backoff(0, &APIError{RetryAfter: 2}); d < 2*time.Second {
+		t.Fatalf("Retry-After: 2 gave %v", d)
+	}
+	if d := c.backoff(0, &APIError{RetryAfter: 3600}); d > 30*time.Second {
+		t.Fatalf("Retry-After capped at 30 s, got %v", d)
+	}
+}
