@@ -10,6 +10,8 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -542,4 +544,84 @@ func TestIntegrationRetryAfterLostConnection(t *testing.T) {
 		t.Fatalf("executions of the session: %v %+v", err, l2)
 	}
 	direct.DeleteSession(ctxT(t), sess)
+}
+
+// A keyed TCP listener for real (last: it restarts the daemon, and restarts it again without the
+// listener at the end): the API key as Authorization: Bearer, and the 401 without it.
+func TestIntegrationTCPWithAPIKey(t *testing.T) {
+	unix := integrationClient(t)
+	conf := os.Getenv("SANDBOXD_CONFIG_DIR")
+	if conf == "" {
+		t.Skip("SANDBOXD_CONFIG_DIR is not set: not in the harness")
+	}
+	// A free loopback port (the harness may share the host's network namespace).
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	keyDir := filepath.Join(conf, "gosdk-keys")
+	if err := os.MkdirAll(keyDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(keyDir, 0o700)
+	var raw [24]byte
+	f, err := os.Open("/dev/urandom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadFull(f, raw[:])
+	f.Close()
+	key := fmt.Sprintf("%x", raw[:])
+	sum := sha256Hex(key)
+	keys := filepath.Join(keyDir, "api-keys")
+	if err := os.WriteFile(keys, []byte("gosdk sha256:"+sum+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dropin := filepath.Join(conf, "sandboxd.conf.d", "60-gosdk-tcp.conf")
+	os.MkdirAll(filepath.Dir(dropin), 0o755)
+	if err := os.WriteFile(dropin, []byte("[Daemon]\nListen="+addr+"\nAPIKeysFile="+keys+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	restart := func() {
+		if out, err := exec.Command("systemctl", "restart", "sandboxd.service").CombinedOutput(); err != nil {
+			t.Fatalf("systemctl restart: %v %s", err, out)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, err := unix.Health(ctxT(t)); err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the daemon did not come back")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	t.Cleanup(func() { os.Remove(dropin); os.RemoveAll(keyDir); restart() })
+	restart()
+
+	c := sandbox.NewClient(sandbox.Config{Endpoint: "http://" + addr, APIKey: key})
+	res, err := c.Execute(ctxT(t), sandbox.ExecuteRequest{Language: "python", Code: "print('over tcp')"})
+	if err != nil || res.Stdout != "over tcp\n" {
+		t.Fatalf("over TCP with the key: %v %+v", err, res)
+	}
+	for name, k := range map[string]string{"no key": "", "a wrong key": key + "x"} {
+		_, err := sandbox.NewClient(sandbox.Config{Endpoint: "http://" + addr, APIKey: k}).Health(ctxT(t))
+		var ae *sandbox.APIError
+		if !errors.As(err, &ae) || ae.StatusCode != 401 || ae.Code != "unauthorized" {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// The execution is the key's (owner key:gosdk); root on the unix socket, an admin, sees it by
+	// its record_id.
+	if r, err := unix.GetExecution(ctxT(t), res.RecordID); err != nil || r.ExecutionID != res.ExecutionID {
+		t.Fatalf("as root by record_id: %v %+v", err, r)
+	}
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
