@@ -124,7 +124,7 @@ func ExampleClient_DownloadArtifact() {
 	client := sandbox.NewClient(sandbox.Config{})
 	ctx := context.Background()
 	res, err := client.Execute(ctx, sandbox.ExecuteRequest{Language: "python",
-		Code: "import os; os.makedirs('/workspace/output'); open('/workspace/output/x.txt','w').write('hi')"})
+		Code: "import os; os.makedirs('/workspace/output', exist_ok=True); open('/workspace/output/x.txt','w').write('hi')"})
 	if err != nil {
 		log.Fatal(err)
 	}
