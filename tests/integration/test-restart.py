@@ -147,6 +147,9 @@ for rnd in range(3):
     ended, unit, old_pid = stop_while_run_ends(q["execution_id"], "stop")
     stopped = wait_until(lambda: subprocess.run(["systemctl", "is-active", "-q", "sandboxd.service"]).returncode != 0,
                          60, 0.1)
+    # Its StopUnit was answered before sandboxd went (sysd_barrier()): the job is systemd's, which
+    # may still be unmounting (under TCG it takes seconds); nothing is left once that job is done.
+    wait_until(lambda: mounts() == [], 30, 0.2)
     left = mounts()
     final_before = subprocess.run(["journalctl", "--no-pager", "-o", "cat", f"_PID={old_pid}",
                                    f"SANDBOXD_EXECUTION_ID={q['execution_id']}", "SANDBOXD_STATUS=success"],
