@@ -116,6 +116,12 @@ t.eq(s, 404, "the Piston listener serves nothing but /api/v2 (GET /v1/executions
 s, body = tcp(PISTON_PORT, "POST", "/v1/executions", raw=b'{"language":"python","code":"print(1)"}',
               headers={"Content-Type": "application/json"})
 t.eq(s, 404, "... and POST /v1/executions is not found there either", body)
+# A web page cannot use it: a browser's cross-site "simple" POST (text/plain, no preflight) carries
+# Origin, a newer one Sec-Fetch-Site too.
+for hdr in ({"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Origin": "null"}):
+    s, body = tcp(PISTON_PORT, "POST", "/api/v2/execute", headers=dict(hdr, **{"Content-Type": "text/plain"}),
+                  body={"language": "python", "files": [{"content": "open('/workspace/output/pwned', 'w')"}]})
+    t.eq(s, 403, f"the Piston listener refuses a request from a web page ({', '.join(hdr)})", body)
 s, body = tcp(PISTON_PORT, "GET", "/api/v2/execute")
 t.eq(s, 405, "GET /api/v2/execute: 405", body)
 s, body = tcp(PISTON_PORT, "GET", "/api/v2/packages")
