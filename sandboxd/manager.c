@@ -945,6 +945,9 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
                 .allow_non_loopback = m->ctx.config->listen_allow_non_loopback,
                 .api_keys_file = m->ctx.config->api_keys_file,
                 .public_route = api_route_is_public,
+                .open_listen = m->ctx.config->piston_listen,
+                .open_owner = m->ctx.config->piston_owner,
+                .open_route = api_route_is_piston,
                 .begin = api_begin,
         };
         if (!g)

@@ -5,6 +5,7 @@
 #include "delivery/artifacts.h"
 #include "events.h"
 #include "mcp-http.h"
+#include "piston-http.h"
 #include "log.h"
 #include "model/environment.h"
 #include "model/request.h"
@@ -339,6 +340,10 @@ bool api_route_is_public(const char *method, const char *path) {
         return p && *p;
 }
 
+bool api_route_is_piston(_unused_ const char *method, const char *path) {
+        return startswith(path, "/api/v2/");
+}
+
 static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         char owner[HTTP_OWNER_MAX];
@@ -654,6 +659,11 @@ void api_route_match(const char *method, const char *path, ApiRoute *ret) {
         /* MCP's Streamable HTTP: no server-initiated stream (GET), no session to end (DELETE). */
         if (streq(path, "/mcp"))
                 ROUTE(post, API_ROUTE_MCP, "use POST (this MCP server offers no SSE stream)");
+        /* Piston's API v2, for its clients (piston-http.c). */
+        if (streq(path, "/api/v2/runtimes"))
+                ROUTE(get, API_ROUTE_PISTON_RUNTIMES, "use GET");
+        if (streq(path, "/api/v2/execute"))
+                ROUTE(post, API_ROUTE_PISTON_EXECUTE, "use POST");
 #undef ROUTE
 }
 
@@ -719,6 +729,12 @@ void api_handle(HttpRequest *req, void *userdata) {
                 return;
         case API_ROUTE_MCP:
                 api_handle_mcp(ac, req);
+                return;
+        case API_ROUTE_PISTON_RUNTIMES:
+                api_handle_piston_runtimes(ac, req);
+                return;
+        case API_ROUTE_PISTON_EXECUTE:
+                api_handle_piston_execute(ac, req);
                 return;
         case API_ROUTE_NO_EXECUTION:
                 http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such execution");

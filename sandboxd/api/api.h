@@ -26,6 +26,8 @@ json_object *api_languages_json(ApiContext *ac);
 /* The routes that carry their own authorization and so need no API key on TCP: GET of a signed
  * artifact URL, /v1/executions/<id>/artifacts/<path>. */
 bool api_route_is_public(const char *method, const char *path);
+/* The Piston API's routes (/api/v2/...), the only ones served on PistonListen='s listener. */
+bool api_route_is_piston(const char *method, const char *path);
 
 /* Which route a request's method and (decoded) path select, before anything else is looked at: the
  * table of api_handle(), pure, so that it can be tested on its own. */
@@ -46,6 +48,8 @@ typedef enum ApiRouteId {
         API_ROUTE_HEALTH,            /* GET /v1/health */
         API_ROUTE_METRICS,           /* GET /metrics */
         API_ROUTE_MCP,               /* POST /mcp */
+        API_ROUTE_PISTON_RUNTIMES,   /* GET /api/v2/runtimes */
+        API_ROUTE_PISTON_EXECUTE,    /* POST /api/v2/execute */
         API_ROUTE_NO_EXECUTION,      /* 404: an execution id that is empty or too long */
         API_ROUTE_NO_SESSION,        /* 404: a session id that is empty, too long or has a '/' */
         API_ROUTE_METHOD_NOT_ALLOWED, /* 405 (allow: "use GET" ...) */

@@ -51,6 +51,7 @@ struct HttpListener {
         uint64_t deadline_armed; /* when deadline_timer fires; UINT64_MAX: off */
         HttpConn *conns;
         bool tcp;
+        bool open;               /* TCP without keys (HttpSettings.open_listen): open_owner's, open_route()'s only */
         char *name;              /* socket path or address, for logs */
         unsigned n_connections;
 };
@@ -83,7 +84,7 @@ struct HttpRequest {
 
 struct Http {
         sd_event *event;
-        HttpListener *listeners[1 + HTTP_TCP_MAX];   /* [0] is the unix socket */
+        HttpListener *listeners[1 + 1 + HTTP_TCP_MAX]; /* [0] the unix socket, then the open one, the keyed ones */
         size_t n_listeners;
         char *socket_path;
         size_t max_body;
@@ -99,6 +100,8 @@ struct Http {
         bool stopping;                               /* http_free(): no new lingering */
         AuthTable *auth;
         bool (*public_route)(const char *method, const char *path);
+        char *open_owner;
+        bool (*open_route)(const char *method, const char *path);
         void (*begin)(HttpRequest *req, void *userdata);
         http_handler_t handler;
         void *userdata;
@@ -594,7 +597,25 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
                 /* The 401 comes before the body is read, as the early 413 below: an unauthenticated
                  * client gets nothing buffered. */
-                if (l->tcp && !(h->public_route && h->public_route(r->method, r->path)) &&
+                /* The open listener serves its routes to anyone who reaches it, as its one owner, and
+                 * nothing else: the rest is not found, before a byte of the body is read. */
+                if (l->open && !(h->open_route && h->open_route(r->method, r->path))) {
+                        request_hand_over(r, true);
+                        http_respond_error(r, API_ERROR_NOT_FOUND, NULL, "no route for %s %.128s on this listener",
+                                           r->method, r->path);
+                        return r->pending ? queue_pending(r) : MHD_NO;
+                }
+                /* Nor to a web page: a browser may post a "simple" text/plain request to a loopback
+                 * port from any site (no preflight), and a rebound name reaches it too. Browsers
+                 * mark every such request with Origin (and Sec-Fetch-Site); API clients send neither. */
+                if (l->open && (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") ||
+                                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-Fetch-Site"))) {
+                        request_hand_over(r, true);
+                        http_respond_error(r, API_ERROR_FORBIDDEN, NULL, "requests from web pages (Origin, "
+                                           "Sec-Fetch-Site) are refused on this listener");
+                        return r->pending ? queue_pending(r) : MHD_NO;
+                }
+                if (l->tcp && !l->open && !(h->public_route && h->public_route(r->method, r->path)) &&
                     !request_authenticate(r)) {
                         request_hand_over(r, true);
                         respond_unauthorized(r);
@@ -735,6 +756,13 @@ int http_request_owner(HttpRequest *req, char *buf, size_t size, bool *ret_admin
         int n, r;
 
         /* "key:" and "uid:" never collide, so a key named like a number is not that uid. */
+        if (req->listener->open) {
+                n = snprintf(buf, size, "key:%s", req->http->open_owner);
+                if (n < 0 || (size_t) n >= size)
+                        return -ENOBUFS;
+                *ret_admin = false;
+                return 0;
+        }
         if (req->listener->tcp) {
                 if (isempty(req->key_name))
                         return -EACCES;         /* not reached: unauthenticated requests get no handler */
@@ -945,7 +973,7 @@ size_t http_tcp_listeners(Http *h) {
         size_t n = 0;
 
         for (size_t i = 0; i < h->n_listeners; i++)
-                n += h->listeners[i]->tcp;
+                n += h->listeners[i]->tcp && !h->listeners[i]->open;
         return n;
 }
 
@@ -1185,6 +1213,7 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
         conn_table_init(&h->counts);
         h->lingering = (LingerSet) { .event = event, .max = HTTP_LINGER_MAX };
         h->public_route = s->public_route;
+        h->open_route = s->open_route;
         h->begin = s->begin;
         h->socket_path = strdup(s->socket_path);
         if (!h->socket_path)
@@ -1196,6 +1225,31 @@ int http_new(sd_event *event, const HttpSettings *s, http_handler_t handler, voi
         r = listener_add(h, r, false, s->socket_path);
         if (r < 0)
                 return r;
+
+        /* The open listener (PistonListen=): loopback only, whatever ListenAllowNonLoopback= says, since
+         * no key guards it; its requests are open_owner's. */
+        if (s->open_listen) {
+                struct sockaddr_storage ss;
+                socklen_t sl;
+
+                if (!s->open_owner)
+                        return log_error_errno(EINVAL, "The listener on %s needs an owner.", s->open_listen);
+                if (listen_address_parse(s->open_listen, &ss, &sl) < 0 ||
+                    !listen_address_is_loopback((struct sockaddr *) &ss))
+                        return log_error_errno(EADDRNOTAVAIL, "%s is not a loopback address: a listener without "
+                                               "keys stays on loopback.", s->open_listen);
+                h->open_owner = strdup(s->open_owner);
+                if (!h->open_owner)
+                        return -ENOMEM;
+                r = listen_tcp(s->open_listen);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to listen on %s: %m", s->open_listen);
+                r = listener_add(h, r, true, s->open_listen);
+                if (r < 0)
+                        return r;
+                h->listeners[h->n_listeners - 1]->open = true;
+                log_info("Open API on %s, no key: only its routes, as 'key:%s'.", s->open_listen, s->open_owner);
+        }
 
         /* TCP: socket-activated sockets replace Listen= (the socket unit has bound those addresses,
          * binding them again would fail). */
@@ -1268,6 +1322,7 @@ Http *http_free(Http *h) {
         if (h->socket_path && h->n_listeners > 0)
                 (void) unlink(h->socket_path);
         free(h->socket_path);
+        free(h->open_owner);
         auth_table_free(h->auth);
         sd_event_unref(h->event);
         free(h);

@@ -87,6 +87,12 @@ typedef struct HttpSettings {
         /* Routes that need no API key on TCP (NULL: none). Called with the method and the decoded
          * path before anything else of the request is looked at. */
         bool (*public_route)(const char *method, const char *path);
+        /* Optional: one TCP listener without keys (PistonListen=), loopback only: every request on it is
+         * "key:<open_owner>"'s (never an admin), and only the routes open_route() accepts are served;
+         * the rest get 404 before the body is read. Counted with the TCP listeners' connections. */
+        const char *open_listen;   /* "127.0.0.1:2000"; NULL: none */
+        const char *open_owner;    /* a key name */
+        bool (*open_route)(const char *method, const char *path);
         /* Called once the headers are in and the caller is admitted, before a byte of the body is
          * read (NULL: never): a route that takes its body as a stream calls
          * http_request_stream_body() here; one that refuses the request answers now (http_respond_*),

@@ -11,6 +11,7 @@
 
 #include "conf.h"
 #include "environment.h"
+#include "key-name.h"
 #include "language.h"
 #include "strv.h"
 #include "time-util.h"
@@ -29,8 +30,9 @@ Config *config_new(void) {
         c->runtime_dir = strdup("/run/sandboxd");
         c->helper = strdup(SANDBOX_EXEC_PATH);
         c->api_keys_file = strdup(SYSCONFDIR "/sandboxd/api-keys");
+        c->piston_owner = strdup("piston");
         if (!c->api_socket || !c->socket_group || !c->state_dir || !c->environments_dir || !c->runtime_dir || !c->helper ||
-            !c->api_keys_file)
+            !c->api_keys_file || !c->piston_owner)
                 return config_free(c);
 
         c->max_concurrent = 8;
@@ -125,6 +127,8 @@ Config *config_free(Config *c) {
         free(c->net_hosts_file);
         free(c->listen_where);
         free(c->api_keys_file);
+        free(c->piston_listen);
+        free(c->piston_owner);
         free(c->api_socket);
         free(c->socket_group);
         free(c->state_dir);
@@ -173,6 +177,7 @@ int parse_size(const char *s, uint64_t *ret) {
 
 typedef enum ValueType {
         V_STRING,
+        V_PISTON_LISTEN,
         V_PATH,          /* absolute path */
         V_U64,
         V_SIZE,
@@ -229,6 +234,8 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "Listen",           V_LISTEN,   listen,              0, 0),
         K("Daemon", "ListenAllowNonLoopback", V_BOOL, listen_allow_non_loopback, 0, 0),
         K("Daemon", "APIKeysFile",      V_PATH,     api_keys_file,       0, 0),
+        K("Daemon", "PistonListen",     V_PISTON_LISTEN, piston_listen,  0, 0),
+        K("Daemon", "PistonOwner",      V_STRING,   piston_owner,        0, 0),
 
         /* The interactive checks are calls pending on sandboxd's own bus connection, which the bus
          * daemon allows 128 (max_replies_per_connection), shared with the 32 other questions
@@ -477,6 +484,26 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                 if (free_and_strdup((char **) p, value) < 0)
                         return -ENOMEM;
                 return 0;
+        case V_PISTON_LISTEN: {
+                struct sockaddr_storage ss;
+                socklen_t sl;
+
+                /* Empty: none. No key guards this listener, so loopback only, whatever
+                 * ListenAllowNonLoopback= says. */
+                if (isempty(value)) {
+                        *(char **) p = mfree(*(char **) p);
+                        return 0;
+                }
+                if (listen_address_parse(value, &ss, &sl) < 0)
+                        return error_set(ret_error, "%s: %s= takes ADDRESS:PORT or [IPv6]:PORT with a literal "
+                                         "address, got '%s'", where, k->key, value);
+                if (!listen_address_is_loopback((struct sockaddr *) &ss))
+                        return error_set(ret_error, "%s: %s=%s is not a loopback address: the Piston API takes no "
+                                         "key, so it listens on 127.0.0.0/8 or [::1] only", where, k->key, value);
+                if (free_and_strdup((char **) p, value) < 0)
+                        return -ENOMEM;
+                return 0;
+        }
         case V_U64:
         case V_SIZE:
                 r = k->type == V_SIZE ? parse_size(value, &u) : safe_atou64(value, &u);
@@ -742,6 +769,15 @@ int config_validate(const Config *c, char **ret_error) {
                                          "remote clients), or set ListenAllowNonLoopback=yes in [Daemon]",
                                          c->listen_where ?: "Listen=", *a);
         }
+
+        if (!key_name_is_valid(c->piston_owner))
+                return error_set(ret_error, "PistonOwner=%s in [Daemon] is not a valid API key name "
+                                 "([A-Za-z0-9_.-], 1 to 64 characters)", c->piston_owner);
+        if (c->piston_listen)
+                for (char **a = c->listen; a && *a; a++)
+                        if (streq(*a, c->piston_listen))
+                                return error_set(ret_error, "PistonListen=%s in [Daemon] is also in Listen=: the "
+                                                 "Piston listener needs an address of its own", *a);
 
         /* Only the form: the language files are read after the configuration (and may change at a
          * reload); a name that no file defines is logged when the pool fills, and pools nothing. */

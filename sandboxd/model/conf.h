@@ -64,6 +64,9 @@ typedef struct Config {
         char *listen_where;          /* "FILE:LINE" of the Listen= assignment in force, for config_validate() */
         bool listen_allow_non_loopback; /* ListenAllowNonLoopback= Listen= may name other than 127.0.0.0/8, ::1 */
         char *api_keys_file;         /* APIKeysFile= keys of the TCP listeners */
+        char *piston_listen;         /* PistonListen= the Piston API's own TCP listener (loopback only, no
+                                      * key: only the Piston routes, as piston_owner); NULL: none */
+        char *piston_owner;          /* PistonOwner= whose executions those are: "key:<this>" */
 
         /* [Bus] the D-Bus API's own budgets (the execution budgets above are the same for both APIs) */
         uint64_t bus_max_calls_per_connection; /* MaxPendingCallsPerConnection= one sender, counted from arrival */

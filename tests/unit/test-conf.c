@@ -31,6 +31,8 @@ static void test_defaults(_unused_ void **state) {
         assert_string_equal(c->helper, SANDBOX_EXEC_PATH);
         assert_int_equal(c->max_concurrent, 8);
         assert_false(c->listen_allow_non_loopback);
+        assert_null(c->piston_listen);          /* the Piston listener: off */
+        assert_string_equal(c->piston_owner, "piston");
         assert_int_equal(c->max_queued, 256);
         assert_int_equal(c->max_request_bytes, 2 * 1024 * 1024);
         assert_int_equal(c->max_code_bytes, 1024 * 1024);
@@ -356,6 +358,18 @@ typedef struct ErrorRow {
 } ErrorRow;
 
 static const ErrorRow error_rows[] = {
+        /* PistonListen=: no key guards it, so loopback only, whatever ListenAllowNonLoopback= says. */
+        { "PistonListen 0.0.0.0", "[Daemon]\nListenAllowNonLoopback=yes\nPistonListen=0.0.0.0:2000\n",
+          "x.conf:3: PistonListen=0.0.0.0:2000 is not a loopback address: the Piston API takes no key, so it "
+          "listens on 127.0.0.0/8 or [::1] only" },
+        { "PistonListen [::]", "[Daemon]\nPistonListen=[::]:2000\n",
+          "x.conf:2: PistonListen=[::]:2000 is not a loopback address: the Piston API takes no key, so it "
+          "listens on 127.0.0.0/8 or [::1] only" },
+        { "PistonListen a name", "[Daemon]\nPistonListen=localhost:2000\n",
+          "x.conf:2: PistonListen= takes ADDRESS:PORT or [IPv6]:PORT with a literal address, got 'localhost:2000'" },
+        { "PistonListen two addresses", "[Daemon]\nPistonListen=127.0.0.1:1 127.0.0.1:2\n",
+          "x.conf:2: PistonListen= takes ADDRESS:PORT or [IPv6]:PORT with a literal address, got "
+          "'127.0.0.1:1 127.0.0.1:2'" },
         { "ArtifactURLLifetimeSec=0", "[Artifacts]\nArtifactURLLifetimeSec=0\n",
           "x.conf:2: ArtifactURLLifetimeSec=0 is outside [1, 604800]" },
         { "ArtifactURLLifetimeSec too long", "[Artifacts]\nArtifactURLLifetimeSec=604801\n",
@@ -828,6 +842,13 @@ static const ValidateRow validate_rows[] = {
           "bearer keys would cross the network in clear text. Listen on 127.0.0.1 or [::1] (with a TLS-terminating "
           "proxy in front for remote clients), or set ListenAllowNonLoopback=yes in [Daemon]" },
         { "Listen: 0.0.0.0 turned off again", "[Daemon]\nListen=0.0.0.0:8080\nListen=\n", NULL },
+        { "PistonListen: loopback", "[Daemon]\nPistonListen=127.0.0.1:2000\nPistonOwner=bots\n", NULL },
+        { "PistonListen: [::1]", "[Daemon]\nPistonListen=[::1]:2000\n", NULL },
+        { "PistonListen: turned off again", "[Daemon]\nPistonListen=127.0.0.1:2000\nPistonListen=\n", NULL },
+        { "PistonListen: also in Listen=", "[Daemon]\nListen=127.0.0.1:8080 127.0.0.1:2000\nPistonListen=127.0.0.1:2000\n",
+          "PistonListen=127.0.0.1:2000 in [Daemon] is also in Listen=: the Piston listener needs an address of its own" },
+        { "PistonOwner: not a key name", "[Daemon]\nPistonOwner=bad/name\n",
+          "PistonOwner=bad/name in [Daemon] is not a valid API key name ([A-Za-z0-9_.-], 1 to 64 characters)" },
         { "Listen: 0.0.0.0 allowed", "[Daemon]\nListen=0.0.0.0:8080\nListenAllowNonLoopback=yes\n", NULL },
         { "Listen: allowed before", "[Daemon]\nListenAllowNonLoopback=true\nListen=[::]:8080 0.0.0.0:8080\n", NULL },
         { "Listen: allowed, then not", "[Daemon]\nListenAllowNonLoopback=yes\nListen=10.0.0.1:8080\n"
