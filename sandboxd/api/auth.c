@@ -48,14 +48,7 @@ static int parse_hash(const char *s, uint8_t ret[static HASH_LEN]) {
 
         if (!hex || strlen(hex) != HASH_LEN * 2)
                 return -EINVAL;
-        for (size_t i = 0; i < HASH_LEN; i++) {
-                int hi = unhexchar(hex[2 * i]), lo = unhexchar(hex[2 * i + 1]);
-
-                if (hi < 0 || lo < 0)
-                        return -EINVAL;
-                ret[i] = (uint8_t) (hi << 4 | lo);
-        }
-        return 0;
+        return unhexmem(hex, HASH_LEN * 2, ret);
 }
 
 int auth_parse_text(const char *text, const char *filename, AuthTable **ret, char **ret_error) {

@@ -605,6 +605,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                            r->method, r->path);
                         return r->pending ? queue_pending(r) : MHD_NO;
                 }
+                /* Nor to a web page: a browser may post a "simple" text/plain request to a loopback
+                 * port from any site (no preflight), and a rebound name reaches it too. Browsers
+                 * mark every such request with Origin (and Sec-Fetch-Site); API clients send neither. */
+                if (l->open && (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") ||
+                                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-Fetch-Site"))) {
+                        request_hand_over(r, true);
+                        http_respond_error(r, API_ERROR_FORBIDDEN, NULL, "requests from web pages (Origin, "
+                                           "Sec-Fetch-Site) are refused on this listener");
+                        return r->pending ? queue_pending(r) : MHD_NO;
+                }
                 if (l->tcp && !l->open && !(h->public_route && h->public_route(r->method, r->path)) &&
                     !request_authenticate(r)) {
                         request_hand_over(r, true);

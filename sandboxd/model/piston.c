@@ -199,13 +199,8 @@ static int decode(const char *s, size_t len, const char *encoding, uint8_t **ret
                 b = malloc(len / 2 + 1);
                 if (!b)
                         return -ENOMEM;
-                for (size_t i = 0; i < len / 2; i++) {
-                        int hi = unhexchar(s[2 * i]), lo = unhexchar(s[2 * i + 1]);
-
-                        if (hi < 0 || lo < 0)
-                                return -EINVAL;
-                        b[i] = (uint8_t) (hi << 4 | lo);
-                }
+                if (unhexmem(s, len, b) < 0)
+                        return -EINVAL;
                 *ret_len = len / 2;
                 *ret = TAKE_PTR(b);
                 return 0;

@@ -930,9 +930,13 @@ static void job_on_active_state(Job *j, const char *state) {
 }
 
 /* A clean point: the payload is out whole, nothing of a live frame or of the report has been read,
- * and what comes next is a live frame or nothing yet (the program runs). When the report (or the
- * channel's end) is next, the program is done: this instance reads it and makes the run final
- * before it exits, rather than leave it in an fd store that a stop (not a restart) empties. */
+ * and nothing is waiting to be read (the program runs). What is waiting is read first: live frames
+ * (each to its end), and behind them perhaps the report or the channel's end, when the program is
+ * done: then this instance reads it and makes the run final before it exits, rather than leave it
+ * in an fd store that a stop (not a restart) empties. (A program that ended while sandboxd was
+ * frozen or slow leaves its last frames before its report: taking a frame next for a clean point
+ * left that report behind, and a stop lost it.) Only a program that writes without end keeps frames
+ * coming: after the runner's hurry (job_quiesce_hurry()), a frame next is a clean point too. */
 static bool job_at_clean_point(const Job *j) {
         uint8_t next;
         ssize_t n;
@@ -944,7 +948,7 @@ static bool job_at_clean_point(const Job *j) {
         n = recv(j->ctl_fd, &next, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n < 0)
                 return errno == EAGAIN || errno == EINTR;
-        return n == 1 && next == EXEC_FRAME_MAGIC;
+        return n == 1 && next == EXEC_FRAME_MAGIC && j->quiesce_hurry;
 }
 
 void job_try_quiet(Job *j) {
@@ -976,6 +980,13 @@ bool job_quiesce(Job *j) {
                 return true;
         j->quiesce_notify = true;
         return false;
+}
+
+void job_quiesce_hurry(Job *j) {
+        if (!j->quiesce || j->quiet || j->state == JOB_DONE)
+                return;
+        j->quiesce_hurry = true;
+        job_try_quiet(j);
 }
 
 void job_flush_waiters(Job *j) {

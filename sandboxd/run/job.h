@@ -126,6 +126,7 @@ struct Job {
          * the execution is left to the next instance, never made final here. */
         bool quiesce, quiet;
         bool quiesce_notify;             /* job_quiesce() returned false: events->quiet is due */
+        bool quiesce_hurry;              /* job_quiesce_hurry(): a live frame next is a clean point too */
 
         JobWaiter *waiters;
 };
@@ -174,3 +175,6 @@ void job_flush_waiters(Job *j);
  * read here, as a stop, unlike a restart, empties the fd store): events->quiet or, if it becomes
  * final meanwhile (a report under way is read to its end), events->finished follows. */
 bool job_quiesce(Job *j);
+/* The live frames waiting have been read for long enough (a program that writes without end): from
+ * now on a live frame next is a clean point as well, and the job goes quiet at the next one. */
+void job_quiesce_hurry(Job *j);

@@ -30,7 +30,13 @@ struct Runner {
         sd_event_source *status_timer; /* a STATUS= update is due (STATUS_COALESCE_USEC) */
         void (*quiesce_done)(void *userdata);  /* runner_quiesce()'s, once per job it waits for */
         void *quiesce_data;
+        sd_event_source *hurry_timer;  /* runner_quiesce() + QUIESCE_HURRY_USEC: job_quiesce_hurry() all */
 };
+
+/* Stopping, the live frames already written are read for this long (they may hide a report behind
+ * them); then a job goes quiet at the next frame's end even with more waiting. Well within the 20 s
+ * sandboxd gives itself to stop. */
+#define QUIESCE_HURRY_USEC (2 * USEC_PER_SEC)
 
 /* STATUS= goes out at most this often: each update is a message PID 1 handles (and turns into a
  * PropertiesChanged signal) on the CPUs the programs need, and one sent between a request and its
@@ -68,6 +74,7 @@ Runner *runner_free(Runner *r) {
                 job_free(r->jobs);
         queue_done(&r->queue);
         sd_event_source_disable_unref(r->status_timer);
+        sd_event_source_disable_unref(r->hurry_timer);
         free(r);
         return NULL;
 }
@@ -131,16 +138,38 @@ static void on_job_quiet(void *userdata, Job *j) {
                 r->quiesce_done(r->quiesce_data);
 }
 
+static int on_hurry(sd_event_source *s, uint64_t usec, void *userdata) {
+        Runner *r = userdata;
+        Job *next;
+
+        r->hurry_timer = sd_event_source_disable_unref(r->hurry_timer);
+        /* job_quiesce_hurry() may end up in on_job_quiet() but frees no job. */
+        for (Job *j = r->jobs; j; j = next) {
+                next = j->next;
+                job_quiesce_hurry(j);
+        }
+        return 0;
+}
+
 unsigned runner_quiesce(Runner *r, void (*done)(void *userdata), void *userdata) {
         unsigned n = 0;
+        int k;
 
         r->quiesce_done = done;
         r->quiesce_data = userdata;
         for (Job *j = r->jobs; j; j = j->next)
                 if (!job_quiesce(j))
                         n++;
-        if (n > 0)
+        if (n > 0) {
                 log_info("Stopping: %u executions to bring to a point where the next instance can take them over.", n);
+                k = sd_event_add_time_relative(r->ctx->event, &r->hurry_timer, CLOCK_MONOTONIC, QUIESCE_HURRY_USEC,
+                                               USEC_PER_SEC / 10, on_hurry, r);
+                if (k < 0) {
+                        /* Without the timer, no waiting for frames: quiet at the next one's end. */
+                        log_warning_errno(k, "Cannot arm the stop's frame timer, not waiting for frames: %m");
+                        (void) on_hurry(NULL, 0, r);
+                }
+        }
         return n;
 }
 

@@ -148,6 +148,19 @@ int unhexchar(char c) {
         return -EINVAL;
 }
 
+int unhexmem(const char *s, size_t len, uint8_t *out) {
+        if (len % 2 != 0)
+                return -EINVAL;
+        for (size_t i = 0; i < len / 2; i++) {
+                int hi = unhexchar(s[2 * i]), lo = unhexchar(s[2 * i + 1]);
+
+                if (hi < 0 || lo < 0)
+                        return -EINVAL;
+                out[i] = (uint8_t) (hi << 4 | lo);
+        }
+        return 0;
+}
+
 bool is_lower_hex(const char *s, size_t n) {
         return s && strlen(s) == n && strspn(s, "0123456789abcdef") == n;
 }

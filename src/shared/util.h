@@ -143,6 +143,9 @@ bool id_is_valid(const char *s, size_t max);
 void hexmem(const void *d, size_t n, char *out);
 /* The value of one hex digit (either case), or -EINVAL. */
 int unhexchar(char c);
+/* len hex digits (either case) as len / 2 bytes into out: 0, or -EINVAL for an odd len or a
+ * character that is not a hex digit (out may be partly written then). */
+int unhexmem(const char *s, size_t len, uint8_t *out);
 /* Exactly n lower-case hex digits, and nothing after them? */
 bool is_lower_hex(const char *s, size_t n);
 

@@ -26,13 +26,9 @@ class UnixConnection(http.client.HTTPConnection):
         self.sock.connect(self.path)
 
 
-def request(method, path, body=None, headers=None, raw=None, timeout=600):
-    """Returns (status, parsed JSON body)."""
-    conn = UnixConnection(SOCKET, timeout=timeout)
-    h = {"Content-Type": "application/json"}
-    h.update(headers or {})
+def _exchange(conn, method, path, body, headers, raw):
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    conn.request(method, path, body=data, headers=h)
+    conn.request(method, path, body=data, headers=headers)
     resp = conn.getresponse()
     text = resp.read()
     conn.close()
@@ -40,6 +36,25 @@ def request(method, path, body=None, headers=None, raw=None, timeout=600):
         return resp.status, json.loads(text)
     except ValueError:
         return resp.status, {"_raw": text.decode("utf-8", "replace")}
+
+
+def request(method, path, body=None, headers=None, raw=None, timeout=600):
+    """Returns (status, parsed JSON body)."""
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    return _exchange(UnixConnection(SOCKET, timeout=timeout), method, path, body, h, raw)
+
+
+def tcp_request(host, port, method, path, body=None, headers=None, raw=None, timeout=600):
+    """The same over TCP (a Listen= or PistonListen= listener); headers as given, nothing added."""
+    return _exchange(http.client.HTTPConnection(host, port, timeout=timeout), method, path, body,
+                     headers or {}, raw)
+
+
+def skip_all(why):
+    """The whole test skipped (exit 77), saying why."""
+    print(f"1..0 # SKIP {why}", flush=True)
+    sys.exit(77)
 
 
 # The legs of the suite (tests/integration/meson.build): SANDBOXD_TEST_WARM=1, the pool on, every

@@ -41,16 +41,8 @@ BASE = f"[Daemon]\nListen={HOST}:{PORT}\nAPIKeysFile={KEYS}\n"
 
 
 def tcp(method, path, body=None, who="alice", timeout=120):
-    conn = http.client.HTTPConnection(HOST, PORT, timeout=timeout)
-    conn.request(method, path, body=json.dumps(body).encode() if body is not None else None,
-                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {keys[who]}"})
-    resp = conn.getresponse()
-    text = resp.read()
-    conn.close()
-    try:
-        return resp.status, json.loads(text)
-    except ValueError:
-        return resp.status, {"_raw": text.decode("utf-8", "replace")}
+    return tcp_request(HOST, PORT, method, path, body=body, timeout=timeout,
+                       headers={"Content-Type": "application/json", "Authorization": f"Bearer {keys[who]}"})
 
 
 def post(who, code, wait=False, **fields):

@@ -28,10 +28,6 @@ HOST, PORT = "127.0.0.1", 18091
 
 
 
-def skip_all(why):
-    print(f"1..0 # SKIP {why}", flush=True)
-    sys.exit(77)
-
 
 node = shutil.which("node")
 if not node:

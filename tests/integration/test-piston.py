@@ -7,7 +7,6 @@
 # Piston's refusals ({"message"}, 400), files with encodings, memory and the ceilings.
 import base64
 import hashlib
-import http.client
 import json
 import os
 import secrets
@@ -24,10 +23,6 @@ CLIENT_DIR = os.environ.get("SANDBOXD_PISTON_CLIENT_DIR", "/var/lib/sandboxd-dev
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "piston", "client.mjs")
 HOST, PISTON_PORT, KEYED_PORT = "127.0.0.1", 18095, 18096
 
-
-def skip_all(why):
-    print(f"1..0 # SKIP {why}", flush=True)
-    sys.exit(77)
 
 
 node = shutil.which("node")
@@ -52,16 +47,7 @@ t.ok(wait_until(lambda: health().get("status") == "ok", 30, 0.2), "sandboxd is u
 
 
 def tcp(port, method, path, body=None, headers=None, raw=None):
-    conn = http.client.HTTPConnection(HOST, port, timeout=300)
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    conn.request(method, path, body=data, headers=headers or {})
-    resp = conn.getresponse()
-    text = resp.read()
-    conn.close()
-    try:
-        return resp.status, json.loads(text)
-    except ValueError:
-        return resp.status, {"_raw": text.decode("utf-8", "replace")}
+    return tcp_request(HOST, port, method, path, body=body, headers=headers, raw=raw, timeout=300)
 
 
 # --- piston-client itself ---
@@ -130,6 +116,12 @@ t.eq(s, 404, "the Piston listener serves nothing but /api/v2 (GET /v1/executions
 s, body = tcp(PISTON_PORT, "POST", "/v1/executions", raw=b'{"language":"python","code":"print(1)"}',
               headers={"Content-Type": "application/json"})
 t.eq(s, 404, "... and POST /v1/executions is not found there either", body)
+# A web page cannot use it: a browser's cross-site "simple" POST (text/plain, no preflight) carries
+# Origin, a newer one Sec-Fetch-Site too.
+for hdr in ({"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Origin": "null"}):
+    s, body = tcp(PISTON_PORT, "POST", "/api/v2/execute", headers=dict(hdr, **{"Content-Type": "text/plain"}),
+                  body={"language": "python", "files": [{"content": "open('/workspace/output/pwned', 'w')"}]})
+    t.eq(s, 403, f"the Piston listener refuses a request from a web page ({', '.join(hdr)})", body)
 s, body = tcp(PISTON_PORT, "GET", "/api/v2/execute")
 t.eq(s, 405, "GET /api/v2/execute: 405", body)
 s, body = tcp(PISTON_PORT, "GET", "/api/v2/packages")

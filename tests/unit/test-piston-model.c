@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "json-path.h"
+
 #include "model/conf.h"
 #include "model/language.h"
 #include "model/piston.h"
@@ -22,34 +24,6 @@
 
 static const char *strnull(const char *s) {
         return s ?: "(null)";
-}
-
-static json_object *parse(const char *text) {
-        json_object *o = json_tokener_parse(text);
-
-        if (!o)
-                print_error("not JSON: %s\n", text);
-        assert_non_null(o);
-        return o;
-}
-
-/* The value at a dotted path ("a.b.0.c"); NULL when absent. */
-static json_object *at(json_object *o, const char *path) {
-        _cleanup_free_ char *copy = strdup(path);
-        char *save = NULL;
-
-        assert_non_null(copy);
-        for (char *k = strtok_r(copy, ".", &save); k && o; k = strtok_r(NULL, ".", &save)) {
-                if (json_object_is_type(o, json_type_array)) {
-                        long i = strtol(k, NULL, 10);
-
-                        if (i < 0 || (size_t) i >= json_object_array_length(o))
-                                return NULL;
-                        o = json_object_array_get_idx(o, (size_t) i);
-                } else if (!json_object_object_get_ex(o, k, &o))
-                        return NULL;
-        }
-        return o;
 }
 
 static const char *at_str(json_object *o, const char *path) {

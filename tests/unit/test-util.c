@@ -167,6 +167,20 @@ static void test_hex(_unused_ void **state) {
                            c >= 'A' && c <= 'F' ? c - 'A' + 10 : -EINVAL;
                 assert_int_equal(unhexchar((char) c), want);
         }
+
+        /* unhexmem(): pairs of either case; an odd length or a non-digit anywhere is -EINVAL. */
+        {
+                uint8_t got[8];
+
+                assert_int_equal(unhexmem("00017f80ABff", 12, got), 0);
+                assert_memory_equal(got, bytes, sizeof(bytes));
+                assert_int_equal(unhexmem("", 0, got), 0);
+                assert_int_equal(unhexmem("abc", 3, got), -EINVAL);
+                assert_int_equal(unhexmem("0g", 2, got), -EINVAL);
+                assert_int_equal(unhexmem("00 1", 4, got), -EINVAL);
+                assert_int_equal(unhexmem("0a0", 2, got), 0);       /* only len digits are read */
+                assert_int_equal(got[0], 0x0a);
+        }
 }
 
 static void test_id_generate(_unused_ void **state) {

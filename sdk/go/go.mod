@@ -1,0 +1,3 @@
+module github.com/sandboxd/sandboxd/sdk/go
+
+go 1.19
