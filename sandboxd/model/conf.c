@@ -13,6 +13,7 @@
 #include "environment.h"
 #include "key-name.h"
 #include "language.h"
+#include "risk-scan.h"
 #include "strv.h"
 #include "time-util.h"
 
@@ -31,8 +32,10 @@ Config *config_new(void) {
         c->helper = strdup(SANDBOX_EXEC_PATH);
         c->api_keys_file = strdup(SYSCONFDIR "/sandboxd/api-keys");
         c->piston_owner = strdup("piston");
+        c->runsc = strdup("/usr/bin/runsc");
+        c->runsc_platform = strdup("ptrace");
         if (!c->api_socket || !c->socket_group || !c->state_dir || !c->environments_dir || !c->runtime_dir || !c->helper ||
-            !c->api_keys_file || !c->piston_owner)
+            !c->api_keys_file || !c->piston_owner || !c->runsc || !c->runsc_platform)
                 return config_free(c);
 
         c->max_concurrent = 8;
@@ -76,6 +79,10 @@ Config *config_new(void) {
         c->pool_size = 2;
         c->pool_max_age_sec = 600;
         c->pool_min_memory_mb = 128;
+
+        c->isolation_policy = -1;
+        c->isolation_classes = RISK_CLASSES_ALL;
+        c->isolation_long_run_sec = 30;
         {
                 size_t nl = 0, np = 0, ne = 0;
 
@@ -129,6 +136,8 @@ Config *config_free(Config *c) {
         free(c->api_keys_file);
         free(c->piston_listen);
         free(c->piston_owner);
+        free(c->runsc);
+        free(c->runsc_platform);
         free(c->api_socket);
         free(c->socket_group);
         free(c->state_dir);
@@ -188,6 +197,9 @@ typedef enum ValueType {
         V_LISTEN,        /* space-separated addresses; empty: none */
         V_WORDS,         /* space-separated names of [A-Za-z0-9_.-]; empty: none */
         V_ITEMS,         /* space-separated printable ASCII words (max = their count); empty: none */
+        V_ISOLATION,     /* auto, always, never */
+        V_RISK_CLASSES,  /* space-separated RiskClass names; empty: none */
+        V_RUNSC_PLATFORM, /* ptrace, systrap, kvm */
 } ValueType;
 
 typedef struct ConfKey {
@@ -280,6 +292,11 @@ static const ConfKey conf_keys[] = {
         K("Pool", "Environments",       V_WORDS,    pool_environments,   0, 0),
         K("Pool", "MaxAgeSec",          V_U64,      pool_max_age_sec,    10, 86400),
         K("Pool", "MinMemoryMB",        V_U64,      pool_min_memory_mb,  0, 1 << 20),
+        K("Isolation", "Strong",        V_ISOLATION, isolation_policy,   0, 0),
+        K("Isolation", "StrongRules",   V_RISK_CLASSES, isolation_classes, 0, 0),
+        K("Isolation", "StrongTimeoutSec", V_U64,   isolation_long_run_sec, 0, 86400),
+        K("Isolation", "Runsc",         V_PATH,     runsc,               0, 0),
+        K("Isolation", "RunscPlatform", V_RUNSC_PLATFORM, runsc_platform, 0, 0),
 
         K("Inputs", "MaxInputFiles",          V_U64,  max_input_files,           0, 256),
         K("Inputs", "MaxInputFileBytes",      V_SIZE, max_input_file_bytes,      1, 64ULL << 30),
@@ -568,6 +585,44 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                 return 0;
         case V_WORDS:
                 return assign_words((char ***) p, k->key, value, where, ret_error);
+        case V_ISOLATION:
+                r = isolation_policy_from_string(value);
+                if (r < 0)
+                        return error_set(ret_error, "%s: %s= takes auto, always or never, got '%s'", where, k->key,
+                                         value);
+                *(int *) p = r;
+                return 0;
+        case V_RISK_CLASSES: {
+                unsigned mask = 0;
+
+                for (const char *w = value; *w;) {
+                        char word[32];
+                        size_t n = strcspn(w, " \t");
+
+                        if (n > 0) {
+                                RiskClass rc = _RISK_CLASS_INVALID;
+
+                                if (n < sizeof(word)) {
+                                        memcpy(word, w, n);
+                                        word[n] = 0;
+                                        rc = risk_class_from_string(word);
+                                }
+                                if (rc < 0)
+                                        return error_set(ret_error, "%s: %s= takes processes, ffi, memory, dynamic, "
+                                                         "asm or syscall, got '%.*s'", where, k->key, (int) MIN(n, 64u), w);
+                                mask |= 1u << rc;
+                        }
+                        w += n;
+                        w += strspn(w, " \t");
+                }
+                *(unsigned *) p = mask;
+                return 0;
+        }
+        case V_RUNSC_PLATFORM:
+                if (!streq(value, "ptrace") && !streq(value, "systrap") && !streq(value, "kvm"))
+                        return error_set(ret_error, "%s: %s= takes ptrace, systrap or kvm, got '%s'", where, k->key,
+                                         value);
+                return free_and_strdup((char **) p, value) < 0 ? -ENOMEM : 0;
         case V_ITEMS:
                 return assign_items((char ***) p, k, value, where, ret_error);
         case V_LISTEN:

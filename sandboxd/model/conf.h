@@ -108,6 +108,14 @@ typedef struct Config {
         uint64_t pool_min_memory_mb; /* MinMemoryMB= a request below this memory_mb starts cold where
                                       * the runtime is preloaded (its imports count against memory_mb) */
 
+        /* [Isolation] the tiers (model/risk-scan.h, docs/isolation.md) */
+        int isolation_policy;        /* Strong= IsolationPolicy, or -1: not set (auto where the strong
+                                      * tier works, else never: decided at start) */
+        unsigned isolation_classes;  /* StrongRules= RiskClass bits that send a program there */
+        uint64_t isolation_long_run_sec;  /* StrongTimeoutSec= a longer timeout_ms does too; 0: never */
+        char *runsc;                 /* Runsc= gVisor's runsc */
+        char *runsc_platform;        /* RunscPlatform= its --platform= */
+
         /* [Inputs] the request's "files" */
         uint64_t max_input_files;            /* MaxInputFiles= per execution; 0: "files" refused */
         uint64_t max_input_file_bytes;       /* MaxInputFileBytes= one downloaded file */

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "model/conf.h"
+#include "model/risk-scan.h"
 #include "strv.h"
 #include "util.h"
 
@@ -212,6 +213,22 @@ static const KeyRow key_rows[] = {
         U64("RequestBodyTimeoutSec", "[Daemon]\nRequestBodyTimeoutSec=86400\n", request_body_timeout_sec, 86400),
         U64("MaxConnectionsPerAddress", "[Daemon]\nMaxConnectionsPerAddress=3\n", max_connections_per_address, 3),
         U64("MaxConnectionsPerUser", "[Daemon]\nMaxConnectionsPerUser=65536\n", max_connections_per_user, 65536),
+        INT("Strong: unset", "", isolation_policy, -1),
+        INT("Strong=auto", "[Isolation]\nStrong=auto\n", isolation_policy, ISOLATION_POLICY_AUTO),
+        INT("Strong=always", "[Isolation]\nStrong=always\n", isolation_policy, ISOLATION_POLICY_ALWAYS),
+        INT("Strong=never", "[Isolation]\nStrong=never\n", isolation_policy, ISOLATION_POLICY_NEVER),
+        INT("StrongRules: every class by default", "", isolation_classes, RISK_CLASSES_ALL),
+        INT("StrongRules=ffi asm", "[Isolation]\nStrongRules=ffi  asm\n", isolation_classes,
+            (1u << RISK_FFI) | (1u << RISK_ASM)),
+        INT("StrongRules= none", "[Isolation]\nStrongRules=\n", isolation_classes, 0),
+        INT("StrongRules: the last assignment", "[Isolation]\nStrongRules=ffi\nStrongRules=processes memory dynamic "
+            "syscall\n", isolation_classes, RISK_CLASSES_ALL & ~((1u << RISK_FFI) | (1u << RISK_ASM))),
+        U64("StrongTimeoutSec: 30 s by default", "", isolation_long_run_sec, 30),
+        U64("StrongTimeoutSec=0", "[Isolation]\nStrongTimeoutSec=0\n", isolation_long_run_sec, 0),
+        STR("Runsc: Debian's", "", runsc, "/usr/bin/runsc"),
+        STR("Runsc", "[Isolation]\nRunsc=/opt/gvisor/runsc\n", runsc, "/opt/gvisor/runsc"),
+        STR("RunscPlatform: ptrace by default", "", runsc_platform, "ptrace"),
+        STR("RunscPlatform=systrap", "[Isolation]\nRunscPlatform=systrap\n", runsc_platform, "systrap"),
         INT("LogLevel=debug", "[Daemon]\nLogLevel=debug\n", log_level, LOG_DEBUG),
         INT("LogLevel=err", "[Daemon]\nLogLevel=err\n", log_level, LOG_ERR),
         INT("LogLevel=emerg", "[Daemon]\nLogLevel=emerg\n", log_level, LOG_EMERG),
@@ -552,6 +569,18 @@ static const ErrorRow error_rows[] = {
         { "empty string after spaces", "[Daemon]\nSocketGroup =   \n", "x.conf:2: SocketGroup= must not be empty" },
         { "bad log level", "[Daemon]\nLogLevel=verbose\n",
           "x.conf:2: LogLevel= takes a syslog level name (err, info, debug...), got 'verbose'" },
+        { "Strong: not a policy", "[Isolation]\nStrong=yes\n",
+          "x.conf:2: Strong= takes auto, always or never, got 'yes'" },
+        { "StrongRules: not a class", "[Isolation]\nStrongRules=ffi process\n",
+          "x.conf:2: StrongRules= takes processes, ffi, memory, dynamic, asm or syscall, got 'process'" },
+        { "StrongRules: a long word", "[Isolation]\nStrongRules=processesprocessesprocessesprocesses\n",
+          "x.conf:2: StrongRules= takes processes, ffi, memory, dynamic, asm or syscall, got "
+          "'processesprocessesprocessesprocesses'" },
+        { "StrongTimeoutSec over a day", "[Isolation]\nStrongTimeoutSec=86401\n",
+          "x.conf:2: StrongTimeoutSec=86401 is outside [0, 86400]" },
+        { "Runsc: relative", "[Isolation]\nRunsc=runsc\n", "x.conf:2: Runsc= must be an absolute path, got 'runsc'" },
+        { "RunscPlatform: unknown", "[Isolation]\nRunscPlatform=kvm2\n",
+          "x.conf:2: RunscPlatform= takes ptrace, systrap or kvm, got 'kvm2'" },
         { "numeric log level", "[Daemon]\nLogLevel=7\n",
           "x.conf:2: LogLevel= takes a syslog level name (err, info, debug...), got '7'" },
         { "first error wins", "[Daemon]\nFoo=1\nBar=2\n", "x.conf:2: unknown key 'Foo' in section [Daemon]" },
