@@ -8,8 +8,7 @@
 /* ---------------------------------------------------------------------------------------------- */
 /* Children */
 
-static _Noreturn void child_fail(int err_fd, const char *fmt, ...) _printf_(2, 3);
-static _Noreturn void child_fail(int err_fd, const char *fmt, ...) {
+_Noreturn void child_fail(int err_fd, const char *fmt, ...) {
         char msg[ERROR_MAX + 1];
         va_list ap;
         int n;
@@ -114,7 +113,7 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
          * writable memory of each of its processes (heap and anonymous mappings, not address space
          * merely reserved, so runtimes that reserve large arenas still start). The whole unit stays
          * under MemoryMax= as well. */
-        if (kind == CHILD_COMPILE && o->compile_memory_mb > 0) {
+        if (kind == CHILD_COMPILE && o->compile_memory_mb > 0 && !(o->runsc && kind != CHILD_CHECK)) {
                 r = set_limit(RLIMIT_DATA, o->compile_memory_mb * UINT64_C(1024) * UINT64_C(1024));
                 if (r < 0)
                         child_fail(err_fd, "Cannot set RLIMIT_DATA: %s", strerror(-r));
@@ -188,6 +187,13 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
         (void) unsetenv("LISTEN_PID");
         (void) unsetenv("LISTEN_FDS");
         (void) unsetenv("LISTEN_FDNAMES");
+
+        /* The strong tier: runsc, as the program's user with nothing of ours, runs the step under
+         * gVisor (strong.c); our filter would stop runsc itself, gVisor filters its own. */
+        if (o->runsc && kind != CHILD_CHECK) {
+                (void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+                strong_exec(o, kind, err_fd);
+        }
 
         /* The filter is the last thing before exec that could fail; without it nothing runs. */
         if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
@@ -354,6 +360,12 @@ pid_t spawn_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_
 
         if (pipe2(err_pipe, O_CLOEXEC) < 0)
                 fail_setup("Cannot create pipe: %s", strerror(errno));
+        if (o->runsc && kind != CHILD_CHECK) {
+                int r = strong_write_bundle(o, kind, argv);
+
+                if (r < 0)
+                        fail_setup("Cannot write the strong tier's bundle: %s", strerror(-r));
+        }
 
         pid = fork();
         if (pid < 0)

@@ -195,7 +195,11 @@ void gather(HelperReport *r, int workspace_fd, int tmp_fd) {
 }
 
 void status_to_report(int status, HelperReport *r) {
-        if (WIFEXITED(status)) {
+        if (strong_tier && WIFEXITED(status) && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + 65) {
+                /* runsc's way of saying the program died of signal N (strong.c). */
+                r->exit_code = -1;
+                r->signal = WEXITSTATUS(status) - 128;
+        } else if (WIFEXITED(status)) {
                 r->exit_code = WEXITSTATUS(status);
                 r->signal = 0;
         } else if (WIFSIGNALED(status)) {

@@ -61,6 +61,7 @@ bool timed_out, cancelled;
 /* Who the program runs as. privileged: we started as root and put every child on prog_uid/prog_gid;
  * otherwise (--same-user, tests without root) the children run as we do. */
 bool privileged;
+bool strong_tier;
 uid_t prog_uid;
 gid_t prog_gid;
 /* One directory fd per controller of the unit's own cgroup, opened before the binds are detached. */
@@ -181,6 +182,9 @@ enum {
         ARG_TAIL_BYTES,
         ARG_WARM,
         ARG_WARM_PRELOAD,
+        ARG_STRONG,
+        ARG_RUNSC_PLATFORM,
+        ARG_TASKS,
 };
 
 static bool filename_is_valid(const char *s) {
@@ -224,6 +228,9 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "tail-bytes",    required_argument, NULL, ARG_TAIL_BYTES    },
                 { "warm",          no_argument,       NULL, ARG_WARM          },
                 { "warm-preload",  no_argument,       NULL, ARG_WARM_PRELOAD  },
+                { "strong",        required_argument, NULL, ARG_STRONG        },
+                { "runsc-platform", required_argument, NULL, ARG_RUNSC_PLATFORM },
+                { "tasks",         required_argument, NULL, ARG_TASKS         },
                 {}
         };
         int c;
@@ -353,6 +360,20 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 case ARG_WARM_PRELOAD:
                         o->warm_preload = true;
                         break;
+                case ARG_STRONG:
+                        /* The sandbox sees the host's /usr only. */
+                        if (!startswith(optarg, "/usr/") || strstr(optarg, ".."))
+                                fail_setup("--strong must name runsc below /usr");
+                        o->runsc = optarg;
+                        break;
+                case ARG_RUNSC_PLATFORM:
+                        if (!streq(optarg, "ptrace") && !streq(optarg, "systrap") && !streq(optarg, "kvm"))
+                                fail_setup("--runsc-platform must be ptrace, systrap or kvm");
+                        o->runsc_platform = optarg;
+                        break;
+                case ARG_TASKS:
+                        o->strong_tasks = parse_u64_or_fail("--tasks", optarg);
+                        break;
                 default:
                         fail_setup("Invalid command line option: %s",
                                    optind > 0 && optind <= argc ? argv[optind - 1] : "?");
@@ -376,6 +397,11 @@ static void parse_argv(int argc, char *argv[], Options *o) {
 
         if (o->env_layer && !o->usr_layer)
                 fail_setup("--env-layer needs --usr-layer");
+        if (o->runsc && o->warm)
+                fail_setup("--strong and --warm exclude each other (the pool's units are the standard tier's)");
+        if (o->runsc && !o->runsc_platform)
+                o->runsc_platform = "ptrace";
+        strong_tier = o->runsc != NULL;
 
         if (optind >= argc)
                 fail_setup("No program to run");
@@ -590,6 +616,11 @@ int main(int argc, char *argv[]) {
                 } else if (o.usr_layer)
                         mount_usr_overlay(o.usr_layer, o.env_layer);
                 drop_setup_capabilities();
+        }
+        if (o.runsc) {
+                r = strong_prepare();
+                if (r < 0)
+                        fail_setup("Cannot prepare the strong tier: %s", strerror(-r));
         }
 
         /* e. The source, in a directory of our own that the program can read and not change (root's,

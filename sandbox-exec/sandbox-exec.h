@@ -90,6 +90,11 @@ typedef struct Options {
         bool warm;                /* --warm: a unit of the warm pool, the request comes as a claim */
         bool warm_preload;        /* --warm-preload: the run step starts before the claim (see warm.c) */
         uint64_t head_bytes, tail_bytes;
+        /* --strong=RUNSC: the strong tier (strong.c), gVisor's runsc with --runsc-platform=; the
+         * program's task limit (--tasks=) is RLIMIT_NPROC inside it. */
+        const char *runsc;
+        const char *runsc_platform;
+        uint64_t strong_tasks;
 } Options;
 
 /* sandbox-exec.c */
@@ -102,6 +107,9 @@ extern int signal_fd;
 extern uint64_t deadline_usec, run_start_usec, first_output_usec;
 extern bool timed_out, cancelled;
 extern bool privileged;
+/* The strong tier: the program runs under runsc, which reports a signal's death as the exit status
+ * 128+N, as a shell does. */
+extern bool strong_tier;
 extern uid_t prog_uid;
 extern gid_t prog_gid;
 extern int cg_fds[N_CGROUP_NAMES];
@@ -115,6 +123,13 @@ typedef enum ChildKind {
         CHILD_CHECK,     /* the syntax checker: output discarded */
 } ChildKind;
 int become_program_user(void);
+
+/* strong.c: the strong tier. As root, before the children: runsc's state directory (the program's
+ * user's), then the bundle of each step; in the child, the exec of runsc instead of the program. */
+int strong_prepare(void);
+int strong_write_bundle(const Options *o, ChildKind kind, char **argv);
+_Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd);
+_printf_(2, 3) _Noreturn void child_fail(int err_fd, const char *fmt, ...);
 uint64_t mono_usec(void);
 bool pump(int fd, Capture *c, bool drain);
 

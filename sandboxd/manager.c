@@ -178,6 +178,36 @@ static int setup_directories(Manager *m) {
         return 0;
 }
 
+/* The strong tier (docs/isolation.md): whether it can run here, and the policy in force. Strong=
+ * unset means auto where it can, else never; set, it is what the administrator chose, and runs
+ * that need a tier that cannot run are refused (submit.c), never moved to the standard one. */
+static void setup_isolation(Manager *m) {
+        const Config *c = m->ctx.config;
+        char *why = NULL;
+
+        if (!startswith(c->runsc, "/usr/") || strstr(c->runsc, "..")) {
+                if (asprintf(&why, "Runsc=%s is not below /usr (the sandboxes see the host's /usr only)", c->runsc) < 0)
+                        why = NULL;
+        } else if (access(c->runsc, X_OK) < 0) {
+                if (asprintf(&why, "Runsc=%s: %s (the Debian package runsc)", c->runsc, strerror(errno)) < 0)
+                        why = NULL;
+        }
+        free(m->ctx.strong_unavailable);
+        m->ctx.strong_unavailable = why;
+        m->ctx.isolation = (IsolationSettings) {
+                .policy = c->isolation_policy >= 0 ? (IsolationPolicy) c->isolation_policy
+                          : why ? ISOLATION_POLICY_NEVER : ISOLATION_POLICY_AUTO,
+                .classes = c->isolation_classes,
+                .long_run_ms = c->isolation_long_run_sec * 1000,
+        };
+        if (why)
+                log_notice("The strong tier cannot run here (%s); Strong=%s.", why,
+                           isolation_policy_to_string(m->ctx.isolation.policy));
+        else
+                log_info("The strong tier runs with %s --platform=%s; Strong=%s.", c->runsc, c->runsc_platform,
+                         isolation_policy_to_string(m->ctx.isolation.policy));
+}
+
 /* Where the execution units' cgroups will be, per hierarchy, so sandbox-exec can be given its own.
  * sandboxd runs as a service in a top-level slice, so its cgroup's grandparent is systemd's root. */
 static int setup_cgroups(Manager *m) {
@@ -649,6 +679,7 @@ static int manager_reload(Manager *m) {
         if (lt)
                 use_languages(m, lt);
         (void) load_environments(m);
+        setup_isolation(m);
         log_set_max_level(m->ctx.config->log_level);
         (void) sd_event_source_set_time_relative(m->sweep_timer,
                                                  m->ctx.config->sweep_interval_sec * USEC_PER_SEC);
@@ -861,6 +892,7 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
         r = setup_cgroups(m);
         if (r < 0)
                 return r;
+        setup_isolation(m);
         r = open_store(m);
         if (r < 0)
                 return r;
@@ -1022,6 +1054,7 @@ Manager *manager_free(Manager *m) {
         free(m->ctx.languages_dir);
         free(m->ctx.languages_etc_dir);
         free(m->ctx.usr_layer);
+        free(m->ctx.strong_unavailable);
         free(m->ctx.workspaces_dir);
         free(m->ctx.proxy_root);
         free(m->ctx.proxy_empty);

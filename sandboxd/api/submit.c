@@ -120,6 +120,41 @@ static int check_budgets(ApiContext *ac, const char *owner, bool admin, const Ex
         return quota_check_execution(ac->ctx->config, &u, err);
 }
 
+/* The tier the request runs in (model/risk-scan.h): on the request, with the record's text. Refused
+ * where it needs the strong tier and that is off or cannot run here: never run in the standard tier
+ * instead. */
+static int choose_tier(Context *ctx, ExecRequest *er, RequestError *err) {
+        IsolationChoice ic;
+        json_object *o;
+        int r;
+
+        r = isolation_choose(&ctx->isolation, er->language->name, er->language->aliases, er->code, er->code_len,
+                             er->limits.timeout_ms, er->strong, &ic);
+        if (r == -EPERM)
+                return request_error(err, -EINVAL, API_ERROR_UNSUPPORTED, "isolation",
+                                     "isolation: the strong tier is off on this daemon (%s)",
+                                     ctx->strong_unavailable ?: "Strong=never in [Isolation] of sandboxd.conf");
+        if (ic.strong && ctx->strong_unavailable) {
+                o = isolation_to_json(&ic);
+                r = request_error(err, -EINVAL, API_ERROR_UNSUPPORTED, "isolation",
+                                  "isolation: this run needs the strong tier (%s), which cannot run here: %s",
+                                  o ? json_object_to_json_string_ext(json_object_object_get(o, "reasons"),
+                                                                     JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+                                    : "?", ctx->strong_unavailable);
+                json_object_put(o);
+                return r;
+        }
+        o = isolation_to_json(&ic);
+        if (!o)
+                return fail(err, -ENOMEM, API_ERROR_INTERNAL, "out of memory");
+        er->isolation = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+        if (!er->isolation)
+                return fail(err, -ENOMEM, API_ERROR_INTERNAL, "out of memory");
+        er->run_strong = ic.strong;
+        return 0;
+}
+
 int submit_execution(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
                      RequestError *err) {
         _cleanup_(exec_request_freep) ExecRequest *er = NULL;
@@ -156,6 +191,10 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
                                              "environment: '%s' is an environment of %s, not of %s", er->environment,
                                              env->language, er->language->name);
         }
+
+        r = choose_tier(ac->ctx, er, err);
+        if (r < 0)
+                return r;
 
         if (er->execution_id) {
                 /* The caller's id, scoped by the caller: another owner's execution of the same id is

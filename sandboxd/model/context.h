@@ -17,6 +17,7 @@
 #include "conf.h"
 #include "language.h"
 #include "metrics.h"
+#include "risk-scan.h"
 #include "signed-url.h"
 
 typedef struct ArtifactAccounts ArtifactAccounts;
@@ -60,6 +61,11 @@ typedef struct Context {
         /* What the sandboxes are made of. */
         const char *helper;      /* host path of sandbox-exec (--helper= wins over Helper=) */
         char *usr_layer;         /* this start's /usr layer (usr-layer.h) */
+        /* The strong tier (docs/isolation.md): why it cannot run here (Runsc= missing, ...), or NULL:
+         * it can. Found at start and reload; with it, the policy in force (Strong= unset: auto where
+         * the tier can run, else never). */
+        char *strong_unavailable;
+        IsolationSettings isolation;
         Environments *environments;  /* EnvironmentsDirectory='s, read at start and reload (environment.h) */
         char *workspaces_dir;    /* where the per-execution tmpfs mount units go */
         char *proxy_root;        /* the egress proxies' RootDirectory=: empty, root's, 0755 */

@@ -41,6 +41,7 @@ Execution *execution_free(Execution *e) {
         free(e->unit);
         free(e->error_message);
         free(e->environment);
+        free(e->isolation);
         free(e->summary);
         strv_free(e->args);
         exec_artifacts_free(e->artifacts);

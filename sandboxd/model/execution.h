@@ -87,6 +87,9 @@ typedef struct Execution {
         ExecArtifacts *artifacts;    /* NULL: none collected (not final yet, or collection failed) */
         NetLog *network;         /* a run with network: its allow list and the proxy's log; NULL: none */
         char *environment;       /* the request's "environment" (environment.h); NULL: the language's base */
+        /* The tier it runs in and why, as the record shows it (risk-scan.h: isolation_to_json()'s
+         * text, at most ISOLATION_JSON_MAX bytes); NULL: a record stored before the tiers. */
+        char *isolation;
         char *summary;           /* summary.h, made once when final; NULL: not final, or a record stored
                                   * before summaries (result.c makes it when rendering) */
         char **args;             /* the request's "args"; NULL: none */

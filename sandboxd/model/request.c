@@ -23,6 +23,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         free(r->code);
         free(r->callback_url);
         free(r->environment);
+        free(r->isolation);
         strv_free(r->env);
         strv_free(r->args);
         free(r->stdin_data);
@@ -669,6 +670,9 @@ static void fingerprint(ExecRequest *req) {
                 EVP_DigestUpdate(ctx, "|environment=", strlen("|environment="));
                 EVP_DigestUpdate(ctx, req->environment, strlen(req->environment));
         }
+        /* Likewise only when the caller asked for the strong tier. */
+        if (req->strong)
+                EVP_DigestUpdate(ctx, "|isolation=strong", strlen("|isolation=strong"));
         EVP_DigestFinal_ex(ctx, req->fingerprint, &len);
         EVP_MD_CTX_free(ctx);
 }
@@ -676,7 +680,7 @@ static void fingerprint(ExecRequest *req) {
 int exec_request_parse(const char *body, size_t len, const Config *c, ExecRequest **ret, RequestError *err) {
         static const char *const known[] = { "execution_id", "session_id", "language", "code", "limits", "env",
                                               "seed", "files", "callback_url", "start", "network",
-                                              "environment", "args", "stdin" };
+                                              "environment", "args", "stdin", "isolation" };
         _cleanup_(exec_request_freep) ExecRequest *req = NULL;
         json_tokener *tok;
         json_object *root, *v;
@@ -847,6 +851,18 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                         goto finish;
                 }
                 req->cold = streq(s, "cold");
+        }
+
+        if (json_object_object_get_ex(root, "isolation", &v)) {
+                const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+
+                if (!s || (!streq(s, "auto") && !streq(s, "strong"))) {
+                        r = fail(err, API_ERROR_INVALID_REQUEST, "isolation",
+                                 "isolation: expected \"auto\" (the tier the daemon's policy and scan choose) or "
+                                 "\"strong\" (gVisor, whatever they choose)");
+                        goto finish;
+                }
+                req->strong = streq(s, "strong");
         }
 
         if (json_object_object_get_ex(root, "callback_url", &v)) {

@@ -58,6 +58,11 @@ typedef struct ExecRequest {
         uint64_t seed;           /* SANDBOX_SEED; 0 unless the request sets "seed" */
         char *callback_url;      /* NULL: none; http(s), validated (callback_url_is_valid()) */
         bool cold;               /* "start": "cold": never a unit of the warm pool */
+        bool strong;             /* "isolation": "strong": the strong tier (risk-scan.h), whatever the scan says */
+        /* The tier chosen (submit.c: isolation_choose(); a restored record: its own), and the
+         * record's "isolation" text. */
+        bool run_strong;
+        char *isolation;
         /* "environment" (environment.h): its name, shape checked here; whether it exists and is the
          * language's is submit.c's. NULL: the language's base. */
         char *environment;

@@ -125,6 +125,8 @@ json_object *execution_to_json(const Execution *e) {
         add_artifacts(o, e->artifacts, final);
         json_object_object_add(o, "network", e->network ? net_log_to_json(e->network, false) : NULL);
         json_object_object_add(o, "environment", str_or_null(e->environment));
+        /* Our own JSON (isolation_to_json()); a row that does not parse shows null. */
+        json_object_object_add(o, "isolation", e->isolation ? json_tokener_parse(e->isolation) : NULL);
         /* A record stored before summaries has none: made here from what it holds, the same way. */
         if (final) {
                 _cleanup_free_ char *made = e->summary ? NULL : summary_build(e);

@@ -91,6 +91,9 @@ int isolation_choose(const IsolationSettings *s, const char *language, const cha
                      const char *code, size_t len, uint64_t timeout_ms, bool caller_strong,
                      IsolationChoice *ret);
 
+/* The most isolation_to_json()'s text takes (RISK_HITS_MAX reasons of at most 64 bytes, 3 more). */
+#define ISOLATION_JSON_MAX 1024
+
 /* The record's "isolation": {"tier": "standard"|"strong", "reasons": ["processes: subprocess",
  * "timeout: 60000 ms > 30000 ms", "caller", "policy: always", ...]}: reasons name why the strong tier
  * (empty in the standard one). NULL on OOM. */

@@ -21,6 +21,7 @@ static const char *const warm_refusal_table[_WARM_REFUSAL_MAX] = {
         [WARM_ENVIRONMENT] = "the pool keeps no units of this environment (Environments= in [Pool])",
         [WARM_ARGS] = "args: a warm unit's command line was fixed when it started",
         [WARM_STDIN] = "stdin: a warm unit's standard input was fixed when it started",
+        [WARM_STRONG] = "the strong tier runs in units of its own (the pool's are the standard tier's)",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(warm_refusal, WarmRefusal);
@@ -106,6 +107,8 @@ WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req) {
 
         if (req->cold)
                 return WARM_ASKED_COLD;
+        if (req->run_strong)
+                return WARM_STRONG;
         if (c->pool_size == 0)
                 return WARM_POOL_OFF;
         if (!warm_language_pooled(c, l))

@@ -30,6 +30,7 @@ typedef enum WarmRefusal {
         WARM_ENVIRONMENT,        /* "environment" not in Environments=: its layer is part of the unit's /usr */
         WARM_ARGS,               /* "args": the program's command line is the unit's, fixed at its start */
         WARM_STDIN,              /* "stdin": a warm runtime's standard input was set when it started */
+        WARM_STRONG,             /* the strong tier: the pool's units are the standard tier's */
         _WARM_REFUSAL_MAX,
 } WarmRefusal;
 

@@ -138,6 +138,9 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         j->exec->stdin_bytes = request->stdin_len;
         if (request->environment && !(j->exec->environment = strdup(request->environment)))
                 return -ENOMEM;
+        if (request->isolation && !(j->exec->isolation = strdup(request->isolation)))
+                return -ENOMEM;
+        j->strong = request->run_strong;
         if (request->execution_id && !streq(request->execution_id, id) &&
             !(j->exec->client_id = strdup(request->execution_id)))
                 return -ENOMEM;
@@ -530,6 +533,8 @@ void job_start_service(Job *j) {
                 .args = j->request->args,
                 .n_args = j->request->n_args,
                 .proxy_socket = j->proxy_socket,
+                .runsc = j->strong ? ctx->config->runsc : NULL,
+                .runsc_platform = ctx->config->runsc_platform,
         };
         r = unit_props_build(&plan, &props);
         cgroup_binds_done(cg, ctx->n_cgroups);

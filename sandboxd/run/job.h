@@ -97,6 +97,7 @@ struct Job {
         bool adopted_without_report;     /* re-adopted after a restart that lost the control socket */
         bool cancel_requested;
         bool adopted;            /* started by an earlier instance of sandboxd */
+        bool strong;             /* runs in the strong tier (gVisor): the unit and sandbox-exec say so */
         bool early_end;          /* final on sandbox-exec's report, before systemd ended the unit: the
                                   * unit reaper (unit-reaper.h) finishes it */
         ArtifactCollect *collect;        /* artifacts being collected (finishing) */

@@ -419,12 +419,23 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
         req->session_id = rec->exec->session_id ? strdup(rec->exec->session_id) : NULL;
         /* Its environment by name: looked up again when its unit is built (it may be gone by then). */
         req->environment = rec->exec->environment ? strdup(rec->exec->environment) : NULL;
+        /* Its tier as decided when it was accepted (the policy may have changed since: a record
+         * stored before the tiers ran in the standard one). */
+        if (rec->exec->isolation) {
+                json_object *iso = json_tokener_parse(rec->exec->isolation), *tier;
+
+                req->run_strong = iso && json_object_object_get_ex(iso, "tier", &tier) &&
+                                  streq_ptr(json_object_get_string(tier), "strong");
+                json_object_put(iso);
+                req->isolation = strdup(rec->exec->isolation);
+        }
         req->code = TAKE_PTR(rec->code);
         req->code_len = strlen(req->code);
         req->limits = rec->exec->limits;
         memcpy(req->fingerprint, rec->fingerprint, sizeof(req->fingerprint));
         if (!req->record_id || (rec->exec->client_id && !req->execution_id) ||
-            (rec->exec->session_id && !req->session_id) || (rec->exec->environment && !req->environment)) {
+            (rec->exec->session_id && !req->session_id) || (rec->exec->environment && !req->environment) ||
+            (rec->exec->isolation && !req->isolation)) {
                 k = -ENOMEM;
                 goto finish;
         }

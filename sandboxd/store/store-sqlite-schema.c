@@ -275,6 +275,17 @@ const char *const sqlite_migrations[] = {
         "ALTER TABLE executions ADD COLUMN summary TEXT;\n"
         RECORD_USAGE_TRIGGERS_AGAIN,
 #undef RECORD_BYTES
+        /* 15 (the tiers, issue 21): the record's "isolation" as JSON (model/risk-scan.h), at most
+         * ISOLATION_JSON_MAX bytes; NULL for the rows written before. It counts in the record's
+         * bytes: the triggers again, with it. */
+#define RECORD_BYTES(r)                                                                                  \
+        "(256 + ifnull(length(CAST(" r ".code AS BLOB)), 0) + ifnull(length(CAST(" r ".stdout AS BLOB)), 0)" \
+        " + ifnull(length(CAST(" r ".stderr AS BLOB)), 0) + ifnull(length(CAST(" r ".request AS BLOB)), 0)"  \
+        " + ifnull(length(CAST(" r ".error_message AS BLOB)), 0) + ifnull(length(CAST(" r ".network AS BLOB)), 0)" \
+        " + ifnull(length(CAST(" r ".summary AS BLOB)), 0) + ifnull(length(CAST(" r ".isolation AS BLOB)), 0))"
+        "ALTER TABLE executions ADD COLUMN isolation TEXT;\n"
+        RECORD_USAGE_TRIGGERS_AGAIN,
+#undef RECORD_BYTES
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);

@@ -32,7 +32,7 @@
         "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
         "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
         "stderr, code, workspace, request, error_message, cancel_requested, client_id, start, network, "    \
-        "environment, summary"
+        "environment, summary, isolation"
 
 enum {
         COL_ID,
@@ -75,6 +75,7 @@ enum {
         COL_NETWORK,
         COL_ENVIRONMENT,
         COL_SUMMARY,
+        COL_ISOLATION,
         _COL_MAX,
 };
 
@@ -82,7 +83,7 @@ enum {
 static const char sql_put[] =
         "INSERT INTO executions (" COLUMNS ") VALUES "
         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40) "
+        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41) "
         "ON CONFLICT (execution_id) DO UPDATE SET "
         "session_id = excluded.session_id, owner = COALESCE(excluded.owner, owner), "
         "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
@@ -99,7 +100,7 @@ static const char sql_put[] =
         "workspace = COALESCE(excluded.workspace, workspace), request = COALESCE(excluded.request, request), "
         "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, "
         "client_id = excluded.client_id, start = excluded.start, network = excluded.network, "
-        "environment = excluded.environment, summary = excluded.summary";
+        "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation";
 
 static const char sql_get[] = "SELECT " COLUMNS " FROM executions WHERE execution_id = ?1";
 
@@ -251,6 +252,7 @@ static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
         B(sq_bind_text(st, 1 + COL_START, exec_start_path_to_string(e->start)));
         B(sq_bind_text(st, 1 + COL_ENVIRONMENT, e->environment));
         B(sq_bind_text(st, 1 + COL_SUMMARY, e->summary));
+        B(sq_bind_text(st, 1 + COL_ISOLATION, e->isolation));
         {
                 json_object *o = e->network ? net_log_to_json(e->network, true) : NULL;
 
@@ -404,6 +406,7 @@ static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
         C(sq_column_strdup(st, COL_ERROR_MESSAGE, &e->error_message));
         C(sq_column_strdup(st, COL_ENVIRONMENT, &e->environment));
         C(sq_column_strdup(st, COL_SUMMARY, &e->summary));
+        C(sq_column_strdup(st, COL_ISOLATION, &e->isolation));
         C(request_args_from_json(r->request, &e->args, &e->n_args, &e->stdin_bytes));
         e->cancel_requested = sqlite3_column_int(st, COL_CANCEL_REQUESTED) != 0;
         if (sqlite3_column_type(st, COL_NETWORK) == SQLITE_TEXT) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/random.h>
@@ -275,6 +276,17 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
         r |= strv_extend(&x->strv, &x->n, "--cgroup-dir=" SANDBOX_CGROUP_DIR);
         r |= strv_extend(&x->strv, &x->n, "--tidy-mounts");
         r |= strv_extend(&x->strv, &x->n, "--live-output");
+        if (plan->runsc) {
+                _cleanup_free_ char *a = NULL, *b = NULL;
+
+                if (asprintf(&a, "--strong=%s", plan->runsc) < 0 ||
+                    asprintf(&b, "--runsc-platform=%s", plan->runsc_platform ?: "ptrace") < 0)
+                        return -ENOMEM;
+                r |= strv_extend(&x->strv, &x->n, a);
+                r |= strv_extend(&x->strv, &x->n, b);
+                snprintf(buf, sizeof(buf), "--tasks=%" PRIu64, plan->limits.tasks);
+                r |= strv_extend(&x->strv, &x->n, buf);
+        }
         if (plan->proxy_socket)
                 r |= strv_extend(&x->strv, &x->n, "--pkgs-dir");
         if (plan->usr_layer)
@@ -441,13 +453,19 @@ static int add_binds(UnitProps *p, const UnitPlan *plan) {
 
 /* systemd's protections of the kernel, which cover sandbox-exec too (it runs before our own filter is
  * loaded, in the program's process only). Each one's start-up cost is measured by bench/. */
-static int add_kernel_protection(UnitProps *p, bool network) {
+static int add_kernel_protection(UnitProps *p, bool network, bool strong) {
         static const char *const families[] = { "AF_UNIX", NULL };
         static const char *const net_families[] = { "AF_UNIX", "AF_INET", "AF_INET6", NULL };
         static const char *const native[] = { "native", NULL };
         int r = 0;
 
-        r |= add_u64(p, "RestrictNamespaces", 0, "no namespace of any kind can be created or joined");
+        if (strong)
+                r |= add_u64(p, "RestrictNamespaces",
+                             CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUSER | CLONE_NEWUTS,
+                             "strong tier: runsc makes the sandbox's namespaces (user first, as the dynamic user); "
+                             "no cgroup namespace");
+        else
+                r |= add_u64(p, "RestrictNamespaces", 0, "no namespace of any kind can be created or joined");
         r |= add_bool(p, "LockPersonality", true, "the execution domain cannot be changed");
         r |= add_bool(p, "RestrictRealtime", true, "no realtime scheduling: the host's CPU stays fair");
         if (network)
@@ -523,13 +541,20 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         TRY(add_bool(&p, "MountAPIVFS", true, "a /proc and /dev of the sandbox's own"));
         TRY(add_binds(&p, plan));
         TRY(add_string(&p, "ProtectProc", "invisible", "other users' processes (the host, other sandboxes) are invisible"));
-        TRY(add_string(&p, "ProcSubset", "pid", "no system-wide /proc files (host memory, cpu, kernel details)"));
+        if (plan->runsc)
+                /* runsc reads /proc/sys/vm/mmap_min_addr and more as it starts (its Sentry panics
+                 * without): the program itself sees gVisor's /proc, never this one. */
+                TRY(add_bool(&p, "ProtectKernelTunables", true,
+                             "strong tier: /proc/sys and /sys read-only for runsc (ProcSubset=pid would hide what it "
+                             "reads); the program sees gVisor's /proc"));
+        else
+                TRY(add_string(&p, "ProcSubset", "pid", "no system-wide /proc files (host memory, cpu, kernel details)"));
         TRY(add_bool(&p, "PrivateDevices", true, "only null, zero, random, urandom, tty; no device nodes of the host"));
         TRY(add_bool(&p, "PrivateIPC", true, "SysV IPC and POSIX message queues are not shared with the host"));
         TRY(add_bool(&p, "PrivateNetwork", true, "no network: only a loopback device of its own"));
         TRY(add_bool(&p, "ProtectHostname", true, "cannot change the host name"));
         if (!plan->no_kernel_protection)
-                TRY(add_kernel_protection(&p, plan->proxy_socket != NULL));
+                TRY(add_kernel_protection(&p, plan->proxy_socket != NULL, plan->runsc != NULL));
         if (plan->proxy_socket) {
                 const char *const units[] = { plan->proxy_socket, NULL };
 
@@ -541,13 +566,24 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
 
         /* Limits. */
         TRY(add_bool(&p, "MemoryAccounting", true, "peak memory is measured"));
-        TRY(add_u64(&p, "MemoryMax", l->memory_mb * 1024 * 1024, "memory_mb: the OOM killer ends the program at the limit"));
+        if (plan->runsc)
+                TRY(add_u64(&p, "MemoryMax", (l->memory_mb + STRONG_MEMORY_OVERHEAD_MB) * 1024 * 1024,
+                            "strong tier: memory_mb for the program plus gVisor's own (STRONG_MEMORY_OVERHEAD_MB)"));
+        else
+                TRY(add_u64(&p, "MemoryMax", l->memory_mb * 1024 * 1024, "memory_mb: the OOM killer ends the program at the limit"));
         TRY(add_u64(&p, "MemorySwapMax", 0, "no swap: a memory bomb cannot slow the host by swapping (cgroup v2)"));
         TRY(add_bool(&p, "CPUAccounting", true, "cpu time is measured"));
         TRY(add_u64(&p, "CPUQuotaPerSecUSec", (uint64_t) llround(l->cpu_cores * (double) USEC_PER_SEC),
                     "cpu_cores: a fractional share of CPU time"));
         TRY(add_bool(&p, "TasksAccounting", true, "task count is measured"));
-        TRY(add_u64(&p, "TasksMax", l->tasks, "a fork bomb stops at the task limit"));
+        if (plan->runsc)
+                /* runsc itself crashes (output lost) when the cgroup's limit stops its own threads:
+                 * the program's limit is RLIMIT_NPROC inside gVisor, this one is gVisor's room. */
+                TRY(add_u64(&p, "TasksMax", 2 * l->tasks + STRONG_TASKS_OVERHEAD,
+                            "strong tier: tasks is RLIMIT_NPROC inside gVisor; each of its processes costs gVisor "
+                            "about 2 host tasks, plus its own"));
+        else
+                TRY(add_u64(&p, "TasksMax", l->tasks, "a fork bomb stops at the task limit"));
         TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * USEC_PER_MSEC + 2 * USEC_PER_SEC,
                     "backstop 2 s after timeout_ms, where sandbox-exec kills the program and reports"));
         TRY(add_string(&p, "OOMPolicy", "continue", "an OOM kill ends the program, not sandbox-exec, which reports it"));

@@ -116,7 +116,18 @@ typedef struct UnitPlan {
          * the unit joins (JoinsNamespaceOf=, After=); the program gets the proxy variables. NULL:
          * no network. */
         const char *proxy_socket;
+        /* The strong tier (docs/isolation.md): sandbox-exec runs the program (and its compile step)
+         * under gVisor, `runsc` (below /usr: the sandbox sees the host's /usr only) with --platform=
+         * runsc_platform. NULL: the standard tier. */
+        const char *runsc;
+        const char *runsc_platform;
 } UnitPlan;
+
+/* The strong tier's room beyond the request's limits, for gVisor itself (its Sentry, gofer and
+ * ptrace stubs: about 25 MB and 40 tasks idle, 2 tasks per process of the program): the program
+ * gets memory_mb and tasks (RLIMIT_NPROC inside gVisor) as in the standard tier. */
+#define STRONG_MEMORY_OVERHEAD_MB 64
+#define STRONG_TASKS_OVERHEAD 64
 
 int unit_props_build(const UnitPlan *plan, UnitProps *ret);
 

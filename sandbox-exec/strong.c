@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The strong tier (docs/isolation.md): the program, and its compile step, run under gVisor. The
+ * child that would exec the program execs `runsc --rootless ... run --bundle` instead, as the
+ * program's user with none of our privileges: runsc makes its own user namespace, and its Sentry
+ * answers every system call of the program, so no call of the program reaches the host kernel.
+ *
+ * What stays ours: the output pipes and stdin (runsc hands its stdio to the program), the deadline
+ * and the sweep (every process of runsc runs as the program's user: kill(-1) from that user reaches
+ * them all), the counters of the unit's cgroup (gVisor runs inside it: --ignore-cgroups). What is
+ * gVisor's: the program's seccomp filter (ours would stop runsc itself; gVisor filters its own
+ * processes and the program never calls the host), and the task limit (RLIMIT_NPROC inside gVisor:
+ * the cgroup's TasksMax= is gVisor's room, which it must not hit).
+ *
+ * The bundle: the unit's root as gVisor's root (the host's permissions for the dynamic user still
+ * apply: read-only but for the workspace and /tmp), gVisor's own /proc, /dev and /sys, a tmpfs over
+ * /run (which hides runsc's state and the bundles) with the source directory bound back read-only,
+ * the workspace, /tmp and /var/tmp bound read-write. Written by us as root into /run, before the
+ * fork: the program's user can read it, not change it.
+ */
+#include "sandbox-exec.h"
+
+#define STRONG_DIR "/run/strong"
+#define STRONG_STATE_DIR STRONG_DIR "/state"
+
+/* Names systemd gives every invocation: the child unsets them before the program starts, and
+ * they stay out of gVisor's environment too. */
+static bool invocation_variable(const char *assignment) {
+        static const char *const names[] = {
+                "INVOCATION_ID", "SYSTEMD_EXEC_PID", "JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_PID",
+                "WATCHDOG_USEC", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES",
+        };
+        size_t n = strcspn(assignment, "=");
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (strlen(names[i]) == n && strncmp(names[i], assignment, n) == 0)
+                        return true;
+        return false;
+}
+
+/* A JSON string of s: quotes, backslashes and control characters escaped; other bytes as they are
+ * (the daemon sends UTF-8). */
+static void put_json_string(FILE *f, const char *s) {
+        fputc('"', f);
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+                if (*c == '"' || *c == '\\')
+                        fprintf(f, "\\%c", *c);
+                else if (*c < 0x20 || *c == 0x7f)
+                        fprintf(f, "\\u%04x", *c);
+                else
+                        fputc(*c, f);
+        fputc('"', f);
+}
+
+static void put_rlimit(FILE *f, bool *first, const char *type, uint64_t v) {
+        fprintf(f, "%s{\"type\":\"%s\",\"hard\":%" PRIu64 ",\"soft\":%" PRIu64 "}", *first ? "" : ",", type, v, v);
+        *first = false;
+}
+
+static void put_bind(FILE *f, const char *path, bool rw) {
+        fputs(",{\"destination\":", f);
+        put_json_string(f, path);
+        fputs(",\"type\":\"bind\",\"source\":", f);
+        put_json_string(f, path);
+        fprintf(f, ",\"options\":[\"rbind\",\"%s\",\"nosuid\",\"nodev\"]}", rw ? "rw" : "ro");
+}
+
+static const char *kind_name(ChildKind kind) {
+        return kind == CHILD_COMPILE ? "compile" : "run";
+}
+
+int strong_prepare(void) {
+        if (mkdir(STRONG_DIR, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        /* runsc's own state (--root): the program's user writes it (we have no CAP_CHOWN to give it
+         * the directory, so it is sticky and open to all, of whom there are two in this unit: us and
+         * that user), and the program never sees it (gVisor's /run is a tmpfs of its own). */
+        if (mkdir(STRONG_STATE_DIR, 01777) < 0 && errno != EEXIST)
+                return -errno;
+        if (chmod(STRONG_STATE_DIR, 01777) < 0)
+                return -errno;
+        return 0;
+}
+
+int strong_write_bundle(const Options *o, ChildKind kind, char **argv) {
+        _cleanup_free_ char *dir = NULL, *path = NULL, *tmp = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        bool first = true;
+        int fd;
+
+        if (asprintf(&dir, STRONG_DIR "/%s", kind_name(kind)) < 0 || asprintf(&path, "%s/config.json", dir) < 0 ||
+            asprintf(&tmp, "%s/.config.json", dir) < 0)
+                return -ENOMEM;
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "w");
+        if (!f) {
+                (void) close(fd);
+                return -errno;
+        }
+
+        fputs("{\"ociVersion\":\"1.0.0\",\"process\":{\"terminal\":false,\"user\":{\"uid\":0,\"gid\":0},\"args\":[", f);
+        for (char **a = argv; *a; a++) {
+                if (a != argv)
+                        fputc(',', f);
+                put_json_string(f, *a);
+        }
+        fputs("],\"env\":[", f);
+        first = true;
+        for (char **e = environ; e && *e; e++) {
+                if (invocation_variable(*e) || !strchr(*e, '='))
+                        continue;
+                if (!first)
+                        fputc(',', f);
+                put_json_string(f, *e);
+                first = false;
+        }
+        fputs("],\"cwd\":", f);
+        put_json_string(f, o->workspace);
+        fputs(",\"capabilities\":{\"bounding\":[],\"effective\":[],\"inheritable\":[],\"permitted\":[],\"ambient\":[]},"
+              "\"noNewPrivileges\":true,\"rlimits\":[", f);
+        first = true;
+        put_rlimit(f, &first, "RLIMIT_CORE", o->rlimit_core);
+        if (o->have_nofile)
+                put_rlimit(f, &first, "RLIMIT_NOFILE", o->rlimit_nofile);
+        if (o->have_fsize)
+                put_rlimit(f, &first, "RLIMIT_FSIZE", o->rlimit_fsize);
+        if (o->strong_tasks > 0)
+                put_rlimit(f, &first, "RLIMIT_NPROC", o->strong_tasks);
+        if (kind == CHILD_COMPILE && o->compile_memory_mb > 0)
+                put_rlimit(f, &first, "RLIMIT_DATA", o->compile_memory_mb * UINT64_C(1024) * UINT64_C(1024));
+        fputs("]},\"root\":{\"path\":\"/\",\"readonly\":false},\"hostname\":\"sandbox\","
+              "\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+              "{\"destination\":\"/dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"},"
+              "{\"destination\":\"/sys\",\"type\":\"sysfs\",\"source\":\"sysfs\",\"options\":[\"nosuid\",\"noexec\",\"nodev\",\"ro\"]},"
+              "{\"destination\":\"/run\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"nodev\",\"size=1m\"]}", f);
+        put_bind(f, o->code_dir, false);
+        put_bind(f, o->workspace, true);
+        put_bind(f, "/tmp", true);
+        put_bind(f, "/var/tmp", true);
+        fputs("],\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
+              "{\"type\":\"mount\"}]}}\n", f);
+        if (fflush(f) != 0 || ferror(f))
+                return errno > 0 ? -errno : -EIO;
+        if (rename(tmp, path) < 0)
+                return -errno;
+        return 0;
+}
+
+_Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd) {
+        char platform[64], bundle[64], id[64];
+        char *argv[] = {
+                (char *) o->runsc, (char *) "--rootless", (char *) "--root=" STRONG_STATE_DIR, (char *) "--ignore-cgroups",
+                platform, (char *) "--network=none", (char *) "run", (char *) "--bundle", bundle, id, NULL,
+        };
+
+        snprintf(platform, sizeof(platform), "--platform=%s", o->runsc_platform);
+        snprintf(bundle, sizeof(bundle), STRONG_DIR "/%s", kind_name(kind));
+        /* One container per step; the state of the compile step's is gone when it exits. */
+        snprintf(id, sizeof(id), "sandbox-%s", kind_name(kind));
+        execv(argv[0], argv);
+        child_fail(err_fd, "Cannot execute %s: %s", argv[0], strerror(errno));
+}
