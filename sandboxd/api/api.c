@@ -550,6 +550,18 @@ static void handle_health(ApiContext *ac, HttpRequest *req) {
         json_object_object_add(o, "finished", json_object_new_uint64(n.finished_total));
         json_object_object_add(o, "cgroup", json_object_new_string(ac->ctx->cgroup_v2 ? "v2" : "v1"));
         json_object_object_add(o, "pool", pool_json(ac->ctx));
+        {
+                /* The tiers (docs/isolation.md): the policy in force, whether the strong one can run. */
+                json_object *iso = json_object_new_object();
+
+                json_object_object_add(iso, "policy",
+                                       json_object_new_string(isolation_policy_to_string(ac->ctx->isolation.policy)));
+                json_object_object_add(iso, "strong_available", json_object_new_boolean(!ac->ctx->strong_unavailable));
+                json_object_object_add(iso, "strong_unavailable_reason",
+                                       ac->ctx->strong_unavailable ? json_object_new_string(ac->ctx->strong_unavailable)
+                                                                   : NULL);
+                json_object_object_add(o, "isolation", iso);
+        }
         http_respond_json(req, 200, o);
 }
 

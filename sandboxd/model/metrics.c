@@ -137,6 +137,8 @@ void metrics_observe(Metrics *m, const Execution *e, uint64_t queue_wait_usec, u
                 metrics_histogram_observe(&m->histograms[METRICS_QUEUE_WAIT], queue_wait_usec);
         if (start_latency_usec != METRICS_UNKNOWN)
                 metrics_histogram_observe(&m->histograms[METRICS_START_LATENCY], start_latency_usec);
+        /* Its tier, from our own JSON (risk-scan.h); a record from before the tiers ran standard. */
+        m->tier_runs[e->isolation && strstr(e->isolation, "\"tier\":\"strong\"") ? 1 : 0]++;
         /* The API shows a duration only for executions that started; the histogram counts the same. */
         if (e->started_usec > 0)
                 metrics_histogram_observe(&m->histograms[METRICS_DURATION],
@@ -394,6 +396,10 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
         for (int p = START_WARM; p < _START_MAX; p++)
                 text_printf(&t, "sandboxd_pool_claims_total{start=\"%s\"} %" PRIu64 "\n", exec_start_path_to_string(p),
                             m->pool_claims[p]);
+        render_header(&t, "sandboxd_executions_tier_total", "counter",
+                      "Executions that ended, by the isolation tier they ran in (standard, strong: gVisor).");
+        text_printf(&t, "sandboxd_executions_tier_total{tier=\"standard\"} %" PRIu64 "\n", m->tier_runs[0]);
+        text_printf(&t, "sandboxd_executions_tier_total{tier=\"strong\"} %" PRIu64 "\n", m->tier_runs[1]);
         render_header(&t, "sandboxd_network_requests_total", "counter",
                       "Connections and requests the egress proxies of runs with network handled, by decision "
                       "(allowed, denied).");

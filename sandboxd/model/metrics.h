@@ -54,6 +54,7 @@ typedef struct Metrics {
         MetricsHistogram histograms[_METRICS_HISTOGRAM_MAX];
         uint64_t store_errors;
         uint64_t pool_claims[_START_MAX];        /* executions started, by START_WARM / START_COLD */
+        uint64_t tier_runs[2];                   /* final executions, standard tier [0] and strong [1] */
         uint64_t network_requests[_NET_DECISION_MAX];   /* the egress proxies' entries, by decision */
         uint64_t pool_retired[2];                /* warm units replaced before a claim: died, aged */
         uint64_t workspaces_recycled;    /* pool workspaces wiped and made ready again */

@@ -579,9 +579,9 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         if (plan->runsc)
                 /* runsc itself crashes (output lost) when the cgroup's limit stops its own threads:
                  * the program's limit is RLIMIT_NPROC inside gVisor, this one is gVisor's room. */
-                TRY(add_u64(&p, "TasksMax", 2 * l->tasks + STRONG_TASKS_OVERHEAD,
+                TRY(add_u64(&p, "TasksMax", 4 * l->tasks + STRONG_TASKS_OVERHEAD,
                             "strong tier: tasks is RLIMIT_NPROC inside gVisor; each of its processes costs gVisor "
-                            "about 2 host tasks, plus its own"));
+                            "2 or more host tasks (a stub and its tracer thread), plus its own"));
         else
                 TRY(add_u64(&p, "TasksMax", l->tasks, "a fork bomb stops at the task limit"));
         TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * USEC_PER_MSEC + 2 * USEC_PER_SEC,

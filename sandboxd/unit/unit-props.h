@@ -124,10 +124,10 @@ typedef struct UnitPlan {
 } UnitPlan;
 
 /* The strong tier's room beyond the request's limits, for gVisor itself (its Sentry, gofer and
- * ptrace stubs: about 25 MB and 40 tasks idle, 2 tasks per process of the program): the program
+ * ptrace stubs: about 25 MB and 40 tasks idle, 2 or more tasks per process of the program): the program
  * gets memory_mb and tasks (RLIMIT_NPROC inside gVisor) as in the standard tier. */
 #define STRONG_MEMORY_OVERHEAD_MB 64
-#define STRONG_TASKS_OVERHEAD 64
+#define STRONG_TASKS_OVERHEAD 128
 
 int unit_props_build(const UnitPlan *plan, UnitProps *ret);
 

@@ -118,6 +118,8 @@ static StoreRecord *record_full(const char *id) {
         assert_non_null(e->environment);
         e->summary = strdup("The program exited with code 3.\nexit code: 3\n");
         assert_non_null(e->summary);
+        e->isolation = strdup("{\"tier\":\"strong\",\"reasons\":[\"processes: subprocess\"]}");
+        assert_non_null(e->isolation);
         e->language = "python";
         e->status = EXEC_FAILED;
         e->error_type = ERROR_RUNTIME;
@@ -163,6 +165,7 @@ static void assert_record_equal(const StoreRecord *a, const StoreRecord *b) {
         assert_true(streq_ptr(x->client_id, y->client_id));
         assert_true(streq_ptr(x->environment, y->environment));
         assert_true(streq_ptr(x->summary, y->summary));
+        assert_true(streq_ptr(x->isolation, y->isolation));
         assert_true(streq_ptr(x->session_id, y->session_id));
         assert_string_equal(x->language, y->language);
         assert_int_equal(x->status, y->status);

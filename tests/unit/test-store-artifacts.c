@@ -252,6 +252,7 @@ static void test_artifact_usage_migration(_unused_ void **state) {
                      /* migration 12's record triggers name network; it makes them again */
                      "DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
                      "DROP TRIGGER record_usage_delete; ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
+                     "ALTER TABLE executions DROP COLUMN isolation; "
                      "PRAGMA user_version = 8");
         s = open_ok();
         assert_int_equal(caller_bytes(s, "uid:1"), 2 << 20);

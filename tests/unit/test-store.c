@@ -602,7 +602,7 @@ static uint64_t record_bytes(const StoreRecord *r, const char *code) {
         const Execution *e = r->exec;
 
         return STORE_RECORD_OVERHEAD_BYTES + len0(code) + len0(e->out.text) + len0(e->err.text) + len0(r->request) +
-               len0(e->error_message) + len0(e->summary);
+               len0(e->error_message) + len0(e->summary) + len0(e->isolation);
 }
 
 static StoreUsage usage(Store *s, const char *owner) {
@@ -694,8 +694,10 @@ static void test_usage(_unused_ void **state) {
                      "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE sessions DROP COLUMN client_id; "
                      "ALTER TABLE executions DROP COLUMN start; ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
+                     "ALTER TABLE executions DROP COLUMN isolation; "
                      "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7");
         c->exec->summary = mfree(c->exec->summary);     /* the column went with the others */
+        c->exec->isolation = mfree(c->exec->isolation);
         s = open_ok();
         assert_usage(s, "uid:1000", 1, record_bytes(c, c->code) + body, 1);
         assert_int_equal(store_purge(s, UINT64_MAX, &purged), 0);
@@ -717,9 +719,9 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw("PRAGMA user_version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (14)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (15)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 14");
+        sql_exec_raw("PRAGMA user_version = 15");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
@@ -734,11 +736,13 @@ static void test_schema_newer(_unused_ void **state) {
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE executions DROP COLUMN start; "
                      "ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
+                     "ALTER TABLE executions DROP COLUMN isolation; "
                      "PRAGMA user_version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had none of them */
         r->exec->client_id = mfree(r->exec->client_id);
         r->exec->environment = mfree(r->exec->environment);
         r->exec->summary = mfree(r->exec->summary);
+        r->exec->isolation = mfree(r->exec->isolation);
         r->request = mfree(r->request);
         r->exec->error_message = mfree(r->exec->error_message);
         s = open_ok();

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <setjmp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1077,6 +1078,55 @@ static void test_network_execution_unit(_unused_ void **state) {
         unit_props_done(&p);
 }
 
+/* The strong tier's unit: the standard profile but for the properties runsc needs, each listed
+ * here; sandbox-exec is told to run runsc. Every other property is the standard one's. */
+static void test_strong_unit(_unused_ void **state) {
+        static const char *const differ[] = { "RestrictNamespaces", "ProcSubset", "ProtectKernelTunables",
+                                              "MemoryMax", "TasksMax", "ExecStartEx", NULL };
+        UnitPlan plan = make_plan(language_find("python"));
+        UnitProps std = {}, p = {};
+        const UnitProp *x;
+
+        assert_int_equal(unit_props_build(&plan, &std), 0);
+        plan.runsc = "/usr/bin/runsc";
+        plan.runsc_platform = "ptrace";
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        check_reasons(&p);
+
+        assert_int_equal(need(&p, "RestrictNamespaces")->u,
+                         CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUSER | CLONE_NEWUTS);
+        assert_false(need(&p, "RestrictNamespaces")->u & CLONE_NEWCGROUP);
+        assert_null(unit_props_find(&p, "ProcSubset"));
+        assert_true(need(&p, "ProtectKernelTunables")->b);
+        assert_int_equal(need(&p, "MemoryMax")->u, (512 + STRONG_MEMORY_OVERHEAD_MB) * MiB);
+        assert_int_equal(need(&p, "TasksMax")->u, 4 * 128 + STRONG_TASKS_OVERHEAD);
+        x = need(&p, "ExecStartEx");
+        assert_true(strv_has(x, "--strong=/usr/bin/runsc"));
+        assert_true(strv_has(x, "--runsc-platform=ptrace"));
+        assert_true(strv_has(x, "--tasks=128"));
+        assert_false(strv_has(need(&std, "ExecStartEx"), "--strong=/usr/bin/runsc"));
+
+        /* Nothing else differs: same names, same kinds, same scalar values. */
+        for (size_t i = 0; i < std.n; i++) {
+                const UnitProp *a = &std.props[i], *b = unit_props_find(&p, a->name);
+
+                if (strv_contains((char **) differ, a->name))
+                        continue;
+                if (!b || b->kind != a->kind || b->b != a->b || b->u != a->u || b->i != a->i ||
+                    !streq_ptr(b->s, a->s) || b->n != a->n) {
+                        print_error("%s differs in the strong tier\n", a->name);
+                        fail();
+                }
+        }
+        for (size_t i = 0; i < p.n; i++)
+                if (!unit_props_find(&std, p.props[i].name) && !strv_contains((char **) differ, p.props[i].name)) {
+                        print_error("%s is only in the strong tier\n", p.props[i].name);
+                        fail();
+                }
+        unit_props_done(&std);
+        unit_props_done(&p);
+}
+
 int main(void) {
         size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + ELEMENTSOF(proxy_rows) + 40, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
@@ -1116,6 +1166,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_proxy_socket);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_proxy_unit_name);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_network_execution_unit);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_strong_unit);
         if (i > n)
                 abort();
 
