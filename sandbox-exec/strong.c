@@ -102,6 +102,9 @@ int strong_write_bundle(const Options *o, ChildKind kind, char **argv) {
                 return -errno;
         }
 
+        /* uid 0 of gVisor's user namespace, without capabilities: the one identity runsc --rootless
+         * maps, to the dynamic user on the host (another uid inside could not own the workspace's
+         * files, which are the dynamic user's). */
         fputs("{\"ociVersion\":\"1.0.0\",\"process\":{\"terminal\":false,\"user\":{\"uid\":0,\"gid\":0},\"args\":[", f);
         for (char **a = argv; *a; a++) {
                 if (a != argv)
@@ -135,8 +138,9 @@ int strong_write_bundle(const Options *o, ChildKind kind, char **argv) {
         fputs("]},\"root\":{\"path\":\"/\",\"readonly\":false},\"hostname\":\"sandbox\","
               "\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
               "{\"destination\":\"/dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"},"
-              "{\"destination\":\"/sys\",\"type\":\"sysfs\",\"source\":\"sysfs\",\"options\":[\"nosuid\",\"noexec\",\"nodev\",\"ro\"]},"
-              "{\"destination\":\"/run\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"nodev\",\"size=1m\"]}", f);
+              /* An empty /sys, as in the standard tier (gVisor's sysfs would list its devices). */
+              "{\"destination\":\"/sys\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"noexec\",\"nodev\",\"ro\",\"size=4k\"]},"
+              "{\"destination\":\"/run\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"nodev\",\"noexec\",\"ro\",\"size=4k\"]}", f);
         put_bind(f, o->code_dir, false);
         put_bind(f, o->workspace, true);
         put_bind(f, "/tmp", true);
