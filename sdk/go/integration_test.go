@@ -190,6 +190,16 @@ func TestIntegrationAPIError(t *testing.T) {
 	if !errors.As(err, &ae) || ae.StatusCode != 404 || ae.Code != "not_found" {
 		t.Fatalf("%v", err)
 	}
+	// The harness runs the daemon with the strong tier off (Strong=never): asking for it is
+	// refused, never run in the standard tier instead; a plain run's record says its tier.
+	_, err = c.Execute(ctxT(t), sandbox.ExecuteRequest{Language: "python", Code: "print(1)", Isolation: "strong"})
+	if !errors.As(err, &ae) || ae.StatusCode != 422 || ae.Code != "unsupported" || ae.Field != "isolation" {
+		t.Fatalf("isolation strong with Strong=never: %T %v", err, err)
+	}
+	res, err := c.Execute(ctxT(t), sandbox.ExecuteRequest{Language: "python", Code: "print(1)"})
+	if err != nil || res.Isolation == nil || res.Isolation.Tier != "standard" || len(res.Isolation.Reasons) != 0 {
+		t.Fatalf("isolation of a plain run: %v %+v", err, res)
+	}
 }
 
 func TestIntegrationSubmitWaitIdempotent(t *testing.T) {

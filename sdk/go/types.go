@@ -59,6 +59,9 @@ type ExecuteRequest struct {
 	Network     *Network          `json:"network,omitempty"`
 	Environment string            `json:"environment,omitempty"` // e.g. "python-data"; empty: the language's base
 	Start       string            `json:"start,omitempty"`       // "auto" (default) or "cold"
+	// Isolation: "strong" runs the program under gVisor whatever the daemon's risk scan says;
+	// "" or "auto": the tier the daemon's policy chooses (Result.Isolation says which, and why).
+	Isolation string `json:"isolation,omitempty"`
 	// CallbackURL: when the execution ends, sandboxd POSTs its result there, signed (see
 	// docs/http-api.md, Callbacks).
 	CallbackURL string `json:"callback_url,omitempty"`
@@ -140,6 +143,7 @@ type Result struct {
 	Reason                string            `json:"reason"`
 	ErrorMessage          string            `json:"error_message"`
 	Environment           string            `json:"environment"`
+	Isolation             *Isolation        `json:"isolation"` // nil for records stored before the tiers
 	Args                  []string          `json:"args"`
 	StdinBytes            int64             `json:"stdin_bytes"`
 	Artifacts             []Artifact        `json:"artifacts"`
@@ -149,6 +153,13 @@ type Result struct {
 	Network  json.RawMessage `json:"network"`
 	Summary  string          `json:"summary"` // what happened, as text for a model or a person
 	Callback *Callback       `json:"callback"`
+}
+
+// Isolation is the tier an execution ran in: "standard", or "strong" (gVisor), with the reasons
+// for the strong one ("caller", "policy: always", "timeout: ...", "processes: subprocess", ...).
+type Isolation struct {
+	Tier    string   `json:"tier"`
+	Reasons []string `json:"reasons"`
 }
 
 // Err returns nil when the execution succeeded or is not final yet, else an *Error carrying r.

@@ -287,10 +287,10 @@ static void test_render_shape(_unused_ void **state) {
                 }
                 *nl = '\n';
         }
-        /* executions, 7 histograms, 10 gauges, 7 daemon counters (network requests too), build_info */
-        assert_int_equal(families, 26);
-        assert_int_equal(count_prefix(text, "# HELP "), 26);
-        assert_int_equal(count_prefix(text, "# TYPE "), 26);
+        /* executions, 7 histograms, 10 gauges, 8 daemon counters (network requests, tiers too), build_info */
+        assert_int_equal(families, 27);
+        assert_int_equal(count_prefix(text, "# HELP "), 27);
+        assert_int_equal(count_prefix(text, "# TYPE "), 27);
 }
 
 static void test_escape_label(_unused_ void **state) {

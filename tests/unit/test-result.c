@@ -28,7 +28,7 @@ static const char *const all_keys[] = {
         "stderr", "stderr_bytes", "stderr_lines", "stderr_truncated",
         "duration_ms", "cpu_time_ms", "peak_memory_mb", "created_at", "started_at", "finished_at",
         "limits", "unit", "start", "reason", "error_message", "artifacts", "artifacts_skipped", "network", "artifacts_skipped_total",
-        "environment", "summary",
+        "environment", "isolation", "summary",
 };
 
 static json_object *get(json_object *o, const char *key) {
@@ -295,6 +295,16 @@ static void test_success(_unused_ void **state) {
         check_int(r, "exit_code", 0);
         check_null(r, "signal");
         check_null(r, "error_type");
+        /* A record stored before the tiers has no isolation: null. */
+        check_null(o, "isolation");
+
+        /* With one: the stored JSON, as an object. */
+        json_object_put(o);
+        e->isolation = strdup("{\"tier\":\"strong\",\"reasons\":[\"processes: subprocess\"]}");
+        assert_non_null(e->isolation);
+        o = execution_to_json(e);
+        assert_string_equal(json_object_to_json_string_ext(get(o, "isolation"), JSON_C_TO_STRING_PLAIN),
+                            "{\"tier\":\"strong\",\"reasons\":[\"processes: subprocess\"]}");
 }
 
 /* A client-chosen id: the caller's name is execution_id, the derived record id is record_id. */

@@ -355,6 +355,7 @@ class Client:
                 stdin: Optional[str] = None, files: Optional[Iterable[Mapping[str, str]]] = None,
                 seed: Optional[int] = None, environment: Optional[str] = None,
                 network: Optional[Mapping[str, Any]] = None, start: Optional[str] = None,
+                isolation: Optional[str] = None,
                 callback_url: Optional[str] = None, check: bool = True,
                 timeout: Optional[float] = None, extra: Optional[Mapping[str, Any]] = None) -> Execution:
         """Run a program and wait for its result (``POST /v1/executions?wait=true``).
@@ -363,12 +364,14 @@ class Client:
         :class:`~sandboxd.SandboxError` subclass of its verdict, the result in ``.result``; with
         ``check=False`` the result is returned whatever the verdict. ``timeout`` bounds the wait
         in seconds (``TimeoutError`` / ``socket.timeout``; the run goes on: :meth:`cancel` stops
-        it). ``extra``: further request fields, sent as given."""
+        it). ``isolation="strong"`` runs the program under gVisor whatever the daemon's risk scan
+        says (``execution.isolation`` tells which tier ran and why). ``extra``: further request
+        fields, sent as given."""
         fields: Dict[str, Any] = dict(session_id=session_id, limits=limits, env=env,
                                       args=list(args) if args is not None else None, stdin=stdin,
                                       files=list(files) if files is not None else None, seed=seed,
                                       environment=environment, network=network, start=start,
-                                      callback_url=callback_url)
+                                      isolation=isolation, callback_url=callback_url)
         fields.update(extra or {})
         body = self._request_body(language, code, execution_id, fields)
         doc = self._json("POST", "/v1/executions?wait=true", json_body=body, timeout=timeout,
@@ -384,7 +387,7 @@ class Client:
                stdin: Optional[str] = None, files: Optional[Iterable[Mapping[str, str]]] = None,
                seed: Optional[int] = None, environment: Optional[str] = None,
                network: Optional[Mapping[str, Any]] = None, start: Optional[str] = None,
-               callback_url: Optional[str] = None, extra: Optional[Mapping[str, Any]] = None) -> str:
+               isolation: Optional[str] = None, callback_url: Optional[str] = None, extra: Optional[Mapping[str, Any]] = None) -> str:
         """Queue a program and return its execution id at once (``POST /v1/executions``). Poll
         with :meth:`get`, block with :meth:`wait`, follow with :meth:`events`, or let sandboxd POST
         the result to ``callback_url``. Submitting the same ``execution_id`` again returns the same
@@ -393,7 +396,7 @@ class Client:
                                       args=list(args) if args is not None else None, stdin=stdin,
                                       files=list(files) if files is not None else None, seed=seed,
                                       environment=environment, network=network, start=start,
-                                      callback_url=callback_url)
+                                      isolation=isolation, callback_url=callback_url)
         fields.update(extra or {})
         body = self._request_body(language, code, execution_id, fields)
         doc = self._json("POST", "/v1/executions", json_body=body, idempotent=True, ok=(200, 202))

@@ -85,6 +85,8 @@ class Execution:
     artifacts_skipped_total: Optional[int] = None
     network: Optional[Dict[str, Any]] = None
     environment: Optional[str] = None
+    # {"tier": "standard" | "strong", "reasons": [...]}: the tier the program ran in and why.
+    isolation: Optional[Dict[str, Any]] = None
     summary: Optional[str] = None
     callback: Optional[Dict[str, Any]] = None
     args: Optional[List[str]] = None

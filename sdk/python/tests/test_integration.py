@@ -139,6 +139,17 @@ try:
 except APIError as e:
     t.ok(e.status == 400 and e.code == "invalid_request" and e.field == "language",
          "unknown language: APIError 400 invalid_request, field language", (e.status, e.code, e.field, e.message))
+# The harness runs the daemon with the strong tier off (Strong=never): asking for it is refused, the
+# run never moved to the standard tier; a plain run's record says its tier.
+try:
+    c.execute("python", "print(1)\n", isolation="strong")
+    t.ok(False, "isolation='strong' where the strong tier is off raises")
+except APIError as e:
+    t.ok(e.status == 422 and e.code == "unsupported" and e.field == "isolation",
+         "isolation='strong' with Strong=never: APIError 422 unsupported, field isolation",
+         (e.status, e.code, e.field, e.message))
+r = c.execute("python", "print(1)\n")
+t.eq(r.isolation, {"tier": "standard", "reasons": []}, "Execution.isolation: the standard tier, no reasons")
 try:
     c.get("py-no-such-execution")
     t.ok(False, "unknown id raises")
