@@ -7,6 +7,7 @@ import base64
 import ctypes
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -16,6 +17,26 @@ if not os.access("/usr/bin/runsc", os.X_OK):
     skip_all("no /usr/bin/runsc (the Debian package runsc; tools/install-deps installs it)")
 
 t = Tap()
+CONF = os.environ["SANDBOXD_CONFIG_DIR"]
+DROPIN = os.path.join(CONF, "sandboxd.conf.d")
+os.makedirs(DROPIN, exist_ok=True)
+
+
+def policy(value):
+    """[Isolation] Strong=value (None: as the harness set it, never), reloaded and in force."""
+    path = os.path.join(DROPIN, "95-test-strong.conf")
+    if value is None:
+        if os.path.exists(path):
+            os.unlink(path)
+    else:
+        with open(path, "w") as f:
+            f.write(f"[Isolation]\nStrong={value}\n")
+    subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
+    return wait_until(lambda: (health().get("isolation") or {}).get("policy") == (value or "never"), 20)
+
+
+# The harness runs the daemon with Strong=never (the suite's other tests stay in the standard tier).
+t.ok(policy("auto"), "Strong=auto in force after a reload", health().get("isolation"))
 # gVisor under ptrace is slow to start where the CPU is emulated (the VM tier): generous deadlines
 # where the test is not about the deadline.
 LIM = {"timeout_ms": 25000}
@@ -152,4 +173,21 @@ t.eq((tier(r), (r.get("isolation") or {}).get("reasons")), ("strong", ["timeout:
 st, body = request("POST", "/v1/executions", {"language": "python", "code": "1", "isolation": "standard"})
 t.ok(st == 400 and (body.get("error") or {}).get("field") == "isolation",
      "isolation: only auto or strong (a caller cannot ask for less than the policy gives)", body)
+
+# ---- the policy ----------------------------------------------------------------------------------
+t.ok(policy("always"), "Strong=always in force")
+r = run("print(1)\n", limits=LIM)
+t.eq((tier(r), (r.get("isolation") or {}).get("reasons")), ("strong", ["policy: always"]),
+     "Strong=always: a plain print(1) runs in the strong tier", brief(r))
+t.ok(policy("never"), "Strong=never in force")
+r = run("import subprocess\nprint(1)\n")
+t.eq((r.get("status"), tier(r)), ("success", "standard"), "Strong=never: the scan sends nothing anywhere", brief(r))
+st, body = request("POST", "/v1/executions", {"language": "python", "code": "print(1)", "isolation": "strong"})
+err = body.get("error") or {}
+t.ok(st == 422 and err.get("code") == "unsupported" and err.get("field") == "isolation" and
+     "Strong=never" in (err.get("message") or ""),
+     "Strong=never: a caller who asks for the strong tier is refused (422 unsupported), never run standard", body)
+r = run("print(1)\n", limits={"timeout_ms": 60000})
+t.eq((r.get("status"), tier(r)), ("success", "standard"), "Strong=never: a long run stays standard", brief(r))
+policy(None)
 t.done()
