@@ -174,9 +174,9 @@ except APIError as e:
     t.eq((e.status, e.code), (409, "conflict"), "same id, other body: APIError 409 conflict")
 
 # ---- list: pages and filters ----
-all_ids = [e.execution_id for e in c.iter_executions(limit=2)]     # 8 executions so far: 4 pages
+all_ids = [e.execution_id for e in c.iter_executions(limit=2)]     # 9 executions so far: 5 pages
 one_page = c.list(limit=1000)
-t.ok(len(all_ids) == (8 if have_c else 7) and all_ids == [e.execution_id for e in one_page.executions] and one_page.next_cursor is None
+t.ok(len(all_ids) == (9 if have_c else 8) and all_ids == [e.execution_id for e in one_page.executions] and one_page.next_cursor is None
      and {eid, mine} <= set(all_ids), "iter_executions: every page, each execution once, newest first", all_ids)
 page = c.list(error_type="timeout", limit=5)
 t.ok(page.executions and all(e.error_type == "timeout" for e in page.executions) and page.executions[0].stdout is None,
