@@ -17,13 +17,16 @@ rotating from round to round; wall time as the client sees it, p50 and p90. Thro
 bursts; runs/s = successful runs / the bursts' wall time (the warm row there is the default request:
 warm while the pool has units, cold after; the records' starts are counted). Every run must succeed
 with the expected output, else it is counted as failed and printed. The target: p50(strong) /
-p50(runsc) <= 1.2. "unit p50": the record's duration_ms (the program's unit, from its start to the
-program's exit): what the API rows spend inside the unit, runsc included for the strong tier. The
+p50(runsc) <= 1.2. "run p50": the record's started_at to finished_at (for the strong tier, runsc's
+whole life: Sentry, gofer and the program); a second table splits the API rows' time at the
+record's created_at, started_at and finished_at, with its duration_ms (sandbox-exec's figure: from
+its start of the program, runsc for the strong tier, to the program's exit). The
 API runs ask for cpu_cores = the machine's cores (--cpu-cores), since bare runsc has all of them.
 Empty cgroups that failed bare runs leave at the host's top level (runsc-NNNNNN) are removed at the
 end. Output: a table on stdout and bench/results/strong-<date>.json.
 """
 import argparse
+import datetime
 import http.client
 import json
 import os
@@ -48,6 +51,7 @@ CASES = ("strong", "runsc", "cold", "warm")
 LABEL = {"strong": "strong tier (API)", "runsc": "bare runsc do", "cold": "standard cold (API)",
          "warm": "standard warm (API)"}
 LIMITS = {"timeout_ms": 25000}
+PHASES = ("to_created", "created_to_started", "started_to_finished", "finished_to_client", "duration_ms")
 
 
 class RunError(Exception):
@@ -107,9 +111,11 @@ def api_run(code, case, starts=None, wait_warm=False):
         body["start"] = "cold"
     if wait_warm and not wait_ready("numpy" in code, 60):
         raise RunError("warm: no ready python unit of its kind within 60 s")
+    w0 = time.time()
     t0 = time.monotonic()
     st, r = api("POST", "/v1/executions?wait=true", body)
     dt = (time.monotonic() - t0) * 1000
+    w1 = time.time()
     if st != 200 or r.get("status") != "success" or r.get("stdout") != EXPECTED:
         raise RunError(f"{case}: HTTP {st} status={r.get('status')} error_type={r.get('error_type')} "
                        f"stdout={r.get('stdout')!r} stderr={(r.get('stderr') or '')[:300]!r}")
@@ -125,10 +131,22 @@ def api_run(code, case, starts=None, wait_warm=False):
         raise RunError(f'cold: asked for "start": "cold", the record says start={start!r}')
     if case == "warm" and wait_warm and start != "warm":
         raise RunError(f"warm: a ready unit was there, the record says start={start!r}")
-    return dt, r.get("duration_ms")
+    try:
+        c, s, f = (parse_ts(r[k]) for k in ("created_at", "started_at", "finished_at"))
+        phases = {"to_created": (c - w0) * 1000, "created_to_started": (s - c) * 1000,
+                  "started_to_finished": (f - s) * 1000, "finished_to_client": (w1 - f) * 1000,
+                  "duration_ms": float(r["duration_ms"])}
+    except (KeyError, TypeError, ValueError):
+        phases = None
+    return dt, phases
 
 
 RUNSC_FLAGS = []
+
+
+def parse_ts(s):
+    # "2026-11-30T03:20:00.123Z" (UTC, millisecond precision)
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def runsc_argv(code, scratch):
@@ -283,7 +301,7 @@ def main():
                 line = []
                 for c in order:
                     try:
-                        dt, dur = one(c, code, scratch, wait_warm=(c == "warm"))
+                        dt, ph = one(c, code, scratch, wait_warm=(c == "warm"))
                     except Exception as e:  # noqa: BLE001 - counted and printed
                         fails[w][c].append(str(e))
                         print(f"# FAILED {w} round {i} {c}: {e}", file=sys.stderr)
@@ -291,8 +309,8 @@ def main():
                         continue
                     if i >= args.warmup:
                         lat[w][c].append(dt)
-                        if dur is not None:
-                            durs[w][c].append(dur)
+                        if ph is not None:
+                            durs[w][c].append(ph)
                     line.append(f"{c} {dt:.0f}")
                 print(f"# {w} round {i}{' (warm-up)' if i < args.warmup else ''}: {', '.join(line)} ms",
                       file=sys.stderr)
@@ -330,8 +348,8 @@ def main():
     print(f"\n# {rounds} rounds (+{args.warmup} warm-up) interleaved; throughput: {tput_runs} runs per case at "
           f"c={args.concurrency}; cpu_cores={args.cpu_cores:g} for the API runs, the bare runsc row has all "
           f"{os.cpu_count()} cores; load average {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end")
-    print(f"\n{'workload':<20} {'case':<22} {'p50 ms':>9} {'p90 ms':>9} {'unit p50':>9} {'fail':>5} "
-          f"{'c=' + str(args.concurrency) + ' runs/s':>12} {'c fail':>7} {'c p50 ms':>9}")
+    print(f"\n{'workload':<20} {'case':<22} {'p50 ms':>9} {'p90 ms':>9} {'run p50':>9} {'fail':>5} "
+          f"{'c=' + str(args.concurrency) + ' runs/s':>12} {'c fail':>7} {'c p50 ms':>9}  c starts")
     summary = {}
     for w in workloads:
         summary[w] = {"cases": {}}
@@ -339,21 +357,32 @@ def main():
             xs, t = lat[w][c], tput[w][c]
             rate = t["ok"] / t["seconds"] if t["seconds"] > 0 else None
             row = {"label": LABEL[c], "p50_ms": pct(xs, 50), "p90_ms": pct(xs, 90), "n": len(xs),
-                   "duration_p50_ms": pct(durs[w][c], 50), "duration_ms": durs[w][c],
+                   "phases_p50_ms": {k: pct([x[k] for x in durs[w][c]], 50) for k in PHASES} if durs[w][c] else None,
+                   "phases_ms": durs[w][c],
                    "failed": len(fails[w][c]), "failures": fails[w][c], "latency_ms": xs,
                    "throughput": {"concurrency": args.concurrency, "runs": tput_runs, "ok": t["ok"],
                                   "failed": t["failed"], "seconds": t["seconds"], "runs_per_s": rate,
                                   "p50_ms": pct(t["latency_ms"], 50), "p90_ms": pct(t["latency_ms"], 90),
                                   "starts": t["starts"], "failures": t["errors"]}}
             summary[w]["cases"][c] = row
+            unit = row["phases_p50_ms"]["started_to_finished"] if row["phases_p50_ms"] else None
             print(f"{WORKLOADS[w][0]:<20} {LABEL[c]:<22} {fmt(row['p50_ms'])} {fmt(row['p90_ms'])} "
-                  f"{fmt(row['duration_p50_ms'])} {row['failed']:5d} {fmt(rate, '12.2f')} {t['failed']:7d} {fmt(pct(t['latency_ms'], 50))}")
+                  f"{fmt(unit)} {row['failed']:5d} {fmt(rate, '12.2f')} {t['failed']:7d} {fmt(pct(t['latency_ms'], 50))}  "
+                  f"{' '.join(f'{k} {v}' for k, v in sorted(t['starts'].items())) or '-'}")
         s, b = summary[w]["cases"]["strong"]["p50_ms"], summary[w]["cases"]["runsc"]["p50_ms"]
         cold = summary[w]["cases"]["cold"]["p50_ms"]
         summary[w]["ratio"] = s / b if s and b else None
         summary[w]["strong_minus_cold_ms"] = s - cold if s and cold else None
         summary[w]["verdict"] = "n/a" if summary[w]["ratio"] is None else (
             "PASS" if summary[w]["ratio"] <= TARGET else "MISS")
+    print(f"\n# where the API rows' time goes, p50 ms (the record's created_at, started_at, finished_at):")
+    print(f"{'workload':<20} {'case':<22} {'to created':>11} {'to started':>11} {'to finished':>12} {'to client':>10}"
+          f" {'duration_ms':>12}")
+    for w in workloads:
+        for c in cases:
+            ph = summary[w]["cases"][c]["phases_p50_ms"]
+            if ph:
+                print(f"{WORKLOADS[w][0]:<20} {LABEL[c]:<22} " + " ".join(fmt(ph[k], f"{n}.0f") for k, n in zip(PHASES, (11, 11, 12, 10, 12))))
     print(f"\n{'workload':<20} {'strong p50 / bare runsc p50':>28} {'target':>8} {'verdict':>8} {'strong - cold ms':>17}")
     for w in workloads:
         r = summary[w]
