@@ -8,6 +8,11 @@
 /* ---------------------------------------------------------------------------------------------- */
 /* Children */
 
+const char *const invocation_variables[] = {
+        "INVOCATION_ID", "SYSTEMD_EXEC_PID", "JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_PID",
+        "WATCHDOG_USEC", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", NULL,
+};
+
 _Noreturn void child_fail(int err_fd, const char *fmt, ...) {
         char msg[ERROR_MAX + 1];
         va_list ap;
@@ -113,7 +118,7 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
          * writable memory of each of its processes (heap and anonymous mappings, not address space
          * merely reserved, so runtimes that reserve large arenas still start). The whole unit stays
          * under MemoryMax= as well. */
-        if (kind == CHILD_COMPILE && o->compile_memory_mb > 0 && !(o->runsc && kind != CHILD_CHECK)) {
+        if (kind == CHILD_COMPILE && o->compile_memory_mb > 0 && !o->runsc) {
                 r = set_limit(RLIMIT_DATA, o->compile_memory_mb * UINT64_C(1024) * UINT64_C(1024));
                 if (r < 0)
                         child_fail(err_fd, "Cannot set RLIMIT_DATA: %s", strerror(-r));
@@ -178,15 +183,8 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
         /* systemd adds per-invocation variables (a random INVOCATION_ID, the PID, and with
          * ExecStart=! the dynamic user's name): the same request must see the same environment, and
          * these say nothing the program needs. */
-        (void) unsetenv("INVOCATION_ID");
-        (void) unsetenv("SYSTEMD_EXEC_PID");
-        (void) unsetenv("JOURNAL_STREAM");
-        (void) unsetenv("NOTIFY_SOCKET");
-        (void) unsetenv("WATCHDOG_PID");
-        (void) unsetenv("WATCHDOG_USEC");
-        (void) unsetenv("LISTEN_PID");
-        (void) unsetenv("LISTEN_FDS");
-        (void) unsetenv("LISTEN_FDNAMES");
+        for (size_t i = 0; invocation_variables[i]; i++)
+                (void) unsetenv(invocation_variables[i]);
 
         /* The strong tier: runsc, as the program's user with nothing of ours, runs the step under
          * gVisor (strong.c); our filter would stop runsc itself, gVisor filters its own. */

@@ -123,6 +123,9 @@ typedef enum ChildKind {
         CHILD_CHECK,     /* the syntax checker: output discarded */
 } ChildKind;
 int become_program_user(void);
+/* The variables systemd gives every invocation (a random INVOCATION_ID, the PID, ...): never in the
+ * program's environment, whichever tier runs it. NULL-terminated. */
+extern const char *const invocation_variables[];
 
 /* strong.c: the strong tier. As root, before the children: runsc's state directory (the program's
  * user's), then the bundle of each step; in the child, the exec of runsc instead of the program. */

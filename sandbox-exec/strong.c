@@ -23,17 +23,13 @@
 #define STRONG_DIR "/run/strong"
 #define STRONG_STATE_DIR STRONG_DIR "/state"
 
-/* Names systemd gives every invocation: the child unsets them before the program starts, and
- * they stay out of gVisor's environment too. */
+/* One of invocation_variables[] (children.c, which the child unsets): they stay out of gVisor's
+ * environment too (the bundle is written before the fork, from our own environment). */
 static bool invocation_variable(const char *assignment) {
-        static const char *const names[] = {
-                "INVOCATION_ID", "SYSTEMD_EXEC_PID", "JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_PID",
-                "WATCHDOG_USEC", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES",
-        };
         size_t n = strcspn(assignment, "=");
 
-        for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                if (strlen(names[i]) == n && strncmp(names[i], assignment, n) == 0)
+        for (size_t i = 0; invocation_variables[i]; i++)
+                if (strlen(invocation_variables[i]) == n && strncmp(invocation_variables[i], assignment, n) == 0)
                         return true;
         return false;
 }
