@@ -274,32 +274,12 @@ const char *risk_ruleset(const char *language, const char *const *aliases) {
         return NULL;
 }
 
-static bool is_word_char(char ch) {
-        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
-}
-
 /* Is pattern (see RiskRule) found in code[0..len)? */
 static bool pattern_found(const char *code, size_t len, const char *pattern) {
         size_t n = strlen(pattern);
         bool prefix = n > 1 && pattern[n - 1] == '*';
 
-        if (prefix)
-                n--;
-        if (n == 0 || !code)
-                return false;
-        bool check_left = is_word_char(pattern[0]), check_right = !prefix && is_word_char(pattern[n - 1]);
-
-        for (const char *p = code, *end = code + len; (size_t) (end - p) >= n;) {
-                const char *hit = memmem(p, (size_t) (end - p), pattern, n);
-
-                if (!hit)
-                        return false;
-                if ((!check_left || hit == code || !is_word_char(hit[-1])) &&
-                    (!check_right || hit + n == end || !is_word_char(hit[n])))
-                        return true;
-                p = hit + 1;
-        }
-        return false;
+        return memmem_token(code, len, pattern, prefix ? n - 1 : n, prefix);
 }
 
 size_t risk_scan(const char *ruleset, unsigned classes, const char *code, size_t len, RiskScan *ret) {

@@ -63,26 +63,6 @@ static const struct {
                                            "numexpr", NULL } },
 };
 
-static bool is_word_char(char ch) {
-        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
-}
-
-/* Does code name word (n bytes) as a whole word? */
-static bool names_word(const char *code, size_t len, const char *word, size_t n) {
-        if (n == 0)
-                return false;
-        for (const char *p = code, *end = code + len; (size_t) (end - p) >= n;) {
-                const char *hit = memmem(p, (size_t) (end - p), word, n);
-
-                if (!hit)
-                        return false;
-                if ((hit == code || !is_word_char(hit[-1])) && (hit + n == end || !is_word_char(hit[n])))
-                        return true;
-                p = hit + 1;
-        }
-        return false;
-}
-
 bool warm_wants_preload(const char *const *preload, const char *code, size_t len) {
         if (!code)
                 return false;
@@ -90,13 +70,13 @@ bool warm_wants_preload(const char *const *preload, const char *code, size_t len
                 /* A submodule (numpy.linalg) is asked for by its package's name. */
                 size_t n = strcspn(*m, ".");
 
-                if (names_word(code, len, *m, n))
+                if (memmem_token(code, len, *m, n, false))
                         return true;
                 for (size_t i = 0; i < ELEMENTSOF(preload_importers); i++)
                         if (strlen(preload_importers[i].module) == n &&
                             strncmp(preload_importers[i].module, *m, n) == 0)
                                 for (const char *const *d = preload_importers[i].importers; *d; d++)
-                                        if (names_word(code, len, *d, strlen(*d)))
+                                        if (memmem_token(code, len, *d, strlen(*d), false))
                                                 return true;
         }
         return false;

@@ -161,6 +161,28 @@ int unhexmem(const char *s, size_t len, uint8_t *out) {
         return 0;
 }
 
+static bool is_word_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+bool memmem_token(const char *text, size_t len, const char *token, size_t n, bool prefix) {
+        if (n == 0 || !text)
+                return false;
+        bool check_left = is_word_char(token[0]), check_right = !prefix && is_word_char(token[n - 1]);
+
+        for (const char *p = text, *end = text + len; (size_t) (end - p) >= n;) {
+                const char *hit = memmem(p, (size_t) (end - p), token, n);
+
+                if (!hit)
+                        return false;
+                if ((!check_left || hit == text || !is_word_char(hit[-1])) &&
+                    (!check_right || hit + n == end || !is_word_char(hit[n])))
+                        return true;
+                p = hit + 1;
+        }
+        return false;
+}
+
 bool is_lower_hex(const char *s, size_t n) {
         return s && strlen(s) == n && strspn(s, "0123456789abcdef") == n;
 }

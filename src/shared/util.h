@@ -146,6 +146,11 @@ int unhexchar(char c);
 /* len hex digits (either case) as len / 2 bytes into out: 0, or -EINVAL for an odd len or a
  * character that is not a hex digit (out may be partly written then). */
 int unhexmem(const char *s, size_t len, uint8_t *out);
+
+/* Is the token (n bytes) in text[0..len), NULs included? Where the token begins (ends) with a letter,
+ * digit or '_', the text must not continue the word there ("pty" is not in "empty"); with prefix,
+ * the token's end may be followed by anything ("os.exec" as a prefix finds os.execv). */
+bool memmem_token(const char *text, size_t len, const char *token, size_t n, bool prefix);
 /* Exactly n lower-case hex digits, and nothing after them? */
 bool is_lower_hex(const char *s, size_t n);
 

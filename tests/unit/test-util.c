@@ -181,6 +181,35 @@ static void test_hex(_unused_ void **state) {
                 assert_int_equal(unhexmem("0a0", 2, got), 0);       /* only len digits are read */
                 assert_int_equal(got[0], 0x0a);
         }
+        /* memmem_token(): whole words where the token's edges are word characters. */
+        {
+                static const struct {
+                        const char *text, *token;
+                        bool prefix, want;
+                } token_rows[] = {
+                        { "import numpy", "numpy", false, true },
+                        { "import numpyx", "numpy", false, false },
+                        { "my_numpy = 1", "numpy", false, false },
+                        { "numpy", "numpy", false, true },
+                        { "x.numpy.y", "numpy", false, true },
+                        { "os.execv(p)", "os.exec", true, true },
+                        { "os.execv(p)", "os.exec", false, false },
+                        { "pos.exec", "os.exec", true, false },
+                        { "a = `id`", "`", false, true },
+                        { "x.load(1)", ".load", false, true },
+                        { "x.loads(1)", ".load", false, false },
+                        { "numpy", "", false, false },
+                        { "num", "numpy", false, false },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(token_rows); i++)
+                        if (memmem_token(token_rows[i].text, strlen(token_rows[i].text), token_rows[i].token, strlen(token_rows[i].token),
+                                         token_rows[i].prefix) != token_rows[i].want)
+                                fail_msg("memmem_token row %zu (%s in %s)", i, token_rows[i].token, token_rows[i].text);
+                /* NULs inside the text do not end it; len does. */
+                assert_true(memmem_token("a\0 numpy", 8, "numpy", 5, false));
+                assert_false(memmem_token("a\0 numpy", 7, "numpy", 5, false));
+                assert_false(memmem_token(NULL, 0, "numpy", 5, false));
+        }
 }
 
 static void test_id_generate(_unused_ void **state) {
