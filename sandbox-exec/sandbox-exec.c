@@ -397,8 +397,9 @@ static void parse_argv(int argc, char *argv[], Options *o) {
 
         if (o->env_layer && !o->usr_layer)
                 fail_setup("--env-layer needs --usr-layer");
-        if (o->runsc && o->warm)
-                fail_setup("--strong and --warm exclude each other (the pool's units are the standard tier's)");
+        /* A strong unit of the pool starts its runtime after the claim, under gVisor. */
+        if (o->runsc && o->warm_preload)
+                fail_setup("--strong and --warm-preload exclude each other (gVisor starts the runtime after the claim)");
         if (o->runsc && !o->runsc_platform)
                 o->runsc_platform = "ptrace";
         strong_tier = o->runsc != NULL;

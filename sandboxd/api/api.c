@@ -503,9 +503,11 @@ static void add_pool_unit(void *userdata, const char *unit, _unused_ const char 
  * an administrator, or a test, can tell them from executions' units). */
 static json_object *pool_json(const Context *ctx) {
         json_object *o = json_object_new_object(), *ready = json_object_new_object(), *units = json_object_new_array(),
-                    *preloaded = json_object_new_object();
+                    *preloaded = json_object_new_object(), *strong = json_object_new_object();
+        bool strong_kept = !ctx->strong_unavailable && ctx->isolation.policy != ISOLATION_POLICY_NEVER;
 
         json_object_object_add(o, "size", json_object_new_uint64(ctx->config->pool_size));
+        json_object_object_add(o, "strong_size", json_object_new_uint64(strong_kept ? ctx->config->pool_strong_size : 0));
         for (size_t i = 0; i < language_count(); i++) {
                 const Language *l = language_get(i);
 
@@ -517,9 +519,13 @@ static json_object *pool_json(const Context *ctx) {
                         json_object_object_add(preloaded, l->name,
                                                json_object_new_uint64(ctx->warm ? warm_pool_ready(ctx->warm, l, 1)
                                                                                 : 0));
+                if (strong_kept && warm_language_strong(ctx->config, l))
+                        json_object_object_add(strong, l->name,
+                                               json_object_new_uint64(ctx->warm ? warm_pool_ready_strong(ctx->warm, l) : 0));
         }
         json_object_object_add(o, "ready", ready);
         json_object_object_add(o, "preloaded", preloaded);
+        json_object_object_add(o, "strong", strong);
         {
                 json_object *envs = json_object_new_object();
 

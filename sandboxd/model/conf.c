@@ -77,6 +77,7 @@ Config *config_new(void) {
         c->protect_kernel = true;
 
         c->pool_size = 2;
+        c->pool_strong_size = 1;
         c->pool_max_age_sec = 600;
         c->pool_min_memory_mb = 128;
 
@@ -287,6 +288,7 @@ static const ConfKey conf_keys[] = {
         K("Sandbox", "ProtectKernel",   V_BOOL,     protect_kernel,      0, 0),
 
         K("Pool", "Size",               V_U64,      pool_size,           0, 64),
+        K("Pool", "StrongSize",         V_U64,      pool_strong_size,    0, 64),
         K("Pool", "Languages",          V_WORDS,    pool_languages,      0, 0),
         K("Pool", "PythonPreload",      V_WORDS,    pool_python_preload, 0, 0),
         K("Pool", "Environments",       V_WORDS,    pool_environments,   0, 0),

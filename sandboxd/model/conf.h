@@ -101,6 +101,8 @@ typedef struct Config {
 
         /* [Pool] the warm pool (warm-pool.c): units started ahead of demand, one program each */
         uint64_t pool_size;          /* Size= ready units per pooled language; 0: no pool */
+        uint64_t pool_strong_size;   /* StrongSize= ready units of the strong tier per pooled language,
+                                      * kept while the strong tier can run and Strong= is not never */
         char **pool_languages;       /* Languages= the languages pooled (names as in the request) */
         char **pool_python_preload;  /* PythonPreload= modules a warm python has imported */
         char **pool_environments;    /* Environments= the environments pooled (with their language) */

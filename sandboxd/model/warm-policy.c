@@ -21,7 +21,8 @@ static const char *const warm_refusal_table[_WARM_REFUSAL_MAX] = {
         [WARM_ENVIRONMENT] = "the pool keeps no units of this environment (Environments= in [Pool])",
         [WARM_ARGS] = "args: a warm unit's command line was fixed when it started",
         [WARM_STDIN] = "stdin: a warm unit's standard input was fixed when it started",
-        [WARM_STRONG] = "the strong tier runs in units of its own (the pool's are the standard tier's)",
+        [WARM_STRONG] = "the pool keeps no units of the strong tier (StrongSize=0)",
+        [WARM_STRONG_TASKS] = "tasks differs from the default (gVisor's process limit is set as a strong unit starts)",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(warm_refusal, WarmRefusal);
@@ -36,6 +37,10 @@ bool warm_environment_pooled(const Config *c, const char *environment) {
 
 bool warm_language_preloads(const Config *c, const Language *l) {
         return l && l->warm_argv && streq(l->name, "python") && strv_length(c->pool_python_preload) > 0;
+}
+
+bool warm_language_strong(const Config *c, const Language *l) {
+        return warm_language_pooled(c, l) && c->pool_strong_size > 0;
 }
 
 bool warm_env_matches(const char *const *patterns, const char *assignment) {
@@ -87,8 +92,6 @@ WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req) {
 
         if (req->cold)
                 return WARM_ASKED_COLD;
-        if (req->run_strong)
-                return WARM_STRONG;
         if (c->pool_size == 0)
                 return WARM_POOL_OFF;
         if (!warm_language_pooled(c, l))
@@ -107,6 +110,16 @@ WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req) {
                 return WARM_STDIN;
         if (req->limits.disk_mb != c->defaults.disk_mb)
                 return WARM_DISK;
+        /* The strong tier's units start no runtime before the claim: no preload, no env rules. */
+        if (req->run_strong) {
+                if (!warm_language_strong(c, l))
+                        return WARM_STRONG;
+                if (req->environment)
+                        return WARM_ENVIRONMENT;
+                if (req->limits.tasks != c->defaults.tasks)
+                        return WARM_STRONG_TASKS;
+                return WARM_OK;
+        }
         if (l->warm_argv) {
                 if (req->limits.memory_mb < c->pool_min_memory_mb)
                         return WARM_MEMORY;

@@ -30,7 +30,8 @@ typedef enum WarmRefusal {
         WARM_ENVIRONMENT,        /* "environment" not in Environments=: its layer is part of the unit's /usr */
         WARM_ARGS,               /* "args": the program's command line is the unit's, fixed at its start */
         WARM_STDIN,              /* "stdin": a warm runtime's standard input was set when it started */
-        WARM_STRONG,             /* the strong tier: the pool's units are the standard tier's */
+        WARM_STRONG,             /* the strong tier, and the pool keeps no strong units (StrongSize=0) */
+        WARM_STRONG_TASKS,       /* the strong tier: tasks other than the default, fixed as a strong unit starts */
         _WARM_REFUSAL_MAX,
 } WarmRefusal;
 
@@ -45,6 +46,11 @@ bool warm_environment_pooled(const Config *c, const char *environment);
 /* Does the pool keep two kinds of ready units of l, preloaded ones and plain ones (python with a
  * PythonPreload=)? */
 bool warm_language_preloads(const Config *c, const Language *l);
+
+/* Does the pool keep units of the strong tier of l (StrongSize=, a pooled language without a preload
+ * of its own: its runtime starts under gVisor after the claim)? Whether the strong tier can run and
+ * is in force is the caller's to add (context). */
+bool warm_language_strong(const Config *c, const Language *l);
 
 /* Does assignment ("KEY=VALUE") set a name matching one of patterns (exact, or a prefix ending in
  * '*')? */

@@ -687,7 +687,7 @@ void job_start(Job *j) {
                     warm_pool_claim(ctx->warm, j->request->language, j->request->environment,
                                     warm_wants_preload((const char *const *) ctx->config->pool_python_preload,
                                                        j->request->code, j->request->code_len),
-                                    &c) > 0) {
+                                    j->strong, &c) > 0) {
                         metrics_pool_claim(ctx->metrics, START_WARM);
                         job_claim_warm(j, &c);
                         warm_claim_done(&c);
@@ -865,7 +865,7 @@ static void job_claim_warm(Job *j, WarmClaim *c) {
         if (!limits_differ(&c->limits, &j->request->limits))
                 job_send_claim(j);
         else {
-                r = unit_props_claim_limits(&j->request->limits, &props);
+                r = unit_props_claim_limits(&j->request->limits, j->strong, &props);
                 if (r >= 0)
                         r = sysd_set_unit_properties(ctx->sysd, j->unit_name, &props, on_claim_limits, j,
                                                      &j->call_start);

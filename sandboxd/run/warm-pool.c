@@ -35,6 +35,15 @@ typedef enum WarmState {
         WARM_RETIRING,           /* being stopped; freed once systemd says it is gone */
 } WarmState;
 
+/* The kinds of units: the standard tier's plain and preloaded ones, the strong tier's. */
+enum {
+        KIND_ANY = -2,
+        KIND_STANDARD = -1,      /* plain or preloaded */
+        KIND_PLAIN = 0,
+        KIND_PRELOADED = 1,
+        KIND_STRONG = 2,
+};
+
 typedef enum WarmRetire {
         RETIRE_DIED,             /* it ended by itself, or never started */
         RETIRE_AGED,             /* MaxAgeSec= */
@@ -68,6 +77,7 @@ struct WarmUnit {
         bool seen_failed;        /* ... and it was failed */
         bool died;               /* retired because it ended by itself (metrics) */
         bool preloaded;          /* its runtime imported PythonPreload= (else a plain one) */
+        bool strong;             /* the strong tier's: its runtime starts under gVisor after the claim */
         char *environment;       /* the environment whose layer it has (NULL: none) */
         bool fd_stored;          /* ctl_fd is in systemd's fd store (control_fd_name()) */
         uint64_t asked_mono, ready_mono, retired_mono;
@@ -368,7 +378,7 @@ static char *preload_list(const Config *c, const Environment *env, bool preloade
         return s;
 }
 
-static int warm_unit_start(WarmPool *p, const Language *l, const Environment *env, Workspace *w, bool preloaded) {
+static int warm_unit_start(WarmPool *p, const Language *l, const Environment *env, Workspace *w, int kind) {
         Context *ctx = p->ctx;
         const Config *c = ctx->config;
         const SeccompFilter *f = context_seccomp_filter(ctx, l);
@@ -398,9 +408,10 @@ static int warm_unit_start(WarmPool *p, const Language *l, const Environment *en
          * most MaxAgeSec= for its claim, then runs at most MaxTimeoutMS=. */
         u->limits = c->defaults;
         u->limits.timeout_ms = c->pool_max_age_sec * MSEC_PER_SEC + c->ceilings.timeout_ms;
-        u->preloaded = preloaded && !env;
-        if (env || preloaded) {
-                preload = preload_list(c, env, preloaded);
+        u->preloaded = kind == KIND_PRELOADED && !env;
+        u->strong = kind == KIND_STRONG;
+        if (env || u->preloaded) {
+                preload = preload_list(c, env, u->preloaded);
                 if (!preload)
                         goto oom;
         }
@@ -455,6 +466,8 @@ static int warm_unit_start(WarmPool *p, const Language *l, const Environment *en
                         .no_kernel_protection = !c->protect_kernel,
                         .warm = true,
                         .warm_preload = preload,
+                        .runsc = u->strong ? c->runsc : NULL,
+                        .runsc_platform = c->runsc_platform,
                 };
 
                 r = unit_props_build(&plan, &props);
@@ -498,27 +511,36 @@ fail:
         return r;
 }
 
+static bool unit_of_kind(const WarmUnit *u, int kind) {
+        if (kind == KIND_ANY)
+                return true;
+        if (u->strong)
+                return kind == KIND_STRONG;
+        return kind == KIND_STANDARD || (kind == KIND_PRELOADED && u->preloaded) || (kind == KIND_PLAIN && !u->preloaded);
+}
+
 /* Units of l (NULL: any language and environment) of environment env (NULL: none) not being stopped,
- * in state (or any_state), of kind preloaded (< 0: either kind). */
+ * in state (or any_state), of kind. */
 static unsigned count_units(const WarmPool *p, const Language *l, const char *env, WarmState state, bool any_state,
-                            int preloaded) {
+                            int kind) {
         unsigned n = 0;
 
         for (const WarmUnit *u = p->list; u; u = u->next)
                 if ((!l || (u->language == l && streq_ptr(u->environment, env))) && u->state != WARM_RETIRING &&
-                    (any_state || u->state == state) && (preloaded < 0 || u->preloaded == (preloaded > 0)))
+                    (any_state || u->state == state) && unit_of_kind(u, kind))
                         n++;
         return n;
 }
 
-/* Start units of l (and env) while fewer than Size= of that kind are there, within WARM_STARTS_MAX.
- * false: stop filling for now (no workspace ready, or a start failed). */
+/* Start units of l (and env) while fewer than Size= (StrongSize=) of that kind are there, within
+ * WARM_STARTS_MAX. false: stop filling for now (no workspace ready, or a start failed). */
 static bool fill_kind(WarmPool *p, const Language *l, const Environment *env, int kind) {
         Context *ctx = p->ctx;
         const Config *c = ctx->config;
+        uint64_t size = kind == KIND_STRONG ? c->pool_strong_size : c->pool_size;
 
-        while (count_units(p, l, env ? env->name : NULL, 0, true, kind) < c->pool_size &&
-               count_units(p, NULL, NULL, WARM_STARTING, false, -1) < WARM_STARTS_MAX) {
+        while (count_units(p, l, env ? env->name : NULL, 0, true, kind) < size &&
+               count_units(p, NULL, NULL, WARM_STARTING, false, KIND_ANY) < WARM_STARTS_MAX) {
                 Workspace *w = workspace_pool_take(ctx->pool, sandbox_workspace_bytes(&c->defaults));
 
                 /* The pool's workspaces are mounted ahead of time too; without one ready, the next
@@ -526,9 +548,10 @@ static bool fill_kind(WarmPool *p, const Language *l, const Environment *env, in
                 workspace_pool_fill(ctx->pool);
                 if (!w)
                         return false;
-                if (warm_unit_start(p, l, env, w, kind > 0) < 0) {
-                        log_warning("Cannot start a warm unit for %s%s%s; retrying later.", l->name,
-                                    env ? " environment " : "", env ? env->name : "");
+                if (warm_unit_start(p, l, env, w, kind) < 0) {
+                        log_warning("Cannot start a warm unit for %s%s%s%s; retrying later.", l->name,
+                                    env ? " environment " : "", env ? env->name : "",
+                                    kind == KIND_STRONG ? " (strong tier)" : "");
                         return false;
                 }
         }
@@ -573,7 +596,7 @@ void warm_pool_fill(WarmPool *p) {
                     !context_seccomp_filter(ctx, l))
                         continue;
                 /* Size= of each kind: the preloaded ones first (python with PythonPreload=). */
-                for (int kind = warm_language_preloads(c, l) ? 1 : 0; kind >= 0; kind--)
+                for (int kind = warm_language_preloads(c, l) ? KIND_PRELOADED : KIND_PLAIN; kind >= KIND_PLAIN; kind--)
                         if (!fill_kind(p, l, NULL, kind))
                                 return;
         }
@@ -585,7 +608,20 @@ void warm_pool_fill(WarmPool *p) {
                 if (!l || !streq(l->name, env->language) || !warm_language_pooled(c, l) || !language_available(l) ||
                     !context_seccomp_filter(ctx, l))
                         continue;
-                if (!fill_kind(p, l, env, 0))
+                if (!fill_kind(p, l, env, KIND_PLAIN))
+                        return;
+        }
+        /* Last, StrongSize= units of the strong tier per pooled language, while it can run here and
+         * is not turned off (Strong=never: no run would claim them). */
+        if (ctx->strong_unavailable || ctx->isolation.policy == ISOLATION_POLICY_NEVER)
+                return;
+        for (char **name = c->pool_languages; name && *name; name++) {
+                const Language *l = language_find(*name);
+
+                if (!l || !streq(l->name, *name) || !warm_language_strong(c, l) || !language_available(l) ||
+                    !context_seccomp_filter(ctx, l))
+                        continue;
+                if (!fill_kind(p, l, NULL, KIND_STRONG))
                         return;
         }
 }
@@ -662,7 +698,8 @@ WarmPool *warm_pool_free(WarmPool *p) {
         return NULL;
 }
 
-int warm_pool_claim(WarmPool *p, const Language *l, const char *environment, bool preloaded, WarmClaim *ret) {
+int warm_pool_claim(WarmPool *p, const Language *l, const char *environment, bool preloaded, bool strong,
+                    WarmClaim *ret) {
         WarmUnit *u = NULL;
 
         if (environment)
@@ -675,7 +712,7 @@ int warm_pool_claim(WarmPool *p, const Language *l, const char *environment, boo
         for (unsigned pass = 0; pass < (preloaded ? 2u : 1u) && !u; pass++)
                 for (u = p->list; u; u = u->next)
                         if (u->language == l && streq_ptr(u->environment, environment) && u->state == WARM_READY &&
-                            (pass > 0 || u->preloaded == preloaded))
+                            u->strong == strong && (strong || pass > 0 || u->preloaded == preloaded))
                                 break;
         if (u) {
                 pool_unlink(p, u);
@@ -708,7 +745,11 @@ void warm_pool_foreach(const WarmPool *p, void (*cb)(void *userdata, const char 
 }
 
 unsigned warm_pool_ready(const WarmPool *p, const Language *l, int preloaded) {
-        return count_units(p, l, NULL, WARM_READY, false, preloaded);
+        return count_units(p, l, NULL, WARM_READY, false, preloaded < 0 ? KIND_STANDARD : preloaded ? KIND_PRELOADED : KIND_PLAIN);
+}
+
+unsigned warm_pool_ready_strong(const WarmPool *p, const Language *l) {
+        return count_units(p, l, NULL, WARM_READY, false, KIND_STRONG);
 }
 
 unsigned warm_pool_ready_environment(const WarmPool *p, const char *environment) {

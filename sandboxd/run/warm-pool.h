@@ -13,7 +13,10 @@
  * (Environments=: a unit with that environment's layer in its /usr and its variables, its runtime
  * having imported the environment's Preload=), at most WARM_STARTS_MAX starting at once, backing off
  * while starts fail. A unit of an environment serves only requests for that environment, and a plain
- * one only requests for none: no unit shows a layer to a program that did not ask for it. */
+ * one only requests for none: no unit shows a layer to a program that did not ask for it. The strong
+ * tier's units (StrongSize= per pooled language, while the strong tier can run and Strong= is not
+ * never) have the strong tier's profile and start no runtime: after the claim sandbox-exec runs it
+ * under gVisor as in a cold strong unit; they serve strong runs only, and strong runs only them. */
 
 #include "model/context.h"
 #include "model/language.h"
@@ -43,8 +46,10 @@ void warm_pool_fill(WarmPool *p);
 /* A ready unit of language l and environment (NULL: none), removed from the pool: 1 and *ret filled,
  * or 0 if none is ready. Without an environment, of the kind asked for (preloaded: its runtime
  * imported PythonPreload=; warm_wants_preload()); a run that asks for a preloaded one takes a plain
- * one if none is ready, never the other way round. An environment's units are of one kind. */
-int warm_pool_claim(WarmPool *p, const Language *l, const char *environment, bool preloaded, WarmClaim *ret);
+ * one if none is ready, never the other way round. An environment's units are of one kind. strong:
+ * a unit of the strong tier (preloaded ignored); otherwise never one. */
+int warm_pool_claim(WarmPool *p, const Language *l, const char *environment, bool preloaded, bool strong,
+                    WarmClaim *ret);
 /* A claimed unit's run ended: its replacement starts now if it was still waiting (warm-pool.c,
  * WARM_REFILL_DELAY_USEC). */
 void warm_pool_claim_ended(WarmPool *p);
@@ -53,6 +58,8 @@ void warm_pool_foreach(const WarmPool *p, void (*cb)(void *userdata, const char 
                                                      bool ready), void *userdata);
 /* Ready units of language l without an environment: preloaded ones (1), plain ones (0) or both (-1). */
 unsigned warm_pool_ready(const WarmPool *p, const Language *l, int preloaded);
+/* Ready units of the strong tier of language l. */
+unsigned warm_pool_ready_strong(const WarmPool *p, const Language *l);
 /* Ready units of the environment of this name. */
 unsigned warm_pool_ready_environment(const WarmPool *p, const char *environment);
 /* Stop every unit (a reload): new ones are started with the configuration then in force. */

@@ -302,7 +302,8 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
          * unit's comes with its claim. */
         if (plan->warm) {
                 r |= strv_extend(&x->strv, &x->n, "--warm");
-                if (l->warm_argv)
+                /* A strong unit starts its runtime after the claim, under gVisor. */
+                if (l->warm_argv && !plan->runsc)
                         r |= strv_extend(&x->strv, &x->n, "--warm-preload");
         } else {
                 snprintf(buf, sizeof(buf), "--timeout-ms=%" PRIu64, plan->limits.timeout_ms);
@@ -339,7 +340,7 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
                 r |= strv_extend(&x->strv, &x->n, arg);
         }
         r |= strv_extend(&x->strv, &x->n, "--");
-        if (plan->warm && l->warm_argv) {
+        if (plan->warm && l->warm_argv && !plan->runsc) {
                 for (const char *const *a = l->warm_argv; *a; a++)
                         r |= strv_extend(&x->strv, &x->n, *a);
                 r |= strv_extend(&x->strv, &x->n, plan->warm_preload ?: "");
@@ -356,6 +357,16 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
                 }
         }
         return r < 0 ? -ENOMEM : 0;
+}
+
+/* MemoryMax= and TasksMax= of a unit (cold, or a warm one as claimed): the strong tier's add gVisor's
+ * room beyond the program's (unit-props.h). */
+static uint64_t unit_memory_max(const Limits *l, bool strong) {
+        return (l->memory_mb + (strong ? STRONG_MEMORY_OVERHEAD_MB : 0)) * 1024 * 1024;
+}
+
+static uint64_t unit_tasks_max(const Limits *l, bool strong) {
+        return strong ? 4 * l->tasks + STRONG_TASKS_OVERHEAD : l->tasks;
 }
 
 uint64_t sandbox_shm_bytes(const Limits *l) {
@@ -567,10 +578,10 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         /* Limits. */
         TRY(add_bool(&p, "MemoryAccounting", true, "peak memory is measured"));
         if (plan->runsc)
-                TRY(add_u64(&p, "MemoryMax", (l->memory_mb + STRONG_MEMORY_OVERHEAD_MB) * 1024 * 1024,
+                TRY(add_u64(&p, "MemoryMax", unit_memory_max(l, true),
                             "strong tier: memory_mb for the program plus gVisor's own (STRONG_MEMORY_OVERHEAD_MB)"));
         else
-                TRY(add_u64(&p, "MemoryMax", l->memory_mb * 1024 * 1024, "memory_mb: the OOM killer ends the program at the limit"));
+                TRY(add_u64(&p, "MemoryMax", unit_memory_max(l, false), "memory_mb: the OOM killer ends the program at the limit"));
         TRY(add_u64(&p, "MemorySwapMax", 0, "no swap: a memory bomb cannot slow the host by swapping (cgroup v2)"));
         TRY(add_bool(&p, "CPUAccounting", true, "cpu time is measured"));
         TRY(add_u64(&p, "CPUQuotaPerSecUSec", (uint64_t) llround(l->cpu_cores * (double) USEC_PER_SEC),
@@ -579,11 +590,11 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
         if (plan->runsc)
                 /* runsc itself crashes (output lost) when the cgroup's limit stops its own threads:
                  * the program's limit is RLIMIT_NPROC inside gVisor, this one is gVisor's room. */
-                TRY(add_u64(&p, "TasksMax", 4 * l->tasks + STRONG_TASKS_OVERHEAD,
+                TRY(add_u64(&p, "TasksMax", unit_tasks_max(l, true),
                             "strong tier: tasks is RLIMIT_NPROC inside gVisor; each of its processes costs gVisor "
                             "2 or more host tasks (a stub and its tracer thread), plus its own"));
         else
-                TRY(add_u64(&p, "TasksMax", l->tasks, "a fork bomb stops at the task limit"));
+                TRY(add_u64(&p, "TasksMax", unit_tasks_max(l, false), "a fork bomb stops at the task limit"));
         TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * USEC_PER_MSEC + 2 * USEC_PER_SEC,
                     "backstop 2 s after timeout_ms, where sandbox-exec kills the program and reports"));
         TRY(add_string(&p, "OOMPolicy", "continue", "an OOM kill ends the program, not sandbox-exec, which reports it"));
@@ -605,14 +616,14 @@ fail:
         return r;
 }
 
-int unit_props_claim_limits(const Limits *l, UnitProps *ret) {
+int unit_props_claim_limits(const Limits *l, bool strong, UnitProps *ret) {
         UnitProps p = {};
         int r = 0;
 
-        r |= add_u64(&p, "MemoryMax", l->memory_mb * 1024 * 1024, "memory_mb of the claim");
+        r |= add_u64(&p, "MemoryMax", unit_memory_max(l, strong), "memory_mb of the claim");
         r |= add_u64(&p, "CPUQuotaPerSecUSec", (uint64_t) llround(l->cpu_cores * (double) USEC_PER_SEC),
                      "cpu_cores of the claim");
-        r |= add_u64(&p, "TasksMax", l->tasks, "tasks of the claim");
+        r |= add_u64(&p, "TasksMax", unit_tasks_max(l, strong), "tasks of the claim");
         if (r < 0) {
                 unit_props_done(&p);
                 return -ENOMEM;

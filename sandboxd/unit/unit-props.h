@@ -111,7 +111,7 @@ typedef struct UnitPlan {
          * the language has a warm_argv, the runtime starts at once and imports warm_preload
          * (comma-separated module names, "" for none). */
         bool warm;
-        const char *warm_preload;
+        const char *warm_preload;       /* ignored in the strong tier: its runtime starts after the claim */
         /* A run with network (issue 16): the egress proxy's socket unit, whose network namespace
          * the unit joins (JoinsNamespaceOf=, After=); the program gets the proxy variables. NULL:
          * no network. */
@@ -144,8 +144,9 @@ int sandbox_environment(const UnitPlan *plan, char ***ret, size_t *ret_n);
 int sandbox_environment_block(const UnitPlan *plan, char **ret, size_t *ret_len);
 
 /* The properties a claim sets on a running warm unit whose limits differ from the request's:
- * MemoryMax=, CPUQuotaPerSecUSec=, TasksMax= (the same values unit_props_build() gives a cold unit). */
-int unit_props_claim_limits(const Limits *l, UnitProps *ret);
+ * MemoryMax=, CPUQuotaPerSecUSec=, TasksMax= (the same values unit_props_build() gives a cold unit,
+ * of the strong tier if strong). */
+int unit_props_claim_limits(const Limits *l, bool strong, UnitProps *ret);
 /* The unit name of a warm unit: "sandboxd-warm-<32 hex>.service" (random). */
 char *warm_unit_name_generate(void);
 /* The fd store name of an execution's control socket: "ctl-<execution id>" for a unit started for

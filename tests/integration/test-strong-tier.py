@@ -157,6 +157,39 @@ counts = {l.split('"')[1]: float(l.rsplit(" ", 1)[1]) for l in lines}
 t.ok(counts.get("strong") == 13 and counts.get("standard") == 1,
      "metrics: sandboxd_executions_tier_total counts the runs of each tier (13 strong, 1 standard so far)", counts)
 
+# ---- the warm pool keeps units of the strong tier (StrongSize=, default 1) -------------------------
+def pool():
+    return health().get("pool") or {}
+
+
+t.ok(wait_until(lambda: (pool().get("strong") or {}).get("python", 0) >= 1, 120),
+     "the pool keeps a ready strong python unit (StrongSize=1)", pool())
+t.eq(pool().get("strong_size"), 1, "GET /v1/health: pool.strong_size", pool())
+r = strong("import os\nprint(os.uname().release)\n")
+t.eq((r.get("status"), tier(r), r.get("start")), ("success", "strong", "warm"),
+     "a strong run claims it: start warm, the strong tier", dict(brief(r), start=r.get("start")))
+t.ok(r.get("stdout", "").strip() not in ("", host), "in a warm strong unit too the program sees gVisor's kernel",
+     (r.get("stdout"), host))
+t.ok(wait_until(lambda: (pool().get("strong") or {}).get("python", 0) >= 1, 120), "and the pool replaces it", pool())
+r = strong("import os, resource\nprint(resource.getrlimit(resource.RLIMIT_NPROC)[0], end='')\n",
+           limits={"memory_mb": 96, "cpu_cores": 0.5})
+t.eq((r.get("status"), r.get("start"), r.get("stdout")), ("success", "warm", "128"),
+     "a claim with other memory and CPU limits: warm, gVisor's process limit the default tasks",
+     dict(brief(r), start=r.get("start")))
+t.ok(wait_until(lambda: (pool().get("strong") or {}).get("python", 0) >= 1, 120), "replaced again", pool())
+r = strong("x = bytearray(200 * 1024 * 1024)\nprint(len(x))\n", limits={"memory_mb": 96})
+t.eq((r.get("status"), r.get("error_type"), r.get("start")), ("failed", "oom", "warm"),
+     "the claim's memory_mb holds in a warm strong unit: 200 MB in 96 MB is oom",
+     dict(brief(r), start=r.get("start")))
+r = strong("import resource\nprint(resource.getrlimit(resource.RLIMIT_NPROC)[0], end='')\n", limits={"tasks": 32})
+t.eq((r.get("status"), r.get("start"), r.get("stdout")), ("success", "cold", "32"),
+     "tasks other than the default: a cold strong unit (gVisor's process limit is set as it starts)",
+     dict(brief(r), start=r.get("start")))
+std = run("import os\nprint(os.uname().release)\n")
+t.eq((std.get("start"), tier(std), std.get("stdout", "").strip()), ("warm", "standard", host),
+     "a standard run claims a standard unit, never a strong one (it sees the host's kernel)",
+     dict(brief(std), start=std.get("start")))
+
 # ---- the scan chooses --------------------------------------------------------------------------
 r = run("import subprocess\nprint(subprocess.run(['/bin/echo', 'hi'], capture_output=True).stdout.decode(), end='')\n",
         limits=LIM)
@@ -189,5 +222,9 @@ t.ok(st == 422 and err.get("code") == "unsupported" and err.get("field") == "iso
      "Strong=never: a caller who asks for the strong tier is refused (422 unsupported), never run standard", body)
 r = run("print(1)\n", limits={"timeout_ms": 60000})
 t.eq((r.get("status"), tier(r)), ("success", "standard"), "Strong=never: a long run stays standard", brief(r))
+t.ok(pool().get("strong_size") == 0 and not pool().get("strong") and
+     wait_until(lambda: len(pool().get("units") or []) == sum((pool().get("ready") or {}).values()) +
+                sum((pool().get("environments") or {}).values()), 30),
+     "Strong=never: the pool keeps no strong units", pool())
 policy(None)
 t.done()

@@ -1127,6 +1127,50 @@ static void test_strong_unit(_unused_ void **state) {
         unit_props_done(&p);
 }
 
+/* A unit of the warm pool's strong kind: the strong tier's profile, --warm without --warm-preload,
+ * and the language's plain run command (its runtime starts under gVisor after the claim), never the
+ * warm bootstrap; a claim sets the strong tier's memory and tasks. */
+static void test_strong_warm_unit(_unused_ void **state) {
+        UnitPlan plan = make_plan(language_find("python"));
+        UnitProps p = {}, claim = {};
+        const UnitProp *x;
+        Limits l = plan.limits;
+
+        plan.warm = true;
+        plan.warm_preload = "numpy";
+        plan.runsc = "/usr/bin/runsc";
+        plan.runsc_platform = "ptrace";
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        check_reasons(&p);
+        x = need(&p, "ExecStartEx");
+        assert_true(strv_has(x, "--warm"));
+        assert_false(strv_has(x, "--warm-preload"));
+        assert_false(strv_has(x, "numpy"));
+        assert_true(strv_has(x, "--strong=/usr/bin/runsc"));
+        assert_string_equal(x->strv[x->n - 1], SANDBOX_CODE_DIR "/main.py");
+        for (size_t i = 0; i < x->n; i++)
+                assert_null(strstr(x->strv[i], "_sandboxd_wait"));
+        assert_int_equal(need(&p, "MemoryMax")->u, (512 + STRONG_MEMORY_OVERHEAD_MB) * MiB);
+        unit_props_done(&p);
+
+        /* The standard pool's python unit starts the bootstrap (the difference above is real). */
+        plan.runsc = NULL;
+        assert_int_equal(unit_props_build(&plan, &p), 0);
+        assert_true(strv_has(need(&p, "ExecStartEx"), "--warm-preload"));
+        unit_props_done(&p);
+
+        l.memory_mb = 256;
+        l.tasks = 32;
+        assert_int_equal(unit_props_claim_limits(&l, true, &claim), 0);
+        assert_int_equal(need(&claim, "MemoryMax")->u, (256 + STRONG_MEMORY_OVERHEAD_MB) * MiB);
+        assert_int_equal(need(&claim, "TasksMax")->u, 4 * 32 + STRONG_TASKS_OVERHEAD);
+        unit_props_done(&claim);
+        assert_int_equal(unit_props_claim_limits(&l, false, &claim), 0);
+        assert_int_equal(need(&claim, "MemoryMax")->u, 256 * MiB);
+        assert_int_equal(need(&claim, "TasksMax")->u, 32);
+        unit_props_done(&claim);
+}
+
 int main(void) {
         size_t n = ELEMENTSOF(prop_rows) + ELEMENTSOF(limits_rows) + ELEMENTSOF(proxy_rows) + 40, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
@@ -1167,6 +1211,7 @@ int main(void) {
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_proxy_unit_name);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_network_execution_unit);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_strong_unit);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test(test_strong_warm_unit);
         if (i > n)
                 abort();
 

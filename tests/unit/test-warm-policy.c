@@ -22,6 +22,7 @@ typedef struct Row {
         const char *body;        /* the request */
         const char *conf;        /* a drop-in, or NULL */
         WarmRefusal want;
+        bool strong;             /* the run goes to the strong tier (submit.c's choice, from the risk scan) */
 } Row;
 
 static const Row rows[] = {
@@ -85,6 +86,27 @@ static const Row rows[] = {
           NULL, WARM_MEMORY },
         { "start cold wins over everything", "{\"language\":\"python\",\"code\":\"1\",\"start\":\"cold\","
           "\"session_id\":\"s1\"}", NULL, WARM_ASKED_COLD },
+        /* The strong tier: units of its own (StrongSize=), no runtime before the claim. */
+        { "strong, defaults", "{\"language\":\"python\",\"code\":\"1\"}", NULL, WARM_OK, true },
+        { "strong, bash", "{\"language\":\"bash\",\"code\":\"1\"}", NULL, WARM_OK, true },
+        { "strong, StrongSize=0", "{\"language\":\"python\",\"code\":\"1\"}", "[Pool]\nStrongSize=0\n", WARM_STRONG,
+          true },
+        { "strong, pool off", "{\"language\":\"python\",\"code\":\"1\"}", "[Pool]\nSize=0\n", WARM_POOL_OFF, true },
+        { "strong, not pooled", "{\"language\":\"python\",\"code\":\"1\"}", "[Pool]\nLanguages=bash\n",
+          WARM_NOT_POOLED, true },
+        { "strong, other tasks", "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"tasks\":16}}", NULL,
+          WARM_STRONG_TASKS, true },
+        { "strong, other memory and cpu", "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"memory_mb\":64,"
+          "\"cpu_cores\":0.5}}", NULL, WARM_OK, true },
+        { "strong, an env the preload would read", "{\"language\":\"python\",\"code\":\"1\",\"env\":{\"NPY_X\":\"1\"}}",
+          NULL, WARM_OK, true },
+        { "strong, an environment", "{\"language\":\"python\",\"code\":\"1\",\"environment\":\"python-data\"}",
+          NULL, WARM_ENVIRONMENT, true },
+        { "strong, a session", "{\"language\":\"python\",\"code\":\"1\",\"session_id\":\"s1\"}", NULL, WARM_SESSION,
+          true },
+        { "strong, stdin", "{\"language\":\"python\",\"code\":\"1\",\"stdin\":\"x\"}", NULL, WARM_STDIN, true },
+        { "strong, start cold", "{\"language\":\"python\",\"code\":\"1\",\"start\":\"cold\"}", NULL, WARM_ASKED_COLD,
+          true },
 };
 
 static void test_row(void **state) {
@@ -98,6 +120,7 @@ static void test_row(void **state) {
         if (row->conf)
                 assert_int_equal(config_parse_text(c, row->conf, "test.conf", &error), 0);
         assert_int_equal(exec_request_parse(row->body, strlen(row->body), c, &req, &err), 0);
+        req->run_strong = row->strong;
         assert_int_equal(warm_policy_check(c, req), row->want);
         assert_non_null(warm_refusal_to_string(row->want));
 }
