@@ -5,7 +5,10 @@ run. Run by `bench/run --strong` inside tests/harness/sandbox-harness, whose dae
 with [Isolation] Strong=auto (SANDBOX_HARNESS_STRONG=auto).
 
 For python `print(1)` and python `import numpy; print(1)` (each must print exactly "1\\n"):
-  strong    POST /v1/executions?wait=true with "isolation": "strong" (the record must say tier strong)
+  strong    POST /v1/executions?wait=true with "isolation": "strong" (the record must say tier strong):
+            the strong tier's default request, which claims a strong unit of the warm pool ([Pool]
+            StrongSize=) when one is ready (waited for in the latency rounds: start warm), else cold
+  strong-cold  the same with "start": "cold": a unit started for the run (start cold)
   runsc     bare `runsc --platform=ptrace --network=none do /usr/bin/python3 -c CODE` on the host, as
             root, with its own --root and TMPDIR in a fresh directory below /var/lib
   cold      the standard tier with "start": "cold" (tier standard, start cold)
@@ -47,9 +50,9 @@ PYTHON = "/usr/bin/python3"
 EXPECTED = "1\n"
 WORKLOADS = {"print": ("python print(1)", "print(1)"),
              "numpy": ("python import numpy", "import numpy; print(1)")}
-CASES = ("strong", "runsc", "cold", "warm")
-LABEL = {"strong": "strong tier (API)", "runsc": "bare runsc do", "cold": "standard cold (API)",
-         "warm": "standard warm (API)"}
+CASES = ("strong", "strong-cold", "runsc", "cold", "warm")
+LABEL = {"strong": "strong tier (API)", "strong-cold": "strong cold (API)", "runsc": "bare runsc do",
+         "cold": "standard cold (API)", "warm": "standard warm (API)"}
 LIMITS = {"timeout_ms": 25000}
 PHASES = ("to_created", "created_to_started", "started_to_finished", "finished_to_client", "duration_ms")
 
@@ -81,22 +84,25 @@ def api(method, path, body=None):
     return r.status, json.loads(data or b"{}")
 
 
-def pool_ready(preloaded):
-    """Ready python units of the kind a run takes: a run whose code names a module of [Pool]
-    PythonPreload= (numpy) wants a preloaded unit, any other a plain one (warm_pool_claim())."""
+def pool_ready(preloaded, strong=False):
+    """Ready python units of the kind a run takes: a strong run a unit of the strong tier
+    ([Pool] StrongSize=); a standard run whose code names a module of [Pool] PythonPreload= (numpy)
+    a preloaded unit, any other a plain one (warm_pool_claim())."""
     st, h = api("GET", "/v1/health")
     if st != 200:
         return 0
     pool = h.get("pool") or {}
+    if strong:
+        return int((pool.get("strong") or {}).get("python", 0))
     ready = int((pool.get("ready") or {}).get("python", 0))
     pre = int((pool.get("preloaded") or {}).get("python", 0))
     return pre if preloaded else ready - pre
 
 
-def wait_ready(preloaded, timeout):
+def wait_ready(preloaded, timeout, strong=False):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if pool_ready(preloaded) > 0:
+        if pool_ready(preloaded, strong) > 0:
             return True
         time.sleep(0.05)
     return False
@@ -105,12 +111,13 @@ def wait_ready(preloaded, timeout):
 def api_run(code, case, starts=None, wait_warm=False):
     """One execution through the API, checked: (the client's wall time, the record's duration_ms)."""
     body = {"language": "python", "code": code, "limits": LIMITS}
-    if case == "strong":
+    strong = case.startswith("strong")
+    if strong:
         body["isolation"] = "strong"
-    elif case == "cold":
+    if case in ("cold", "strong-cold"):
         body["start"] = "cold"
-    if wait_warm and not wait_ready("numpy" in code, 60):
-        raise RunError("warm: no ready python unit of its kind within 60 s")
+    if wait_warm and not wait_ready("numpy" in code, 60, strong):
+        raise RunError(f"{case}: no ready python unit of its kind within 60 s")
     w0 = time.time()
     t0 = time.monotonic()
     st, r = api("POST", "/v1/executions?wait=true", body)
@@ -120,16 +127,16 @@ def api_run(code, case, starts=None, wait_warm=False):
         raise RunError(f"{case}: HTTP {st} status={r.get('status')} error_type={r.get('error_type')} "
                        f"stdout={r.get('stdout')!r} stderr={(r.get('stderr') or '')[:300]!r}")
     tier = (r.get("isolation") or {}).get("tier")
-    want = "strong" if case == "strong" else "standard"
+    want = "strong" if strong else "standard"
     if tier != want:
         raise RunError(f"{case}: the record says tier {tier!r} ({r.get('isolation')}), not {want}")
     start = r.get("start")
     if starts is not None:
         starts[start if start in ("warm", "cold") else "none"] = starts.get(start if start in ("warm", "cold")
                                                                             else "none", 0) + 1
-    if case == "cold" and start != "cold":
-        raise RunError(f'cold: asked for "start": "cold", the record says start={start!r}')
-    if case == "warm" and wait_warm and start != "warm":
+    if case in ("cold", "strong-cold") and start != "cold":
+        raise RunError(f'{case}: asked for "start": "cold", the record says start={start!r}')
+    if case in ("warm", "strong") and wait_warm and start != "warm":
         raise RunError(f"warm: a ready unit was there, the record says start={start!r}")
     try:
         c, s, f = (parse_ts(r[k]) for k in ("created_at", "started_at", "finished_at"))
@@ -276,6 +283,12 @@ def main():
         skipped["warm"] = "no ready plain python unit of the warm pool within 30 s"
         cases.remove("warm")
         print(f"# warm row skipped: {skipped['warm']}", file=sys.stderr)
+    # The strong row is the strong tier's default request: warm when the pool has a strong unit
+    # ready (waited for in the latency rounds, as the warm row's), else cold.
+    strong_warm = wait_ready(False, 60, strong=True)
+    if not strong_warm:
+        print("# the pool keeps no strong python unit ([Pool] StrongSize=0?): the strong row starts cold",
+              file=sys.stderr)
 
     # runsc's --root and TMPDIR (`runsc do` keeps its state and the sandbox's chroot there) in a
     # fresh directory outside /tmp. World-searchable: runsc's sandbox process opens the chroot after
@@ -301,7 +314,7 @@ def main():
                 line = []
                 for c in order:
                     try:
-                        dt, ph = one(c, code, scratch, wait_warm=(c == "warm"))
+                        dt, ph = one(c, code, scratch, wait_warm=(c == "warm" or (c == "strong" and strong_warm)))
                     except Exception as e:  # noqa: BLE001 - counted and printed
                         fails[w][c].append(str(e))
                         print(f"# FAILED {w} round {i} {c}: {e}", file=sys.stderr)
@@ -371,7 +384,9 @@ def main():
                   f"{' '.join(f'{k} {v}' for k, v in sorted(t['starts'].items())) or '-'}")
         s, b = summary[w]["cases"]["strong"]["p50_ms"], summary[w]["cases"]["runsc"]["p50_ms"]
         cold = summary[w]["cases"]["cold"]["p50_ms"]
+        sc = summary[w]["cases"]["strong-cold"]["p50_ms"]
         summary[w]["ratio"] = s / b if s and b else None
+        summary[w]["ratio_strong_cold"] = sc / b if sc and b else None
         summary[w]["strong_minus_cold_ms"] = s - cold if s and cold else None
         summary[w]["verdict"] = "n/a" if summary[w]["ratio"] is None else (
             "PASS" if summary[w]["ratio"] <= TARGET else "MISS")
@@ -383,11 +398,12 @@ def main():
             ph = summary[w]["cases"][c]["phases_p50_ms"]
             if ph:
                 print(f"{WORKLOADS[w][0]:<20} {LABEL[c]:<22} " + " ".join(fmt(ph[k], f"{n}.0f") for k, n in zip(PHASES, (11, 11, 12, 10, 12))))
-    print(f"\n{'workload':<20} {'strong p50 / bare runsc p50':>28} {'target':>8} {'verdict':>8} {'strong - cold ms':>17}")
+    print(f"\n{'workload':<20} {'strong p50 / bare runsc p50':>28} {'target':>8} {'verdict':>8} {'strong - cold ms':>17}"
+          f" {'strong cold / bare runsc':>25}")
     for w in workloads:
         r = summary[w]
         print(f"{WORKLOADS[w][0]:<20} {fmt(r['ratio'], '28.2f')} {'≤ ' + str(TARGET):>8} {r['verdict']:>8} "
-              f"{fmt(r['strong_minus_cold_ms'], '17.0f')}")
+              f"{fmt(r['strong_minus_cold_ms'], '17.0f')} {fmt(r['ratio_strong_cold'], '25.2f')}")
     if skipped:
         print(f"\n# skipped: {skipped}")
 

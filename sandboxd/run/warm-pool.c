@@ -25,6 +25,9 @@
  * costs PID 1 and its forked child ~40 ms of CPU, the preload more), and most programs are done by
  * then. A unit takes longer than this to become ready anyway. */
 #define WARM_REFILL_DELAY_USEC (25 * USEC_PER_MSEC)
+/* A strong unit's: gVisor takes a quarter of a second or more to start the program, all of it CPU;
+ * the replacement waits for the run's end, or this long. */
+#define WARM_STRONG_REFILL_DELAY_USEC (2 * USEC_PER_SEC)
 #define WARM_BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
 /* A ready line, or the start of a setup failure's report (logged, then the unit is replaced). */
 #define WARM_LINE_MAX 256
@@ -93,6 +96,7 @@ struct WarmPool {
         sd_event_source *timer;
         sd_event_source *refill; /* one-shot: the replacement of claimed units (WARM_REFILL_DELAY_USEC) */
         uint64_t retry_after;    /* CLOCK_MONOTONIC: no start before (starts failed) */
+        uint64_t strong_hold;    /* CLOCK_MONOTONIC: no strong unit started before (one was claimed) */
         uint64_t backoff;
 };
 
@@ -613,7 +617,7 @@ void warm_pool_fill(WarmPool *p) {
         }
         /* Last, StrongSize= units of the strong tier per pooled language, while it can run here and
          * is not turned off (Strong=never: no run would claim them). */
-        if (ctx->strong_unavailable || ctx->isolation.policy == ISOLATION_POLICY_NEVER)
+        if (ctx->strong_unavailable || ctx->isolation.policy == ISOLATION_POLICY_NEVER || now_mono(p) < p->strong_hold)
                 return;
         for (char **name = c->pool_languages; name && *name; name++) {
                 const Language *l = language_find(*name);
@@ -651,6 +655,7 @@ static void refill_at(WarmPool *p, uint64_t at) {
 void warm_pool_claim_ended(WarmPool *p) {
         int enabled = SD_EVENT_OFF;
 
+        p->strong_hold = 0;
         /* Only a replacement still waiting for its delay is brought forward. */
         if (p->refill && sd_event_source_get_enabled(p->refill, &enabled) >= 0 && enabled != SD_EVENT_OFF)
                 refill_at(p, now_mono(p));
@@ -732,7 +737,9 @@ int warm_pool_claim(WarmPool *p, const Language *l, const char *environment, boo
                 };
                 u->fd_stored = false;   /* the job's to remove now */
                 warm_unit_free(u);
-                refill_at(p, now_mono(p) + WARM_REFILL_DELAY_USEC);
+                if (strong)
+                        p->strong_hold = now_mono(p) + WARM_STRONG_REFILL_DELAY_USEC;
+                refill_at(p, now_mono(p) + (strong ? WARM_STRONG_REFILL_DELAY_USEC : WARM_REFILL_DELAY_USEC));
                 return 1;
         }
         return 0;

@@ -190,6 +190,24 @@ t.eq((std.get("start"), tier(std), std.get("stdout", "").strip()), ("warm", "sta
      "a standard run claims a standard unit, never a strong one (it sees the host's kernel)",
      dict(brief(std), start=std.get("start")))
 
+# ---- a session: strong and standard turns share its workspace ------------------------------------
+r1 = strong("open('/workspace/note.txt', 'w').write('strong one\\n')\nimport os\nos.makedirs('/workspace/d/e')\n"
+            "open('/workspace/d/e/f', 'w').write('deep')\nprint(os.uname().release)\n", session_id="ss")
+t.eq((r1.get("status"), tier(r1), r1.get("start")), ("success", "strong", "cold"),
+     "a session's strong turn runs (cold: a session's runs use its workspace)", dict(brief(r1), start=r1.get("start")))
+t.ok(r1.get("stdout", "").strip() not in ("", host), "under gVisor", r1.get("stdout"))
+r2 = run("print(open('/workspace/note.txt').read(), end='')\nprint(open('/workspace/d/e/f').read())\n"
+         "open('/workspace/note.txt', 'a').write('standard two\\n')\n", session_id="ss")
+t.eq((r2.get("status"), tier(r2), r2.get("stdout")), ("success", "standard", "strong one\ndeep\n"),
+     "the next standard turn reads and appends to what the strong turn wrote", brief(r2))
+r3 = strong("print(open('/workspace/note.txt').read(), end='')\nimport os, shutil\nshutil.rmtree('/workspace/d')\n"
+            "print(sorted(os.listdir('/workspace')))\n", session_id="ss")
+t.eq((r3.get("status"), tier(r3), r3.get("stdout")),
+     ("success", "strong", "strong one\nstandard two\n['input', 'note.txt', 'output']\n"),
+     "a strong turn again: reads the standard turn's append, removes the strong turn's tree", brief(r3))
+st, body = request("DELETE", "/v1/sessions/ss")
+t.ok(st in (200, 204), "the session is deleted", (st, body))
+
 # ---- the scan chooses --------------------------------------------------------------------------
 r = run("import subprocess\nprint(subprocess.run(['/bin/echo', 'hi'], capture_output=True).stdout.decode(), end='')\n",
         limits=LIM)
