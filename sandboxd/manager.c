@@ -178,6 +178,22 @@ static int setup_directories(Manager *m) {
         return 0;
 }
 
+/* A sysctl's first line, for isolation_userns_problem(): short reads of /proc/sys, never blocking. */
+static const char *read_sysctl(const char *path, void *userdata) {
+        char *buf = userdata;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        ssize_t k;
+
+        if (fd < 0)
+                return NULL;
+        k = loop_read(fd, buf, 63);
+        if (k < 0)
+                return NULL;
+        buf[k] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        return buf;
+}
+
 /* The strong tier (docs/isolation.md): whether it can run here, and the policy in force. Strong=
  * unset means auto where it can, else never; set, it is what the administrator chose, and runs
  * that need a tier that cannot run are refused (submit.c), never moved to the standard one. */
@@ -190,6 +206,12 @@ static void setup_isolation(Manager *m) {
                         why = NULL;
         } else if (access(c->runsc, X_OK) < 0) {
                 if (asprintf(&why, "Runsc=%s: %s (the Debian package runsc)", c->runsc, strerror(errno)) < 0)
+                        why = NULL;
+        } else {
+                char buf[64];
+                const char *p = isolation_userns_problem(read_sysctl, buf);
+
+                if (p && !(why = strdup(p)))
                         why = NULL;
         }
         free(m->ctx.strong_unavailable);

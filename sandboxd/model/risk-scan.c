@@ -366,3 +366,26 @@ json_object *isolation_to_json(const IsolationChoice *c) {
         }
         return o;
 }
+
+static const struct {
+        const char *path;
+        const char *forbids;            /* the value that forbids it */
+        const char *why;
+} userns_sysctls[] = {
+        { "/proc/sys/kernel/unprivileged_userns_clone", "0",
+          "kernel.unprivileged_userns_clone=0: unprivileged user namespaces are off, and runsc --rootless needs one" },
+        { "/proc/sys/user/max_user_namespaces", "0",
+          "user.max_user_namespaces=0: no user namespaces, and runsc --rootless needs one" },
+        { "/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1",
+          "kernel.apparmor_restrict_unprivileged_userns=1: AppArmor keeps runsc --rootless out of user namespaces" },
+};
+
+const char *isolation_userns_problem(const char *(*read)(const char *path, void *userdata), void *userdata) {
+        for (size_t i = 0; i < ELEMENTSOF(userns_sysctls); i++) {
+                const char *v = read(userns_sysctls[i].path, userdata);
+
+                if (v && streq(v, userns_sysctls[i].forbids))
+                        return userns_sysctls[i].why;
+        }
+        return NULL;
+}

@@ -67,6 +67,11 @@ typedef enum IsolationPolicy {
 const char *isolation_policy_to_string(IsolationPolicy p);
 IsolationPolicy isolation_policy_from_string(const char *s);
 
+/* The strong tier's runsc --rootless makes a user namespace as the program's (unprivileged) user:
+ * why the kernel would refuse it, from the sysctls that can forbid it, or NULL. read(path) gives a
+ * sysctl file's first line (NULL: not there, which forbids nothing). */
+const char *isolation_userns_problem(const char *(*read)(const char *path, void *userdata), void *userdata);
+
 /* What the administrator set ([Isolation] of sandboxd.conf(5)). */
 typedef struct IsolationSettings {
         IsolationPolicy policy;

@@ -299,6 +299,49 @@ static void test_choose(_unused_ void **state) {
         }
 }
 
+/* A fake /proc/sys: "path=value" lines; a path not listed is not there. */
+static const char *fake_sysctl(const char *path, void *userdata) {
+        static char buf[64];
+        const char *p = userdata;
+        size_t n = strlen(path);
+
+        while ((p = strstr(p, path))) {
+                if (p[n] == '=') {
+                        size_t k = strcspn(p + n + 1, ";");
+
+                        snprintf(buf, sizeof(buf), "%.*s", (int) k, p + n + 1);
+                        return buf;
+                }
+                p += n;
+        }
+        return NULL;
+}
+
+static void test_userns_problem(_unused_ void **state) {
+        static const struct {
+                const char *sysctls;
+                const char *want;       /* a word of the reason, or NULL: no problem */
+        } rows[] = {
+                { "", NULL },
+                { "/proc/sys/kernel/unprivileged_userns_clone=1;/proc/sys/user/max_user_namespaces=94000", NULL },
+                { "/proc/sys/kernel/unprivileged_userns_clone=0", "unprivileged_userns_clone=0" },
+                { "/proc/sys/kernel/unprivileged_userns_clone=0;/proc/sys/user/max_user_namespaces=0",
+                  "unprivileged_userns_clone=0" },
+                { "/proc/sys/user/max_user_namespaces=0", "max_user_namespaces=0" },
+                { "/proc/sys/user/max_user_namespaces=10", NULL },
+                { "/proc/sys/kernel/apparmor_restrict_unprivileged_userns=1", "AppArmor" },
+                { "/proc/sys/kernel/apparmor_restrict_unprivileged_userns=0", NULL },
+                { "/proc/sys/kernel/unprivileged_userns_clone=", NULL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                const char *why = isolation_userns_problem(fake_sysctl, (void *) rows[i].sysctls);
+
+                if (!rows[i].want ? why != NULL : !why || !strstr(why, rows[i].want))
+                        fail_msg("row %zu: got %s, want %s", i, why ?: "(none)", rows[i].want ?: "(none)");
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_names),
@@ -306,6 +349,7 @@ int main(void) {
                 cmocka_unit_test(test_scan),
                 cmocka_unit_test(test_scan_length),
                 cmocka_unit_test(test_choose),
+                cmocka_unit_test(test_userns_problem),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
