@@ -22,7 +22,8 @@ static const char *const warm_refusal_table[_WARM_REFUSAL_MAX] = {
         [WARM_ARGS] = "args: a warm unit's command line was fixed when it started",
         [WARM_STDIN] = "stdin: a warm unit's standard input was fixed when it started",
         [WARM_STRONG] = "the pool keeps no units of the strong tier (StrongSize=0)",
-        [WARM_STRONG_TASKS] = "tasks differs from the default (gVisor's process limit is set as a strong unit starts)",
+        [WARM_STRONG_LIMITS] = "tasks or memory_mb differs from the default (gVisor's process limit and total memory "
+                               "are set as a strong unit starts)",
 };
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(warm_refusal, WarmRefusal);
@@ -116,8 +117,8 @@ WarmRefusal warm_policy_check(const Config *c, const ExecRequest *req) {
                         return WARM_STRONG;
                 if (req->environment)
                         return WARM_ENVIRONMENT;
-                if (req->limits.tasks != c->defaults.tasks)
-                        return WARM_STRONG_TASKS;
+                if (req->limits.tasks != c->defaults.tasks || req->limits.memory_mb != c->defaults.memory_mb)
+                        return WARM_STRONG_LIMITS;
                 return WARM_OK;
         }
         if (l->warm_argv) {

@@ -31,7 +31,8 @@ typedef enum WarmRefusal {
         WARM_ARGS,               /* "args": the program's command line is the unit's, fixed at its start */
         WARM_STDIN,              /* "stdin": a warm runtime's standard input was set when it started */
         WARM_STRONG,             /* the strong tier, and the pool keeps no strong units (StrongSize=0) */
-        WARM_STRONG_TASKS,       /* the strong tier: tasks other than the default, fixed as a strong unit starts */
+        WARM_STRONG_LIMITS,      /* the strong tier: tasks or memory_mb other than the defaults, which gVisor
+                                  * takes as a strong unit starts (its process limit, its total memory) */
         _WARM_REFUSAL_MAX,
 } WarmRefusal;
 

@@ -171,16 +171,18 @@ t.eq((r.get("status"), tier(r), r.get("start")), ("success", "strong", "warm"),
 t.ok(r.get("stdout", "").strip() not in ("", host), "in a warm strong unit too the program sees gVisor's kernel",
      (r.get("stdout"), host))
 t.ok(wait_until(lambda: (pool().get("strong") or {}).get("python", 0) >= 1, 120), "and the pool replaces it", pool())
-r = strong("import os, resource\nprint(resource.getrlimit(resource.RLIMIT_NPROC)[0], end='')\n",
-           limits={"memory_mb": 96, "cpu_cores": 0.5})
-t.eq((r.get("status"), r.get("start"), r.get("stdout")), ("success", "warm", "128"),
-     "a claim with other memory and CPU limits: warm, gVisor's process limit the default tasks",
+r = strong("import os, resource\nx = bytearray(490 * 1024 * 1024)\n"
+           "print(resource.getrlimit(resource.RLIMIT_NPROC)[0], len(x) >> 20, end='')\n",
+           limits={"cpu_cores": 0.5})
+t.eq((r.get("status"), r.get("start"), r.get("stdout")), ("success", "warm", "128 490"),
+     "a claim with another CPU limit: warm, gVisor's process limit the default tasks, and the claim keeps "
+     "gVisor's room (490 MB of the default 512 fit: MemoryMax= is memory_mb + 64 MiB after the claim too)",
      dict(brief(r), start=r.get("start")))
 t.ok(wait_until(lambda: (pool().get("strong") or {}).get("python", 0) >= 1, 120), "replaced again", pool())
 r = strong("x = bytearray(200 * 1024 * 1024)\nprint(len(x))\n", limits={"memory_mb": 96})
-t.eq((r.get("status"), r.get("error_type"), r.get("start")), ("failed", "oom", "warm"),
-     "the claim's memory_mb holds in a warm strong unit: 200 MB in 96 MB is oom",
-     dict(brief(r), start=r.get("start")))
+t.eq((r.get("status"), r.get("error_type"), r.get("start")), ("failed", "oom", "cold"),
+     "memory_mb other than the default: a cold strong unit (gVisor's total memory is set as it starts); "
+     "200 MB in 96 MB is oom", dict(brief(r), start=r.get("start")))
 r = strong("import resource\nprint(resource.getrlimit(resource.RLIMIT_NPROC)[0], end='')\n", limits={"tasks": 32})
 t.eq((r.get("status"), r.get("start"), r.get("stdout")), ("success", "cold", "32"),
      "tasks other than the default: a cold strong unit (gVisor's process limit is set as it starts)",

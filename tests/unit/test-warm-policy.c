@@ -95,9 +95,11 @@ static const Row rows[] = {
         { "strong, not pooled", "{\"language\":\"python\",\"code\":\"1\"}", "[Pool]\nLanguages=bash\n",
           WARM_NOT_POOLED, true },
         { "strong, other tasks", "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"tasks\":16}}", NULL,
-          WARM_STRONG_TASKS, true },
-        { "strong, other memory and cpu", "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"memory_mb\":64,"
-          "\"cpu_cores\":0.5}}", NULL, WARM_OK, true },
+          WARM_STRONG_LIMITS, true },
+        { "strong, other memory", "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"memory_mb\":64}}", NULL,
+          WARM_STRONG_LIMITS, true },
+        { "strong, other cpu and timeout", "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"cpu_cores\":0.5,"
+          "\"timeout_ms\":500}}", NULL, WARM_OK, true },
         { "strong, an env the preload would read", "{\"language\":\"python\",\"code\":\"1\",\"env\":{\"NPY_X\":\"1\"}}",
           NULL, WARM_OK, true },
         { "strong, an environment", "{\"language\":\"python\",\"code\":\"1\",\"environment\":\"python-data\"}",
