@@ -185,6 +185,7 @@ enum {
         ARG_STRONG,
         ARG_RUNSC_PLATFORM,
         ARG_TASKS,
+        ARG_MEMORY_MB,
 };
 
 static bool filename_is_valid(const char *s) {
@@ -231,6 +232,7 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                 { "strong",        required_argument, NULL, ARG_STRONG        },
                 { "runsc-platform", required_argument, NULL, ARG_RUNSC_PLATFORM },
                 { "tasks",         required_argument, NULL, ARG_TASKS         },
+                { "memory-mb",     required_argument, NULL, ARG_MEMORY_MB     },
                 {}
         };
         int c;
@@ -373,6 +375,9 @@ static void parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_TASKS:
                         o->strong_tasks = parse_u64_or_fail("--tasks", optarg);
+                        break;
+                case ARG_MEMORY_MB:
+                        o->strong_memory_mb = parse_u64_or_fail("--memory-mb", optarg);
                         break;
                 default:
                         fail_setup("Invalid command line option: %s",
@@ -616,6 +621,11 @@ int main(int argc, char *argv[]) {
                         }
                 } else if (o.usr_layer)
                         mount_usr_overlay(o.usr_layer, o.env_layer);
+                if (o.runsc && o.strong_memory_mb > 0) {
+                        r = strong_mount_meminfo(o.strong_memory_mb);
+                        if (r < 0)
+                                fail_setup("Cannot give runsc the memory limit as the total memory: %s", strerror(-r));
+                }
                 drop_setup_capabilities();
         }
         if (o.runsc) {

@@ -95,6 +95,7 @@ typedef struct Options {
         const char *runsc;
         const char *runsc_platform;
         uint64_t strong_tasks;
+        uint64_t strong_memory_mb;  /* --memory-mb=: the total memory gVisor reports (strong.c) */
 } Options;
 
 /* sandbox-exec.c */
@@ -130,6 +131,7 @@ extern const char *const invocation_variables[];
 /* strong.c: the strong tier. As root, before the children: runsc's state directory (the program's
  * user's), then the bundle of each step; in the child, the exec of runsc instead of the program. */
 int strong_prepare(void);
+int strong_mount_meminfo(uint64_t memory_mb);
 int strong_write_bundle(const Options *o, ChildKind kind, char **argv);
 _Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd);
 _printf_(2, 3) _Noreturn void child_fail(int err_fd, const char *fmt, ...);

@@ -22,6 +22,8 @@
 
 #define STRONG_DIR "/run/strong"
 #define STRONG_STATE_DIR STRONG_DIR "/state"
+#define STRONG_PROC_DIR STRONG_DIR "/proc"
+#define STRONG_MEMINFO STRONG_DIR "/meminfo"
 
 /* One of invocation_variables[] (children.c, which the child unsets): they stay out of gVisor's
  * environment too (the bundle is written before the fork, from our own environment). */
@@ -74,6 +76,50 @@ int strong_prepare(void) {
         if (mkdir(STRONG_STATE_DIR, 01777) < 0 && errno != EEXIST)
                 return -errno;
         if (chmod(STRONG_STATE_DIR, 01777) < 0)
+                return -errno;
+        return 0;
+}
+
+/* The total memory gVisor reports (/proc/meminfo, sysinfo(2)) is the run's memory limit, not the host's.
+ * runsc 20221219 passes its Sentry --total-memory from the cgroup's limit, and with --ignore-cgroups
+ * (ours: runsc cannot manage the unit's cgroup) from the MemTotal: of the /proc/meminfo it reads on
+ * the host; it has no flag of its own for it. So, as root while we still may mount (the unit's mount
+ * namespace is the sandbox's alone), a file of one line is bound over /proc/meminfo. runsc's sandbox
+ * and gofer mount a proc of their own in the user namespace they make, which the kernel allows only
+ * where a proc mount without anything over its files is visible (mount_too_revealing()): a second
+ * one, below /run/strong, which only root may enter and gVisor's /run hides. */
+int strong_mount_meminfo(uint64_t memory_mb) {
+        _cleanup_fclose_ FILE *f = NULL;
+        int fd;
+
+        if (memory_mb == 0 || memory_mb > UINT64_MAX / 1024)
+                return -EINVAL;
+        if (mkdir(STRONG_DIR, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        if (mkdir(STRONG_PROC_DIR, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        /* hidepid=invisible as ProtectProc= gives the unit's /proc (hidepid=2 before Linux 5.8). */
+        if (mount("proc", STRONG_PROC_DIR, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") < 0 &&
+            mount("proc", STRONG_PROC_DIR, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") < 0)
+                return -errno;
+
+        fd = open(STRONG_MEMINFO, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "w");
+        if (!f) {
+                (void) close(fd);
+                return -errno;
+        }
+        /* All runsc reads of it; gVisor makes up the rest of its own /proc/meminfo from this. */
+        fprintf(f, "MemTotal:       %" PRIu64 " kB\n", memory_mb * 1024);
+        if (fflush(f) != 0 || ferror(f))
+                return errno > 0 ? -errno : -EIO;
+
+        if (mount(STRONG_MEMINFO, "/proc/meminfo", NULL, MS_BIND, NULL) < 0)
+                return -errno;
+        if (mount(NULL, "/proc/meminfo", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  NULL) < 0)
                 return -errno;
         return 0;
 }

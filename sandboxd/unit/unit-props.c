@@ -286,6 +286,9 @@ static int add_exec(UnitProps *p, const UnitPlan *plan) {
                 r |= strv_extend(&x->strv, &x->n, b);
                 snprintf(buf, sizeof(buf), "--tasks=%" PRIu64, plan->limits.tasks);
                 r |= strv_extend(&x->strv, &x->n, buf);
+                /* The total memory gVisor reports: the program's own limit, not the host's (strong.c). */
+                snprintf(buf, sizeof(buf), "--memory-mb=%" PRIu64, plan->limits.memory_mb);
+                r |= strv_extend(&x->strv, &x->n, buf);
         }
         if (plan->proxy_socket)
                 r |= strv_extend(&x->strv, &x->n, "--pkgs-dir");

@@ -1104,6 +1104,7 @@ static void test_strong_unit(_unused_ void **state) {
         assert_true(strv_has(x, "--strong=/usr/bin/runsc"));
         assert_true(strv_has(x, "--runsc-platform=ptrace"));
         assert_true(strv_has(x, "--tasks=128"));
+        assert_true(strv_has(x, "--memory-mb=512"));
         assert_false(strv_has(need(&std, "ExecStartEx"), "--strong=/usr/bin/runsc"));
 
         /* Nothing else differs: same names, same kinds, same scalar values. */
