@@ -108,7 +108,10 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
                 if (r < 0)
                         child_fail(err_fd, "Cannot set RLIMIT_NOFILE: %s", strerror(-r));
         }
-        if (o->have_fsize) {
+        /* Not on runsc in the strong tier: its Sentry keeps the program's memory in a file of its own,
+         * which would stop growing at the limit (runsc then dies before the program starts); the
+         * bundle sets RLIMIT_FSIZE inside gVisor, on the program's files (strong.c). */
+        if (o->have_fsize && !(o->runsc && kind != CHILD_CHECK)) {
                 r = set_limit(RLIMIT_FSIZE, o->rlimit_fsize);
                 if (r < 0)
                         child_fail(err_fd, "Cannot set RLIMIT_FSIZE: %s", strerror(-r));
