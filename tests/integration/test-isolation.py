@@ -33,6 +33,19 @@ out['ls /sys/fs/cgroup'] = sorted(os.listdir('/sys/fs/cgroup')) if os.path.isdir
 out['ls /etc'] = sorted(os.listdir('/etc'))
 out['pids'] = sorted(int(x) for x in os.listdir('/proc') if x.isdigit())
 out['uid'] = os.getuid()
+out['pid'] = os.getpid()
+out['release'] = os.uname().release
+out['PR_GET_NO_NEW_PRIVS'] = libc.prctl(39, 0, 0, 0, 0)
+try:
+    out['ifaces'] = sorted(n for _, n in socket.if_nameindex())
+except OSError as e:
+    out['ifaces'] = errno.errorcode.get(e.errno, str(e.errno))
+def inet_connect(addr):
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM); s.settimeout(3); s.connect(addr); s.close(); return 'CONNECTED'
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e)) if e.errno else type(e).__name__
+out['connect 1.1.1.1:53'] = inet_connect(('1.1.1.1', 53))
 st = open('/proc/self/status').read()
 out['caps'] = [l for l in st.splitlines() if l.startswith(('CapEff', 'CapPrm', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp'))]
 def sock(fam, typ=socket.SOCK_STREAM):
@@ -84,19 +97,38 @@ for p in ['/', '/usr', '/etc', '/var', '/run', '/workspace', '/tmp', '/var/tmp',
 print(json.dumps(out))
 '''
 
-r = run(PROBE)
+MEMORY_MB = 384
+r = run(PROBE, limits={"memory_mb": MEMORY_MB})
 t.verdict(r, "success", None, "probe ran")
 try:
     o = json.loads(r["stdout"])
 except ValueError:
     print("# " + r["stdout"][:2000] + r["stderr"][:2000])
     t.done()
+# The strong tier (docs/isolation.md): the program runs under gVisor, whose kernel answers its system calls
+# and shows it a view of its own. Where that view differs from the standard tier's, the checks below assert
+# what confines the program there instead, each saying why.
+STRONG = (r.get("isolation") or {}).get("tier") == "strong"
+print(f"# tier: {(r.get('isolation') or {}).get('tier')}")
+if STRONG:
+    t.ok(o["release"] != os.uname().release, f"strong tier: the kernel the program sees is gVisor's ({o['release']}), "
+         f"not the host's ({os.uname().release})", o["release"])
 
 for p in ['/root/.bashrc', '/etc/shadow', '/proc/1/environ', '/proc/1/cmdline', '/etc/sandboxd/sandboxd.conf',
           '/var/lib/sandboxd/root', '/home', '/srv', '/run/sandboxd/api.sock', '/run/dbus/system_bus_socket',
           '/run/systemd/private', '/run/systemd/journal/socket', '/dev/log', '/dev/kmsg', '/dev/sda', '/dev/vda',
           '/proc/kcore', '/sys/kernel/notes', '/proc/sysrq-trigger', '/proc/meminfo']:
-    t.ok(not o[p].startswith("READ:"), f"cannot read {p} ({o[p]})", o[p])
+    if STRONG and p in ('/proc/1/environ', '/proc/1/cmdline'):
+        # gVisor gives the program a pid namespace of its own, where it is pid 1: /proc/1 is itself.
+        t.ok(o["pid"] == 1 and o[p].startswith("READ:"), f"strong tier: {p} is the program's own (it is pid 1)",
+             (o["pid"], o[p]))
+    elif STRONG and p == '/proc/meminfo':
+        # gVisor's own /proc/meminfo: its total is the run's memory limit, never the host's (strong.c).
+        total = o[p][5:].split("\\n")[0].split()
+        t.ok(total[:1] == ["b'MemTotal:"] and total[1:] == [str(MEMORY_MB * 1024), "kB"],
+             f"strong tier: /proc/meminfo's MemTotal is the run's memory_mb ({MEMORY_MB} MiB), not the host's", o[p])
+    else:
+        t.ok(not o[p].startswith("READ:"), f"cannot read {p} ({o[p]})", o[p])
 t.ok(set(o["ls /"]) <= {"bin", "dev", "etc", "lib", "lib64", "proc", "root", "run", "sbin", "sys", "tmp", "usr", "var",
                         "workspace"}, "/ holds only the skeleton", o["ls /"])
 # Nothing but the empty mount point ProtectControlGroups= remounts read-only.
@@ -106,21 +138,50 @@ t.ok("shadow" not in o["ls /etc"] and "sandboxd" not in o["ls /etc"] and "ssh" n
      "/etc holds only the runtime's files", o["ls /etc"])
 t.eq(o["ls /run"], ["sandbox"], "/run holds sandbox-exec's directory only (no D-Bus, systemd, sandboxd)")
 t.ok(len(o["pids"]) <= 3, f"only the sandbox's own processes are visible ({o['pids']})", o["pids"])
-t.ok(61184 <= o["uid"] <= 65519, f"runs as a dynamic user ({o['uid']})", o["uid"])
 caps = {l.split(":")[0]: l.split(":")[1].strip() for l in o["caps"]}
-t.eq((caps.get("CapEff"), caps.get("CapPrm"), caps.get("CapBnd"), caps.get("CapAmb")),
-     ("0000000000000000",) * 4, "no capabilities at all")
-t.eq(caps.get("NoNewPrivs"), "1", "no new privileges")
-t.eq(caps.get("Seccomp"), "2", "a seccomp filter is loaded")
-for fam in ("AF_INET", "AF_INET6", "AF_NETLINK"):
-    t.ok(o[fam] != "ok", f"no {fam} sockets ({o[fam]})", o[fam])
+if STRONG:
+    # uid 0 of gVisor's user namespace, the one identity runsc --rootless maps (to the dynamic user on the
+    # host), with no capability at all (next); gVisor's /proc/self/status has no CapAmb, NoNewPrivs or
+    # Seccomp lines: the ambient set and no_new_privs are asked of its kernel instead.
+    t.eq(o["uid"], 0, "strong tier: uid 0 of gVisor's user namespace (the dynamic user on the host)")
+    t.eq((caps.get("CapEff"), caps.get("CapPrm"), caps.get("CapBnd"), caps.get("CapAmb", "0000000000000000")),
+         ("0000000000000000",) * 4, "no capabilities at all")
+    t.eq(o["PR_GET_NO_NEW_PRIVS"], 1, "no new privileges (prctl PR_GET_NO_NEW_PRIVS)")
+    # Our filter is not loaded under gVisor (it would stop runsc): the program's calls go to gVisor's
+    # kernel, checked at the top (the release), never to the host's.
+    t.eq(caps.get("Seccomp"), "0", "strong tier: no seccomp filter in gVisor, whose kernel answers every call")
+    # runsc --network=none: sockets are gVisor's netstack's, with a loopback and nothing else.
+    t.eq(o["ifaces"], ["lo"], "strong tier: the only network interface is gVisor's loopback")
+    t.ok(o["connect 1.1.1.1:53"] != "CONNECTED", f"strong tier: no route out ({o['connect 1.1.1.1:53']})",
+         o["connect 1.1.1.1:53"])
+else:
+    t.ok(61184 <= o["uid"] <= 65519, f"runs as a dynamic user ({o['uid']})", o["uid"])
+    t.eq((caps.get("CapEff"), caps.get("CapPrm"), caps.get("CapBnd"), caps.get("CapAmb")),
+         ("0000000000000000",) * 4, "no capabilities at all")
+    t.eq(caps.get("NoNewPrivs"), "1", "no new privileges")
+    t.eq(caps.get("Seccomp"), "2", "a seccomp filter is loaded")
+    for fam in ("AF_INET", "AF_INET6", "AF_NETLINK"):
+        t.ok(o[fam] != "ok", f"no {fam} sockets ({o[fam]})", o[fam])
 t.eq(o["AF_UNIX"], "ok", "AF_UNIX sockets work")
 for k in ("connect dbus", "connect journal", "connect devlog", "connect abstract dbus"):
     t.ok(o[k] != "CONNECTED", f"{k}: {o[k]}", o[k])
+# gVisor implements namespaces and ptrace in its own kernel: the program may make a user or network
+# namespace, or be traced, inside gVisor, which is all it ever reaches (the release, checked above).
+GVISOR_OWN = ("unshare(CLONE_NEWUSER)", "unshare(CLONE_NEWNET)", "ptrace(PTRACE_TRACEME)")
 for k in ("keyctl", "io_uring_setup", "unshare(CLONE_NEWUSER)", "unshare(CLONE_NEWNET)", "personality(PER_LINUX32)",
           "bpf", "perf_event_open", "userfaultfd", "ptrace(PTRACE_TRACEME)", "mount", "setuid(0)"):
-    t.ok(o[k] != "ok", f"{k} denied ({o[k]})", o[k])
-t.ok(o["chmod setuid"] in ("EPERM", "0o100755"), f"no setuid files ({o['chmod setuid']})", o["chmod setuid"])
+    if STRONG and k in GVISOR_OWN:
+        t.ok(o[k] == "ok" and o["release"] != os.uname().release,
+             f"strong tier: {k} is gVisor's own ({o[k]}, kernel {o['release']})", o[k])
+    else:
+        t.ok(o[k] != "ok", f"{k} denied ({o[k]})", o[k])
+if STRONG:
+    # gVisor's gofer sets the mode on the host, where RestrictSUIDSGID= refuses a setuid bit: the file keeps
+    # its mode, without the bit.
+    t.ok(o["chmod setuid"] == "EPERM" or (o["chmod setuid"].startswith("0o") and not int(o["chmod setuid"], 8) & 0o6000),
+         f"no setuid files ({o['chmod setuid']})", o["chmod setuid"])
+else:
+    t.ok(o["chmod setuid"] in ("EPERM", "0o100755"), f"no setuid files ({o['chmod setuid']})", o["chmod setuid"])
 for p in ["/", "/usr", "/etc", "/var", "/run"]:
     t.ok(o["write " + p] != "WRITABLE", f"{p} is read-only ({o['write ' + p]})", o["write " + p])
 for p in ["/workspace", "/tmp", "/var/tmp", "/dev/shm"]:
