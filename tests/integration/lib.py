@@ -221,19 +221,28 @@ SLEEP_SYSCALLS = {"35", "230", "101", "115"}
 
 
 def wait_program_asleep(unit, timeout=30.0):
-    """Wait until a program process in unit (as its dynamic user) sits in a sleep system call
+    """Wait until a program thread in unit (as its dynamic user) sits in a sleep system call
     (/proc/PID/syscall): a program that prints, flushes and then sleeps has written its output by
-    then, however slow the machine. False if none does within timeout."""
+    then, however slow the machine. False if none does within timeout. In the strong tier the program's
+    threads are those of gVisor's ptrace stubs (traced by its Sentry), whose every thread counts; never
+    those of runsc itself (the Go runtime sleeps in nanosleep too)."""
     def asleep():
         for pid in (p for p in os.listdir("/proc") if p.isdigit()):
             try:
                 with open(f"/proc/{pid}/status") as f:
-                    uid = int([l.split()[1] for l in f if l.startswith("Uid:")][0])
-                with open(f"/proc/{pid}/syscall") as f:
-                    nr = f.read().split()[0]
+                    status = {l.split(":")[0]: l.split()[1:] for l in f}
+                uid = int(status["Uid"][0])
+                stub = status.get("TracerPid", ["0"])[0] != "0"
+                nrs = set()
+                for tid in (os.listdir(f"/proc/{pid}/task") if stub else [pid]):
+                    try:
+                        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+                            nrs.add(f.read().split()[0])
+                    except (OSError, IndexError):
+                        pass
             except (OSError, IndexError, ValueError):
                 continue
-            if 61184 <= uid <= 65519 and nr in SLEEP_SYSCALLS and unit_of_pid(pid) == unit:
+            if 61184 <= uid <= 65519 and nrs & SLEEP_SYSCALLS and unit_of_pid(pid) == unit:
                 return True
         return False
     return wait_until(asleep, timeout, 0.05)

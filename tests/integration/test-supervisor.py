@@ -26,14 +26,20 @@ pp = os.getppid()
 out = {"ppid": pp}
 print("before the attack", flush=True)
 for name in ("SIGUSR1", "SIGSTOP", "SIGKILL", "SIGTERM", "SIGINT"):
+    if pp == 0:
+        out[name] = "NO PARENT"     # kill(0) would be the program's own process group
+        continue
     try:
         os.kill(pp, getattr(signal, name)); out[name] = "SENT"
     except OSError as e:
         out[name] = errno.errorcode[e.errno]
-r = libc.ptrace(16, pp, 0, 0)   # PTRACE_ATTACH
-out["ptrace"] = "ATTACHED" if r == 0 else errno.errorcode.get(ctypes.get_errno())
-r = libc.ptrace(0x4206, pp, 0, 0)   # PTRACE_SEIZE
-out["ptrace seize"] = "SEIZED" if r == 0 else errno.errorcode.get(ctypes.get_errno())
+if pp == 0:
+    out["ptrace"] = out["ptrace seize"] = "NO PARENT"
+else:
+    r = libc.ptrace(16, pp, 0, 0)   # PTRACE_ATTACH
+    out["ptrace"] = "ATTACHED" if r == 0 else errno.errorcode.get(ctypes.get_errno())
+    r = libc.ptrace(0x4206, pp, 0, 0)   # PTRACE_SEIZE
+    out["ptrace seize"] = "SEIZED" if r == 0 else errno.errorcode.get(ctypes.get_errno())
 for f in ("status", "environ", "mem", "fd", "cmdline"):
     p = "/proc/%d/%s" % (pp, f)
     try:
@@ -41,7 +47,11 @@ for f in ("status", "environ", "mem", "fd", "cmdline"):
     except OSError as e:
         out[f] = errno.errorcode[e.errno]
 out["visible pids"] = sorted(int(x) for x in os.listdir("/proc") if x.isdigit())
-os.kill(-1, signal.SIGKILL)     # every process it may signal but itself: not the supervisor
+try:
+    os.kill(-1, signal.SIGKILL)     # every process it may signal but itself: not the supervisor
+    out["kill(-1) result"] = "SENT"
+except OSError as e:
+    out["kill(-1) result"] = errno.errorcode[e.errno]
 out["kill(-1)"] = "survived"
 print(json.dumps(out), flush=True)
 print("after the attack", flush=True)
@@ -54,10 +64,23 @@ try:
     o = json.loads(lines[1])
 except (ValueError, IndexError):
     o = {}
-for sig in ("SIGUSR1", "SIGSTOP", "SIGKILL", "SIGTERM", "SIGINT"):
-    t.eq(o.get(sig), "EPERM", f"kill(getppid(), {sig}) is refused", r["stdout"])
-t.eq(o.get("ptrace"), "EPERM", "ptrace(PTRACE_ATTACH, getppid()) is refused")
-t.eq(o.get("ptrace seize"), "EPERM", "ptrace(PTRACE_SEIZE, getppid()) is refused")
+STRONG = (r.get("isolation") or {}).get("tier") == "strong"
+print(f"# tier: {(r.get('isolation') or {}).get('tier')}")
+if STRONG:
+    # gVisor gives the program a pid namespace of its own, where it is pid 1 with no parent: the supervisor
+    # (and runsc) are outside it, with no pid the program could name; kill(-1) below reaches only gVisor's
+    # own processes.
+    t.eq((o.get("ppid"), o.get("visible pids")), (0, [1]),
+         "strong tier: the program is pid 1 of its own pid namespace, with no parent and nothing else in it")
+    for sig in ("SIGUSR1", "SIGSTOP", "SIGKILL", "SIGTERM", "SIGINT"):
+        t.eq(o.get(sig), "NO PARENT", f"strong tier: no parent to send {sig} to", r["stdout"])
+    t.eq((o.get("ptrace"), o.get("ptrace seize")), ("NO PARENT",) * 2, "strong tier: no parent to ptrace")
+    t.eq(o.get("kill(-1) result"), "ESRCH", "strong tier: kill(-1) finds no process to signal in gVisor")
+else:
+    for sig in ("SIGUSR1", "SIGSTOP", "SIGKILL", "SIGTERM", "SIGINT"):
+        t.eq(o.get(sig), "EPERM", f"kill(getppid(), {sig}) is refused", r["stdout"])
+    t.eq(o.get("ptrace"), "EPERM", "ptrace(PTRACE_ATTACH, getppid()) is refused")
+    t.eq(o.get("ptrace seize"), "EPERM", "ptrace(PTRACE_SEIZE, getppid()) is refused")
 for f in ("status", "environ", "mem", "fd", "cmdline"):
     t.eq(o.get(f), "ENOENT", f"/proc/<ppid>/{f} does not exist for the program")
 t.ok(o.get("ppid") not in o.get("visible pids", [o.get("ppid")]), "the supervisor is not in the program's /proc",
@@ -117,6 +140,12 @@ out["/etc"] = sorted(os.listdir("/etc"))
 out["/usr"] = sorted(os.listdir("/usr"))
 out["/usr/local"] = os.path.lexists("/usr/local")
 out["/proc/sys"] = os.path.lexists("/proc/sys") or os.path.lexists("/proc/sysrq-trigger")
+out["sysrq-trigger"] = os.path.lexists("/proc/sysrq-trigger")
+try:
+    out["sys hostname"] = open("/proc/sys/kernel/hostname").read().strip()
+except OSError:
+    out["sys hostname"] = None
+out["release"] = os.uname().release
 out["passwd"] = open("/etc/passwd").read()
 out["group"] = open("/etc/group").read()
 out["hosts"] = open("/etc/hosts").read()
@@ -149,12 +178,28 @@ points = [l.split()[4] for l in mi.splitlines() if len(l.split()) > 4]
 for needle in (eid, eid.split("_")[-1], "sandboxd", "/var/lib", "/run/sandboxd", "workspaces", "ws_", "pool_",
                "sandbox-harness", "/work/", "propagate"):
     t.ok(needle not in mi, f"mountinfo does not name {needle!r}", mi)
-t.ok(all(p == "/run" or not p.startswith("/run/") for p in points), "nothing is mounted below /run", points)
-t.ok(not any(p.startswith("/var/lib") or p == "/dev/pts" for p in points), "no /var/lib or devpts mounts", points)
+STRONG = (r.get("isolation") or {}).get("tier") == "strong"
+if STRONG:
+    # gVisor's mount table: its tmpfs over /run (which hides runsc's state) with the source directory bound
+    # back read-only, and a devpts of gVisor's own at /dev/pts.
+    t.ok(all(p in ("/run", "/run/sandbox") or not p.startswith("/run/") for p in points),
+         "strong tier: nothing is mounted below /run but the source directory", points)
+    t.ok(not any(p.startswith("/var/lib") for p in points), "no /var/lib mounts", points)
+else:
+    t.ok(all(p == "/run" or not p.startswith("/run/") for p in points), "nothing is mounted below /run", points)
+    t.ok(not any(p.startswith("/var/lib") or p == "/dev/pts" for p in points), "no /var/lib or devpts mounts",
+         points)
 t.ok(set(roots) <= {"/", "/usr", "/sys", "/sys/fs/cgroup", "/tmp", "/workspace"},
      "every mount's source is the sandbox's own tmpfs or /usr", roots)
 t.eq(o.get("/run"), ["sandbox"], "/run holds sandbox-exec's directory only")
-t.eq(o.get("/proc/sys"), False, "no /proc/sys, no /proc/sysrq-trigger (what ProtectKernelTunables= would protect)")
+if STRONG:
+    # gVisor's /proc has a /proc/sys of its own kernel (the sandbox's hostname, gVisor's release), and no
+    # sysrq-trigger.
+    t.ok(o.get("sysrq-trigger") is False and o.get("sys hostname") == "sandbox" and o.get("release") != os.uname().release,
+         f"strong tier: /proc/sys is gVisor's (hostname {o.get('sys hostname')}, release {o.get('release')}), "
+         "no /proc/sysrq-trigger", (o.get("sysrq-trigger"), o.get("sys hostname"), o.get("release")))
+else:
+    t.eq(o.get("/proc/sys"), False, "no /proc/sys, no /proc/sysrq-trigger (what ProtectKernelTunables= would protect)")
 t.ok("local" not in o.get("/usr", ["local"]) and o.get("/usr/local") is False, "no /usr/local", o.get("/usr"))
 t.ok(not any("sandboxd" in x for x in o.get("/", []) + o.get("/etc", []) + o.get("/usr", [])),
      "/, /etc and /usr name nothing of sandboxd", (o.get("/"), o.get("/etc")))
@@ -162,7 +207,8 @@ host_passwd = open("/etc/passwd").read()
 host_users = [l.split(":")[0] for l in host_passwd.splitlines() if l and l.split(":")[0] not in ("root", "nobody")]
 t.ok(o.get("passwd") and not any(("\n" + u + ":") in "\n" + o["passwd"] for u in host_users),
      "/etc/passwd is synthetic: no host account", o.get("passwd"))
-t.eq(o.get("whoami"), "sandbox", "the program's user has a name")
+# In gVisor the program is uid 0 of runsc's user namespace (the dynamic user on the host, no capabilities).
+t.eq(o.get("whoami"), "root" if STRONG else "sandbox", "the program's user has a name")
 t.ok(o.get("hosts", "").split() == ["127.0.0.1", "localhost", "::1", "localhost", "ip6-localhost", "ip6-loopback"],
      "/etc/hosts names loopback only", o.get("hosts"))
 t.ok({"input", "output"} <= set(o.get("ws", [])), "/workspace/input and /workspace/output exist at the start",
