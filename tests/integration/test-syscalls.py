@@ -59,16 +59,22 @@ EPERM_CALLS = {
 }
 
 PROBE = r'''
-import ctypes, errno, json
+import ctypes, errno, json, os
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 def sc(nr, *a):
     ctypes.set_errno(0)
     r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])
     e = ctypes.get_errno()
+    if nr == 56 and r == 0:
+        os._exit(0)     # a clone that worked: the child goes, the parent reports
+    if nr == 56 and r > 0:
+        os.waitpid(r, 0)
     return "ok" if r >= 0 else errno.errorcode.get(e, str(e))
 calls = json.loads(CALLS)
-print(json.dumps({k: sc(*v) for k, v in calls.items()}))
+out = {k: sc(*v) for k, v in calls.items()}
+out["release"] = os.uname().release
+print(json.dumps(out))
 '''.replace("CALLS", repr(json.dumps({**ENOSYS_CALLS, **EPERM_CALLS})))
 
 r = run(PROBE)
@@ -77,10 +83,31 @@ try:
     o = json.loads(r["stdout"])
 except ValueError:
     o = {}
-for k in ENOSYS_CALLS:
-    t.eq(o.get(k), "ENOSYS", f"{k}: ENOSYS (not on the allow-list)")
-for k in EPERM_CALLS:
-    t.eq(o.get(k), "EPERM", f"{k}: EPERM (denied)")
+STRONG = (r.get("isolation") or {}).get("tier") == "strong"
+print(f"# tier: {(r.get('isolation') or {}).get('tier')}")
+# The strong tier: our filter is not loaded under gVisor (it would stop runsc); every call goes to gVisor's
+# kernel, which refuses it or answers it within the sandbox, never to the host's. So: the kernel answering
+# is gVisor's, none of the calls succeeds, but those gVisor implements itself, inside its own namespaces.
+GVISOR_OWN = {
+    "msgget": "SysV message queues of gVisor's own IPC namespace",
+    "unshare(CLONE_NEWUSER)": "a user namespace of gVisor's kernel",
+    "clone(CLONE_NEWNS)": "a mount namespace of gVisor's kernel",
+    "ptrace(PTRACE_TRACEME)": "gVisor's own ptrace, between the sandbox's processes",
+}
+if STRONG:
+    t.ok(o.get("release") not in (None, os.uname().release),
+         f"strong tier: the calls went to gVisor's kernel ({o.get('release')}), not the host's ({os.uname().release})",
+         o.get("release"))
+    for k in {**ENOSYS_CALLS, **EPERM_CALLS}:
+        if k in GVISOR_OWN:
+            t.eq(o.get(k), "ok", f"strong tier: {k}: {GVISOR_OWN[k]}")
+        else:
+            t.ok(o.get(k) not in (None, "ok"), f"strong tier: {k} refused by gVisor ({o.get(k)})", o.get(k))
+else:
+    for k in ENOSYS_CALLS:
+        t.eq(o.get(k), "ENOSYS", f"{k}: ENOSYS (not on the allow-list)")
+    for k in EPERM_CALLS:
+        t.eq(o.get(k), "EPERM", f"{k}: EPERM (denied)")
 
 # The typical programs, each in its own unit: they must succeed, and say so on their last line.
 for name, (language, code) in WORKLOADS.items():
@@ -88,6 +115,13 @@ for name, (language, code) in WORKLOADS.items():
         # The VM image has no python3-numpy (the development hosts do, tools/install-deps).
         print(f"# {name}: skipped, numpy is not installed on this host")
         continue
+    if STRONG and name == "bash-coreutils":
+        # Not a matter of confinement: runsc 20221219's statx() refuses AT_NO_AUTOMOUNT with EINVAL, which
+        # coreutils 9's stat and ls pass for every path they are given (docs/isolation.md); the rest of
+        # the workload runs as it is.
+        gap = 'stat -c %s "$d/f" >/dev/null; ls -la "$d" >/dev/null; '
+        t.ok(gap in code, "strong tier: the workload still has the stat and ls that gVisor cannot run", code)
+        code = code.replace(gap, "")
     r = run(code, language=language, limits={"timeout_ms": 120000, "memory_mb": 1024})
     last = (r.get("stdout") or "").strip().splitlines()[-1:]
     ok = t.verdict(r, "success", None, f"{name} runs")
@@ -108,9 +142,13 @@ with open("/proc/cpuinfo") as f:
 if "pku" in flags and "ospke" in flags:
     r = run(SMAPS_JS, language="node")
     t.verdict(r, "success", None, "node reads its smaps")
-    t.ok(r.get("stdout", "").strip().isdigit() and int(r["stdout"]) > 0,
-         f"node's own filter lets V8 use a protection key ({r.get('stdout', '').strip()} keyed mappings)",
-         r.get("stderr"))
+    if STRONG:
+        # gVisor's kernel has no protection keys (pkey_alloc: ENOSYS, above): V8 falls back, the module runs.
+        t.eq(r.get("stdout", "").strip(), "0", "strong tier: no protection key under gVisor", r.get("stderr"))
+    else:
+        t.ok(r.get("stdout", "").strip().isdigit() and int(r["stdout"]) > 0,
+             f"node's own filter lets V8 use a protection key ({r.get('stdout', '').strip()} keyed mappings)",
+             r.get("stderr"))
     r = run("import subprocess\nprint(subprocess.run(['/usr/bin/node', '-e', %r], capture_output=True,"
             " text=True, check=True).stdout.strip())\n" % SMAPS_JS)
     t.verdict(r, "success", None, "node under python's filter runs")
