@@ -171,9 +171,11 @@ t.eq((r.get("status"), tier(r), r.get("start")), ("success", "strong", "warm"),
 t.ok(r.get("stdout", "").strip() not in ("", host), "in a warm strong unit too the program sees gVisor's kernel",
      (r.get("stdout"), host))
 t.ok(wait_until(lambda: (pool().get("strong") or {}).get("python", 0) >= 1, 120), "and the pool replaces it", pool())
+# 490 MB touched under ptrace on half a CPU took 23.3 s, then over 25 s, in the TCG guest (the VM tier): a
+# deadline that is not what this checks.
 r = strong("import os, resource\nx = bytearray(490 * 1024 * 1024)\n"
            "print(resource.getrlimit(resource.RLIMIT_NPROC)[0], len(x) >> 20, end='')\n",
-           limits={"cpu_cores": 0.5})
+           limits={"cpu_cores": 0.5, "timeout_ms": 60000})
 t.eq((r.get("status"), r.get("start"), r.get("stdout")), ("success", "warm", "128 490"),
      "a claim with another CPU limit: warm, gVisor's process limit the default tasks, and the claim keeps "
      "gVisor's room (490 MB of the default 512 fit: MemoryMax= is memory_mb + 64 MiB after the claim too)",
