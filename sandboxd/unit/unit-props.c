@@ -369,7 +369,7 @@ static uint64_t unit_memory_max(const Limits *l, bool strong) {
 }
 
 static uint64_t unit_tasks_max(const Limits *l, bool strong) {
-        return strong ? STRONG_TASKS_PER_PROCESS * l->tasks + STRONG_TASKS_OVERHEAD : l->tasks;
+        return strong ? 4 * l->tasks + STRONG_TASKS_OVERHEAD : l->tasks;
 }
 
 uint64_t sandbox_shm_bytes(const Limits *l) {
@@ -595,7 +595,7 @@ int unit_props_build(const UnitPlan *plan, UnitProps *ret) {
                  * the program's limit is RLIMIT_NPROC inside gVisor, this one is gVisor's room. */
                 TRY(add_u64(&p, "TasksMax", unit_tasks_max(l, true),
                             "strong tier: tasks is RLIMIT_NPROC inside gVisor; each of its processes costs gVisor "
-                            "about 5-7 host tasks under ptrace (its stub's threads, the Sentry's), plus its own"));
+                            "2 or more host tasks (a stub and its tracer thread), plus its own"));
         else
                 TRY(add_u64(&p, "TasksMax", unit_tasks_max(l, false), "a fork bomb stops at the task limit"));
         TRY(add_u64(&p, "RuntimeMaxUSec", l->timeout_ms * USEC_PER_MSEC + 2 * USEC_PER_SEC,

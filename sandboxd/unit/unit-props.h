@@ -124,14 +124,9 @@ typedef struct UnitPlan {
 } UnitPlan;
 
 /* The strong tier's room beyond the request's limits, for gVisor itself (its Sentry, gofer and
- * ptrace stubs: about 25 MB and 60 tasks idle): the program gets memory_mb and tasks (RLIMIT_NPROC
- * inside gVisor) as in the standard tier. Host tasks per process of the program, measured under
- * --platform=ptrace with a process per fork and a sleeping child each (2 CPUs): about 5-6.5 on the
- * host (127 children: 874 tasks), about 7 in a TCG guest (23 children: 210-224) where the Sentry
- * runs more threads; 4 per process stopped runsc's own threads at tasks=128 on the host (output
- * lost) and at tasks=24 in the VM tier. */
+ * ptrace stubs: about 25 MB and 40 tasks idle, 2 or more tasks per process of the program): the program
+ * gets memory_mb and tasks (RLIMIT_NPROC inside gVisor) as in the standard tier. */
 #define STRONG_MEMORY_OVERHEAD_MB 64
-#define STRONG_TASKS_PER_PROCESS 8
 #define STRONG_TASKS_OVERHEAD 128
 
 int unit_props_build(const UnitPlan *plan, UnitProps *ret);
