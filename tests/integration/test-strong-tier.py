@@ -122,10 +122,12 @@ while True:
         os._exit(0)
     n += 1
 """
-r = strong(FORK, limits={"tasks": 24})
+# tasks=12: gVisor under ptrace spends 5-7 host tasks per process of the program, and the unit allows
+# 4 x tasks + 128 (unit-props.h): at 24 the host's count came within a few tasks of the unit's limit.
+r = strong(FORK, limits={"tasks": 12})
 out = (r.get("stdout") or "").split()
-t.ok(r.get("status") == "success" and len(out) == 3 and out[0] == "stopped" and 10 <= int(out[1]) <= 24,
-     "a fork bomb stops at tasks=24 (RLIMIT_NPROC inside gVisor), runsc survives it", brief(r))
+t.ok(r.get("status") == "success" and len(out) == 3 and out[0] == "stopped" and 5 <= int(out[1]) <= 12,
+     "a fork bomb stops at tasks=12 (RLIMIT_NPROC inside gVisor), runsc survives it", brief(r))
 r = strong("import sys\nsys.stdout.write('x' * 300000)\n")
 t.eq((r.get("status"), r.get("stdout_bytes"), r.get("stdout_truncated")), ("success", 300000, True),
      "a large output is counted and truncated as in the standard tier", {k: r.get(k) for k in
