@@ -80,6 +80,20 @@ int strong_prepare(void) {
         return 0;
 }
 
+/* A new file of ours (root's, 0644, never through a link), for writing. */
+static int create_file(const char *path, FILE **ret) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+        if (fd < 0)
+                return -errno;
+        *ret = fdopen(fd, "w");
+        if (!*ret) {
+                (void) close(fd);
+                return -errno;
+        }
+        return 0;
+}
+
 /* The total memory gVisor reports (/proc/meminfo, sysinfo(2)) is the run's memory limit, not the host's.
  * runsc 20221219 passes its Sentry --total-memory from the cgroup's limit, and with --ignore-cgroups
  * (ours: runsc cannot manage the unit's cgroup) from the MemTotal: of the /proc/meminfo it reads on
@@ -90,7 +104,7 @@ int strong_prepare(void) {
  * one, below /run/strong, which only root may enter and gVisor's /run hides. */
 int strong_mount_meminfo(uint64_t memory_mb) {
         _cleanup_fclose_ FILE *f = NULL;
-        int fd;
+        int r;
 
         if (memory_mb == 0 || memory_mb > UINT64_MAX / 1024)
                 return -EINVAL;
@@ -103,14 +117,9 @@ int strong_mount_meminfo(uint64_t memory_mb) {
             mount("proc", STRONG_PROC_DIR, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") < 0)
                 return -errno;
 
-        fd = open(STRONG_MEMINFO, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        f = fdopen(fd, "w");
-        if (!f) {
-                (void) close(fd);
-                return -errno;
-        }
+        r = create_file(STRONG_MEMINFO, &f);
+        if (r < 0)
+                return r;
         /* All runsc reads of it; gVisor makes up the rest of its own /proc/meminfo from this. */
         fprintf(f, "MemTotal:       %" PRIu64 " kB\n", memory_mb * 1024);
         if (fflush(f) != 0 || ferror(f))
@@ -128,21 +137,16 @@ int strong_write_bundle(const Options *o, ChildKind kind, char **argv) {
         _cleanup_free_ char *dir = NULL, *path = NULL, *tmp = NULL;
         _cleanup_fclose_ FILE *f = NULL;
         bool first = true;
-        int fd;
+        int r;
 
         if (asprintf(&dir, STRONG_DIR "/%s", kind_name(kind)) < 0 || asprintf(&path, "%s/config.json", dir) < 0 ||
             asprintf(&tmp, "%s/.config.json", dir) < 0)
                 return -ENOMEM;
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        f = fdopen(fd, "w");
-        if (!f) {
-                (void) close(fd);
-                return -errno;
-        }
+        r = create_file(tmp, &f);
+        if (r < 0)
+                return r;
 
         /* uid 0 of gVisor's user namespace, without capabilities: the one identity runsc --rootless
          * maps, to the dynamic user on the host (another uid inside could not own the workspace's

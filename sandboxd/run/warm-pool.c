@@ -585,6 +585,17 @@ static void retire_aged(WarmPool *p) {
         }
 }
 
+/* The language of this name in Languages=, if the pool keeps units of it here: defined by that name
+ * (not an alias), available, its filter built. */
+static const Language *pooled_language(WarmPool *p, const char *name) {
+        const Language *l = language_find(name);
+
+        if (!l || !streq(l->name, name) || !warm_language_pooled(p->ctx->config, l) || !language_available(l) ||
+            !context_seccomp_filter(p->ctx, l))
+                return NULL;
+        return l;
+}
+
 void warm_pool_fill(WarmPool *p) {
         Context *ctx = p->ctx;
         const Config *c = ctx->config;
@@ -594,10 +605,9 @@ void warm_pool_fill(WarmPool *p) {
         /* In the order of Languages= (the administrator's: the first is filled first), not the
          * table's (file names). A name no file defines pools nothing. */
         for (char **name = c->pool_languages; name && *name; name++) {
-                const Language *l = language_find(*name);
+                const Language *l = pooled_language(p, *name);
 
-                if (!l || !streq(l->name, *name) || !warm_language_pooled(c, l) || !language_available(l) ||
-                    !context_seccomp_filter(ctx, l))
+                if (!l)
                         continue;
                 /* Size= of each kind: the preloaded ones first (python with PythonPreload=). */
                 for (int kind = warm_language_preloads(c, l) ? KIND_PRELOADED : KIND_PLAIN; kind >= KIND_PLAIN; kind--)
@@ -620,10 +630,9 @@ void warm_pool_fill(WarmPool *p) {
         if (ctx->strong_unavailable || ctx->isolation.policy == ISOLATION_POLICY_NEVER || now_mono(p) < p->strong_hold)
                 return;
         for (char **name = c->pool_languages; name && *name; name++) {
-                const Language *l = language_find(*name);
+                const Language *l = pooled_language(p, *name);
 
-                if (!l || !streq(l->name, *name) || !warm_language_strong(c, l) || !language_available(l) ||
-                    !context_seccomp_filter(ctx, l))
+                if (!l || !warm_language_strong(c, l))
                         continue;
                 if (!fill_kind(p, l, NULL, KIND_STRONG))
                         return;
