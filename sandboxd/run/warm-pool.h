@@ -56,7 +56,8 @@ void warm_pool_claim_ended(WarmPool *p);
 /* Every unit of the pool nobody has claimed (starting, ready or being stopped): cb for each. */
 void warm_pool_foreach(const WarmPool *p, void (*cb)(void *userdata, const char *unit, const char *language,
                                                      bool ready), void *userdata);
-/* Ready units of language l without an environment: preloaded ones (1), plain ones (0) or both (-1). */
+/* Ready units of the standard tier of language l without an environment: preloaded ones (1), plain
+ * ones (0) or both (-1). */
 unsigned warm_pool_ready(const WarmPool *p, const Language *l, int preloaded);
 /* Ready units of the strong tier of language l. */
 unsigned warm_pool_ready_strong(const WarmPool *p, const Language *l);
