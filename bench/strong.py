@@ -137,7 +137,7 @@ def api_run(code, case, starts=None, wait_warm=False):
     if case in ("cold", "strong-cold") and start != "cold":
         raise RunError(f'{case}: asked for "start": "cold", the record says start={start!r}')
     if case in ("warm", "strong") and wait_warm and start != "warm":
-        raise RunError(f"warm: a ready unit was there, the record says start={start!r}")
+        raise RunError(f"{case}: a ready unit was there, the record says start={start!r}")
     try:
         c, s, f = (parse_ts(r[k]) for k in ("created_at", "started_at", "finished_at"))
         phases = {"to_created": (c - w0) * 1000, "created_to_started": (s - c) * 1000,
