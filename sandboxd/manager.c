@@ -271,6 +271,20 @@ static int setup_cgroups(Manager *m) {
                         m->ctx.n_cgroups = 1;
                         break;
                 }
+                /* The hybrid hierarchy's unified part: where the v1 controllers' cpuacct is not the unit's
+                 * own (mounted apart from cpu, or not per unit), its cpu.stat still counts every process of
+                 * the unit, the strong tier's gVisor included, which RUSAGE_CHILDREN cannot see. */
+                if (*ctrl == 0) {
+                        if (statfs("/sys/fs/cgroup/unified", &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC ||
+                            m->ctx.n_cgroups >= ELEMENTSOF(m->ctx.cgroups))
+                                continue;
+                        m->ctx.cgroups[m->ctx.n_cgroups].name = "unified";
+                        if (asprintf(&m->ctx.cgroups[m->ctx.n_cgroups].slice_dir,
+                                     "/sys/fs/cgroup/unified%s/sandboxd.slice", path) < 0)
+                                return log_oom();
+                        m->ctx.n_cgroups++;
+                        continue;
+                }
                 for (size_t i = 0; i < ELEMENTSOF(v1); i++) {
                         char cl[256], *tok, *save = NULL;
                         bool match = false;

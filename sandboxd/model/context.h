@@ -73,7 +73,7 @@ typedef struct Context {
         /* Language definitions: the vendor directory and the one that overrides it. */
         char *languages_dir;
         char *languages_etc_dir;
-        CgroupRoot cgroups[3];
+        CgroupRoot cgroups[4];
         size_t n_cgroups;
         bool cgroup_v2;
         uint64_t phys_mem_bytes;         /* the host's memory, for the session budgets (0: unknown) */
