@@ -288,9 +288,13 @@ static int supervise(pid_t pid) {
                         timeout = (int) MIN(usec_to_msec_up(deadline_usec - now), (uint64_t) INT32_MAX);
                 }
                 {
-                        int lt = live_timeout_ms();
+                        int lt = live_timeout_ms(), st;
                         if (lt >= 0 && (timeout < 0 || lt < timeout))
                                 timeout = lt;
+                        strong_sample_processes();
+                        st = strong_sample_timeout_ms();
+                        if (st >= 0 && (timeout < 0 || st < timeout))
+                                timeout = st;
                 }
 
                 if (poll(p, ELEMENTSOF(p), timeout) < 0) {
@@ -410,44 +414,26 @@ int spawn_and_wait(const Options *o, char **argv, const uint8_t *bpf, size_t bpf
 
 /* Is anything but us left in the unit's cgroup? 1: yes, 0: only us, -1: unknown (no cgroup fd). */
 static int cgroup_others(void) {
-        static const char *const procs[] = { "pids/cgroup.procs", "unified/cgroup.procs", "memory/cgroup.procs" };
         char buf[4096];
         pid_t self = getpid();
+        ssize_t k;
 
-        for (size_t i = 0; i < ELEMENTSOF(procs); i++) {
-                const char *slash = strchr(procs[i], '/');
-                int dfd = -EBADF;
-                _cleanup_close_ int fd = -EBADF;
-                ssize_t k;
+        k = cgroup_read_procs(buf, sizeof(buf));
+        if (k < 0)
+                return -1;
+        if ((size_t) k == sizeof(buf) - 1)
+                return 1;       /* hundreds of pids: certainly not only us */
+        for (char *p = buf, *end; *p; p = end) {
+                long v = strtol(p, &end, 10);
 
-                for (size_t c = 0; c < ELEMENTSOF(cgroup_names); c++)
-                        if (strncmp(cgroup_names[c], procs[i], (size_t) (slash - procs[i])) == 0 &&
-                            cgroup_names[c][slash - procs[i]] == '\0')
-                                dfd = cg_fds[c];
-                if (dfd < 0)
-                        continue;
-                fd = openat(dfd, slash + 1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-                if (fd < 0)
-                        continue;
-                k = loop_read(fd, buf, sizeof(buf) - 1);
-                if (k < 0)
-                        continue;
-                if ((size_t) k == sizeof(buf) - 1)
-                        return 1;       /* hundreds of pids: certainly not only us */
-                buf[k] = '\0';
-                for (char *p = buf, *end; *p; p = end) {
-                        long v = strtol(p, &end, 10);
-
-                        if (end == p)
-                                break;
-                        if (v != (long) self)
-                                return 1;
-                        while (*end == '\n')
-                                end++;
-                }
-                return 0;
+                if (end == p)
+                        break;
+                if (v != (long) self)
+                        return 1;
+                while (*end == '\n')
+                        end++;
         }
-        return -1;
+        return 0;
 }
 
 /* Unknown counts as "no". */

@@ -83,6 +83,34 @@ static bool cg_keyed(const char *path, const char *key, uint64_t *ret) {
         return fd >= 0 && read_keyed_file(fd, file, key, ret);
 }
 
+/* The unit's cgroup.procs (one pid per line, in our pid namespace) into buf, NUL-terminated: the
+ * bytes read, or -ENOENT where the unit's cgroup is not ours to read. A full buffer means more pids
+ * than it holds. */
+ssize_t cgroup_read_procs(char *buf, size_t size) {
+        static const char *const procs[] = { "pids/cgroup.procs", "unified/cgroup.procs", "memory/cgroup.procs" };
+
+        if (size == 0)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(procs); i++) {
+                const char *file = NULL;
+                int dfd = cg_dir_fd(procs[i], &file);
+                _cleanup_close_ int fd = -EBADF;
+                ssize_t k;
+
+                if (dfd < 0)
+                        continue;
+                fd = openat(dfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+                if (fd < 0)
+                        continue;
+                k = loop_read(fd, buf, size - 1);
+                if (k < 0)
+                        continue;
+                buf[k] = '\0';
+                return k;
+        }
+        return -ENOENT;
+}
+
 static void read_cgroup_counters(HelperReport *r, bool *have_cpu, bool *have_peak) {
         uint64_t v;
 
@@ -192,6 +220,11 @@ void gather(HelperReport *r, int workspace_fd, int tmp_fd) {
         }
 
         r->disk_full = fs_is_full(workspace_fd) || fs_is_full(tmp_fd);
+        /* The strong tier: gVisor's RLIMIT_NPROC, which the cgroup does not see (strong.c). As with
+         * pids.events's "max" in the standard tier, the limit reached is the verdict whatever the exit
+         * status (a bash fork bomb's shell exits 0 after its forks failed). */
+        if (strong_tier && strong_task_limit > 0 && strong_peak_processes >= strong_task_limit)
+                r->pids_max = MAX(r->pids_max, UINT64_C(1));
 }
 
 void status_to_report(int status, HelperReport *r) {

@@ -408,6 +408,7 @@ static void parse_argv(int argc, char *argv[], Options *o) {
         if (o->runsc && !o->runsc_platform)
                 o->runsc_platform = "ptrace";
         strong_tier = o->runsc != NULL;
+        strong_task_limit = strong_tier ? o->strong_tasks : 0;
 
         if (optind >= argc)
                 fail_setup("No program to run");

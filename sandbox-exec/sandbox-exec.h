@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/fsuid.h>
 
 #include "capture.h"
 #include "exec-protocol.h"
@@ -134,6 +135,11 @@ int strong_prepare(void);
 int strong_mount_meminfo(uint64_t memory_mb);
 int strong_write_bundle(const Options *o, ChildKind kind, char **argv);
 _Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd);
+/* While the program runs: how many processes it has in gVisor, seen from the host (strong.c). The
+ * limit (--tasks; 0: not looked at), the peak; a look when due, and when the next is (ms, -1: never). */
+extern uint64_t strong_peak_processes, strong_task_limit;
+void strong_sample_processes(void);
+int strong_sample_timeout_ms(void);
 _printf_(2, 3) _Noreturn void child_fail(int err_fd, const char *fmt, ...);
 uint64_t mono_usec(void);
 bool pump(int fd, Capture *c, bool drain);
@@ -162,6 +168,7 @@ void sweep_program_processes(void);
 /* counters.c: what the kernel counted */
 extern uint64_t cpu_base_usec, rusage_base_usec;
 bool cgroup_cpu_usec(uint64_t *ret);
+ssize_t cgroup_read_procs(char *buf, size_t size);
 uint64_t proc_cpu_usec(pid_t pid);
 /* At a claim: what the unit (and the warm runtime, pid or -1) used so far, not the program's. */
 void cpu_baseline(pid_t runtime);

@@ -24,6 +24,9 @@
 #define STRONG_STATE_DIR STRONG_DIR "/state"
 #define STRONG_PROC_DIR STRONG_DIR "/proc"
 #define STRONG_MEMINFO STRONG_DIR "/meminfo"
+/* The daemon's copy of strong-preload.c's library in the /usr layer (USR_LAYER_PRELOAD of
+ * sandboxd/unit/sandbox-root.h): named in LD_PRELOAD of gVisor's programs where it is there. */
+#define STRONG_PRELOAD "/usr/lib/sandbox/sandboxd-strong-preload.so"
 
 /* One of invocation_variables[] (children.c, which the child unsets): they stay out of gVisor's
  * environment too (the bundle is written before the fork, from our own environment). */
@@ -136,7 +139,7 @@ int strong_mount_meminfo(uint64_t memory_mb) {
 int strong_write_bundle(const Options *o, ChildKind kind, char **argv) {
         _cleanup_free_ char *dir = NULL, *path = NULL, *tmp = NULL;
         _cleanup_fclose_ FILE *f = NULL;
-        bool first = true;
+        bool first = true, preload;
         int r;
 
         if (asprintf(&dir, STRONG_DIR "/%s", kind_name(kind)) < 0 || asprintf(&path, "%s/config.json", dir) < 0 ||
@@ -159,13 +162,27 @@ int strong_write_bundle(const Options *o, ChildKind kind, char **argv) {
         }
         fputs("],\"env\":[", f);
         first = true;
+        preload = access(STRONG_PRELOAD, R_OK) >= 0;
         for (char **e = environ; e && *e; e++) {
+                _cleanup_free_ char *both = NULL;
+
                 if (invocation_variable(*e) || !strchr(*e, '='))
                         continue;
                 if (!first)
                         fputc(',', f);
-                put_json_string(f, *e);
+                /* One the language's definition sets comes after ours (a request cannot set it). */
+                if (preload && startswith(*e, "LD_PRELOAD=")) {
+                        if (asprintf(&both, "LD_PRELOAD=" STRONG_PRELOAD ":%s", *e + strlen("LD_PRELOAD=")) < 0)
+                                return -ENOMEM;
+                        preload = false;
+                }
+                put_json_string(f, both ?: *e);
                 first = false;
+        }
+        if (preload) {
+                if (!first)
+                        fputc(',', f);
+                put_json_string(f, "LD_PRELOAD=" STRONG_PRELOAD);
         }
         fputs("],\"cwd\":", f);
         put_json_string(f, o->workspace);
@@ -213,4 +230,121 @@ _Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd) {
         snprintf(id, sizeof(id), "sandbox-%s", kind_name(kind));
         execv(argv[0], argv);
         child_fail(err_fd, "Cannot execute %s: %s", argv[0], strerror(errno));
+}
+
+/* ---- The program's processes, seen from the host -------------------------------------------------
+ * RLIMIT_NPROC inside gVisor stops the program at --tasks processes, and nothing on the host sees
+ * that fork fail: the unit's TasksMax= is gVisor's room, far above it. Under the ptrace platform
+ * every process of the program is one host process, a stub the Sentry forks from its
+ * "master stub", a child of its own; neither has a command line (a stub unmaps all it inherited),
+ * unlike runsc's own processes. So the stubs are the processes without a command line whose parent
+ * has none either, and their peak reaching --tasks is the report's pids_max: "a fork failed at the
+ * task limit", as pids.events's "max" says in the standard tier. (Threads of the program are not
+ * stubs: a program that reaches the limit by threads alone is not seen.) A process that hides from
+ * us (gone, or a name we cannot read) counts as not a stub: it can only lower the count, which the
+ * program gains nothing by. Looked at every STRONG_SAMPLE_USEC, and only when the cgroup holds more
+ * processes than --tasks: a run far below its limit costs one read of cgroup.procs. */
+
+#define STRONG_SAMPLE_USEC (20 * USEC_PER_MSEC)
+#define STRONG_SAMPLE_PIDS 1024         /* pids looked at in one sample, at most */
+
+uint64_t strong_peak_processes = 0, strong_task_limit = 0;
+static uint64_t strong_next_sample = 0;
+
+/* /proc/PID: its parent, and whether it has a command line. False if it cannot be read. */
+static bool proc_parent_and_cmdline(pid_t pid, pid_t *ret_ppid, bool *ret_cmdline) {
+        char path[64], buf[512], c;
+        _cleanup_close_ int fd = -EBADF, cfd = -EBADF;
+        const char *close_paren;
+        ssize_t n;
+        int ppid;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return false;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        /* "pid (comm) S ppid ...": the comm is the process's to choose, the last ')' ends it. */
+        close_paren = strrchr(buf, ')');
+        if (!close_paren || sscanf(close_paren + 1, " %c %d", &c, &ppid) != 2 || ppid < 0)
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
+        cfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (cfd < 0)
+                return false;
+        n = read(cfd, &c, 1);
+        if (n < 0)
+                return false;
+        *ret_ppid = (pid_t) ppid;
+        *ret_cmdline = n > 0;
+        return true;
+}
+
+static unsigned count_stubs(const char *procs) {
+        pid_t pids[STRONG_SAMPLE_PIDS], ppids[STRONG_SAMPLE_PIDS];
+        bool named[STRONG_SAMPLE_PIDS];
+        size_t n = 0;
+        unsigned stubs = 0;
+        uid_t saved;
+
+        /* Their /proc entries are visible to their own user only (ProtectProc=invisible). */
+        saved = (uid_t) setfsuid(prog_uid);
+        for (const char *p = procs; *p && n < ELEMENTSOF(pids);) {
+                char *end;
+                long v = strtol(p, &end, 10);
+
+                if (end == p)
+                        break;
+                p = end + strspn(end, "\n");
+                if (v <= 0 || v > INT32_MAX || !proc_parent_and_cmdline((pid_t) v, &ppids[n], &named[n]))
+                        continue;
+                pids[n++] = (pid_t) v;
+        }
+        (void) setfsuid(saved);
+
+        for (size_t i = 0; i < n; i++) {
+                if (named[i])
+                        continue;
+                /* Unnamed, with an unnamed parent in the unit: a stub. */
+                for (size_t k = 0; k < n; k++)
+                        if (pids[k] == ppids[i]) {
+                                if (!named[k])
+                                        stubs++;
+                                break;
+                        }
+        }
+        return stubs;
+}
+
+void strong_sample_processes(void) {
+        char buf[8192];
+        uint64_t now = mono_usec(), lines = 0, tasks = strong_task_limit;
+        ssize_t k;
+
+        if (!strong_tier || tasks == 0 || now < strong_next_sample)
+                return;
+        strong_next_sample = now + STRONG_SAMPLE_USEC;
+
+        k = cgroup_read_procs(buf, sizeof(buf));
+        if (k < 0)
+                return;
+        for (ssize_t i = 0; i < k; i++)
+                lines += buf[i] == '\n';
+        /* Us, runsc's processes and the master stub besides the stubs: fewer than tasks + 2 lines
+         * cannot hold tasks stubs. */
+        if (lines < tasks + 2)
+                return;
+        strong_peak_processes = MAX(strong_peak_processes, (uint64_t) count_stubs(buf));
+}
+
+int strong_sample_timeout_ms(void) {
+        uint64_t now;
+
+        if (!strong_tier || strong_task_limit == 0)
+                return -1;
+        now = mono_usec();
+        return strong_next_sample <= now ? 0 : (int) usec_to_msec_up(strong_next_sample - now);
 }

@@ -34,6 +34,7 @@
 #include "unit/seccomp-policy.h"
 #include "net/net-policy.h"
 #include "unit/usr-layer.h"
+#include "unit/sandbox-root.h"
 #include "model/environment.h"
 #include "model/warm-policy.h"
 #include "run/unit-reaper.h"
@@ -172,7 +173,16 @@ static int setup_directories(Manager *m) {
                 return log_error_errno(ENODEV, "overlayfs is not available (modprobe overlay; see modules-load.d(5)): "
                                        "the sandboxes' /usr is an overlay of their own");
         m->ctx.usr_layer = mfree(m->ctx.usr_layer);
-        r = usr_layer_build(c->state_dir, &m->ctx.usr_layer);
+        {
+                /* The strong tier's preload (strong-preload.c) is installed beside the helper. */
+                const char *helper = m->helper_override ?: c->helper;
+                const char *slash = helper ? strrchr(helper, '/') : NULL;
+                _cleanup_free_ char *preload = NULL;
+
+                if (slash && asprintf(&preload, "%.*s/" STRONG_PRELOAD_NAME, (int) (slash - helper), helper) < 0)
+                        return log_oom();
+                r = usr_layer_build(c->state_dir, preload, &m->ctx.usr_layer);
+        }
         if (r < 0)
                 return r;
         return 0;

@@ -25,6 +25,10 @@
 #define SANDBOX_ENV_LAYER "/run/.env-layer"
 /* In the layer (and so in the sandbox's /usr): the copies of the host /etc entries. */
 #define USR_LAYER_ETC "lib/sandbox/etc"
+/* Likewise the strong tier's preload (sandbox-exec/strong-preload.c), installed beside the helper as
+ * STRONG_PRELOAD_NAME; sandbox-exec names /usr/USR_LAYER_PRELOAD in LD_PRELOAD of gVisor's programs. */
+#define STRONG_PRELOAD_NAME "sandboxd-strong-preload.so"
+#define USR_LAYER_PRELOAD "lib/sandbox/" STRONG_PRELOAD_NAME
 
 typedef enum RootEntryKind {
         ROOT_DIR,

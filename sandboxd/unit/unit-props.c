@@ -369,7 +369,7 @@ static uint64_t unit_memory_max(const Limits *l, bool strong) {
 }
 
 static uint64_t unit_tasks_max(const Limits *l, bool strong) {
-        return strong ? 4 * l->tasks + STRONG_TASKS_OVERHEAD : l->tasks;
+        return strong ? STRONG_TASKS_PER_PROCESS * l->tasks + STRONG_TASKS_OVERHEAD : l->tasks;
 }
 
 uint64_t sandbox_shm_bytes(const Limits *l) {

@@ -124,9 +124,13 @@ typedef struct UnitPlan {
 } UnitPlan;
 
 /* The strong tier's room beyond the request's limits, for gVisor itself (its Sentry, gofer and
- * ptrace stubs: about 25 MB and 40 tasks idle, 2 or more tasks per process of the program): the program
- * gets memory_mb and tasks (RLIMIT_NPROC inside gVisor) as in the standard tier. */
+ * ptrace stubs: about 25 MB and 40-70 tasks idle, 3-7 host tasks per process of the program, the most
+ * under TCG): the program gets memory_mb and tasks (RLIMIT_NPROC inside gVisor) as in the standard
+ * tier. TasksMax= must stay out of the program's reach: were gVisor's own clone() to fail there, runsc
+ * could die with the program's output. sandbox-exec counts the program's processes to tell when it
+ * reached tasks (strong.c). */
 #define STRONG_MEMORY_OVERHEAD_MB 64
+#define STRONG_TASKS_PER_PROCESS 12
 #define STRONG_TASKS_OVERHEAD 128
 
 int unit_props_build(const UnitPlan *plan, UnitProps *ret);

@@ -128,7 +128,39 @@ static int copy_entry(int from_dir, int to_dir, const char *name, const char *re
         return 0;       /* devices, FIFOs, sockets: not for a sandbox */
 }
 
-int usr_layer_build(const char *state_dir, char **ret_path) {
+/* The preload into the layer: a regular file of at most 1 MiB, read without following a link. */
+static int copy_preload(int layer, const char *preload) {
+        _cleanup_close_ int in = -EBADF, out = -EBADF, dfd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        const char *base = strrchr(USR_LAYER_PRELOAD, '/') + 1;
+        struct stat st;
+        ssize_t n;
+
+        in = open(preload, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (in < 0)
+                return -errno;
+        if (fstat(in, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > 1024 * 1024)
+                return -EBADMSG;
+        buf = malloc((size_t) st.st_size);
+        if (!buf)
+                return -ENOMEM;
+        n = loop_read(in, buf, (size_t) st.st_size);
+        if (n < 0)
+                return (int) n;
+        if (n != st.st_size)
+                return -EIO;
+        dfd = mkdir_parents_at(layer, USR_LAYER_PRELOAD);
+        if (dfd < 0)
+                return dfd;
+        out = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (out < 0)
+                return -errno;
+        return loop_write(out, buf, (size_t) n);
+}
+
+int usr_layer_build(const char *state_dir, const char *preload, char **ret_path) {
         _cleanup_free_ char *parent = NULL, *path = NULL;
         _cleanup_close_ int layer = -EBADF, etc = -EBADF, host_etc = -EBADF, usr = -EBADF;
         char id[64];
@@ -182,6 +214,12 @@ int usr_layer_build(const char *state_dir, char **ret_path) {
                         continue;
                 }
                 n_hidden++;
+        }
+        if (preload) {
+                r = copy_preload(layer, preload);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot copy '%s' into the /usr layer, the strong tier runs without "
+                                          "it (ls -l and stat fail under gVisor 20221219): %m", preload);
         }
         if (syncfs(layer) < 0)
                 log_debug_errno(errno, "syncfs of '%s' failed, ignoring: %m", path);

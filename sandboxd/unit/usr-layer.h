@@ -11,8 +11,10 @@
 #include <stdbool.h>
 
 /* Builds <state_dir>/usr-layers/<random name> and returns its path. Whiteouts (character device 0:0)
- * need no CAP_MKNOD since Linux 5.8; where mknod fails they are left out (logged), the rest is built. */
-int usr_layer_build(const char *state_dir, char **ret_path);
+ * need no CAP_MKNOD since Linux 5.8; where mknod fails they are left out (logged), the rest is built.
+ * preload (NULL: none): the strong tier's preload library (sandbox-exec/strong-preload.c), copied to
+ * USR_LAYER_PRELOAD; where it is missing the layer has none (logged) and the strong tier runs without. */
+int usr_layer_build(const char *state_dir, const char *preload, char **ret_path);
 
 /* Removes every layer below <state_dir>/usr-layers except keep. */
 int usr_layer_prune(const char *state_dir, const char *keep);

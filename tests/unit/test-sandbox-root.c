@@ -168,8 +168,8 @@ static void test_usr_layer(_unused_ void **state) {
         struct dirent *de;
         unsigned n = 0;
 
-        assert_int_equal(usr_layer_build(d, &old), 0);
-        assert_int_equal(usr_layer_build(d, &layer), 0);
+        assert_int_equal(usr_layer_build(d, NULL, &old), 0);
+        assert_int_equal(usr_layer_build(d, NULL, &layer), 0);
         assert_string_not_equal(old, layer);
 
         /* /usr/local is hidden by a whiteout where the host has one. */

@@ -1099,7 +1099,7 @@ static void test_strong_unit(_unused_ void **state) {
         assert_null(unit_props_find(&p, "ProcSubset"));
         assert_true(need(&p, "ProtectKernelTunables")->b);
         assert_int_equal(need(&p, "MemoryMax")->u, (512 + STRONG_MEMORY_OVERHEAD_MB) * MiB);
-        assert_int_equal(need(&p, "TasksMax")->u, 4 * 128 + STRONG_TASKS_OVERHEAD);
+        assert_int_equal(need(&p, "TasksMax")->u, STRONG_TASKS_PER_PROCESS * 128 + STRONG_TASKS_OVERHEAD);
         x = need(&p, "ExecStartEx");
         assert_true(strv_has(x, "--strong=/usr/bin/runsc"));
         assert_true(strv_has(x, "--runsc-platform=ptrace"));
@@ -1164,7 +1164,7 @@ static void test_strong_warm_unit(_unused_ void **state) {
         l.tasks = 32;
         assert_int_equal(unit_props_claim_limits(&l, true, &claim), 0);
         assert_int_equal(need(&claim, "MemoryMax")->u, (256 + STRONG_MEMORY_OVERHEAD_MB) * MiB);
-        assert_int_equal(need(&claim, "TasksMax")->u, 4 * 32 + STRONG_TASKS_OVERHEAD);
+        assert_int_equal(need(&claim, "TasksMax")->u, STRONG_TASKS_PER_PROCESS * 32 + STRONG_TASKS_OVERHEAD);
         unit_props_done(&claim);
         assert_int_equal(unit_props_claim_limits(&l, false, &claim), 0);
         assert_int_equal(need(&claim, "MemoryMax")->u, 256 * MiB);
