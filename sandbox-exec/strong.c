@@ -242,8 +242,9 @@ _Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd) {
  * task limit", as pids.events's "max" says in the standard tier. (Threads of the program are not
  * stubs: a program that reaches the limit by threads alone is not seen.) A process that hides from
  * us (gone, or a name we cannot read) counts as not a stub: it can only lower the count, which the
- * program gains nothing by. Looked at every STRONG_SAMPLE_USEC, and only when the cgroup holds more
- * processes than --tasks: a run far below its limit costs one read of cgroup.procs. */
+ * program gains nothing by. Looked at every STRONG_SAMPLE_USEC (less often past 64 processes), and
+ * only when the cgroup holds more processes than --tasks: a run far below its limit costs one read of
+ * cgroup.procs. */
 
 #define STRONG_SAMPLE_USEC (20 * USEC_PER_MSEC)
 #define STRONG_SAMPLE_PIDS 1024         /* pids looked at in one sample, at most */
@@ -283,7 +284,7 @@ static bool proc_parent_and_cmdline(pid_t pid, pid_t *ret_ppid, bool *ret_cmdlin
         return true;
 }
 
-static unsigned count_stubs(const char *procs) {
+static unsigned count_stubs(const char *procs, size_t *ret_looked_at) {
         pid_t pids[STRONG_SAMPLE_PIDS], ppids[STRONG_SAMPLE_PIDS];
         bool named[STRONG_SAMPLE_PIDS];
         size_t n = 0;
@@ -304,6 +305,7 @@ static unsigned count_stubs(const char *procs) {
                 pids[n++] = (pid_t) v;
         }
         (void) setfsuid(saved);
+        *ret_looked_at = n;
 
         for (size_t i = 0; i < n; i++) {
                 if (named[i])
@@ -322,6 +324,8 @@ static unsigned count_stubs(const char *procs) {
 void strong_sample_processes(void) {
         char buf[8192];
         uint64_t now = mono_usec(), lines = 0, tasks = strong_task_limit;
+        size_t looked_at = 0;
+        unsigned stubs;
         ssize_t k;
 
         if (!strong_tier || tasks == 0 || now < strong_next_sample)
@@ -337,7 +341,11 @@ void strong_sample_processes(void) {
          * cannot hold tasks stubs. */
         if (lines < tasks + 2)
                 return;
-        strong_peak_processes = MAX(strong_peak_processes, (uint64_t) count_stubs(buf));
+        stubs = count_stubs(buf, &looked_at);
+        strong_peak_processes = MAX(strong_peak_processes, (uint64_t) stubs);
+        /* Two /proc files per process: a program with hundreds is looked at less often (a fork bomb
+         * held at its limit stays there long enough to be seen). */
+        strong_next_sample = now + STRONG_SAMPLE_USEC * MAX((uint64_t) 1, (uint64_t) looked_at / 64);
 }
 
 int strong_sample_timeout_ms(void) {
