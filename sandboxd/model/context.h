@@ -31,9 +31,13 @@ typedef struct WarmPool WarmPool;
 typedef struct UnitReaper UnitReaper;
 
 typedef struct CgroupRoot {
-        const char *name;        /* "memory", "pids", "cpuacct" (v1) or "unified" (v2) */
+        const char *name;        /* "memory", "pids", "cpuacct" (v1), "unified" (v2, or hybrid's) */
         char *slice_dir;         /* host path of sandboxd.slice in that hierarchy */
 } CgroupRoot;
+
+/* The hierarchies handed to sandbox-exec, at most: v1's memory, pids and cpuacct, and the unified one
+ * of a hybrid host (sandbox-exec's cgroup_names[] lists the same four). */
+#define CGROUP_ROOTS_MAX 4
 
 
 typedef struct Context {
@@ -73,7 +77,7 @@ typedef struct Context {
         /* Language definitions: the vendor directory and the one that overrides it. */
         char *languages_dir;
         char *languages_etc_dir;
-        CgroupRoot cgroups[4];
+        CgroupRoot cgroups[CGROUP_ROOTS_MAX];
         size_t n_cgroups;
         bool cgroup_v2;
         uint64_t phys_mem_bytes;         /* the host's memory, for the session budgets (0: unknown) */

@@ -474,7 +474,7 @@ static void store_control_socket(Job *j, int fd) {
 void job_start_service(Job *j) {
         Context *ctx = j->ctx;
         _cleanup_close_pair_ int ctl[2] = { -EBADF, -EBADF };
-        CgroupBind cg[3];
+        CgroupBind cg[CGROUP_ROOTS_MAX];
         UnitProps props = {};
         UnitPlan plan;
         const Environment *env = NULL;

@@ -389,7 +389,7 @@ static int warm_unit_start(WarmPool *p, const Language *l, const Environment *en
         _cleanup_close_pair_ int ctl[2] = { -EBADF, -EBADF };
         _cleanup_free_ char *preload = NULL;
         UnitProps props = {};
-        CgroupBind cg[3];
+        CgroupBind cg[CGROUP_ROOTS_MAX];
         WarmUnit *u;
         char header[EXEC_HEADER_MAX + 1];
         int hl, r;

@@ -105,6 +105,8 @@ static int bind_push(UnitProp *x, const char *src, const char *dst, bool ignore_
 }
 
 int cgroup_binds_build(const CgroupRoot *roots, size_t n, const char *unit, CgroupBind *ret) {
+        if (n > CGROUP_ROOTS_MAX)
+                return -E2BIG;
         for (size_t i = 0; i < n; i++) {
                 char *path = NULL;
 

@@ -65,8 +65,9 @@ typedef struct CgroupBind {
         const char *name;        /* "memory", "pids", "cpuacct", "unified" */
 } CgroupBind;
 
-/* The unit's own cgroup directory in each hierarchy sandboxd uses (n roots): ret[i].source is
- * malloc'ed, freed by cgroup_binds_done(). 0 or -ENOMEM (nothing left allocated). */
+/* The unit's own cgroup directory in each hierarchy sandboxd uses (n roots, ret has room for
+ * CGROUP_ROOTS_MAX): ret[i].source is malloc'ed, freed by cgroup_binds_done(). 0, -E2BIG (n too
+ * large) or -ENOMEM (nothing left allocated). */
 int cgroup_binds_build(const CgroupRoot *roots, size_t n, const char *unit, CgroupBind *ret);
 void cgroup_binds_done(CgroupBind *cg, size_t n);
 

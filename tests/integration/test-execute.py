@@ -168,9 +168,18 @@ t.eq(st, 404, "cancelling an unknown execution is 404")
 import subprocess as _sp  # noqa: E402
 r = run("print('JOURNAL-PROBE-OUTPUT')", session_id="sess_journal")
 eid = r["execution_id"]
-out = _sp.run(["journalctl", "--no-pager", "-o", "json", f"SANDBOXD_EXECUTION_ID={eid}"], capture_output=True,
-              text=True).stdout
-entries = [_json.loads(l) for l in out.splitlines() if l.strip()]
+
+
+def journal_entries():
+    out = _sp.run(["journalctl", "--no-pager", "-o", "json", f"SANDBOXD_EXECUTION_ID={eid}"], capture_output=True,
+                  text=True).stdout
+    return [_json.loads(l) for l in out.splitlines() if l.strip()]
+
+
+# journald writes what it received on its own time: the end entry, sent as the answer went out, was once
+# not there yet for a journalctl run at once (ASan build, a VM beside it).
+wait_until(lambda: len(journal_entries()) >= 2, 10)
+entries = journal_entries()
 t.eq([e.get("SANDBOXD_STATUS") for e in entries], ["running", "success"], "journal: a start and an end entry")
 last = entries[-1] if entries else {}
 t.ok(last.get("SANDBOXD_SESSION_ID") == "sess_journal" and last.get("SANDBOXD_LANGUAGE") == "python"
