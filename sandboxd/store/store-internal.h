@@ -64,6 +64,106 @@ struct Store {
         char *error;                     /* the backend's text for the last failure, or NULL */
 };
 
+/* The columns of the executions table, the same in every backend, in the order of the table, and
+ * their indexes in a result row / parameters - 1. */
+#define STORE_COLUMNS                                                                                      \
+        "execution_id, session_id, owner, status, error_type, created_at, started_at, finished_at, " \
+        "duration_ms, exit_code, signal, cpu_usec, peak_memory_bytes, language, timeout_ms, "        \
+        "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
+        "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
+        "stderr, code, workspace, request, error_message, cancel_requested, client_id, start, network, "    \
+        "environment, summary, isolation"
+
+enum {
+        STORE_COL_ID,
+        STORE_COL_SESSION,
+        STORE_COL_OWNER,
+        STORE_COL_STATUS,
+        STORE_COL_ERROR_TYPE,
+        STORE_COL_CREATED,
+        STORE_COL_STARTED,
+        STORE_COL_FINISHED,
+        STORE_COL_DURATION,
+        STORE_COL_EXIT_CODE,
+        STORE_COL_SIGNAL,
+        STORE_COL_CPU,
+        STORE_COL_PEAK,
+        STORE_COL_LANGUAGE,
+        STORE_COL_TIMEOUT,
+        STORE_COL_MEMORY,
+        STORE_COL_CPU_CORES,
+        STORE_COL_DISK,
+        STORE_COL_TASKS,
+        STORE_COL_UNIT,
+        STORE_COL_REASON,
+        STORE_COL_FINGERPRINT,
+        STORE_COL_OUT_BYTES,
+        STORE_COL_OUT_LINES,
+        STORE_COL_OUT_TRUNCATED,
+        STORE_COL_ERR_BYTES,
+        STORE_COL_ERR_LINES,
+        STORE_COL_ERR_TRUNCATED,
+        STORE_COL_OUT,
+        STORE_COL_ERR,
+        STORE_COL_CODE,
+        STORE_COL_WORKSPACE,
+        STORE_COL_REQUEST,
+        STORE_COL_ERROR_MESSAGE,
+        STORE_COL_CANCEL_REQUESTED,
+        STORE_COL_CLIENT_ID,
+        STORE_COL_START,
+        STORE_COL_NETWORK,
+        STORE_COL_ENVIRONMENT,
+        STORE_COL_SUMMARY,
+        STORE_COL_ISOLATION,
+        _STORE_COL_MAX,
+};
+
+/* One row of executions as a backend read it, for store_record_from_row(): every column as text
+ * (integers in decimal; NULL for SQL NULL), except cpu_cores and the fingerprint, which a text form
+ * would not carry exactly. text[STORE_COL_CPU_CORES] and text[STORE_COL_FINGERPRINT] are not read. */
+typedef struct StoreRow {
+        const char *text[_STORE_COL_MAX];
+        double cpu_cores;
+        const void *fingerprint;
+        size_t fingerprint_size;
+} StoreRow;
+
+/* The record a row holds. -EBADMSG for a row we would not have written (a negative count, an
+ * unknown status, a fingerprint of the wrong size), -ENOMEM. */
+int store_record_from_row(const StoreRow *row, StoreRecord **ret);
+
+/* The network log of an Execution as its column holds it (JSON); *ret NULL when there is none. */
+int store_network_to_json(const Execution *e, char **ret);
+
+/* The skipped list of an artifact collection as its column holds it (JSON [{"path","reason"}]), and
+ * back: entries not written by us are passed over. */
+int store_skipped_to_json(const ExecArtifacts *a, char **ret);
+int store_skipped_from_json(ExecArtifacts *a, const char *text);
+
+/* The callback deliveries' columns, the same in every backend. */
+#define CALLBACK_COLUMNS \
+        "execution_id, state, next_attempt_at, attempts, created_at, delivered_at, url, delivery_id, last_error"
+
+enum {
+        CB_ID,
+        CB_STATE,
+        CB_NEXT,
+        CB_ATTEMPTS,
+        CB_CREATED,
+        CB_DELIVERED,
+        CB_URL,
+        CB_DELIVERY_ID,
+        CB_LAST_ERROR,
+        CB_BODY,
+        CB_CLIENT_ID,           /* with the body: the execution's, for the Sandboxd-Execution-Id header */
+};
+#define CALLBACK_CLIENT_ID "(SELECT client_id FROM executions e WHERE e.execution_id = callbacks.execution_id)"
+
+/* The schema's version: both backends number their migrations alike, one per feature, so that
+ * version N means the same tables and columns in either. */
+#define STORE_SCHEMA_VERSION 15
+
 /* Record the backend's message for store_error_message(); keeps the old one on OOM. */
 void store_set_error(Store *s, const char *message);
 

@@ -9,23 +9,12 @@
 int sqlite_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
         SqliteStore *ss = SQLITE_STORE(s);
         _cleanup_free_ char *skipped = NULL;
-        json_object *l = json_object_new_array();
         sqlite3_stmt *st = NULL;
         int rc, r = 0;
 
-        if (!l)
-                return -ENOMEM;
-        for (size_t i = 0; i < a->n_skipped; i++) {
-                json_object *e = json_object_new_object();
-
-                json_object_object_add(e, "path", json_object_new_string(a->skipped[i].path));
-                json_object_object_add(e, "reason", json_object_new_string(a->skipped[i].reason));
-                json_object_array_add(l, e);
-        }
-        skipped = strdup(json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN));
-        json_object_put(l);
-        if (!skipped)
-                return -ENOMEM;
+        r = store_skipped_to_json(a, &skipped);
+        if (r < 0)
+                return r;
 
         rc = sqlite3_exec(ss->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         if (rc != SQLITE_OK)
@@ -84,7 +73,6 @@ int sqlite_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
         SqliteStore *ss = SQLITE_STORE(s);
         _cleanup_(exec_artifacts_freep) ExecArtifacts *a = exec_artifacts_new();
         sqlite3_stmt *st = NULL;
-        json_object *l = NULL;
         bool found = false;
         int rc, r = 0;
 
@@ -94,20 +82,9 @@ int sqlite_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
                                 -1, &st, NULL);
         rc = rc ?: sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                const char *text = (const char *) sqlite3_column_text(st, 1);
-
                 found = true;
                 a->n_skipped_total = (uint64_t) sqlite3_column_int64(st, 0);
-                l = text ? json_tokener_parse(text) : NULL;
-                for (size_t i = 0; l && json_object_is_type(l, json_type_array) && i < json_object_array_length(l) &&
-                                   r >= 0; i++) {
-                        json_object *e = json_object_array_get_idx(l, i), *p = NULL, *why = NULL;
-
-                        if (!json_object_object_get_ex(e, "path", &p) || !json_object_object_get_ex(e, "reason", &why))
-                                continue;
-                        r = exec_artifacts_add_skip(a, json_object_get_string(p) ?: "", json_object_get_string(why) ?: "");
-                }
-                json_object_put(l);
+                r = store_skipped_from_json(a, (const char *) sqlite3_column_text(st, 1));
                 rc = SQLITE_DONE;
         }
         if (rc != SQLITE_DONE)

@@ -40,24 +40,6 @@ extern const size_t sqlite_n_migrations;
 #define SQLITE_SCHEMA_VERSION ((int) sqlite_n_migrations)
 
 /* store-sqlite-outbox.c */
-#define CALLBACK_COLUMNS \
-        "execution_id, state, next_attempt_at, attempts, created_at, delivered_at, url, delivery_id, last_error"
-
-enum {
-        CB_ID,
-        CB_STATE,
-        CB_NEXT,
-        CB_ATTEMPTS,
-        CB_CREATED,
-        CB_DELIVERED,
-        CB_URL,
-        CB_DELIVERY_ID,
-        CB_LAST_ERROR,
-        CB_BODY,
-        CB_CLIENT_ID,           /* with the body: the execution's, for the Sandboxd-Execution-Id header */
-};
-#define CALLBACK_CLIENT_ID "(SELECT client_id FROM executions e WHERE e.execution_id = callbacks.execution_id)"
-
 int bind_callback(sqlite3_stmt *st, const StoreCallback *c);
 int sqlite_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret);
 int sqlite_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n);

@@ -289,3 +289,6 @@ const char *const sqlite_migrations[] = {
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);
+
+/* store-pg-schema.c numbers its migrations the same way. */
+_Static_assert(ELEMENTSOF(sqlite_migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");

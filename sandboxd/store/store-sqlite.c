@@ -25,63 +25,9 @@
 #define SANDBOXD_APPLICATION_ID 0x53425844
 
 
-/* The columns in the order of the table, and their indexes in a result row / parameters - 1. */
-#define COLUMNS                                                                                      \
-        "execution_id, session_id, owner, status, error_type, created_at, started_at, finished_at, " \
-        "duration_ms, exit_code, signal, cpu_usec, peak_memory_bytes, language, timeout_ms, "        \
-        "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
-        "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
-        "stderr, code, workspace, request, error_message, cancel_requested, client_id, start, network, "    \
-        "environment, summary, isolation"
-
-enum {
-        COL_ID,
-        COL_SESSION,
-        COL_OWNER,
-        COL_STATUS,
-        COL_ERROR_TYPE,
-        COL_CREATED,
-        COL_STARTED,
-        COL_FINISHED,
-        COL_DURATION,
-        COL_EXIT_CODE,
-        COL_SIGNAL,
-        COL_CPU,
-        COL_PEAK,
-        COL_LANGUAGE,
-        COL_TIMEOUT,
-        COL_MEMORY,
-        COL_CPU_CORES,
-        COL_DISK,
-        COL_TASKS,
-        COL_UNIT,
-        COL_REASON,
-        COL_FINGERPRINT,
-        COL_OUT_BYTES,
-        COL_OUT_LINES,
-        COL_OUT_TRUNCATED,
-        COL_ERR_BYTES,
-        COL_ERR_LINES,
-        COL_ERR_TRUNCATED,
-        COL_OUT,
-        COL_ERR,
-        COL_CODE,
-        COL_WORKSPACE,
-        COL_REQUEST,
-        COL_ERROR_MESSAGE,
-        COL_CANCEL_REQUESTED,
-        COL_CLIENT_ID,
-        COL_START,
-        COL_NETWORK,
-        COL_ENVIRONMENT,
-        COL_SUMMARY,
-        COL_ISOLATION,
-        _COL_MAX,
-};
-
 /* Every transition rewrites the whole row, except that a NULL code or owner keeps the stored one. */
 static const char sql_put[] =
-        "INSERT INTO executions (" COLUMNS ") VALUES "
+        "INSERT INTO executions (" STORE_COLUMNS ") VALUES "
         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
         "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41) "
         "ON CONFLICT (execution_id) DO UPDATE SET "
@@ -102,12 +48,12 @@ static const char sql_put[] =
         "client_id = excluded.client_id, start = excluded.start, network = excluded.network, "
         "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation";
 
-static const char sql_get[] = "SELECT " COLUMNS " FROM executions WHERE execution_id = ?1";
+static const char sql_get[] = "SELECT " STORE_COLUMNS " FROM executions WHERE execution_id = ?1";
 
 static const char sql_count[] = "SELECT count(*) FROM executions";
 
 static const char sql_unfinished[] =
-        "SELECT " COLUMNS " FROM executions WHERE status IN (?1, ?2) ORDER BY created_at, execution_id";
+        "SELECT " STORE_COLUMNS " FROM executions WHERE status IN (?1, ?2) ORDER BY created_at, execution_id";
 
 #define PURGE_WHERE                                                                                    \
         "finished_at IS NOT NULL AND finished_at < ?1 "                                                \
@@ -212,57 +158,55 @@ static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
                 if (rc != SQLITE_OK)            \
                         return rc;              \
         } while (0)
-        B(sq_bind_text(st, 1 + COL_ID, e->id));
-        B(sq_bind_text(st, 1 + COL_SESSION, e->session_id));
-        B(sq_bind_text(st, 1 + COL_OWNER, r->owner));
-        B(sq_bind_text(st, 1 + COL_STATUS, exec_status_to_string(e->status)));
-        B(sq_bind_text(st, 1 + COL_ERROR_TYPE, error_type_to_string(e->error_type)));   /* NONE → NULL */
-        B(sq_bind_u64(st, 1 + COL_CREATED, e->created_usec));
-        B(sq_bind_u64_or_null(st, 1 + COL_STARTED, e->started_usec, e->started_usec > 0));
-        B(sq_bind_u64_or_null(st, 1 + COL_FINISHED, e->finished_usec, e->finished_usec > 0));
-        B(sq_bind_u64(st, 1 + COL_DURATION, e->duration_ms));
-        B(e->exit_code == -1 ? sqlite3_bind_null(st, 1 + COL_EXIT_CODE)
-                             : sqlite3_bind_int(st, 1 + COL_EXIT_CODE, e->exit_code));
-        B(e->signal == 0 ? sqlite3_bind_null(st, 1 + COL_SIGNAL) : sqlite3_bind_int(st, 1 + COL_SIGNAL, e->signal));
-        B(sq_bind_u64_or_null(st, 1 + COL_CPU, e->cpu_usec, e->have_cpu));
-        B(sq_bind_u64_or_null(st, 1 + COL_PEAK, e->peak_memory_bytes, e->have_peak));
-        B(sq_bind_text(st, 1 + COL_LANGUAGE, e->language));
-        B(sq_bind_u64(st, 1 + COL_TIMEOUT, e->limits.timeout_ms));
-        B(sq_bind_u64(st, 1 + COL_MEMORY, e->limits.memory_mb));
-        B(sqlite3_bind_double(st, 1 + COL_CPU_CORES, e->limits.cpu_cores));
-        B(sq_bind_u64(st, 1 + COL_DISK, e->limits.disk_mb));
-        B(sq_bind_u64(st, 1 + COL_TASKS, e->limits.tasks));
-        B(sq_bind_text(st, 1 + COL_UNIT, e->unit));
-        B(sq_bind_text(st, 1 + COL_REASON, e->reason));
-        B(sqlite3_bind_blob(st, 1 + COL_FINGERPRINT, r->fingerprint, sizeof(r->fingerprint), SQLITE_STATIC));
-        B(sq_bind_u64(st, 1 + COL_OUT_BYTES, e->out.bytes));
-        B(sq_bind_u64(st, 1 + COL_OUT_LINES, e->out.lines));
-        B(sqlite3_bind_int(st, 1 + COL_OUT_TRUNCATED, e->out.truncated));
-        B(sq_bind_u64(st, 1 + COL_ERR_BYTES, e->err.bytes));
-        B(sq_bind_u64(st, 1 + COL_ERR_LINES, e->err.lines));
-        B(sqlite3_bind_int(st, 1 + COL_ERR_TRUNCATED, e->err.truncated));
-        B(sq_bind_text(st, 1 + COL_OUT, e->out.text));
-        B(sq_bind_text(st, 1 + COL_ERR, e->err.text));
-        B(sq_bind_text(st, 1 + COL_CODE, r->code));
-        B(sq_bind_text(st, 1 + COL_WORKSPACE, r->workspace));
-        B(sq_bind_text(st, 1 + COL_REQUEST, r->request));
-        B(sq_bind_text(st, 1 + COL_ERROR_MESSAGE, e->error_message));
-        B(sqlite3_bind_int(st, 1 + COL_CANCEL_REQUESTED, e->cancel_requested));
-        B(sq_bind_text(st, 1 + COL_CLIENT_ID, e->client_id));
-        B(sq_bind_text(st, 1 + COL_START, exec_start_path_to_string(e->start)));
-        B(sq_bind_text(st, 1 + COL_ENVIRONMENT, e->environment));
-        B(sq_bind_text(st, 1 + COL_SUMMARY, e->summary));
-        B(sq_bind_text(st, 1 + COL_ISOLATION, e->isolation));
+        B(sq_bind_text(st, 1 + STORE_COL_ID, e->id));
+        B(sq_bind_text(st, 1 + STORE_COL_SESSION, e->session_id));
+        B(sq_bind_text(st, 1 + STORE_COL_OWNER, r->owner));
+        B(sq_bind_text(st, 1 + STORE_COL_STATUS, exec_status_to_string(e->status)));
+        B(sq_bind_text(st, 1 + STORE_COL_ERROR_TYPE, error_type_to_string(e->error_type)));   /* NONE → NULL */
+        B(sq_bind_u64(st, 1 + STORE_COL_CREATED, e->created_usec));
+        B(sq_bind_u64_or_null(st, 1 + STORE_COL_STARTED, e->started_usec, e->started_usec > 0));
+        B(sq_bind_u64_or_null(st, 1 + STORE_COL_FINISHED, e->finished_usec, e->finished_usec > 0));
+        B(sq_bind_u64(st, 1 + STORE_COL_DURATION, e->duration_ms));
+        B(e->exit_code == -1 ? sqlite3_bind_null(st, 1 + STORE_COL_EXIT_CODE)
+                             : sqlite3_bind_int(st, 1 + STORE_COL_EXIT_CODE, e->exit_code));
+        B(e->signal == 0 ? sqlite3_bind_null(st, 1 + STORE_COL_SIGNAL) : sqlite3_bind_int(st, 1 + STORE_COL_SIGNAL, e->signal));
+        B(sq_bind_u64_or_null(st, 1 + STORE_COL_CPU, e->cpu_usec, e->have_cpu));
+        B(sq_bind_u64_or_null(st, 1 + STORE_COL_PEAK, e->peak_memory_bytes, e->have_peak));
+        B(sq_bind_text(st, 1 + STORE_COL_LANGUAGE, e->language));
+        B(sq_bind_u64(st, 1 + STORE_COL_TIMEOUT, e->limits.timeout_ms));
+        B(sq_bind_u64(st, 1 + STORE_COL_MEMORY, e->limits.memory_mb));
+        B(sqlite3_bind_double(st, 1 + STORE_COL_CPU_CORES, e->limits.cpu_cores));
+        B(sq_bind_u64(st, 1 + STORE_COL_DISK, e->limits.disk_mb));
+        B(sq_bind_u64(st, 1 + STORE_COL_TASKS, e->limits.tasks));
+        B(sq_bind_text(st, 1 + STORE_COL_UNIT, e->unit));
+        B(sq_bind_text(st, 1 + STORE_COL_REASON, e->reason));
+        B(sqlite3_bind_blob(st, 1 + STORE_COL_FINGERPRINT, r->fingerprint, sizeof(r->fingerprint), SQLITE_STATIC));
+        B(sq_bind_u64(st, 1 + STORE_COL_OUT_BYTES, e->out.bytes));
+        B(sq_bind_u64(st, 1 + STORE_COL_OUT_LINES, e->out.lines));
+        B(sqlite3_bind_int(st, 1 + STORE_COL_OUT_TRUNCATED, e->out.truncated));
+        B(sq_bind_u64(st, 1 + STORE_COL_ERR_BYTES, e->err.bytes));
+        B(sq_bind_u64(st, 1 + STORE_COL_ERR_LINES, e->err.lines));
+        B(sqlite3_bind_int(st, 1 + STORE_COL_ERR_TRUNCATED, e->err.truncated));
+        B(sq_bind_text(st, 1 + STORE_COL_OUT, e->out.text));
+        B(sq_bind_text(st, 1 + STORE_COL_ERR, e->err.text));
+        B(sq_bind_text(st, 1 + STORE_COL_CODE, r->code));
+        B(sq_bind_text(st, 1 + STORE_COL_WORKSPACE, r->workspace));
+        B(sq_bind_text(st, 1 + STORE_COL_REQUEST, r->request));
+        B(sq_bind_text(st, 1 + STORE_COL_ERROR_MESSAGE, e->error_message));
+        B(sqlite3_bind_int(st, 1 + STORE_COL_CANCEL_REQUESTED, e->cancel_requested));
+        B(sq_bind_text(st, 1 + STORE_COL_CLIENT_ID, e->client_id));
+        B(sq_bind_text(st, 1 + STORE_COL_START, exec_start_path_to_string(e->start)));
+        B(sq_bind_text(st, 1 + STORE_COL_ENVIRONMENT, e->environment));
+        B(sq_bind_text(st, 1 + STORE_COL_SUMMARY, e->summary));
+        B(sq_bind_text(st, 1 + STORE_COL_ISOLATION, e->isolation));
         {
-                json_object *o = e->network ? net_log_to_json(e->network, true) : NULL;
+                _cleanup_free_ char *network = NULL;
 
-                if (e->network && !o)
+                if (store_network_to_json(e, &network) < 0)
                         return SQLITE_NOMEM;
-                /* SQLITE_TRANSIENT: SQLite copies the text before o goes. */
-                rc = o ? sqlite3_bind_text(st, 1 + COL_NETWORK, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
-                                           -1, SQLITE_TRANSIENT)
-                       : sqlite3_bind_null(st, 1 + COL_NETWORK);
-                json_object_put(o);
+                /* SQLITE_TRANSIENT: SQLite copies the text before it goes. */
+                rc = network ? sqlite3_bind_text(st, 1 + STORE_COL_NETWORK, network, -1, SQLITE_TRANSIENT)
+                             : sqlite3_bind_null(st, 1 + STORE_COL_NETWORK);
                 if (rc != SQLITE_OK)
                         return rc;
         }
@@ -313,113 +257,21 @@ int sq_column_u64(sqlite3_stmt *st, int i, uint64_t *ret, bool *ret_have) {
         return 0;
 }
 
-static int column_int(sqlite3_stmt *st, int i, int null_value, int *ret) {
-        sqlite3_int64 v;
-
-        if (sqlite3_column_type(st, i) == SQLITE_NULL) {
-                *ret = null_value;
-                return 0;
-        }
-        v = sqlite3_column_int64(st, i);
-        if (v < INT32_MIN || v > INT32_MAX)
-                return -EBADMSG;
-        *ret = (int) v;
-        return 0;
-}
-
+/* The row st is on, through the conversion every backend shares (store-row.c). INTEGER columns read
+ * as text are their decimal digits; cpu_cores and the fingerprint are read as they are. */
 static int row_to_record(sqlite3_stmt *st, StoreRecord **ret) {
-        _cleanup_(store_record_freep) StoreRecord *r = NULL;
-        const unsigned char *id, *status, *language;
-        Execution *e;
-        bool have;
-        int k;
+        StoreRow row = {};
 
-        id = sqlite3_column_text(st, COL_ID);
-        if (!id)
-                return -EBADMSG;
-        r = store_record_new((const char *) id);
-        if (!r)
-                return -ENOMEM;
-        e = r->exec;
-
-#define C(x)                                    \
-        do {                                    \
-                k = (x);                        \
-                if (k < 0)                      \
-                        return k;               \
-        } while (0)
-        C(sq_column_strdup(st, COL_SESSION, &e->session_id));
-        C(sq_column_strdup(st, COL_CLIENT_ID, &e->client_id));
-        e->start = exec_start_path_from_string((const char *) sqlite3_column_text(st, COL_START));
-        C(sq_column_strdup(st, COL_OWNER, &r->owner));
-
-        status = sqlite3_column_text(st, COL_STATUS);
-        e->status = exec_status_from_string((const char *) status);
-        if (e->status < 0)
-                return -EBADMSG;
-        if (sqlite3_column_type(st, COL_ERROR_TYPE) == SQLITE_NULL)
-                e->error_type = ERROR_NONE;
-        else {
-                e->error_type = error_type_from_string((const char *) sqlite3_column_text(st, COL_ERROR_TYPE));
-                if (e->error_type <= ERROR_NONE)
-                        return -EBADMSG;
-        }
-
-        C(sq_column_u64(st, COL_CREATED, &e->created_usec, NULL));
-        C(sq_column_u64(st, COL_STARTED, &e->started_usec, &have));
-        C(sq_column_u64(st, COL_FINISHED, &e->finished_usec, &have));
-        C(sq_column_u64(st, COL_DURATION, &e->duration_ms, NULL));
-        C(column_int(st, COL_EXIT_CODE, -1, &e->exit_code));
-        C(column_int(st, COL_SIGNAL, 0, &e->signal));
-        C(sq_column_u64(st, COL_CPU, &e->cpu_usec, &e->have_cpu));
-        C(sq_column_u64(st, COL_PEAK, &e->peak_memory_bytes, &e->have_peak));
-
-        language = sqlite3_column_text(st, COL_LANGUAGE);
-        if (!language)
-                return -EBADMSG;
-        e->language = store_intern_language((const char *) language);
-
-        C(sq_column_u64(st, COL_TIMEOUT, &e->limits.timeout_ms, NULL));
-        C(sq_column_u64(st, COL_MEMORY, &e->limits.memory_mb, NULL));
-        e->limits.cpu_cores = sqlite3_column_double(st, COL_CPU_CORES);
-        C(sq_column_u64(st, COL_DISK, &e->limits.disk_mb, NULL));
-        C(sq_column_u64(st, COL_TASKS, &e->limits.tasks, NULL));
-        C(sq_column_strdup(st, COL_UNIT, &e->unit));
-        if (sqlite3_column_type(st, COL_REASON) != SQLITE_NULL)
-                e->reason = store_intern_reason((const char *) sqlite3_column_text(st, COL_REASON));
-
-        if (sqlite3_column_bytes(st, COL_FINGERPRINT) != (int) sizeof(r->fingerprint))
-                return -EBADMSG;
-        memcpy(r->fingerprint, sqlite3_column_blob(st, COL_FINGERPRINT), sizeof(r->fingerprint));
-
-        C(sq_column_u64(st, COL_OUT_BYTES, &e->out.bytes, NULL));
-        C(sq_column_u64(st, COL_OUT_LINES, &e->out.lines, NULL));
-        e->out.truncated = sqlite3_column_int(st, COL_OUT_TRUNCATED) != 0;
-        C(sq_column_u64(st, COL_ERR_BYTES, &e->err.bytes, NULL));
-        C(sq_column_u64(st, COL_ERR_LINES, &e->err.lines, NULL));
-        e->err.truncated = sqlite3_column_int(st, COL_ERR_TRUNCATED) != 0;
-        C(sq_column_strdup(st, COL_OUT, &e->out.text));
-        C(sq_column_strdup(st, COL_ERR, &e->err.text));
-        C(sq_column_strdup(st, COL_CODE, &r->code));
-        C(sq_column_strdup(st, COL_WORKSPACE, &r->workspace));
-        C(sq_column_strdup(st, COL_REQUEST, &r->request));
-        C(sq_column_strdup(st, COL_ERROR_MESSAGE, &e->error_message));
-        C(sq_column_strdup(st, COL_ENVIRONMENT, &e->environment));
-        C(sq_column_strdup(st, COL_SUMMARY, &e->summary));
-        C(sq_column_strdup(st, COL_ISOLATION, &e->isolation));
-        C(request_args_from_json(r->request, &e->args, &e->n_args, &e->stdin_bytes));
-        e->cancel_requested = sqlite3_column_int(st, COL_CANCEL_REQUESTED) != 0;
-        if (sqlite3_column_type(st, COL_NETWORK) == SQLITE_TEXT) {
-                int q = net_log_from_json((const char *) sqlite3_column_text(st, COL_NETWORK), &e->network);
-
-                if (q == -ENOMEM)
-                        return q;
-                /* Not valid (written by nothing but us): the record without its log. */
-        }
-#undef C
-
-        *ret = TAKE_PTR(r);
-        return 0;
+        for (int i = 0; i < _STORE_COL_MAX; i++)
+                if (sqlite3_column_type(st, i) != SQLITE_NULL) {
+                        row.text[i] = (const char *) sqlite3_column_text(st, i);
+                        if (!row.text[i])
+                                return -ENOMEM;
+                }
+        row.cpu_cores = sqlite3_column_double(st, STORE_COL_CPU_CORES);
+        row.fingerprint = sqlite3_column_blob(st, STORE_COL_FINGERPRINT);
+        row.fingerprint_size = (size_t) MAX(sqlite3_column_bytes(st, STORE_COL_FINGERPRINT), 0);
+        return store_record_from_row(&row, ret);
 }
 
 /* Step st to the end, collecting every row. st is reset whatever happens. */
@@ -558,7 +410,7 @@ static int sqlite_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, siz
 
         /* Only fixed fragments and the fixed key name go into the text; every value is a parameter. */
         if (asprintf(&sql,
-                     "SELECT " COLUMNS " FROM executions WHERE 1%s%s%s%s%s%s%s%s ORDER BY %s DESC, execution_id DESC "
+                     "SELECT " STORE_COLUMNS " FROM executions WHERE 1%s%s%s%s%s%s%s%s ORDER BY %s DESC, execution_id DESC "
                      "LIMIT ?",
                      a->session_id ? " AND session_id = ?" : "",
                      a->owner ? " AND owner = ?" : "",
