@@ -3,7 +3,7 @@
 
 /* The execution store: one row per execution, every field of the result, kept across restarts.
  * Backend-neutral: callers see only this header. The embedded default is SQLite (store-sqlite.c);
- * a PostgreSQL backend is one more StoreOps table (store-internal.h), no change here or in callers.
+ * PostgreSQL (store-pg.c) is one more StoreOps table (store-internal.h), for stores nodes share.
  *
  * Every function returns 0 or a negative errno:
  *   -EINVAL     bad argument (a limit outside 1..1000, a forged or foreign cursor, an invalid id)
@@ -101,6 +101,15 @@ typedef struct StoreQuery {
  * *ret_error (if ret_error is not NULL) is a malloc'ed one-line message that names the path and
  * says what is wrong, fit to print before exiting. */
 int store_open_sqlite(const char *path, Store **ret, char **ret_error);
+/* Open the PostgreSQL store (store-pg.c) named by conninfo, a libpq connection string
+ * ("postgresql://sandboxd@db.example/sandboxd", "host=/run/postgresql dbname=sandboxd",
+ * "service=sandboxd"), and apply the same schema migrations as the SQLite store, under an advisory
+ * lock. A password goes in a file the string names (passfile=, a service file), never into the
+ * string itself where a command line or a configuration file would show it. The database must be
+ * empty or sandboxd's: anything else is -EBADMSG, untouched. Connection failures are -EIO (-EACCES
+ * when a password is needed). Calls are synchronous for now: each one waits for the server. On
+ * failure *ret_error is as for store_open_sqlite(), naming the database and host (never the string). */
+int store_open_pg(const char *conninfo, Store **ret, char **ret_error);
 Store *store_close(Store *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_close);
 

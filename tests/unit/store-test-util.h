@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -27,13 +28,95 @@
 /* The store against real SQLite files in a fresh temporary directory per test: what the daemon
  * does at start (open, migrate, check), at every transition (put), for the API (get, list) and in
  * its sweep (purge), plus the failures an administrator can cause: a damaged file, a foreign file,
- * a newer schema, no permission, a full disk. */
+ * a newer schema, no permission, a full disk.
+ *
+ * With SANDBOXD_TEST_PG set (a libpq key=value connection string to a server's maintenance
+ * database, as tests/pg/pg-scratch exports it), the same tests run against the PostgreSQL store
+ * instead, each in a database of its own made by setup_dir() and dropped by teardown_dir(); the
+ * tests of what only a file can suffer (sqlite_only()) are skipped there. */
 
 #define BASE_USEC UINT64_C(1764472800000000)   /* 2025-11-30T03:20:00Z */
 #define NOBODY 65534
 
 static char tmpdir[64];
-static char dbpath[128];
+static char dbpath[128];                /* SQLite: the file; PostgreSQL: the database's name */
+
+static const char *pg_conninfo;         /* SANDBOXD_TEST_PG: NULL runs the tests against SQLite */
+static char pg_dbconn[1024];            /* the test's own database */
+static unsigned pg_n_databases;
+
+static bool is_pg(void) {
+        return pg_conninfo != NULL;
+}
+
+/* Run the group: against PostgreSQL without the tests named in sqlite_only (what only a file can
+ * suffer: damage, permissions, a full disk), which are listed as skipped in a TAP comment rather
+ * than reported "not ok # SKIP", which meson counts as failed. */
+static int run_store_tests(const char *group, struct CMUnitTest *tests, size_t n, const char *const *sqlite_only) {
+        const char *conninfo = getenv("SANDBOXD_TEST_PG");
+        size_t k = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                bool skip_it = false;
+
+                for (const char *const *o = sqlite_only; !isempty(conninfo) && o && *o; o++)
+                        if (streq(tests[i].name, *o))
+                                skip_it = true;
+                if (skip_it)
+                        fprintf(stderr, "# %s: SQLite only, not run against PostgreSQL\n", tests[i].name);
+                else
+                        tests[k++] = tests[i];
+        }
+        return _cmocka_run_group_tests(group, tests, k, NULL, NULL);
+}
+
+/* Run sql (several statements, no parameters: the tests' own text) in the database conninfo names;
+ * 0 or -1, the server's message printed. */
+static void pg_notice_ignore(_unused_ void *userdata, _unused_ const char *message) {
+}
+
+static int pg_exec_in(const char *conninfo, const char *sql) {
+        PGconn *c = PQconnectdb(conninfo);
+        PGresult *res = NULL;
+        int r = -1;
+
+        if (PQstatus(c) != CONNECTION_OK)
+                print_error("connecting to the test server: %s", PQerrorMessage(c));
+        else {
+                (void) PQsetNoticeProcessor(c, pg_notice_ignore, NULL);   /* "does not exist, skipping" */
+                res = PQexec(c, sql);
+                if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK)
+                        r = 0;
+                else
+                        print_error("%s: %s", sql, PQresultErrorMessage(res));
+        }
+        PQclear(res);
+        PQfinish(c);
+        return r;
+}
+
+/* A fresh database per test: no test sees what another left. */
+static int setup_pg(void) {
+        _cleanup_free_ char *sql = NULL;
+
+        (void) snprintf(dbpath, sizeof(dbpath), "sandboxd_test_%u_%u", (unsigned) getpid(), ++pg_n_databases);
+        (void) snprintf(pg_dbconn, sizeof(pg_dbconn), "%s dbname=%s", pg_conninfo, dbpath);
+        if (asprintf(&sql, "DROP DATABASE IF EXISTS %s; CREATE DATABASE %s", dbpath, dbpath) < 0)
+                return -1;
+        /* DROP and CREATE DATABASE cannot run in one multi-statement string (an implicit transaction). */
+        *strchr(sql, ';') = 0;
+        if (pg_exec_in(pg_conninfo, sql) < 0)
+                return -1;
+        return pg_exec_in(pg_conninfo, sql + strlen(sql) + 2);
+}
+
+static int teardown_pg(void) {
+        _cleanup_free_ char *sql = NULL;
+
+        if (asprintf(&sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", dbpath) < 0)
+                return -1;
+        return pg_exec_in(pg_conninfo, sql);
+}
 
 static int rm_one(const char *path, _unused_ const struct stat *st, _unused_ int flag, _unused_ struct FTW *f) {
         (void) remove(path);
@@ -41,6 +124,11 @@ static int rm_one(const char *path, _unused_ const struct stat *st, _unused_ int
 }
 
 static int setup_dir(_unused_ void **state) {
+        pg_conninfo = getenv("SANDBOXD_TEST_PG");
+        if (isempty(pg_conninfo))
+                pg_conninfo = NULL;
+        if (is_pg())
+                return setup_pg();
         strcpy(tmpdir, "/tmp/test-store-XXXXXX");
         if (!mkdtemp(tmpdir))
                 return -1;
@@ -52,9 +140,16 @@ static int setup_dir(_unused_ void **state) {
 }
 
 static int teardown_dir(_unused_ void **state) {
+        if (is_pg())
+                return teardown_pg();
         (void) chmod(tmpdir, 0755);
         (void) nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         return 0;
+}
+
+/* The store of this test, in the backend the tests run against. */
+static int store_open_test(Store **ret, char **ret_error) {
+        return is_pg() ? store_open_pg(pg_dbconn, ret, ret_error) : store_open_sqlite(dbpath, ret, ret_error);
 }
 
 static Store *open_ok(void) {
@@ -62,9 +157,9 @@ static Store *open_ok(void) {
         Store *s = NULL;
         int r;
 
-        r = store_open_sqlite(dbpath, &s, &error);
+        r = store_open_test(&s, &error);
         if (r < 0) {
-                print_error("store_open_sqlite(%s): %d %s\n", dbpath, r, strna(error));
+                print_error("store_open(%s): %d %s\n", dbpath, r, strna(error));
                 fail();
         }
         assert_null(error);
@@ -78,7 +173,7 @@ static void open_fails(int want, const char *sub1, const char *sub2) {
         Store *s = NULL;
         int r;
 
-        r = store_open_sqlite(dbpath, &s, &error);
+        r = store_open_test(&s, &error);
         if (r != want || !error || (sub1 && !strstr(error, sub1)) || (sub2 && !strstr(error, sub2))) {
                 print_error("got %d '%s', want %d with '%s' and '%s'\n", r, strna(error), want, strna(sub1),
                             strna(sub2));
@@ -212,8 +307,15 @@ static uint64_t count(Store *s) {
         return n;
 }
 
-static void sql_exec_raw(const char *sql) {
+/* Change the database behind the store's back: sql for SQLite, pg_sql for PostgreSQL. */
+static void sql_exec_raw2(const char *sql, const char *pg_sql) {
         sqlite3 *db = NULL;
+
+        if (is_pg()) {
+                assert_non_null(pg_sql);
+                assert_int_equal(pg_exec_in(pg_dbconn, pg_sql), 0);
+                return;
+        }
 
         assert_int_equal(sqlite3_open(dbpath, &db), SQLITE_OK);
         if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
@@ -221,6 +323,11 @@ static void sql_exec_raw(const char *sql) {
                 fail();
         }
         sqlite3_close(db);
+}
+
+/* SQL both backends understand alike. */
+static void sql_exec_raw(const char *sql) {
+        sql_exec_raw2(sql, sql);
 }
 
 static StoreCallback *callback_new(const char *id, uint64_t due) {
@@ -239,3 +346,19 @@ static StoreCallback *callback_new(const char *id, uint64_t due) {
         assert_non_null(c->body);
         return c;
 }
+
+/* Taking a PostgreSQL store back to an older schema version, for the migration tests: what
+ * migrations 8 and 9 to 15 made, undone (store-pg-schema.c). */
+#define PG_DROP_TRIGGER_FUNCTIONS                                                                       \
+        "DROP FUNCTION sandboxd_record_usage_insert, sandboxd_record_usage_update, "                     \
+        "sandboxd_record_usage_delete, sandboxd_record_usage_callback_insert, "                         \
+        "sandboxd_record_usage_callback_state, sandboxd_artifacts_charge, sandboxd_artifacts_refund, "   \
+        "sandboxd_artifact_blobs_charge, sandboxd_artifact_blobs_refund, sandboxd_artifacts_immutable "  \
+        "CASCADE; "
+#define PG_UNDO_9_TO_15                                                                                 \
+        "DROP TABLE artifact_usage, artifact_blobs, artifact_store_usage; "                             \
+        "ALTER TABLE artifacts DROP COLUMN charged_bytes, DROP COLUMN owner; "                          \
+        "ALTER TABLE executions DROP COLUMN client_id, DROP COLUMN start, DROP COLUMN network, "        \
+        "DROP COLUMN environment, DROP COLUMN summary, DROP COLUMN isolation; "                         \
+        "ALTER TABLE sessions DROP COLUMN client_id; "
+#define PG_UNDO_8 "DROP FUNCTION sandboxd_record_usage_add, sandboxd_record_bytes; DROP TABLE record_usage; "

@@ -244,7 +244,7 @@ static void test_artifact_usage_migration(_unused_ void **state) {
         assert_int_equal(store_put_artifacts(s, "exec_k", b), 0);
         store_close(s);
 
-        sql_exec_raw("DROP TRIGGER artifacts_charge; DROP TRIGGER artifacts_refund; DROP TRIGGER artifacts_immutable; "
+        sql_exec_raw2("DROP TRIGGER artifacts_charge; DROP TRIGGER artifacts_refund; DROP TRIGGER artifacts_immutable; "
                      "DROP TABLE artifact_usage; DROP TABLE artifact_blobs; DROP TABLE artifact_store_usage; "
                      "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE sessions DROP COLUMN client_id; "
@@ -253,7 +253,17 @@ static void test_artifact_usage_migration(_unused_ void **state) {
                      "DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
                      "DROP TRIGGER record_usage_delete; ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
                      "ALTER TABLE executions DROP COLUMN isolation; "
-                     "PRAGMA user_version = 8");
+                     "PRAGMA user_version = 8",
+                     /* PostgreSQL: migration 8's record bytes, without the columns that went */
+                     "DROP FUNCTION sandboxd_artifacts_charge, sandboxd_artifacts_refund, "
+                     "sandboxd_artifact_blobs_charge, sandboxd_artifact_blobs_refund, sandboxd_artifacts_immutable "
+                     "CASCADE; "
+                     PG_UNDO_9_TO_15
+                     "CREATE OR REPLACE FUNCTION sandboxd_record_bytes(r executions) RETURNS bigint LANGUAGE sql "
+                     "AS $f$ SELECT (256 + coalesce(octet_length(r.code), 0) + coalesce(octet_length(r.stdout), 0) "
+                     "+ coalesce(octet_length(r.stderr), 0) + coalesce(octet_length(r.request), 0) "
+                     "+ coalesce(octet_length(r.error_message), 0))::bigint $f$; "
+                     "UPDATE sandboxd_schema SET version = 8");
         s = open_ok();
         assert_int_equal(caller_bytes(s, "uid:1"), 2 << 20);
         assert_int_equal(caller_bytes(s, "key:ci"), 1 << 20);

@@ -686,7 +686,7 @@ static void test_usage(_unused_ void **state) {
 
         /* Migration 8 on a database that has rows already: the usage is computed from them. */
         store_close(s);
-        sql_exec_raw("DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
+        sql_exec_raw2("DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
                      "DROP TRIGGER record_usage_delete; DROP TRIGGER record_usage_callback_insert; "
                      "DROP TRIGGER record_usage_callback_state; DROP TABLE record_usage; "
                      "DROP TRIGGER artifacts_charge; DROP TRIGGER artifacts_refund; DROP TRIGGER artifacts_immutable; "
@@ -695,7 +695,9 @@ static void test_usage(_unused_ void **state) {
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE sessions DROP COLUMN client_id; "
                      "ALTER TABLE executions DROP COLUMN start; ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
                      "ALTER TABLE executions DROP COLUMN isolation; "
-                     "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7");
+                     "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7",
+                     PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_9_TO_15 PG_UNDO_8
+                     "UPDATE callbacks SET state = 'pending'; UPDATE sandboxd_schema SET version = 7");
         c->exec->summary = mfree(c->exec->summary);     /* the column went with the others */
         c->exec->isolation = mfree(c->exec->isolation);
         s = open_ok();
@@ -718,16 +720,16 @@ static void test_schema_newer(_unused_ void **state) {
         assert_int_equal(store_put(s, r), 0);
         store_close(s);
 
-        sql_exec_raw("PRAGMA user_version = 99");
+        sql_exec_raw2("PRAGMA user_version = 99", "UPDATE sandboxd_schema SET version = 99");
         open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (15)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw("PRAGMA user_version = 15");
+        sql_exec_raw2("PRAGMA user_version = 15", "UPDATE sandboxd_schema SET version = 15");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
 
         /* A version 1 database (as the first release wrote it) is migrated on open, rows kept. */
-        sql_exec_raw("DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
+        sql_exec_raw2("DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
                      "DROP TRIGGER record_usage_delete; DROP TRIGGER record_usage_callback_insert; "
                      "DROP TRIGGER record_usage_callback_state; DROP TABLE record_usage; "
                      "DROP TABLE callbacks; DROP TABLE sessions; DROP TABLE artifacts; DROP TABLE artifact_collections; "
@@ -737,7 +739,14 @@ static void test_schema_newer(_unused_ void **state) {
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE executions DROP COLUMN start; "
                      "ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
                      "ALTER TABLE executions DROP COLUMN isolation; "
-                     "PRAGMA user_version = 1");
+                     "PRAGMA user_version = 1",
+                     PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_8
+                     "DROP TABLE callbacks, sessions, artifacts, artifact_collections, artifact_usage, artifact_blobs, "
+                     "artifact_store_usage; "
+                     "ALTER TABLE executions DROP COLUMN error_message, DROP COLUMN cancel_requested, "
+                     "DROP COLUMN request, DROP COLUMN workspace, DROP COLUMN client_id, DROP COLUMN start, "
+                     "DROP COLUMN network, DROP COLUMN environment, DROP COLUMN summary, DROP COLUMN isolation; "
+                     "UPDATE sandboxd_schema SET version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had none of them */
         r->exec->client_id = mfree(r->exec->client_id);
         r->exec->environment = mfree(r->exec->environment);
@@ -784,10 +793,18 @@ static void test_garbage_file(_unused_ void **state) {
         }
 }
 
-static void test_foreign_sqlite(_unused_ void **state) {
+/* Someone else's database: refused, and left as it was. */
+static void test_foreign_database(_unused_ void **state) {
         sql_exec_raw("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)");
         open_fails(-EBADMSG, "is not a sandboxd database", NULL);
-        sql_exec_raw("PRAGMA application_id = 1234");
+        sql_exec_raw("INSERT INTO invoices (id, total) VALUES (1, 2.5)");
+        if (is_pg()) {
+                /* A database that was ours and is marked as someone else's now. */
+                sql_exec_raw("DROP TABLE invoices");
+                store_close(open_ok());
+                sql_exec_raw("UPDATE sandboxd_schema SET application_id = 1234");
+        } else
+                sql_exec_raw("PRAGMA application_id = 1234");
         open_fails(-EBADMSG, "is not a sandboxd database", "application_id");
 }
 
@@ -1020,7 +1037,7 @@ static void test_sessions(void **state) {
 }
 
 int main(void) {
-        const struct CMUnitTest tests[] = {
+        struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_roundtrip_full, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_roundtrip_nulls, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_static_strings, setup_dir, teardown_dir),
@@ -1036,7 +1053,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
-                cmocka_unit_test_setup_teardown(test_foreign_sqlite, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_foreign_database, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_corrupted_pages, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_readonly_dir, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_readonly_file, setup_dir, teardown_dir),
@@ -1046,5 +1063,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_network_log, setup_dir, teardown_dir),
         };
 
-        return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+        static const char *const sqlite_only[] = {
+                "test_garbage_file", "test_corrupted_pages", "test_readonly_dir", "test_readonly_file",
+                "test_missing_dir", "test_disk_full", NULL,
+        };
+
+        return run_store_tests("store", tests, ELEMENTSOF(tests), sqlite_only);
 }

@@ -1,0 +1,1293 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+#include <libpq-fe.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "store-pg-internal.h"
+#include "strv.h"
+
+/* The PostgreSQL store (issue 22): the same tables, schema versions and semantics as the SQLite
+ * store, in a database several sandboxd nodes can share. The schema is in store-pg-schema.c.
+ *
+ * This first step is synchronous: every call waits for the server's answer with the blocking libpq
+ * calls (PQexecParams), on the event loop. That is acceptable for a server on the same host or
+ * network, and is what the tests exercise; the sd-event driven version (PQsendQueryParams and the
+ * connection's socket as an event source) is a later step of issue 22.
+ *
+ * Connecting: conninfo is a libpq connection string, "postgresql://user@host/db" or
+ * "host=/run/postgresql dbname=sandboxd" or "service=sandboxd". A password never goes on a command
+ * line or into sandboxd.conf: name a password file (passfile=/etc/sandboxd/pgpass, mode 0600, the
+ * .pgpass format) or a service file, or use peer or certificate authentication. Messages name the
+ * database and its host, never the connection string itself.
+ *
+ * Every value is bound as a parameter of PQexecParams(); the only SQL text not a constant is that of
+ * the list query, built from fixed fragments by which filters are set. */
+
+/* "SBXD", as the SQLite store's application_id: in sandboxd_schema, and the key of the advisory lock
+ * the migrations take, so that two nodes opening a new database at once do not both run them. */
+#define SANDBOXD_APPLICATION_ID 0x53425844
+/* The key of the advisory lock of artifact changes: a purge decides which blobs nothing refers to any
+ * more, and must not race a collection adding a reference (SQLite's writer lock does this there). */
+#define ARTIFACTS_LOCK_KEY 0x53425841
+
+/* How long a statement waits for a row lock another node holds: SQLite's busy timeout; past it the
+ * call fails with -EBUSY. The migrations wait longer for the advisory lock: another node may be
+ * running them. */
+#define LOCK_TIMEOUT "1s"
+#define MIGRATION_LOCK_TIMEOUT "60s"
+#define CONNECT_TIMEOUT_SEC "10"
+
+/* PostgreSQL 11: CREATE TRIGGER ... EXECUTE FUNCTION. */
+#define PG_MIN_SERVER_VERSION 110000
+
+typedef struct PgStore {
+        Store base;
+        PGconn *conn;
+        char *name;                     /* "PostgreSQL database 'x' on host", for messages */
+} PgStore;
+
+static PgStore *PG_STORE(Store *s) {
+        return (PgStore *) s;
+}
+
+/* ---- errors ---- */
+
+/* SQLSTATE → negative errno, by the longest matching prefix: the class (two characters) unless a
+ * condition of it means something else. */
+static const struct {
+        const char *sqlstate;
+        int error;
+} pg_errors[] = {
+        { "53100", -ENOSPC },           /* disk_full */
+        { "53200", -ENOMEM },           /* out_of_memory */
+        { "53300", -EBUSY },            /* too_many_connections */
+        { "53", -EIO },                 /* insufficient resources, other */
+        { "54", -E2BIG },               /* program limit exceeded (a row too large) */
+        { "22", -EINVAL },              /* data exception */
+        { "23", -EINVAL },              /* integrity constraint violation */
+        { "40", -EBUSY },               /* serialization failure, deadlock: retry */
+        { "55P03", -EBUSY },            /* lock_not_available: lock_timeout */
+        { "57014", -EBUSY },            /* query_canceled: statement_timeout */
+        { "57P", -EIO },                /* the server is shutting down */
+        { "08", -EIO },                 /* connection exception */
+        { "28", -EACCES },              /* invalid authorization */
+        { "42501", -EACCES },           /* insufficient_privilege */
+        { "25006", -EROFS },            /* read_only_sql_transaction: a standby */
+        { "3D000", -ENOENT },           /* invalid_catalog_name: no such database */
+        { "42P01", -EBADMSG },          /* undefined_table: not our schema */
+        { "42703", -EBADMSG },          /* undefined_column */
+        { "XX001", -EBADMSG },          /* data_corrupted */
+        { "XX002", -EBADMSG },          /* index_corrupted */
+};
+
+static int pg_errno_of_sqlstate(const char *sqlstate) {
+        size_t best = 0;
+        int r = -EIO;
+
+        if (!sqlstate)
+                return -EIO;
+        for (size_t i = 0; i < ELEMENTSOF(pg_errors); i++) {
+                size_t n = strlen(pg_errors[i].sqlstate);
+
+                if (n > best && strncmp(sqlstate, pg_errors[i].sqlstate, n) == 0) {
+                        best = n;
+                        r = pg_errors[i].error;
+                }
+        }
+        return r;
+}
+
+/* libpq's messages end in a newline, some span lines: one line for the log. */
+static void pg_set_error(PgStore *ps, const char *message) {
+        _cleanup_free_ char *m = strdup(message ?: "unknown error");
+
+        if (!m) {
+                store_set_error(&ps->base, message);
+                return;
+        }
+        for (char *c = m; *c; c++)
+                if (*c == '\n' || *c == '\t')
+                        *c = ' ';
+        for (size_t n = strlen(m); n > 0 && m[n - 1] == ' '; n--)
+                m[n - 1] = 0;
+        store_set_error(&ps->base, m);
+}
+
+/* Record a failed result (or, res NULL, the connection's failure) and turn it into an errno. Without
+ * an SQLSTATE the server was not reached or the connection went away: -EIO, and the next call
+ * reconnects. */
+static int pg_fail(PgStore *ps, const PGresult *res) {
+        const char *sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+        pg_set_error(ps, res && !isempty(PQresultErrorMessage(res)) ? PQresultErrorMessage(res)
+                                                                     : PQerrorMessage(ps->conn));
+        if (!res && PQstatus(ps->conn) == CONNECTION_OK)
+                return -ENOMEM;         /* libpq could not allocate the result */
+        return pg_errno_of_sqlstate(sqlstate);
+}
+
+/* ---- parameters ---- */
+
+#define PG_PARAMS_MAX 48
+
+/* The parameters of one statement: text, except the fingerprint (binary). Numbers are formatted
+ * into the struct itself, strings point at the caller's. */
+typedef struct PgParams {
+        int n;
+        const char *values[PG_PARAMS_MAX];
+        int lengths[PG_PARAMS_MAX];
+        int formats[PG_PARAMS_MAX];
+        char numbers[PG_PARAMS_MAX][32];
+} PgParams;
+
+static void pp_text(PgParams *p, const char *s) {
+        assert(p->n < PG_PARAMS_MAX);
+        p->values[p->n] = s;
+        p->lengths[p->n] = 0;
+        p->formats[p->n] = 0;
+        p->n++;
+}
+
+_printf_(2, 3) static void pp_number(PgParams *p, const char *fmt, ...) {
+        va_list ap;
+
+        assert(p->n < PG_PARAMS_MAX);
+        va_start(ap, fmt);
+        (void) vsnprintf(p->numbers[p->n], sizeof(p->numbers[p->n]), fmt, ap);
+        va_end(ap);
+        pp_text(p, p->numbers[p->n]);
+}
+
+static void pp_u64(PgParams *p, uint64_t v) {
+        pp_number(p, "%" PRIu64, v);   /* ≤ INT64_MAX: store_record_is_valid() */
+}
+
+/* 0 means "not yet" for the timestamps. */
+static void pp_u64_or_null(PgParams *p, uint64_t v, bool have) {
+        if (have)
+                pp_u64(p, v);
+        else
+                pp_text(p, NULL);
+}
+
+static void pp_int(PgParams *p, int v) {
+        pp_number(p, "%d", v);
+}
+
+static void pp_bytes(PgParams *p, const void *b, size_t n) {
+        assert(p->n < PG_PARAMS_MAX);
+        p->values[p->n] = b;
+        p->lengths[p->n] = (int) n;
+        p->formats[p->n] = 1;
+        p->n++;
+}
+
+/* ---- running statements ---- */
+
+/* A connection that went away (a server restart, a network cut) is made again before the next call;
+ * the call that noticed failed with -EIO. */
+static int pg_connected(PgStore *ps) {
+        if (PQstatus(ps->conn) == CONNECTION_OK)
+                return 0;
+        PQreset(ps->conn);
+        if (PQstatus(ps->conn) != CONNECTION_OK) {
+                pg_set_error(ps, PQerrorMessage(ps->conn));
+                return -EIO;
+        }
+        return 0;
+}
+
+/* Run sql with the parameters p (NULL: none). *ret (if not NULL) gets the result, rows in text
+ * format, to PQclear(). */
+static int pg_query(PgStore *ps, const char *sql, const PgParams *p, PGresult **ret) {
+        PGresult *res;
+        ExecStatusType st;
+        int r;
+
+        r = pg_connected(ps);
+        if (r < 0)
+                return r;
+        res = PQexecParams(ps->conn, sql, p ? p->n : 0, NULL, p ? p->values : NULL, p ? p->lengths : NULL,
+                           p ? p->formats : NULL, 0);
+        st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+                r = pg_fail(ps, res);
+                PQclear(res);
+                return r;
+        }
+        if (ret)
+                *ret = res;
+        else
+                PQclear(res);
+        return 0;
+}
+
+/* A statement that changes rows: *ret_n (may be NULL) how many. */
+static int pg_command(PgStore *ps, const char *sql, const PgParams *p, uint64_t *ret_n) {
+        PGresult *res = NULL;
+        int r;
+
+        r = pg_query(ps, sql, p, &res);
+        if (r < 0)
+                return r;
+        if (ret_n)
+                *ret_n = strtoull(PQcmdTuples(res), NULL, 10);
+        PQclear(res);
+        return 0;
+}
+
+static void pg_rollback_if_open(PgStore *ps) {
+        PGTransactionStatusType t = PQtransactionStatus(ps->conn);
+
+        if (t == PQTRANS_INTRANS || t == PQTRANS_INERROR)
+                PQclear(PQexec(ps->conn, "ROLLBACK"));
+}
+
+static int pg_begin(PgStore *ps) {
+        return pg_query(ps, "BEGIN", NULL, NULL);
+}
+
+/* The end of a transaction: COMMIT if r >= 0 (its failure becomes r), a rollback if r (now) < 0. */
+static int pg_end(PgStore *ps, int r) {
+        if (r >= 0)
+                r = pg_query(ps, "COMMIT", NULL, NULL);
+        if (r < 0)
+                pg_rollback_if_open(ps);
+        return r;
+}
+
+static int pg_lock(PgStore *ps, int64_t key) {
+        PgParams p = {};
+
+        pp_number(&p, "%" PRIi64, key);
+        return pg_query(ps, "SELECT pg_advisory_xact_lock($1::bigint)", &p, NULL);
+}
+
+/* ---- reading results ---- */
+
+static const char *pg_text(const PGresult *res, int row, int col) {
+        return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
+}
+
+static int pg_strdup(const PGresult *res, int row, int col, char **ret) {
+        const char *t = pg_text(res, row, col);
+
+        if (!t) {
+                *ret = NULL;
+                return 0;
+        }
+        *ret = strdup(t);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* Unsigned columns: a negative value is a damaged (or hand-edited) row. NULL is "none" where
+ * ret_have is given, damage otherwise. */
+static int pg_u64(const PGresult *res, int row, int col, uint64_t *ret, bool *ret_have) {
+        const char *t = pg_text(res, row, col);
+        char *end = NULL;
+        long long v;
+
+        if (!t) {
+                if (!ret_have)
+                        return -EBADMSG;
+                *ret_have = false;
+                *ret = 0;
+                return 0;
+        }
+        errno = 0;
+        v = strtoll(t, &end, 10);
+        if (errno != 0 || end == t || *end != 0 || v < 0)
+                return -EBADMSG;
+        *ret = (uint64_t) v;
+        if (ret_have)
+                *ret_have = true;
+        return 0;
+}
+
+/* A bytea in the text format PostgreSQL 9.0 and later use ("\x" and hex digits). */
+static int pg_bytea(const char *t, uint8_t *buf, size_t size, size_t *ret_n) {
+        size_t n;
+
+        if (!t || !startswith(t, "\\x"))
+                return -EBADMSG;
+        t += 2;
+        n = strlen(t);
+        if (n % 2 != 0 || n / 2 > size)
+                return -EBADMSG;
+        for (size_t i = 0; i < n / 2; i++) {
+                int hi = unhexchar(t[2 * i]), lo = unhexchar(t[2 * i + 1]);
+
+                if (hi < 0 || lo < 0)
+                        return -EBADMSG;
+                buf[i] = (uint8_t) (hi << 4 | lo);
+        }
+        *ret_n = n / 2;
+        return 0;
+}
+
+static int pg_row_to_record(const PGresult *res, int row, StoreRecord **ret) {
+        uint8_t fingerprint[32];
+        StoreRow v = { .fingerprint = fingerprint };
+        const char *cores;
+        char *end = NULL;
+        int k;
+
+        if (PQnfields(res) != _STORE_COL_MAX)
+                return -EBADMSG;
+        for (int i = 0; i < _STORE_COL_MAX; i++)
+                v.text[i] = pg_text(res, row, i);
+        cores = v.text[STORE_COL_CPU_CORES];
+        if (!cores)
+                return -EBADMSG;
+        v.cpu_cores = strtod(cores, &end);
+        if (end == cores || *end != 0)
+                return -EBADMSG;
+        k = pg_bytea(v.text[STORE_COL_FINGERPRINT], fingerprint, sizeof(fingerprint), &v.fingerprint_size);
+        if (k < 0)
+                return k;
+        return store_record_from_row(&v, ret);
+}
+
+static int pg_collect_records(PgStore *ps, const PGresult *res, StoreRecord ***ret, size_t *ret_n) {
+        int n = PQntuples(res), r;
+        StoreRecord **l;
+
+        if (n == 0) {
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        l = calloc((size_t) n, sizeof(StoreRecord *));
+        if (!l)
+                return -ENOMEM;
+        for (int i = 0; i < n; i++) {
+                r = pg_row_to_record(res, i, &l[i]);
+                if (r < 0) {
+                        if (r == -EBADMSG)
+                                store_set_error(&ps->base, "a stored record is damaged");
+                        store_records_free(l, (size_t) i);
+                        return r;
+                }
+        }
+        *ret = l;
+        *ret_n = (size_t) n;
+        return 0;
+}
+
+/* Run a query for records and collect them. */
+static int pg_query_records(PgStore *ps, const char *sql, const PgParams *p, StoreRecord ***ret, size_t *ret_n) {
+        PGresult *res = NULL;
+        int r;
+
+        r = pg_query(ps, sql, p, &res);
+        if (r < 0)
+                return r;
+        r = pg_collect_records(ps, res, ret, ret_n);
+        PQclear(res);
+        return r;
+}
+
+/* ---- records ---- */
+
+/* Every transition rewrites the whole row, except that a NULL code, owner, workspace or request
+ * keeps the stored one. */
+static const char sql_put[] =
+        "INSERT INTO executions (" STORE_COLUMNS ") VALUES "
+        "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+        "$21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41) "
+        "ON CONFLICT (execution_id) DO UPDATE SET "
+        "session_id = excluded.session_id, owner = COALESCE(excluded.owner, executions.owner), "
+        "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
+        "started_at = excluded.started_at, finished_at = excluded.finished_at, "
+        "duration_ms = excluded.duration_ms, exit_code = excluded.exit_code, signal = excluded.signal, "
+        "cpu_usec = excluded.cpu_usec, peak_memory_bytes = excluded.peak_memory_bytes, "
+        "language = excluded.language, timeout_ms = excluded.timeout_ms, memory_mb = excluded.memory_mb, "
+        "cpu_cores = excluded.cpu_cores, disk_mb = excluded.disk_mb, tasks = excluded.tasks, "
+        "unit = excluded.unit, reason = excluded.reason, fingerprint = excluded.fingerprint, "
+        "stdout_bytes = excluded.stdout_bytes, stdout_lines = excluded.stdout_lines, "
+        "stdout_truncated = excluded.stdout_truncated, stderr_bytes = excluded.stderr_bytes, "
+        "stderr_lines = excluded.stderr_lines, stderr_truncated = excluded.stderr_truncated, "
+        "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, executions.code), "
+        "workspace = COALESCE(excluded.workspace, executions.workspace), "
+        "request = COALESCE(excluded.request, executions.request), "
+        "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, "
+        "client_id = excluded.client_id, start = excluded.start, network = excluded.network, "
+        "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation";
+
+static const char sql_get[] = "SELECT " STORE_COLUMNS " FROM executions WHERE execution_id = $1";
+
+static const char sql_unfinished[] =
+        "SELECT " STORE_COLUMNS " FROM executions WHERE status IN ($1, $2) ORDER BY created_at, execution_id";
+
+/* An execution is final once: a second final write (a retried put) keeps the delivery as it is. */
+static const char sql_callback_enqueue[] =
+        "INSERT INTO callbacks (" CALLBACK_COLUMNS ", body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+        "ON CONFLICT (execution_id) DO NOTHING";
+
+/* The parameters of sql_put, in the order of STORE_COLUMNS. network: the log's JSON, kept by the
+ * caller while p is used. */
+static void params_record(PgParams *p, const StoreRecord *r, const char *network) {
+        const Execution *e = r->exec;
+
+        pp_text(p, e->id);
+        pp_text(p, e->session_id);
+        pp_text(p, r->owner);
+        pp_text(p, exec_status_to_string(e->status));
+        pp_text(p, error_type_to_string(e->error_type));      /* NONE → NULL */
+        pp_u64(p, e->created_usec);
+        pp_u64_or_null(p, e->started_usec, e->started_usec > 0);
+        pp_u64_or_null(p, e->finished_usec, e->finished_usec > 0);
+        pp_u64(p, e->duration_ms);
+        if (e->exit_code == -1)
+                pp_text(p, NULL);
+        else
+                pp_int(p, e->exit_code);
+        if (e->signal == 0)
+                pp_text(p, NULL);
+        else
+                pp_int(p, e->signal);
+        pp_u64_or_null(p, e->cpu_usec, e->have_cpu);
+        pp_u64_or_null(p, e->peak_memory_bytes, e->have_peak);
+        pp_text(p, e->language);
+        pp_u64(p, e->limits.timeout_ms);
+        pp_u64(p, e->limits.memory_mb);
+        pp_number(p, "%.17g", e->limits.cpu_cores);     /* reads back exactly */
+        pp_u64(p, e->limits.disk_mb);
+        pp_u64(p, e->limits.tasks);
+        pp_text(p, e->unit);
+        pp_text(p, e->reason);
+        pp_bytes(p, r->fingerprint, sizeof(r->fingerprint));
+        pp_u64(p, e->out.bytes);
+        pp_u64(p, e->out.lines);
+        pp_int(p, e->out.truncated);
+        pp_u64(p, e->err.bytes);
+        pp_u64(p, e->err.lines);
+        pp_int(p, e->err.truncated);
+        pp_text(p, e->out.text);
+        pp_text(p, e->err.text);
+        pp_text(p, r->code);
+        pp_text(p, r->workspace);
+        pp_text(p, r->request);
+        pp_text(p, e->error_message);
+        pp_int(p, e->cancel_requested);
+        pp_text(p, e->client_id);
+        pp_text(p, exec_start_path_to_string(e->start));
+        pp_text(p, network);
+        pp_text(p, e->environment);
+        pp_text(p, e->summary);
+        pp_text(p, e->isolation);
+        assert(p->n == _STORE_COL_MAX);
+}
+
+static void params_callback(PgParams *p, const StoreCallback *c) {
+        pp_text(p, c->execution_id);
+        pp_text(p, callback_state_to_string(c->state));
+        pp_u64_or_null(p, c->next_attempt_usec, c->state == CALLBACK_PENDING);
+        pp_u64(p, c->attempts);
+        pp_u64(p, c->created_usec);
+        pp_u64_or_null(p, c->delivered_usec, c->delivered_usec > 0);
+        pp_text(p, c->url);
+        pp_text(p, c->delivery_id);
+        pp_text(p, c->last_error);
+        pp_text(p, c->body);
+}
+
+static int pg_put(Store *s, const StoreRecord *rec) {
+        PgStore *ps = PG_STORE(s);
+        _cleanup_free_ char *network = NULL;
+        PgParams p = {};
+        int r;
+
+        r = store_network_to_json(rec->exec, &network);
+        if (r < 0)
+                return r;
+        params_record(&p, rec, network);
+
+        /* Without a delivery, one statement: it is its own transaction. */
+        if (!rec->callback)
+                return pg_query(ps, sql_put, &p, NULL);
+
+        /* With one, the record and the delivery commit together or not at all. */
+        r = pg_begin(ps);
+        if (r < 0)
+                return r;
+        r = pg_query(ps, sql_put, &p, NULL);
+        if (r >= 0) {
+                PgParams q = {};
+
+                params_callback(&q, rec->callback);
+                r = pg_query(ps, sql_callback_enqueue, &q, NULL);
+        }
+        return pg_end(ps, r);
+}
+
+static int pg_get(Store *s, const char *id, StoreRecord **ret) {
+        PgStore *ps = PG_STORE(s);
+        StoreRecord **l = NULL;
+        PgParams p = {};
+        size_t n = 0;
+        int r;
+
+        pp_text(&p, id);
+        r = pg_query_records(ps, sql_get, &p, &l, &n);
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return -ENOENT;
+        *ret = TAKE_PTR(l[0]);
+        store_records_free(l, n);       /* n is 1: execution_id is the primary key */
+        return 0;
+}
+
+static int pg_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, size_t *ret_n) {
+        PgStore *ps = PG_STORE(s);
+        _cleanup_free_ char *sql = NULL;
+        const char *key = a->order == STORE_ORDER_DURATION_MS ? "duration_ms" : "created_at";
+        size_t size = 0;
+        PgParams p = {};
+        FILE *f;
+
+        /* Only fixed fragments, the fixed key name and parameter numbers go into the text. */
+        f = open_memstream(&sql, &size);
+        if (!f)
+                return -ENOMEM;
+        fputs("SELECT " STORE_COLUMNS " FROM executions WHERE true", f);
+        if (a->session_id) {
+                pp_text(&p, a->session_id);
+                fprintf(f, " AND session_id = $%d", p.n);
+        }
+        if (a->owner) {
+                pp_text(&p, a->owner);
+                fprintf(f, " AND owner = $%d", p.n);
+        }
+        if (a->status >= 0) {
+                pp_text(&p, exec_status_to_string(a->status));
+                fprintf(f, " AND status = $%d", p.n);
+        }
+        if (a->error_type == ERROR_NONE)
+                fputs(" AND error_type IS NULL", f);
+        else if (a->error_type > ERROR_NONE) {
+                pp_text(&p, error_type_to_string(a->error_type));
+                fprintf(f, " AND error_type = $%d", p.n);
+        }
+        if (a->after) {
+                pp_u64(&p, a->after->key);
+                pp_text(&p, a->after->id);
+                fprintf(f, " AND (%s, execution_id) < ($%d::bigint, $%d)", key, p.n - 1, p.n);
+        }
+        pp_number(&p, "%u", a->limit);
+        fprintf(f, " ORDER BY %s DESC, execution_id DESC LIMIT $%d", key, p.n);
+        if (fclose(f) != 0 || !sql)
+                return -ENOMEM;
+
+        return pg_query_records(ps, sql, &p, ret, ret_n);
+}
+
+static int pg_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
+        PgParams p = {};
+
+        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
+        pp_text(&p, exec_status_to_string(EXEC_RUNNING));
+        return pg_query_records(PG_STORE(s), sql_unfinished, &p, ret, ret_n);
+}
+
+#define PURGE_WHERE                                                                                    \
+        "finished_at IS NOT NULL AND finished_at < $1 "                                                \
+        "AND execution_id NOT IN (SELECT execution_id FROM callbacks WHERE state = 'pending')"
+#define PURGED "SELECT execution_id FROM executions WHERE " PURGE_WHERE
+
+/* One transaction: the digests the purged executions' artifacts use, their artifact rows, the
+ * records, then which of those digests no row refers to any more. Under the artifacts lock, so
+ * that no collection adds a reference to one of them meanwhile. */
+static int pg_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced) {
+        PgStore *ps = PG_STORE(s);
+        _cleanup_strv_free_ char **unused = NULL;
+        size_t n_unused = 0;
+        PGresult *digests = NULL;
+        PgParams p = {};
+        uint64_t n = 0;
+        int r;
+
+        /* finished_before_usec may be UINT64_MAX ("everything finished"): the column holds ≤ INT64_MAX. */
+        pp_u64(&p, MIN(finished_before_usec, (uint64_t) INT64_MAX));
+
+        r = pg_begin(ps);
+        if (r < 0)
+                return r;
+        r = pg_lock(ps, ARTIFACTS_LOCK_KEY);
+        if (r >= 0)
+                r = pg_query(ps, "SELECT DISTINCT sha256 FROM artifacts WHERE execution_id IN (" PURGED ")", &p,
+                             &digests);
+        if (r >= 0)
+                r = pg_command(ps, "DELETE FROM artifacts WHERE execution_id IN (" PURGED ")", &p, NULL);
+        if (r >= 0)
+                r = pg_command(ps, "DELETE FROM artifact_collections WHERE execution_id IN (" PURGED ")", &p, NULL);
+        if (r >= 0)
+                r = pg_command(ps, "DELETE FROM executions WHERE " PURGE_WHERE, &p, &n);
+        for (int i = 0; r >= 0 && digests && i < PQntuples(digests); i++) {
+                const char *d = pg_text(digests, i, 0);
+                PGresult *used = NULL;
+                PgParams q = {};
+
+                if (!d)
+                        continue;
+                pp_text(&q, d);
+                r = pg_query(ps, "SELECT 1 FROM artifacts WHERE sha256 = $1 LIMIT 1", &q, &used);
+                if (r >= 0 && PQntuples(used) == 0)
+                        r = strv_extend(&unused, &n_unused, d);
+                PQclear(used);
+        }
+        PQclear(digests);
+        r = pg_end(ps, r);
+        if (r < 0)
+                return r;
+        *ret_n = n;
+        if (ret_unreferenced)
+                *ret_unreferenced = TAKE_PTR(unused);
+        return 0;
+}
+
+/* One non-negative number, the first column of the only row; no row, or NULL: *ret_have false. */
+static int pg_query_u64(PgStore *ps, const char *sql, const PgParams *p, uint64_t *ret, bool *ret_have) {
+        PGresult *res = NULL;
+        uint64_t v = 0;
+        bool have = false;
+        int r;
+
+        r = pg_query(ps, sql, p, &res);
+        if (r < 0)
+                return r;
+        if (PQntuples(res) > 0)
+                r = pg_u64(res, 0, 0, &v, &have);
+        PQclear(res);
+        if (r < 0)
+                return r;
+        *ret = v;
+        if (ret_have)
+                *ret_have = have;
+        return 0;
+}
+
+static int pg_count(Store *s, uint64_t *ret) {
+        return pg_query_u64(PG_STORE(s), "SELECT count(*) FROM executions", NULL, ret, NULL);
+}
+
+/* ---- artifacts ---- */
+
+static int pg_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
+        PgStore *ps = PG_STORE(s);
+        _cleanup_free_ char *skipped = NULL;
+        PgParams p = {};
+        int r;
+
+        r = store_skipped_to_json(a, &skipped);
+        if (r < 0)
+                return r;
+
+        r = pg_begin(ps);
+        if (r < 0)
+                return r;
+        r = pg_lock(ps, ARTIFACTS_LOCK_KEY);
+        pp_text(&p, id);
+        if (r >= 0)
+                r = pg_command(ps, "DELETE FROM artifacts WHERE execution_id = $1", &p, NULL);
+        /* Charged to the execution's owner ('' for none or unknown): the usage triggers (migration 9)
+         * add it up. */
+        for (size_t i = 0; r >= 0 && i < a->n_items; i++) {
+                const ExecArtifact *x = &a->items[i];
+                PgParams q = {};
+
+                pp_text(&q, id);
+                pp_text(&q, x->path);
+                pp_u64(&q, x->size);
+                pp_text(&q, x->mime_type);
+                pp_text(&q, x->sha256);
+                pp_u64(&q, x->charged_bytes);
+                r = pg_command(ps,
+                               "INSERT INTO artifacts (execution_id, path, size, mime_type, sha256, charged_bytes, owner) "
+                               "VALUES ($1, $2, $3, $4, $5, $6, "
+                               "COALESCE((SELECT owner FROM executions WHERE execution_id = $1), ''))",
+                               &q, NULL);
+        }
+        if (r >= 0) {
+                PgParams q = {};
+
+                pp_text(&q, id);
+                pp_u64(&q, a->n_skipped_total);
+                pp_text(&q, skipped);
+                r = pg_command(ps,
+                               "INSERT INTO artifact_collections (execution_id, skipped_total, skipped) "
+                               "VALUES ($1, $2, $3) ON CONFLICT (execution_id) DO UPDATE SET "
+                               "skipped_total = excluded.skipped_total, skipped = excluded.skipped",
+                               &q, NULL);
+        }
+        return pg_end(ps, r);
+}
+
+static int pg_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
+        PgStore *ps = PG_STORE(s);
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = exec_artifacts_new();
+        PGresult *res = NULL;
+        PgParams p = {};
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        pp_text(&p, id);
+        r = pg_query(ps, "SELECT skipped_total, skipped FROM artifact_collections WHERE execution_id = $1", &p, &res);
+        if (r < 0)
+                return r;
+        if (PQntuples(res) == 0) {
+                PQclear(res);
+                return -ENOENT;
+        }
+        r = pg_u64(res, 0, 0, &a->n_skipped_total, NULL);
+        if (r >= 0)
+                r = store_skipped_from_json(a, pg_text(res, 0, 1));
+        PQclear(res);
+        if (r < 0)
+                return r;
+
+        r = pg_query(ps, "SELECT path, size, mime_type, sha256, charged_bytes FROM artifacts "
+                     "WHERE execution_id = $1 ORDER BY path", &p, &res);
+        if (r < 0)
+                return r;
+        for (int i = 0; r >= 0 && i < PQntuples(res); i++) {
+                const char *path = pg_text(res, i, 0), *mime = pg_text(res, i, 2), *sha = pg_text(res, i, 3);
+                uint64_t size = 0, charged = 0;
+                size_t n = a->n_items;
+
+                if (!path || !mime || !sha || pg_u64(res, i, 1, &size, NULL) < 0 ||
+                    pg_u64(res, i, 4, &charged, NULL) < 0)
+                        continue;       /* not written by us */
+                r = exec_artifacts_add(a, path, size, mime, sha);
+                if (r == -EINVAL)
+                        r = 0;
+                if (r >= 0 && a->n_items > n)
+                        a->items[n].charged_bytes = charged;
+        }
+        PQclear(res);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+/* The usage tables (migration 9): an indexed lookup, never a sum over rows. No row is 0. */
+static int pg_artifact_store_bytes(Store *s, uint64_t *ret) {
+        return pg_query_u64(PG_STORE(s), "SELECT greatest(bytes, 0) FROM artifact_store_usage WHERE id = 0", NULL,
+                            ret, NULL);
+}
+
+static int pg_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret) {
+        PgParams p = {};
+
+        pp_text(&p, owner);
+        return pg_query_u64(PG_STORE(s), "SELECT greatest(bytes, 0) FROM artifact_usage WHERE owner = $1", &p, ret,
+                            NULL);
+}
+
+/* ---- the callback outbox ---- */
+
+static int pg_row_to_callback(const PGresult *res, int row, bool with_body, StoreCallback **ret) {
+        _cleanup_(store_callback_freep) StoreCallback *c = calloc(1, sizeof(StoreCallback));
+        bool have;
+        int k;
+
+        if (!c)
+                return -ENOMEM;
+        k = pg_strdup(res, row, CB_ID, &c->execution_id);
+        if (k >= 0 && !c->execution_id)
+                k = -EBADMSG;
+        if (k >= 0) {
+                c->state = callback_state_from_string(pg_text(res, row, CB_STATE));
+                if (c->state < 0)
+                        k = -EBADMSG;
+        }
+        k = k ?: pg_u64(res, row, CB_NEXT, &c->next_attempt_usec, &have);
+        k = k ?: pg_u64(res, row, CB_ATTEMPTS, &c->attempts, NULL);
+        k = k ?: pg_u64(res, row, CB_CREATED, &c->created_usec, NULL);
+        k = k ?: pg_u64(res, row, CB_DELIVERED, &c->delivered_usec, &have);
+        k = k ?: pg_strdup(res, row, CB_URL, &c->url);
+        k = k ?: pg_strdup(res, row, CB_DELIVERY_ID, &c->delivery_id);
+        k = k ?: pg_strdup(res, row, CB_LAST_ERROR, &c->last_error);
+        if (k >= 0 && with_body)
+                k = pg_strdup(res, row, CB_BODY, &c->body);
+        if (k >= 0 && with_body)
+                k = pg_strdup(res, row, CB_CLIENT_ID, &c->client_id);
+        if (k >= 0 && (!c->url || !c->delivery_id || (with_body && !c->body)))
+                k = -EBADMSG;
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+static int pg_query_callbacks(PgStore *ps, const char *sql, const PgParams *p, bool with_body, StoreCallback ***ret,
+                              size_t *ret_n) {
+        PGresult *res = NULL;
+        StoreCallback **l = NULL;
+        int n, r;
+
+        r = pg_query(ps, sql, p, &res);
+        if (r < 0)
+                return r;
+        n = PQntuples(res);
+        if (n > 0) {
+                l = calloc((size_t) n, sizeof(StoreCallback *));
+                if (!l) {
+                        PQclear(res);
+                        return -ENOMEM;
+                }
+        }
+        for (int i = 0; i < n; i++) {
+                r = pg_row_to_callback(res, i, with_body, &l[i]);
+                if (r < 0) {
+                        if (r == -EBADMSG)
+                                store_set_error(&ps->base, "a stored callback delivery is damaged");
+                        store_callbacks_free(l, (size_t) i);
+                        PQclear(res);
+                        return r;
+                }
+        }
+        PQclear(res);
+        *ret = l;
+        *ret_n = (size_t) n;
+        return 0;
+}
+
+static int pg_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret) {
+        StoreCallback **l = NULL;
+        PgParams p = {};
+        size_t n = 0;
+        int r;
+
+        pp_text(&p, id);
+        r = pg_query_callbacks(PG_STORE(s),
+                               with_body ? "SELECT " CALLBACK_COLUMNS ", body, " CALLBACK_CLIENT_ID
+                                           " FROM callbacks WHERE execution_id = $1"
+                                         : "SELECT " CALLBACK_COLUMNS " FROM callbacks WHERE execution_id = $1",
+                               &p, with_body, &l, &n);
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return -ENOENT;
+        *ret = TAKE_PTR(l[0]);
+        store_callbacks_free(l, n);
+        return 0;
+}
+
+static int pg_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n) {
+        PgParams p = {};
+
+        pp_u64(&p, MIN(now_usec, (uint64_t) INT64_MAX));
+        pp_number(&p, "%u", limit);
+        return pg_query_callbacks(PG_STORE(s),
+                                  "SELECT " CALLBACK_COLUMNS ", body, " CALLBACK_CLIENT_ID " FROM callbacks "
+                                  "WHERE state = 'pending' AND next_attempt_at <= $1 "
+                                  "ORDER BY next_attempt_at, execution_id LIMIT $2",
+                                  &p, true, ret, ret_n);
+}
+
+static int pg_callback_next_due(Store *s, uint64_t *ret_usec) {
+        uint64_t v = 0;
+        bool have = false;
+        int r;
+
+        r = pg_query_u64(PG_STORE(s), "SELECT CASE WHEN m < 0 THEN 0 ELSE m END FROM "
+                         "(SELECT min(next_attempt_at) AS m FROM callbacks WHERE state = 'pending') AS due",
+                         NULL, &v, &have);
+        if (r < 0)
+                return r;
+        if (!have)
+                return -ENOENT;
+        *ret_usec = v;
+        return 0;
+}
+
+static int pg_callback_count(Store *s, CallbackState state, uint64_t *ret) {
+        PgParams p = {};
+
+        pp_text(&p, callback_state_to_string(state));
+        return pg_query_u64(PG_STORE(s), "SELECT count(*) FROM callbacks WHERE state = $1", &p, ret, NULL);
+}
+
+static int pg_callback_update(Store *s, const StoreCallback *c) {
+        PgParams p = {};
+        uint64_t n = 0;
+        int r;
+
+        pp_text(&p, c->execution_id);
+        pp_text(&p, callback_state_to_string(c->state));
+        pp_u64_or_null(&p, c->next_attempt_usec, c->state == CALLBACK_PENDING);
+        pp_u64(&p, c->attempts);
+        pp_text(&p, c->last_error);
+        pp_u64_or_null(&p, c->delivered_usec, c->delivered_usec > 0);
+        r = pg_command(PG_STORE(s),
+                       "UPDATE callbacks SET state = $2, next_attempt_at = $3, attempts = $4, last_error = $5, "
+                       "delivered_at = $6 WHERE execution_id = $1",
+                       &p, &n);
+        if (r < 0)
+                return r;
+        return n == 0 ? -ENOENT : 0;
+}
+
+/* ---- sessions and usage ---- */
+
+static int pg_session_put(Store *s, const StoreSession *x) {
+        PgParams p = {};
+
+        pp_text(&p, x->session_id);
+        pp_text(&p, x->owner);
+        pp_text(&p, x->mount_unit);
+        pp_text(&p, x->path);
+        pp_u64(&p, x->disk_mb);
+        pp_u64(&p, x->created_usec);
+        pp_u64(&p, x->last_used_usec);
+        pp_u64(&p, x->executions);
+        pp_text(&p, x->client_id);
+        return pg_command(PG_STORE(s),
+                          "INSERT INTO sessions (session_id, owner, mount_unit, path, disk_mb, created_at, "
+                          "last_used_at, executions, client_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+                          "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+                          "mount_unit = excluded.mount_unit, path = excluded.path, disk_mb = excluded.disk_mb, "
+                          "created_at = excluded.created_at, last_used_at = excluded.last_used_at, "
+                          "executions = excluded.executions, client_id = excluded.client_id",
+                          &p, NULL);
+}
+
+static int pg_session_delete(Store *s, const char *session_id) {
+        PgParams p = {};
+
+        pp_text(&p, session_id);
+        return pg_command(PG_STORE(s), "DELETE FROM sessions WHERE session_id = $1", &p, NULL);
+}
+
+static int pg_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
+        PgStore *ps = PG_STORE(s);
+        StoreSession *l = NULL;
+        PGresult *res = NULL;
+        int n, r;
+
+        r = pg_query(ps,
+                     "SELECT session_id, owner, mount_unit, path, disk_mb, created_at, last_used_at, executions, "
+                     "client_id FROM sessions ORDER BY created_at, session_id",
+                     NULL, &res);
+        if (r < 0)
+                return r;
+        n = PQntuples(res);
+        if (n > 0) {
+                l = calloc((size_t) n, sizeof(StoreSession));
+                if (!l) {
+                        PQclear(res);
+                        return -ENOMEM;
+                }
+        }
+        for (int i = 0; r >= 0 && i < n; i++) {
+                StoreSession *x = &l[i];
+
+                r = pg_strdup(res, i, 0, &x->session_id);
+                r = r ?: pg_strdup(res, i, 1, &x->owner);
+                r = r ?: pg_strdup(res, i, 2, &x->mount_unit);
+                r = r ?: pg_strdup(res, i, 3, &x->path);
+                r = r ?: pg_u64(res, i, 4, &x->disk_mb, NULL);
+                r = r ?: pg_u64(res, i, 5, &x->created_usec, NULL);
+                r = r ?: pg_u64(res, i, 6, &x->last_used_usec, NULL);
+                r = r ?: pg_u64(res, i, 7, &x->executions, NULL);
+                r = r ?: pg_strdup(res, i, 8, &x->client_id);
+                if (r >= 0 && (!x->session_id || !x->mount_unit || !x->path))
+                        r = -EBADMSG;
+        }
+        PQclear(res);
+        if (r < 0) {
+                store_sessions_free(l, (size_t) n);
+                return r;
+        }
+        *ret = l;
+        *ret_n = (size_t) n;
+        return 0;
+}
+
+static int pg_usage_get(Store *s, const char *owner, StoreUsage *ret) {
+        PGresult *res = NULL;
+        PgParams p = {};
+        int r;
+
+        pp_text(&p, owner);
+        /* Never negative unless someone edited the table by hand: then it counts as nothing. */
+        r = pg_query(PG_STORE(s),
+                     "SELECT greatest(records, 0), greatest(bytes, 0), greatest(pending_callbacks, 0) "
+                     "FROM record_usage WHERE owner = $1",
+                     &p, &res);
+        if (r < 0)
+                return r;
+        *ret = (StoreUsage) {};
+        if (PQntuples(res) > 0) {
+                r = pg_u64(res, 0, 0, &ret->records, NULL);
+                r = r ?: pg_u64(res, 0, 1, &ret->bytes, NULL);
+                r = r ?: pg_u64(res, 0, 2, &ret->pending_callbacks, NULL);
+        }
+        PQclear(res);
+        return r;
+}
+
+static void pg_close(Store *s) {
+        PgStore *ps = PG_STORE(s);
+
+        PQfinish(ps->conn);
+        free(ps->name);
+        free(ps);
+}
+
+static const StoreOps pg_ops = {
+        .name = "postgresql",
+        .close = pg_close,
+        .put = pg_put,
+        .get = pg_get,
+        .list = pg_list,
+        .list_unfinished = pg_list_unfinished,
+        .purge = pg_purge,
+        .put_artifacts = pg_put_artifacts,
+        .get_artifacts = pg_get_artifacts,
+        .artifact_store_bytes = pg_artifact_store_bytes,
+        .artifact_caller_bytes = pg_artifact_caller_bytes,
+        .count = pg_count,
+        .callback_get = pg_callback_get,
+        .callback_due = pg_callback_due,
+        .callback_next_due = pg_callback_next_due,
+        .callback_update = pg_callback_update,
+        .callback_count = pg_callback_count,
+        .session_put = pg_session_put,
+        .session_delete = pg_session_delete,
+        .session_list = pg_session_list,
+        .usage_get = pg_usage_get,
+};
+
+/* ---- opening ---- */
+
+/* Fail opening with "PostgreSQL database 'x' on host: what" in *ret_error. */
+_printf_(4, 5) static int open_error(PgStore *ps, char **ret_error, int r, const char *fmt, ...) {
+        _cleanup_free_ char *what = NULL;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&what, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        for (char *c = what; *c; c++)
+                if (*c == '\n' || *c == '\t')
+                        *c = ' ';
+        for (size_t n = strlen(what); n > 0 && what[n - 1] == ' '; n--)
+                what[n - 1] = 0;
+        if (ret_error) {
+                free(*ret_error);
+                if (asprintf(ret_error, "%s: %s", strna(ps->name), what) < 0)
+                        *ret_error = NULL;
+        }
+        return r;
+}
+
+/* A failed statement while opening: the store's message, worded after what it means. */
+static int open_pg_error(PgStore *ps, char **ret_error, int r, const char *doing) {
+        const char *msg = store_error_message(&ps->base);
+
+        pg_rollback_if_open(ps);
+        switch (r) {
+        case -EBADMSG:
+                return open_error(ps, ret_error, r, "is not a sandboxd database or is damaged: %s", msg);
+        case -ENOSPC:
+                return open_error(ps, ret_error, r, "%s: no space left: %s", doing, msg);
+        case -EACCES:
+        case -EROFS:
+                return open_error(ps, ret_error, r, "%s: %s (%s: sandboxd's role must be able to create tables and "
+                                  "write them)", doing, msg, strerror(-r));
+        case -EBUSY:
+                return open_error(ps, ret_error, r, "%s: the database is locked by another session: %s", doing, msg);
+        default:
+                return open_error(ps, ret_error, r, "%s: %s (%s)", doing, msg, strerror(-r));
+        }
+}
+
+/* What is in the database already, looked at under the migration lock: nothing (a new database),
+ * ours (its version), or someone else's. Only the current schema (the first of search_path that
+ * exists) is looked at: a database may hold sandboxd's tables in a schema of their own. */
+static int read_version(PgStore *ps, char **ret_error, int64_t *ret_version) {
+        PGresult *res = NULL;
+        uint64_t ours = 0, objects = 0, app_id = 0, version = 0;
+        bool have_app = false;
+        int r;
+
+        r = pg_query(ps,
+                     "SELECT count(*) FILTER (WHERE c.relname = 'sandboxd_schema'), count(*) "
+                     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                     "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+                     NULL, &res);
+        if (r < 0)
+                return open_pg_error(ps, ret_error, r, "cannot read the database");
+        r = pg_u64(res, 0, 0, &ours, NULL);
+        r = r ?: pg_u64(res, 0, 1, &objects, NULL);
+        PQclear(res);
+        if (r < 0)
+                return open_error(ps, ret_error, -EIO, "cannot read the database's catalog");
+
+        if (ours == 0) {
+                if (objects > 0)
+                        return open_error(ps, ret_error, -EBADMSG,
+                                          "is not a sandboxd database (a PostgreSQL database with other tables, "
+                                          "%" PRIu64 " of them, and no sandboxd_schema)", objects);
+                *ret_version = -1;
+                return 0;
+        }
+
+        r = pg_query(ps, "SELECT application_id, version FROM sandboxd_schema WHERE id = 0", NULL, &res);
+        if (r < 0)
+                return open_pg_error(ps, ret_error, r, "cannot read the schema version");
+        if (PQntuples(res) == 1) {
+                r = pg_u64(res, 0, 0, &app_id, &have_app);
+                r = r ?: pg_u64(res, 0, 1, &version, NULL);
+        } else
+                r = -EBADMSG;
+        PQclear(res);
+        if (r < 0 || !have_app)
+                return open_error(ps, ret_error, -EBADMSG, "is not a sandboxd database (sandboxd_schema is damaged)");
+        if (app_id != SANDBOXD_APPLICATION_ID)
+                return open_error(ps, ret_error, -EBADMSG,
+                                  "is not a sandboxd database (sandboxd_schema application_id 0x%08" PRIx64 ")", app_id);
+        if (version > INT32_MAX)
+                return open_error(ps, ret_error, -EBADMSG, "is not a sandboxd database (schema version %" PRIu64 ")",
+                                  version);
+        *ret_version = (int64_t) version;
+        return 0;
+}
+
+/* In one transaction, under an advisory lock so that two nodes opening a new database at once do not
+ * both run migration 1: the version, then every migration this binary knows beyond it. A refusal
+ * (someone else's database, a newer schema) rolls back, so nothing was changed. */
+static int migrate(PgStore *ps, char **ret_error) {
+        int64_t version = -1;
+        PgParams p = {};
+        int r;
+
+        r = pg_begin(ps);
+        if (r < 0)
+                return open_pg_error(ps, ret_error, r, "cannot start the schema migration");
+        r = pg_query(ps, "SET LOCAL lock_timeout = '" MIGRATION_LOCK_TIMEOUT "'", NULL, NULL);
+        if (r >= 0)
+                r = pg_lock(ps, SANDBOXD_APPLICATION_ID);
+        if (r < 0)
+                return open_pg_error(ps, ret_error, r, "cannot take the schema migration lock");
+
+        r = read_version(ps, ret_error, &version);
+        if (r < 0) {
+                pg_rollback_if_open(ps);
+                return r;
+        }
+        if (version > STORE_SCHEMA_VERSION) {
+                pg_rollback_if_open(ps);
+                return open_error(ps, ret_error, -EPROTONOSUPPORT,
+                                  "database schema version %" PRIi64 " is newer than this sandboxd supports (%d)",
+                                  version, STORE_SCHEMA_VERSION);
+        }
+        if (version < 0) {
+                pp_number(&p, "%d", SANDBOXD_APPLICATION_ID);
+                r = pg_query(ps, "CREATE TABLE sandboxd_schema (id INTEGER PRIMARY KEY CHECK (id = 0), "
+                             "application_id BIGINT NOT NULL, version INTEGER NOT NULL)", NULL, NULL);
+                if (r >= 0)
+                        r = pg_query(ps, "INSERT INTO sandboxd_schema (id, application_id, version) VALUES (0, $1, 0)",
+                                     &p, NULL);
+                if (r < 0)
+                        return open_pg_error(ps, ret_error, r, "cannot create the schema");
+                version = 0;
+        }
+
+        for (int64_t v = version; v < STORE_SCHEMA_VERSION; v++) {
+                /* Several statements and no parameters: PQexec(), the text is ours. */
+                PGresult *res = PQexec(ps->conn, pg_migrations[v]);
+
+                if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
+                        r = pg_fail(ps, res);
+                        PQclear(res);
+                        pg_rollback_if_open(ps);
+                        return open_error(ps, ret_error, r, "schema migration %" PRIi64 " failed: %s", v + 1,
+                                          store_error_message(&ps->base));
+                }
+                PQclear(res);
+        }
+        if (version < STORE_SCHEMA_VERSION) {
+                PgParams q = {};
+
+                pp_number(&q, "%d", STORE_SCHEMA_VERSION);
+                r = pg_query(ps, "UPDATE sandboxd_schema SET version = $1 WHERE id = 0", &q, NULL);
+                if (r < 0)
+                        return open_pg_error(ps, ret_error, r, "schema migration failed");
+        }
+        r = pg_end(ps, 0);
+        if (r < 0)
+                return open_pg_error(ps, ret_error, r, "schema migration failed");
+        return 0;
+}
+
+int store_open_pg(const char *conninfo, Store **ret, char **ret_error) {
+        _cleanup_(store_closep) Store *s = NULL;
+        /* Defaults first: what conninfo says overrides them (expand_dbname). */
+        const char *const keywords[] = { "connect_timeout", "application_name", "dbname", NULL };
+        const char *const values[] = { CONNECT_TIMEOUT_SEC, "sandboxd", conninfo, NULL };
+        PQconninfoOption *parsed;
+        char *parse_error = NULL;
+        PgStore *ps;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (isempty(conninfo) || !ret)
+                return -EINVAL;
+
+        ps = calloc(1, sizeof(PgStore));
+        if (!ps)
+                return -ENOMEM;
+        ps->base.ops = &pg_ops;
+        s = &ps->base;
+
+        /* A malformed string is a configuration mistake: say so without connecting (the message
+         * quotes no part of it, so no password either). */
+        parsed = PQconninfoParse(conninfo, &parse_error);
+        if (!parsed) {
+                ps->name = strdup("PostgreSQL");
+                r = open_error(ps, ret_error, parse_error ? -EINVAL : -ENOMEM, "invalid connection string: %s",
+                               strna(parse_error));
+                PQfreemem(parse_error);
+                return r;
+        }
+        PQconninfoFree(parsed);
+
+        ps->conn = PQconnectdbParams(keywords, values, 1);
+        if (!ps->conn)
+                return -ENOMEM;
+        if (asprintf(&ps->name, "PostgreSQL database '%s' on %s", strna(PQdb(ps->conn)),
+                     isempty(PQhost(ps->conn)) ? "the default socket" : PQhost(ps->conn)) < 0) {
+                ps->name = NULL;
+                return -ENOMEM;
+        }
+        if (PQstatus(ps->conn) != CONNECTION_OK)
+                return open_error(ps, ret_error, PQconnectionNeedsPassword(ps->conn) ? -EACCES : -EIO,
+                                  "cannot connect: %s", PQerrorMessage(ps->conn));
+        if (PQserverVersion(ps->conn) < PG_MIN_SERVER_VERSION)
+                return open_error(ps, ret_error, -EPROTONOSUPPORT, "PostgreSQL %d is too old: sandboxd needs 11 or later",
+                                  PQserverVersion(ps->conn));
+        if (PQsetClientEncoding(ps->conn, "UTF8") != 0)
+                return open_error(ps, ret_error, -EIO, "cannot use UTF-8: %s", PQerrorMessage(ps->conn));
+
+        r = pg_query(ps, "SET lock_timeout = '" LOCK_TIMEOUT "'", NULL, NULL);
+        if (r < 0)
+                return open_pg_error(ps, ret_error, r, "cannot configure the session");
+
+        r = migrate(ps, ret_error);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
