@@ -10,6 +10,8 @@
  * execution_id DESC LIMIT n. Backends bind every value as a parameter; no value is ever pasted
  * into SQL text. */
 
+#include <stdarg.h>
+
 #include "store.h"
 
 /* The largest execution id the store accepts: the API's limit (REQUEST_ID_MAX). */
@@ -163,6 +165,19 @@ enum {
 /* The schema's version: both backends number their migrations alike, one per feature, so that
  * version N means the same tables and columns in either. */
 #define STORE_SCHEMA_VERSION 15
+
+/* A message of the backend's on one line, for the log: newlines and tabs become spaces, trailing
+ * spaces go. In place; returns m. */
+char *store_one_line(char *m);
+
+/* A failed store_open_*(): *ret_error (if ret_error is not NULL) becomes "NAME: what", on one line,
+ * NAME the file or the database. Returns r. */
+int store_open_failv(char **ret_error, const char *name, int r, const char *fmt, va_list ap) _printf_(4, 0);
+
+/* The text of an unsigned INTEGER column as a backend reads it: decimal digits ≤ INT64_MAX.
+ * Negative or not a number is -EBADMSG (a damaged or hand-edited row, not something to wrap); NULL
+ * text is "none" (*ret_have false) where ret_have is given, -EBADMSG otherwise. */
+int store_column_u64(const char *text, uint64_t *ret, bool *ret_have);
 
 /* Record the backend's message for store_error_message(); keeps the old one on OOM. */
 void store_set_error(Store *s, const char *message);

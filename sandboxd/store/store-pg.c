@@ -102,16 +102,7 @@ static int pg_errno_of_sqlstate(const char *sqlstate) {
 static void pg_set_error(PgStore *ps, const char *message) {
         _cleanup_free_ char *m = strdup(message ?: "unknown error");
 
-        if (!m) {
-                store_set_error(&ps->base, message);
-                return;
-        }
-        for (char *c = m; *c; c++)
-                if (*c == '\n' || *c == '\t')
-                        *c = ' ';
-        for (size_t n = strlen(m); n > 0 && m[n - 1] == ' '; n--)
-                m[n - 1] = 0;
-        store_set_error(&ps->base, m);
+        store_set_error(&ps->base, m ? store_one_line(m) : message);
 }
 
 /* Record a failed result (or, res NULL, the connection's failure) and turn it into an errno. Without
@@ -281,28 +272,8 @@ static int pg_strdup(const PGresult *res, int row, int col, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-/* Unsigned columns: a negative value is a damaged (or hand-edited) row. NULL is "none" where
- * ret_have is given, damage otherwise. */
 static int pg_u64(const PGresult *res, int row, int col, uint64_t *ret, bool *ret_have) {
-        const char *t = pg_text(res, row, col);
-        char *end = NULL;
-        long long v;
-
-        if (!t) {
-                if (!ret_have)
-                        return -EBADMSG;
-                *ret_have = false;
-                *ret = 0;
-                return 0;
-        }
-        errno = 0;
-        v = strtoll(t, &end, 10);
-        if (errno != 0 || end == t || *end != 0 || v < 0)
-                return -EBADMSG;
-        *ret = (uint64_t) v;
-        if (ret_have)
-                *ret_have = true;
-        return 0;
+        return store_column_u64(pg_text(res, row, col), ret, ret_have);
 }
 
 /* A bytea in the text format PostgreSQL 9.0 and later use ("\x" and hex digits). */
@@ -313,15 +284,8 @@ static int pg_bytea(const char *t, uint8_t *buf, size_t size, size_t *ret_n) {
                 return -EBADMSG;
         t += 2;
         n = strlen(t);
-        if (n % 2 != 0 || n / 2 > size)
+        if (n / 2 > size || unhexmem(t, n, buf) < 0)
                 return -EBADMSG;
-        for (size_t i = 0; i < n / 2; i++) {
-                int hi = unhexchar(t[2 * i]), lo = unhexchar(t[2 * i + 1]);
-
-                if (hi < 0 || lo < 0)
-                        return -EBADMSG;
-                buf[i] = (uint8_t) (hi << 4 | lo);
-        }
         *ret_n = n / 2;
         return 0;
 }
@@ -1068,25 +1032,11 @@ static const StoreOps pg_ops = {
 
 /* Fail opening with "PostgreSQL database 'x' on host: what" in *ret_error. */
 _printf_(4, 5) static int open_error(PgStore *ps, char **ret_error, int r, const char *fmt, ...) {
-        _cleanup_free_ char *what = NULL;
         va_list ap;
-        int k;
 
         va_start(ap, fmt);
-        k = vasprintf(&what, fmt, ap);
+        r = store_open_failv(ret_error, ps->name, r, fmt, ap);
         va_end(ap);
-        if (k < 0)
-                return -ENOMEM;
-        for (char *c = what; *c; c++)
-                if (*c == '\n' || *c == '\t')
-                        *c = ' ';
-        for (size_t n = strlen(what); n > 0 && what[n - 1] == ' '; n--)
-                what[n - 1] = 0;
-        if (ret_error) {
-                free(*ret_error);
-                if (asprintf(ret_error, "%s: %s", strna(ps->name), what) < 0)
-                        *ret_error = NULL;
-        }
         return r;
 }
 

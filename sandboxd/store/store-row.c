@@ -9,10 +9,7 @@
 #include "model/request.h"
 #include "store-internal.h"
 
-/* Unsigned columns: a negative or non-numeric value is a damaged (or hand-edited) row, not
- * something to wrap. NULL is "not known" where have is given, damage otherwise. */
-static int row_u64(const StoreRow *row, int col, uint64_t *ret, bool *ret_have) {
-        const char *t = row->text[col];
+int store_column_u64(const char *t, uint64_t *ret, bool *ret_have) {
         char *end = NULL;
         long long v;
 
@@ -31,6 +28,10 @@ static int row_u64(const StoreRow *row, int col, uint64_t *ret, bool *ret_have) 
         if (ret_have)
                 *ret_have = true;
         return 0;
+}
+
+static int row_u64(const StoreRow *row, int col, uint64_t *ret, bool *ret_have) {
+        return store_column_u64(row->text[col], ret, ret_have);
 }
 
 static int row_int(const StoreRow *row, int col, int null_value, int *ret) {

@@ -630,21 +630,11 @@ static const StoreOps sqlite_ops = {
 /* Fail opening with "PATH: what: detail" in *ret_error. A damaged or foreign file always gets the
  * same wording, whatever step noticed it, so that the administrator knows what to do. */
 _printf_(4, 5) static int open_error(SqliteStore *ss, char **ret_error, int r, const char *fmt, ...) {
-        _cleanup_free_ char *what = NULL;
         va_list ap;
-        int k;
 
         va_start(ap, fmt);
-        k = vasprintf(&what, fmt, ap);
+        r = store_open_failv(ret_error, ss->path, r, fmt, ap);
         va_end(ap);
-        if (k < 0)
-                return -ENOMEM;
-        if (ret_error) {
-                free(*ret_error);
-                *ret_error = NULL;
-                if (asprintf(ret_error, "%s: %s", ss->path, what) < 0)
-                        *ret_error = NULL;
-        }
         return r;
 }
 

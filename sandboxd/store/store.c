@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <pthread.h>
 
 #include "base64.h"
@@ -278,6 +280,30 @@ void store_set_error(Store *s, const char *message) {
                 return;
         free(s->error);
         s->error = m;
+}
+
+char *store_one_line(char *m) {
+        size_t n;
+
+        for (char *c = m; c && *c; c++)
+                if (*c == '\n' || *c == '\r' || *c == '\t')
+                        *c = ' ';
+        for (n = m ? strlen(m) : 0; n > 0 && m[n - 1] == ' '; n--)
+                m[n - 1] = 0;
+        return m;
+}
+
+int store_open_failv(char **ret_error, const char *name, int r, const char *fmt, va_list ap) {
+        _cleanup_free_ char *what = NULL;
+
+        if (vasprintf(&what, fmt, ap) < 0)
+                return -ENOMEM;
+        if (ret_error) {
+                free(*ret_error);
+                if (asprintf(ret_error, "%s: %s", strna(name), store_one_line(what)) < 0)
+                        *ret_error = NULL;
+        }
+        return r;
 }
 
 const char *store_error_message(Store *s) {
