@@ -166,8 +166,8 @@ enum {
  * version N means the same tables and columns in either. */
 #define STORE_SCHEMA_VERSION 15
 
-/* A message of the backend's on one line, for the log: newlines and tabs become spaces, trailing
- * spaces go. In place; returns m. */
+/* A message of the backend's on one line, for the log: newlines and tabs become spaces, runs of
+ * them one, none at either end. In place; returns m. */
 char *store_one_line(char *m);
 
 /* A failed store_open_*(): *ret_error (if ret_error is not NULL) becomes "NAME: what", on one line,

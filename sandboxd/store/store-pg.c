@@ -176,8 +176,23 @@ static void pp_bytes(PgParams *p, const void *b, size_t n) {
 
 /* ---- running statements ---- */
 
-/* A connection that went away (a server restart, a network cut) is made again before the next call;
- * the call that noticed failed with -EIO. */
+/* What every session of ours starts with, on the first connection and after a reconnection: how
+ * long a statement waits for another session's lock (-EBUSY past it, like SQLite's busy timeout).
+ * The encoding is a connection parameter (client_encoding=UTF8), which libpq keeps across resets. */
+static int pg_session_setup(PgStore *ps) {
+        PGresult *res = PQexec(ps->conn, "SET lock_timeout = '" LOCK_TIMEOUT "'");
+        int r = 0;
+
+        if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
+                r = pg_fail(ps, res);
+        PQclear(res);
+        return r;
+}
+
+/* A connection that went away (a server restart, a network cut, a terminated backend) is made
+ * again before the next call; the call that noticed failed with -EIO. There is no backoff here:
+ * each call tries once, within connect_timeout. (The asynchronous version, a later step, reconnects
+ * from the event loop with a backoff.) */
 static int pg_connected(PgStore *ps) {
         if (PQstatus(ps->conn) == CONNECTION_OK)
                 return 0;
@@ -186,7 +201,7 @@ static int pg_connected(PgStore *ps) {
                 pg_set_error(ps, PQerrorMessage(ps->conn));
                 return -EIO;
         }
-        return 0;
+        return pg_session_setup(ps);
 }
 
 /* Run sql with the parameters p (NULL: none). *ret (if not NULL) gets the result, rows in text
@@ -1182,9 +1197,10 @@ static int migrate(PgStore *ps, char **ret_error) {
 
 int store_open_pg(const char *conninfo, Store **ret, char **ret_error) {
         _cleanup_(store_closep) Store *s = NULL;
-        /* Defaults first: what conninfo says overrides them (expand_dbname). */
-        const char *const keywords[] = { "connect_timeout", "application_name", "dbname", NULL };
-        const char *const values[] = { CONNECT_TIMEOUT_SEC, "sandboxd", conninfo, NULL };
+        /* Defaults first: what conninfo says overrides them (expand_dbname); but the encoding is
+         * ours, after it: every text is UTF-8 and octet_length() counts its bytes. */
+        const char *const keywords[] = { "connect_timeout", "application_name", "dbname", "client_encoding", NULL };
+        const char *const values[] = { CONNECT_TIMEOUT_SEC, "sandboxd", conninfo, "UTF8", NULL };
         PQconninfoOption *parsed;
         char *parse_error = NULL;
         PgStore *ps;
@@ -1227,10 +1243,13 @@ int store_open_pg(const char *conninfo, Store **ret, char **ret_error) {
         if (PQserverVersion(ps->conn) < PG_MIN_SERVER_VERSION)
                 return open_error(ps, ret_error, -EPROTONOSUPPORT, "PostgreSQL %d is too old: sandboxd needs 11 or later",
                                   PQserverVersion(ps->conn));
-        if (PQsetClientEncoding(ps->conn, "UTF8") != 0)
-                return open_error(ps, ret_error, -EIO, "cannot use UTF-8: %s", PQerrorMessage(ps->conn));
+        /* octet_length() counts bytes in the database's encoding, and every text we store is UTF-8. */
+        if (!streq_ptr(PQparameterStatus(ps->conn, "server_encoding"), "UTF8"))
+                return open_error(ps, ret_error, -EINVAL,
+                                  "the database's encoding is %s: sandboxd needs UTF8 (CREATE DATABASE ... ENCODING 'UTF8')",
+                                  strna(PQparameterStatus(ps->conn, "server_encoding")));
 
-        r = pg_query(ps, "SET lock_timeout = '" LOCK_TIMEOUT "'", NULL, NULL);
+        r = pg_session_setup(ps);
         if (r < 0)
                 return open_pg_error(ps, ret_error, r, "cannot configure the session");
 

@@ -283,13 +283,20 @@ void store_set_error(Store *s, const char *message) {
 }
 
 char *store_one_line(char *m) {
-        size_t n;
+        char *o = m;
 
-        for (char *c = m; c && *c; c++)
-                if (*c == '\n' || *c == '\r' || *c == '\t')
-                        *c = ' ';
-        for (n = m ? strlen(m) : 0; n > 0 && m[n - 1] == ' '; n--)
-                m[n - 1] = 0;
+        if (!m)
+                return NULL;
+        for (const char *c = m; *c; c++) {
+                char x = *c == '\n' || *c == '\r' || *c == '\t' ? ' ' : *c;
+
+                if (x == ' ' && (o == m || o[-1] == ' '))
+                        continue;       /* no leading or doubled spaces */
+                *o++ = x;
+        }
+        while (o > m && o[-1] == ' ')
+                o--;
+        *o = 0;
         return m;
 }
 

@@ -1036,6 +1036,104 @@ static void test_sessions(void **state) {
         assert_int_equal(store_session_delete(s, "a/b"), -EINVAL);
 }
 
+/* Several processes opening a new store at once (sandboxd nodes starting together, against one
+ * PostgreSQL): the migrations run once, every open succeeds, the schema is whole. */
+static void test_concurrent_open(_unused_ void **state) {
+        enum { N = 4 };
+        pid_t pids[N];
+        int status;
+
+        for (size_t i = 0; i < N; i++) {
+                pids[i] = fork();
+                assert_true(pids[i] >= 0);
+                if (pids[i] == 0) {
+                        _cleanup_free_ char *error = NULL;
+                        Store *s = NULL;
+                        int r = store_open_test(&s, &error);
+
+                        if (r < 0)
+                                fprintf(stderr, "# child %zu: %d %s\n", i, r, strna(error));
+                        store_close(s);
+                        _exit(r < 0 ? 1 : 0);
+                }
+        }
+        for (size_t i = 0; i < N; i++) {
+                assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+                assert_true(WIFEXITED(status));
+                assert_int_equal(WEXITSTATUS(status), 0);
+        }
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_c");
+        r->callback = callback_new("exec_c", BASE_USEC);
+        assert_int_equal(store_put(s, r), 0);
+        get_equal(s, r);
+        assert_usage(s, "uid:1000", 1, record_bytes(r, r->code) + strlen(r->callback->body), 1);
+}
+
+/* PostgreSQL's full disk (SQLSTATE 53100, disk_full), raised by a trigger the way the server raises
+ * it when it cannot extend a file: the write fails with -ENOSPC and the server's message, changes
+ * nothing, earlier records stay; once there is room again, writes work without reopening. */
+static void test_disk_full_pg(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *a = record_full("exec_a"), *b = record_full("exec_b");
+        StoreRecord *got = NULL;
+
+        assert_int_equal(store_put(s, a), 0);
+        sql_exec_raw("CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN "
+                     "RAISE EXCEPTION 'could not extend file \"base/1/2\": No space left on device' "
+                     "USING ERRCODE = 'disk_full'; END $f$; "
+                     "CREATE TRIGGER full_disk BEFORE INSERT OR UPDATE ON executions "
+                     "FOR EACH ROW EXECUTE FUNCTION full_disk()");
+        assert_int_equal(store_put(s, b), -ENOSPC);
+        assert_non_null(strstr(store_error_message(s), "No space left on device"));
+        /* With a delivery: the transaction is rolled back, the connection usable. */
+        b->callback = callback_new("exec_b", BASE_USEC);
+        assert_int_equal(store_put(s, b), -ENOSPC);
+        free(a->exec->out.text);
+        a->exec->out.text = strdup("an update that does not fit");
+        assert_int_equal(store_put(s, a), -ENOSPC);
+        assert_int_equal(store_get(s, "exec_b", &got), -ENOENT);
+        assert_int_equal(count(s), 1);
+
+        sql_exec_raw("DROP TRIGGER full_disk ON executions");
+        assert_int_equal(store_put(s, b), 0);
+        get_equal(s, b);
+        assert_int_equal(store_callback_count(s, CALLBACK_PENDING, &(uint64_t) { 0 }), 0);
+}
+
+/* The server ends the store's connection (a restart, a failover, an administrator): the call that
+ * notices fails with -EIO, the next one reconnects, nothing committed is lost. */
+static void test_reconnect_pg(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *a = record_full("exec_a");
+        _cleanup_free_ char *sql = NULL;
+        uint64_t n = 0;
+        int r;
+
+        assert_int_equal(store_put(s, a), 0);
+        assert_true(asprintf(&sql, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE application_name = 'sandboxd' AND datname = '%s'", dbpath) >= 0);
+        assert_int_equal(pg_exec_in(pg_conninfo, sql), 0);
+
+        r = store_count(s, &n);
+        fprintf(stderr, "# after the backend was terminated: %d %s\n", r, store_error_message(s));
+        assert_int_equal(r, -EIO);
+        assert_int_equal(store_count(s, &n), 0);
+        assert_int_equal(n, 1);
+        get_equal(s, a);
+        /* The session's settings came back with it: a second session holding the row makes a write
+         * wait lock_timeout, then -EBUSY. */
+        free(sql);
+        assert_true(asprintf(&sql, "%s dbname=%s", pg_conninfo, dbpath) >= 0);
+        PGconn *c = PQconnectdb(sql);
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        PQclear(PQexec(c, "BEGIN; SELECT 1 FROM executions WHERE execution_id = 'exec_a' FOR UPDATE"));
+        assert_int_equal(store_put(s, a), -EBUSY);
+        PQclear(PQexec(c, "ROLLBACK"));
+        PQfinish(c);
+        assert_int_equal(store_put(s, a), 0);
+}
+
 int main(void) {
         struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_roundtrip_full, setup_dir, teardown_dir),
@@ -1061,6 +1159,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_disk_full, setup_dir, teardown_dir),
                 cmocka_unit_test(test_cursor_roundtrip),
                 cmocka_unit_test_setup_teardown(test_network_log, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_concurrent_open, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_disk_full_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_reconnect_pg, setup_dir, teardown_dir),
         };
 
         static const char *const sqlite_only[] = {
@@ -1068,5 +1169,7 @@ int main(void) {
                 "test_missing_dir", "test_disk_full", NULL,
         };
 
-        return run_store_tests("store", tests, ELEMENTSOF(tests), sqlite_only);
+        static const char *const pg_only[] = { "test_disk_full_pg", "test_reconnect_pg", NULL };
+
+        return run_store_tests("store", tests, ELEMENTSOF(tests), sqlite_only, pg_only);
 }
