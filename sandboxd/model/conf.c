@@ -144,6 +144,7 @@ Config *config_free(Config *c) {
         free(c->state_dir);
         free(c->runtime_dir);
         free(c->database);
+        free(c->store);
         free(c->environments_dir);
         free(c->callback_key_file);
         free(c->helper);
@@ -201,6 +202,7 @@ typedef enum ValueType {
         V_ISOLATION,     /* auto, always, never */
         V_RISK_CLASSES,  /* space-separated RiskClass names; empty: none */
         V_RUNSC_PLATFORM, /* ptrace, systrap, kvm */
+        V_STORE,         /* sqlite, or a libpq connection string */
 } ValueType;
 
 typedef struct ConfKey {
@@ -220,6 +222,7 @@ static const ConfKey conf_keys[] = {
         K("Daemon", "StateDirectory",   V_PATH,     state_dir,           0, 0),
         K("Daemon", "RuntimeDirectory", V_PATH,     runtime_dir,         0, 0),
         K("Daemon", "Database",         V_PATH,     database,            0, 0),
+        K("Daemon", "Store",            V_STORE,    store,               0, 0),
         K("Daemon", "EnvironmentsDirectory", V_PATH, environments_dir,  0, 0),
         K("Daemon", "RetentionSec",     V_U64,      retention_sec,       0, 100ULL * 365 * 24 * 3600),
         K("Daemon", "MaxConcurrent",    V_U64,      max_concurrent,      1, 4096),
@@ -500,6 +503,21 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
         case V_STRING:
                 if (isempty(value))
                         return error_set(ret_error, "%s: %s= must not be empty", where, k->key);
+                if (free_and_strdup((char **) p, value) < 0)
+                        return -ENOMEM;
+                return 0;
+        case V_STORE:
+                /* "sqlite": the embedded store, the default. Anything else is handed to libpq when
+                 * the store is opened; here only its form is checked, and the value is never quoted
+                 * back: a connection string may hold what should not be logged. */
+                if (streq(value, "sqlite")) {
+                        *(char **) p = mfree(*(char **) p);
+                        return 0;
+                }
+                if (!startswith(value, "postgresql://") && !startswith(value, "postgres://") && !strchr(value, '='))
+                        return error_set(ret_error, "%s: %s= takes sqlite or a PostgreSQL connection string "
+                                         "(postgresql://..., or key=value pairs such as service=sandboxd)", where,
+                                         k->key);
                 if (free_and_strdup((char **) p, value) < 0)
                         return -ENOMEM;
                 return 0;

@@ -34,6 +34,7 @@ typedef struct Config {
         char *state_dir;             /* StateDirectory= /var/lib/sandboxd */
         char *runtime_dir;           /* RuntimeDirectory= /run/sandboxd */
         char *database;              /* Database= NULL: StateDirectory/sandboxd.db */
+        char *store;                 /* Store= NULL: SQLite (Database=); else a libpq connection string */
         char *environments_dir;      /* EnvironmentsDirectory= /var/lib/sandboxd/environments
                                       * (model/environment.h) */
         uint64_t retention_sec;      /* RetentionSec= finished records older than this are purged; 0: never */

@@ -1227,6 +1227,14 @@ int store_open_pg(const char *conninfo, Store **ret, char **ret_error) {
                 PQfreemem(parse_error);
                 return r;
         }
+        for (PQconninfoOption *o = parsed; o->keyword; o++)
+                if (streq(o->keyword, "password") && !isempty(o->val)) {
+                        PQconninfoFree(parsed);
+                        ps->name = strdup("PostgreSQL");
+                        return open_error(ps, ret_error, -EINVAL,
+                                          "the connection string holds a password: put it in a password file "
+                                          "(passfile=, mode 0600) or a service file instead");
+                }
         PQconninfoFree(parsed);
 
         ps->conn = PQconnectdbParams(keywords, values, 1);

@@ -33,6 +33,11 @@ static void test_defaults(_unused_ void **state) {
         assert_int_equal(c->max_concurrent, 8);
         assert_false(c->listen_allow_non_loopback);
         assert_null(c->piston_listen);          /* the Piston listener: off */
+        assert_null(c->store);                  /* Store=sqlite */
+        assert_int_equal(config_parse_text(c, "[Daemon]\nStore=service=sandboxd\n", "s.conf", &error), 0);
+        assert_string_equal(c->store, "service=sandboxd");
+        assert_int_equal(config_parse_text(c, "[Daemon]\nStore=sqlite\n", "s.conf", &error), 0);
+        assert_null(c->store);
         assert_string_equal(c->piston_owner, "piston");
         assert_int_equal(c->max_queued, 256);
         assert_int_equal(c->max_request_bytes, 2 * 1024 * 1024);
@@ -337,6 +342,10 @@ static const KeyRow key_rows[] = {
             max_concurrent, 5),
         U64("other sections untouched", "[Limits]\nDefaultTasks=8\n[Sandbox]\nLimitNOFILE=64\n", max_concurrent, 8),
         STR("value with '=' and spaces inside", "[Daemon]\nSocketGroup=a b=c\n", socket_group, "a b=c"),
+        STR("Store=: a URI", "[Daemon]\nStore=postgresql://sandboxd@db.example/sandboxd\n", store,
+            "postgresql://sandboxd@db.example/sandboxd"),
+        STR("Store=: key=value pairs", "[Daemon]\nStore=service=sandboxd passfile=/etc/sandboxd/pgpass\n", store,
+            "service=sandboxd passfile=/etc/sandboxd/pgpass"),
 };
 
 static void test_key_row(void **state) {
@@ -587,6 +596,9 @@ static const ErrorRow error_rows[] = {
           "x.conf:2: RunscPlatform= takes ptrace, systrap or kvm, got 'kvm2'" },
         { "numeric log level", "[Daemon]\nLogLevel=7\n",
           "x.conf:2: LogLevel= takes a syslog level name (err, info, debug...), got '7'" },
+        { "Store: neither sqlite nor a connection string", "[Daemon]\nStore=mysql\n",
+          "x.conf:2: Store= takes sqlite or a PostgreSQL connection string (postgresql://..., or key=value pairs "
+          "such as service=sandboxd)" },
         { "first error wins", "[Daemon]\nFoo=1\nBar=2\n", "x.conf:2: unknown key 'Foo' in section [Daemon]" },
         { "error after valid lines", "[Daemon]\nMaxConcurrent=2\n[Limits]\nDefaultTasks=8\nDefaultTasks=x\n",
           "x.conf:5: DefaultTasks= takes a whole number, got 'x'" },

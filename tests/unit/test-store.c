@@ -1103,6 +1103,32 @@ static void test_disk_full_pg(_unused_ void **state) {
 
 /* The server ends the store's connection (a restart, a failover, an administrator): the call that
  * notices fails with -EIO, the next one reconnects, nothing committed is lost. */
+/* Connection strings the store refuses before connecting: malformed, or holding a password (a file
+ * must: the string is in the configuration and may be logged). Neither message quotes the string. */
+static void test_bad_conninfo_pg(_unused_ void **state) {
+        static const struct {
+                const char *conninfo, *message;
+        } cases[] = {
+                { "host=/nowhere password=hunter2", "holds a password" },
+                { "postgresql://sandboxd:hunter2@localhost/db", "holds a password" },
+                { "postgresql://localhost/db?password=hunter2", "holds a password" },
+                { "host='unterminated", "invalid connection string" },
+                { "nokey=1", "invalid connection string" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *error = NULL;
+                Store *s = NULL;
+
+                assert_int_equal(store_open_pg(cases[i].conninfo, &s, &error), -EINVAL);
+                assert_null(s);
+                assert_non_null(error);
+                fprintf(stderr, "# %s\n", error);
+                assert_non_null(strstr(error, cases[i].message));
+                assert_null(strstr(error, "hunter2"));
+        }
+}
+
 static void test_reconnect_pg(_unused_ void **state) {
         _cleanup_(store_closep) Store *s = open_ok();
         _cleanup_(store_record_freep) StoreRecord *a = record_full("exec_a");
@@ -1162,6 +1188,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_concurrent_open, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_disk_full_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_bad_conninfo_pg, setup_dir, teardown_dir),
         };
 
         static const char *const sqlite_only[] = {
@@ -1169,7 +1196,7 @@ int main(void) {
                 "test_missing_dir", "test_disk_full", NULL,
         };
 
-        static const char *const pg_only[] = { "test_disk_full_pg", "test_reconnect_pg", NULL };
+        static const char *const pg_only[] = { "test_disk_full_pg", "test_reconnect_pg", "test_bad_conninfo_pg", NULL };
 
         return run_store_tests("store", tests, ELEMENTSOF(tests), sqlite_only, pg_only);
 }
