@@ -3,9 +3,12 @@
 #include <libpq-fe.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/random.h>
 
+#include "model/backoff.h"
 #include "store-pg-internal.h"
 #include "strv.h"
+#include "time-util.h"
 
 /* The PostgreSQL store (issue 22): the same tables, schema versions and semantics as the SQLite
  * store, in a database several sandboxd nodes can share. The schema is in store-pg-schema.c.
@@ -45,7 +48,17 @@ typedef struct PgStore {
         Store base;
         PGconn *conn;
         char *name;                     /* "PostgreSQL database 'x' on host", for messages */
+        unsigned reconnect_failures;    /* failed reconnections in a row */
+        uint64_t reconnect_usec;        /* CLOCK_MONOTONIC: no new attempt before this */
 } PgStore;
+
+/* Reconnecting after a failed attempt: not before this backoff (exponential with jitter, backoff.h),
+ * so that a server that is down costs each call one failed -EIO, not a connection attempt (up to
+ * connect_timeout, on the event loop) every time. */
+static const BackoffPolicy reconnect_backoff = {
+        .base_usec = 200 * USEC_PER_MSEC,
+        .max_usec = 30 * USEC_PER_SEC,
+};
 
 static PgStore *PG_STORE(Store *s) {
         return (PgStore *) s;
@@ -103,6 +116,20 @@ static void pg_set_error(PgStore *ps, const char *message) {
         _cleanup_free_ char *m = strdup(message ?: "unknown error");
 
         store_set_error(&ps->base, m ? store_one_line(m) : message);
+}
+
+_printf_(2, 3) static int asprintf_error(PgStore *ps, const char *fmt, ...) {
+        _cleanup_free_ char *m = NULL;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&m, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        pg_set_error(ps, m);
+        return 0;
 }
 
 /* Record a failed result (or, res NULL, the connection's failure) and turn it into an errno. Without
@@ -190,17 +217,35 @@ static int pg_session_setup(PgStore *ps) {
 }
 
 /* A connection that went away (a server restart, a network cut, a terminated backend) is made
- * again before the next call; the call that noticed failed with -EIO. There is no backoff here:
- * each call tries once, within connect_timeout. (The asynchronous version, a later step, reconnects
- * from the event loop with a backoff.) */
+ * again at the next call; the call that noticed failed with -EIO. A failed attempt makes the calls
+ * of the next backoff step fail with -EIO at once; the first call after it tries again (blocking up
+ * to connect_timeout: this version is synchronous; the sd-event driven one, a later step, will
+ * reconnect from the event loop instead). */
 static int pg_connected(PgStore *ps) {
+        uint64_t now, rnd;
+
         if (PQstatus(ps->conn) == CONNECTION_OK)
                 return 0;
+        now = now_usec(CLOCK_MONOTONIC);
+        if (ps->reconnect_failures > 0 && now < ps->reconnect_usec) {
+                /* The last attempt's message stays: it says why. */
+                if (!startswith(store_error_message(&ps->base), "not connected"))
+                        (void) asprintf_error(ps, "not connected, next attempt in %" PRIu64 " ms: %s",
+                                              usec_to_msec_up(ps->reconnect_usec - now),
+                                              store_error_message(&ps->base));
+                return -EIO;
+        }
         PQreset(ps->conn);
         if (PQstatus(ps->conn) != CONNECTION_OK) {
                 pg_set_error(ps, PQerrorMessage(ps->conn));
+                if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd))
+                        rnd = now * 6364136223846793005ULL;
+                ps->reconnect_failures = MIN(ps->reconnect_failures + 1, 64U);
+                ps->reconnect_usec = now_usec(CLOCK_MONOTONIC) +
+                                     backoff_delay_usec(&reconnect_backoff, ps->reconnect_failures, rnd, 0);
                 return -EIO;
         }
+        ps->reconnect_failures = 0;
         return pg_session_setup(ps);
 }
 

@@ -1160,6 +1160,44 @@ static void test_reconnect_pg(_unused_ void **state) {
         assert_int_equal(store_put(s, a), 0);
 }
 
+/* The database stops taking connections while the store's is cut: every call fails with -EIO, and
+ * between two attempts (a backoff) without trying again; once connections are allowed, a call after
+ * the backoff reconnects. */
+static void test_reconnect_backoff_pg(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_free_ char *deny = NULL, *allow = NULL, *cut = NULL;
+        uint64_t n = 0;
+        int r = 0;
+
+        assert_true(asprintf(&deny, "ALTER DATABASE %s ALLOW_CONNECTIONS false", dbpath) >= 0);
+        assert_true(asprintf(&allow, "ALTER DATABASE %s ALLOW_CONNECTIONS true", dbpath) >= 0);
+        assert_true(asprintf(&cut, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE application_name = 'sandboxd' AND datname = '%s'", dbpath) >= 0);
+        assert_int_equal(store_count(s, &n), 0);
+        assert_int_equal(pg_exec_in(pg_conninfo, deny), 0);
+        assert_int_equal(pg_exec_in(pg_conninfo, cut), 0);
+
+        assert_int_equal(store_count(s, &n), -EIO);     /* the cut connection */
+        assert_int_equal(store_count(s, &n), -EIO);     /* an attempt, refused */
+        fprintf(stderr, "# %s\n", store_error_message(s));
+        assert_non_null(strstr(store_error_message(s), "not currently accepting connections"));
+        assert_int_equal(store_count(s, &n), -EIO);     /* within the backoff: no attempt */
+        fprintf(stderr, "# %s\n", store_error_message(s));
+        assert_non_null(startswith(store_error_message(s), "not connected, next attempt in "));
+
+        assert_int_equal(pg_exec_in(pg_conninfo, allow), 0);
+        /* The first backoff step is 100-200 ms; a few seconds is plenty. */
+        for (unsigned i = 0; i < 100; i++) {
+                r = store_count(s, &n);
+                if (r == 0)
+                        break;
+                assert_int_equal(r, -EIO);
+                (void) usleep(50 * 1000);
+        }
+        assert_int_equal(r, 0);
+        assert_int_equal(n, 0);
+}
+
 int main(void) {
         struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_roundtrip_full, setup_dir, teardown_dir),
@@ -1189,6 +1227,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_disk_full_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_bad_conninfo_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_reconnect_backoff_pg, setup_dir, teardown_dir),
         };
 
         static const char *const sqlite_only[] = {
@@ -1196,7 +1235,8 @@ int main(void) {
                 "test_missing_dir", "test_disk_full", NULL,
         };
 
-        static const char *const pg_only[] = { "test_disk_full_pg", "test_reconnect_pg", "test_bad_conninfo_pg", NULL };
+        static const char *const pg_only[] = { "test_disk_full_pg", "test_reconnect_pg", "test_bad_conninfo_pg",
+                                               "test_reconnect_backoff_pg", NULL };
 
         return run_store_tests("store", tests, ELEMENTSOF(tests), sqlite_only, pg_only);
 }
