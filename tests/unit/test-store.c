@@ -1101,6 +1101,61 @@ static void test_disk_full_pg(_unused_ void **state) {
         assert_int_equal(store_callback_count(s, CALLBACK_PENDING, &(uint64_t) { 0 }), 0);
 }
 
+/* What the server's errors become, by SQLSTATE (store-pg.c's table), raised by a trigger on a write:
+ * the errno, the server's message kept for the log, the write not done, the connection usable. */
+static void test_error_mapping_pg(_unused_ void **state) {
+        static const struct {
+                const char *sqlstate;
+                int error;
+        } cases[] = {
+                { "53100", -ENOSPC },   /* disk_full */
+                { "53200", -ENOMEM },   /* out_of_memory */
+                { "53300", -EBUSY },    /* too_many_connections */
+                { "54000", -E2BIG },    /* program_limit_exceeded */
+                { "23505", -EINVAL },   /* unique_violation */
+                { "22001", -EINVAL },   /* string_data_right_truncation */
+                { "40001", -EBUSY },    /* serialization_failure */
+                { "40P01", -EBUSY },    /* deadlock_detected */
+                { "55P03", -EBUSY },    /* lock_not_available */
+                { "57014", -EBUSY },    /* query_canceled */
+                { "42501", -EACCES },   /* insufficient_privilege */
+                { "25006", -EROFS },    /* read_only_sql_transaction */
+                { "XX001", -EBADMSG },  /* data_corrupted */
+                { "42P01", -EBADMSG },  /* undefined_table */
+                { "58030", -EIO },      /* io_error */
+                { "P0001", -EIO },      /* raise_exception: anything else */
+        };
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *a = record_full("exec_a"), *b = record_full("exec_b");
+
+        assert_int_equal(store_put(s, a), 0);
+        sql_exec_raw("CREATE TABLE fail_with (sqlstate TEXT NOT NULL); "
+                     "CREATE FUNCTION fail_with() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN "
+                     "RAISE EXCEPTION 'failing with %', (SELECT sqlstate FROM fail_with) "
+                     "USING ERRCODE = (SELECT sqlstate FROM fail_with); END $f$; "
+                     "CREATE TRIGGER fail_with BEFORE INSERT OR UPDATE ON executions "
+                     "FOR EACH ROW EXECUTE FUNCTION fail_with()");
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *sql = NULL, *want = NULL;
+                int r;
+
+                assert_true(asprintf(&sql, "DELETE FROM fail_with; INSERT INTO fail_with VALUES ('%s')",
+                                     cases[i].sqlstate) >= 0);
+                sql_exec_raw(sql);
+                r = store_put(s, b);
+                if (r != cases[i].error) {
+                        print_error("SQLSTATE %s: got %d, want %d\n", cases[i].sqlstate, r, cases[i].error);
+                        fail();
+                }
+                assert_true(asprintf(&want, "failing with %s", cases[i].sqlstate) >= 0);
+                assert_non_null(strstr(store_error_message(s), want));
+                assert_int_equal(count(s), 1);
+        }
+        sql_exec_raw("DROP TRIGGER fail_with ON executions");
+        assert_int_equal(store_put(s, b), 0);
+        assert_int_equal(count(s), 2);
+}
+
 /* The server ends the store's connection (a restart, a failover, an administrator): the call that
  * notices fails with -EIO, the next one reconnects, nothing committed is lost. */
 /* Connection strings the store refuses before connecting: malformed, or holding a password (a file
@@ -1228,6 +1283,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_reconnect_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_bad_conninfo_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_backoff_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_error_mapping_pg, setup_dir, teardown_dir),
         };
 
         static const char *const sqlite_only[] = {
@@ -1236,7 +1292,7 @@ int main(void) {
         };
 
         static const char *const pg_only[] = { "test_disk_full_pg", "test_reconnect_pg", "test_bad_conninfo_pg",
-                                               "test_reconnect_backoff_pg", NULL };
+                                               "test_reconnect_backoff_pg", "test_error_mapping_pg", NULL };
 
         return run_store_tests("store", tests, ELEMENTSOF(tests), sqlite_only, pg_only);
 }
