@@ -236,13 +236,10 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
         /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
         r = job_persist(j);
         if (r < 0) {
-                /* A copy: freeing the job writes to the store too (its session's record), which
-                 * replaces the store's message. */
-                _cleanup_free_ char *why = strdup(store_error_message(ac->ctx->store) ?: "");
-
+                /* job_persist() logged the store's own message. */
                 job_free(j);
                 return fail(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE,
-                            "the execution could not be recorded (%s); nothing was started", strna(why));
+                            "the execution could not be recorded (%s); nothing was started", store_error_public(r));
         }
         log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
         runner_dispatch(ac->runner);
@@ -266,7 +263,10 @@ int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, Requ
         if (r == -EINVAL)
                 return invalid(err, "cursor", "cursor: not a cursor of this query");
         if (r < 0)
-                return fail(err, r, API_ERROR_STORE, "cannot read the store: %s", store_error_message(ac->ctx->store));
+        {
+                log_warning_errno(r, "Cannot list executions: %s", store_error_message(ac->ctx->store));
+                return fail(err, r, API_ERROR_STORE, "cannot read the store: %s", store_error_public(r));
+        }
         o = json_object_new_object();
         a = json_object_new_array();
         for (size_t i = 0; i < n; i++) {
@@ -330,9 +330,12 @@ int job_record_json(ApiContext *ac, Job *j, json_object **ret, RequestError *err
                 if (r == -ENOENT)
                         return request_error(err, r, API_ERROR_NOT_FOUND, NULL, "no execution '%s' (purged)",
                                              j->exec->id);
-                if (r < 0)
+                if (r < 0) {
+                        log_warning_errno(r, "%s: cannot read its record: %s", j->exec->id,
+                                          store_error_message(ac->ctx->store));
                         return fail(err, r, API_ERROR_STORE, "cannot read the record of execution '%s': %s",
-                                    j->exec->id, store_error_message(ac->ctx->store));
+                                    j->exec->id, store_error_public(r));
+                }
                 if (j->artifacts_stored)
                         o = stored_record_json(ac, rec);
                 else {

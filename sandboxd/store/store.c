@@ -317,6 +317,25 @@ const char *store_error_message(Store *s) {
         return s && s->error ? s->error : "no error";
 }
 
+const char *store_error_public(int r) {
+        switch (r) {
+        case -ENOSPC:
+                return "the store is full";
+        case -EBUSY:
+                return "the store is busy";
+        case -EROFS:
+        case -EACCES:
+        case -EPERM:
+                return "the store cannot be written";
+        case -EBADMSG:
+                return "the store is damaged";
+        case -ENOMEM:
+                return "out of memory";
+        default:
+                return "the store is unavailable";
+        }
+}
+
 Store *store_close(Store *s) {
         if (!s)
                 return NULL;

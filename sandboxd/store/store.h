@@ -117,6 +117,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_close);
  * NULL. Valid until the next call on s. */
 const char *store_error_message(Store *s);
 
+/* What an API caller is told of a failed call r: a fixed text per errno. The backend's own message
+ * (store_error_message()) goes to the log only: a database server's names its host, socket, database
+ * and roles. */
+const char *store_error_public(int r);
+
 /* Insert, or update every column by execution_id (call it at every transition). code, owner,
  * workspace and request are kept from the stored row when r leaves them NULL: the job may drop the code once the
  * sandbox has it. A single statement: a failed write changes nothing. */

@@ -165,6 +165,9 @@ for i in range(400):
     break
 t.ok(full is not None and full[0] == 507 and full[1]["error"]["code"] == "store_error",
      f"a full disk fails the submission with 507 after {len(ok_ids)} records", full)
+msg = full[1]["error"].get("message", "") if full else ""
+t.ok("(the store is full)" in msg and "/" not in msg,
+     "the caller is told the store is full, not the backend's own message (no path, no database name)", msg)
 # Units of the accepted runs may still wait to be collected by systemd: any other one ran for the
 # refused submission.
 units_now = [u for u in execution_units() if not any(e in u for e in ok_ids)]
