@@ -291,7 +291,8 @@ static unsigned count_stubs(const char *procs, size_t *ret_looked_at) {
         unsigned stubs = 0;
         uid_t saved;
 
-        /* Their /proc entries are visible to their own user only (ProtectProc=invisible). */
+        /* Their /proc entries are visible to their own user (ProtectProc=invisible), and to group 0 (proc's
+         * gid=, which is our fsgid). */
         saved = (uid_t) setfsuid(prog_uid);
         for (const char *p = procs; *p && n < ELEMENTSOF(pids);) {
                 char *end;

@@ -75,7 +75,9 @@ print(json.dumps(out), flush=True)
 print("after the attack", flush=True)
 '''
 
-r = run(ATTACK)
+# 4095 pids x 7 calls: under gVisor (ptrace platform) each call is a round trip through the Sentry, which took
+# over 30 s in the TCG guest of the VM tier; the verdict is what is asserted, not the time.
+r = run(ATTACK, limits={"timeout_ms": 180000})
 t.verdict(r, "success", None, "the attacks on the supervisor end as the program's own success")
 lines = r["stdout"].splitlines()
 try:
