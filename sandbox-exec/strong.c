@@ -242,8 +242,9 @@ _Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd) {
  * task limit", as pids.events's "max" says in the standard tier. (Threads of the program are not
  * stubs: a program that reaches the limit by threads alone is not seen.) A process that hides from
  * us (gone, or a name we cannot read) counts as not a stub: it can only lower the count, which the
- * program gains nothing by. Looked at every STRONG_SAMPLE_USEC (less often past 64 processes, every
- * STRONG_SAMPLE_NEAR_USEC within two of the limit), and only when the cgroup holds more processes
+ * program gains nothing by. Looked at every STRONG_SAMPLE_USEC (less often past 64 processes), every
+ * STRONG_SAMPLE_NEAR_USEC within two of the limit (less often past 16: a look costs about 10 us per
+ * process, and a program may hold tasks - 1 for long), and only when the cgroup holds more processes
  * than --tasks: a run far below its limit costs one read of cgroup.procs. */
 
 #define STRONG_SAMPLE_USEC (20 * USEC_PER_MSEC)
@@ -351,7 +352,7 @@ void strong_sample_processes(void) {
         /* Within two of the limit: the moment at it may be short (the fork that fails, the program's
          * exit, gVisor's teardown), so it is looked at every STRONG_SAMPLE_NEAR_USEC until it is seen. */
         if (stubs + 2 >= tasks && strong_peak_processes < tasks)
-                strong_next_sample = now + STRONG_SAMPLE_NEAR_USEC;
+                strong_next_sample = now + STRONG_SAMPLE_NEAR_USEC * MAX((uint64_t) 1, (uint64_t) looked_at / 16);
 }
 
 int strong_sample_timeout_ms(void) {

@@ -211,6 +211,58 @@ static void test_usr_layer(_unused_ void **state) {
         rm_rf(d);
 }
 
+/* The strong tier's preload: copied into the layer as a regular file of the same bytes; a link, a
+ * missing file or one that is too large leaves the layer built without it. */
+static void test_usr_layer_preload(_unused_ void **state) {
+        _cleanup_free_ char *d = mkdtemp_dir(), *src = NULL, *lnk = NULL, *big = NULL, *layer = NULL, *p = NULL;
+        static const char bytes[] = "\177ELF not really a library";
+        char buf[64] = {};
+        struct stat st;
+        int fd;
+
+        assert_true(asprintf(&src, "%s/preload.so", d) > 0);
+        fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, bytes, sizeof(bytes)), (ssize_t) sizeof(bytes));
+        close(fd);
+        assert_int_equal(usr_layer_build(d, src, &layer), 0);
+        assert_true(asprintf(&p, "%s/" USR_LAYER_PRELOAD, layer) > 0);
+        assert_int_equal(lstat(p, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_mode & 07777, 0644);
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(read(fd, buf, sizeof(buf)), (ssize_t) sizeof(bytes));
+        close(fd);
+        assert_memory_equal(buf, bytes, sizeof(bytes));
+        layer = mfree(layer);
+        p = mfree(p);
+
+        /* A link to it is not followed. */
+        assert_true(asprintf(&lnk, "%s/link.so", d) > 0);
+        assert_int_equal(symlink(src, lnk), 0);
+        assert_int_equal(usr_layer_build(d, lnk, &layer), 0);
+        assert_true(asprintf(&p, "%s/" USR_LAYER_PRELOAD, layer) > 0);
+        assert_int_equal(lstat(p, &st), -1);
+        layer = mfree(layer);
+        p = mfree(p);
+
+        /* Missing, or over 1 MiB. */
+        assert_true(asprintf(&big, "%s/big.so", d) > 0);
+        fd = open(big, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, 2 * 1024 * 1024), 0);
+        close(fd);
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(usr_layer_build(d, i == 0 ? big : "/nonexistent/preload.so", &layer), 0);
+                assert_true(asprintf(&p, "%s/" USR_LAYER_PRELOAD, layer) > 0);
+                assert_int_equal(lstat(p, &st), -1);
+                layer = mfree(layer);
+                p = mfree(p);
+        }
+        rm_rf(d);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_entries_well_formed),
@@ -219,6 +271,7 @@ int main(void) {
                 cmocka_unit_test(test_hidden),
                 cmocka_unit_test(test_write_root),
                 cmocka_unit_test(test_usr_layer),
+                cmocka_unit_test(test_usr_layer_preload),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
