@@ -175,7 +175,7 @@ static int setup_directories(Manager *m) {
         m->ctx.usr_layer = mfree(m->ctx.usr_layer);
         {
                 /* The strong tier's preload (strong-preload.c) is installed beside the helper. */
-                const char *helper = m->helper_override ?: c->helper;
+                const char *helper = m->ctx.helper;
                 const char *slash = helper ? strrchr(helper, '/') : NULL;
                 _cleanup_free_ char *preload = NULL;
 
@@ -945,6 +945,7 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
                 use_languages(m, t);
         }
 
+        m->ctx.helper = m->helper_override ?: m->ctx.config->helper;
         r = setup_directories(m);
         if (r < 0)
                 return r;
@@ -961,7 +962,6 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
         r = artifact_accounts_new(&m->ctx, &m->ctx.accounts);
         if (r < 0)
                 return r;
-        m->ctx.helper = m->helper_override ?: m->ctx.config->helper;
         r = load_environments(m);
         if (r < 0)
                 return r;
