@@ -169,25 +169,35 @@ bool cgroup_cpu_usec(uint64_t *ret) {
 }
 
 /* utime + stime of a process (all its threads), from /proc/<pid>/stat; 0 if unknown. */
-uint64_t proc_cpu_usec(pid_t pid) {
-        char path[64], buf[1024], *p;
-        unsigned long long ut, st;
-        long tck = sysconf(_SC_CLK_TCK);
+/* /proc/<pid>/stat read into buf: the fields after the command name (which may hold anything, a
+ * ')' too: they start after its last ')'), the state first; NULL if it cannot be read. */
+const char *proc_stat_fields(pid_t pid, char *buf, size_t size) {
+        char path[64], *p;
         _cleanup_close_ int fd = -EBADF;
         ssize_t n;
 
+        if (size < 2)
+                return NULL;
         snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0 || tck <= 0)
-                return 0;
-        n = read(fd, buf, sizeof(buf) - 1);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return NULL;
+        n = read(fd, buf, size - 1);
         if (n <= 0)
-                return 0;
+                return NULL;
         buf[n] = 0;
-        /* The command name may hold anything: fields start after its last ')'. Then state is
-         * field 3; utime and stime are 14 and 15. */
         p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return p ? p + 1 : NULL;
+}
+
+uint64_t proc_cpu_usec(pid_t pid) {
+        char buf[1024];
+        const char *f = proc_stat_fields(pid, buf, sizeof(buf));
+        unsigned long long ut, st;
+        long tck = sysconf(_SC_CLK_TCK);
+
+        /* State is field 3; utime and stime are 14 and 15. */
+        if (!f || tck <= 0 || sscanf(f, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
                 return 0;
         return (uint64_t) (ut + st) * USEC_PER_SEC / (uint64_t) tck;
 }

@@ -169,6 +169,7 @@ void sweep_program_processes(void);
 extern uint64_t cpu_base_usec, rusage_base_usec;
 bool cgroup_cpu_usec(uint64_t *ret);
 ssize_t cgroup_read_procs(char *buf, size_t size);
+const char *proc_stat_fields(pid_t pid, char *buf, size_t size);
 uint64_t proc_cpu_usec(pid_t pid);
 /* At a claim: what the unit (and the warm runtime, pid or -1) used so far, not the program's. */
 void cpu_baseline(pid_t runtime);

@@ -257,22 +257,13 @@ static uint64_t strong_next_sample = 0;
 /* /proc/PID: its parent, and whether it has a command line. False if it cannot be read. */
 static bool proc_parent_and_cmdline(pid_t pid, pid_t *ret_ppid, bool *ret_cmdline) {
         char path[64], buf[512], c;
-        _cleanup_close_ int fd = -EBADF, cfd = -EBADF;
-        const char *close_paren;
+        const char *f = proc_stat_fields(pid, buf, sizeof(buf));
+        _cleanup_close_ int cfd = -EBADF;
         ssize_t n;
         int ppid;
 
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-        if (fd < 0)
-                return false;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        /* "pid (comm) S ppid ...": the comm is the process's to choose, the last ')' ends it. */
-        close_paren = strrchr(buf, ')');
-        if (!close_paren || sscanf(close_paren + 1, " %c %d", &c, &ppid) != 2 || ppid < 0)
+        /* State, then the parent. */
+        if (!f || sscanf(f, " %c %d", &c, &ppid) != 2 || ppid < 0)
                 return false;
         snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
         cfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
