@@ -336,6 +336,7 @@ static void manager_metrics_gauges(void *userdata, MetricsGauges *ret) {
                 .pool_target = m->ctx.config->workspace_pool,
                 .outbox = outbox,
                 .sessions = sessions_count(m->sessions),
+                .records_unsaved = runner_unsaved(m->runner),
                 .warm_target = m->ctx.config->pool_size,
         };
         for (size_t i = 0; i < language_count() && i < METRICS_LANGUAGES_MAX; i++) {

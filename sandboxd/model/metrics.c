@@ -372,6 +372,10 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
                      g->pool_target);
         render_gauge(&t, "sandboxd_sessions", "Sessions that exist, each holding a persistent workspace tmpfs.",
                      g->sessions);
+        render_gauge(&t, "sandboxd_records_unsaved",
+                     "Final execution records the store refused, held in memory and written again until it "
+                     "takes them.",
+                     g->records_unsaved);
         render_gauge(&t, "sandboxd_callback_outbox_size",
                      "Callback deliveries pending (not yet delivered or given up).",
                      g->outbox);

@@ -72,6 +72,7 @@ typedef struct MetricsGauges {
         uint64_t pool_target;            /* WorkspacePool= */
         uint64_t outbox;                 /* callback deliveries pending in the store */
         uint64_t sessions;               /* sessions that exist (each holds a tmpfs) */
+        uint64_t records_unsaved;        /* final records the store refused, held to be written again */
         /* Warm units ready to be claimed, per row of the language table; and Size= of [Pool]. */
         uint64_t warm_ready[METRICS_LANGUAGES_MAX];
         bool warm_pooled[METRICS_LANGUAGES_MAX];     /* the language is in Languages= of [Pool] */

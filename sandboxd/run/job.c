@@ -225,6 +225,26 @@ static char *request_json(const ExecRequest *req, const char *callback_url) {
         return s;
 }
 
+/* The final record, written at the end or again after a failed write: once it is in the store, the
+ * job need not hold its output in memory any more (job_record_json() reads it back when asked). */
+int job_persist_final(Job *j) {
+        Execution *e = j->exec;
+        int k;
+
+        if (!job_is_final(j))
+                return -EINVAL;
+        k = job_persist(j);
+        if (k < 0)
+                return k;
+        j->record_unsaved = false;
+        if (j->ctx->store) {
+                e->out.text = mfree(e->out.text);
+                e->err.text = mfree(e->err.text);
+                j->output_stored = true;
+        }
+        return 0;
+}
+
 int job_persist(Job *j) {
         _cleanup_free_ char *request = NULL;
         StoreRecord r = {
@@ -257,8 +277,10 @@ int job_persist(Job *j) {
         }
         if (k < 0) {
                 metrics_store_error(j->ctx->metrics);
-                log_error_errno(k, "%s: cannot write the execution record: %s", j->exec->id,
-                                store_error_message(j->ctx->store));
+                /* A final record written again (runner.c) failed the first time, which was logged:
+                 * its retries, every 2 s while the store is away, are not. */
+                log_full_errno(j->record_unsaved ? LOG_DEBUG : LOG_ERR, k, "%s: cannot write the execution record: %s",
+                               j->exec->id, store_error_message(j->ctx->store));
         }
         return k;
 }
@@ -1276,11 +1298,10 @@ void job_finalize(Job *j) {
         /* The record is in the store: a finished job kept in memory (KeepFinished=) need not hold its
          * output or its artifact list too; job_record_json() reads them back when asked. When the
          * write failed the job keeps them, the only copy, bounded by the capture sizes. */
-        if (job_persist(j) >= 0 && ctx->store) {
-                e->out.text = mfree(e->out.text);
-                e->err.text = mfree(e->err.text);
-                j->output_stored = true;
-        }
+        if (ctx->store && job_persist_final(j) < 0)
+                /* The store is unreachable (a PostgreSQL server restarting) or full: the runner writes
+                 * the record again later (runner.c), and keeps the job, the only copy, until then. */
+                j->record_unsaved = true;
         if (j->artifacts_stored)
                 j->exec->artifacts = exec_artifacts_free(j->exec->artifacts);
         log_execution(j);

@@ -105,6 +105,8 @@ struct Job {
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
         bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
         bool output_stored;              /* the final record is in the store: stdout/stderr are read there */
+        bool record_unsaved;             /* final, and the final record's write failed: the runner retries
+                                          * it, and keeps the job (the only copy) until it succeeds */
         UnitOutcome outcome;
         char *result;                    /* owned copy of Result= */
         uint64_t exec_start_mono, exec_exit_mono, cpu_nsec;
@@ -155,6 +157,7 @@ void job_send_cancel(Job *j);
 void job_fail(Job *j, const char *why);
 
 bool job_is_final(const Job *j);
+int job_persist_final(Job *j);
 
 /* Call cb(j, userdata) once the job is final (at once if it already is). */
 int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret);

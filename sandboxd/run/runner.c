@@ -31,7 +31,15 @@ struct Runner {
         void (*quiesce_done)(void *userdata);  /* runner_quiesce()'s, once per job it waits for */
         void *quiesce_data;
         sd_event_source *hurry_timer;  /* runner_quiesce() + QUIESCE_HURRY_USEC: job_quiesce_hurry() all */
+        sd_event_source *unsaved_timer; /* final records whose write failed are written again */
+        unsigned n_unsaved, unsaved_failures;
 };
+
+/* A final record the store refused (a PostgreSQL server restarting, a full disk) is written again
+ * after this, doubling per failed round up to the maximum: the result was acknowledged to nobody yet
+ * as stored, but a caller may be polling for it, and the job holds it in memory until then. */
+#define UNSAVED_RETRY_MIN_USEC (250 * USEC_PER_MSEC)
+#define UNSAVED_RETRY_MAX_USEC (2 * USEC_PER_SEC)
 
 /* Stopping, the live frames already written are read for this long (they may hide a report behind
  * them); then a job goes quiet at the next frame's end even with more waiting. Well within the 20 s
@@ -44,6 +52,7 @@ struct Runner {
 #define STATUS_COALESCE_USEC (100 * USEC_PER_MSEC)
 
 static void on_job_left(void *userdata, Job *j);
+static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata);
 static void on_job_finished(void *userdata, Job *j);
 static void on_job_freed(void *userdata, Job *j);
 static void on_job_quiet(void *userdata, Job *j);
@@ -70,11 +79,18 @@ int runner_new(Context *ctx, Sessions *sessions, Runner **ret) {
 Runner *runner_free(Runner *r) {
         if (!r)
                 return NULL;
+        if (r->n_unsaved > 0)
+                /* A last try: the store may be back since the last round. */
+                (void) on_unsaved_timer(NULL, 0, r);
+        if (r->n_unsaved > 0)
+                log_error("Stopping with %u final records the store refused: they are lost (the store keeps "
+                          "them as they were last written).", r->n_unsaved);
         while (r->jobs)
                 job_free(r->jobs);
         queue_done(&r->queue);
         sd_event_source_disable_unref(r->status_timer);
         sd_event_source_disable_unref(r->hurry_timer);
+        sd_event_source_disable_unref(r->unsaved_timer);
         free(r);
         return NULL;
 }
@@ -104,6 +120,8 @@ static void on_job_freed(void *userdata, Job *j) {
 
         if (!j->linked)
                 return;
+        if (j->record_unsaved && r->n_unsaved > 0)
+                r->n_unsaved--;
         if (j->prev)
                 j->prev->next = j->next;
         else
@@ -122,7 +140,7 @@ static void runner_evict_finished(Runner *r) {
                 Job *oldest = NULL;
 
                 for (Job *j = r->jobs; j; j = j->next)
-                        if (j->state == JOB_DONE && !j->waiters)
+                        if (j->state == JOB_DONE && !j->waiters && !j->record_unsaved)
                                 oldest = j;
                 if (!oldest)
                         return;
@@ -173,6 +191,54 @@ unsigned runner_quiesce(Runner *r, void (*done)(void *userdata), void *userdata)
         return n;
 }
 
+static void runner_arm_unsaved(Runner *r) {
+        uint64_t delay = UNSAVED_RETRY_MIN_USEC;
+        int k;
+
+        for (unsigned i = 0; i < r->unsaved_failures && delay < UNSAVED_RETRY_MAX_USEC; i++)
+                delay *= 2;
+        delay = MIN(delay, UNSAVED_RETRY_MAX_USEC);
+        r->unsaved_timer = sd_event_source_disable_unref(r->unsaved_timer);
+        k = sd_event_add_time_relative(r->ctx->event, &r->unsaved_timer, CLOCK_MONOTONIC, delay,
+                                       USEC_PER_MSEC * 10, on_unsaved_timer, r);
+        if (k < 0)
+                log_error_errno(k, "Cannot arm the timer that writes %u unsaved records again: %m", r->n_unsaved);
+}
+
+/* Oldest first, until the store refuses one: it is down still, and the rest wait for the next round. */
+static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Runner *r = userdata;
+        Job *oldest = NULL;
+        unsigned saved = 0;
+
+        r->unsaved_timer = sd_event_source_disable_unref(r->unsaved_timer);
+        for (Job *j = r->jobs; j; j = j->next)
+                oldest = j;
+        for (Job *j = oldest; j && r->n_unsaved > 0; j = j->prev) {
+                if (!j->record_unsaved)
+                        continue;
+                if (job_persist_final(j) < 0)
+                        break;
+                r->n_unsaved--;
+                saved++;
+        }
+        if (saved > 0)
+                log_info("Wrote %u final records the store had refused, %u still unsaved.", saved, r->n_unsaved);
+        if (r->n_unsaved == 0) {
+                r->unsaved_failures = 0;
+                runner_evict_finished(r);
+                return 0;
+        }
+        if (saved == 0)
+                r->unsaved_failures++;
+        runner_arm_unsaved(r);
+        return 0;
+}
+
+unsigned runner_unsaved(const Runner *r) {
+        return r->n_unsaved;
+}
+
 static void on_job_finished(void *userdata, Job *j) {
         Runner *r = userdata;
 
@@ -183,6 +249,11 @@ static void on_job_finished(void *userdata, Job *j) {
         }
         r->n_finished++;
         r->finished_total++;
+        if (j->record_unsaved) {
+                r->n_unsaved++;
+                if (!r->unsaved_timer)
+                        runner_arm_unsaved(r);
+        }
         if (j->adopted && r->n_adopted_live > 0 && --r->n_adopted_live == 0)
                 /* Nothing started by an earlier instance runs any more: its /usr layers can go. */
                 (void) usr_layer_prune(r->ctx->config->state_dir, r->ctx->usr_layer);
@@ -317,7 +388,7 @@ void runner_kill_overdue(Runner *r) {
 void runner_forget_finished_before(Runner *r, uint64_t cutoff_usec) {
         for (Job *j = r->jobs, *next; j; j = next) {
                 next = j->next;
-                if (job_is_final(j) && !j->waiters && j->exec->finished_usec < cutoff_usec) {
+                if (job_is_final(j) && !j->waiters && !j->record_unsaved && j->exec->finished_usec < cutoff_usec) {
                         job_free(j);
                         r->n_finished--;
                 }

@@ -58,6 +58,8 @@ void runner_notify_status_now(Runner *r);
 void runner_fail_session(Runner *r, Session *s, const char *why);
 /* Executions far past their deadline are killed again (a lost signal, a bus hiccup). */
 void runner_kill_overdue(Runner *r);
+/* Final records whose write the store refused, kept in memory and written again (runner.c). */
+unsigned runner_unsaved(const Runner *r);
 /* Final jobs that finished before cutoff (CLOCK_REALTIME µs) leave memory (their records were purged). */
 void runner_forget_finished_before(Runner *r, uint64_t cutoff_usec);
 /* Is name (a directory below the workspaces directory) the workspace of an unfinished job? */

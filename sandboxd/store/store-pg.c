@@ -206,14 +206,34 @@ static void pp_bytes(PgParams *p, const void *b, size_t n) {
 /* What every session of ours starts with, on the first connection and after a reconnection: how
  * long a statement waits for another session's lock (-EBUSY past it, like SQLite's busy timeout).
  * The encoding is a connection parameter (client_encoding=UTF8), which libpq keeps across resets. */
+/* And a commit is acknowledged only once it is in the server's write-ahead log: the daemon tells its
+ * callers "accepted" after its record's commit, which a server with synchronous_commit=off could
+ * lose in a crash. Only "off" is raised, to "on": a stronger setting of the administrator's
+ * (remote_write, remote_apply for a standby) is kept. */
 static int pg_session_setup(PgStore *ps) {
-        PGresult *res = PQexec(ps->conn, "SET lock_timeout = '" LOCK_TIMEOUT "'");
-        int r = 0;
+        static const char *const statements[] = {
+                "SET lock_timeout = '" LOCK_TIMEOUT "'",
+                "SELECT set_config('synchronous_commit', 'on', false) "
+                "WHERE current_setting('synchronous_commit') = 'off'",
+        };
 
-        if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
-                r = pg_fail(ps, res);
-        PQclear(res);
-        return r;
+        for (size_t i = 0; i < ELEMENTSOF(statements); i++) {
+                PGresult *res = PQexec(ps->conn, statements[i]);
+                int r = 0;
+
+                if (!res || (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK))
+                        r = pg_fail(ps, res);
+                PQclear(res);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The server's notices and warnings ("terminating connection due to immediate shutdown command")
+ * are dropped: libpq's default prints them on stderr, the journal, as unattributed lines, and what
+ * they tell of comes back as the failed call's error (store_error_message()), which the caller logs. */
+static void pg_notice(void *userdata, const char *message) {
 }
 
 /* A connection that went away (a server restart, a network cut, a terminated backend) is made
@@ -1285,6 +1305,7 @@ int store_open_pg(const char *conninfo, Store **ret, char **ret_error) {
         ps->conn = PQconnectdbParams(keywords, values, 1);
         if (!ps->conn)
                 return -ENOMEM;
+        (void) PQsetNoticeProcessor(ps->conn, pg_notice, ps);
         if (asprintf(&ps->name, "PostgreSQL database '%s' on %s", strna(PQdb(ps->conn)),
                      isempty(PQhost(ps->conn)) ? "the default socket" : PQhost(ps->conn)) < 0) {
                 ps->name = NULL;

@@ -51,6 +51,36 @@ def tcp_request(host, port, method, path, body=None, headers=None, raw=None, tim
                      headers or {}, raw)
 
 
+# The suite's -pg leg (tests/integration/meson.build): the daemon's store is PostgreSQL, the
+# connection string in SANDBOX_HARNESS_STORE (from tests/pg/pg-scratch); otherwise the SQLite file.
+PG_STORE = os.environ.get("SANDBOX_HARNESS_STORE") or None
+SQLITE_DB = "/var/lib/sandboxd/sandboxd.db"
+
+
+def store_row(sql, params=()):
+    """The first row of a read-only query of the daemon's store, whichever backend it is, as a tuple
+    of strings (PostgreSQL, through psql) or of SQLite's values; None without a row. `?` marks the
+    parameters; with PostgreSQL they are passed as psql variables, quoted by psql (:'vN')."""
+    if PG_STORE:
+        text = sql
+        args = ["psql", "-X", "-q", "-A", "-t", "-F", "\x1f", "-v", "ON_ERROR_STOP=1", "-d", PG_STORE]
+        for i, v in enumerate(params):
+            text = text.replace("?", f":'v{i}'", 1)
+            args += ["-v", f"v{i}={v}"]
+        p = subprocess.run(args, input=text + ";\n", capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise RuntimeError(f"psql: {p.stderr.strip()}")
+        # One row: its fields, separated by US, and the newline psql ends it with.
+        out = p.stdout[:-1] if p.stdout.endswith("\n") else p.stdout
+        return tuple(out.split("\x1f")) if out else None
+    import sqlite3
+    db = sqlite3.connect(f"file:{SQLITE_DB}?mode=ro", uri=True, timeout=10)
+    try:
+        return db.execute(sql, params).fetchone()
+    finally:
+        db.close()
+
+
 def skip_all(why):
     """The whole test skipped (exit 77), saying why."""
     print(f"1..0 # SKIP {why}", flush=True)

@@ -146,6 +146,7 @@ t.eq(value(s, "sandboxd_queue_capacity"), float(health()["queue_max"]), "gauge q
 t.ok(value(s, "sandboxd_workspace_pool_ready") is not None, "gauge workspace_pool_ready present")
 t.eq(value(s, "sandboxd_callback_outbox_size"), 0.0, "gauge callback_outbox_size == 0 (no callbacks yet)")
 t.eq(value(s, "sandboxd_store_errors_total"), 0.0, "no store errors")
+t.eq(value(s, "sandboxd_records_unsaved"), 0.0, "no final record waits to be written again")
 t.eq(value(s, "sandboxd_dbus_reconnects_total"), 0.0, "no D-Bus reconnects")
 
 promtool = shutil.which("promtool")

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Execution records in the SQLite store: queries, pagination, survival across restarts, no record
-# left "running" after a crash, and a broken database that fails start-up clearly.
+# Execution records in the store (SQLite, or PostgreSQL in the -pg leg): queries, pagination, survival
+# across restarts, no record left "running" after a crash, and a broken (or foreign) database that
+# fails start-up clearly.
 import os
 import subprocess
 import sys
@@ -101,32 +102,61 @@ t.ok(st == 200 and r["status"] == "failed" and r["error_type"] == "runtime_error
 t.ok(r["unit"] and wait_until(lambda: r["unit"] not in sandboxd_units(), 10), "its unit is gone",
      (r["unit"], sandboxd_units()))
 
-# A corrupted database: start-up fails with a message naming it, no crash.
-db = "/var/lib/sandboxd/sandboxd.db"
-subprocess.run(["systemctl", "stop", "sandboxd.service"], check=True)
-os.rename(db, db + ".good")
-for ext in ("-wal", "-shm"):
-    if os.path.exists(db + ext):
-        os.rename(db + ext, db + ".good" + ext)
-with open(db, "wb") as f:
-    f.write(os.urandom(8192))
-start = subprocess.run(["systemctl", "start", "sandboxd.service"], capture_output=True, text=True)
-log = subprocess.run(["journalctl", "-u", "sandboxd.service", "-o", "cat", "--no-pager"], capture_output=True,
-                     text=True).stdout
-t.ok(start.returncode != 0 and "status=1/FAILURE" in log and "dumped core" not in log and "SIGSEGV" not in log,
-     "start with a corrupted database fails with exit status 1, no crash", (start.returncode, log[-800:]))
-t.ok(db in log and ("corrupt" in log or "not a" in log), "the journal names the database and the problem",
-     log[-1500:])
-subprocess.run(["systemctl", "stop", "sandboxd.service"], capture_output=True)
-subprocess.run(["systemctl", "reset-failed", "sandboxd.service"], capture_output=True)
-os.unlink(db)
-os.rename(db + ".good", db)
-for ext in ("-wal", "-shm"):
-    if os.path.exists(db + ".good" + ext):
-        os.rename(db + ".good" + ext, db + ext)
-subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
-st, r = get(ids[2])
-t.ok(st == 200 and r["stdout"] == "2\n", "with the good database back, the records are there", r)
+# With PostgreSQL (the -pg leg), the same for a database that is not sandboxd's: its marker table
+# renamed away, the tables left. Start-up refuses it, names it, and touches nothing.
+def psql(sql):
+    return subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", PG_STORE, "-c", sql],
+                          capture_output=True, text=True, timeout=60)
+
+
+def start_refused(name, problem):
+    start = subprocess.run(["systemctl", "start", "sandboxd.service"], capture_output=True, text=True)
+    log = subprocess.run(["journalctl", "-u", "sandboxd.service", "-o", "cat", "--no-pager"], capture_output=True,
+                         text=True).stdout
+    t.ok(start.returncode != 0 and "status=1/FAILURE" in log and "dumped core" not in log,
+         f"start with {name} fails with exit status 1, no crash", (start.returncode, log[-800:]))
+    t.ok("PostgreSQL database 'postgres'" in log and problem in log,
+         f"the journal names the database and the problem ({name})", log[-1500:])
+    subprocess.run(["systemctl", "stop", "sandboxd.service"], capture_output=True)
+    subprocess.run(["systemctl", "reset-failed", "sandboxd.service"], capture_output=True)
+
+
+if not PG_STORE:
+    # A corrupted database: start-up fails with a message naming it, no crash.
+    db = "/var/lib/sandboxd/sandboxd.db"
+    subprocess.run(["systemctl", "stop", "sandboxd.service"], check=True)
+    os.rename(db, db + ".good")
+    for ext in ("-wal", "-shm"):
+        if os.path.exists(db + ext):
+            os.rename(db + ext, db + ".good" + ext)
+    with open(db, "wb") as f:
+        f.write(os.urandom(8192))
+    start = subprocess.run(["systemctl", "start", "sandboxd.service"], capture_output=True, text=True)
+    log = subprocess.run(["journalctl", "-u", "sandboxd.service", "-o", "cat", "--no-pager"], capture_output=True,
+                         text=True).stdout
+    t.ok(start.returncode != 0 and "status=1/FAILURE" in log and "dumped core" not in log and "SIGSEGV" not in log,
+         "start with a corrupted database fails with exit status 1, no crash", (start.returncode, log[-800:]))
+    t.ok(db in log and ("corrupt" in log or "not a" in log), "the journal names the database and the problem",
+         log[-1500:])
+    subprocess.run(["systemctl", "stop", "sandboxd.service"], capture_output=True)
+    subprocess.run(["systemctl", "reset-failed", "sandboxd.service"], capture_output=True)
+    os.unlink(db)
+    os.rename(db + ".good", db)
+    for ext in ("-wal", "-shm"):
+        if os.path.exists(db + ".good" + ext):
+            os.rename(db + ".good" + ext, db + ext)
+    subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
+    st, r = get(ids[2])
+    t.ok(st == 200 and r["stdout"] == "2\n", "with the good database back, the records are there", r)
+
+else:
+    subprocess.run(["systemctl", "stop", "sandboxd.service"], check=True)
+    t.eq(psql("ALTER TABLE sandboxd_schema RENAME TO sandboxd_schema_away").returncode, 0, "the marker table renamed")
+    start_refused("a database that is not sandboxd's", "not")
+    t.eq(psql("ALTER TABLE sandboxd_schema_away RENAME TO sandboxd_schema").returncode, 0, "the marker table back")
+    subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
+    st, r = get(ids[2])
+    t.ok(st == 200 and r["stdout"] == "2\n", "with the database back, the records are there", r)
 
 # Retention: with RetentionSec=1 the periodic sweep purges finished records.
 os.makedirs(f"{os.environ['SANDBOXD_CONFIG_DIR']}/sandboxd.conf.d", exist_ok=True)
@@ -142,42 +172,45 @@ t.eq(st, 404, "a purged record is gone")
 os.unlink(ret_conf)
 subprocess.run(["systemctl", "reload", "sandboxd.service"], check=True)
 
-# A full disk: the store lives on a tiny tmpfs. Submissions eventually fail with 507 and nothing
-# runs for them; every earlier record stays intact and readable.
-confdir = os.environ["SANDBOXD_CONFIG_DIR"]
-small = "/var/lib/sandboxd-small"
-os.makedirs(small, exist_ok=True)
-subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384k,mode=0755", "tmpfs", small], check=True)
-os.makedirs(f"{confdir}/sandboxd.conf.d", exist_ok=True)
-with open(f"{confdir}/sandboxd.conf.d/90-small.conf", "w") as f:
-    f.write(f"[Daemon]\nDatabase={small}/sandboxd.db\n")
-# ProtectSystem=strict: a database outside the state directory needs ReadWritePaths= (sandboxd(8)).
-service_dropin("90-small", f"[Service]\nReadWritePaths={small}\n")
-subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
-ok_ids, full = [], None
-for i in range(400):
-    st, res = request("POST", "/v1/executions?wait=true",
-                      {"language": "python", "code": f"print('x' * 3000, {i})", "session_id": "sess_full"})
-    if st == 200:
-        ok_ids.append(res["execution_id"])
-        continue
-    full = (st, res)
-    break
-t.ok(full is not None and full[0] == 507 and full[1]["error"]["code"] == "store_error",
-     f"a full disk fails the submission with 507 after {len(ok_ids)} records", full)
-msg = full[1]["error"].get("message", "") if full else ""
-t.ok("(the store is full)" in msg and "/" not in msg,
-     "the caller is told the store is full, not the backend's own message (no path, no database name)", msg)
-# Units of the accepted runs may still wait to be collected by systemd: any other one ran for the
-# refused submission.
-units_now = [u for u in execution_units() if not any(e in u for e in ok_ids)]
-t.eq(units_now, [], "nothing ran for the refused submission")
-bad = [e for e in ok_ids if get(e)[1].get("status") != "success"]
-t.eq(bad, [], "every earlier record is intact")
-subprocess.run(["systemctl", "stop", "sandboxd.service"], check=True)
-os.unlink(f"{confdir}/sandboxd.conf.d/90-small.conf")
-service_dropin("90-small", None)
-subprocess.run(["umount", small], check=True)
-subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
+# (With PostgreSQL, the server's disk is the server's: a full one is SQLSTATE 53100, ENOSPC, 507
+# as here; test-store-pg checks the mapping.)
+if not PG_STORE:
+    # A full disk: the store lives on a tiny tmpfs. Submissions eventually fail with 507 and nothing
+    # runs for them; every earlier record stays intact and readable.
+    confdir = os.environ["SANDBOXD_CONFIG_DIR"]
+    small = "/var/lib/sandboxd-small"
+    os.makedirs(small, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384k,mode=0755", "tmpfs", small], check=True)
+    os.makedirs(f"{confdir}/sandboxd.conf.d", exist_ok=True)
+    with open(f"{confdir}/sandboxd.conf.d/90-small.conf", "w") as f:
+        f.write(f"[Daemon]\nDatabase={small}/sandboxd.db\n")
+    # ProtectSystem=strict: a database outside the state directory needs ReadWritePaths= (sandboxd(8)).
+    service_dropin("90-small", f"[Service]\nReadWritePaths={small}\n")
+    subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
+    ok_ids, full = [], None
+    for i in range(400):
+        st, res = request("POST", "/v1/executions?wait=true",
+                          {"language": "python", "code": f"print('x' * 3000, {i})", "session_id": "sess_full"})
+        if st == 200:
+            ok_ids.append(res["execution_id"])
+            continue
+        full = (st, res)
+        break
+    t.ok(full is not None and full[0] == 507 and full[1]["error"]["code"] == "store_error",
+         f"a full disk fails the submission with 507 after {len(ok_ids)} records", full)
+    msg = full[1]["error"].get("message", "") if full else ""
+    t.ok("(the store is full)" in msg and "/" not in msg,
+         "the caller is told the store is full, not the backend's own message (no path, no database name)", msg)
+    # Units of the accepted runs may still wait to be collected by systemd: any other one ran for the
+    # refused submission.
+    units_now = [u for u in execution_units() if not any(e in u for e in ok_ids)]
+    t.eq(units_now, [], "nothing ran for the refused submission")
+    bad = [e for e in ok_ids if get(e)[1].get("status") != "success"]
+    t.eq(bad, [], "every earlier record is intact")
+    subprocess.run(["systemctl", "stop", "sandboxd.service"], check=True)
+    os.unlink(f"{confdir}/sandboxd.conf.d/90-small.conf")
+    service_dropin("90-small", None)
+    subprocess.run(["umount", small], check=True)
+    subprocess.run(["systemctl", "start", "sandboxd.service"], check=True)
 
 t.done()

@@ -166,14 +166,10 @@ except (ValueError, KeyError, IndexError, TypeError):
 t.eq(bus.get("summary"), results["success"]["summary"], "D-Bus GetExecution: the same summary", p.stderr)
 
 # ---- stored: in the store's row, and the same after a restart ------------------------------------
-import sqlite3  # noqa: E402
 try:
-    db = sqlite3.connect("file:/var/lib/sandboxd/sandboxd.db?mode=ro", uri=True, timeout=10)
-    row = db.execute("SELECT summary FROM executions WHERE execution_id = ?",
-                     (results["exit3"]["record_id"],)).fetchone()
-    db.close()
-except sqlite3.Error as e:
-    row = (f"sqlite: {e}",)
+    row = store_row("SELECT summary FROM executions WHERE execution_id = ?", (results["exit3"]["record_id"],))
+except Exception as e:  # noqa: BLE001 - sqlite3.Error or psql's failure, reported as the row
+    row = (f"store: {e}",)
 t.eq(row and row[0], results["exit3"]["summary"], "the store's row holds the summary")
 def healthy():
     try:

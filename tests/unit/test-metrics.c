@@ -235,6 +235,7 @@ static void test_gauges(_unused_ void **state) {
         const MetricsGauges g = {
                 .running = 3, .queued = 7, .slots = 8, .queue_max = 256, .pool_ready = 2, .pool_target = 4,
                 .sessions = 5,
+                .records_unsaved = 3,
         };
 
         assert_non_null(m);
@@ -247,6 +248,7 @@ static void test_gauges(_unused_ void **state) {
         assert_true(has_line(text, "sandboxd_workspace_pool_target 4"));
         assert_true(has_line(text, "sandboxd_callback_outbox_size 0"));
         assert_true(has_line(text, "sandboxd_sessions 5"));
+        assert_true(has_line(text, "sandboxd_records_unsaved 3"));
         assert_true(has_line(text, "# TYPE sandboxd_slots gauge"));
         assert_true(has_line(text, "sandboxd_build_info{version=\"" PACKAGE_VERSION "\"} 1"));
 }
@@ -287,10 +289,10 @@ static void test_render_shape(_unused_ void **state) {
                 }
                 *nl = '\n';
         }
-        /* executions, 7 histograms, 10 gauges, 8 daemon counters (network requests, tiers too), build_info */
-        assert_int_equal(families, 27);
-        assert_int_equal(count_prefix(text, "# HELP "), 27);
-        assert_int_equal(count_prefix(text, "# TYPE "), 27);
+        /* executions, 7 histograms, 11 gauges, 8 daemon counters (network requests, tiers too), build_info */
+        assert_int_equal(families, 28);
+        assert_int_equal(count_prefix(text, "# HELP "), 28);
+        assert_int_equal(count_prefix(text, "# TYPE "), 28);
 }
 
 static void test_escape_label(_unused_ void **state) {

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The PostgreSQL store's server goes away under load (issue 22): the daemon refuses what it cannot
+record (503 store_error, nothing run for it), keeps the results of the runs that end meanwhile and
+writes them once the server is back (runner.c's unsaved records), reconnects, and drains its queue;
+no acknowledged submission is lost, which a restart of the daemon afterwards (every answer from the
+store, none from memory) shows.
+
+Runs only in the suite's -pg leg: under tests/pg/pg-scratch, whose control FIFO stops and starts the
+server (SANDBOXD_TEST_PG_CONTROL), with the daemon's Store= pointing at it (SANDBOX_HARNESS_STORE)."""
+
+import os
+import re
+import subprocess
+import threading
+import time
+
+from lib import SOCKET, Tap, UnixConnection, get, health, request, skip_all, wait_until
+
+control = os.environ.get("SANDBOXD_TEST_PG_CONTROL")
+if not control or not os.environ.get("SANDBOX_HARNESS_STORE"):
+    skip_all("needs the PostgreSQL store and pg-scratch's control FIFO (the suite's -pg leg)")
+
+t = Tap()
+
+
+def server(cmd):
+    """stop|start|restart the PostgreSQL server, through pg-scratch; its status (0: done)."""
+    status = control + ".status"
+    before = open(status).read().count("\n") if os.path.exists(status) else 0
+    with open(control, "w") as f:
+        f.write(cmd + "\n")
+    wait_until(lambda: os.path.exists(status) and open(status).read().count("\n") > before, 90, 0.05)
+    lines = open(status).read().splitlines()
+    return int(lines[-1].split()[1]) if len(lines) > before else -1
+
+
+def code_of(answer):
+    return (answer.get("error") or {}).get("code") if isinstance(answer, dict) else None
+
+
+def post(code, **fields):
+    body = {"language": "python", "code": code}
+    body.update(fields)
+    return request("POST", "/v1/executions", body, timeout=60)
+
+
+st, h = request("GET", "/v1/health")
+t.eq(st, 200, "the daemon runs on the PostgreSQL store")
+
+# Runs that are running when the server goes away, and end while it is away.
+running = []
+for i in range(3):
+    st, r = post(f"import time\ntime.sleep(2)\nprint('slept', {i})")
+    t.eq(st, 202, f"sleeper {i} accepted", r)
+    running.append((r.get("execution_id"), f"slept {i}\n"))
+t.ok(wait_until(lambda: all(get(e)[1].get("status") == "running" for e, _ in running), 20),
+     "the three sleepers run", [get(e)[1].get("status") for e, _ in running])
+
+# Load from a second thread while the server is stopped and started again: every answer is either an
+# acknowledgement (202, an execution id) or a refusal (503 store_error); what was acknowledged must
+# finish, with its output.
+acked, refused, other = [], [], []
+stop_load = threading.Event()
+
+
+def load():
+    i = 0
+    while not stop_load.is_set():
+        try:
+            st, r = post(f"print('load', {i})")
+        except Exception as e:  # noqa: BLE001 - a transport error is an answer we count as wrong
+            other.append(repr(e))
+            continue
+        if st == 202 and r.get("execution_id"):
+            acked.append((r["execution_id"], f"load {i}\n"))
+        elif st in (503, 507) and code_of(r) == "store_error":
+            refused.append(r)
+        else:
+            other.append((st, r))
+        i += 1
+        time.sleep(0.05)
+
+
+loader = threading.Thread(target=load)
+loader.start()
+time.sleep(0.5)
+t.eq(server("stop"), 0, "PostgreSQL stopped (immediate: a crash to its clients)")
+time.sleep(0.3)
+st, r = post("print('while down')")
+t.ok(st in (503, 507) and code_of(r) == "store_error" and "execution_id" not in r,
+     "a submission while the server is down is refused with store_error, no execution id", (st, r))
+t.ok("PostgreSQL" not in str(r) and "host=" not in str(r),
+     "the refusal does not name the backend's connection", r)
+# The sleepers end while the server is down: their results wait in the daemon.
+time.sleep(2.5)
+t.ok(all(get(e)[0] == 200 for e, _ in running), "the sleepers' records answer from memory while it is down",
+     [get(e) for e, _ in running])
+t.eq(server("start"), 0, "PostgreSQL started again")
+time.sleep(1.0)
+stop_load.set()
+loader.join(60)
+t.ok(not other, "every answer under the outage was 202 or store_error", other[:5])
+t.ok(len(refused) > 0 and len(acked) > 0,
+     f"under the outage some submissions were refused ({len(refused)}) and others acknowledged ({len(acked)})")
+
+# The daemon reconnects by itself (backoff up to 30 s); new work goes through.
+def accepted():
+    st, _ = post("print('after')")
+    return st == 202
+
+
+t.ok(wait_until(accepted, 45, 0.5), "after the server is back, submissions are accepted again")
+
+every = running + acked
+
+
+def finished(e, out):
+    st, r = get(e)
+    return st == 200 and r.get("status") == "success" and r.get("stdout") == out
+
+
+t.ok(wait_until(lambda: all(finished(e, o) for e, o in every), 60, 0.2),
+     f"all {len(every)} acknowledged executions finished with their output",
+     [(e, get(e)[1].get("status"), get(e)[1].get("stdout")) for e, o in every if not finished(e, o)][:5])
+t.ok(wait_until(lambda: health().get("queued", 1) == 0 and health().get("running", 1) == 0, 30),
+     "the queue drained", {k: health().get(k) for k in ("queued", "running")})
+
+
+
+def metric(name):
+    """A metric's value from GET /metrics (Prometheus text), None if it is not there."""
+    c = UnixConnection(SOCKET, timeout=30)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    m = re.search(rf"^{name} (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+t.ok(wait_until(lambda: metric("sandboxd_records_unsaved") == 0.0, 15, 0.2),
+     "sandboxd_records_unsaved drops to 0: every final record refused during the outage was written",
+     metric("sandboxd_records_unsaved"))
+# A restart of the daemon: nothing is in its memory any more, every answer comes from the store.
+subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
+missing = [(e, get(e)) for e, o in every if not finished(e, o)]
+t.ok(not missing, f"after a daemon restart, all {len(every)} records are in PostgreSQL as they finished",
+     missing[:5])
+log = subprocess.run(["journalctl", "-u", "sandboxd.service", "-o", "cat", "--no-pager"], capture_output=True,
+                     text=True).stdout
+t.ok("final records the store had refused" in log,
+     "the journal tells of the final records written again once the server was back", log[-1500:])
+t.done()
