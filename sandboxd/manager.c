@@ -555,12 +555,16 @@ static int open_store(Manager *m) {
         uint64_t count = 0;
         int r;
 
-        /* Store=: PostgreSQL. Its calls are synchronous in this version (store-pg.c). The log names
-         * the database as the store does, never the connection string. */
+        /* Store=: PostgreSQL. Its queries are synchronous in this version (store-pg.c); a lost
+         * connection is made again on the event loop. The log names the database as the store does,
+         * never the connection string. */
         if (m->ctx.config->store) {
                 r = store_open_pg(m->ctx.config->store, &m->ctx.store, &error);
                 if (r < 0)
                         return log_error_errno(r, "%s", error ?: "Cannot open the PostgreSQL execution store.");
+                r = store_attach_event(m->ctx.store, m->ctx.event);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot attach the PostgreSQL store to the event loop: %m");
                 (void) store_count(m->ctx.store, &count);
                 log_info("Execution store in PostgreSQL: %" PRIu64 " records.", count);
                 return 0;

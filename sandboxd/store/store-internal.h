@@ -59,6 +59,8 @@ typedef struct StoreOps {
         int (*session_delete)(Store *s, const char *session_id);
         int (*session_list)(Store *s, StoreSession **ret, size_t *ret_n);
         int (*usage_get)(Store *s, const char *owner, StoreUsage *ret);
+        /* Optional: from now on, work that can wait (reconnecting) is driven by event. */
+        int (*attach_event)(Store *s, sd_event *event);
 } StoreOps;
 
 struct Store {

@@ -3,6 +3,7 @@
 #include <libpq-fe.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
 
 #include "model/backoff.h"
@@ -50,6 +51,13 @@ typedef struct PgStore {
         char *name;                     /* "PostgreSQL database 'x' on host", for messages */
         unsigned reconnect_failures;    /* failed reconnections in a row */
         uint64_t reconnect_usec;        /* CLOCK_MONOTONIC: no new attempt before this */
+        /* With an event loop (store_attach_event()): a reconnection runs there, PQresetStart() and
+         * PQresetPoll() on the connection's socket, and calls meanwhile fail at once; after a failed
+         * one, the next starts from the timer, not from a call. */
+        sd_event *event;
+        sd_event_source *reconnect_io;  /* the socket, while PQresetPoll() is under way */
+        sd_event_source *reconnect_timer;
+        bool reconnecting;
 } PgStore;
 
 /* Reconnecting after a failed attempt: not before this backoff (exponential with jitter, backoff.h),
@@ -236,33 +244,143 @@ static int pg_session_setup(PgStore *ps) {
 static void pg_notice(void *userdata, const char *message) {
 }
 
-/* A connection that went away (a server restart, a network cut, a terminated backend) is made
- * again at the next call; the call that noticed failed with -EIO. A failed attempt makes the calls
- * of the next backoff step fail with -EIO at once; the first call after it tries again (blocking up
- * to connect_timeout: this version is synchronous; the sd-event driven one, a later step, will
- * reconnect from the event loop instead). */
-static int pg_connected(PgStore *ps) {
-        uint64_t now, rnd;
+static void pg_reconnect_failed(PgStore *ps) {
+        uint64_t rnd, now = now_usec(CLOCK_MONOTONIC);
 
-        if (PQstatus(ps->conn) == CONNECTION_OK)
+        pg_set_error(ps, PQerrorMessage(ps->conn));
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd))
+                rnd = now * 6364136223846793005ULL;
+        ps->reconnect_failures = MIN(ps->reconnect_failures + 1, 64U);
+        ps->reconnect_usec = now + backoff_delay_usec(&reconnect_backoff, ps->reconnect_failures, rnd, 0);
+}
+
+static int pg_reconnect_start(PgStore *ps);
+
+static int on_reconnect_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        PgStore *ps = userdata;
+
+        ps->reconnect_timer = sd_event_source_disable_unref(ps->reconnect_timer);
+        (void) pg_reconnect_start(ps);
+        return 0;
+}
+
+/* A reconnection that failed: the next one from the timer, after the backoff. */
+static void pg_reconnect_retry(PgStore *ps) {
+        ps->reconnecting = false;
+        ps->reconnect_io = sd_event_source_disable_unref(ps->reconnect_io);
+        pg_reconnect_failed(ps);
+        ps->reconnect_timer = sd_event_source_disable_unref(ps->reconnect_timer);
+        if (sd_event_add_time(ps->event, &ps->reconnect_timer, CLOCK_MONOTONIC, ps->reconnect_usec,
+                              10 * USEC_PER_MSEC, on_reconnect_timer, ps) < 0)
+                /* Without the timer, the next call after the backoff starts it (pg_connected()). */
+                ps->reconnect_timer = NULL;
+}
+
+static int on_reconnect_io(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
+/* Wait for what PQresetPoll() asked for, on the socket it names now: libpq may change the socket
+ * from one step to the next (another address of the host, another host of the list). */
+static int pg_reconnect_wait(PgStore *ps, PostgresPollingStatusType st) {
+        int fd = PQsocket(ps->conn);
+
+        ps->reconnect_io = sd_event_source_disable_unref(ps->reconnect_io);
+        if (fd < 0)
+                return -EBADF;
+        return sd_event_add_io(ps->event, &ps->reconnect_io, fd, st == PGRES_POLLING_READING ? EPOLLIN : EPOLLOUT,
+                               on_reconnect_io, ps);
+}
+
+static void pg_reconnect_step(PgStore *ps, PostgresPollingStatusType st) {
+        switch (st) {
+        case PGRES_POLLING_READING:
+        case PGRES_POLLING_WRITING:
+                if (pg_reconnect_wait(ps, st) < 0)
+                        pg_reconnect_retry(ps);
+                return;
+        case PGRES_POLLING_OK:
+                ps->reconnecting = false;
+                ps->reconnect_io = sd_event_source_disable_unref(ps->reconnect_io);
+                /* One short exchange on the new connection (two SETs) before it is used: blocking,
+                 * but against a server that has just answered. */
+                if (pg_session_setup(ps) < 0) {
+                        pg_reconnect_retry(ps);     /* the next PQresetStart() closes this one */
+                        return;
+                }
+                ps->reconnect_failures = 0;
+                return;
+        default:
+                pg_reconnect_retry(ps);
+                return;
+        }
+}
+
+static int on_reconnect_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        PgStore *ps = userdata;
+
+        pg_reconnect_step(ps, PQresetPoll(ps->conn));
+        return 0;
+}
+
+/* Start a reconnection on the event loop; it goes on from on_reconnect_io(). */
+static int pg_reconnect_start(PgStore *ps) {
+        if (ps->reconnecting)
+                return 0;
+        ps->reconnect_timer = sd_event_source_disable_unref(ps->reconnect_timer);
+        if (!PQresetStart(ps->conn)) {
+                pg_reconnect_retry(ps);
+                return -EIO;
+        }
+        ps->reconnecting = true;
+        /* The first step as if the socket were ready for writing, as libpq documents. */
+        pg_reconnect_step(ps, PGRES_POLLING_WRITING);
+        return 0;
+}
+
+static int pg_attach_event(Store *s, sd_event *event) {
+        PgStore *ps = PG_STORE(s);
+
+        if (ps->event)
+                return -EBUSY;
+        ps->event = sd_event_ref(event);
+        return 0;
+}
+
+/* A connection that went away (a server restart, a network cut, a terminated backend) is made
+ * again; the call that noticed failed with -EIO. With an event loop the reconnection runs there
+ * (pg_reconnect_start()), and every call until it is done fails with -EIO at once; without one, the
+ * next call reconnects, waiting up to connect_timeout. A failed attempt makes the calls of the next
+ * backoff step fail with -EIO at once. */
+static int pg_connected(PgStore *ps) {
+        uint64_t now;
+
+        if (!ps->reconnecting && PQstatus(ps->conn) == CONNECTION_OK)
                 return 0;
         now = now_usec(CLOCK_MONOTONIC);
-        if (ps->reconnect_failures > 0 && now < ps->reconnect_usec) {
+        if (ps->reconnecting || (ps->reconnect_failures > 0 && now < ps->reconnect_usec)) {
                 /* The last attempt's message stays: it says why. */
-                if (!startswith(store_error_message(&ps->base), "not connected"))
+                if (startswith(store_error_message(&ps->base), "not connected"))
+                        return -EIO;
+                if (ps->reconnecting)
+                        (void) asprintf_error(ps, "not connected, reconnecting: %s", store_error_message(&ps->base));
+                else
                         (void) asprintf_error(ps, "not connected, next attempt in %" PRIu64 " ms: %s",
                                               usec_to_msec_up(ps->reconnect_usec - now),
                                               store_error_message(&ps->base));
                 return -EIO;
         }
+        if (ps->event) {
+                /* The connection was found lost just now (or the backoff's timer could not be armed):
+                 * the reconnection runs on the event loop from here. */
+                (void) pg_reconnect_start(ps);
+                if (!ps->reconnecting && PQstatus(ps->conn) == CONNECTION_OK)
+                        return 0;
+                if (!startswith(store_error_message(&ps->base), "not connected"))
+                        (void) asprintf_error(ps, "not connected, reconnecting: %s", store_error_message(&ps->base));
+                return -EIO;
+        }
         PQreset(ps->conn);
         if (PQstatus(ps->conn) != CONNECTION_OK) {
-                pg_set_error(ps, PQerrorMessage(ps->conn));
-                if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd))
-                        rnd = now * 6364136223846793005ULL;
-                ps->reconnect_failures = MIN(ps->reconnect_failures + 1, 64U);
-                ps->reconnect_usec = now_usec(CLOCK_MONOTONIC) +
-                                     backoff_delay_usec(&reconnect_backoff, ps->reconnect_failures, rnd, 0);
+                pg_reconnect_failed(ps);
                 return -EIO;
         }
         ps->reconnect_failures = 0;
@@ -1079,6 +1197,9 @@ static int pg_usage_get(Store *s, const char *owner, StoreUsage *ret) {
 static void pg_close(Store *s) {
         PgStore *ps = PG_STORE(s);
 
+        sd_event_source_disable_unref(ps->reconnect_io);
+        sd_event_source_disable_unref(ps->reconnect_timer);
+        sd_event_unref(ps->event);
         PQfinish(ps->conn);
         free(ps->name);
         free(ps);
@@ -1106,6 +1227,7 @@ static const StoreOps pg_ops = {
         .session_delete = pg_session_delete,
         .session_list = pg_session_list,
         .usage_get = pg_usage_get,
+        .attach_event = pg_attach_event,
 };
 
 /* ---- opening ---- */

@@ -345,6 +345,12 @@ Store *store_close(Store *s) {
         return NULL;
 }
 
+int store_attach_event(Store *s, sd_event *event) {
+        if (!s || !event)
+                return -EINVAL;
+        return s->ops->attach_event ? s->ops->attach_event(s, event) : 0;
+}
+
 int store_put(Store *s, const StoreRecord *r) {
         if (!s)
                 return -EINVAL;

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <systemd/sd-event.h>
 
 #include "model/execution.h"
 #include "util.h"
@@ -112,6 +113,11 @@ int store_open_sqlite(const char *path, Store **ret, char **ret_error);
 int store_open_pg(const char *conninfo, Store **ret, char **ret_error);
 Store *store_close(Store *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_close);
+
+/* The daemon's event loop: from now on, what a backend can do without a caller waiting (the
+ * PostgreSQL store's reconnections) runs there, and no call waits for it. Without it (tools, unit
+ * tests) a call that finds the connection lost reconnects itself, waiting up to connect_timeout. */
+int store_attach_event(Store *s, sd_event *event);
 
 /* The backend's own text for the last failed call ("database or disk is full"), for logs; never
  * NULL. Valid until the next call on s. */

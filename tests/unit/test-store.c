@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "store-test-util.h"
+#include "time-util.h"
 
 /* ---- round trips ---- */
 
@@ -1253,6 +1254,57 @@ static void test_reconnect_backoff_pg(_unused_ void **state) {
         assert_int_equal(n, 0);
 }
 
+/* With an event loop attached (the daemon's), the reconnection runs there: calls meanwhile fail at
+ * once, saying so, and once the database takes connections again the loop alone (no call) brings the
+ * connection back, its session settings with it. */
+static void test_reconnect_event_pg(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *a = record_full("exec_a");
+        _cleanup_free_ char *deny = NULL, *allow = NULL, *cut = NULL, *sql = NULL;
+        sd_event *e = NULL;
+        uint64_t n = 0;
+
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(store_attach_event(s, e), 0);
+        assert_int_equal(store_attach_event(s, e), -EBUSY);
+        assert_int_equal(store_put(s, a), 0);
+        assert_true(asprintf(&deny, "ALTER DATABASE %s ALLOW_CONNECTIONS false", dbpath) >= 0);
+        assert_true(asprintf(&allow, "ALTER DATABASE %s ALLOW_CONNECTIONS true", dbpath) >= 0);
+        assert_true(asprintf(&cut, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE application_name = 'sandboxd' AND datname = '%s'", dbpath) >= 0);
+        assert_int_equal(pg_exec_in(pg_conninfo, deny), 0);
+        assert_int_equal(pg_exec_in(pg_conninfo, cut), 0);
+
+        assert_int_equal(store_count(s, &n), -EIO);     /* the cut connection */
+        assert_int_equal(store_count(s, &n), -EIO);     /* reconnecting on the loop, or refused */
+        fprintf(stderr, "# %s\n", store_error_message(s));
+        assert_non_null(startswith(store_error_message(s), "not connected, "));
+        /* The loop runs the attempts; the server refuses them. */
+        for (unsigned i = 0; i < 20; i++)
+                assert_true(sd_event_run(e, 50 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(store_count(s, &n), -EIO);
+        fprintf(stderr, "# %s\n", store_error_message(s));
+        assert_non_null(strstr(store_error_message(s), "not currently accepting connections"));
+
+        assert_int_equal(pg_exec_in(pg_conninfo, allow), 0);
+        /* The loop alone, no call: the backoff after a few failures is well under 3 s. */
+        for (unsigned i = 0; i < 60; i++)
+                assert_true(sd_event_run(e, 50 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(store_count(s, &n), 0);
+        assert_int_equal(n, 1);
+        get_equal(s, a);
+        /* lock_timeout is set again: a row another session holds makes a write fail with -EBUSY. */
+        assert_true(asprintf(&sql, "%s dbname=%s", pg_conninfo, dbpath) >= 0);
+        PGconn *c = PQconnectdb(sql);
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        PQclear(PQexec(c, "BEGIN; SELECT 1 FROM executions WHERE execution_id = 'exec_a' FOR UPDATE"));
+        assert_int_equal(store_put(s, a), -EBUSY);
+        PQclear(PQexec(c, "ROLLBACK"));
+        PQfinish(c);
+        store_close(TAKE_PTR(s));
+        sd_event_unref(e);
+}
+
 int main(void) {
         struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_roundtrip_full, setup_dir, teardown_dir),
@@ -1283,6 +1335,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_reconnect_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_bad_conninfo_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_backoff_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_reconnect_event_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_error_mapping_pg, setup_dir, teardown_dir),
         };
 
@@ -1292,7 +1345,8 @@ int main(void) {
         };
 
         static const char *const pg_only[] = { "test_disk_full_pg", "test_reconnect_pg", "test_bad_conninfo_pg",
-                                               "test_reconnect_backoff_pg", "test_error_mapping_pg", NULL };
+                                               "test_reconnect_backoff_pg", "test_reconnect_event_pg",
+                                               "test_error_mapping_pg", NULL };
 
         return run_store_tests("store", tests, ELEMENTSOF(tests), sqlite_only, pg_only);
 }
