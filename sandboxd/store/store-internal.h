@@ -61,6 +61,13 @@ typedef struct StoreOps {
         int (*usage_get)(Store *s, const char *owner, StoreUsage *ret);
         /* Optional: from now on, work that can wait (reconnecting) is driven by event. */
         int (*attach_event)(Store *s, sd_event *event);
+        /* Arguments validated by store.c: a valid name, values ≤ INT64_MAX. */
+        int (*node_register)(Store *s, const char *name, uint64_t now_usec, uint64_t lease_expires_usec,
+                             uint64_t slots, uint64_t *ret_epoch);
+        int (*node_heartbeat)(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,
+                              uint64_t lease_expires_usec, uint64_t running);
+        int (*node_leave)(Store *s, const char *name, uint64_t epoch, uint64_t now_usec);
+        int (*node_list)(Store *s, StoreNode **ret, size_t *ret_n);   /* at most STORE_NODES_MAX */
 } StoreOps;
 
 struct Store {
@@ -166,7 +173,7 @@ enum {
 
 /* The schema's version: both backends number their migrations alike, one per feature, so that
  * version N means the same tables and columns in either. */
-#define STORE_SCHEMA_VERSION 15
+#define STORE_SCHEMA_VERSION 16
 
 /* A message of the backend's on one line, for the log: newlines and tabs become spaces, runs of
  * them one, none at either end. In place; returns m. */

@@ -276,6 +276,16 @@ const char *const pg_migrations[] = {
         /* 15 */
         "ALTER TABLE executions ADD COLUMN isolation TEXT;\n"
         RECORD_BYTES_FUNCTION(BYTES_15),
+        /* 16: COLLATE "C" so that the list orders by name bytewise, as in SQLite. */
+        "CREATE TABLE nodes (\n"
+        "        node_name TEXT COLLATE \"C\" PRIMARY KEY NOT NULL,\n"
+        "        epoch BIGINT NOT NULL CHECK (epoch >= 1),\n"
+        "        started_usec BIGINT NOT NULL,\n"
+        "        heartbeat_usec BIGINT NOT NULL,\n"
+        "        lease_expires_usec BIGINT NOT NULL,\n"
+        "        slots BIGINT NOT NULL,\n"
+        "        running BIGINT NOT NULL\n"
+        ");\n",
 };
 
 _Static_assert(ELEMENTSOF(pg_migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");

@@ -1194,6 +1194,122 @@ static int pg_usage_get(Store *s, const char *owner, StoreUsage *ret) {
         return r;
 }
 
+/* ---- the node registry ---- */
+
+static int pg_node_register(Store *s, const char *name, uint64_t now_usec, uint64_t lease_expires_usec,
+                            uint64_t slots, uint64_t *ret_epoch) {
+        PGresult *res = NULL;
+        PgParams p = {};
+        uint64_t epoch = 0;
+        int r;
+
+        pp_text(&p, name);
+        pp_u64(&p, now_usec);
+        pp_u64(&p, lease_expires_usec);
+        pp_u64(&p, slots);
+        /* ON CONFLICT DO UPDATE is atomic against another session registering the same name: one
+         * of the two waits for the other's row, and each gets an epoch of its own. */
+        r = pg_query(PG_STORE(s),
+                     "INSERT INTO nodes (node_name, epoch, started_usec, heartbeat_usec, lease_expires_usec, slots, "
+                     "running) VALUES ($1, 1, $2, $2, $3, $4, 0) "
+                     "ON CONFLICT (node_name) DO UPDATE SET epoch = nodes.epoch + 1, "
+                     "started_usec = excluded.started_usec, heartbeat_usec = excluded.heartbeat_usec, "
+                     "lease_expires_usec = excluded.lease_expires_usec, slots = excluded.slots, running = 0 "
+                     "RETURNING epoch",
+                     &p, &res);
+        if (r < 0)
+                return r;
+        r = PQntuples(res) == 1 ? pg_u64(res, 0, 0, &epoch, NULL) : -EBADMSG;
+        PQclear(res);
+        if (r < 0)
+                return r;
+        if (epoch == 0)
+                return -EBADMSG;
+        *ret_epoch = epoch;
+        return 0;
+}
+
+static int pg_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,
+                             uint64_t lease_expires_usec, uint64_t running) {
+        PgParams p = {};
+        uint64_t n = 0;
+        int r;
+
+        pp_text(&p, name);
+        pp_u64(&p, epoch);
+        pp_u64(&p, now_usec);
+        pp_u64(&p, lease_expires_usec);
+        pp_u64(&p, running);
+        r = pg_command(PG_STORE(s),
+                       "UPDATE nodes SET heartbeat_usec = $3, lease_expires_usec = $4, running = $5 "
+                       "WHERE node_name = $1 AND epoch = $2",
+                       &p, &n);
+        if (r < 0)
+                return r;
+        return n == 0 ? -ESTALE : 0;
+}
+
+static int pg_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t now_usec) {
+        PgParams p = {};
+        uint64_t n = 0;
+        int r;
+
+        pp_text(&p, name);
+        pp_u64(&p, epoch);
+        pp_u64(&p, now_usec);
+        r = pg_command(PG_STORE(s),
+                       "UPDATE nodes SET lease_expires_usec = least(lease_expires_usec, $3::bigint), running = 0 "
+                       "WHERE node_name = $1 AND epoch = $2",
+                       &p, &n);
+        if (r < 0)
+                return r;
+        return n == 0 ? -ESTALE : 0;
+}
+
+static int pg_node_list(Store *s, StoreNode **ret, size_t *ret_n) {
+        StoreNode *l = NULL;
+        PGresult *res = NULL;
+        PgParams p = {};
+        int n, r;
+
+        pp_u64(&p, STORE_NODES_MAX);
+        r = pg_query(PG_STORE(s),
+                     "SELECT node_name, epoch, started_usec, heartbeat_usec, lease_expires_usec, slots, running "
+                     "FROM nodes ORDER BY node_name LIMIT $1",
+                     &p, &res);
+        if (r < 0)
+                return r;
+        n = PQntuples(res);
+        if (n > 0) {
+                l = calloc((size_t) n, sizeof(StoreNode));
+                if (!l) {
+                        PQclear(res);
+                        return -ENOMEM;
+                }
+        }
+        for (int i = 0; r >= 0 && i < n; i++) {
+                StoreNode *x = &l[i];
+
+                r = pg_strdup(res, i, 0, &x->name);
+                r = r ?: pg_u64(res, i, 1, &x->epoch, NULL);
+                r = r ?: pg_u64(res, i, 2, &x->started_usec, NULL);
+                r = r ?: pg_u64(res, i, 3, &x->heartbeat_usec, NULL);
+                r = r ?: pg_u64(res, i, 4, &x->lease_expires_usec, NULL);
+                r = r ?: pg_u64(res, i, 5, &x->slots, NULL);
+                r = r ?: pg_u64(res, i, 6, &x->running, NULL);
+                if (r >= 0 && !x->name)
+                        r = -EBADMSG;
+        }
+        PQclear(res);
+        if (r < 0) {
+                store_nodes_free(l, (size_t) n);
+                return r;
+        }
+        *ret = l;
+        *ret_n = (size_t) n;
+        return 0;
+}
+
 static void pg_close(Store *s) {
         PgStore *ps = PG_STORE(s);
 
@@ -1228,6 +1344,10 @@ static const StoreOps pg_ops = {
         .session_list = pg_session_list,
         .usage_get = pg_usage_get,
         .attach_event = pg_attach_event,
+        .node_register = pg_node_register,
+        .node_heartbeat = pg_node_heartbeat,
+        .node_leave = pg_node_leave,
+        .node_list = pg_node_list,
 };
 
 /* ---- opening ---- */

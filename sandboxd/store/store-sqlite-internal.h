@@ -58,3 +58,11 @@ int sqlite_session_put(Store *s, const StoreSession *x);
 int sqlite_session_delete(Store *s, const char *session_id);
 int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n);
 int sqlite_usage_get(Store *s, const char *owner, StoreUsage *ret);
+
+/* store-sqlite-nodes.c */
+int sqlite_node_register(Store *s, const char *name, uint64_t now_usec, uint64_t lease_expires_usec, uint64_t slots,
+                         uint64_t *ret_epoch);
+int sqlite_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,
+                          uint64_t lease_expires_usec, uint64_t running);
+int sqlite_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t now_usec);
+int sqlite_node_list(Store *s, StoreNode **ret, size_t *ret_n);

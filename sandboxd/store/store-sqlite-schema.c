@@ -286,6 +286,21 @@ const char *const sqlite_migrations[] = {
         "ALTER TABLE executions ADD COLUMN isolation TEXT;\n"
         RECORD_USAGE_TRIGGERS_AGAIN,
 #undef RECORD_BYTES
+        /* 16 (the node registry, issue 22): one row per node sharing the store, keyed by its
+         * NodeName=. epoch counts the registrations of the name and fences it (a heartbeat of an
+         * older epoch is refused); the lease is alive while lease_expires_usec is ahead of the clock;
+         * slots and running are the node's capacity and load at its last heartbeat. The row stays
+         * when the node leaves, so that its next start continues the epoch. Few rows, never
+         * scanned but whole (store_node_list()): no index beyond the key. */
+        "CREATE TABLE nodes (\n"
+        "        node_name TEXT PRIMARY KEY NOT NULL,\n"
+        "        epoch INTEGER NOT NULL CHECK (epoch >= 1),\n"
+        "        started_usec INTEGER NOT NULL,\n"
+        "        heartbeat_usec INTEGER NOT NULL,\n"
+        "        lease_expires_usec INTEGER NOT NULL,\n"
+        "        slots INTEGER NOT NULL,\n"
+        "        running INTEGER NOT NULL\n"
+        ") STRICT;\n",
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);

@@ -623,6 +623,10 @@ static const StoreOps sqlite_ops = {
         .session_delete = sqlite_session_delete,
         .session_list = sqlite_session_list,
         .usage_get = sqlite_usage_get,
+        .node_register = sqlite_node_register,
+        .node_heartbeat = sqlite_node_heartbeat,
+        .node_leave = sqlite_node_leave,
+        .node_list = sqlite_node_list,
 };
 
 /* ---- opening ---- */

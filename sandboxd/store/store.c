@@ -6,6 +6,7 @@
 
 #include "base64.h"
 #include "model/language.h"
+#include "node-name.h"
 #include "store-internal.h"
 #include "string-table.h"
 
@@ -587,5 +588,60 @@ void store_sessions_free(StoreSession *l, size_t n) {
                 free(l[i].mount_unit);
                 free(l[i].path);
         }
+        free(l);
+}
+
+/* The lease's end, now + lease, ≤ INT64_MAX as every stored value; -EINVAL past it. */
+static int node_lease_end(uint64_t now_usec, uint64_t lease_usec, uint64_t *ret) {
+        if (now_usec > INT64_MAX || lease_usec > INT64_MAX - now_usec)
+                return -EINVAL;
+        *ret = now_usec + lease_usec;
+        return 0;
+}
+
+int store_node_register(Store *s, const char *name, uint64_t now_usec, uint64_t lease_usec, uint64_t slots,
+                        uint64_t *ret_epoch) {
+        uint64_t end;
+
+        if (!s || !node_name_is_valid(name) || slots > INT64_MAX || !ret_epoch ||
+            node_lease_end(now_usec, lease_usec, &end) < 0) {
+                if (s)
+                        store_set_error(s, "invalid node");
+                return -EINVAL;
+        }
+        return s->ops->node_register(s, name, now_usec, end, slots, ret_epoch);
+}
+
+int store_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t now_usec, uint64_t lease_usec,
+                         uint64_t running) {
+        uint64_t end;
+
+        if (!s || !node_name_is_valid(name) || epoch > INT64_MAX || running > INT64_MAX ||
+            node_lease_end(now_usec, lease_usec, &end) < 0) {
+                if (s)
+                        store_set_error(s, "invalid node");
+                return -EINVAL;
+        }
+        return s->ops->node_heartbeat(s, name, epoch, now_usec, end, running);
+}
+
+int store_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t now_usec) {
+        if (!s || !node_name_is_valid(name) || epoch > INT64_MAX || now_usec > INT64_MAX) {
+                if (s)
+                        store_set_error(s, "invalid node");
+                return -EINVAL;
+        }
+        return s->ops->node_leave(s, name, epoch, now_usec);
+}
+
+int store_node_list(Store *s, StoreNode **ret, size_t *ret_n) {
+        if (!s || !ret || !ret_n)
+                return -EINVAL;
+        return s->ops->node_list(s, ret, ret_n);
+}
+
+void store_nodes_free(StoreNode *l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(l[i].name);
         free(l);
 }

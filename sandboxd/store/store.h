@@ -217,6 +217,42 @@ typedef struct StoreUsage {
 /* owner's usage; all zero for an owner without records. */
 int store_usage_get(Store *s, const char *owner, StoreUsage *ret);
 
+/* The node registry (issue 22): one row per sandboxd node sharing the store, keyed by its
+ * NodeName=. A node registers at start and renews a lease by heartbeat; a row whose lease has
+ * expired is a node that left or died. The epoch fences the name: every registration increments
+ * it, and a heartbeat carrying an older epoch than the row's is refused, so that of two processes
+ * started under one name only the later one holds the row. Timestamps are CLOCK_REALTIME
+ * microseconds, as everywhere in the store: nodes compare them with each other's clocks. */
+#define STORE_NODES_MAX 1024            /* store_node_list() returns at most this many rows */
+typedef struct StoreNode {
+        char *name;                     /* NodeName= */
+        uint64_t epoch;                 /* registrations of this name so far, the current one included */
+        uint64_t started_usec;          /* the current registration */
+        uint64_t heartbeat_usec;        /* the last renewal (at registration: started_usec) */
+        uint64_t lease_expires_usec;    /* alive while now < this */
+        uint64_t slots;                 /* MaxConcurrent= of the node */
+        uint64_t running;               /* executions running there at the last heartbeat */
+} StoreNode;
+
+/* Insert the row for name, or take it over: epoch + 1 (1 for a new name), started and heartbeat
+ * now, the lease until now + lease_usec, running 0. *ret_epoch: the new epoch. */
+int store_node_register(Store *s, const char *name, uint64_t now_usec, uint64_t lease_usec, uint64_t slots,
+                        uint64_t *ret_epoch);
+/* Renew the lease of name's row to now + lease_usec and record running, if the row is still at
+ * epoch; -ESTALE if it is not (another registration under the name took over) or is gone. */
+int store_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t now_usec, uint64_t lease_usec,
+                         uint64_t running);
+/* The node leaves: its lease ends now (the row stays, for the epoch), if the row is still at epoch;
+ * -ESTALE otherwise. */
+int store_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t now_usec);
+/* Every node, by name (bytewise), at most STORE_NODES_MAX; free with store_nodes_free(). */
+int store_node_list(Store *s, StoreNode **ret, size_t *ret_n);
+void store_nodes_free(StoreNode *l, size_t n);
+/* Is n's lease in force at now_usec? */
+static inline bool store_node_is_alive(const StoreNode *n, uint64_t now_usec) {
+        return now_usec < n->lease_expires_usec;
+}
+
 StoreRecord *store_record_new(const char *id);   /* with a fresh Execution; NULL on OOM */
 StoreRecord *store_record_free(StoreRecord *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(StoreRecord *, store_record_free);

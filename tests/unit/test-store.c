@@ -695,9 +695,9 @@ static void test_usage(_unused_ void **state) {
                      "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE sessions DROP COLUMN client_id; "
                      "ALTER TABLE executions DROP COLUMN start; ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
-                     "ALTER TABLE executions DROP COLUMN isolation; "
+                     "ALTER TABLE executions DROP COLUMN isolation; DROP TABLE nodes; "
                      "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7",
-                     PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_9_TO_15 PG_UNDO_8
+                     PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_9_TO_16 PG_UNDO_8
                      "UPDATE callbacks SET state = 'pending'; UPDATE sandboxd_schema SET version = 7");
         c->exec->summary = mfree(c->exec->summary);     /* the column went with the others */
         c->exec->isolation = mfree(c->exec->isolation);
@@ -722,9 +722,9 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw2("PRAGMA user_version = 99", "UPDATE sandboxd_schema SET version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (15)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (16)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw2("PRAGMA user_version = 15", "UPDATE sandboxd_schema SET version = 15");
+        sql_exec_raw2("PRAGMA user_version = 16", "UPDATE sandboxd_schema SET version = 16");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
@@ -739,11 +739,11 @@ static void test_schema_newer(_unused_ void **state) {
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE executions DROP COLUMN start; "
                      "ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
-                     "ALTER TABLE executions DROP COLUMN isolation; "
+                     "ALTER TABLE executions DROP COLUMN isolation; DROP TABLE nodes; "
                      "PRAGMA user_version = 1",
                      PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_8
                      "DROP TABLE callbacks, sessions, artifacts, artifact_collections, artifact_usage, artifact_blobs, "
-                     "artifact_store_usage; "
+                     "artifact_store_usage, nodes; "
                      "ALTER TABLE executions DROP COLUMN error_message, DROP COLUMN cancel_requested, "
                      "DROP COLUMN request, DROP COLUMN workspace, DROP COLUMN client_id, DROP COLUMN start, "
                      "DROP COLUMN network, DROP COLUMN environment, DROP COLUMN summary, DROP COLUMN isolation; "
@@ -1037,6 +1037,92 @@ static void test_sessions(void **state) {
         assert_int_equal(store_session_delete(s, "a/b"), -EINVAL);
 }
 
+/* The node registry: a registration takes the name's row over (epoch + 1), a heartbeat of an older
+ * epoch is refused, the list is by name, and a lease that ran out (or that the node gave back when
+ * it left) shows as not alive while the row and its epoch stay. */
+static void test_nodes(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        StoreNode *l = NULL;
+        uint64_t e1 = 0, e2 = 0, eb = 0;
+        size_t n = 0;
+
+        assert_int_equal(store_node_list(s, &l, &n), 0);
+        assert_int_equal(n, 0);
+        store_nodes_free(l, n);
+
+        assert_int_equal(store_node_register(s, "node-b", BASE_USEC, 30 * USEC_PER_SEC, 8, &e1), 0);
+        assert_int_equal(e1, 1);
+        assert_int_equal(store_node_register(s, "node-a.example", BASE_USEC, 30 * USEC_PER_SEC, 4, &eb), 0);
+        assert_int_equal(eb, 1);
+        /* node-b again (a restart, or a second process under its name): the epoch moves on, and the
+         * first one's heartbeats are refused from now on. */
+        assert_int_equal(store_node_register(s, "node-b", BASE_USEC + 10, 30 * USEC_PER_SEC, 16, &e2), 0);
+        assert_int_equal(e2, 2);
+        assert_int_equal(store_node_heartbeat(s, "node-b", e1, BASE_USEC + 20, 30 * USEC_PER_SEC, 3), -ESTALE);
+        assert_int_equal(store_node_heartbeat(s, "node-b", e2, BASE_USEC + 5 * USEC_PER_SEC, 30 * USEC_PER_SEC, 3), 0);
+        assert_int_equal(store_node_heartbeat(s, "node-c", 1, BASE_USEC, 30 * USEC_PER_SEC, 0), -ESTALE);
+        assert_int_equal(store_node_leave(s, "node-b", e1, BASE_USEC), -ESTALE);
+
+        assert_int_equal(store_node_list(s, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(l[0].name, "node-a.example");
+        assert_int_equal(l[0].epoch, 1);
+        assert_int_equal(l[0].slots, 4);
+        assert_int_equal(l[0].running, 0);
+        assert_int_equal(l[0].started_usec, BASE_USEC);
+        assert_int_equal(l[0].heartbeat_usec, BASE_USEC);
+        assert_int_equal(l[0].lease_expires_usec, BASE_USEC + 30 * USEC_PER_SEC);
+        assert_string_equal(l[1].name, "node-b");
+        assert_int_equal(l[1].epoch, 2);
+        assert_int_equal(l[1].slots, 16);
+        assert_int_equal(l[1].running, 3);
+        assert_int_equal(l[1].started_usec, BASE_USEC + 10);
+        assert_int_equal(l[1].heartbeat_usec, BASE_USEC + 5 * USEC_PER_SEC);
+        assert_int_equal(l[1].lease_expires_usec, BASE_USEC + 35 * USEC_PER_SEC);
+        /* The lease's expiry, as the API judges it. */
+        assert_true(store_node_is_alive(&l[0], BASE_USEC + 30 * USEC_PER_SEC - 1));
+        assert_false(store_node_is_alive(&l[0], BASE_USEC + 30 * USEC_PER_SEC));
+        assert_true(store_node_is_alive(&l[1], BASE_USEC + 30 * USEC_PER_SEC));
+        store_nodes_free(l, n);
+
+        /* node-b leaves: its lease ends now, never later than it was; the row stays, so the next
+         * registration continues the epoch. */
+        assert_int_equal(store_node_leave(s, "node-b", e2, BASE_USEC + 6 * USEC_PER_SEC), 0);
+        assert_int_equal(store_node_leave(s, "node-b", e2, BASE_USEC + 100 * USEC_PER_SEC), 0);
+        assert_int_equal(store_node_list(s, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(l[1].lease_expires_usec, BASE_USEC + 6 * USEC_PER_SEC);
+        assert_int_equal(l[1].running, 0);
+        assert_false(store_node_is_alive(&l[1], BASE_USEC + 6 * USEC_PER_SEC));
+        store_nodes_free(l, n);
+        assert_int_equal(store_node_register(s, "node-b", BASE_USEC + 7 * USEC_PER_SEC, 30 * USEC_PER_SEC, 16, &e1),
+                         0);
+        assert_int_equal(e1, 3);
+
+        /* Closed and opened again: the rows are kept. */
+        store_close(s);
+        s = open_ok();
+        assert_int_equal(store_node_register(s, "node-a.example", BASE_USEC, 30 * USEC_PER_SEC, 4, &eb), 0);
+        assert_int_equal(eb, 2);
+
+        /* Bad input is refused before the backend sees it. */
+        assert_int_equal(store_node_register(s, "", BASE_USEC, 1, 1, &eb), -EINVAL);
+        assert_int_equal(store_node_register(s, "a b", BASE_USEC, 1, 1, &eb), -EINVAL);
+        assert_int_equal(store_node_register(s, "x/y", BASE_USEC, 1, 1, &eb), -EINVAL);
+        assert_int_equal(store_node_register(s, "n1234567890123456789012345678901234567890123456789012345678901234",
+                                             BASE_USEC, 1, 1, &eb), -EINVAL);
+        assert_int_equal(store_node_register(s, "n", (uint64_t) INT64_MAX, 1, 1, &eb), -EINVAL);
+        assert_int_equal(store_node_register(s, "n", BASE_USEC, 1, UINT64_MAX, &eb), -EINVAL);
+        assert_int_equal(store_node_register(s, "n", BASE_USEC, 1, 1, NULL), -EINVAL);
+        assert_int_equal(store_node_heartbeat(s, "n", UINT64_MAX, BASE_USEC, 1, 0), -EINVAL);
+        assert_int_equal(store_node_heartbeat(s, "n", 1, BASE_USEC, 1, UINT64_MAX), -EINVAL);
+        assert_int_equal(store_node_leave(s, "", 1, BASE_USEC), -EINVAL);
+        assert_int_equal(store_node_list(s, NULL, &n), -EINVAL);
+        /* A 64-character name is the longest. */
+        assert_int_equal(store_node_register(s, "n123456789012345678901234567890123456789012345678901234567890123",
+                                             BASE_USEC, 1, 1, &eb), 0);
+}
+
 /* Several processes opening a new store at once (sandboxd nodes starting together, against one
  * PostgreSQL): the migrations run once, every open succeeds, the schema is whole. */
 static void test_concurrent_open(_unused_ void **state) {
@@ -1319,6 +1405,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_unfinished, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_purge, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_sessions, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_nodes, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
