@@ -13,6 +13,7 @@
 #include "environment.h"
 #include "key-name.h"
 #include "language.h"
+#include "node-name.h"
 #include "risk-scan.h"
 #include "strv.h"
 #include "time-util.h"
@@ -120,6 +121,8 @@ Config *config_new(void) {
         c->net_connect_timeout_sec = 10;
         c->net_idle_timeout_sec = 60;
         c->net_max_logged_requests = 256;
+        c->node_heartbeat_sec = 5;
+        c->node_lease_sec = 30;
         return c;
 }
 
@@ -150,6 +153,7 @@ Config *config_free(Config *c) {
         free(c->helper);
         free(c->artifacts_dir);
         free(c->artifact_url_key_file);
+        free(c->node_name);
         free(c);
         return NULL;
 }
@@ -203,6 +207,7 @@ typedef enum ValueType {
         V_RISK_CLASSES,  /* space-separated RiskClass names; empty: none */
         V_RUNSC_PLATFORM, /* ptrace, systrap, kvm */
         V_STORE,         /* sqlite, or a libpq connection string */
+        V_NODE_NAME,     /* node-name.h; empty: the default (NULL) */
 } ValueType;
 
 typedef struct ConfKey {
@@ -330,6 +335,12 @@ static const ConfKey conf_keys[] = {
         K("Network", "ConnectTimeoutSec", V_U64,   net_connect_timeout_sec, 1, 300),
         K("Network", "IdleTimeoutSec",    V_U64,   net_idle_timeout_sec,    1, 3600),
         K("Network", "MaxLoggedRequests", V_U64,   net_max_logged_requests, 0, 10000),
+
+        /* A lease shorter than three heartbeats would expire on one late heartbeat: config_validate()
+         * wants more than two. */
+        K("Cluster", "NodeName",          V_NODE_NAME, node_name,           0, 0),
+        K("Cluster", "NodeHeartbeatSec",  V_U64,   node_heartbeat_sec,      1, 60),
+        K("Cluster", "NodeLeaseSec",      V_U64,   node_lease_sec,          3, 3600),
 };
 
 static int parse_loglevel(const char *v) {
@@ -518,6 +529,17 @@ static int assign(Config *c, const ConfKey *k, const char *value, const char *wh
                         return error_set(ret_error, "%s: %s= takes sqlite or a PostgreSQL connection string "
                                          "(postgresql://..., or key=value pairs such as service=sandboxd)", where,
                                          k->key);
+                if (free_and_strdup((char **) p, value) < 0)
+                        return -ENOMEM;
+                return 0;
+        case V_NODE_NAME:
+                if (isempty(value)) {
+                        *(char **) p = mfree(*(char **) p);
+                        return 0;
+                }
+                if (!node_name_is_valid(value))
+                        return error_set(ret_error, "%s: %s= takes 1 to %d letters, digits, '_', '.' and '-', "
+                                         "got '%.80s'", where, k->key, NODE_NAME_MAX, value);
                 if (free_and_strdup((char **) p, value) < 0)
                         return -ENOMEM;
                 return 0;
@@ -879,6 +901,10 @@ int config_validate(const Config *c, char **ret_error) {
         if (c->callback_backoff_base_ms > c->callback_backoff_max_sec * MSEC_PER_SEC)
                 return error_set(ret_error, "CallbackBackoffBaseMS=%" PRIu64 " exceeds CallbackBackoffMaxSec=%" PRIu64,
                                  c->callback_backoff_base_ms, c->callback_backoff_max_sec);
+        if (c->node_lease_sec <= 2 * c->node_heartbeat_sec)
+                return error_set(ret_error, "NodeLeaseSec=%" PRIu64 " in [Cluster] must be more than twice "
+                                 "NodeHeartbeatSec=%" PRIu64 ": one late heartbeat would end the lease",
+                                 c->node_lease_sec, c->node_heartbeat_sec);
         if (c->max_input_file_bytes > c->max_input_total_bytes)
                 return error_set(ret_error, "MaxInputFileBytes=%" PRIu64 " exceeds MaxInputTotalBytes=%" PRIu64,
                                  c->max_input_file_bytes, c->max_input_total_bytes);

@@ -152,6 +152,13 @@ typedef struct Config {
         uint64_t net_connect_timeout_sec; /* ConnectTimeoutSec= */
         uint64_t net_idle_timeout_sec;    /* IdleTimeoutSec= */
         uint64_t net_max_logged_requests; /* MaxLoggedRequests= entries kept in the record */
+
+        /* [Cluster] the node registry (issue 22; manager.c). The name is read at start only: a
+         * reload that changes it is logged and takes effect at the next start. */
+        char *node_name;                  /* NodeName= NULL: the machine id (sd_id128_get_machine()) */
+        uint64_t node_heartbeat_sec;      /* NodeHeartbeatSec= the lease is renewed this often */
+        uint64_t node_lease_sec;          /* NodeLeaseSec= a node not heard from this long is gone; more
+                                           * than twice NodeHeartbeatSec= (config_validate()) */
 } Config;
 
 /* A per-caller key left out: it follows its global counterpart (MaxQueued=, MaxConcurrent=). */

@@ -34,6 +34,9 @@ static void test_defaults(_unused_ void **state) {
         assert_false(c->listen_allow_non_loopback);
         assert_null(c->piston_listen);          /* the Piston listener: off */
         assert_null(c->store);                  /* Store=sqlite */
+        assert_null(c->node_name);              /* NodeName=: the machine id, read at start */
+        assert_int_equal(c->node_heartbeat_sec, 5);
+        assert_int_equal(c->node_lease_sec, 30);
         assert_int_equal(config_parse_text(c, "[Daemon]\nStore=service=sandboxd\n", "s.conf", &error), 0);
         assert_string_equal(c->store, "service=sandboxd");
         assert_int_equal(config_parse_text(c, "[Daemon]\nStore=sqlite\n", "s.conf", &error), 0);
@@ -330,6 +333,18 @@ static const KeyRow key_rows[] = {
         U64("CallbackBackoffMaxSec", "[Callbacks]\nCallbackBackoffMaxSec=86400\n", callback_backoff_max_sec, 86400),
         U64("CallbackMaxConcurrent", "[Callbacks]\nCallbackMaxConcurrent=1024\n", callback_max_concurrent, 1024),
 
+        /* [Cluster] */
+        STR("NodeName", "[Cluster]\nNodeName=node-1.example_A\n", node_name, "node-1.example_A"),
+        STR("NodeName: 64 characters",
+            "[Cluster]\nNodeName=n123456789012345678901234567890123456789012345678901234567890123\n", node_name,
+            "n123456789012345678901234567890123456789012345678901234567890123"),
+        STR("NodeName: a machine id", "[Cluster]\nNodeName=0123456789abcdef0123456789abcdef\n", node_name,
+            "0123456789abcdef0123456789abcdef"),
+        U64("NodeHeartbeatSec=1 (minimum)", "[Cluster]\nNodeHeartbeatSec=1\n", node_heartbeat_sec, 1),
+        U64("NodeHeartbeatSec=60 (maximum)", "[Cluster]\nNodeHeartbeatSec=60\n", node_heartbeat_sec, 60),
+        U64("NodeLeaseSec=3 (minimum)", "[Cluster]\nNodeLeaseSec=3\n", node_lease_sec, 3),
+        U64("NodeLeaseSec=3600 (maximum)", "[Cluster]\nNodeLeaseSec=3600\n", node_lease_sec, 3600),
+
         /* Syntax around the assignment. */
         U64("spaces around '=' and the line", "[Daemon]\n   MaxConcurrent =  12  \n", max_concurrent, 12),
         U64("tabs", "\t[Daemon]\t\n\tMaxConcurrent\t=\t13\n", max_concurrent, 13),
@@ -599,6 +614,24 @@ static const ErrorRow error_rows[] = {
         { "Store: neither sqlite nor a connection string", "[Daemon]\nStore=mysql\n",
           "x.conf:2: Store= takes sqlite or a PostgreSQL connection string (postgresql://..., or key=value pairs "
           "such as service=sandboxd)" },
+        { "NodeName: a space", "[Cluster]\nNodeName=node 1\n",
+          "x.conf:2: NodeName= takes 1 to 64 letters, digits, '_', '.' and '-', got 'node 1'" },
+        { "NodeName: a slash", "[Cluster]\nNodeName=a/b\n",
+          "x.conf:2: NodeName= takes 1 to 64 letters, digits, '_', '.' and '-', got 'a/b'" },
+        { "NodeName: not ASCII", "[Cluster]\nNodeName=n\u00f6de\n",
+          "x.conf:2: NodeName= takes 1 to 64 letters, digits, '_', '.' and '-', got 'n\u00f6de'" },
+        { "NodeName: 65 characters",
+          "[Cluster]\nNodeName=n1234567890123456789012345678901234567890123456789012345678901234\n",
+          "x.conf:2: NodeName= takes 1 to 64 letters, digits, '_', '.' and '-', got "
+          "'n1234567890123456789012345678901234567890123456789012345678901234'" },
+        { "NodeHeartbeatSec=0", "[Cluster]\nNodeHeartbeatSec=0\n", "x.conf:2: NodeHeartbeatSec=0 is outside [1, 60]" },
+        { "NodeHeartbeatSec=61", "[Cluster]\nNodeHeartbeatSec=61\n",
+          "x.conf:2: NodeHeartbeatSec=61 is outside [1, 60]" },
+        { "NodeHeartbeatSec: not a number", "[Cluster]\nNodeHeartbeatSec=5s\n",
+          "x.conf:2: NodeHeartbeatSec= takes a whole number, got '5s'" },
+        { "NodeLeaseSec=2", "[Cluster]\nNodeLeaseSec=2\n", "x.conf:2: NodeLeaseSec=2 is outside [3, 3600]" },
+        { "NodeLeaseSec=3601", "[Cluster]\nNodeLeaseSec=3601\n", "x.conf:2: NodeLeaseSec=3601 is outside [3, 3600]" },
+        { "Cluster: unknown key", "[Cluster]\nNodes=3\n", "x.conf:2: unknown key 'Nodes' in section [Cluster]" },
         { "first error wins", "[Daemon]\nFoo=1\nBar=2\n", "x.conf:2: unknown key 'Foo' in section [Daemon]" },
         { "error after valid lines", "[Daemon]\nMaxConcurrent=2\n[Limits]\nDefaultTasks=8\nDefaultTasks=x\n",
           "x.conf:5: DefaultTasks= takes a whole number, got 'x'" },
@@ -894,6 +927,14 @@ static const ValidateRow validate_rows[] = {
           "PistonListen=127.0.0.1:2000 in [Daemon] is also in Listen=: the Piston listener needs an address of its own" },
         { "PistonOwner: not a key name", "[Daemon]\nPistonOwner=bad/name\n",
           "PistonOwner=bad/name in [Daemon] is not a valid API key name ([A-Za-z0-9_.-], 1 to 64 characters)" },
+        { "NodeLeaseSec: three heartbeats", "[Cluster]\nNodeHeartbeatSec=1\nNodeLeaseSec=3\n", NULL },
+        { "NodeLeaseSec: two heartbeats", "[Cluster]\nNodeHeartbeatSec=10\nNodeLeaseSec=20\n",
+          "NodeLeaseSec=20 in [Cluster] must be more than twice NodeHeartbeatSec=10: one late heartbeat would end "
+          "the lease" },
+        { "NodeLeaseSec: the default, with a long heartbeat", "[Cluster]\nNodeHeartbeatSec=15\n",
+          "NodeLeaseSec=30 in [Cluster] must be more than twice NodeHeartbeatSec=15: one late heartbeat would end "
+          "the lease" },
+        { "NodeName: empty is the default again", "[Cluster]\nNodeName=a\nNodeName=\n", NULL },
         { "Listen: 0.0.0.0 allowed", "[Daemon]\nListen=0.0.0.0:8080\nListenAllowNonLoopback=yes\n", NULL },
         { "Listen: allowed before", "[Daemon]\nListenAllowNonLoopback=true\nListen=[::]:8080 0.0.0.0:8080\n", NULL },
         { "Listen: allowed, then not", "[Daemon]\nListenAllowNonLoopback=yes\nListen=10.0.0.1:8080\n"
