@@ -25,6 +25,7 @@
 #include "net/net-client.h"
 #include "run/job.h"
 #include "run/language-version.h"
+#include "run/node.h"
 #include "run/runner.h"
 #include "run/session.h"
 #include "secret-file.h"
@@ -46,6 +47,7 @@ struct Manager {
         ApiContext api;          /* what the two APIs reach (api-context.h) */
         Runner *runner;          /* the jobs and the queue (runner.h) */
         Sessions *sessions;      /* the session registry (session.h) */
+        Node *node;              /* this node in the store's node registry (node.h) */
         sd_event_source *sigterm, *sigint, *sighup, *sweep_timer;
 
         char *config_dir;
@@ -317,6 +319,15 @@ static int setup_cgroups(Manager *m) {
         return 0;
 }
 
+/* What the node's heartbeat reports. */
+static uint64_t manager_running(void *userdata) {
+        Manager *m = userdata;
+        RunnerCounts n;
+
+        runner_counts(m->runner, &n);
+        return n.running;
+}
+
 /* The gauges of GET /metrics, as they are now. */
 static void manager_metrics_gauges(void *userdata, MetricsGauges *ret) {
         Manager *m = userdata;
@@ -339,6 +350,7 @@ static void manager_metrics_gauges(void *userdata, MetricsGauges *ret) {
                 .records_unsaved = runner_unsaved(m->runner),
                 .warm_target = m->ctx.config->pool_size,
         };
+        node_metrics_gauges(m->node, ret);
         for (size_t i = 0; i < language_count() && i < METRICS_LANGUAGES_MAX; i++) {
                 ret->warm_pooled[i] = warm_language_pooled(m->ctx.config, language_get(i));
                 ret->warm_ready[i] = m->ctx.warm ? warm_pool_ready(m->ctx.warm, language_get(i), -1) : 0;
@@ -540,6 +552,8 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
                 return 0;
         m->ctx.stopping = true;
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
+        /* The other nodes see this one gone now, not when its lease runs out. */
+        node_leave(m->node);
         manager_end_executions(m);
         /* The bound of it all, the last round trip included. */
         r = sd_event_add_time_relative(m->ctx.event, NULL, CLOCK_MONOTONIC, END_TIMEOUT_USEC, 0, on_end_timeout, m);
@@ -726,6 +740,7 @@ static int manager_reload(Manager *m) {
         if (!strv_equal(c->listen, m->ctx.config->listen) ||
             c->listen_allow_non_loopback != m->ctx.config->listen_allow_non_loopback)
                 log_notice("Listen= and ListenAllowNonLoopback= take effect at the next restart.");
+        node_reload(m->node, c);
         /* Keep the paths the running parts depend on. */
         SWAP_STR(c->api_socket, m->ctx.config->api_socket);
         SWAP_STR(c->state_dir, m->ctx.config->state_dir);
@@ -1004,10 +1019,15 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
         r = runner_new(&m->ctx, m->sessions, &m->runner);
         if (r < 0)
                 return log_oom();
+        /* After the runner: the heartbeat reports its count. */
+        r = node_new(&m->ctx, manager_running, m, &m->node);
+        if (r < 0)
+                return r;
         m->api = (ApiContext) {
                 .ctx = &m->ctx,
                 .runner = m->runner,
                 .sessions = m->sessions,
+                .node = m->node,
                 .ops = &manager_api_ops,
                 .ops_data = m,
         };
@@ -1089,6 +1109,7 @@ Manager *manager_free(Manager *m) {
         m->ctx.stopping = true;
         m->http = http_free(m->http);
         m->bus_api = bus_api_free(m->bus_api);
+        m->node = node_free(m->node);    /* no leave: only a clean stop (SIGTERM) ends the lease */
         m->runner = runner_free(m->runner);
         /* After the jobs: their collections held references. */
         m->ctx.accounts = artifact_accounts_free(m->ctx.accounts);

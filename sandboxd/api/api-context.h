@@ -8,6 +8,7 @@
 #include "model/context.h"
 #include "model/metrics.h"
 
+typedef struct Node Node;
 typedef struct Runner Runner;
 typedef struct Sessions Sessions;
 
@@ -22,6 +23,7 @@ typedef struct ApiContext {
         Context *ctx;
         Runner *runner;
         Sessions *sessions;
+        Node *node;              /* this node in the store's node registry (run/node.h) */
         const ApiOps *ops;
         void *ops_data;
 } ApiContext;

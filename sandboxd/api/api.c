@@ -13,6 +13,7 @@
 #include "model/signed-url.h"
 #include "model/warm-policy.h"
 #include "run/job.h"
+#include "run/node.h"
 #include "run/runner.h"
 #include "run/session.h"
 #include "run/warm-pool.h"
@@ -542,6 +543,45 @@ static json_object *pool_json(const Context *ctx) {
         return o;
 }
 
+static json_object *timestamp_json(uint64_t usec) {
+        char buf[64];
+
+        if (usec == 0)
+                return NULL;
+        format_timestamp(usec, buf, sizeof(buf));
+        return json_object_new_string(buf);
+}
+
+/* This node and the registry (run/node.h): the rows as read at the last heartbeat, alive judged
+ * against the clock now. */
+static void add_nodes_json(json_object *o, const Node *node) {
+        json_object *self = json_object_new_object(), *nodes = json_object_new_array();
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        const StoreNode *l;
+        size_t n;
+
+        json_object_object_add(self, "name", node_name(node) ? json_object_new_string(node_name(node)) : NULL);
+        json_object_object_add(self, "epoch", json_object_new_uint64(node_epoch(node)));
+        json_object_object_add(self, "lease_expires_at", timestamp_json(node_lease_expires_usec(node)));
+        json_object_object_add(o, "node", self);
+
+        l = node_registry(node, &n);
+        for (size_t i = 0; i < n; i++) {
+                json_object *x = json_object_new_object();
+
+                json_object_object_add(x, "name", json_object_new_string(l[i].name));
+                json_object_object_add(x, "epoch", json_object_new_uint64(l[i].epoch));
+                json_object_object_add(x, "started_at", timestamp_json(l[i].started_usec));
+                json_object_object_add(x, "heartbeat_at", timestamp_json(l[i].heartbeat_usec));
+                json_object_object_add(x, "lease_expires_at", timestamp_json(l[i].lease_expires_usec));
+                json_object_object_add(x, "alive", json_object_new_boolean(store_node_is_alive(&l[i], now)));
+                json_object_object_add(x, "slots", json_object_new_uint64(l[i].slots));
+                json_object_object_add(x, "running", json_object_new_uint64(l[i].running));
+                json_object_array_add(nodes, x);
+        }
+        json_object_object_add(o, "nodes", nodes);
+}
+
 static void handle_health(ApiContext *ac, HttpRequest *req) {
         json_object *o = json_object_new_object();
         RunnerCounts n;
@@ -568,6 +608,7 @@ static void handle_health(ApiContext *ac, HttpRequest *req) {
                                                                    : NULL);
                 json_object_object_add(o, "isolation", iso);
         }
+        add_nodes_json(o, ac->node);
         http_respond_json(req, 200, o);
 }
 

@@ -351,6 +351,34 @@ static void render_executions(Text *t, const Metrics *m) {
         render_language(t, "other", (const uint64_t (*)[_ERROR_TYPE_MAX]) m->executions[METRICS_LANGUAGES_MAX], true);
 }
 
+/* The node registry (issue 22): who this node is, how many nodes hold a lease and how many let it
+ * run out, and when each lease ends (Unix time, so that "time() - x" alerts on it). */
+static void render_nodes(Text *t, const MetricsGauges *g) {
+        uint64_t alive = 0;
+        char label[256], v[64];
+
+        render_header(t, "sandboxd_node_info", "gauge", "Always 1; this node's name (NodeName= of [Cluster]) as a label.");
+        if (g->node_name) {
+                (void) metrics_escape_label(g->node_name, label, sizeof(label));
+                text_printf(t, "sandboxd_node_info{node=\"%s\"} 1\n", label);
+        }
+        for (size_t i = 0; i < g->n_nodes; i++)
+                if (g->now_usec < g->nodes[i].lease_expires_usec)
+                        alive++;
+        render_header(t, "sandboxd_cluster_nodes", "gauge",
+                      "Nodes in the store's registry whose lease is in force (state=\"alive\") or has run out "
+                      "(state=\"expired\"), as read at this node's last heartbeat.");
+        text_printf(t, "sandboxd_cluster_nodes{state=\"alive\"} %" PRIu64 "\n", alive);
+        text_printf(t, "sandboxd_cluster_nodes{state=\"expired\"} %" PRIu64 "\n", (uint64_t) g->n_nodes - alive);
+        render_header(t, "sandboxd_node_lease_expires_seconds", "gauge",
+                      "When each node's lease ends (or ended), in seconds since the Unix epoch.");
+        for (size_t i = 0; i < g->n_nodes; i++) {
+                (void) metrics_escape_label(g->nodes[i].name, label, sizeof(label));
+                format_fixed(g->nodes[i].lease_expires_usec, USEC_PER_SEC, v, sizeof(v));
+                text_printf(t, "sandboxd_node_lease_expires_seconds{node=\"%s\"} %s\n", label, v);
+        }
+}
+
 int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
         Text t = {};
         char version[64];
@@ -433,6 +461,8 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
         render_counter(&t, "sandboxd_dbus_reconnects_total",
                        "Reconnections to the system bus. Always 0: sandboxd exits on bus loss and is restarted.",
                        m->dbus_reconnects);
+
+        render_nodes(&t, g);
 
         (void) metrics_escape_label(PACKAGE_VERSION, version, sizeof(version));
         render_header(&t, "sandboxd_build_info", "gauge", "Always 1; the version of sandboxd as a label.");

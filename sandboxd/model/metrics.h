@@ -62,6 +62,13 @@ typedef struct Metrics {
         uint64_t dbus_reconnects;        /* always 0: sandboxd exits on bus loss (see metrics.c) */
 } Metrics;
 
+/* A node of the registry (run/node.h), for the cluster's gauges. Their number is bounded by the
+ * store (STORE_NODES_MAX), their names by NodeName= of the nodes: no caller makes a series. */
+typedef struct MetricsNode {
+        const char *name;
+        uint64_t lease_expires_usec;     /* CLOCK_REALTIME */
+} MetricsNode;
+
 /* The daemon's current state, read by the manager when /metrics is asked for. */
 typedef struct MetricsGauges {
         uint64_t running;
@@ -77,6 +84,12 @@ typedef struct MetricsGauges {
         uint64_t warm_ready[METRICS_LANGUAGES_MAX];
         bool warm_pooled[METRICS_LANGUAGES_MAX];     /* the language is in Languages= of [Pool] */
         uint64_t warm_target;
+        /* The node registry: this node's name (NULL: none, and no sandboxd_node_info sample), the
+         * nodes as last read, and the clock their leases are judged by. */
+        const char *node_name;
+        const MetricsNode *nodes;
+        size_t n_nodes;
+        uint64_t now_usec;
 } MetricsGauges;
 
 Metrics *metrics_new(void);

@@ -253,6 +253,38 @@ static void test_gauges(_unused_ void **state) {
         assert_true(has_line(text, "sandboxd_build_info{version=\"" PACKAGE_VERSION "\"} 1"));
 }
 
+/* The node registry: this node's name, the nodes alive and expired at the clock given, and each
+ * lease's end in Unix seconds; labels escaped. Without a name or nodes: the families, at 0. */
+static void test_nodes(_unused_ void **state) {
+        _cleanup_(metrics_freep) Metrics *m = metrics_new();
+        _cleanup_free_ char *text = NULL, *empty = NULL;
+        const MetricsNode nodes[] = {
+                { .name = "a", .lease_expires_usec = 1764472830000000 },
+                { .name = "b\"c", .lease_expires_usec = 1764472800500000 },
+                { .name = "node-3", .lease_expires_usec = 1764472700000000 },
+        };
+        const MetricsGauges g = {
+                .node_name = "a", .nodes = nodes, .n_nodes = ELEMENTSOF(nodes), .now_usec = 1764472800000000,
+        };
+
+        assert_non_null(m);
+        text = render(m, &g);
+        assert_true(has_line(text, "sandboxd_node_info{node=\"a\"} 1"));
+        assert_true(has_line(text, "sandboxd_cluster_nodes{state=\"alive\"} 2"));
+        assert_true(has_line(text, "sandboxd_cluster_nodes{state=\"expired\"} 1"));
+        assert_true(has_line(text, "sandboxd_node_lease_expires_seconds{node=\"a\"} 1764472830"));
+        assert_true(has_line(text, "sandboxd_node_lease_expires_seconds{node=\"b\\\"c\"} 1764472800.5"));
+        assert_true(has_line(text, "sandboxd_node_lease_expires_seconds{node=\"node-3\"} 1764472700"));
+        assert_true(has_line(text, "# TYPE sandboxd_cluster_nodes gauge"));
+
+        empty = render(m, &(MetricsGauges) {});
+        assert_true(has_line(empty, "# TYPE sandboxd_node_info gauge"));
+        assert_int_equal(count_prefix(empty, "sandboxd_node_info{"), 0);
+        assert_true(has_line(empty, "sandboxd_cluster_nodes{state=\"alive\"} 0"));
+        assert_true(has_line(empty, "sandboxd_cluster_nodes{state=\"expired\"} 0"));
+        assert_int_equal(count_prefix(empty, "sandboxd_node_lease_expires_seconds{"), 0);
+}
+
 /* Every family: one HELP, one TYPE, HELP first; every sample belongs to the family above it; the
  * text ends with a newline. (promtool checks the rest in the integration test.) */
 static void test_render_shape(_unused_ void **state) {
@@ -289,10 +321,11 @@ static void test_render_shape(_unused_ void **state) {
                 }
                 *nl = '\n';
         }
-        /* executions, 7 histograms, 11 gauges, 8 daemon counters (network requests, tiers too), build_info */
-        assert_int_equal(families, 28);
-        assert_int_equal(count_prefix(text, "# HELP "), 28);
-        assert_int_equal(count_prefix(text, "# TYPE "), 28);
+        /* executions, 7 histograms, 11 gauges, 8 daemon counters (network requests, tiers too), 3 of the
+         * node registry, build_info */
+        assert_int_equal(families, 31);
+        assert_int_equal(count_prefix(text, "# HELP "), 31);
+        assert_int_equal(count_prefix(text, "# TYPE "), 31);
 }
 
 static void test_escape_label(_unused_ void **state) {
@@ -328,6 +361,7 @@ int main(void) {
                 cmocka_unit_test(test_render_histogram),
                 cmocka_unit_test(test_observe),
                 cmocka_unit_test(test_gauges),
+                cmocka_unit_test(test_nodes),
                 cmocka_unit_test(test_workspace_counters),
                 cmocka_unit_test(test_render_shape),
                 cmocka_unit_test(test_escape_label),
