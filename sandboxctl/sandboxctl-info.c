@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* languages, health */
+/* languages, health, nodes */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include "sandboxctl-http.h"
 #include "sandboxctl-info.h"
 #include "sandboxctl-json.h"
+#include "sandboxctl-table.h"
 #include "sandboxctl-util.h"
 
 typedef struct CtlLanguage {
@@ -190,4 +191,96 @@ int verb_health(char **args, size_t n_args) {
 
         /* Usable as a probe: "sandboxctl health && ..." */
         return streq(h.status.s, "ok") ? EXIT_SUCCESS : EX_UNAVAILABLE;
+}
+
+/* One row of "nodes" in GET /v1/health. */
+typedef struct CtlNode {
+        CtlString name, lease_expires_at;
+        CtlInteger epoch, slots, running;
+        bool alive;
+} CtlNode;
+
+enum {
+        NODE_COLUMN_NAME,
+        NODE_COLUMN_EPOCH,
+        NODE_COLUMN_STATE,
+        NODE_COLUMN_RUNNING,
+        NODE_COLUMN_LEASE,
+        _NODE_COLUMN_MAX,
+};
+
+int verb_nodes(char **args, size_t n_args) {
+        static const CtlField fields[] = {
+                { "name", FIELD_STRING, offsetof(CtlNode, name), true },
+                { "epoch", FIELD_INTEGER, offsetof(CtlNode, epoch), true },
+                { "alive", FIELD_BOOLEAN, offsetof(CtlNode, alive), true },
+                { "slots", FIELD_INTEGER, offsetof(CtlNode, slots), false },
+                { "running", FIELD_INTEGER, offsetof(CtlNode, running), false },
+                { "lease_expires_at", FIELD_STRING, offsetof(CtlNode, lease_expires_at), false },
+        };
+        static const CtlColumn columns[_NODE_COLUMN_MAX] = {
+                [NODE_COLUMN_NAME] = { "NODE", false },
+                [NODE_COLUMN_EPOCH] = { "EPOCH", true },
+                [NODE_COLUMN_STATE] = { "STATE", false },
+                [NODE_COLUMN_RUNNING] = { "RUNNING", true },
+                [NODE_COLUMN_LEASE] = { "LEASE EXPIRES", false },
+        };
+        _cleanup_(json_object_putp) json_object *answer = NULL;
+        _cleanup_(table_done) CtlTable t = {};
+        _cleanup_free_ CtlNode *nodes = NULL;
+        json_object *list = NULL;
+        CtlHealth h;
+        size_t n;
+        int r;
+
+        r = health_fetch(&h, &answer);
+        if (r != 0)
+                return r;
+        /* A daemon from before the node registry has no "nodes": say so rather than list none. */
+        if (!json_object_object_get_ex(answer, "nodes", &list) || !list ||
+            !json_object_is_type(list, json_type_array)) {
+                (void) log_error_errno(-EBADMSG, "Malformed answer from sandboxd: no 'nodes' array (a sandboxd "
+                                       "without the node registry?).");
+                return EX_UNAVAILABLE;
+        }
+
+        /* Check all of it before printing anything, also with --json. */
+        n = json_object_array_length(list);
+        nodes = calloc(MAX(n, (size_t) 1), sizeof(CtlNode));
+        if (!nodes) {
+                (void) log_oom();
+                return EX_OSERR;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (json_dispatch(json_object_array_get_idx(list, i), "a node", fields, ELEMENTSOF(fields),
+                                  nodes + i) < 0)
+                        return EX_UNAVAILABLE;
+
+        if (arg_json)
+                return print_json(answer) < 0 ? EX_OSERR : EXIT_SUCCESS;
+
+        r = table_init(&t, columns, _NODE_COLUMN_MAX, n);
+        if (r < 0)
+                return EX_OSERR;
+        for (size_t i = 0; i < n; i++) {
+                const CtlNode *x = nodes + i;
+                char **row = table_row(&t, i);
+
+                row[NODE_COLUMN_NAME] = cell_string(&x->name);
+                row[NODE_COLUMN_EPOCH] = cell_printf("%" PRIi64, x->epoch.value);
+                row[NODE_COLUMN_STATE] = strdup(x->alive ? "alive" : "expired");
+                if (x->running.set && x->slots.set)
+                        row[NODE_COLUMN_RUNNING] = cell_printf("%" PRIi64 "/%" PRIi64, x->running.value,
+                                                               x->slots.value);
+                else
+                        row[NODE_COLUMN_RUNNING] = strdup("-");
+                row[NODE_COLUMN_LEASE] = cell_timestamp(&x->lease_expires_at);
+        }
+        r = table_print(&t);
+        if (r < 0)
+                return EX_OSERR;
+        if (n > 0)
+                fputc('\n', stdout);
+        printf("%zu node%s listed.\n", n, n == 1 ? "" : "s");
+        return flush_stdout() < 0 ? EX_OSERR : EXIT_SUCCESS;
 }

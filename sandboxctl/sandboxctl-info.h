@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* languages and health: what the daemon runs, and whether it is up. */
+/* languages, health and nodes: what the daemon runs, whether it is up, and the nodes of the store's
+ * node registry (from GET /v1/health). */
 
 #include <stddef.h>
 
@@ -18,3 +19,4 @@ int health_fetch(CtlHealth *ret, json_object **ret_answer);
 
 int verb_languages(char **args, size_t n_args);
 int verb_health(char **args, size_t n_args);
+int verb_nodes(char **args, size_t n_args);

@@ -135,6 +135,7 @@ static const CtlVerb verbs[] = {
         { "session", 1, 3, 0, verb_session },
         { "languages", 0, 0, 0, verb_languages },
         { "health", 0, 0, 0, verb_health },
+        { "nodes", 0, 0, 0, verb_nodes },
         { "top", 0, 0, G(OPTION_GROUP_TOP), verb_top },
         { "stats", 0, 0, G(OPTION_GROUP_STATS), verb_stats },
         { "key", 1, 2, 0, verb_key },
@@ -165,6 +166,7 @@ static void help(void) {
                "  session rm SESSION:PATH   Remove a file or empty directory there\n"
                "  languages                 List the languages sandboxd runs\n"
                "  health                    Show whether sandboxd is up, and its load\n"
+               "  nodes                     List the nodes sharing the store, and their leases\n"
                "  top                       Show the running executions, refreshed in place\n"
                "  stats                     Rates, percentiles and error shares over a window\n"
                "  key new [NAME]            Make an API key (for TCP) and its line for the key file\n"

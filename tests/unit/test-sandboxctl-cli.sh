@@ -93,6 +93,7 @@ check "no command" 64 "sandboxctl: Missing command. See 'sandboxctl --help'." --
 check "unknown command" 64 "sandboxctl: Unknown command 'frob'. See 'sandboxctl --help'." -- frob
 check "too few arguments" 64 "sandboxctl: Too few arguments for 'status'." -- status
 check "too many arguments" 64 "sandboxctl: Too many arguments for 'languages'." -- languages x
+check "nodes takes no arguments" 64 "sandboxctl: Too many arguments for 'nodes'." -- nodes x
 check "run without code" 64 "sandboxctl: Expected FILE, '-' (standard input) or -c CODE." -- run
 check "run with FILE and -c" 64 "sandboxctl: Specify either FILE, '-' or -c CODE, not several." -- run -c x f.py
 check "session with a wrong subcommand" 64 \
@@ -108,6 +109,7 @@ check "a list option on run" 64 "sandboxctl: Option --status only applies to 'li
 check "--all on status" 64 "sandboxctl: Option --all only applies to 'list' and 'artifacts'." -- status --all e1
 check "an artifacts option on list" 64 "sandboxctl: Option -o/--output only applies to 'artifacts'." -- list -o f
 check "a top option on stats" 64 "sandboxctl: Option --once only applies to 'top'." -- stats --once
+check "a list option on nodes" 64 "sandboxctl: Option --status only applies to 'list'." -- nodes --status=failed
 check "a stats option on top" 64 "sandboxctl: Option --window only applies to 'stats'." -- top --window=1h
 check "the first offending group is named" 64 "sandboxctl: Option -c/--code only applies to 'run' and 'submit'." \
         -- list --once -c x
