@@ -41,9 +41,13 @@ static void node_store_error(Node *n, int r, const char *doing) {
                 n->store_errors_unlogged++;
                 return;
         }
-        log_warning_errno(r, "Node '%s': cannot %s: %s (%" PRIu64 " more such failures not logged), ignoring.",
-                          n->name, doing, store_error_message(n->ctx->store) ?: "store error",
-                          n->store_errors_unlogged);
+        if (n->store_errors_unlogged > 0)
+                log_warning_errno(r, "Node '%s': cannot %s: %s (and %" PRIu64 " failures since the last message), "
+                                  "ignoring.", n->name, doing, store_error_message(n->ctx->store) ?: "store error",
+                                  n->store_errors_unlogged);
+        else
+                log_warning_errno(r, "Node '%s': cannot %s: %s, ignoring.", n->name, doing,
+                                  store_error_message(n->ctx->store) ?: "store error");
         n->store_errors_unlogged = 0;
         n->store_error_logged_usec = now;
 }
