@@ -230,7 +230,7 @@ typedef struct StoreNode {
         uint64_t started_usec;          /* the current registration */
         uint64_t heartbeat_usec;        /* the last renewal (at registration: started_usec) */
         uint64_t lease_expires_usec;    /* alive while now < this */
-        uint64_t slots;                 /* MaxConcurrent= of the node */
+        uint64_t slots;                 /* MaxConcurrent= of the node when it registered */
         uint64_t running;               /* executions running there at the last heartbeat */
 } StoreNode;
 
