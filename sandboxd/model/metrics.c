@@ -357,7 +357,8 @@ static void render_nodes(Text *t, const MetricsGauges *g) {
         uint64_t alive = 0;
         char label[256], v[64];
 
-        render_header(t, "sandboxd_node_info", "gauge", "Always 1; this node's name (NodeName= of [Cluster]) as a label.");
+        render_header(t, "sandboxd_node_info", "gauge",
+                      "Always 1; this node's name (NodeName= of [Cluster]) as a label.");
         if (g->node_name) {
                 (void) metrics_escape_label(g->node_name, label, sizeof(label));
                 text_printf(t, "sandboxd_node_info{node=\"%s\"} 1\n", label);
@@ -369,7 +370,8 @@ static void render_nodes(Text *t, const MetricsGauges *g) {
                       "Nodes in the store's registry whose lease is in force (state=\"alive\") or has run out "
                       "(state=\"expired\"), as read at this node's last heartbeat.");
         text_printf(t, "sandboxd_cluster_nodes{state=\"alive\"} %" PRIu64 "\n", alive);
-        text_printf(t, "sandboxd_cluster_nodes{state=\"expired\"} %" PRIu64 "\n", (uint64_t) g->n_nodes - alive);
+        text_printf(t, "sandboxd_cluster_nodes{state=\"expired\"} %" PRIu64 "\n",
+                    (uint64_t) g->n_nodes - alive);
         render_header(t, "sandboxd_node_lease_expires_seconds", "gauge",
                       "When each node's lease ends (or ended), in seconds since the Unix epoch.");
         for (size_t i = 0; i < g->n_nodes; i++) {

@@ -42,9 +42,9 @@ static void node_store_error(Node *n, int r, const char *doing) {
                 return;
         }
         if (n->store_errors_unlogged > 0)
-                log_warning_errno(r, "Node '%s': cannot %s: %s (and %" PRIu64 " failures since the last message), "
-                                  "ignoring.", n->name, doing, store_error_message(n->ctx->store) ?: "store error",
-                                  n->store_errors_unlogged);
+                log_warning_errno(r, "Node '%s': cannot %s: %s (and %" PRIu64 " failures since the last "
+                                  "message), ignoring.", n->name, doing,
+                                  store_error_message(n->ctx->store) ?: "store error", n->store_errors_unlogged);
         else
                 log_warning_errno(r, "Node '%s': cannot %s: %s, ignoring.", n->name, doing,
                                   store_error_message(n->ctx->store) ?: "store error");
@@ -54,7 +54,8 @@ static void node_store_error(Node *n, int r, const char *doing) {
 
 static void node_store_ok(Node *n) {
         if (n->store_errors > 0)
-                log_info("Node '%s': the store answers again after %" PRIu64 " failures.", n->name, n->store_errors);
+                log_info("Node '%s': the store answers again after %" PRIu64 " failures.", n->name,
+                         n->store_errors);
         n->store_errors = 0;
         n->store_errors_unlogged = 0;
 }
@@ -102,8 +103,8 @@ static int node_register(Node *n) {
         node_store_ok(n);
         n->epoch = epoch;
         n->lease_expires_usec = now + node_lease_usec(n);
-        log_info("Node '%s' registered, epoch %" PRIu64 ", lease %" PRIu64 " s renewed every %" PRIu64 " s.", n->name,
-                 epoch, n->ctx->config->node_lease_sec, n->ctx->config->node_heartbeat_sec);
+        log_info("Node '%s' registered, epoch %" PRIu64 ", lease %" PRIu64 " s renewed every %" PRIu64 " s.",
+                 n->name, epoch, n->ctx->config->node_lease_sec, n->ctx->config->node_heartbeat_sec);
         return 0;
 }
 
