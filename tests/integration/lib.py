@@ -57,21 +57,40 @@ PG_STORE = os.environ.get("SANDBOX_HARNESS_STORE") or None
 SQLITE_DB = "/var/lib/sandboxd/sandboxd.db"
 
 
+def store_exec(sql, params=()):
+    """A statement that changes the daemon's store, whichever backend it is (see store_row())."""
+    if PG_STORE:
+        _psql(sql, params)
+        return
+    import sqlite3
+    db = sqlite3.connect(SQLITE_DB, timeout=10)
+    try:
+        with db:
+            db.execute(sql, params)
+    finally:
+        db.close()
+
+
+def _psql(sql, params):
+    text = sql
+    args = ["psql", "-X", "-q", "-A", "-t", "-F", "\x1f", "-v", "ON_ERROR_STOP=1", "-d", PG_STORE]
+    for i, v in enumerate(params):
+        text = text.replace("?", f":'v{i}'", 1)
+        args += ["-v", f"v{i}={v}"]
+    p = subprocess.run(args, input=text + ";\n", capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise RuntimeError(f"psql: {p.stderr.strip()}")
+    return p.stdout
+
+
 def store_row(sql, params=()):
     """The first row of a read-only query of the daemon's store, whichever backend it is, as a tuple
     of strings (PostgreSQL, through psql) or of SQLite's values; None without a row. `?` marks the
     parameters; with PostgreSQL they are passed as psql variables, quoted by psql (:'vN')."""
     if PG_STORE:
-        text = sql
-        args = ["psql", "-X", "-q", "-A", "-t", "-F", "\x1f", "-v", "ON_ERROR_STOP=1", "-d", PG_STORE]
-        for i, v in enumerate(params):
-            text = text.replace("?", f":'v{i}'", 1)
-            args += ["-v", f"v{i}={v}"]
-        p = subprocess.run(args, input=text + ";\n", capture_output=True, text=True, timeout=60)
-        if p.returncode != 0:
-            raise RuntimeError(f"psql: {p.stderr.strip()}")
+        out = _psql(sql, params)
         # One row: its fields, separated by US, and the newline psql ends it with.
-        out = p.stdout[:-1] if p.stdout.endswith("\n") else p.stdout
+        out = out[:-1] if out.endswith("\n") else out
         return tuple(out.split("\x1f")) if out else None
     import sqlite3
     db = sqlite3.connect(f"file:{SQLITE_DB}?mode=ro", uri=True, timeout=10)
