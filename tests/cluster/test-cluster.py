@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Three sandboxd nodes sharing one PostgreSQL (issue 22), each in its own harness (cluster.py):
+every node lists the others in its registry; submissions spread over the three nodes' listeners all
+finish, each once, and every record reads the same from every node."""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
+from cluster import Cluster  # noqa: E402
+from lib import Tap, wait_until  # noqa: E402
+
+BUILD = os.environ.get("SANDBOXD_BUILD_DIR") or sys.argv[1]
+t = Tap()
+
+with Cluster(3, BUILD) as c:
+    a, b, n3 = c.nodes
+    names = sorted(n.name for n in c.nodes)
+
+    def alive_names(node):
+        st, h = node.request("GET", "/v1/health")
+        return sorted(x["name"] for x in (h or {}).get("nodes", []) if x.get("alive")) if st == 200 else None
+
+    for n in c.nodes:
+        t.ok(wait_until(lambda: alive_names(n) == names, 10, 0.2),
+             f"{n.name}: the registry lists the three nodes alive", alive_names(n))
+        st, h = n.request("GET", "/v1/health")
+        t.eq((h or {}).get("node", {}).get("name"), n.name, f"{n.name}: health names this node")
+
+    # Submissions spread over the three nodes.
+    ids = []
+    for i in range(30):
+        node = c.nodes[i % 3]
+        st, r = node.request("POST", "/v1/executions", {"language": "python", "code": f"print({i} * 3)"})
+        if st != 202:
+            t.ok(False, f"submission {i} on {node.name} accepted", (st, r))
+            continue
+        ids.append((r["execution_id"], f"{i * 3}\n", i % 3))
+    t.eq(len(ids), 30, "30 submissions accepted over the three nodes")
+
+    def final_everywhere():
+        for eid, out, _ in ids:
+            for n in c.nodes:
+                st, r = n.request("GET", f"/v1/executions/{eid}")
+                if st != 200 or r.get("status") != "success" or r.get("stdout") != out:
+                    return False
+        return True
+
+    t.ok(wait_until(final_everywhere, 120, 0.5), "every execution finished, and reads the same from every node",
+         [(eid, n.name, n.request("GET", f"/v1/executions/{eid}")) for eid, _, _ in ids[:3] for n in c.nodes])
+    # Each once: one unit name per execution, the same from every node; the list of each node holds all.
+    units = {}
+    for eid, _, _ in ids:
+        seen = {n.request("GET", f"/v1/executions/{eid}")[1].get("unit") for n in c.nodes}
+        units[eid] = seen
+    t.ok(all(len(u) == 1 and None not in u for u in units.values()), "each execution has one unit, seen alike",
+         {k: v for k, v in units.items() if len(v) != 1})
+    for n in c.nodes:
+        st, lst = n.request("GET", "/v1/executions?limit=100")
+        got = {e["execution_id"] for e in (lst or {}).get("executions", [])}
+        t.ok(st == 200 and {eid for eid, _, _ in ids} <= got, f"{n.name}: the list holds all 30", (st, len(got)))
+
+t.done()
