@@ -320,6 +320,13 @@ static int setup_cgroups(Manager *m) {
 }
 
 /* What the node's heartbeat reports. */
+static void manager_node_lost(void *userdata, const char *name) {
+        Manager *m = userdata;
+
+        if (!m->ctx.stopping)
+                runner_take_over(m->runner, name);
+}
+
 static uint64_t manager_running(void *userdata) {
         Manager *m = userdata;
         RunnerCounts n;
@@ -552,8 +559,19 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
                 return 0;
         m->ctx.stopping = true;
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
-        /* The other nodes see this one gone now, not when its lease runs out. */
-        node_leave(m->node);
+        /* The other nodes see this one gone now, not when its lease runs out; unless executions go on
+         * for the next start to adopt (below): then the lease stays, and only if this node does not
+         * come back within NodeLeaseSec= do the others take them over. */
+        {
+                RunnerCounts n;
+
+                runner_counts(m->runner, &n);
+                if (n.running + n.queued == 0)
+                        node_leave(m->node);
+                else
+                        log_info("Keeping this node's lease: %" PRIu64 " executions continue with the next start.",
+                                 (uint64_t) (n.running + n.queued));
+        }
         manager_end_executions(m);
         /* The bound of it all, the last round trip included. */
         r = sd_event_add_time_relative(m->ctx.event, NULL, CLOCK_MONOTONIC, END_TIMEOUT_USEC, 0, on_end_timeout, m);
@@ -1020,7 +1038,7 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
         if (r < 0)
                 return log_oom();
         /* After the runner: the heartbeat reports its count. */
-        r = node_new(&m->ctx, manager_running, m, &m->node);
+        r = node_new(&m->ctx, manager_running, manager_node_lost, m, &m->node);
         if (r < 0)
                 return r;
         m->api = (ApiContext) {

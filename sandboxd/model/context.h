@@ -55,6 +55,10 @@ typedef struct Context {
         WorkspacePool *pool;     /* workspaces mounted ahead of time (workspace.c) */
         WarmPool *warm;          /* execution units started ahead of time (run/warm-pool.c) */
         UnitReaper *reaper;      /* units of final executions that systemd is still ending */
+        /* This node (run/node.c): its name, and its epoch in the registry, 0 while not registered;
+         * every execution it takes carries them (Execution.node, node_epoch). */
+        const char *node_name;
+        uint64_t node_epoch;
 
         /* Artifacts: the content-addressed store (ArtifactsDirectory=) and the key that signs their
          * URLs (ArtifactURLKeyFile=), both fixed at start. */

@@ -42,6 +42,7 @@ Execution *execution_free(Execution *e) {
         free(e->error_message);
         free(e->environment);
         free(e->isolation);
+        free(e->node);
         free(e->summary);
         strv_free(e->args);
         exec_artifacts_free(e->artifacts);

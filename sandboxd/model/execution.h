@@ -92,6 +92,13 @@ typedef struct Execution {
         char *isolation;
         char *summary;           /* summary.h, made once when final; NULL: not final, or a record stored
                                   * before summaries (result.c makes it when rendering) */
+        /* Several nodes (issue 22): the node that runs it (NodeName=) and that node's epoch in the
+         * registry when it took it, which fences its writes (store_put() refuses them once another
+         * node took the execution over); the attempt, 1 unless it was run again after its node was
+         * lost (the request's "retry"). NULL and 0 in records written before. */
+        char *node;
+        uint64_t node_epoch;
+        unsigned attempt;
         char **args;             /* the request's "args"; NULL: none */
         size_t n_args;
         uint64_t stdin_bytes;    /* the length of the request's "stdin"; 0: none */

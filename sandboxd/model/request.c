@@ -680,7 +680,7 @@ static void fingerprint(ExecRequest *req) {
 int exec_request_parse(const char *body, size_t len, const Config *c, ExecRequest **ret, RequestError *err) {
         static const char *const known[] = { "execution_id", "session_id", "language", "code", "limits", "env",
                                               "seed", "files", "callback_url", "start", "network",
-                                              "environment", "args", "stdin", "isolation" };
+                                              "environment", "args", "stdin", "isolation", "retry" };
         _cleanup_(exec_request_freep) ExecRequest *req = NULL;
         json_tokener *tok;
         json_object *root, *v;
@@ -851,6 +851,16 @@ int exec_request_parse(const char *body, size_t len, const Config *c, ExecReques
                         goto finish;
                 }
                 req->cold = streq(s, "cold");
+        }
+
+        if (json_object_object_get_ex(root, "retry", &v)) {
+                if (!json_object_is_type(v, json_type_boolean)) {
+                        r = fail(err, API_ERROR_INVALID_REQUEST, "retry",
+                                 "retry: expected true (run it once more, on another node, should the node "
+                                 "running it be lost) or false (the default: it ends \"orphaned\")");
+                        goto finish;
+                }
+                req->retry = json_object_get_boolean(v);
         }
 
         if (json_object_object_get_ex(root, "isolation", &v)) {

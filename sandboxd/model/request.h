@@ -58,6 +58,7 @@ typedef struct ExecRequest {
         uint64_t seed;           /* SANDBOX_SEED; 0 unless the request sets "seed" */
         char *callback_url;      /* NULL: none; http(s), validated (callback_url_is_valid()) */
         bool cold;               /* "start": "cold": never a unit of the warm pool */
+        bool retry;              /* "retry": true: run once more if the node running it is lost */
         bool strong;             /* "isolation": "strong": the strong tier (risk-scan.h), whatever the scan says */
         /* The tier chosen (submit.c: isolation_choose(); a restored record: its own), and the
          * record's "isolation" text. */

@@ -119,6 +119,9 @@ json_object *execution_to_json(const Execution *e) {
         json_object_object_add(o, "limits", l);
 
         json_object_object_add(o, "unit", str_or_null(e->unit));
+        /* Several nodes (issue 22): which one took it, and whether it ran before on a node lost. */
+        json_object_object_add(o, "node", str_or_null(e->node));
+        json_object_object_add(o, "attempt", json_object_new_int((int) MAX(e->attempt, 1U)));
         json_object_object_add(o, "start", str_or_null(exec_start_path_to_string(e->start)));
         json_object_object_add(o, "reason", str_or_null(e->reason));
         json_object_object_add(o, "error_message", str_or_null(e->error_message));

@@ -62,6 +62,8 @@ static const SummaryRow summary_rows[] = {
           "The program succeeded (exit code 0).", ARG_NONE },
         { EXEC_CANCELLED, ERROR_NONE, NULL,
           "The execution was cancelled by the caller before it finished.", ARG_NONE },
+        { EXEC_ORPHANED, ERROR_NONE, NULL,
+          "The node running the execution was lost before it finished; what it did is unknown.", ARG_NONE },
         { EXEC_FAILED, ERROR_TIMEOUT, NULL,
           "The program timed out after %s ms (timeout_ms).", ARG_TIMEOUT_MS },
         { EXEC_FAILED, ERROR_OOM, NULL,

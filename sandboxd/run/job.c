@@ -127,6 +127,10 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         j->exec->language = store_intern_language(request->language->name);
         j->exec->limits = request->limits;
         j->exec->created_usec = now_usec(CLOCK_REALTIME);
+        /* Taken by this node at its epoch now: the fence of every write of it (store.h). */
+        if (ctx->node_name && !(j->exec->node = strdup(ctx->node_name)))
+                return -ENOMEM;
+        j->exec->node_epoch = ctx->node_epoch;
         if (request->network &&
             !(j->exec->network = net_log_new(request->network_allow, request->n_network_allow)))
                 return -ENOMEM;
@@ -208,6 +212,8 @@ static char *request_json(const ExecRequest *req, const char *callback_url) {
                 json_object_object_add(o, "stdin", json_object_new_string_len(req->stdin_data, (int) req->stdin_len));
         if (req->cold)
                 json_object_object_add(o, "start", json_object_new_string("cold"));
+        if (req->retry)
+                json_object_object_add(o, "retry", json_object_new_boolean(true));
         if (callback_url)
                 json_object_object_add(o, "callback_url", json_object_new_string(callback_url));
         /* Inline content included (bounded by MaxInlineInputBytes=): a resumed execution needs it. */
@@ -1298,10 +1304,21 @@ void job_finalize(Job *j) {
         /* The record is in the store: a finished job kept in memory (KeepFinished=) need not hold its
          * output or its artifact list too; job_record_json() reads them back when asked. When the
          * write failed the job keeps them, the only copy, bounded by the capture sizes. */
-        if (ctx->store && job_persist_final(j) < 0)
-                /* The store is unreachable (a PostgreSQL server restarting) or full: the runner writes
-                 * the record again later (runner.c), and keeps the job, the only copy, until then. */
-                j->record_unsaved = true;
+        if (ctx->store) {
+                int k = job_persist_final(j);
+
+                if (k == -ESTALE)
+                        /* Fenced: this node's lease ran out meanwhile and another node took the
+                         * execution over (it ended "orphaned" there, or runs again): the record is
+                         * that node's now, and this result must not be laid over it. */
+                        log_warning("%s: taken over by another node while it ran here; this result (%s) is "
+                                    "not recorded.", e->id, exec_status_to_string(e->status));
+                else if (k < 0)
+                        /* The store is unreachable (a PostgreSQL server restarting) or full: the
+                         * runner writes the record again later (runner.c), and keeps the job, the
+                         * only copy, until then. */
+                        j->record_unsaved = true;
+        }
         if (j->artifacts_stored)
                 j->exec->artifacts = exec_artifacts_free(j->exec->artifacts);
         log_execution(j);

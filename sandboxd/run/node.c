@@ -14,6 +14,7 @@
 struct Node {
         Context *ctx;
         NodeRunningFn running;
+        NodeLostFn lost;
         void *userdata;
         sd_event_source *timer;
 
@@ -101,7 +102,7 @@ static int node_register(Node *n) {
                 return r;
         }
         node_store_ok(n);
-        n->epoch = epoch;
+        n->epoch = n->ctx->node_epoch = epoch;
         n->lease_expires_usec = now + node_lease_usec(n);
         log_info("Node '%s' registered, epoch %" PRIu64 ", lease %" PRIu64 " s renewed every %" PRIu64 " s.",
                  n->name, epoch, n->ctx->config->node_lease_sec, n->ctx->config->node_heartbeat_sec);
@@ -148,6 +149,15 @@ static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
         else
                 node_heartbeat(n);
         node_read_registry(n);
+        /* Other nodes whose lease ran out: their unfinished executions are taken over here, but only
+         * by a node whose own lease is good (one cut off from the store must not take anything). */
+        if (n->lost && n->epoch > 0 && !n->fenced && n->lease_expires_usec > now_usec(CLOCK_REALTIME)) {
+                uint64_t now = now_usec(CLOCK_REALTIME);
+
+                for (size_t i = 0; i < n->n_registry; i++)
+                        if (!streq(n->registry[i].name, n->name) && n->registry[i].lease_expires_usec < now)
+                                n->lost(n->userdata, n->registry[i].name);
+        }
         /* NodeHeartbeatSec= as in force now: a reload changes it from the next one on. */
         (void) sd_event_source_set_time_relative(s, n->ctx->config->node_heartbeat_sec * USEC_PER_SEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
@@ -180,17 +190,18 @@ static int node_resolve_name(const Config *c, char **ret) {
                                "valid one: set NodeName= in [Cluster].");
 }
 
-int node_new(Context *ctx, NodeRunningFn running, void *userdata, Node **ret) {
+int node_new(Context *ctx, NodeRunningFn running, NodeLostFn lost, void *userdata, Node **ret) {
         _cleanup_(node_freep) Node *n = NULL;
         int r;
 
         n = calloc(1, sizeof(Node));
         if (!n)
                 return log_oom();
-        *n = (Node) { .ctx = ctx, .running = running, .userdata = userdata };
+        *n = (Node) { .ctx = ctx, .running = running, .lost = lost, .userdata = userdata };
         r = node_resolve_name(ctx->config, &n->name);
         if (r < 0)
                 return r;
+        ctx->node_name = n->name;
         /* Not fatal: the store may be briefly unavailable (PostgreSQL restarting); the heartbeat tries
          * again, and the node is simply not in the registry meanwhile. */
         (void) node_register(n);
@@ -234,6 +245,8 @@ Node *node_free(Node *n) {
         if (!n)
                 return NULL;
         sd_event_source_disable_unref(n->timer);
+        if (n->ctx->node_name == n->name)
+                n->ctx->node_name = NULL;
         store_nodes_free(n->registry, n->n_registry);
         free(n->metrics);
         free(n->name);

@@ -5,7 +5,8 @@
  * under NodeName= (the machine id by default), its lease renewed every NodeHeartbeatSec= with the
  * executions it runs, given back when sandboxd stops cleanly. The registry is the groundwork of
  * several nodes sharing one queue: for now it only shows who is there (GET /v1/health, /metrics,
- * sandboxctl nodes); work is still claimed only by the node that took the submission.
+ * sandboxctl nodes) and lets the nodes take over the unfinished executions of one whose lease ran
+ * out (NodeLostFn, runner_take_over()); work is still claimed by the node that took the submission.
  *
  * The other nodes' rows are read with every heartbeat and kept, so that the API answers from memory
  * (at most NodeHeartbeatSec= old) and never waits for the store in a handler. */
@@ -19,16 +20,22 @@ typedef struct Node Node;
 
 /* How many executions hold a slot now (the runner's count), for the heartbeat. */
 typedef uint64_t (*NodeRunningFn)(void *userdata);
+/* Another node's lease has run out (seen at a heartbeat of this node, while its own lease is good):
+ * its unfinished executions are to be taken over (runner_take_over()). Called at every heartbeat
+ * while the node is listed expired; finding nothing is cheap (an index). */
+typedef void (*NodeLostFn)(void *userdata, const char *name);
 
 /* Resolve the name (NodeName=, else the machine id), register, and start the heartbeat on
  * ctx->event. A store that refuses the registration is logged, and the heartbeat tries again;
  * only a name that cannot be found and allocation failures are errors. */
-int node_new(Context *ctx, NodeRunningFn running, void *userdata, Node **ret);
+int node_new(Context *ctx, NodeRunningFn running, NodeLostFn lost, void *userdata, Node **ret);
 Node *node_free(Node *n);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Node *, node_free);
 
-/* sandboxd stops cleanly: the heartbeat ends and the lease with it (lease_expires = now), so the
- * other nodes see this one gone at once. Idempotent. */
+/* sandboxd stops cleanly with nothing left running: the heartbeat ends and the lease with it
+ * (lease_expires = now), so the other nodes see this one gone at once. (With executions that go on
+ * for the next start to adopt, the manager does not call it: the lease runs its course, and only if
+ * this node does not come back within NodeLeaseSec= do the others take them over.) Idempotent. */
 void node_leave(Node *n);
 
 /* A reload, before c replaces the configuration in force: NodeName= takes effect at the next start

@@ -9,6 +9,7 @@
 #include "delivery/callback.h"
 #include "job.h"
 #include "log.h"
+#include "node-name.h"
 #include "runner.h"
 #include "session.h"
 #include "strv.h"
@@ -454,6 +455,12 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret) {
                             json_object_is_type(start, json_type_string) &&
                             streq(json_object_get_string(start), "cold");
         }
+        {
+                json_object *retry;
+
+                req->retry = json_object_object_get_ex(o, "retry", &retry) &&
+                             json_object_is_type(retry, json_type_boolean) && json_object_get_boolean(retry);
+        }
         req->callback_url = callback_url_from_request_json(rec->request);
         k = request_args_from_json(rec->request, &req->args, &req->n_args, NULL);
         if (k < 0)
@@ -517,6 +524,93 @@ finish:
         return k;
 }
 
+/* A record made final here, without a job: its verdict, summary and callback delivery in one write. */
+static void record_final(Store *store, StoreRecord *rec, ExecStatus status, ErrorType error_type, const char *reason) {
+        Execution *e = rec->exec;
+
+        e->status = status;
+        e->error_type = error_type;
+        e->reason = reason;
+        e->finished_usec = now_usec(CLOCK_REALTIME);
+        free(e->summary);
+        e->summary = summary_build(e);
+        {
+                _cleanup_free_ char *url = callback_url_from_request_json(rec->request);
+
+                if (url && callback_prepare(e, url, &rec->callback) < 0)
+                        log_oom();
+        }
+        if (store_put(store, rec) < 0)
+                log_warning("%s: cannot record it %s: %s", e->id, exec_status_to_string(status),
+                            store_error_message(store));
+}
+
+/* The request's "retry" as job.c stored it. */
+static bool request_retry_from_json(const char *json) {
+        json_object *o = json ? json_tokener_parse(json) : NULL, *v;
+        bool retry = o && json_object_object_get_ex(o, "retry", &v) && json_object_is_type(v, json_type_boolean) &&
+                     json_object_get_boolean(v);
+
+        json_object_put(o);
+        return retry;
+}
+
+void runner_take_over(Runner *r, const char *from) {
+        Store *store = r->ctx->store;
+        StoreRecord **l = NULL;
+        size_t n = 0, queued = 0, retried = 0, orphaned = 0;
+        char reason[NODE_NAME_MAX + 32];
+        int k;
+
+        if (!store || !r->ctx->node_name || r->ctx->node_epoch == 0)
+                return;
+        k = store_take_over(store, from, r->ctx->node_name, r->ctx->node_epoch, now_usec(CLOCK_REALTIME), &l, &n);
+        if (k < 0) {
+                log_warning_errno(k, "Cannot take over the executions of node '%s': %s", from, store_error_message(store));
+                return;
+        }
+        if (n == 0)
+                return;
+        snprintf(reason, sizeof(reason), "node %s lost", from);
+        for (size_t i = 0; i < n; i++) {
+                Execution *e = l[i]->exec;
+                bool ran = e->status != EXEC_QUEUED;
+                unsigned attempt = MAX(e->attempt, 1U);
+
+                /* Queued there: it never ran, it runs here. Running there: it may have done things
+                 * (written, sent, printed): it runs again only if its request said "retry", once, as
+                 * the next attempt. */
+                if (!ran || (attempt < 2 && request_retry_from_json(l[i]->request))) {
+                        ExecRequest *req = NULL;
+                        uint64_t created = e->created_usec;
+                        Job *j;
+
+                        k = request_from_record(r, l[i], &req);
+                        if (k >= 0)
+                                k = runner_submit(r, req, l[i]->owner, &j);
+                        if (k >= 0) {
+                                j->exec->created_usec = created;
+                                j->exec->attempt = ran ? attempt + 1 : attempt;
+                                (void) job_persist(j);
+                                if (ran) {
+                                        log_notice("%s: node '%s' was lost while it ran; running it again here "
+                                                   "(attempt %u).", j->exec->id, from, j->exec->attempt);
+                                        retried++;
+                                } else
+                                        queued++;
+                                continue;
+                        }
+                        log_warning_errno(k, "%s: cannot queue it here after node '%s' was lost: %m", e->id, from);
+                }
+                record_final(store, l[i], EXEC_ORPHANED, ERROR_NONE, store_intern_reason(reason) ?: "node lost");
+                log_notice("%s: orphaned: %s.", e->id, reason);
+                orphaned++;
+        }
+        store_records_free(l, n);
+        log_notice("Node '%s' was lost (its lease ran out): took over %zu executions, %zu queued here, %zu run "
+                   "again here, %zu orphaned.", from, queued + retried + orphaned, queued, retried, orphaned);
+}
+
 /* At start only (before the loop runs), so a synchronous call is fine here. */
 static bool unit_exists(Runner *r, const char *id) {
         _cleanup_free_ char *name = execution_unit_name(id);
@@ -577,7 +671,12 @@ int runner_adopt(Runner *r) {
         if (n_fds < 0)
                 n_fds = 0;
 
-        k = store_list_unfinished(store, &l, &n);
+        /* This node's unfinished executions, now at this start's epoch (the fence of their writes). */
+        if (r->ctx->node_name)
+                k = store_take_over(store, NULL, r->ctx->node_name, r->ctx->node_epoch, now_usec(CLOCK_REALTIME),
+                                    &l, &n);
+        else
+                k = store_list_unfinished(store, &l, &n);
         if (k < 0) {
                 strv_free_n(names, (size_t) n_fds);
                 return log_error_errno(k, "Cannot read unfinished executions: %s", store_error_message(store));
@@ -656,6 +755,7 @@ int runner_adopt(Runner *r) {
                                 k = runner_submit(r, req, l[i]->owner, &j);
                         if (k >= 0) {
                                 j->exec->created_usec = created;
+                                j->exec->attempt = e->attempt;
                                 requeued++;
                                 continue;
                         }
@@ -663,23 +763,10 @@ int runner_adopt(Runner *r) {
                         release_passed_fd(fd);
 
                 /* Cannot be resumed: say so in the record. */
-                e = l[i]->exec ?: e;
                 if (!l[i]->exec)
                         continue;
-                e->status = EXEC_FAILED;
-                e->error_type = ERROR_INTERNAL;
-                e->reason = "sandboxd restarted and could not resume this execution";
-                e->finished_usec = now_usec(CLOCK_REALTIME);
-                free(e->summary);
-                e->summary = summary_build(e);
-                {
-                        _cleanup_free_ char *url = callback_url_from_request_json(l[i]->request);
-
-                        if (url && callback_prepare(e, url, &l[i]->callback) < 0)
-                                log_oom();
-                }
-                if (store_put(store, l[i]) < 0)
-                        log_warning("%s: cannot mark as failed: %s", e->id, store_error_message(store));
+                record_final(store, l[i], EXEC_FAILED, ERROR_INTERNAL,
+                             "sandboxd restarted and could not resume this execution");
                 failed++;
         }
         store_records_free(l, n);

@@ -46,6 +46,10 @@ bool runner_has_adopted(const Runner *r);
 void runner_dispatch(Runner *r);
 Job *runner_find(Runner *r, const char *id);
 void runner_counts(const Runner *r, RunnerCounts *ret);
+/* Another node was lost (its lease ran out): take its unfinished executions over (store_take_over()).
+ * Queued ones run here; running ones end "orphaned", with the reason "node NAME lost", unless their
+ * request asked to "retry": then they run here once more, as attempt 2. */
+void runner_take_over(Runner *r, const char *from);
 /* What this owner holds in the queue (quota.h), or NULL. */
 const QueueOwner *runner_queue_owner(const Runner *r, const char *owner);
 /* STATUS= for the service manager: running, queued, finished. */

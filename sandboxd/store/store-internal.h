@@ -68,6 +68,8 @@ typedef struct StoreOps {
                               uint64_t lease_expires_usec, uint64_t running);
         int (*node_leave)(Store *s, const char *name, uint64_t epoch, uint64_t now_usec);
         int (*node_list)(Store *s, StoreNode **ret, size_t *ret_n);   /* at most STORE_NODES_MAX */
+        int (*take_over)(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
+                         StoreRecord ***ret, size_t *ret_n);
 } StoreOps;
 
 struct Store {
@@ -83,7 +85,15 @@ struct Store {
         "memory_mb, cpu_cores, disk_mb, tasks, unit, reason, fingerprint, stdout_bytes, "             \
         "stdout_lines, stdout_truncated, stderr_bytes, stderr_lines, stderr_truncated, stdout, "      \
         "stderr, code, workspace, request, error_message, cancel_requested, client_id, start, network, "    \
-        "environment, summary, isolation"
+        "environment, summary, isolation, node, node_epoch, attempt"
+
+/* The fence of sql_put's update: a record taken by a node (node, node_epoch) is written only by that
+ * node at that epoch. A node whose lease ran out and whose executions another node took over
+ * (store_take_over()) finds its late writes refused (-ESTALE), not laid over the newer ones. A write
+ * that names no node (tools, tests) and a row that has none (written before) are not fenced. */
+#define FENCE_WHERE                                                                                    \
+        " WHERE executions.node IS NULL OR excluded.node IS NULL OR (executions.node = excluded.node "      \
+        "AND executions.node_epoch IS NOT DISTINCT FROM excluded.node_epoch)"
 
 enum {
         STORE_COL_ID,
@@ -127,6 +137,9 @@ enum {
         STORE_COL_ENVIRONMENT,
         STORE_COL_SUMMARY,
         STORE_COL_ISOLATION,
+        STORE_COL_NODE,
+        STORE_COL_NODE_EPOCH,
+        STORE_COL_ATTEMPT,
         _STORE_COL_MAX,
 };
 
@@ -173,7 +186,7 @@ enum {
 
 /* The schema's version: both backends number their migrations alike, one per feature, so that
  * version N means the same tables and columns in either. */
-#define STORE_SCHEMA_VERSION 16
+#define STORE_SCHEMA_VERSION 17
 
 /* A message of the backend's on one line, for the log: newlines and tabs become spaces, runs of
  * them one, none at either end. In place; returns m. */
@@ -191,10 +204,6 @@ int store_column_u64(const char *text, uint64_t *ret, bool *ret_have);
 /* Record the backend's message for store_error_message(); keeps the old one on OOM. */
 void store_set_error(Store *s, const char *message);
 
-/* Values the database hands back for the verdict reason of an Execution: interned for the life of
- * the process, because Execution does not own it; bounded (past the bound: NULL). The language is
- * store_intern_language() of store.h. */
-const char *store_intern_reason(const char *reason);
 
 /* Cursor text ⇄ StoreCursor. Decoding is strict: only what store_cursor_format() produces is
  * accepted, anything else is -EINVAL. */

@@ -286,6 +286,10 @@ const char *const pg_migrations[] = {
         "        slots BIGINT NOT NULL,\n"
         "        running BIGINT NOT NULL\n"
         ");\n",
+        /* 17 */
+        "ALTER TABLE executions ADD COLUMN node TEXT, ADD COLUMN node_epoch BIGINT,\n"
+        "        ADD COLUMN attempt BIGINT NOT NULL DEFAULT 1;\n"
+        "CREATE INDEX executions_node ON executions (node, status) WHERE node IS NOT NULL;\n",
 };
 
 _Static_assert(ELEMENTSOF(pg_migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");

@@ -557,7 +557,8 @@ static int pg_query_records(PgStore *ps, const char *sql, const PgParams *p, Sto
 static const char sql_put[] =
         "INSERT INTO executions (" STORE_COLUMNS ") VALUES "
         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-        "$21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41) "
+        "$21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41, "
+        "$42, $43, $44) "
         "ON CONFLICT (execution_id) DO UPDATE SET "
         "session_id = excluded.session_id, owner = COALESCE(excluded.owner, executions.owner), "
         "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
@@ -575,7 +576,9 @@ static const char sql_put[] =
         "request = COALESCE(excluded.request, executions.request), "
         "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, "
         "client_id = excluded.client_id, start = excluded.start, network = excluded.network, "
-        "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation";
+        "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation, "
+        "node = excluded.node, node_epoch = excluded.node_epoch, attempt = excluded.attempt "
+        FENCE_WHERE;
 
 static const char sql_get[] = "SELECT " STORE_COLUMNS " FROM executions WHERE execution_id = $1";
 
@@ -639,6 +642,9 @@ static void params_record(PgParams *p, const StoreRecord *r, const char *network
         pp_text(p, e->environment);
         pp_text(p, e->summary);
         pp_text(p, e->isolation);
+        pp_text(p, e->node);
+        pp_u64_or_null(p, e->node_epoch, e->node_epoch > 0);
+        pp_u64(p, MAX(e->attempt, 1U));
         assert(p->n == _STORE_COL_MAX);
 }
 
@@ -655,6 +661,21 @@ static void params_callback(PgParams *p, const StoreCallback *c) {
         pp_text(p, c->body);
 }
 
+/* sql_put; -ESTALE when its fence kept the row (another node took the execution over). */
+static int pg_put_fenced(PgStore *ps, const PgParams *p) {
+        uint64_t n = 0;
+        int r;
+
+        r = pg_command(ps, sql_put, p, &n);
+        if (r < 0)
+                return r;
+        if (n == 0) {
+                pg_set_error(ps, "the execution was taken over by another node");
+                return -ESTALE;
+        }
+        return 0;
+}
+
 static int pg_put(Store *s, const StoreRecord *rec) {
         PgStore *ps = PG_STORE(s);
         _cleanup_free_ char *network = NULL;
@@ -668,13 +689,13 @@ static int pg_put(Store *s, const StoreRecord *rec) {
 
         /* Without a delivery, one statement: it is its own transaction. */
         if (!rec->callback)
-                return pg_query(ps, sql_put, &p, NULL);
+                return pg_put_fenced(ps, &p);
 
         /* With one, the record and the delivery commit together or not at all. */
         r = pg_begin(ps);
         if (r < 0)
                 return r;
-        r = pg_query(ps, sql_put, &p, NULL);
+        r = pg_put_fenced(ps, &p);
         if (r >= 0) {
                 PgParams q = {};
 
@@ -752,6 +773,30 @@ static int pg_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
         pp_text(&p, exec_status_to_string(EXEC_QUEUED));
         pp_text(&p, exec_status_to_string(EXEC_RUNNING));
         return pg_query_records(PG_STORE(s), sql_unfinished, &p, ret, ret_n);
+}
+
+/* store_take_over(): one statement; rows another node is taking at the same moment are locked
+ * until it commits, after which they no longer match (their node changed): each is taken once. */
+static const char sql_take_own[] =
+        "UPDATE executions SET node = $1, node_epoch = $2 WHERE status IN ($3, $4) AND (node IS NULL OR node = $1) "
+        "RETURNING " STORE_COLUMNS;
+static const char sql_take_from[] =
+        "UPDATE executions SET node = $1, node_epoch = $2 WHERE status IN ($3, $4) AND node = $5 "
+        "AND EXISTS (SELECT 1 FROM nodes WHERE node_name = $5 AND lease_expires_usec < $6) RETURNING " STORE_COLUMNS;
+
+static int pg_take_over(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
+                        StoreRecord ***ret, size_t *ret_n) {
+        PgParams p = {};
+
+        pp_text(&p, node);
+        pp_u64_or_null(&p, epoch, epoch > 0);
+        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
+        pp_text(&p, exec_status_to_string(EXEC_RUNNING));
+        if (from) {
+                pp_text(&p, from);
+                pp_u64(&p, now_usec);
+        }
+        return pg_query_records(PG_STORE(s), from ? sql_take_from : sql_take_own, &p, ret, ret_n);
 }
 
 #define PURGE_WHERE                                                                                    \
@@ -1348,6 +1393,7 @@ static const StoreOps pg_ops = {
         .node_heartbeat = pg_node_heartbeat,
         .node_leave = pg_node_leave,
         .node_list = pg_node_list,
+        .take_over = pg_take_over,
 };
 
 /* ---- opening ---- */

@@ -4,6 +4,7 @@
  * StoreRow (text per column) and this turns it into a StoreRecord, with the same checks whichever
  * database the row came from. Also the JSON texts some columns hold. */
 
+#include <limits.h>
 #include <json-c/json.h>
 
 #include "model/request.h"
@@ -146,6 +147,16 @@ int store_record_from_row(const StoreRow *row, StoreRecord **ret) {
         C(row_strdup(row, STORE_COL_ENVIRONMENT, &e->environment));
         C(row_strdup(row, STORE_COL_SUMMARY, &e->summary));
         C(row_strdup(row, STORE_COL_ISOLATION, &e->isolation));
+        C(row_strdup(row, STORE_COL_NODE, &e->node));
+        C(row_u64(row, STORE_COL_NODE_EPOCH, &e->node_epoch, &have));
+        {
+                uint64_t attempt = 1;
+
+                C(row_u64(row, STORE_COL_ATTEMPT, &attempt, &have));
+                if (attempt < 1 || attempt > UINT_MAX)
+                        return -EBADMSG;
+                e->attempt = (unsigned) attempt;
+        }
         C(request_args_from_json(r->request, &e->args, &e->n_args, &e->stdin_bytes));
         C(row_bool(row, STORE_COL_CANCEL_REQUESTED, &e->cancel_requested));
         if (row->text[STORE_COL_NETWORK]) {

@@ -301,6 +301,13 @@ const char *const sqlite_migrations[] = {
         "        slots INTEGER NOT NULL,\n"
         "        running INTEGER NOT NULL\n"
         ") STRICT;\n",
+        /* 17 (executions on nodes, issue 22): the node that runs an execution and its epoch when it
+         * took it (the fence of store_put()), and the attempt (2 once run again after its node was
+         * lost). The index finds a lost node's unfinished executions (store_take_over()). */
+        "ALTER TABLE executions ADD COLUMN node TEXT;\n"
+        "ALTER TABLE executions ADD COLUMN node_epoch INTEGER;\n"
+        "ALTER TABLE executions ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;\n"
+        "CREATE INDEX executions_node ON executions (node, status) WHERE node IS NOT NULL;\n",
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);

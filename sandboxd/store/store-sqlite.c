@@ -25,11 +25,13 @@
 #define SANDBOXD_APPLICATION_ID 0x53425844
 
 
-/* Every transition rewrites the whole row, except that a NULL code or owner keeps the stored one. */
+/* Every transition rewrites the whole row, except that a NULL code or owner keeps the stored one;
+ * and only its node's writes at the epoch it was taken at (FENCE_WHERE, store-internal.h). */
 static const char sql_put[] =
         "INSERT INTO executions (" STORE_COLUMNS ") VALUES "
         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41) "
+        "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, "
+        "?42, ?43, ?44) "
         "ON CONFLICT (execution_id) DO UPDATE SET "
         "session_id = excluded.session_id, owner = COALESCE(excluded.owner, owner), "
         "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
@@ -46,7 +48,9 @@ static const char sql_put[] =
         "workspace = COALESCE(excluded.workspace, workspace), request = COALESCE(excluded.request, request), "
         "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, "
         "client_id = excluded.client_id, start = excluded.start, network = excluded.network, "
-        "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation";
+        "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation, "
+        "node = excluded.node, node_epoch = excluded.node_epoch, attempt = excluded.attempt "
+        FENCE_WHERE;
 
 static const char sql_get[] = "SELECT " STORE_COLUMNS " FROM executions WHERE execution_id = ?1";
 
@@ -199,6 +203,9 @@ static int bind_record(sqlite3_stmt *st, const StoreRecord *r) {
         B(sq_bind_text(st, 1 + STORE_COL_ENVIRONMENT, e->environment));
         B(sq_bind_text(st, 1 + STORE_COL_SUMMARY, e->summary));
         B(sq_bind_text(st, 1 + STORE_COL_ISOLATION, e->isolation));
+        B(sq_bind_text(st, 1 + STORE_COL_NODE, e->node));
+        B(sq_bind_u64_or_null(st, 1 + STORE_COL_NODE_EPOCH, e->node_epoch, e->node_epoch > 0));
+        B(sq_bind_u64(st, 1 + STORE_COL_ATTEMPT, MAX(e->attempt, 1U)));
         {
                 _cleanup_free_ char *network = NULL;
 
@@ -344,6 +351,10 @@ static int sqlite_put(Store *s, const StoreRecord *rec) {
                 rc = sqlite3_step(ss->put);
                 if (rc != SQLITE_DONE)
                         r = sq_fail(ss, rc);
+                else if (sqlite3_changes(ss->db) == 0) {
+                        store_set_error(s, "the execution was taken over by another node");
+                        r = -ESTALE;
+                }
         }
         (void) sqlite3_reset(ss->put);
         (void) sqlite3_clear_bindings(ss->put);   /* no dangling SQLITE_STATIC pointers into rec */
@@ -453,6 +464,33 @@ static int sqlite_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
                 return sq_fail(ss, rc);
         rc = sqlite3_bind_text(st, 1, exec_status_to_string(EXEC_QUEUED), -1, SQLITE_STATIC);
         rc = rc ?: sqlite3_bind_text(st, 2, exec_status_to_string(EXEC_RUNNING), -1, SQLITE_STATIC);
+        return collect_bound(ss, st, rc, ret, ret_n);
+}
+
+/* store_take_over(): UPDATE ... RETURNING, one statement (SQLite's writer lock makes it atomic). */
+static const char sql_take_own[] =
+        "UPDATE executions SET node = ?1, node_epoch = ?2 WHERE status IN (?3, ?4) RETURNING " STORE_COLUMNS;
+static const char sql_take_from[] =
+        "UPDATE executions SET node = ?1, node_epoch = ?2 WHERE status IN (?3, ?4) AND node = ?5 "
+        "AND EXISTS (SELECT 1 FROM nodes WHERE node_name = ?5 AND lease_expires_usec < ?6) RETURNING " STORE_COLUMNS;
+
+static int sqlite_take_over(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
+                            StoreRecord ***ret, size_t *ret_n) {
+        SqliteStore *ss = SQLITE_STORE(s);
+        sqlite3_stmt *st = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(ss->db, from ? sql_take_from : sql_take_own, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return sq_fail(ss, rc);
+        rc = sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+        rc = rc ?: sq_bind_u64_or_null(st, 2, epoch, epoch > 0);
+        rc = rc ?: sqlite3_bind_text(st, 3, exec_status_to_string(EXEC_QUEUED), -1, SQLITE_STATIC);
+        rc = rc ?: sqlite3_bind_text(st, 4, exec_status_to_string(EXEC_RUNNING), -1, SQLITE_STATIC);
+        if (from) {
+                rc = rc ?: sqlite3_bind_text(st, 5, from, -1, SQLITE_STATIC);
+                rc = rc ?: sq_bind_u64(st, 6, now_usec);
+        }
         return collect_bound(ss, st, rc, ret, ret_n);
 }
 
@@ -627,6 +665,7 @@ static const StoreOps sqlite_ops = {
         .node_heartbeat = sqlite_node_heartbeat,
         .node_leave = sqlite_node_leave,
         .node_list = sqlite_node_list,
+        .take_over = sqlite_take_over,
 };
 
 /* ---- opening ---- */

@@ -455,6 +455,29 @@ done:
         return 0;
 }
 
+static int record_older(const void *a, const void *b) {
+        const StoreRecord *x = *(StoreRecord *const *) a, *y = *(StoreRecord *const *) b;
+
+        if (x->exec->created_usec != y->exec->created_usec)
+                return x->exec->created_usec < y->exec->created_usec ? -1 : 1;
+        return strcmp(x->exec->id, y->exec->id);
+}
+
+int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
+                    StoreRecord ***ret, size_t *ret_n) {
+        int r;
+
+        if (!s || !node_name_is_valid(node) || (from && !node_name_is_valid(from)) || epoch > INT64_MAX ||
+            now_usec > INT64_MAX || !ret || !ret_n)
+                return -EINVAL;
+        if (!s->ops->take_over)
+                return -EOPNOTSUPP;
+        r = s->ops->take_over(s, from, node, epoch, now_usec, ret, ret_n);
+        if (r >= 0 && *ret_n > 1)
+                qsort(*ret, *ret_n, sizeof(**ret), record_older);
+        return r;
+}
+
 int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
         if (!s || !ret || !ret_n)
                 return -EINVAL;

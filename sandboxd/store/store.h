@@ -142,6 +142,16 @@ int store_get(Store *s, const char *id, StoreRecord **ret);
  * *ret_n records (NULL when none), free it with store_records_free(). */
 int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n, char **ret_next_cursor);
 
+/* Several nodes (issue 22): take unfinished executions (queued or running) for node at epoch, and
+ * return them, oldest first; from then on store_put() of any other node (or of node at an older
+ * epoch) is refused for them with -ESTALE.
+ * from NULL: this node's own after a restart, and those of no node (records written before); a
+ * SQLite store, one node's by nature, takes every unfinished one whatever its node.
+ * from a node name: that node's, only if its lease had run out at now_usec (CLOCK_REALTIME) in the
+ * registry; two nodes trying at once take each execution once. */
+int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
+                    StoreRecord ***ret, size_t *ret_n);
+
 /* Records with status queued or running, oldest first: what a restart has to resolve. */
 int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n);
 
@@ -262,3 +272,6 @@ void store_records_free(StoreRecord **l, size_t n);
  * not own it and the language tables it came from are freed at reloads; bounded (a database or a
  * stream of reloads cannot make it grow without limit): past the bound it is "unknown". */
 const char *store_intern_language(const char *name);
+/* The same for Execution.reason: the values the database hands back, and the few made at run time
+ * ("node X lost"); bounded (past the bound: NULL). */
+const char *store_intern_reason(const char *reason);

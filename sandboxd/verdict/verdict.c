@@ -12,6 +12,7 @@ static const char *const exec_status_table[_EXEC_STATUS_MAX] = {
         [EXEC_SUCCESS] = "success",
         [EXEC_FAILED] = "failed",
         [EXEC_CANCELLED] = "cancelled",
+        [EXEC_ORPHANED] = "orphaned",
 };
 
 /* ERROR_NONE has no name: it is JSON null on the wire. */
@@ -28,7 +29,7 @@ static const char *const error_type_table[_ERROR_TYPE_MAX] = {
 DEFINE_STRING_TABLE_LOOKUP(exec_status, ExecStatus);
 
 bool exec_status_is_final(ExecStatus s) {
-        return s == EXEC_SUCCESS || s == EXEC_FAILED || s == EXEC_CANCELLED;
+        return s == EXEC_SUCCESS || s == EXEC_FAILED || s == EXEC_CANCELLED || s == EXEC_ORPHANED;
 }
 
 DEFINE_STRING_TABLE_LOOKUP_TO_STRING(error_type, ErrorType);

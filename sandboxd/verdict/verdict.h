@@ -15,6 +15,7 @@ typedef enum ExecStatus {
         EXEC_SUCCESS,
         EXEC_FAILED,
         EXEC_CANCELLED,
+        EXEC_ORPHANED,           /* the node running it was lost (issue 22): final, not run again */
         _EXEC_STATUS_MAX,
         _EXEC_STATUS_INVALID = -22,
 } ExecStatus;

@@ -357,8 +357,9 @@ static StoreCallback *callback_new(const char *id, uint64_t due) {
         "sandboxd_record_usage_callback_state, sandboxd_artifacts_charge, sandboxd_artifacts_refund, "   \
         "sandboxd_artifact_blobs_charge, sandboxd_artifact_blobs_refund, sandboxd_artifacts_immutable "  \
         "CASCADE; "
-#define PG_UNDO_9_TO_16                                                                                 \
+#define PG_UNDO_9_TO_17                                                                                 \
         "DROP TABLE nodes; "                                                                            \
+        "ALTER TABLE executions DROP COLUMN node, DROP COLUMN node_epoch, DROP COLUMN attempt; "       \
         "DROP TABLE artifact_usage, artifact_blobs, artifact_store_usage; "                             \
         "ALTER TABLE artifacts DROP COLUMN charged_bytes, DROP COLUMN owner; "                          \
         "ALTER TABLE executions DROP COLUMN client_id, DROP COLUMN start, DROP COLUMN network, "        \

@@ -27,7 +27,7 @@ static const char *const all_keys[] = {
         "stdout", "stdout_bytes", "stdout_lines", "stdout_truncated",
         "stderr", "stderr_bytes", "stderr_lines", "stderr_truncated",
         "duration_ms", "cpu_time_ms", "peak_memory_mb", "created_at", "started_at", "finished_at",
-        "limits", "unit", "start", "reason", "error_message", "artifacts", "artifacts_skipped", "network", "artifacts_skipped_total",
+        "limits", "unit", "node", "attempt", "start", "reason", "error_message", "artifacts", "artifacts_skipped", "network", "artifacts_skipped_total",
         "environment", "isolation", "summary",
 };
 

@@ -252,13 +252,15 @@ static void test_artifact_usage_migration(_unused_ void **state) {
                      /* migration 12's record triggers name network; it makes them again */
                      "DROP TRIGGER record_usage_insert; DROP TRIGGER record_usage_update; "
                      "DROP TRIGGER record_usage_delete; ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
-                     "ALTER TABLE executions DROP COLUMN isolation; DROP TABLE nodes; "
+                     "ALTER TABLE executions DROP COLUMN isolation; DROP INDEX executions_node; "
+                     "ALTER TABLE executions DROP COLUMN node; ALTER TABLE executions DROP COLUMN node_epoch; "
+                     "ALTER TABLE executions DROP COLUMN attempt; DROP TABLE nodes; "
                      "PRAGMA user_version = 8",
                      /* PostgreSQL: migration 8's record bytes, without the columns that went */
                      "DROP FUNCTION sandboxd_artifacts_charge, sandboxd_artifacts_refund, "
                      "sandboxd_artifact_blobs_charge, sandboxd_artifact_blobs_refund, sandboxd_artifacts_immutable "
                      "CASCADE; "
-                     PG_UNDO_9_TO_16
+                     PG_UNDO_9_TO_17
                      "CREATE OR REPLACE FUNCTION sandboxd_record_bytes(r executions) RETURNS bigint LANGUAGE sql "
                      "AS $f$ SELECT (256 + coalesce(octet_length(r.code), 0) + coalesce(octet_length(r.stdout), 0) "
                      "+ coalesce(octet_length(r.stderr), 0) + coalesce(octet_length(r.request), 0) "

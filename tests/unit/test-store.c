@@ -695,9 +695,11 @@ static void test_usage(_unused_ void **state) {
                      "ALTER TABLE artifacts DROP COLUMN charged_bytes; ALTER TABLE artifacts DROP COLUMN owner; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE sessions DROP COLUMN client_id; "
                      "ALTER TABLE executions DROP COLUMN start; ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
-                     "ALTER TABLE executions DROP COLUMN isolation; DROP TABLE nodes; "
+                     "ALTER TABLE executions DROP COLUMN isolation; DROP INDEX executions_node; "
+                     "ALTER TABLE executions DROP COLUMN node; ALTER TABLE executions DROP COLUMN node_epoch; "
+                     "ALTER TABLE executions DROP COLUMN attempt; DROP TABLE nodes; "
                      "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7",
-                     PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_9_TO_16 PG_UNDO_8
+                     PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_9_TO_17 PG_UNDO_8
                      "UPDATE callbacks SET state = 'pending'; UPDATE sandboxd_schema SET version = 7");
         c->exec->summary = mfree(c->exec->summary);     /* the column went with the others */
         c->exec->isolation = mfree(c->exec->isolation);
@@ -722,9 +724,9 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw2("PRAGMA user_version = 99", "UPDATE sandboxd_schema SET version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (16)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (17)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw2("PRAGMA user_version = 16", "UPDATE sandboxd_schema SET version = 16");
+        sql_exec_raw2("PRAGMA user_version = 17", "UPDATE sandboxd_schema SET version = 17");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
@@ -739,14 +741,17 @@ static void test_schema_newer(_unused_ void **state) {
                      "ALTER TABLE executions DROP COLUMN request; ALTER TABLE executions DROP COLUMN workspace; "
                      "ALTER TABLE executions DROP COLUMN client_id; ALTER TABLE executions DROP COLUMN start; "
                      "ALTER TABLE executions DROP COLUMN network; ALTER TABLE executions DROP COLUMN environment; ALTER TABLE executions DROP COLUMN summary; "
-                     "ALTER TABLE executions DROP COLUMN isolation; DROP TABLE nodes; "
+                     "ALTER TABLE executions DROP COLUMN isolation; DROP INDEX executions_node; "
+                     "ALTER TABLE executions DROP COLUMN node; ALTER TABLE executions DROP COLUMN node_epoch; "
+                     "ALTER TABLE executions DROP COLUMN attempt; DROP TABLE nodes; "
                      "PRAGMA user_version = 1",
                      PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_8
                      "DROP TABLE callbacks, sessions, artifacts, artifact_collections, artifact_usage, artifact_blobs, "
                      "artifact_store_usage, nodes; "
                      "ALTER TABLE executions DROP COLUMN error_message, DROP COLUMN cancel_requested, "
                      "DROP COLUMN request, DROP COLUMN workspace, DROP COLUMN client_id, DROP COLUMN start, "
-                     "DROP COLUMN network, DROP COLUMN environment, DROP COLUMN summary, DROP COLUMN isolation; "
+                     "DROP COLUMN network, DROP COLUMN environment, DROP COLUMN summary, DROP COLUMN isolation, "
+                     "DROP COLUMN node, DROP COLUMN node_epoch, DROP COLUMN attempt; "
                      "UPDATE sandboxd_schema SET version = 1");
         r->workspace = mfree(r->workspace);     /* version 1 had none of them */
         r->exec->client_id = mfree(r->exec->client_id);
@@ -1040,6 +1045,115 @@ static void test_sessions(void **state) {
 /* The node registry: a registration takes the name's row over (epoch + 1), a heartbeat of an older
  * epoch is refused, the list is by name, and a lease that ran out (or that the node gave back when
  * it left) shows as not alive while the row and its epoch stay. */
+static StoreRecord *record_on(const char *id, ExecStatus st, const char *node, uint64_t epoch, uint64_t created) {
+        StoreRecord *r = record_full(id);
+
+        r->exec->status = st;
+        if (!exec_status_is_final(st)) {
+                r->exec->finished_usec = 0;
+                r->exec->summary = mfree(r->exec->summary);
+        }
+        free(r->exec->node);
+        r->exec->node = node ? strdup(node) : NULL;
+        r->exec->node_epoch = epoch;
+        r->exec->created_usec = created;
+        return r;
+}
+
+/* Several nodes (store_take_over()): a lost node's unfinished executions go to the node that takes
+ * them, only once its lease has run out, each once; from then on the lost node's writes are fenced
+ * (-ESTALE), the taker's pass; a restart takes its own at its new epoch. */
+static void test_take_over(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *a = record_on("exec_ta", EXEC_RUNNING, "n1", 1, BASE_USEC + 2);
+        _cleanup_(store_record_freep) StoreRecord *b = record_on("exec_tb", EXEC_QUEUED, "n1", 1, BASE_USEC + 1);
+        _cleanup_(store_record_freep) StoreRecord *c = record_on("exec_tc", EXEC_RUNNING, "n2", 1, BASE_USEC + 3);
+        _cleanup_(store_record_freep) StoreRecord *d = record_on("exec_td", EXEC_SUCCESS, "n1", 1, BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *old = record_on("exec_to", EXEC_RUNNING, NULL, 0, BASE_USEC + 4);
+        StoreRecord **l = NULL;
+        uint64_t e = 0;
+        size_t n = 0;
+
+        assert_int_equal(store_node_register(s, "n1", BASE_USEC, 30 * USEC_PER_SEC, 8, &e), 0);
+        assert_int_equal(store_node_register(s, "n2", BASE_USEC, 30 * USEC_PER_SEC, 8, &e), 0);
+        assert_int_equal(store_put(s, a), 0);
+        assert_int_equal(store_put(s, b), 0);
+        assert_int_equal(store_put(s, c), 0);
+        assert_int_equal(store_put(s, d), 0);
+        assert_int_equal(store_put(s, old), 0);
+
+        /* n1's lease is good until BASE_USEC + 30 s: nothing to take. */
+        assert_int_equal(store_take_over(s, "n1", "n2", 1, BASE_USEC + 29 * USEC_PER_SEC, &l, &n), 0);
+        assert_int_equal(n, 0);
+        free(l);
+        l = NULL;
+        /* Past it: the queued and the running one, oldest first; not the final one, not n2's. */
+        assert_int_equal(store_take_over(s, "n1", "n2", 1, BASE_USEC + 31 * USEC_PER_SEC, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(l[0]->exec->id, "exec_tb");
+        assert_string_equal(l[1]->exec->id, "exec_ta");
+        for (size_t i = 0; i < n; i++) {
+                assert_string_equal(l[i]->exec->node, "n2");
+                assert_int_equal(l[i]->exec->node_epoch, 1);
+                assert_int_equal(l[i]->exec->attempt, 1);
+        }
+        store_records_free(l, n);
+        l = NULL;
+        /* Once: a second taker finds nothing. */
+        assert_int_equal(store_take_over(s, "n1", "n3", 1, BASE_USEC + 31 * USEC_PER_SEC, &l, &n), 0);
+        assert_int_equal(n, 0);
+        free(l);
+        l = NULL;
+
+        /* The lost node's late write is refused; the taker's passes, with the next attempt. */
+        a->exec->status = EXEC_SUCCESS;
+        assert_int_equal(store_put(s, a), -ESTALE);
+        assert_non_null(strstr(store_error_message(s), "taken over by another node"));
+        free(a->exec->node);
+        a->exec->node = strdup("n2");
+        a->exec->status = EXEC_QUEUED;
+        a->exec->attempt = 2;
+        assert_int_equal(store_put(s, a), 0);
+        get_equal(s, a);
+        /* A write that names no node (tools) and a row that has none are not fenced. */
+        old->exec->status = EXEC_CANCELLED;
+        free(old->exec->node);
+        old->exec->node = strdup("n9");
+        old->exec->node_epoch = 7;
+        assert_int_equal(store_put(s, old), 0);
+        old->exec->status = EXEC_RUNNING;
+        free(old->exec->node);
+        old->exec->node = strdup("n8");
+        assert_int_equal(store_put(s, old), -ESTALE);
+        old->exec->node = mfree(old->exec->node);
+        old->exec->node_epoch = 0;
+        assert_int_equal(store_put(s, old), 0);
+
+        /* n2 restarts at epoch 2 and takes its own (SQLite: every unfinished one, whatever its node). */
+        assert_int_equal(store_take_over(s, NULL, "n2", 2, BASE_USEC + 40 * USEC_PER_SEC, &l, &n), 0);
+        assert_int_equal(n, 4);
+        assert_string_equal(l[0]->exec->id, "exec_tb");
+        assert_string_equal(l[1]->exec->id, "exec_ta");
+        assert_int_equal(l[1]->exec->attempt, 2);
+        assert_string_equal(l[2]->exec->id, "exec_tc");
+        assert_string_equal(l[3]->exec->id, "exec_to");
+        for (size_t i = 0; i < n; i++) {
+                assert_string_equal(l[i]->exec->node, "n2");
+                assert_int_equal(l[i]->exec->node_epoch, 2);
+        }
+        store_records_free(l, n);
+        /* Its writes at epoch 1 are fenced now. */
+        free(c->exec->node);
+        c->exec->node = strdup("n2");
+        c->exec->node_epoch = 1;
+        assert_int_equal(store_put(s, c), -ESTALE);
+        c->exec->node_epoch = 2;
+        assert_int_equal(store_put(s, c), 0);
+
+        assert_int_equal(store_take_over(s, "bad name", "n2", 2, BASE_USEC, &l, &n), -EINVAL);
+        assert_int_equal(store_take_over(s, NULL, "n2", (uint64_t) INT64_MAX + 1, BASE_USEC, &l, &n), -EINVAL);
+}
+
 static void test_nodes(_unused_ void **state) {
         _cleanup_(store_closep) Store *s = open_ok();
         StoreNode *l = NULL;
@@ -1418,6 +1532,7 @@ int main(void) {
                 cmocka_unit_test(test_cursor_roundtrip),
                 cmocka_unit_test_setup_teardown(test_network_log, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_concurrent_open, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_take_over, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_disk_full_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_bad_conninfo_pg, setup_dir, teardown_dir),

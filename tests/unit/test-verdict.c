@@ -27,6 +27,7 @@ static void test_exec_status_strings(_unused_ void **state) {
                 { EXEC_SUCCESS,   "success",   true },
                 { EXEC_FAILED,    "failed",    true },
                 { EXEC_CANCELLED, "cancelled", true },
+                { EXEC_ORPHANED,  "orphaned",  true },
         };
 
         assert_int_equal(ELEMENTSOF(rows), _EXEC_STATUS_MAX);
