@@ -341,9 +341,19 @@ static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
                 return r;
         }
 
+        /* The lease is a claim: nodes sharing the outbox read the same due rows, and only the one whose
+         * update finds the attempts it read makes this attempt. */
+        cb->claim = true;
+        cb->claim_attempts = cb->attempts;
         cb->attempts++;
         cb->next_attempt_usec = now + cfg->callback_timeout_sec * USEC_PER_SEC + LEASE_SLACK_USEC;
         r = store_callback_update(c->ctx->store, cb);
+        cb->claim = false;
+        if (r == -ESTALE) {
+                log_debug("%s: callback attempt %" PRIu64 " taken by another node.", cb->execution_id, cb->attempts);
+                store_callback_free(cb);
+                return 0;
+        }
         if (r < 0) {
                 log_error_errno(r, "%s: cannot record the callback attempt, not attempting: %s", cb->execution_id,
                                 store_error_message(c->ctx->store));

@@ -607,6 +607,12 @@ void runner_take_over(Runner *r, const char *from) {
                 orphaned++;
         }
         store_records_free(l, n);
+        /* The orphaned ones' deliveries are in the outbox now, this node's to make; the others wait
+         * in the queue for a slot. */
+        if (orphaned > 0)
+                callbacks_kick(r->ctx->callbacks);
+        if (queued + retried > 0)
+                runner_dispatch(r);
         log_notice("Node '%s' was lost (its lease ran out): took over %zu executions, %zu queued here, %zu run "
                    "again here, %zu orphaned.", from, queued + retried + orphaned, queued, retried, orphaned);
 }

@@ -1131,13 +1131,15 @@ static int pg_callback_update(Store *s, const StoreCallback *c) {
         pp_u64(&p, c->attempts);
         pp_text(&p, c->last_error);
         pp_u64_or_null(&p, c->delivered_usec, c->delivered_usec > 0);
+        pp_u64_or_null(&p, c->claim_attempts, c->claim);
         r = pg_command(PG_STORE(s),
                        "UPDATE callbacks SET state = $2, next_attempt_at = $3, attempts = $4, last_error = $5, "
-                       "delivered_at = $6 WHERE execution_id = $1",
+                       "delivered_at = $6 WHERE execution_id = $1 "
+                       "AND ($7::bigint IS NULL OR (attempts = $7::bigint AND state = 'pending'))",
                        &p, &n);
         if (r < 0)
                 return r;
-        return n == 0 ? -ENOENT : 0;
+        return n == 0 ? (c->claim ? -ESTALE : -ENOENT) : 0;
 }
 
 /* ---- sessions and usage ---- */

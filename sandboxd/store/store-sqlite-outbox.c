@@ -18,7 +18,7 @@ static const char sql_callback_next_due[] =
 static const char sql_callback_count[] = "SELECT count(*) FROM callbacks WHERE state = ?1";
 static const char sql_callback_update[] =
         "UPDATE callbacks SET state = ?2, next_attempt_at = ?3, attempts = ?4, last_error = ?5, delivered_at = ?6 "
-        "WHERE execution_id = ?1";
+        "WHERE execution_id = ?1 AND (?7 IS NULL OR (attempts = ?7 AND state = 'pending'))";
 
 int bind_callback(sqlite3_stmt *st, const StoreCallback *c) {
         int rc;
@@ -202,9 +202,10 @@ int sqlite_callback_update(Store *s, const StoreCallback *c) {
         rc = rc ?: sq_bind_u64(st, 4, c->attempts);
         rc = rc ?: sq_bind_text(st, 5, c->last_error);
         rc = rc ?: sq_bind_u64_or_null(st, 6, c->delivered_usec, c->delivered_usec > 0);
+        rc = rc ?: sq_bind_u64_or_null(st, 7, c->claim_attempts, c->claim);
         r = sq_exec_bound(ss, st, rc);
         if (r >= 0 && sqlite3_changes(ss->db) == 0)
-                r = -ENOENT;
+                r = c->claim ? -ESTALE : -ENOENT;
         if (r < 0)
                 sq_rollback_if_open(ss);
         return r;

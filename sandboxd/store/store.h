@@ -58,6 +58,11 @@ typedef struct StoreCallback {
         char *body;                     /* what is posted, the same bytes every attempt; NULL if not loaded */
         char *client_id;                /* loaded with the body: the execution_id its caller chose (the
                                          * execution's; NULL: the id is generated, execution_id) */
+        /* store_callback_update() as a claim (several nodes share the outbox): only if the row is
+         * still pending with claim_attempts attempts, as this node read it; else -ESTALE (another
+         * node took this attempt). 0: an update without condition. */
+        uint64_t claim_attempts;
+        bool claim;
 } StoreCallback;
 
 StoreCallback *store_callback_free(StoreCallback *c);

@@ -347,6 +347,24 @@ static void test_callback_outbox(_unused_ void **state) {
         assert_callback_equal(got, want, true);
         got = store_callback_free(got);
 
+        /* A claim (nodes sharing the outbox): it passes only while the row still has the attempts
+         * the claimer read; a second node claiming the same attempt gets -ESTALE, the row unchanged. */
+        want->claim = true;
+        want->claim_attempts = 2;
+        want->attempts = 3;
+        want->next_attempt_usec = BASE_USEC + 400;
+        assert_int_equal(store_callback_update(s, want), 0);
+        want->next_attempt_usec = BASE_USEC + 500;
+        assert_int_equal(store_callback_update(s, want), -ESTALE);
+        want->claim = false;
+        want->next_attempt_usec = BASE_USEC + 400;
+        assert_int_equal(store_callback_get(s, "exec_cb1", true, &got), 0);
+        assert_callback_equal(got, want, true);
+        got = store_callback_free(got);
+        want->attempts = 2;
+        want->next_attempt_usec = BASE_USEC + 300;
+        assert_int_equal(store_callback_update(s, want), 0);
+
         /* Two more, due earlier and later: next_due and due() see them in order of due time. */
         put_with_callback(s, "exec_cb0", BASE_USEC + 50);
         put_with_callback(s, "exec_cb2", BASE_USEC + 900);
