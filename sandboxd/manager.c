@@ -677,8 +677,29 @@ static int load_artifact_key(Manager *m) {
         return 0;
 }
 
+/* The artifact store's blobs as the PostgreSQL store sees them under its artifacts lock
+ * (store_set_blob_hooks()). */
+static int artifact_blob_exists(void *userdata, const char *sha256) {
+        Manager *m = userdata;
+        int fd = artifacts_store_open_blob(m->ctx.artifacts_fd, sha256);
+
+        if (fd < 0)
+                return fd;
+        safe_close(fd);
+        return 0;
+}
+
+static int artifact_blob_remove(void *userdata, const char *sha256) {
+        Manager *m = userdata;
+        int r = artifacts_store_remove_blob(m->ctx.artifacts_fd, sha256);
+
+        if (r < 0 && r != -ENOENT)
+                log_warning_errno(r, "Sweep: cannot remove artifact blob %s: %m", sha256);
+        return r;
+}
+
 static int open_artifacts(Manager *m) {
-        _cleanup_free_ char *def = NULL;
+        _cleanup_free_ char *def = NULL, *error = NULL;
         const char *dir = m->ctx.config->artifacts_dir;
         int r;
 
@@ -689,10 +710,22 @@ static int open_artifacts(Manager *m) {
                 }
                 dir = def;
         }
-        r = artifacts_store_open(dir);
+        /* Created if missing (mode 0700; its parent must exist), then opened only after the same
+         * checks as a key file's directories: every node serves what is in it, so nobody but root
+         * (or us) may be able to put or replace a file there, not even through a directory above it
+         * (ArtifactsDirectory= may name a file system several nodes mount). */
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Cannot create the artifact store '%s' (ArtifactsDirectory=): %m", dir);
+        r = secret_dir_open(dir, geteuid(), "artifact store (ArtifactsDirectory=)", &error);
         if (r < 0)
-                return log_error_errno(r, "Cannot open the artifact store '%s' (ArtifactsDirectory=): %m", dir);
+                return log_error_errno(r, "%s", error ?: "out of memory");
         m->ctx.artifacts_fd = r;
+        /* PostgreSQL may be shared with other nodes writing into and purging the same directory:
+         * the check before recording and the unlink after purging go under the store's lock. One
+         * node alone on SQLite has no need: its collections are recorded and its purges run on this
+         * one event loop (job-artifacts.c checks the blobs right before recording). */
+        if (m->ctx.config->store)
+                store_set_blob_hooks(m->ctx.store, artifact_blob_exists, artifact_blob_remove, m);
         return load_artifact_key(m);
 }
 

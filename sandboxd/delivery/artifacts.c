@@ -1020,7 +1020,7 @@ int artifacts_store_open(const char *dir) {
                 return -EINVAL;
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return -errno;
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
 }
 

@@ -76,6 +76,17 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
         if (a && j->ctx->store) {
                 int k = store_put_artifacts(j->ctx->store, j->exec->id, a);
 
+                /* A store shared by several nodes checks the blobs again under its artifacts lock
+                 * (store_set_blob_hooks()): a purge on another node took one since the check above. */
+                if (k == -ESTALE && !j->artifacts_retried && r >= 0) {
+                        log_info("%s: an artifact blob was purged by another node meanwhile, collecting again",
+                                 j->exec->id);
+                        j->artifacts_retried = true;
+                        j->waiting |= JOB_WAIT_ARTIFACTS;
+                        artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, l->charged_bytes, false);
+                        job_maybe_finalize(j);
+                        return;
+                }
                 if (k < 0) {
                         metrics_store_error(j->ctx->metrics);
                         log_error_errno(k, "%s: cannot record the artifacts: %s", j->exec->id,

@@ -75,6 +75,10 @@ typedef struct StoreOps {
 struct Store {
         const StoreOps *ops;
         char *error;                     /* the backend's text for the last failure, or NULL */
+        /* store_set_blob_hooks(): the artifact store's files, as a backend shared by several nodes
+         * sees them under its artifacts lock. NULL: none set. */
+        store_blob_fn_t blob_exists, blob_remove;
+        void *blob_userdata;
 };
 
 /* The columns of the executions table, the same in every backend, in the order of the table, and

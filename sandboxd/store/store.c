@@ -499,6 +499,14 @@ int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n) {
         return store_purge_ex(s, finished_before_usec, ret_n, NULL);
 }
 
+void store_set_blob_hooks(Store *s, store_blob_fn_t exists, store_blob_fn_t remove, void *userdata) {
+        if (!s)
+                return;
+        s->blob_exists = exists;
+        s->blob_remove = remove;
+        s->blob_userdata = userdata;
+}
+
 int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
         if (!s || !a || !id || !id_is_valid(id, STORE_ID_MAX))
                 return -EINVAL;

@@ -169,6 +169,17 @@ int store_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n);
  * there are none): the blobs the caller removes from the artifact store. Free with strv_free(). */
 int store_purge_ex(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, char ***ret_unreferenced);
 
+/* The artifact store's blobs, for a store that several nodes share (PostgreSQL): exists returns 0 if
+ * the blob of the digest is there, -ENOENT if not; remove unlinks it (-ENOENT if it was gone). With
+ * them set, store_put_artifacts() checks every blob it records under the artifacts lock (-ESTALE: one
+ * is missing, nothing was recorded; collect again), and store_purge_ex() removes the unreferenced
+ * blobs itself under that lock, before its transaction commits, and returns none. Without them (the
+ * default, and SQLite, which one node owns), both behave as described above. Why: a collection on
+ * one node and a purge on another meet only in the database; the check and the unlink have to be
+ * inside the same lock as the rows (docs/ARCHITECTURE.md, "Artifacts on several nodes"). */
+typedef int (*store_blob_fn_t)(void *userdata, const char *sha256);
+void store_set_blob_hooks(Store *s, store_blob_fn_t exists, store_blob_fn_t remove, void *userdata);
+
 /* The artifacts of an execution, replacing any stored before, in one transaction (all or nothing).
  * Paths must be unique; sha256 64 hex digits. */
 int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a);

@@ -177,3 +177,78 @@ int secret_file_open(const char *path, uid_t uid, SecretFileAccess access, const
                 *ret_st = st;
         return TAKE_FD(fd);
 }
+
+int secret_dir_open(const char *path, uid_t uid, const char *what, char **ret_error) {
+        _cleanup_free_ char *copy = NULL, *dir = NULL;
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        char *save = NULL;
+        size_t n, dir_len = 1, depth = 0;
+        struct stat st;
+        int r;
+
+        if (isempty(path) || path[0] != '/')
+                return error_set(ret_error, "%s: the %s must be named by an absolute path", path ?: "", what);
+        n = strnlen(path, SECRET_PATH_MAX + 1);
+        if (n > SECRET_PATH_MAX)
+                return error_set(ret_error, "%.64s...: the path of the %s is longer than %d bytes", path, what,
+                                 SECRET_PATH_MAX);
+        copy = strdup(path);
+        dir = malloc(n + 2);
+        if (!copy || !dir)
+                return -ENOMEM;
+
+        strcpy(dir, "/");
+        dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
+                r = -errno;
+                (void) error_set(ret_error, "%s: cannot open /: %s", path, strerror(-r));
+                return r;
+        }
+        for (char *c = strtok_r(copy, "/", &save);; c = strtok_r(NULL, "/", &save)) {
+                if (fstat(dfd, &st) < 0) {
+                        r = -errno;
+                        (void) error_set(ret_error, "%s: cannot stat %s: %s", path, dir, strerror(-r));
+                        return r;
+                }
+                r = secret_dir_check_stat(&st, uid, dir, path, what, ret_error);
+                if (r < 0)
+                        return r;
+                if (!c)
+                        break;
+                if (streq(c, ".") || streq(c, ".."))
+                        return error_set(ret_error, "%s: the path of the %s has a '%s' component", path, what, c);
+                if (++depth > SECRET_DEPTH_MAX)
+                        return error_set(ret_error, "%s: the path of the %s has more than %d components", path,
+                                         what, SECRET_DEPTH_MAX);
+
+                /* O_PATH|O_NOFOLLOW: a symbolic link is opened as itself, and refused above. */
+                int nfd = openat(dfd, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+                if (dir_len > 1)
+                        dir[dir_len++] = '/';
+                strcpy(dir + dir_len, c);
+                dir_len += strlen(c);
+                if (nfd < 0) {
+                        r = -errno;
+                        (void) error_set(ret_error, "%s: cannot open the %s: %s: %s", path, what, dir, strerror(-r));
+                        return r;
+                }
+                safe_close(dfd);
+                dfd = nfd;
+        }
+        /* The directory itself: the sticky exception does not hold here, since whoever may create
+         * entries in it may create the names sandboxd is about to create. */
+        if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+                (void) error_set(ret_error, "%s: refusing the %s: its group or others can write it (mode %04o); "
+                                 "chmod go-w %s", path, what, (unsigned) (st.st_mode & 07777), path);
+                return -EPERM;
+        }
+        /* What was checked is what is opened: the O_PATH fd itself, reopened for reading. */
+        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                (void) error_set(ret_error, "%s: cannot open the %s: %s", path, what, strerror(-r));
+                return r;
+        }
+        return TAKE_FD(fd);
+}

@@ -55,3 +55,10 @@ int secret_dir_check_stat(const struct stat *st, uid_t uid, const char *dir, con
  * over-long path, or one of the above. */
 int secret_file_open(const char *path, uid_t uid, SecretFileAccess access, const char *what, struct stat *ret_st,
                      char **ret_error);
+
+/* A directory held to the same rules (every directory from / down to it, itself included, as the
+ * directories above a key file), and not writable by its group or by others even when sticky: the
+ * artifact store, whose files every node serves. Returns an O_RDONLY|O_DIRECTORY fd of the
+ * directory that was checked; on failure *ret_error says why and the result is as for
+ * secret_file_open(). */
+int secret_dir_open(const char *path, uid_t uid, const char *what, char **ret_error);

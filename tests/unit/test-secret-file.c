@@ -333,6 +333,89 @@ static void test_walk(void **state) {
         }
 }
 
+/* ---- a directory: the artifact store ---- */
+
+static void expect_dir(const char *path, int want, const char *msg) {
+        _cleanup_free_ char *error = NULL;
+        int fd = secret_dir_open(path, geteuid(), "artifact store", &error);
+
+        if (want >= 0) {
+                if (fd < 0)
+                        fail_msg("%s: refused (%d): %s", path, fd, strna(error));
+                assert_null(error);
+                close(fd);
+                return;
+        }
+        assert_int_equal(fd, want);
+        assert_non_null(error);
+        if (msg && !strstr(error, msg))
+                fail_msg("'%s' does not say '%s'", error, msg);
+}
+
+static void test_dir_walk(void **state) {
+        Fixture *f = *state;
+        _cleanup_free_ char *store = NULL, *link = NULL, *below = NULL, *file = NULL, *dot = NULL;
+        struct stat st1, st2;
+
+        if (!build_dir_chain_safe(f->dir))
+                skip();
+        assert_true(asprintf(&store, "%s/store", f->dir) > 0);
+        assert_int_equal(mkdir(store, 0700), 0);
+        expect_dir(store, 0, NULL);
+        {
+                /* The fd is the directory that was checked, open for reading (openat() below it). */
+                _cleanup_free_ char *error = NULL;
+                int fd = secret_dir_open(store, geteuid(), "artifact store", &error);
+
+                assert_true(fd >= 0);
+                assert_int_equal(fstat(fd, &st1), 0);
+                assert_int_equal(stat(store, &st2), 0);
+                assert_true(st1.st_ino == st2.st_ino && st1.st_dev == st2.st_dev);
+                assert_true((fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY);
+                assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+                close(fd);
+        }
+        assert_int_equal(chmod(store, 0755), 0);
+        expect_dir(store, 0, NULL);
+
+        /* Writable by others: refused, sticky or not (anyone could create the shard directories). */
+        assert_int_equal(chmod(store, 0770), 0);
+        expect_dir(store, -EPERM, "/store (mode 0770)");
+        assert_int_equal(chmod(store, 01777), 0);
+        expect_dir(store, -EPERM, "(mode 1777)");
+        assert_int_equal(chmod(store, 0700), 0);
+
+        /* A directory above it, as for a key file. */
+        assert_int_equal(chmod(f->dir, 0775), 0);
+        expect_dir(store, -EPERM, "its group can write its directory");
+        assert_int_equal(chmod(f->dir, 01777), 0);
+        expect_dir(store, 0, NULL);                         /* sticky above, as /tmp */
+        assert_int_equal(chmod(f->dir, 0700), 0);
+
+        if (geteuid() == 0) {
+                assert_int_equal(chown(store, 12345, 0), 0);
+                expect_dir(store, -EPERM, "is owned by uid 12345, not root");
+                assert_int_equal(chown(store, 0, 0), 0);
+        }
+
+        /* Never through a symbolic link, neither the directory itself nor one on the way. */
+        assert_true(asprintf(&link, "%s/link", f->dir) > 0);
+        assert_int_equal(symlink("store", link), 0);
+        expect_dir(link, -ELOOP, "is a symbolic link (not followed)");
+        assert_true(asprintf(&below, "%s/x", link) > 0);
+        expect_dir(below, -ELOOP, "is a symbolic link (not followed)");
+
+        /* Not a directory, missing, "." and "..", relative. */
+        file = make_file(f->dir, "plain", "x", 0600);
+        expect_dir(file, -ENOTDIR, "is not a directory");
+        free(below);
+        assert_true(asprintf(&below, "%s/none", f->dir) > 0);
+        expect_dir(below, -ENOENT, "/none");
+        assert_true(asprintf(&dot, "%s/../store", store) > 0);
+        expect_dir(dot, -EINVAL, "'..' component");
+        expect_dir("store", -EINVAL, "absolute path");
+}
+
 /* ---- the callback signing key, one of its users ---- */
 
 static void test_callback_key(void **state) {
@@ -388,7 +471,7 @@ static void test_callback_key(void **state) {
 }
 
 int main(void) {
-        size_t n = ELEMENTSOF(file_rows) + ELEMENTSOF(dir_rows) + 2, i = 0;
+        size_t n = ELEMENTSOF(file_rows) + ELEMENTSOF(dir_rows) + 3, i = 0;
         _cleanup_free_ struct CMUnitTest *tests = calloc(n, sizeof(struct CMUnitTest));
 
         if (!tests)
@@ -400,6 +483,7 @@ int main(void) {
                 tests[i++] = (struct CMUnitTest) { dir_rows[k].name, test_dir_row, NULL, NULL,
                                                    (void *) &dir_rows[k] };
         tests[i++] = (struct CMUnitTest) cmocka_unit_test_setup_teardown(test_walk, fixture_setup, fixture_teardown);
+        tests[i++] = (struct CMUnitTest) cmocka_unit_test_setup_teardown(test_dir_walk, fixture_setup, fixture_teardown);
         tests[i++] = (struct CMUnitTest) cmocka_unit_test_setup_teardown(test_callback_key, fixture_setup,
                                                                          fixture_teardown);
         assert_true(i <= n);

@@ -115,6 +115,82 @@ static void test_purge_artifacts(_unused_ void **state) {
         assert_int_equal(count(s), 0);
 }
 
+/* Several nodes on one PostgreSQL (store_set_blob_hooks()): a put checks its blobs under the
+ * artifacts lock and refuses (-ESTALE, nothing recorded) when one is gone; a purge removes the
+ * unreferenced blobs itself, inside its transaction, and hands none back for the caller to unlink
+ * later outside the lock. */
+typedef struct BlobFs {
+        char present[3][65];            /* the digests "on disk" */
+        char removed[4][65];
+        unsigned n_removed;
+} BlobFs;
+
+static int blob_exists(void *userdata, const char *sha) {
+        BlobFs *fs = userdata;
+
+        for (size_t i = 0; i < ELEMENTSOF(fs->present); i++)
+                if (streq(fs->present[i], sha))
+                        return 0;
+        return -ENOENT;
+}
+
+static int blob_remove(void *userdata, const char *sha) {
+        BlobFs *fs = userdata;
+
+        for (size_t i = 0; i < ELEMENTSOF(fs->present); i++)
+                if (streq(fs->present[i], sha)) {
+                        fs->present[i][0] = 0;
+                        assert_true(fs->n_removed < ELEMENTSOF(fs->removed));
+                        strcpy(fs->removed[fs->n_removed++], sha);
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+static void test_blob_hooks_pg(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *old = record_full("exec_old"), *young = record_full("exec_young");
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = artifacts_of(SHA_A, SHA_B), *b = artifacts_of(SHA_B, SHA_C),
+                                                      *got = NULL;
+        BlobFs fs = {};
+        char **gone = NULL;
+        uint64_t n = 0;
+
+        strcpy(fs.present[0], SHA_A);
+        strcpy(fs.present[1], SHA_B);
+        store_set_blob_hooks(s, blob_exists, blob_remove, &fs);
+        young->exec->finished_usec = BASE_USEC + 10 * 1000000ULL;
+        assert_int_equal(store_put(s, old), 0);
+        assert_int_equal(store_put(s, young), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_old", a), 0);
+
+        /* SHA_C is not there (purged by another node since the collection saw it): nothing recorded. */
+        assert_int_equal(store_put_artifacts(s, "exec_young", b), -ESTALE);
+        assert_int_equal(store_get_artifacts(s, "exec_young", &got), -ENOENT);
+        assert_non_null(strstr(store_error_message(s), "purged meanwhile"));
+        /* Collected again: it is there now. */
+        strcpy(fs.present[2], SHA_C);
+        assert_int_equal(store_put_artifacts(s, "exec_young", b), 0);
+
+        /* The old record goes: SHA_A was its alone and is removed by the purge itself; SHA_B stays
+         * (the young one's); nothing is handed back to unlink after the lock. */
+        assert_int_equal(store_purge_ex(s, BASE_USEC + 1000000ULL, &n, &gone), 0);
+        assert_int_equal(n, 1);
+        assert_null(gone);
+        assert_int_equal(fs.n_removed, 1);
+        assert_string_equal(fs.removed[0], SHA_A);
+        assert_int_equal(blob_exists(&fs, SHA_B), 0);
+        assert_int_equal(blob_exists(&fs, SHA_C), 0);
+
+        /* The rest: SHA_B and SHA_C go, each once. */
+        assert_int_equal(store_purge_ex(s, UINT64_MAX, &n, &gone), 0);
+        assert_int_equal(n, 1);
+        assert_null(gone);
+        assert_int_equal(fs.n_removed, 3);
+        assert_int_equal(blob_exists(&fs, SHA_B), -ENOENT);
+        assert_int_equal(blob_exists(&fs, SHA_C), -ENOENT);
+}
+
 /* ---- artifact usage (migration 9): the running sums the budgets read ---- */
 
 
@@ -466,13 +542,17 @@ static void test_callback_survives_reopen(_unused_ void **state) {
 }
 
 int main(void) {
-        const struct CMUnitTest tests[] = {
+        struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_artifacts, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_purge_artifacts, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_artifact_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_artifact_usage_migration, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_outbox, setup_dir, teardown_dir),
-                cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),        };
+                cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_blob_hooks_pg, setup_dir, teardown_dir),
+        };
+        /* The hooks are for a store several nodes share; SQLite ignores them. */
+        static const char *const pg_only[] = { "test_blob_hooks_pg", NULL };
 
-        return cmocka_run_group_tests_name("store-artifacts", tests, NULL, NULL);
+        return run_store_tests("store-artifacts", tests, ELEMENTSOF(tests), NULL, pg_only);
 }
