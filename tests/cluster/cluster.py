@@ -54,10 +54,21 @@ class Node:
                     f"[Cluster]\nNodeName={name}\nNodeHeartbeatSec={cluster.heartbeat}\n"
                     f"NodeLeaseSec={cluster.lease}\n{extra_conf}")
 
+    def add_conf(self, name, text):
+        """A drop-in of the node's own (None removes it); it takes effect at the next start."""
+        path = os.path.join(self.conf, "sandboxd.conf.d", name)
+        if text is None:
+            if os.path.exists(path):
+                os.unlink(path)
+            return
+        with open(path, "w") as f:
+            f.write(text)
+
     def start(self, timeout=120):
         env = dict(os.environ)
         env.update({"SANDBOX_HARNESS_CONF": self.conf, "SANDBOX_HARNESS_STORE": self.cluster.conninfo,
-                    "SANDBOX_HARNESS_POOL_SIZE": str(self.cluster.pool_size)})
+                    "SANDBOX_HARNESS_POOL_SIZE": str(self.cluster.pool_size),
+                    "SANDBOX_HARNESS_READ_WRITE_PATHS": " ".join(self.cluster.read_write_paths)})
         self.log = open(os.path.join(self.cluster.dir, f"{self.name}.log"), "ab")
         # A session of its own: SIGKILL reaches the harness and whatever it runs on the host side.
         self.proc = subprocess.Popen([HARNESS, "--build", self.cluster.build, "--", "sleep", "infinity"],
@@ -130,6 +141,18 @@ class Cluster:
         # Below /var/lib, not /tmp (which each harness hides); only root may write its directories
         # (the API key file's checks).
         self.dir = tempfile.mkdtemp(prefix="sandboxd-cluster.", dir="/var/lib")
+        # Directories the nodes' daemons may write besides their own (the unit's ProtectSystem=strict):
+        # an ArtifactsDirectory= they share, say; extra_conf's function may add to it.
+        self.read_write_paths = []
+        # extra_conf: text appended to every node's drop-in (after its [Cluster] section: a section
+        # may appear again), or a function of the cluster that returns it, for what lives in the
+        # cluster's directory (a shared ArtifactsDirectory=, a shared key file).
+        if callable(extra_conf):
+            try:
+                extra_conf = extra_conf(self)
+            except BaseException:
+                shutil.rmtree(self.dir, ignore_errors=True)
+                raise
         self.nodes = [Node(self, f"node{i + 1}", extra_conf) for i in range(n)]
 
     def start(self):
