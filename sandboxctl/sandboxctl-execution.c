@@ -77,7 +77,7 @@ int execution_parse(json_object *j, CtlExecution *ret) {
 
 bool execution_is_final(const CtlExecution *e) {
         return streq_ptr(e->status.s, "success") || streq_ptr(e->status.s, "failed") ||
-               streq_ptr(e->status.s, "cancelled");
+               streq_ptr(e->status.s, "cancelled") || streq_ptr(e->status.s, "orphaned");
 }
 
 /* The verdict as an exit status, see EXIT STATUS in sandboxctl(1). */
@@ -98,6 +98,8 @@ int execution_exit_status(const CtlExecution *e) {
                 return EXIT_SUCCESS;
         if (streq_ptr(e->status.s, "cancelled"))
                 return EXIT_CANCELLED;
+        if (streq_ptr(e->status.s, "orphaned"))
+                return EXIT_ORPHANED;
 
         if (streq_ptr(e->error_type.s, "runtime_error")) {
                 /* A failed run must never exit 0, even if the daemon reports exit_code 0 (it decided

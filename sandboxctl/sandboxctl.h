@@ -24,6 +24,7 @@ enum {
         EXIT_INTERNAL_ERROR = EX_SOFTWARE,   /* 70 */
         EXIT_TIMEOUT = 124,
         EXIT_CANCELLED = 130,
+        EXIT_ORPHANED = EX_UNAVAILABLE,      /* 69: the node running it was lost (several nodes) */
         EXIT_OOM = 137,
 };
 

@@ -582,6 +582,18 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* What another node sent through the store (store.h): a cancel for an execution this node runs. */
+static void manager_store_notify(void *userdata, const char *channel, const char *payload) {
+        Manager *m = userdata;
+
+        if (!m->runner)
+                return;
+        if (streq(channel, STORE_CHANNEL_CANCEL))
+                runner_cancel_from_elsewhere(m->runner, payload);
+        else if (streq(channel, STORE_CHANNEL_RECONNECTED))
+                runner_cancel_scan(m->runner);
+}
+
 static int open_store(Manager *m) {
         _cleanup_free_ char *path = NULL, *error = NULL;
         uint64_t count = 0;
@@ -597,6 +609,9 @@ static int open_store(Manager *m) {
                 r = store_attach_event(m->ctx.store, m->ctx.event);
                 if (r < 0)
                         return log_error_errno(r, "Cannot attach the PostgreSQL store to the event loop: %m");
+                r = store_set_notify(m->ctx.store, manager_store_notify, m);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot listen to the other nodes' notifications: %m");
                 (void) store_count(m->ctx.store, &count);
                 log_info("Execution store in PostgreSQL: %" PRIu64 " records.", count);
                 return 0;

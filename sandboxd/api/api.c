@@ -361,7 +361,14 @@ static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
                 return;
         }
         if (!j) {
-                http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
+                /* Several nodes: another one may run it. */
+                r = cancel_elsewhere(ac, rec);
+                if (r >= 0)
+                        http_respond_json(req, 202, stored_record_json(ac, rec));
+                else if (r == -EALREADY)
+                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
+                else
+                        http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
                 return;
         }
         r = job_cancel(j);

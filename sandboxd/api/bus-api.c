@@ -646,7 +646,19 @@ static void cancel_found(BusCall *c) {
                 bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
                 return;
         }
-        if (!j || job_cancel(j) == -EALREADY) {
+        if (!j) {
+                /* Several nodes: another one may run it. */
+                int r = cancel_elsewhere(c->api->ac, rec);
+
+                if (r >= 0)
+                        bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
+                else if (r == -EALREADY)
+                        bus_call_reply_api_error(c, API_ERROR_CONFLICT, "execution '%s' has already finished", c->arg);
+                else
+                        bus_call_reply_api_error(c, API_ERROR_STORE, "%s", store_error_public(r));
+                return;
+        }
+        if (job_cancel(j) == -EALREADY) {
                 bus_call_reply_api_error(c, API_ERROR_CONFLICT, "execution '%s' has already finished", c->arg);
                 return;
         }

@@ -50,6 +50,22 @@ static int find_record(ApiContext *ac, const char *owner, bool admin, const char
         return 1;
 }
 
+int cancel_elsewhere(ApiContext *ac, StoreRecord *rec) {
+        Execution *e = rec->exec;
+        int r;
+
+        if (exec_status_is_final(e->status) || !e->node || streq_ptr(e->node, ac->ctx->node_name))
+                return -EALREADY;
+        r = store_cancel_elsewhere(ac->ctx->store, e->id);
+        if (r == -EOPNOTSUPP)
+                return -EALREADY;
+        if (r < 0)
+                return r;
+        e->cancel_requested = true;
+        log_info("%s: cancel requested, sent to node '%s' which runs it", e->id, e->node);
+        return 0;
+}
+
 int find_execution(ApiContext *ac, const char *owner, bool admin, const char *id, Job **ret_job,
                    StoreRecord **ret_rec) {
         char key[SCOPED_ID_MAX];

@@ -37,6 +37,11 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
 int find_execution(ApiContext *ac, const char *owner, bool admin, const char *id, Job **ret_job,
                    StoreRecord **ret_rec);
 
+/* A cancel for an execution this node does not hold (several nodes): if another node holds it and it
+ * is not final, the store marks it and tells that node (store_cancel_elsewhere()), and rec shows the
+ * cancel asked. 0: sent; -EALREADY: final, or held by no other node; else a store error. */
+int cancel_elsewhere(ApiContext *ac, StoreRecord *rec);
+
 /* One page of q as {"executions": [...], "next_cursor": ...}. 0, or negative with *err filled. */
 int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, RequestError *err);
 

@@ -545,6 +545,37 @@ static void record_final(Store *store, StoreRecord *rec, ExecStatus status, Erro
                             store_error_message(store));
 }
 
+void runner_cancel_from_elsewhere(Runner *r, const char *id) {
+        Job *j = runner_find(r, id);
+
+        if (!j || job_is_final(j))
+                return;
+        if (job_cancel(j) >= 0)
+                log_info("%s: cancel requested through another node", j->exec->id);
+}
+
+void runner_cancel_scan(Runner *r) {
+        _cleanup_strv_free_ char **ids = NULL;
+        size_t n = 0;
+
+        /* The ids first: a cancel may end a job at once, and the runner may then free others. */
+        for (Job *j = r->jobs; j; j = j->next)
+                if (!job_is_final(j) && !j->cancel_requested && strv_extend(&ids, &n, j->exec->id) < 0) {
+                        log_oom();
+                        return;
+                }
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+                Job *j;
+
+                if (store_get(r->ctx->store, ids[i], &rec) < 0 || !rec->exec->cancel_requested)
+                        continue;
+                j = runner_find(r, ids[i]);
+                if (j && !job_is_final(j) && job_cancel(j) >= 0)
+                        log_info("%s: cancel requested through another node (found after a reconnection)", ids[i]);
+        }
+}
+
 /* The request's "retry" as job.c stored it. */
 static bool request_retry_from_json(const char *json) {
         json_object *o = json ? json_tokener_parse(json) : NULL, *v;

@@ -50,6 +50,11 @@ void runner_counts(const Runner *r, RunnerCounts *ret);
  * Queued ones run here; running ones end "orphaned", with the reason "node NAME lost", unless their
  * request asked to "retry": then they run here once more, as attempt 2. */
 void runner_take_over(Runner *r, const char *from);
+/* A cancel another node took for an execution this one runs (store.h, STORE_CHANNEL_CANCEL); and,
+ * after notifications may have been lost (a reconnection), a look at the store for such cancels of
+ * the executions held here. */
+void runner_cancel_from_elsewhere(Runner *r, const char *id);
+void runner_cancel_scan(Runner *r);
 /* What this owner holds in the queue (quota.h), or NULL. */
 const QueueOwner *runner_queue_owner(const Runner *r, const char *owner);
 /* STATUS= for the service manager: running, queued, finished. */

@@ -68,6 +68,8 @@ typedef struct StoreOps {
                               uint64_t lease_expires_usec, uint64_t running);
         int (*node_leave)(Store *s, const char *name, uint64_t epoch, uint64_t now_usec);
         int (*node_list)(Store *s, StoreNode **ret, size_t *ret_n);   /* at most STORE_NODES_MAX */
+        int (*set_notify)(Store *s, StoreNotifyFn fn, void *userdata);      /* optional */
+        int (*cancel_elsewhere)(Store *s, const char *id);                  /* optional */
         int (*take_over)(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
                          StoreRecord ***ret, size_t *ret_n);
 } StoreOps;

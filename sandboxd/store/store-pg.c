@@ -45,6 +45,10 @@
 /* PostgreSQL 11: CREATE TRIGGER ... EXECUTE FUNCTION. */
 #define PG_MIN_SERVER_VERSION 110000
 
+/* Notifications that arrive during one call, held until the loop hands them on; past this, they
+ * are dropped and the listener told to look in the store instead (as after a reconnection). */
+#define PG_NOTIFY_HELD_MAX 64
+
 typedef struct PgStore {
         Store base;
         PGconn *conn;
@@ -58,6 +62,16 @@ typedef struct PgStore {
         sd_event_source *reconnect_io;  /* the socket, while PQresetPoll() is under way */
         sd_event_source *reconnect_timer;
         bool reconnecting;
+        /* Notifications (store_set_notify()): the idle connection's socket, watched for what the
+         * server sends between our queries; what arrives during one is handed on from a defer
+         * source, never from inside the call. */
+        StoreNotifyFn notify;
+        void *notify_data;
+        sd_event_source *notify_io;
+        sd_event_source *notify_defer;
+        char *held[PG_NOTIFY_HELD_MAX][2];      /* channel, payload: arrived during a call */
+        size_t n_held;
+        bool held_dropped;                      /* more than that: the listener looks in the store */
 } PgStore;
 
 /* Reconnecting after a failed attempt: not before this backoff (exponential with jitter, backoff.h),
@@ -223,6 +237,10 @@ static int pg_session_setup(PgStore *ps) {
                 "SET lock_timeout = '" LOCK_TIMEOUT "'",
                 "SELECT set_config('synchronous_commit', 'on', false) "
                 "WHERE current_setting('synchronous_commit') = 'off'",
+                /* A cancel for one of this node's executions, sent by another node
+                 * (store_cancel_elsewhere()); listened to on every session, handed on only
+                 * with store_set_notify(). */
+                "LISTEN " STORE_CHANNEL_CANCEL,
         };
 
         for (size_t i = 0; i < ELEMENTSOF(statements); i++) {
@@ -242,6 +260,115 @@ static int pg_session_setup(PgStore *ps) {
  * are dropped: libpq's default prints them on stderr, the journal, as unattributed lines, and what
  * they tell of comes back as the failed call's error (store_error_message()), which the caller logs. */
 static void pg_notice(void *userdata, const char *message) {
+}
+
+static void pg_notify_watch(PgStore *ps);
+
+/* Hand on every notification libpq holds. From the event loop only. */
+static void pg_notify_drain(PgStore *ps) {
+        PGnotify *n;
+
+        while (ps->conn && (n = PQnotifies(ps->conn))) {
+                if (ps->notify && n->relname && n->extra)
+                        ps->notify(ps->notify_data, n->relname, n->extra);
+                PQfreemem(n);
+        }
+}
+
+static void pg_notify_held_free(PgStore *ps) {
+        for (size_t i = 0; i < ps->n_held; i++) {
+                free(ps->held[i][0]);
+                free(ps->held[i][1]);
+        }
+        ps->n_held = 0;
+}
+
+static int on_notify_defer(sd_event_source *s, void *userdata) {
+        PgStore *ps = userdata;
+        char *held[PG_NOTIFY_HELD_MAX][2];
+        size_t n = ps->n_held;
+        bool dropped = ps->held_dropped;
+
+        ps->notify_defer = sd_event_source_disable_unref(ps->notify_defer);
+        /* Taken out first: a callback may call the store, which may hold more. */
+        memcpy(held, ps->held, sizeof(held));
+        ps->n_held = 0;
+        ps->held_dropped = false;
+        for (size_t i = 0; i < n; i++) {
+                if (ps->notify)
+                        ps->notify(ps->notify_data, held[i][0], held[i][1]);
+                free(held[i][0]);
+                free(held[i][1]);
+        }
+        if (dropped && ps->notify)
+                ps->notify(ps->notify_data, STORE_CHANNEL_RECONNECTED, "");
+        pg_notify_drain(ps);
+        return 0;
+}
+
+/* After a call: what arrived during it waits in libpq, and the socket will not wake us for it. It is
+ * held, and handed on from a defer source: never from inside the call (the listener may call the
+ * store, or free what the caller is using). */
+static void pg_notify_pending(PgStore *ps) {
+        PGnotify *n;
+
+        if (!ps->notify || !ps->event || !ps->conn)
+                return;
+        while ((n = PQnotifies(ps->conn))) {
+                char *channel = n->relname ? strdup(n->relname) : NULL, *payload = n->extra ? strdup(n->extra) : NULL;
+
+                PQfreemem(n);
+                if (!channel || !payload || ps->n_held >= PG_NOTIFY_HELD_MAX) {
+                        free(channel);
+                        free(payload);
+                        ps->held_dropped = true;
+                        continue;
+                }
+                ps->held[ps->n_held][0] = channel;
+                ps->held[ps->n_held][1] = payload;
+                ps->n_held++;
+        }
+        if ((ps->n_held > 0 || ps->held_dropped) && !ps->notify_defer)
+                (void) sd_event_add_defer(ps->event, &ps->notify_defer, on_notify_defer, ps);
+}
+
+static int on_notify_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        PgStore *ps = userdata;
+
+        if (!PQconsumeInput(ps->conn) || PQstatus(ps->conn) != CONNECTION_OK) {
+                /* The server went away while we were idle: the next call (or the reconnection it
+                 * starts) deals with it; stop watching a dead socket. */
+                ps->notify_io = sd_event_source_disable_unref(ps->notify_io);
+                return 0;
+        }
+        pg_notify_drain(ps);
+        return 0;
+}
+
+/* Watch the connection's socket while it is idle (every query of ours completes before the loop runs
+ * again, so whatever the socket has then is the server's own: notifications, or its goodbye). Again
+ * after each reconnection: the socket changes. */
+static void pg_notify_watch(PgStore *ps) {
+        int fd;
+
+        ps->notify_io = sd_event_source_disable_unref(ps->notify_io);
+        if (!ps->notify || !ps->event || ps->reconnecting || PQstatus(ps->conn) != CONNECTION_OK)
+                return;
+        fd = PQsocket(ps->conn);
+        if (fd < 0)
+                return;
+        (void) sd_event_add_io(ps->event, &ps->notify_io, fd, EPOLLIN, on_notify_io, ps);
+}
+
+static int pg_set_notify(Store *s, StoreNotifyFn fn, void *userdata) {
+        PgStore *ps = PG_STORE(s);
+
+        if (!ps->event)
+                return -ENOTCONN;
+        ps->notify = fn;
+        ps->notify_data = userdata;
+        pg_notify_watch(ps);
+        return 0;
 }
 
 static void pg_reconnect_failed(PgStore *ps) {
@@ -307,6 +434,11 @@ static void pg_reconnect_step(PgStore *ps, PostgresPollingStatusType st) {
                         return;
                 }
                 ps->reconnect_failures = 0;
+                pg_notify_watch(ps);
+                /* Notifications sent while the connection was down are lost: tell the listener,
+                 * which looks in the store for what it may have missed. */
+                if (ps->notify)
+                        ps->notify(ps->notify_data, STORE_CHANNEL_RECONNECTED, "");
                 return;
         default:
                 pg_reconnect_retry(ps);
@@ -331,6 +463,7 @@ static int pg_reconnect_start(PgStore *ps) {
                 return -EIO;
         }
         ps->reconnecting = true;
+        ps->notify_io = sd_event_source_disable_unref(ps->notify_io);
         /* The first step as if the socket were ready for writing, as libpq documents. */
         pg_reconnect_step(ps, PGRES_POLLING_WRITING);
         return 0;
@@ -399,6 +532,7 @@ static int pg_query(PgStore *ps, const char *sql, const PgParams *p, PGresult **
                 return r;
         res = PQexecParams(ps->conn, sql, p ? p->n : 0, NULL, p ? p->values : NULL, p ? p->lengths : NULL,
                            p ? p->formats : NULL, 0);
+        pg_notify_pending(ps);
         st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
         if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
                 r = pg_fail(ps, res);
@@ -773,6 +907,28 @@ static int pg_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
         pp_text(&p, exec_status_to_string(EXEC_QUEUED));
         pp_text(&p, exec_status_to_string(EXEC_RUNNING));
         return pg_query_records(PG_STORE(s), sql_unfinished, &p, ret, ret_n);
+}
+
+/* One statement: the flag, and the notification to the node that holds it (sent at commit). */
+static const char sql_cancel_elsewhere[] =
+        "WITH u AS (UPDATE executions SET cancel_requested = 1 WHERE execution_id = $1 AND status IN ($2, $3) "
+        "RETURNING node) SELECT node, pg_notify('" STORE_CHANNEL_CANCEL "', $1) FROM u";
+
+static int pg_cancel_elsewhere(Store *s, const char *id) {
+        PgStore *ps = PG_STORE(s);
+        PGresult *res = NULL;
+        PgParams p = {};
+        int r;
+
+        pp_text(&p, id);
+        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
+        pp_text(&p, exec_status_to_string(EXEC_RUNNING));
+        r = pg_query(ps, sql_cancel_elsewhere, &p, &res);
+        if (r < 0)
+                return r;
+        r = PQntuples(res) > 0 ? 0 : -EALREADY;
+        PQclear(res);
+        return r;
 }
 
 /* store_take_over(): one statement; rows another node is taking at the same moment are locked
@@ -1384,6 +1540,9 @@ static void pg_close(Store *s) {
 
         sd_event_source_disable_unref(ps->reconnect_io);
         sd_event_source_disable_unref(ps->reconnect_timer);
+        sd_event_source_disable_unref(ps->notify_io);
+        sd_event_source_disable_unref(ps->notify_defer);
+        pg_notify_held_free(ps);
         sd_event_unref(ps->event);
         PQfinish(ps->conn);
         free(ps->name);
@@ -1413,6 +1572,8 @@ static const StoreOps pg_ops = {
         .session_list = pg_session_list,
         .usage_get = pg_usage_get,
         .attach_event = pg_attach_event,
+        .set_notify = pg_set_notify,
+        .cancel_elsewhere = pg_cancel_elsewhere,
         .node_register = pg_node_register,
         .node_heartbeat = pg_node_heartbeat,
         .node_leave = pg_node_leave,

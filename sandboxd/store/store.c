@@ -346,6 +346,18 @@ Store *store_close(Store *s) {
         return NULL;
 }
 
+int store_set_notify(Store *s, StoreNotifyFn fn, void *userdata) {
+        if (!s || !fn)
+                return -EINVAL;
+        return s->ops->set_notify ? s->ops->set_notify(s, fn, userdata) : -EOPNOTSUPP;
+}
+
+int store_cancel_elsewhere(Store *s, const char *id) {
+        if (!s || !id || !id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        return s->ops->cancel_elsewhere ? s->ops->cancel_elsewhere(s, id) : -EOPNOTSUPP;
+}
+
 int store_attach_event(Store *s, sd_event *event) {
         if (!s || !event)
                 return -EINVAL;

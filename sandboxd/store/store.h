@@ -154,6 +154,21 @@ int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n,
  * SQLite store, one node's by nature, takes every unfinished one whatever its node.
  * from a node name: that node's, only if its lease had run out at now_usec (CLOCK_REALTIME) in the
  * registry; two nodes trying at once take each execution once. */
+/* Notifications between nodes sharing the store (PostgreSQL's LISTEN/NOTIFY): channel, payload.
+ * STORE_CHANNEL_CANCEL: payload an execution id, whose cancel another node took (store_cancel_elsewhere())
+ * for this node to carry out if it holds it. STORE_CHANNEL_RECONNECTED: the connection was made
+ * again, and what was sent meanwhile is lost: look in the store. Called from the event loop, never
+ * from inside a store call. */
+#define STORE_CHANNEL_CANCEL "sandboxd_cancel"
+#define STORE_CHANNEL_RECONNECTED ""
+typedef void (*StoreNotifyFn)(void *userdata, const char *channel, const char *payload);
+/* After store_attach_event(). -EOPNOTSUPP: a backend without notifications (SQLite: one node). */
+int store_set_notify(Store *s, StoreNotifyFn fn, void *userdata);
+/* A cancel asked on a node that does not hold the execution: its cancel_requested is set and the
+ * node that holds it is notified (STORE_CHANNEL_CANCEL). -EALREADY: not queued or running any more;
+ * -ENOENT: no such execution; -EOPNOTSUPP: a backend of one node. */
+int store_cancel_elsewhere(Store *s, const char *id);
+
 int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
                     StoreRecord ***ret, size_t *ret_n);
 

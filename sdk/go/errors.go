@@ -24,6 +24,9 @@ const (
 	ErrInput         ErrorType = "input_error"
 	// ErrCancelled: the execution was cancelled (Client.Cancel) before it finished.
 	ErrCancelled ErrorType = "cancelled"
+	// ErrOrphaned: the node running it was lost before it finished (several nodes); what it did
+	// is unknown. Request.Retry asks for a second attempt on another node instead.
+	ErrOrphaned ErrorType = "orphaned"
 	// ErrUnknown: a failed execution without an error type (not made by this sandboxd).
 	ErrUnknown ErrorType = "unknown"
 )

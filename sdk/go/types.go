@@ -62,6 +62,9 @@ type ExecuteRequest struct {
 	// Isolation: "strong" runs the program under gVisor whatever the daemon's risk scan says;
 	// "" or "auto": the tier the daemon's policy chooses (Result.Isolation says which, and why).
 	Isolation string `json:"isolation,omitempty"`
+	// Retry: with several nodes, run it once more on another node should the node running it be
+	// lost (Result.Attempt 2); false: it ends StatusOrphaned. Only for runs that may run twice.
+	Retry bool `json:"retry,omitempty"`
 	// CallbackURL: when the execution ends, sandboxd POSTs its result there, signed (see
 	// docs/http-api.md, Callbacks).
 	CallbackURL string `json:"callback_url,omitempty"`
@@ -77,11 +80,13 @@ const (
 	StatusSuccess   Status = "success"
 	StatusFailed    Status = "failed"
 	StatusCancelled Status = "cancelled"
+	// StatusOrphaned: the node running it was lost (several nodes) and it did not ask to Retry.
+	StatusOrphaned Status = "orphaned"
 )
 
-// Final reports whether the status is a verdict (success, failed or cancelled).
+// Final reports whether the status is a verdict (success, failed, cancelled or orphaned).
 func (s Status) Final() bool {
-	return s == StatusSuccess || s == StatusFailed || s == StatusCancelled
+	return s == StatusSuccess || s == StatusFailed || s == StatusCancelled || s == StatusOrphaned
 }
 
 // Artifact is a file the program left below /workspace/output, collected after the run.
@@ -139,7 +144,9 @@ type Result struct {
 	FinishedAt            time.Time         `json:"finished_at"`
 	Limits                Limits            `json:"limits"`
 	Unit                  string            `json:"unit"`
-	Start                 string            `json:"start"` // "warm" or "cold"
+	Node                  string            `json:"node"`    // the node that holds it (several nodes)
+	Attempt               int               `json:"attempt"` // 2 once it ran again after its node was lost
+	Start                 string            `json:"start"`   // "warm" or "cold"
 	Reason                string            `json:"reason"`
 	ErrorMessage          string            `json:"error_message"`
 	Environment           string            `json:"environment"`
@@ -176,6 +183,8 @@ func (r *Result) Err() error {
 		return &Error{Type: t, Result: r}
 	case StatusCancelled:
 		return &Error{Type: ErrCancelled, Result: r}
+	case StatusOrphaned:
+		return &Error{Type: ErrOrphaned, Result: r}
 	}
 	return nil
 }

@@ -63,4 +63,23 @@ with Cluster(3, BUILD) as c:
         got = {e["execution_id"] for e in (lst or {}).get("executions", [])}
         t.ok(st == 200 and {eid for eid, _, _ in ids} <= got, f"{n.name}: the list holds all 30", (st, len(got)))
 
+    # A cancel sent to a node that does not run the execution reaches the one that does.
+    st, r = a.request("POST", "/v1/executions",
+                      {"language": "python", "code": "import time\nprint('before', flush=True)\ntime.sleep(60)"})
+    eid = r.get("execution_id") if st == 202 else None
+    t.ok(eid and wait_until(lambda: a.request("GET", f"/v1/executions/{eid}")[1].get("status") == "running", 30, 0.2),
+         "a long run on node1 runs", (st, r))
+    time.sleep(0.5)
+    st, r = n3.request("POST", f"/v1/executions/{eid}/cancel", {})
+    t.ok(st == 202 and r.get("node") == "node1", "node3 accepts its cancel (202), the record naming node1", (st, r))
+
+    def cancelled():
+        st, r = b.request("GET", f"/v1/executions/{eid}")
+        return st == 200 and r.get("status") == "cancelled" and r.get("stdout") == "before\n"
+
+    t.ok(wait_until(cancelled, 15, 0.2), "node1 cancelled it: cancelled, with what it printed, seen from node2",
+         b.request("GET", f"/v1/executions/{eid}"))
+    st, r = n3.request("POST", f"/v1/executions/{eid}/cancel", {})
+    t.eq(st, 409, "a second cancel through node3: already finished")
+
 t.done()

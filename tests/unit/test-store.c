@@ -1238,7 +1238,10 @@ static void test_nodes(_unused_ void **state) {
 }
 
 /* Several processes opening a new store at once (sandboxd nodes starting together, against one
- * PostgreSQL): the migrations run once, every open succeeds, the schema is whole. */
+ * PostgreSQL): the migrations run once, every open succeeds, the schema is whole. PostgreSQL only: a
+ * SQLite file is one node's, and several processes turning a new file to WAL at once meet SQLite's
+ * own deadlock avoidance (SQLITE_BUSY without the busy handler, a hot journal another one removed:
+ * 1 run in ~30 failed so here), which is not a way sandboxd is run. */
 static void test_concurrent_open(_unused_ void **state) {
         enum { N = 4 };
         pid_t pids[N];
@@ -1546,7 +1549,8 @@ int main(void) {
                 "test_missing_dir", "test_disk_full", NULL,
         };
 
-        static const char *const pg_only[] = { "test_disk_full_pg", "test_reconnect_pg", "test_bad_conninfo_pg",
+        static const char *const pg_only[] = { "test_concurrent_open", "test_disk_full_pg", "test_reconnect_pg",
+                                               "test_bad_conninfo_pg",
                                                "test_reconnect_backoff_pg", "test_reconnect_event_pg",
                                                "test_error_mapping_pg", NULL };
 

@@ -53,8 +53,8 @@ class SandboxError(SandboxdError):
 
     @staticmethod
     def _type_of(result: "Execution") -> str:
-        if result.status == "cancelled":
-            return "cancelled"
+        if result.status in ("cancelled", "orphaned"):
+            return result.status
         return result.error_type or "failed"
 
     @property

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Type, TypeVar
 
 T = TypeVar("T")
 
-FINAL_STATUSES = ("success", "failed", "cancelled")
+FINAL_STATUSES = ("success", "failed", "cancelled", "orphaned")
 
 
 def _build(cls: Type[T], doc: Dict[str, Any]) -> T:
@@ -77,6 +77,9 @@ class Execution:
     finished_at: Optional[str] = None
     limits: Optional[Limits] = None
     unit: Optional[str] = None
+    # Several nodes: the node that holds it, and 2 once it ran again after its node was lost.
+    node: Optional[str] = None
+    attempt: Optional[int] = None
     start: Optional[str] = None
     reason: Optional[str] = None
     error_message: Optional[str] = None
@@ -104,7 +107,7 @@ class Execution:
 
     @property
     def done(self) -> bool:
-        """True once the execution is final (success, failed or cancelled)."""
+        """True once the execution is final (success, failed, cancelled or orphaned)."""
         return self.status in FINAL_STATUSES
 
     @property
