@@ -22,6 +22,11 @@ struct Node {
         uint64_t epoch;                  /* 0: not registered */
         uint64_t lease_expires_usec;
         bool fenced;                     /* the last heartbeat was refused: another start took the name */
+        /* CLOCK_REALTIME of the first renewal of an unbroken run of them (0: the last heartbeat
+         * failed). Others' leases are judged only after a whole lease of it: after an outage of the
+         * store every node's lease looks run out, and each must have had the time to renew its own
+         * before any takes another's work. */
+        uint64_t renewed_since_usec;
         bool left;
 
         StoreNode *registry;             /* the rows as read at the last heartbeat */
@@ -37,6 +42,7 @@ struct Node {
 static void node_store_error(Node *n, int r, const char *doing) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
+        n->renewed_since_usec = 0;
         n->store_errors++;
         if (n->store_errors > 1 && now < n->store_error_logged_usec + NODE_STORE_ERROR_INTERVAL_USEC) {
                 n->store_errors_unlogged++;
@@ -103,6 +109,7 @@ static int node_register(Node *n) {
         }
         node_store_ok(n);
         n->epoch = n->ctx->node_epoch = epoch;
+        n->renewed_since_usec = now;
         n->lease_expires_usec = now + node_lease_usec(n);
         log_info("Node '%s' registered, epoch %" PRIu64 ", lease %" PRIu64 " s renewed every %" PRIu64 " s.",
                  n->name, epoch, n->ctx->config->node_lease_sec, n->ctx->config->node_heartbeat_sec);
@@ -137,6 +144,8 @@ static void node_heartbeat(Node *n) {
                 log_notice("Node '%s': the lease of epoch %" PRIu64 " is renewed again.", n->name, n->epoch);
         n->fenced = false;
         n->lease_expires_usec = now + node_lease_usec(n);
+        if (n->renewed_since_usec == 0)
+                n->renewed_since_usec = now;
 }
 
 static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -151,7 +160,8 @@ static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
         node_read_registry(n);
         /* Other nodes whose lease ran out: their unfinished executions are taken over here, but only
          * by a node whose own lease is good (one cut off from the store must not take anything). */
-        if (n->lost && n->epoch > 0 && !n->fenced && n->lease_expires_usec > now_usec(CLOCK_REALTIME)) {
+        if (n->lost && n->epoch > 0 && !n->fenced && n->lease_expires_usec > now_usec(CLOCK_REALTIME) &&
+            n->renewed_since_usec > 0 && now_usec(CLOCK_REALTIME) >= n->renewed_since_usec + node_lease_usec(n)) {
                 uint64_t now = now_usec(CLOCK_REALTIME);
 
                 for (size_t i = 0; i < n->n_registry; i++)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Three sandboxd nodes sharing one PostgreSQL (issue 22), each in its own harness (cluster.py):
-every node lists the others in its registry; submissions spread over the three nodes' listeners all
-finish, each once, and every record reads the same from every node."""
+every node lists the others in its registry; 90 submissions spread over the three nodes' listeners,
+with the server restarted in the middle, all finish, each once, and every record reads the same
+from every node; a cancel sent to a node that does not run the execution reaches the one that does."""
 
 import os
 import sys
@@ -30,16 +31,38 @@ with Cluster(3, BUILD) as c:
         st, h = n.request("GET", "/v1/health")
         t.eq((h or {}).get("node", {}).get("name"), n.name, f"{n.name}: health names this node")
 
-    # Submissions spread over the three nodes.
-    ids = []
-    for i in range(30):
+    # 90 submissions spread over the three nodes; PostgreSQL restarted (immediate: a crash to its
+    # clients) after the 45th. A submission refused meanwhile (503 store_error: nothing was recorded,
+    # nothing runs) is sent again, as a client would; every acknowledged one must finish, once.
+    control = os.environ.get("SANDBOXD_TEST_PG_CONTROL")
+
+    def server(cmd):
+        status = control + ".status"
+        before = open(status).read().count("\n") if os.path.exists(status) else 0
+        with open(control, "w") as f:
+            f.write(cmd + "\n")
+        wait_until(lambda: os.path.exists(status) and open(status).read().count("\n") > before, 90, 0.05)
+        lines = open(status).read().splitlines()
+        return int(lines[-1].split()[1]) if len(lines) > before else -1
+
+    ids, refused, other = [], 0, []
+    for i in range(90):
+        if i == 45:
+            t.eq(server("restart"), 0, "PostgreSQL restarted in the middle of the load")
         node = c.nodes[i % 3]
-        st, r = node.request("POST", "/v1/executions", {"language": "python", "code": f"print({i} * 3)"})
-        if st != 202:
-            t.ok(False, f"submission {i} on {node.name} accepted", (st, r))
-            continue
-        ids.append((r["execution_id"], f"{i * 3}\n", i % 3))
-    t.eq(len(ids), 30, "30 submissions accepted over the three nodes")
+        for attempt in range(100):
+            st, r = node.request("POST", "/v1/executions", {"language": "python", "code": f"print({i} * 3)"})
+            if st == 202:
+                ids.append((r["execution_id"], f"{i * 3}\n", i % 3))
+                break
+            if st == 503 and (r or {}).get("error", {}).get("code") == "store_error":
+                refused += 1
+                time.sleep(0.1)
+                continue
+            other.append((i, node.name, st, r))
+            break
+    t.eq(len(ids), 90, f"90 submissions acknowledged over the three nodes ({refused} refused during the restart "
+         "and sent again)", other[:3])
 
     def final_everywhere():
         for eid, out, _ in ids:
@@ -49,7 +72,7 @@ with Cluster(3, BUILD) as c:
                     return False
         return True
 
-    t.ok(wait_until(final_everywhere, 120, 0.5), "every execution finished, and reads the same from every node",
+    t.ok(wait_until(final_everywhere, 180, 0.5), "every execution finished, and reads the same from every node",
          [(eid, n.name, n.request("GET", f"/v1/executions/{eid}")) for eid, _, _ in ids[:3] for n in c.nodes])
     # Each once: one unit name per execution, the same from every node; the list of each node holds all.
     units = {}
@@ -58,10 +81,14 @@ with Cluster(3, BUILD) as c:
         units[eid] = seen
     t.ok(all(len(u) == 1 and None not in u for u in units.values()), "each execution has one unit, seen alike",
          {k: v for k, v in units.items() if len(v) != 1})
+    recs = {eid: a.request("GET", f"/v1/executions/{eid}")[1] for eid, _, _ in ids}
+    t.ok(all(r.get("attempt") == 1 and r.get("node") == f"node{k + 1}" for (eid, _, k), r in
+             zip(ids, recs.values())),
+         "each ran once (attempt 1), on the node that took it", [r.get("node") for r in list(recs.values())[:6]])
     for n in c.nodes:
-        st, lst = n.request("GET", "/v1/executions?limit=100")
+        st, lst = n.request("GET", "/v1/executions?limit=200")
         got = {e["execution_id"] for e in (lst or {}).get("executions", [])}
-        t.ok(st == 200 and {eid for eid, _, _ in ids} <= got, f"{n.name}: the list holds all 30", (st, len(got)))
+        t.ok(st == 200 and {eid for eid, _, _ in ids} <= got, f"{n.name}: the list holds all 90", (st, len(got)))
 
     # A cancel sent to a node that does not run the execution reaches the one that does.
     st, r = a.request("POST", "/v1/executions",
