@@ -39,12 +39,14 @@ check-unit: build
 check-integration: build
 	meson test -C $(BUILD) --suite integration --print-errorlogs
 
-# ASan+UBSan over the unit tests and the daemon under the harness.
+# ASan+UBSan over the unit tests and the daemon under the harness; the tests of suite 'plain-only'
+# (the -pg legs, test-cluster-artifacts: see their meson.build) run in the plain build only.
 check-asan: deps
 	@[ -f $(BUILD_ASAN)/build.ninja ] || meson setup $(BUILD_ASAN) -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug $(MESON_OPTS)
 	meson compile -C $(BUILD_ASAN)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		SANDBOX_HARNESS_SANITIZERS=1 meson test -C $(BUILD_ASAN) --print-errorlogs $(ASAN_TESTS)
+		SANDBOX_HARNESS_SANITIZERS=1 meson test -C $(BUILD_ASAN) --print-errorlogs \
+		$(if $(ASAN_TESTS),$(ASAN_TESTS),--no-suite plain-only)
 
 # The fuzz tier (tests/fuzz/): each libFuzzer target for FUZZ_SECONDS under ASan+UBSan, in its own
 # clang build; FUZZ_TARGETS="request conf" for some of them. Crashes land in
