@@ -122,6 +122,97 @@ static void wait_for(ApiContext *ac, HttpRequest *req, Job *j) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
 }
 
+/* ?wait=true for an execution another node runs (several nodes): the record is read again every
+ * REMOTE_WAIT_INTERVAL_USEC until it is final (or this node takes it over), at most REMOTE_WAITS_MAX
+ * such waits at once (past that, the answer is the record as it is now, as without wait). */
+#define REMOTE_WAIT_INTERVAL_USEC (500 * USEC_PER_MSEC)
+#define REMOTE_WAITS_MAX 256
+
+typedef struct RemoteWait {
+        ApiContext *ac;
+        HttpRequest *req;
+        char *id;
+        sd_event_source *timer;
+} RemoteWait;
+
+static unsigned n_remote_waits;
+
+static void remote_wait_free(RemoteWait *w) {
+        sd_event_source_disable_unref(w->timer);
+        free(w->id);
+        free(w);
+        n_remote_waits--;
+}
+
+static void on_remote_wait_gone(HttpRequest *req, void *userdata) {
+        remote_wait_free(userdata);
+}
+
+static int on_remote_wait_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        RemoteWait *w = userdata;
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        HttpRequest *req = w->req;
+        ApiContext *ac = w->ac;
+        Job *j;
+        int r;
+
+        if (ac->ctx->stopping) {
+                http_request_set_gone_cb(req, NULL, NULL);
+                http_respond_error(req, API_ERROR_SHUTTING_DOWN, NULL, "sandboxd is stopping; execution %s did not finish",
+                                   w->id);
+                remote_wait_free(w);
+                return 0;
+        }
+        /* Taken over here meanwhile: wait for the job as for any other. */
+        j = runner_find(ac->runner, w->id);
+        if (j) {
+                http_request_set_gone_cb(req, NULL, NULL);
+                remote_wait_free(w);
+                wait_for(ac, req, j);
+                return 0;
+        }
+        r = store_get(ac->ctx->store, w->id, &rec);
+        if (r >= 0 && !exec_status_is_final(rec->exec->status)) {
+                (void) sd_event_source_set_time_relative(s, REMOTE_WAIT_INTERVAL_USEC);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                return 0;
+        }
+        http_request_set_gone_cb(req, NULL, NULL);
+        if (r == -ENOENT)
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", w->id);
+        else if (r < 0)
+                http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
+        else
+                http_respond_json(req, 200, stored_record_json(ac, rec));
+        remote_wait_free(w);
+        return 0;
+}
+
+/* rec: not final, held by another node. Answers now (as without wait) when it cannot wait. */
+static void wait_remote(ApiContext *ac, HttpRequest *req, StoreRecord *rec) {
+        RemoteWait *w;
+
+        if (n_remote_waits >= REMOTE_WAITS_MAX || !(w = calloc(1, sizeof(RemoteWait)))) {
+                http_respond_json(req, 200, stored_record_json(ac, rec));
+                return;
+        }
+        n_remote_waits++;
+        *w = (RemoteWait) { .ac = ac, .req = req, .id = strdup(rec->exec->id) };
+        if (!w->id || sd_event_add_time_relative(ac->ctx->event, &w->timer, CLOCK_MONOTONIC, REMOTE_WAIT_INTERVAL_USEC,
+                                                 10 * USEC_PER_MSEC, on_remote_wait_tick, w) < 0) {
+                remote_wait_free(w);
+                http_respond_json(req, 200, stored_record_json(ac, rec));
+                return;
+        }
+        http_request_suspend(req);
+        http_request_set_gone_cb(req, on_remote_wait_gone, w);
+}
+
+static bool held_elsewhere(ApiContext *ac, const StoreRecord *rec) {
+        return !exec_status_is_final(rec->exec->status) && rec->exec->node &&
+               !streq_ptr(rec->exec->node, ac->ctx->node_name);
+}
+
 static json_object *accepted_json(const Execution *e) {
         json_object *o = json_object_new_object();
 
@@ -170,8 +261,11 @@ static void handle_submit(ApiContext *ac, HttpRequest *req) {
         switch (res.outcome) {
         case SUBMIT_EXISTING_RECORD:
                 rec = res.record;
-                http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(ac, rec)
-                                                                      : accepted_json(rec->exec));
+                if (query_true(req, "wait") && held_elsewhere(ac, rec))
+                        wait_remote(ac, req, rec);
+                else
+                        http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(ac, rec)
+                                                                              : accepted_json(rec->exec));
                 return;
         case SUBMIT_EXISTING_JOB:
                 if (query_true(req, "wait"))
@@ -204,7 +298,10 @@ static void handle_get(ApiContext *ac, HttpRequest *req, const char *id) {
                 return;
         }
         if (!j) {
-                http_respond_json(req, 200, stored_record_json(ac, rec));
+                if (query_true(req, "wait") && held_elsewhere(ac, rec))
+                        wait_remote(ac, req, rec);
+                else
+                        http_respond_json(req, 200, stored_record_json(ac, rec));
                 return;
         }
         if (query_true(req, "wait") && !job_is_final(j)) {

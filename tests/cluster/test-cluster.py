@@ -90,6 +90,14 @@ with Cluster(3, BUILD) as c:
         got = {e["execution_id"] for e in (lst or {}).get("executions", [])}
         t.ok(st == 200 and {eid for eid, _, _ in ids} <= got, f"{n.name}: the list holds all 90", (st, len(got)))
 
+    # ?wait=true through a node that does not run the execution: it waits for the record to be final.
+    st, r = a.request("POST", "/v1/executions",
+                      {"language": "python", "code": "import time\ntime.sleep(2)\nprint('waited')"})
+    eid = r.get("execution_id") if st == 202 else None
+    st, r = b.request("GET", f"/v1/executions/{eid}?wait=true", timeout=60)
+    t.ok(st == 200 and r.get("status") == "success" and r.get("stdout") == "waited\n" and r.get("node") == "node1",
+         "GET ?wait=true on node2 of a run on node1 answers once it is final", (st, r))
+
     # A cancel sent to a node that does not run the execution reaches the one that does.
     st, r = a.request("POST", "/v1/executions",
                       {"language": "python", "code": "import time\nprint('before', flush=True)\ntime.sleep(60)"})
