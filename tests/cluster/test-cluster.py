@@ -12,7 +12,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
 from cluster import Cluster  # noqa: E402
-from lib import Tap, wait_until  # noqa: E402
+from lib import Tap, pg_server, wait_until  # noqa: E402
 
 BUILD = os.environ.get("SANDBOXD_BUILD_DIR") or sys.argv[1]
 t = Tap()
@@ -34,21 +34,10 @@ with Cluster(3, BUILD) as c:
     # 90 submissions spread over the three nodes; PostgreSQL restarted (immediate: a crash to its
     # clients) after the 45th. A submission refused meanwhile (503 store_error: nothing was recorded,
     # nothing runs) is sent again, as a client would; every acknowledged one must finish, once.
-    control = os.environ.get("SANDBOXD_TEST_PG_CONTROL")
-
-    def server(cmd):
-        status = control + ".status"
-        before = open(status).read().count("\n") if os.path.exists(status) else 0
-        with open(control, "w") as f:
-            f.write(cmd + "\n")
-        wait_until(lambda: os.path.exists(status) and open(status).read().count("\n") > before, 90, 0.05)
-        lines = open(status).read().splitlines()
-        return int(lines[-1].split()[1]) if len(lines) > before else -1
-
     ids, refused, other = [], 0, []
     for i in range(90):
         if i == 45:
-            t.eq(server("restart"), 0, "PostgreSQL restarted in the middle of the load")
+            t.eq(pg_server("restart"), 0, "PostgreSQL restarted in the middle of the load")
         node = c.nodes[i % 3]
         for attempt in range(100):
             st, r = node.request("POST", "/v1/executions", {"language": "python", "code": f"print({i} * 3)"})

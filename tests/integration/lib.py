@@ -57,6 +57,26 @@ PG_STORE = os.environ.get("SANDBOX_HARNESS_STORE") or None
 SQLITE_DB = "/var/lib/sandboxd/sandboxd.db"
 
 
+def pg_server(cmd):
+    """stop|start|restart the PostgreSQL server tests/pg/pg-scratch started (its control FIFO,
+    SANDBOXD_TEST_PG_CONTROL); pg_ctl's status (0: done), -1 if no answer came in 90 s."""
+    control = os.environ["SANDBOXD_TEST_PG_CONTROL"]
+    status = control + ".status"
+
+    def lines():
+        try:
+            with open(status) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+    before = len(lines())
+    with open(control, "w") as f:
+        f.write(cmd + "\n")
+    wait_until(lambda: len(lines()) > before, 90, 0.05)
+    now = lines()
+    return int(now[-1].split()[1]) if len(now) > before else -1
+
+
 def store_exec(sql, params=()):
     """A statement that changes the daemon's store, whichever backend it is (see store_row())."""
     if PG_STORE:

@@ -15,24 +15,13 @@ import subprocess
 import threading
 import time
 
-from lib import SOCKET, Tap, UnixConnection, get, health, request, skip_all, wait_until
+from lib import SOCKET, Tap, UnixConnection, get, health, pg_server, request, skip_all, wait_until
 
 control = os.environ.get("SANDBOXD_TEST_PG_CONTROL")
 if not control or not os.environ.get("SANDBOX_HARNESS_STORE"):
     skip_all("needs the PostgreSQL store and pg-scratch's control FIFO (the suite's -pg leg)")
 
 t = Tap()
-
-
-def server(cmd):
-    """stop|start|restart the PostgreSQL server, through pg-scratch; its status (0: done)."""
-    status = control + ".status"
-    before = open(status).read().count("\n") if os.path.exists(status) else 0
-    with open(control, "w") as f:
-        f.write(cmd + "\n")
-    wait_until(lambda: os.path.exists(status) and open(status).read().count("\n") > before, 90, 0.05)
-    lines = open(status).read().splitlines()
-    return int(lines[-1].split()[1]) if len(lines) > before else -1
 
 
 def code_of(answer):
@@ -85,7 +74,7 @@ def load():
 loader = threading.Thread(target=load)
 loader.start()
 time.sleep(0.5)
-t.eq(server("stop"), 0, "PostgreSQL stopped (immediate: a crash to its clients)")
+t.eq(pg_server("stop"), 0, "PostgreSQL stopped (immediate: a crash to its clients)")
 time.sleep(0.3)
 st, r = post("print('while down')")
 t.ok(st in (503, 507) and code_of(r) == "store_error" and "execution_id" not in r,
@@ -96,7 +85,7 @@ t.ok("PostgreSQL" not in str(r) and "host=" not in str(r),
 time.sleep(2.5)
 t.ok(all(get(e)[0] == 200 for e, _ in running), "the sleepers' records answer from memory while it is down",
      [get(e) for e, _ in running])
-t.eq(server("start"), 0, "PostgreSQL started again")
+t.eq(pg_server("start"), 0, "PostgreSQL started again")
 time.sleep(1.0)
 stop_load.set()
 loader.join(60)
