@@ -131,9 +131,12 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, n, build, heartbeat=1, lease=5, pool_size=0, extra_conf=""):
-        self.conninfo = os.environ.get("SANDBOXD_TEST_PG")
-        if not self.conninfo:
+    def __init__(self, n, build, heartbeat=1, lease=5, pool_size=0, extra_conf="", conninfo=None, prefix="node"):
+        # conninfo: the nodes' Store=; None (the default) is tests/pg/pg-scratch's server
+        # (SANDBOXD_TEST_PG); "" is each node's own SQLite file (bench/cluster.py's single-node leg:
+        # the registry then holds that node alone).
+        self.conninfo = os.environ.get("SANDBOXD_TEST_PG") if conninfo is None else conninfo
+        if self.conninfo is None or (conninfo is None and not self.conninfo):
             raise RuntimeError("no SANDBOXD_TEST_PG: run under tests/pg/pg-scratch")
         self.build = build
         self.heartbeat, self.lease, self.pool_size = heartbeat, lease, pool_size
@@ -153,7 +156,7 @@ class Cluster:
             except BaseException:
                 shutil.rmtree(self.dir, ignore_errors=True)
                 raise
-        self.nodes = [Node(self, f"node{i + 1}", extra_conf) for i in range(n)]
+        self.nodes = [Node(self, f"{prefix}{i + 1}", extra_conf) for i in range(n)]
 
     def start(self):
         # One after the other: the first runs the schema's migrations, and two private systemds
