@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_TARGETS ?=
 MESON_OPTS ?=
 
-.PHONY: all deps build deb rpm check check-unit check-integration check-asan check-vm fuzz demo bench bench-load bench-hardening bench-network bench-languages clean
+.PHONY: all deps build deb rpm check check-unit check-integration check-asan check-vm fuzz demo bench bench-load bench-hardening bench-network bench-languages bench-cluster clean
 
 all: build
 
@@ -87,6 +87,11 @@ bench-network: build
 # Compiled languages end to end vs their bare compile-and-run (issue 17): go, rust, c, java (~5 min).
 bench-languages: build
 	bench/run --build $(BUILD) --languages
+
+# PostgreSQL store vs SQLite, one node vs three (issue 22): claim latency, throughput and CPU per
+# execution on tests/cluster's nodes under tests/pg/pg-scratch (~3 min).
+bench-cluster: build
+	bench/run --build $(BUILD) --cluster $(CLUSTER_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
