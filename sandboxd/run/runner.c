@@ -216,9 +216,22 @@ static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         for (Job *j = r->jobs; j; j = j->next)
                 oldest = j;
         for (Job *j = oldest; j && r->n_unsaved > 0; j = j->prev) {
+                int k;
+
                 if (!j->record_unsaved)
                         continue;
-                if (job_persist_final(j) < 0)
+                k = job_persist_final(j);
+                if (k == -ESTALE) {
+                        /* Taken over by another node meanwhile (its lease ran out while the store was
+                         * away): the record is that node's now. Not to be written, nor tried again. */
+                        log_warning("%s: taken over by another node while its record waited to be written; "
+                                    "this result (%s) is not recorded.", j->exec->id,
+                                    exec_status_to_string(j->exec->status));
+                        j->record_unsaved = false;
+                        r->n_unsaved--;
+                        continue;
+                }
+                if (k < 0)
                         break;
                 r->n_unsaved--;
                 saved++;
