@@ -90,32 +90,20 @@ int secret_dir_check_stat(const struct stat *st, uid_t uid, const char *dir, con
         return 0;
 }
 
-int secret_file_open(const char *path, uid_t uid, SecretFileAccess access, const char *what, struct stat *ret_st,
-                     char **ret_error) {
-        _cleanup_free_ char *copy = NULL, *dir = NULL;
-        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
-        char *last, *save = NULL;
-        size_t n, dir_len = 1, depth = 0;
-        struct stat st;
+/* From / down the directories of components (path's, cut at '/', NUL-separated in place by
+ * strtok_r()), each checked by secret_dir_check_stat() before the next is opened below it (O_PATH,
+ * O_NOFOLLOW): the O_PATH fd of the last one, its stat in *ret_st. dots: refuse "." and ".."
+ * components (for a path that names a directory itself). */
+static int secret_walk_dirs(const char *path, char *components, size_t path_len, uid_t uid, bool dots,
+                            const char *what, struct stat *ret_st, char **ret_error) {
+        _cleanup_free_ char *dir = malloc(path_len + 2);
+        _cleanup_close_ int dfd = -EBADF;
+        char *save = NULL;
+        size_t dir_len = 1, depth = 0;
         int r;
 
-        if (isempty(path) || path[0] != '/')
-                return error_set(ret_error, "%s: the %s must be named by an absolute path", path ?: "", what);
-        n = strnlen(path, SECRET_PATH_MAX + 1);
-        if (n > SECRET_PATH_MAX)
-                return error_set(ret_error, "%.64s...: the path of the %s is longer than %d bytes", path, what,
-                                 SECRET_PATH_MAX);
-        copy = strdup(path);
-        dir = malloc(n + 2);
-        if (!copy || !dir)
+        if (!dir)
                 return -ENOMEM;
-        last = strrchr(copy, '/');
-        *last++ = 0;
-        if (!*last || streq(last, ".") || streq(last, "..")) {
-                (void) error_set(ret_error, "%s: refusing the %s: not a regular file", path, what);
-                return -EBADFD;
-        }
-
         strcpy(dir, "/");
         dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0) {
@@ -123,17 +111,19 @@ int secret_file_open(const char *path, uid_t uid, SecretFileAccess access, const
                 (void) error_set(ret_error, "%s: cannot open /: %s", path, strerror(-r));
                 return r;
         }
-        for (char *c = strtok_r(copy, "/", &save);; c = strtok_r(NULL, "/", &save)) {
-                if (fstat(dfd, &st) < 0) {
+        for (char *c = strtok_r(components, "/", &save);; c = strtok_r(NULL, "/", &save)) {
+                if (fstat(dfd, ret_st) < 0) {
                         r = -errno;
                         (void) error_set(ret_error, "%s: cannot stat %s: %s", path, dir, strerror(-r));
                         return r;
                 }
-                r = secret_dir_check_stat(&st, uid, dir, path, what, ret_error);
+                r = secret_dir_check_stat(ret_st, uid, dir, path, what, ret_error);
                 if (r < 0)
                         return r;
                 if (!c)
-                        break;
+                        return TAKE_FD(dfd);
+                if (dots && (streq(c, ".") || streq(c, "..")))
+                        return error_set(ret_error, "%s: the path of the %s has a '%s' component", path, what, c);
                 if (++depth > SECRET_DEPTH_MAX)
                         return error_set(ret_error, "%s: the path of the %s has more than %d components", path,
                                          what, SECRET_DEPTH_MAX);
@@ -153,6 +143,36 @@ int secret_file_open(const char *path, uid_t uid, SecretFileAccess access, const
                 safe_close(dfd);
                 dfd = nfd;
         }
+}
+
+int secret_file_open(const char *path, uid_t uid, SecretFileAccess access, const char *what, struct stat *ret_st,
+                     char **ret_error) {
+        _cleanup_free_ char *copy = NULL;
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        char *last;
+        size_t n;
+        struct stat st;
+        int r;
+
+        if (isempty(path) || path[0] != '/')
+                return error_set(ret_error, "%s: the %s must be named by an absolute path", path ?: "", what);
+        n = strnlen(path, SECRET_PATH_MAX + 1);
+        if (n > SECRET_PATH_MAX)
+                return error_set(ret_error, "%.64s...: the path of the %s is longer than %d bytes", path, what,
+                                 SECRET_PATH_MAX);
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        last = strrchr(copy, '/');
+        *last++ = 0;
+        if (!*last || streq(last, ".") || streq(last, "..")) {
+                (void) error_set(ret_error, "%s: refusing the %s: not a regular file", path, what);
+                return -EBADFD;
+        }
+
+        dfd = secret_walk_dirs(path, copy, n, uid, false, what, &st, ret_error);
+        if (dfd < 0)
+                return dfd;
 
         /* O_NONBLOCK: a FIFO put there must not hang the caller; it is refused as not regular. */
         fd = openat(dfd, last, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
@@ -179,10 +199,9 @@ int secret_file_open(const char *path, uid_t uid, SecretFileAccess access, const
 }
 
 int secret_dir_open(const char *path, uid_t uid, const char *what, char **ret_error) {
-        _cleanup_free_ char *copy = NULL, *dir = NULL;
+        _cleanup_free_ char *copy = NULL;
         _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
-        char *save = NULL;
-        size_t n, dir_len = 1, depth = 0;
+        size_t n;
         struct stat st;
         int r;
 
@@ -193,49 +212,12 @@ int secret_dir_open(const char *path, uid_t uid, const char *what, char **ret_er
                 return error_set(ret_error, "%.64s...: the path of the %s is longer than %d bytes", path, what,
                                  SECRET_PATH_MAX);
         copy = strdup(path);
-        dir = malloc(n + 2);
-        if (!copy || !dir)
+        if (!copy)
                 return -ENOMEM;
 
-        strcpy(dir, "/");
-        dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0) {
-                r = -errno;
-                (void) error_set(ret_error, "%s: cannot open /: %s", path, strerror(-r));
-                return r;
-        }
-        for (char *c = strtok_r(copy, "/", &save);; c = strtok_r(NULL, "/", &save)) {
-                if (fstat(dfd, &st) < 0) {
-                        r = -errno;
-                        (void) error_set(ret_error, "%s: cannot stat %s: %s", path, dir, strerror(-r));
-                        return r;
-                }
-                r = secret_dir_check_stat(&st, uid, dir, path, what, ret_error);
-                if (r < 0)
-                        return r;
-                if (!c)
-                        break;
-                if (streq(c, ".") || streq(c, ".."))
-                        return error_set(ret_error, "%s: the path of the %s has a '%s' component", path, what, c);
-                if (++depth > SECRET_DEPTH_MAX)
-                        return error_set(ret_error, "%s: the path of the %s has more than %d components", path,
-                                         what, SECRET_DEPTH_MAX);
-
-                /* O_PATH|O_NOFOLLOW: a symbolic link is opened as itself, and refused above. */
-                int nfd = openat(dfd, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-
-                if (dir_len > 1)
-                        dir[dir_len++] = '/';
-                strcpy(dir + dir_len, c);
-                dir_len += strlen(c);
-                if (nfd < 0) {
-                        r = -errno;
-                        (void) error_set(ret_error, "%s: cannot open the %s: %s: %s", path, what, dir, strerror(-r));
-                        return r;
-                }
-                safe_close(dfd);
-                dfd = nfd;
-        }
+        dfd = secret_walk_dirs(path, copy, n, uid, true, what, &st, ret_error);
+        if (dfd < 0)
+                return dfd;
         /* The directory itself: the sticky exception does not hold here, since whoever may create
          * entries in it may create the names sandboxd is about to create. */
         if (st.st_mode & (S_IWGRP | S_IWOTH)) {
