@@ -795,19 +795,25 @@ static void params_callback(PgParams *p, const StoreCallback *c) {
         pp_text(p, c->body);
 }
 
-/* sql_put; -ESTALE when its fence kept the row (another node took the execution over). */
-static int pg_put_fenced(PgStore *ps, const PgParams *p) {
+/* A statement that changes one row if it is still ours (an epoch, a fence): -ESTALE when it changed
+ * none. */
+static int pg_command_fenced(PgStore *ps, const char *sql, const PgParams *p) {
         uint64_t n = 0;
         int r;
 
-        r = pg_command(ps, sql_put, p, &n);
+        r = pg_command(ps, sql, p, &n);
         if (r < 0)
                 return r;
-        if (n == 0) {
+        return n == 0 ? -ESTALE : 0;
+}
+
+/* sql_put; -ESTALE when its fence kept the row (another node took the execution over). */
+static int pg_put_fenced(PgStore *ps, const PgParams *p) {
+        int r = pg_command_fenced(ps, sql_put, p);
+
+        if (r == -ESTALE)
                 pg_set_error(ps, "the execution was taken over by another node");
-                return -ESTALE;
-        }
-        return 0;
+        return r;
 }
 
 static int pg_put(Store *s, const StoreRecord *rec) {
@@ -1457,38 +1463,28 @@ static int pg_node_register(Store *s, const char *name, uint64_t now_usec, uint6
 static int pg_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,
                              uint64_t lease_expires_usec, uint64_t running) {
         PgParams p = {};
-        uint64_t n = 0;
-        int r;
 
         pp_text(&p, name);
         pp_u64(&p, epoch);
         pp_u64(&p, now_usec);
         pp_u64(&p, lease_expires_usec);
         pp_u64(&p, running);
-        r = pg_command(PG_STORE(s),
-                       "UPDATE nodes SET heartbeat_usec = $3, lease_expires_usec = $4, running = $5 "
-                       "WHERE node_name = $1 AND epoch = $2",
-                       &p, &n);
-        if (r < 0)
-                return r;
-        return n == 0 ? -ESTALE : 0;
+        return pg_command_fenced(PG_STORE(s),
+                                 "UPDATE nodes SET heartbeat_usec = $3, lease_expires_usec = $4, running = $5 "
+                                 "WHERE node_name = $1 AND epoch = $2",
+                                 &p);
 }
 
 static int pg_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t now_usec) {
         PgParams p = {};
-        uint64_t n = 0;
-        int r;
 
         pp_text(&p, name);
         pp_u64(&p, epoch);
         pp_u64(&p, now_usec);
-        r = pg_command(PG_STORE(s),
-                       "UPDATE nodes SET lease_expires_usec = least(lease_expires_usec, $3::bigint), running = 0 "
-                       "WHERE node_name = $1 AND epoch = $2",
-                       &p, &n);
-        if (r < 0)
-                return r;
-        return n == 0 ? -ESTALE : 0;
+        return pg_command_fenced(PG_STORE(s),
+                                 "UPDATE nodes SET lease_expires_usec = least(lease_expires_usec, $3::bigint), running = 0 "
+                                 "WHERE node_name = $1 AND epoch = $2",
+                                 &p);
 }
 
 static int pg_node_list(Store *s, StoreNode **ret, size_t *ret_n) {
