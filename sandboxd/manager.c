@@ -320,11 +320,10 @@ static int setup_cgroups(Manager *m) {
 }
 
 /* What the node's heartbeat reports. */
-static void manager_node_lost(void *userdata, const char *name) {
+static int manager_node_lost(void *userdata, const char *name) {
         Manager *m = userdata;
 
-        if (!m->ctx.stopping)
-                runner_take_over(m->runner, name);
+        return m->ctx.stopping ? -ECANCELED : runner_take_over(m->runner, name);
 }
 
 static uint64_t manager_running(void *userdata) {

@@ -32,6 +32,13 @@ struct Node {
         StoreNode *registry;             /* the rows as read at the last heartbeat */
         size_t n_registry;
         MetricsNode *metrics;            /* the same, as /metrics needs them (names point into registry) */
+        /* The expired leases whose executions this node has taken over (at most one entry per row
+         * of the registry), by the lease's end: each is taken once, not at every heartbeat while the
+         * row stays expired (a name that left cleanly stays so for good); a lease renewed and run out
+         * again (a node that came back, same epoch, and was lost again) ends elsewhere, and is taken
+         * again. */
+        struct { char *name; uint64_t lease_expires_usec; } *taken;
+        size_t n_taken;
 
         uint64_t store_errors;           /* failures in a row */
         uint64_t store_errors_unlogged;
@@ -148,6 +155,42 @@ static void node_heartbeat(Node *n) {
                 n->renewed_since_usec = now;
 }
 
+static bool node_taken(const Node *n, const StoreNode *x) {
+        for (size_t i = 0; i < n->n_taken; i++)
+                if (streq(n->taken[i].name, x->name))
+                        return n->taken[i].lease_expires_usec == x->lease_expires_usec;
+        return false;
+}
+
+/* Remembered for x's lease; entries of names no longer in the registry go (the list stays within
+ * its size). A failure to remember only means trying again at the next heartbeat. */
+static void node_mark_taken(Node *n, const StoreNode *x) {
+        size_t k = 0;
+        void *m;
+
+        for (size_t i = 0; i < n->n_taken; i++) {
+                bool listed = false;
+
+                for (size_t j = 0; j < n->n_registry && !listed; j++)
+                        listed = streq(n->registry[j].name, n->taken[i].name);
+                if (!listed || streq(n->taken[i].name, x->name)) {
+                        free(n->taken[i].name);
+                        continue;
+                }
+                n->taken[k++] = n->taken[i];
+        }
+        n->n_taken = k;
+        m = reallocarray(n->taken, k + 1, sizeof(*n->taken));
+        if (!m)
+                return;
+        n->taken = m;
+        n->taken[k].name = strdup(x->name);
+        if (!n->taken[k].name)
+                return;
+        n->taken[k].lease_expires_usec = x->lease_expires_usec;
+        n->n_taken++;
+}
+
 static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
         Node *n = userdata;
 
@@ -165,8 +208,9 @@ static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
                 uint64_t now = now_usec(CLOCK_REALTIME);
 
                 for (size_t i = 0; i < n->n_registry; i++)
-                        if (!streq(n->registry[i].name, n->name) && n->registry[i].lease_expires_usec < now)
-                                n->lost(n->userdata, n->registry[i].name);
+                        if (!streq(n->registry[i].name, n->name) && n->registry[i].lease_expires_usec < now &&
+                            !node_taken(n, &n->registry[i]) && n->lost(n->userdata, n->registry[i].name) >= 0)
+                                node_mark_taken(n, &n->registry[i]);
         }
         /* NodeHeartbeatSec= as in force now: a reload changes it from the next one on. */
         (void) sd_event_source_set_time_relative(s, n->ctx->config->node_heartbeat_sec * USEC_PER_SEC);
@@ -259,6 +303,9 @@ Node *node_free(Node *n) {
                 n->ctx->node_name = NULL;
         store_nodes_free(n->registry, n->n_registry);
         free(n->metrics);
+        for (size_t i = 0; i < n->n_taken; i++)
+                free(n->taken[i].name);
+        free(n->taken);
         free(n->name);
         free(n);
         return NULL;

@@ -21,9 +21,9 @@ typedef struct Node Node;
 /* How many executions hold a slot now (the runner's count), for the heartbeat. */
 typedef uint64_t (*NodeRunningFn)(void *userdata);
 /* Another node's lease has run out (seen at a heartbeat of this node, while its own lease is good):
- * its unfinished executions are to be taken over (runner_take_over()). Called at every heartbeat
- * while the node is listed expired; finding nothing is cheap (an index). */
-typedef void (*NodeLostFn)(void *userdata, const char *name);
+ * its unfinished executions are to be taken over (runner_take_over()). Once per registration of
+ * that node when it returns >= 0; again at the next heartbeat when it fails (the store). */
+typedef int (*NodeLostFn)(void *userdata, const char *name);
 
 /* Resolve the name (NodeName=, else the machine id), register, and start the heartbeat on
  * ctx->event. A store that refuses the registration is logged, and the heartbeat tries again;

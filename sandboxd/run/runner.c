@@ -599,7 +599,7 @@ static bool request_retry_from_json(const char *json) {
         return retry;
 }
 
-void runner_take_over(Runner *r, const char *from) {
+int runner_take_over(Runner *r, const char *from) {
         Store *store = r->ctx->store;
         StoreRecord **l = NULL;
         size_t n = 0, queued = 0, retried = 0, orphaned = 0;
@@ -607,14 +607,14 @@ void runner_take_over(Runner *r, const char *from) {
         int k;
 
         if (!store || !r->ctx->node_name || r->ctx->node_epoch == 0)
-                return;
+                return -EAGAIN;
         k = store_take_over(store, from, r->ctx->node_name, r->ctx->node_epoch, now_usec(CLOCK_REALTIME), &l, &n);
         if (k < 0) {
                 log_warning_errno(k, "Cannot take over the executions of node '%s': %s", from, store_error_message(store));
-                return;
+                return k;
         }
         if (n == 0)
-                return;
+                return 0;
         snprintf(reason, sizeof(reason), "node %s lost", from);
         for (size_t i = 0; i < n; i++) {
                 Execution *e = l[i]->exec;
@@ -659,6 +659,7 @@ void runner_take_over(Runner *r, const char *from) {
                 runner_dispatch(r);
         log_notice("Node '%s' was lost (its lease ran out): took over %zu executions, %zu queued here, %zu run "
                    "again here, %zu orphaned.", from, queued + retried + orphaned, queued, retried, orphaned);
+        return 0;
 }
 
 /* At start only (before the loop runs), so a synchronous call is fine here. */

@@ -49,7 +49,7 @@ void runner_counts(const Runner *r, RunnerCounts *ret);
 /* Another node was lost (its lease ran out): take its unfinished executions over (store_take_over()).
  * Queued ones run here; running ones end "orphaned", with the reason "node NAME lost", unless their
  * request asked to "retry": then they run here once more, as attempt 2. */
-void runner_take_over(Runner *r, const char *from);
+int runner_take_over(Runner *r, const char *from);
 /* A cancel another node took for an execution this one runs (store.h, STORE_CHANNEL_CANCEL); and,
  * after notifications may have been lost (a reconnection), a look at the store for such cancels of
  * the executions held here. */
