@@ -354,6 +354,9 @@ static void manager_metrics_gauges(void *userdata, MetricsGauges *ret) {
                 .outbox = outbox,
                 .sessions = sessions_count(m->sessions),
                 .records_unsaved = runner_unsaved(m->runner),
+                .shared_queue = m->ctx.shared_queue,
+                .claimed_here = n.claimed_here,
+                .claimed_elsewhere = n.claimed_elsewhere,
                 .warm_target = m->ctx.config->pool_size,
         };
         node_metrics_gauges(m->node, ret);
@@ -589,8 +592,18 @@ static void manager_store_notify(void *userdata, const char *channel, const char
                 return;
         if (streq(channel, STORE_CHANNEL_CANCEL))
                 runner_cancel_from_elsewhere(m->runner, payload);
-        else if (streq(channel, STORE_CHANNEL_RECONNECTED))
+        else if (streq(channel, STORE_CHANNEL_QUEUE))
+                runner_queue_hint(m->runner, payload);
+        else if (streq(channel, STORE_CHANNEL_CLAIMED))
+                runner_claimed_elsewhere(m->runner, payload);
+        else if (streq(channel, STORE_CHANNEL_FINAL)) {
+                runner_final_elsewhere(m->runner, payload);
+                api_final_elsewhere(payload);
+        }
+        else if (streq(channel, STORE_CHANNEL_RECONNECTED)) {
                 runner_cancel_scan(m->runner);
+                runner_follow_scan(m->runner);
+        }
 }
 
 static int open_store(Manager *m) {
@@ -611,6 +624,8 @@ static int open_store(Manager *m) {
                 r = store_set_notify(m->ctx.store, manager_store_notify, m);
                 if (r < 0)
                         return log_error_errno(r, "Cannot listen to the other nodes' notifications: %m");
+                /* Nodes on one database share its queue (runner.h). */
+                m->ctx.shared_queue = true;
                 (void) store_count(m->ctx.store, &count);
                 log_info("Execution store in PostgreSQL: %" PRIu64 " records.", count);
                 return 0;
@@ -1110,6 +1125,9 @@ int manager_new(const char *config_dir, const char *languages_dir, const char *h
         /* Resumed queued executions start now if slots are free: with nothing running, no finishing
          * execution would ever dispatch them. */
         runner_dispatch(m->runner);
+        r = runner_start_claiming(m->runner);
+        if (r < 0)
+                return r;
 
         g = getgrnam(m->ctx.config->socket_group);
         hs = (HttpSettings) {

@@ -122,26 +122,45 @@ static void wait_for(ApiContext *ac, HttpRequest *req, Job *j) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
 }
 
-/* ?wait=true for an execution another node runs (several nodes): the record is read again every
- * REMOTE_WAIT_INTERVAL_USEC until it is final (or this node takes it over), at most REMOTE_WAITS_MAX
- * such waits at once (past that, the answer is the record as it is now, as without wait). */
+/* ?wait=true for an execution another node runs (several nodes): the record is read again when the
+ * store tells that its final record was written (api_final_elsewhere()), and every
+ * REMOTE_WAIT_INTERVAL_USEC in case that was missed, until it is final (or this node takes it over);
+ * at most REMOTE_WAITS_MAX such waits at once (past that, the answer is the record as it is now, as
+ * without wait). */
 #define REMOTE_WAIT_INTERVAL_USEC (500 * USEC_PER_MSEC)
 #define REMOTE_WAITS_MAX 256
 
-typedef struct RemoteWait {
+typedef struct RemoteWait RemoteWait;
+struct RemoteWait {
         ApiContext *ac;
         HttpRequest *req;
         char *id;
         sd_event_source *timer;
-} RemoteWait;
+        RemoteWait *prev, *next;
+};
 
 static unsigned n_remote_waits;
+static RemoteWait *remote_waits;
 
 static void remote_wait_free(RemoteWait *w) {
         sd_event_source_disable_unref(w->timer);
+        if (w->prev)
+                w->prev->next = w->next;
+        else if (remote_waits == w)
+                remote_waits = w->next;
+        if (w->next)
+                w->next->prev = w->prev;
         free(w->id);
         free(w);
         n_remote_waits--;
+}
+
+void api_final_elsewhere(const char *id) {
+        for (RemoteWait *w = remote_waits; w; w = w->next)
+                if (streq(w->id, id)) {
+                        (void) sd_event_source_set_time(w->timer, 1);   /* due now */
+                        (void) sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
+                }
 }
 
 static void on_remote_wait_gone(HttpRequest *req, void *userdata) {
@@ -197,7 +216,10 @@ static void wait_remote(ApiContext *ac, HttpRequest *req, StoreRecord *rec) {
                 return;
         }
         n_remote_waits++;
-        *w = (RemoteWait) { .ac = ac, .req = req, .id = strdup(rec->exec->id) };
+        *w = (RemoteWait) { .ac = ac, .req = req, .id = strdup(rec->exec->id), .next = remote_waits };
+        if (remote_waits)
+                remote_waits->prev = w;
+        remote_waits = w;
         if (!w->id || sd_event_add_time_relative(ac->ctx->event, &w->timer, CLOCK_MONOTONIC, REMOTE_WAIT_INTERVAL_USEC,
                                                  10 * USEC_PER_MSEC, on_remote_wait_tick, w) < 0) {
                 remote_wait_free(w);
@@ -468,9 +490,18 @@ static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
                         http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
                 return;
         }
-        r = job_cancel(j);
+        r = cancel_job(ac, j, &rec);
         if (r == -EALREADY) {
                 http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
+                return;
+        }
+        if (r < 0) {
+                http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
+                return;
+        }
+        if (rec) {
+                /* Claimed by another node a moment ago: the cancel went there. */
+                http_respond_json(req, 202, stored_record_json(ac, rec));
                 return;
         }
         log_info("%s: cancel requested", j->exec->id);

@@ -26,6 +26,9 @@ json_object *api_languages_json(ApiContext *ac);
 /* The routes that carry their own authorization and so need no API key on TCP: GET of a signed
  * artifact URL, /v1/executions/<id>/artifacts/<path>. */
 bool api_route_is_public(const char *method, const char *path);
+/* The store tells (STORE_CHANNEL_FINAL) that the final record of id was written: the waits of
+ * GET/POST ?wait=true for it on another node read it now. */
+void api_final_elsewhere(const char *id);
 /* The Piston API's routes (/api/v2/...), the only ones served on PistonListen='s listener. */
 bool api_route_is_piston(const char *method, const char *path);
 

@@ -641,6 +641,7 @@ static void get_identified(BusCall *c) {
 static void cancel_found(BusCall *c) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         Job *j;
+        int r;
 
         if (find_execution_for(c, &j, &rec) == 0) {
                 bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
@@ -648,7 +649,7 @@ static void cancel_found(BusCall *c) {
         }
         if (!j) {
                 /* Several nodes: another one may run it. */
-                int r = cancel_elsewhere(c->api->ac, rec);
+                r = cancel_elsewhere(c->api->ac, rec);
 
                 if (r >= 0)
                         bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
@@ -658,8 +659,17 @@ static void cancel_found(BusCall *c) {
                         bus_call_reply_api_error(c, API_ERROR_STORE, "%s", store_error_public(r));
                 return;
         }
-        if (job_cancel(j) == -EALREADY) {
+        r = cancel_job(c->api->ac, j, &rec);
+        if (r == -EALREADY) {
                 bus_call_reply_api_error(c, API_ERROR_CONFLICT, "execution '%s' has already finished", c->arg);
+                return;
+        }
+        if (r < 0) {
+                bus_call_reply_api_error(c, API_ERROR_STORE, "%s", store_error_public(r));
+                return;
+        }
+        if (rec) {
+                bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
                 return;
         }
         log_info("%s: cancel requested over D-Bus by %s", j->exec->id, c->owner);

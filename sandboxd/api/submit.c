@@ -34,6 +34,9 @@ static int find_record(ApiContext *ac, const char *owner, bool admin, const char
         StoreRecord *rec = NULL;
         Job *j = runner_find(ac->runner, key);
 
+        /* Accepted here, run by another node: the store has what is true of it now. */
+        if (j && j->elsewhere && !job_is_final(j))
+                j = NULL;
         if (j) {
                 if (!may_see(owner, admin, j->owner))
                         return 0;
@@ -63,6 +66,24 @@ int cancel_elsewhere(ApiContext *ac, StoreRecord *rec) {
                 return r;
         e->cancel_requested = true;
         log_info("%s: cancel requested, sent to node '%s' which runs it", e->id, e->node);
+        return 0;
+}
+
+int cancel_job(ApiContext *ac, Job *j, StoreRecord **ret_rec) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        int r;
+
+        *ret_rec = NULL;
+        r = job_cancel(j);
+        if (r != -EREMOTE)
+                return r;
+        r = store_get(ac->ctx->store, j->exec->id, &rec);
+        if (r < 0)
+                return r == -ENOENT ? -EALREADY : r;
+        r = cancel_elsewhere(ac, rec);
+        if (r < 0)
+                return r;
+        *ret_rec = TAKE_PTR(rec);
         return 0;
 }
 
@@ -246,6 +267,8 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
                         return r;
         }
 
+        /* The shared queue: any node may claim it, but a session's run runs where its session is. */
+        er->unclaimed = ac->ctx->shared_queue && !er->session_id;
         r = runner_submit(ac->runner, TAKE_PTR(er), owner, &j);
         if (r < 0)
                 return fail(err, r, API_ERROR_INTERNAL, "cannot create the execution: %s", strerror(-r));

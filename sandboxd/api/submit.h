@@ -41,6 +41,10 @@ int find_execution(ApiContext *ac, const char *owner, bool admin, const char *id
  * is not final, the store marks it and tells that node (store_cancel_elsewhere()), and rec shows the
  * cancel asked. 0: sent; -EALREADY: final, or held by no other node; else a store error. */
 int cancel_elsewhere(ApiContext *ac, StoreRecord *rec);
+/* job_cancel() of a job held here; if another node claimed it from the shared queue meanwhile, the
+ * cancel goes there (cancel_elsewhere()) and *ret_rec is its record (else NULL). -EALREADY: final;
+ * other errors: the store's. */
+int cancel_job(ApiContext *ac, Job *j, StoreRecord **ret_rec);
 
 /* One page of q as {"executions": [...], "next_cursor": ...}. 0, or negative with *err filled. */
 int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, RequestError *err);

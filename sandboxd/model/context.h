@@ -59,6 +59,9 @@ typedef struct Context {
          * every execution it takes carries them (Execution.node, node_epoch). */
         const char *node_name;
         uint64_t node_epoch;
+        /* The store is shared by several nodes (PostgreSQL), and so is the queue: a submission that
+         * is not a session's run may be claimed by any node (runner.c, store_claim()). */
+        bool shared_queue;
 
         /* Artifacts: the content-addressed store (ArtifactsDirectory=) and the key that signs their
          * URLs (ArtifactURLKeyFile=), both fixed at start. */

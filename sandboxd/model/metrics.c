@@ -393,6 +393,14 @@ int metrics_render(const Metrics *m, const MetricsGauges *g, char **ret) {
                      g->running);
         render_gauge(&t, "sandboxd_executions_queued", "Executions waiting for a slot.", g->queued);
         render_gauge(&t, "sandboxd_slots", "Execution slots (MaxConcurrent=).", g->slots);
+        if (g->shared_queue) {
+                render_counter(&t, "sandboxd_queue_claimed_from_other_nodes_total",
+                               "Executions other nodes accepted that this node claimed from the shared queue and ran.",
+                               g->claimed_here);
+                render_counter(&t, "sandboxd_queue_claimed_by_other_nodes_total",
+                               "Executions this node accepted that another node claimed from the shared queue.",
+                               g->claimed_elsewhere);
+        }
         render_gauge(&t, "sandboxd_queue_capacity", "Executions the queue holds before refusing with 429 (MaxQueued=).",
                      g->queue_max);
         render_gauge(&t, "sandboxd_workspace_pool_ready",

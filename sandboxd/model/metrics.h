@@ -80,6 +80,10 @@ typedef struct MetricsGauges {
         uint64_t outbox;                 /* callback deliveries pending in the store */
         uint64_t sessions;               /* sessions that exist (each holds a tmpfs) */
         uint64_t records_unsaved;        /* final records the store refused, held to be written again */
+        /* The shared queue (several nodes): claimed here of what other nodes accepted, and accepted
+         * here but claimed by another node, since start; shared: there is one (else not rendered). */
+        bool shared_queue;
+        uint64_t claimed_here, claimed_elsewhere;
         /* Warm units ready to be claimed, per row of the language table; and Size= of [Pool]. */
         uint64_t warm_ready[METRICS_LANGUAGES_MAX];
         bool warm_pooled[METRICS_LANGUAGES_MAX];     /* the language is in Languages= of [Pool] */

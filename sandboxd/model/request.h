@@ -59,6 +59,8 @@ typedef struct ExecRequest {
         char *callback_url;      /* NULL: none; http(s), validated (callback_url_is_valid()) */
         bool cold;               /* "start": "cold": never a unit of the warm pool */
         bool retry;              /* "retry": true: run once more if the node running it is lost */
+        bool unclaimed;          /* set by the submitter: in the queue nodes share, any node may claim it
+                                  * (runner.c); false: this node's from the start */
         bool strong;             /* "isolation": "strong": the strong tier (risk-scan.h), whatever the scan says */
         /* The tier chosen (submit.c: isolation_choose(); a restored record: its own), and the
          * record's "isolation" text. */

@@ -130,7 +130,8 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         /* Taken by this node at its epoch now: the fence of every write of it (store.h). */
         if (ctx->node_name && !(j->exec->node = strdup(ctx->node_name)))
                 return -ENOMEM;
-        j->exec->node_epoch = ctx->node_epoch;
+        /* In the shared queue a submission is unclaimed (epoch 0) until a node claims it (job_claim()). */
+        j->exec->node_epoch = request->unclaimed ? 0 : ctx->node_epoch;
         if (request->network &&
             !(j->exec->network = net_log_new(request->network_allow, request->n_network_allow)))
                 return -ENOMEM;
@@ -1362,10 +1363,55 @@ void job_send_cancel(Job *j) {
                                                   on_cancel_timeout, j);
 }
 
+int job_claim(Job *j) {
+        Context *ctx = j->ctx;
+        int k;
+
+        if (!ctx->shared_queue || !ctx->store || j->exec->node_epoch != 0 || ctx->node_epoch == 0)
+                return 0;
+        k = store_claim(ctx->store, j->exec->id, ctx->node_name, ctx->node_epoch);
+        if (k == -ESTALE)
+                return k;
+        if (k < 0)
+                return log_warning_errno(k, "%s: cannot claim it in the shared queue: %s", j->exec->id,
+                                         store_error_message(ctx->store));
+        j->exec->node_epoch = ctx->node_epoch;
+        return 0;
+}
+
+void job_follow_final(Job *j, StoreRecord *rec) {
+        if (j->state == JOB_DONE || !exec_status_is_final(rec->exec->status))
+                return;
+        execution_free(j->exec);
+        j->exec = TAKE_PTR(rec->exec);
+        /* Both are the store's: read back from there when asked (job_record_json()). */
+        j->output_stored = j->artifacts_stored = true;
+        j->exec->out.text = mfree(j->exec->out.text);
+        j->exec->err.text = mfree(j->exec->err.text);
+        j->exec->artifacts = exec_artifacts_free(j->exec->artifacts);
+        j->request = exec_request_free(j->request);
+        j->events->left(j->events_data, j);
+        j->state = JOB_DONE;
+        log_debug("%s: %s on node '%s'", j->exec->id, exec_status_to_string(j->exec->status), strna(j->exec->node));
+        if (j->live) {
+                live_log_end(j->live);
+                j->live = live_log_unref(j->live);
+        }
+        job_flush_waiters(j);
+        j->events->finished(j->events_data, j);
+}
+
 int job_cancel(Job *j) {
+        int k;
 
         switch (j->state) {
         case JOB_QUEUED:
+                if (j->elsewhere)
+                        return -EREMOTE;
+                /* Claimed first: a cancel here of what another node runs would be lost. */
+                k = job_claim(j);
+                if (k < 0)
+                        return k == -ESTALE ? -EREMOTE : k;
                 j->cancel_requested = j->exec->cancel_requested = true;
                 job_end_before_unit(j);
                 return 0;

@@ -107,6 +107,9 @@ struct Job {
         bool output_stored;              /* the final record is in the store: stdout/stderr are read there */
         bool record_unsaved;             /* final, and the final record's write failed: the runner retries
                                           * it, and keeps the job (the only copy) until it succeeds */
+        bool elsewhere;                  /* queued here, claimed and run by another node (the shared
+                                          * queue): kept only for its waiters, until its final record
+                                          * arrives (job_follow_final()) */
         UnitOutcome outcome;
         char *result;                    /* owned copy of Result= */
         uint64_t exec_start_mono, exec_exit_mono, cpu_nsec;
@@ -150,7 +153,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Job *, job_free);
 
 /* Start (the owner has given it a slot): mount the workspace, then the service. */
 void job_start(Job *j);
-/* Cancel: a queued job ends at once; a running one is killed. 0, or -EALREADY if final. */
+/* The shared queue (store.h): claim the queued job for this node before it starts (or is cancelled
+ * here). 0: this node's (claimed now, or it needed no claim); -ESTALE: another node claimed it first;
+ * other errors: the store's (nothing claimed, nothing to start). */
+int job_claim(Job *j);
+/* A job another node claimed and ran (elsewhere) is final there: rec (its final record, taken) is now
+ * this job's, its waiters are answered and its owner told (events->finished), as for a job run here. */
+void job_follow_final(Job *j, StoreRecord *rec);
+/* Cancel: a queued job ends at once; a running one is killed. 0, or -EALREADY if final, -EREMOTE if
+ * another node claimed it meanwhile (the shared queue: it is that node's to cancel). */
 int job_cancel(Job *j);
 void job_send_cancel(Job *j);
 /* End the job now with an internal error (sandboxd's or systemd's failure, why says which). */

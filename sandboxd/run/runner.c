@@ -34,7 +34,21 @@ struct Runner {
         sd_event_source *hurry_timer;  /* runner_quiesce() + QUIESCE_HURRY_USEC: job_quiesce_hurry() all */
         sd_event_source *unsaved_timer; /* final records whose write failed are written again */
         unsigned n_unsaved, unsaved_failures;
+
+        /* The shared queue (Context.shared_queue): */
+        sd_event_source *claim_timer;   /* every CLAIM_INTERVAL_USEC: look for work other nodes queued */
+        bool claim_hint;                /* work may wait in the shared queue (a notification, the timer) */
+        bool claim_blocked;             /* a claim failed on the store: dispatch waits for the timer */
+        uint64_t queue_notified_mono;   /* when the others were last told of work waiting here */
+        unsigned n_claimed_here;        /* claimed from the shared queue since start (other nodes' work) */
+        unsigned n_claimed_elsewhere;   /* accepted here, claimed by another node */
 };
+
+/* A node with free slots looks in the shared queue this often even without a notification (one lost
+ * with a reconnection, or sent while its slots were full); and a node with work it cannot start tells
+ * the others at most once per QUEUE_NOTIFY_USEC. */
+#define CLAIM_INTERVAL_USEC (1 * USEC_PER_SEC)
+#define QUEUE_NOTIFY_USEC (50 * USEC_PER_MSEC)
 
 /* A final record the store refused (a PostgreSQL server restarting, a full disk) is written again
  * after this, doubling per failed round up to the maximum: the result was acknowledged to nobody yet
@@ -53,6 +67,8 @@ struct Runner {
 #define STATUS_COALESCE_USEC (100 * USEC_PER_MSEC)
 
 static void on_job_left(void *userdata, Job *j);
+static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret);
+static void record_final(Store *store, StoreRecord *rec, ExecStatus status, ErrorType error_type, const char *reason);
 static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata);
 static void on_job_finished(void *userdata, Job *j);
 static void on_job_freed(void *userdata, Job *j);
@@ -92,6 +108,7 @@ Runner *runner_free(Runner *r) {
         sd_event_source_disable_unref(r->status_timer);
         sd_event_source_disable_unref(r->hurry_timer);
         sd_event_source_disable_unref(r->unsaved_timer);
+        sd_event_source_disable_unref(r->claim_timer);
         free(r);
         return NULL;
 }
@@ -262,7 +279,8 @@ static void on_job_finished(void *userdata, Job *j) {
                 on_job_quiet(r, j);
         }
         r->n_finished++;
-        r->finished_total++;
+        if (!j->elsewhere)
+                r->finished_total++;
         if (j->record_unsaved) {
                 r->n_unsaved++;
                 if (!r->unsaved_timer)
@@ -310,6 +328,8 @@ void runner_counts(const Runner *r, RunnerCounts *ret) {
                 .queued = r->queue.n_waiting,
                 .jobs = r->n_jobs,
                 .finished_total = r->finished_total,
+                .claimed_here = r->n_claimed_here,
+                .claimed_elsewhere = r->n_claimed_elsewhere,
         };
 }
 
@@ -357,19 +377,208 @@ static bool session_lane_ready(QueueLane *l, void *userdata) {
         return session_may_run(s);
 }
 
+/* Accepted here, claimed by another node: it leaves this node's queue. Kept (elsewhere) only while
+ * someone waits for it here, to be answered when its final record comes (runner_final_elsewhere()); the
+ * API reads the rest from the store. */
+static void runner_moved_elsewhere(Runner *r, Job *j) {
+        queue_drop(&r->queue, &j->queue_entry);
+        r->n_claimed_elsewhere++;
+        log_debug("%s: claimed by another node", j->exec->id);
+        if (!j->waiters) {
+                job_free(j);
+                return;
+        }
+        j->elsewhere = true;
+}
+
+/* Work other nodes queued (the shared queue): one execution claimed here, fairly (store.h), owners
+ * at MaxRunningPerCaller= here skipped. 1: a job was queued here; 0: none. */
+static int runner_claim_next(Runner *r) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        _cleanup_free_ char **skip = NULL;
+        unsigned cap = (unsigned) quota_max_running_per_caller(r->ctx->config);
+        ExecRequest *req = NULL;
+        uint64_t created;
+        unsigned attempt;
+        size_t n_skip = 0;
+        Job *j;
+        int k;
+
+        if (!r->ctx->shared_queue || !r->claim_hint || r->claim_blocked || r->ctx->node_epoch == 0)
+                return 0;
+        if (cap > 0) {
+                skip = calloc(r->queue.n_owners + 1, sizeof(char *));
+                if (!skip)
+                        return log_oom(), 0;
+                for (QueueOwner *o = r->queue.owners; o; o = o->next)
+                        if (o->n_active >= cap && n_skip < r->queue.n_owners)
+                                skip[n_skip++] = o->name;
+        }
+        k = store_claim_next(r->ctx->store, r->ctx->node_name, r->ctx->node_epoch, skip, n_skip, &rec);
+        if (k == -ENOENT) {
+                r->claim_hint = false;
+                return 0;
+        }
+        if (k < 0) {
+                log_warning_errno(k, "Cannot claim work from the shared queue: %s", store_error_message(r->ctx->store));
+                r->claim_blocked = true;
+                return 0;
+        }
+        created = rec->exec->created_usec;
+        attempt = MAX(rec->exec->attempt, 1U);
+        k = request_from_record(r, rec, &req);
+        if (k >= 0)
+                k = runner_submit(r, req, rec->owner, &j);
+        if (k < 0) {
+                /* Claimed, but it cannot run here: it ends, as a record that cannot be resumed does. */
+                log_warning_errno(k, "%s: claimed from the shared queue but cannot run here: %m", rec->exec->id);
+                if (rec->exec)
+                        record_final(r->ctx->store, rec, EXEC_FAILED, ERROR_INTERNAL,
+                                     "claimed by a node that could not run it");
+                return 0;
+        }
+        j->exec->created_usec = created;
+        j->exec->attempt = attempt;
+        r->n_claimed_here++;
+        log_debug("%s: claimed from the shared queue (accepted by another node)", j->exec->id);
+        return 1;
+}
+
+/* Work waits here with no slot for it: the other nodes are told (rate-limited), idle ones claim it. */
+static void runner_tell_queued(Runner *r) {
+        uint64_t now;
+        bool unclaimed = false;
+
+        if (!r->ctx->shared_queue || r->queue.n_waiting == 0 || !r->ctx->node_name)
+                return;
+        now = now_usec(CLOCK_MONOTONIC);
+        if (r->queue_notified_mono > 0 && now - r->queue_notified_mono < QUEUE_NOTIFY_USEC)
+                return;
+        for (Job *j = r->jobs; j && !unclaimed; j = j->next)
+                unclaimed = j->state == JOB_QUEUED && !j->elsewhere && j->exec->node_epoch == 0;
+        if (!unclaimed)
+                return;
+        r->queue_notified_mono = now;
+        if (store_queue_notify(r->ctx->store, r->ctx->node_name) < 0)
+                log_debug("Cannot tell the other nodes of queued work: %s", store_error_message(r->ctx->store));
+}
+
+void runner_claimed_elsewhere(Runner *r, const char *id) {
+        Job *j = runner_find(r, id);
+
+        if (j && j->state == JOB_QUEUED && !j->elsewhere && j->exec->node_epoch == 0)
+                runner_moved_elsewhere(r, j);
+}
+
+void runner_final_elsewhere(Runner *r, const char *id) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        Job *j = runner_find(r, id);
+
+        if (!j || !j->elsewhere || job_is_final(j))
+                return;
+        if (store_get(r->ctx->store, id, &rec) < 0)
+                return;         /* the scan after the store is back finds it */
+        job_follow_final(j, rec);
+}
+
+void runner_queue_hint(Runner *r, const char *node) {
+        if (!r->ctx->shared_queue || streq_ptr(node, r->ctx->node_name))
+                return;
+        r->claim_hint = true;
+        runner_dispatch(r);
+}
+
+/* After notifications may have been lost (a reconnection): what the store says of the jobs that
+ * another node may have claimed, or finished. */
+void runner_follow_scan(Runner *r) {
+        _cleanup_strv_free_ char **ids = NULL;
+        size_t n = 0;
+
+        if (!r->ctx->shared_queue)
+                return;
+        for (Job *j = r->jobs; j; j = j->next)
+                if (j->state == JOB_QUEUED && (j->elsewhere || j->exec->node_epoch == 0) &&
+                    strv_extend(&ids, &n, j->exec->id) < 0) {
+                        log_oom();
+                        return;
+                }
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+                Job *j;
+
+                if (store_get(r->ctx->store, ids[i], &rec) < 0)
+                        continue;
+                j = runner_find(r, ids[i]);
+                if (!j || j->state != JOB_QUEUED)
+                        continue;
+                if (!j->elsewhere && rec->exec->node_epoch != 0)
+                        runner_moved_elsewhere(r, j);
+                else if (j->elsewhere && exec_status_is_final(rec->exec->status))
+                        job_follow_final(j, rec);
+        }
+        r->claim_hint = true;
+        runner_dispatch(r);
+}
+
+static int on_claim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Runner *r = userdata;
+
+        r->claim_hint = true;
+        r->claim_blocked = false;
+        (void) sd_event_source_set_time_relative(s, CLAIM_INTERVAL_USEC);
+        runner_dispatch(r);
+        return 0;
+}
+
+int runner_start_claiming(Runner *r) {
+        int k;
+
+        if (!r->ctx->shared_queue)
+                return 0;
+        k = sd_event_add_time_relative(r->ctx->event, &r->claim_timer, CLOCK_MONOTONIC, CLAIM_INTERVAL_USEC,
+                                       50 * USEC_PER_MSEC, on_claim_timer, r);
+        if (k < 0)
+                return log_error_errno(k, "Cannot arm the shared queue's timer: %m");
+        (void) sd_event_source_set_enabled(r->claim_timer, SD_EVENT_ON);
+        r->claim_hint = true;
+        runner_dispatch(r);
+        return 0;
+}
+
 /* Round robin between the owners with waiting jobs, each owner's oldest first, an owner at
  * MaxRunningPerCaller= skipped; a run of a busy session waits without holding up anything (queue.h).
  * Starting may finish a job at once and re-enter here, so every slot is picked afresh. */
 void runner_dispatch(Runner *r) {
-        while (!r->ctx->stopping && r->queue.n_active < r->ctx->config->max_concurrent) {
-                QueueEntry *e = queue_pick(&r->queue, (unsigned) quota_max_running_per_caller(r->ctx->config),
-                                           session_lane_ready, r);
+        unsigned cap = (unsigned) quota_max_running_per_caller(r->ctx->config);
 
-                if (!e)
-                        return;
+        while (!r->ctx->stopping && r->queue.n_active < r->ctx->config->max_concurrent) {
+                QueueEntry *e = queue_pick(&r->queue, cap, session_lane_ready, r);
+                Job *j;
+                int k;
+
+                if (!e) {
+                        /* Nothing of its own to start: work other nodes queued, if any. */
+                        if (runner_claim_next(r) > 0)
+                                continue;
+                        break;
+                }
+                j = job_of_entry(e);
+                k = job_claim(j);
+                if (k == -ESTALE) {
+                        /* An idle node claimed it first: it runs there. */
+                        runner_moved_elsewhere(r, j);
+                        continue;
+                }
+                if (k < 0) {
+                        /* The store cannot say whose it is: started here, another node could claim
+                         * and run it too. Tried again at the next dispatch after the claim timer. */
+                        r->claim_blocked = true;
+                        break;
+                }
                 queue_start(&r->queue, e);
-                job_start(job_of_entry(e));
+                job_start(j);
         }
+        runner_tell_queued(r);
 }
 
 void runner_fail_session(Runner *r, Session *s, const char *why) {
@@ -627,7 +836,22 @@ int runner_take_over(Runner *r, const char *from) {
                 if (!ran || (attempt < 2 && request_retry_from_json(l[i]->request))) {
                         ExecRequest *req = NULL;
                         uint64_t created = e->created_usec;
-                        Job *j;
+                        Job *j = runner_find(r, e->id);
+
+                        /* Accepted here and claimed by the lost node (the shared queue): the job
+                         * kept for its waiters runs here now. */
+                        if (j && j->elsewhere && !job_is_final(j) &&
+                            queue_push(&r->queue, &j->queue_entry, j->owner, NULL, j->callback_url != NULL) >= 0) {
+                                j->elsewhere = false;
+                                j->exec->node_epoch = r->ctx->node_epoch;
+                                j->exec->attempt = ran ? attempt + 1 : attempt;
+                                (void) job_persist(j);
+                                if (ran)
+                                        retried++;
+                                else
+                                        queued++;
+                                continue;
+                        }
 
                         k = request_from_record(r, l[i], &req);
                         if (k >= 0)

@@ -24,7 +24,10 @@ typedef struct RunnerCounts {
         unsigned running;                /* holding a slot: preparing, starting, running, finishing */
         unsigned queued;
         unsigned jobs;                   /* in memory, final ones (KeepFinished=) included */
-        uint64_t finished_total;         /* final since start */
+        uint64_t finished_total;         /* final since start (run here) */
+        /* The shared queue: claimed here of what other nodes accepted, and accepted here but claimed
+         * by another node, since start. */
+        uint64_t claimed_here, claimed_elsewhere;
 } RunnerCounts;
 
 int runner_new(Context *ctx, Sessions *sessions, Runner **ret);
@@ -55,6 +58,17 @@ int runner_take_over(Runner *r, const char *from);
  * the executions held here. */
 void runner_cancel_from_elsewhere(Runner *r, const char *id);
 void runner_cancel_scan(Runner *r);
+/* The queue nodes share (Context.shared_queue; store.h): a job is claimed in the store before it
+ * starts, and a node with free slots claims work other nodes accepted. runner_start_claiming(): at
+ * start, once the node is registered (its epoch is the claim's fence). The notifications of the
+ * store (manager.c) come here: another node queued work it cannot start (node: its name), claimed a
+ * job queued here, or wrote the final record of one (which a waiter here may be waiting for). After
+ * a reconnection runner_follow_scan() reads what those notifications would have said. */
+int runner_start_claiming(Runner *r);
+void runner_queue_hint(Runner *r, const char *node);
+void runner_claimed_elsewhere(Runner *r, const char *id);
+void runner_final_elsewhere(Runner *r, const char *id);
+void runner_follow_scan(Runner *r);
 /* What this owner holds in the queue (quota.h), or NULL. */
 const QueueOwner *runner_queue_owner(const Runner *r, const char *owner);
 /* STATUS= for the service manager: running, queued, finished. */

@@ -72,6 +72,11 @@ typedef struct StoreOps {
         int (*cancel_elsewhere)(Store *s, const char *id);                  /* optional */
         int (*take_over)(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
                          StoreRecord ***ret, size_t *ret_n);
+        /* optional, all three (the shared queue) */
+        int (*claim)(Store *s, const char *id, const char *node, uint64_t epoch);
+        int (*claim_next)(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
+                          StoreRecord **ret);
+        int (*queue_notify)(Store *s, const char *node);
 } StoreOps;
 
 struct Store {

@@ -47,7 +47,7 @@
 
 /* Notifications that arrive during one call, held until the loop hands them on; past this, they
  * are dropped and the listener told to look in the store instead (as after a reconnection). */
-#define PG_NOTIFY_HELD_MAX 64
+#define PG_NOTIFY_HELD_MAX 256
 
 typedef struct PgStore {
         Store base;
@@ -241,6 +241,10 @@ static int pg_session_setup(PgStore *ps) {
                  * (store_cancel_elsewhere()); listened to on every session, handed on only
                  * with store_set_notify(). */
                 "LISTEN " STORE_CHANNEL_CANCEL,
+                /* The shared queue's (store.h). */
+                "LISTEN " STORE_CHANNEL_QUEUE,
+                "LISTEN " STORE_CHANNEL_CLAIMED,
+                "LISTEN " STORE_CHANNEL_FINAL,
         };
 
         for (size_t i = 0; i < ELEMENTSOF(statements); i++) {
@@ -318,6 +322,15 @@ static void pg_notify_pending(PgStore *ps) {
                 char *channel = n->relname ? strdup(n->relname) : NULL, *payload = n->extra ? strdup(n->extra) : NULL;
 
                 PQfreemem(n);
+                /* The same twice (a burst of STORE_CHANNEL_QUEUE) is handed on once. */
+                for (size_t i = 0; channel && payload && i < ps->n_held; i++)
+                        if (streq(ps->held[i][0], channel) && streq(ps->held[i][1], payload)) {
+                                channel = mfree(channel);
+                                payload = mfree(payload);
+                                break;
+                        }
+                if (!channel && !payload)
+                        continue;
                 if (!channel || !payload || ps->n_held >= PG_NOTIFY_HELD_MAX) {
                         free(channel);
                         free(payload);
@@ -688,31 +701,37 @@ static int pg_query_records(PgStore *ps, const char *sql, const PgParams *p, Sto
 
 /* Every transition rewrites the whole row, except that a NULL code, owner, workspace or request
  * keeps the stored one. */
-static const char sql_put[] =
-        "INSERT INTO executions (" STORE_COLUMNS ") VALUES "
-        "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-        "$21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41, "
-        "$42, $43, $44) "
-        "ON CONFLICT (execution_id) DO UPDATE SET "
-        "session_id = excluded.session_id, owner = COALESCE(excluded.owner, executions.owner), "
-        "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, "
-        "started_at = excluded.started_at, finished_at = excluded.finished_at, "
-        "duration_ms = excluded.duration_ms, exit_code = excluded.exit_code, signal = excluded.signal, "
-        "cpu_usec = excluded.cpu_usec, peak_memory_bytes = excluded.peak_memory_bytes, "
-        "language = excluded.language, timeout_ms = excluded.timeout_ms, memory_mb = excluded.memory_mb, "
-        "cpu_cores = excluded.cpu_cores, disk_mb = excluded.disk_mb, tasks = excluded.tasks, "
-        "unit = excluded.unit, reason = excluded.reason, fingerprint = excluded.fingerprint, "
-        "stdout_bytes = excluded.stdout_bytes, stdout_lines = excluded.stdout_lines, "
-        "stdout_truncated = excluded.stdout_truncated, stderr_bytes = excluded.stderr_bytes, "
-        "stderr_lines = excluded.stderr_lines, stderr_truncated = excluded.stderr_truncated, "
-        "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, executions.code), "
-        "workspace = COALESCE(excluded.workspace, executions.workspace), "
-        "request = COALESCE(excluded.request, executions.request), "
-        "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, "
-        "client_id = excluded.client_id, start = excluded.start, network = excluded.network, "
-        "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation, "
-        "node = excluded.node, node_epoch = excluded.node_epoch, attempt = excluded.attempt "
-        FENCE_WHERE;
+#define SQL_PUT                                                                                        \
+        "INSERT INTO executions (" STORE_COLUMNS ") VALUES " \
+        "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, " \
+        "$21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41, " \
+        "$42, $43, $44) " \
+        "ON CONFLICT (execution_id) DO UPDATE SET " \
+        "session_id = excluded.session_id, owner = COALESCE(excluded.owner, executions.owner), " \
+        "status = excluded.status, error_type = excluded.error_type, created_at = excluded.created_at, " \
+        "started_at = excluded.started_at, finished_at = excluded.finished_at, " \
+        "duration_ms = excluded.duration_ms, exit_code = excluded.exit_code, signal = excluded.signal, " \
+        "cpu_usec = excluded.cpu_usec, peak_memory_bytes = excluded.peak_memory_bytes, " \
+        "language = excluded.language, timeout_ms = excluded.timeout_ms, memory_mb = excluded.memory_mb, " \
+        "cpu_cores = excluded.cpu_cores, disk_mb = excluded.disk_mb, tasks = excluded.tasks, " \
+        "unit = excluded.unit, reason = excluded.reason, fingerprint = excluded.fingerprint, " \
+        "stdout_bytes = excluded.stdout_bytes, stdout_lines = excluded.stdout_lines, " \
+        "stdout_truncated = excluded.stdout_truncated, stderr_bytes = excluded.stderr_bytes, " \
+        "stderr_lines = excluded.stderr_lines, stderr_truncated = excluded.stderr_truncated, " \
+        "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, executions.code), " \
+        "workspace = COALESCE(excluded.workspace, executions.workspace), " \
+        "request = COALESCE(excluded.request, executions.request), " \
+        "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, " \
+        "client_id = excluded.client_id, start = excluded.start, network = excluded.network, " \
+        "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation, " \
+        "node = excluded.node, node_epoch = excluded.node_epoch, attempt = excluded.attempt " \
+        FENCE_WHERE
+
+static const char sql_put[] = SQL_PUT;
+/* A final record: the same, and every node is told (STORE_CHANNEL_FINAL: remote waiters, the node
+ * that accepted it). A row for the fence's count. */
+static const char sql_put_final[] =
+        "WITH u AS (" SQL_PUT " RETURNING execution_id) SELECT pg_notify('" STORE_CHANNEL_FINAL "', execution_id) FROM u";
 
 static const char sql_get[] = "SELECT " STORE_COLUMNS " FROM executions WHERE execution_id = $1";
 
@@ -808,8 +827,8 @@ static int pg_command_fenced(PgStore *ps, const char *sql, const PgParams *p) {
 }
 
 /* sql_put; -ESTALE when its fence kept the row (another node took the execution over). */
-static int pg_put_fenced(PgStore *ps, const PgParams *p) {
-        int r = pg_command_fenced(ps, sql_put, p);
+static int pg_put_fenced(PgStore *ps, const PgParams *p, bool final) {
+        int r = pg_command_fenced(ps, final ? sql_put_final : sql_put, p);
 
         if (r == -ESTALE)
                 pg_set_error(ps, "the execution was taken over by another node");
@@ -829,13 +848,13 @@ static int pg_put(Store *s, const StoreRecord *rec) {
 
         /* Without a delivery, one statement: it is its own transaction. */
         if (!rec->callback)
-                return pg_put_fenced(ps, &p);
+                return pg_put_fenced(ps, &p, exec_status_is_final(rec->exec->status));
 
         /* With one, the record and the delivery commit together or not at all. */
         r = pg_begin(ps);
         if (r < 0)
                 return r;
-        r = pg_put_fenced(ps, &p);
+        r = pg_put_fenced(ps, &p, exec_status_is_final(rec->exec->status));
         if (r >= 0) {
                 PgParams q = {};
 
@@ -959,6 +978,95 @@ static int pg_take_over(Store *s, const char *from, const char *node, uint64_t e
                 pp_u64(&p, now_usec);
         }
         return pg_query_records(PG_STORE(s), from ? sql_take_from : sql_take_own, &p, ret, ret_n);
+}
+
+/* ---- the shared queue (store.h) ---- */
+
+/* An unclaimed queued execution (node_epoch NULL) is claimed by setting both; each row once. */
+static const char sql_claim[] =
+        "UPDATE executions SET node = $2, node_epoch = $3 WHERE execution_id = $1 AND status = $4 "
+        "AND node_epoch IS NULL";
+
+/* Each owner's oldest unclaimed queued execution accepted elsewhere (not a session's run), the one
+ * whose owner runs the fewest on all nodes first, then the oldest; locked rows skipped. The UPDATE
+ * checks again what the lock may have changed; the node that accepted it is told. */
+static const char sql_claim_next[] =
+        "WITH heads AS (SELECT DISTINCT ON (owner) execution_id, owner, created_at FROM executions "
+        "WHERE status = $3 AND node_epoch IS NULL AND session_id IS NULL AND node IS DISTINCT FROM $1 "
+        "AND COALESCE(owner, '') <> ALL ($5::text[]) ORDER BY owner, created_at, execution_id), "
+        "pick AS (SELECT e.execution_id FROM executions e JOIN heads h ON e.execution_id = h.execution_id "
+        "WHERE e.status = $3 AND e.node_epoch IS NULL ORDER BY (SELECT count(*) FROM executions r "
+        "WHERE r.status = $4 AND r.owner IS NOT DISTINCT FROM h.owner), h.created_at, h.execution_id "
+        "LIMIT 1 FOR UPDATE OF e SKIP LOCKED), "
+        "u AS (UPDATE executions x SET node = $1, node_epoch = $2 FROM pick "
+        "WHERE x.execution_id = pick.execution_id AND x.status = $3 AND x.node_epoch IS NULL RETURNING x.*) "
+        "SELECT " STORE_COLUMNS " FROM u CROSS JOIN LATERAL "
+        "(SELECT pg_notify('" STORE_CHANNEL_CLAIMED "', u.execution_id)) n";
+
+static int pg_claim(Store *s, const char *id, const char *node, uint64_t epoch) {
+        PgParams p = {};
+
+        pp_text(&p, id);
+        pp_text(&p, node);
+        pp_u64(&p, epoch);
+        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
+        return pg_command_fenced(PG_STORE(s), sql_claim, &p);
+}
+
+/* A text[] literal: every element double-quoted, '"' and '\' escaped. */
+static char *pg_text_array(char *const *l, size_t n) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        fputc('{', f);
+        for (size_t i = 0; i < n; i++) {
+                fputs(i > 0 ? ",\"" : "\"", f);
+                for (const char *c = l[i]; *c; c++) {
+                        if (*c == '"' || *c == '\\')
+                                fputc('\\', f);
+                        fputc(*c, f);
+                }
+                fputc('"', f);
+        }
+        fputc('}', f);
+        if (fclose(f) != 0)
+                return NULL;
+        return TAKE_PTR(buf);
+}
+
+static int pg_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
+                         StoreRecord **ret) {
+        _cleanup_free_ char *owners = pg_text_array(skip, n_skip);
+        StoreRecord **l = NULL;
+        PgParams p = {};
+        size_t n = 0;
+        int r;
+
+        if (!owners)
+                return -ENOMEM;
+        pp_text(&p, node);
+        pp_u64(&p, epoch);
+        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
+        pp_text(&p, exec_status_to_string(EXEC_RUNNING));
+        pp_text(&p, owners);
+        r = pg_query_records(PG_STORE(s), sql_claim_next, &p, &l, &n);
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return -ENOENT;
+        *ret = TAKE_PTR(l[0]);
+        store_records_free(l, n);       /* LIMIT 1 */
+        return 0;
+}
+
+static int pg_queue_notify(Store *s, const char *node) {
+        PgParams p = {};
+
+        pp_text(&p, node);
+        return pg_query(PG_STORE(s), "SELECT pg_notify('" STORE_CHANNEL_QUEUE "', $1)", &p, NULL);
 }
 
 #define PURGE_WHERE                                                                                    \
@@ -1575,6 +1683,9 @@ static const StoreOps pg_ops = {
         .node_leave = pg_node_leave,
         .node_list = pg_node_list,
         .take_over = pg_take_over,
+        .claim = pg_claim,
+        .claim_next = pg_claim_next,
+        .queue_notify = pg_queue_notify,
 };
 
 /* ---- opening ---- */

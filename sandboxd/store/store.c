@@ -490,6 +490,32 @@ int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch
         return r;
 }
 
+int store_claim(Store *s, const char *id, const char *node, uint64_t epoch) {
+        if (!s || !id || !id_is_valid(id, STORE_ID_MAX) || !node_name_is_valid(node) || epoch == 0 ||
+            epoch > INT64_MAX)
+                return -EINVAL;
+        return s->ops->claim ? s->ops->claim(s, id, node, epoch) : -EOPNOTSUPP;
+}
+
+/* The owners skipped go into the statement as one text[] parameter: bounded here. */
+#define STORE_CLAIM_SKIP_MAX 1024U
+
+int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip, StoreRecord **ret) {
+        if (!s || !node_name_is_valid(node) || epoch == 0 || epoch > INT64_MAX || !ret ||
+            n_skip > STORE_CLAIM_SKIP_MAX || (n_skip > 0 && !skip))
+                return -EINVAL;
+        for (size_t i = 0; i < n_skip; i++)
+                if (!skip[i] || strlen(skip[i]) > 4096)
+                        return -EINVAL;
+        return s->ops->claim_next ? s->ops->claim_next(s, node, epoch, skip, n_skip, ret) : -EOPNOTSUPP;
+}
+
+int store_queue_notify(Store *s, const char *node) {
+        if (!s || !node_name_is_valid(node))
+                return -EINVAL;
+        return s->ops->queue_notify ? s->ops->queue_notify(s, node) : -EOPNOTSUPP;
+}
+
 int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
         if (!s || !ret || !ret_n)
                 return -EINVAL;

@@ -161,6 +161,13 @@ int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n,
  * from inside a store call. */
 #define STORE_CHANNEL_CANCEL "sandboxd_cancel"
 #define STORE_CHANNEL_RECONNECTED ""
+/* The queue nodes share (store_claim(), store_claim_next()). QUEUE: payload the sender's node name:
+ * it queued work it has no slot for, idle nodes may claim it. CLAIMED: payload an execution id: a node
+ * claimed a queued execution another node accepted (which stops holding it in its queue). FINAL:
+ * payload an execution id: its final record was written (by whichever node). */
+#define STORE_CHANNEL_QUEUE "sandboxd_queue"
+#define STORE_CHANNEL_CLAIMED "sandboxd_claimed"
+#define STORE_CHANNEL_FINAL "sandboxd_final"
 typedef void (*StoreNotifyFn)(void *userdata, const char *channel, const char *payload);
 /* After store_attach_event(). -EOPNOTSUPP: a backend without notifications (SQLite: one node). */
 int store_set_notify(Store *s, StoreNotifyFn fn, void *userdata);
@@ -171,6 +178,24 @@ int store_cancel_elsewhere(Store *s, const char *id);
 
 int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
                     StoreRecord ***ret, size_t *ret_n);
+
+/* The queue several nodes share (a backend with notifications: PostgreSQL). A submission that may run
+ * on any node is stored queued and unclaimed: its node is the one that accepted it, its node_epoch 0.
+ * A node claims it before starting it; each is claimed once.
+ * store_claim(): node (at epoch) claims the unclaimed queued execution id (the node that accepted it,
+ * about to start it); -ESTALE: another node claimed it first, or it is not queued any more.
+ * store_claim_next(): node claims the next unclaimed queued execution another node accepted, fairly:
+ * of each owner's oldest, the one whose owner has the fewest executions running on all nodes (then the
+ * oldest), skipping owners named in skip (at their running cap on this node) and session runs (which
+ * run where their session is); the node that accepted it is notified (STORE_CHANNEL_CLAIMED). *ret is
+ * the record as claimed; -ENOENT: nothing to claim. Rows another node is claiming at the same moment
+ * are skipped, not waited for (FOR UPDATE SKIP LOCKED).
+ * store_queue_notify(): tell the other nodes (STORE_CHANNEL_QUEUE) that node queued work it cannot
+ * start now.
+ * All three: -EOPNOTSUPP on a backend of one node. */
+int store_claim(Store *s, const char *id, const char *node, uint64_t epoch);
+int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip, StoreRecord **ret);
+int store_queue_notify(Store *s, const char *node);
 
 /* Records with status queued or running, oldest first: what a restart has to resolve. */
 int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n);

@@ -48,6 +48,8 @@ class Node:
         keys = os.path.join(self.dir, "api-keys")
         with open(keys, "w") as f:
             f.write(f"cluster-admin sha256:{hashlib.sha256(cluster.key.encode()).hexdigest()} admin\n")
+            # A second caller, not an administrator: owner "key:cluster-user" (fairness between owners).
+            f.write(f"cluster-user sha256:{hashlib.sha256(cluster.user_key.encode()).hexdigest()}\n")
         os.chmod(keys, 0o600)
         with open(os.path.join(self.conf, "sandboxd.conf.d", "50-cluster.conf"), "w") as f:
             f.write(f"[Daemon]\nListen=127.0.0.1:{self.port}\nAPIKeysFile={keys}\n"
@@ -93,10 +95,11 @@ class Node:
         except OSError:
             return ""
 
-    def request(self, method, path, body=None, timeout=60):
+    def request(self, method, path, body=None, timeout=60, user=False):
+        """As the administrator's key, or (user=True) as the second caller's."""
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            h = {"Authorization": f"Bearer {self.cluster.key}"}
+            h = {"Authorization": f"Bearer {self.cluster.user_key if user else self.cluster.key}"}
             data = None
             if body is not None:
                 data = json.dumps(body).encode()
@@ -141,6 +144,7 @@ class Cluster:
         self.build = build
         self.heartbeat, self.lease, self.pool_size = heartbeat, lease, pool_size
         self.key = secrets.token_urlsafe(32)
+        self.user_key = secrets.token_urlsafe(32)
         # Below /var/lib, not /tmp (which each harness hides); only root may write its directories
         # (the API key file's checks).
         self.dir = tempfile.mkdtemp(prefix="sandboxd-cluster.", dir="/var/lib")

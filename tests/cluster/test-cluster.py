@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Three sandboxd nodes sharing one PostgreSQL (issue 22), each in its own harness (cluster.py):
 every node lists the others in its registry; 90 submissions spread over the three nodes' listeners,
-with the server restarted in the middle, all finish, each once, and every record reads the same
+with the server restarted in the middle, all finish, each once (on whichever node claimed it), and every record reads the same
 from every node; a cancel sent to a node that does not run the execution reaches the one that does."""
 
 import os
@@ -71,9 +71,12 @@ with Cluster(3, BUILD) as c:
     t.ok(all(len(u) == 1 and None not in u for u in units.values()), "each execution has one unit, seen alike",
          {k: v for k, v in units.items() if len(v) != 1})
     recs = {eid: a.request("GET", f"/v1/executions/{eid}")[1] for eid, _, _ in ids}
-    t.ok(all(r.get("attempt") == 1 and r.get("node") == f"node{k + 1}" for (eid, _, k), r in
-             zip(ids, recs.values())),
-         "each ran once (attempt 1), on the node that took it", [r.get("node") for r in list(recs.values())[:6]])
+    # The shared queue: a node with a free slot claims what another accepted and cannot start yet, so
+    # a run may end on another node than the one it was sent to, once either way.
+    moved = sum(1 for (eid, _, k), r in zip(ids, recs.values()) if r.get("node") != f"node{k + 1}")
+    t.ok(all(r.get("attempt") == 1 and r.get("node") in names for r in recs.values()),
+         f"each ran once (attempt 1), on a node of the cluster ({moved} of 90 claimed by another node than the "
+         "one that accepted it)", [r.get("node") for r in list(recs.values())[:6]])
     for n in c.nodes:
         st, lst = n.request("GET", "/v1/executions?limit=200")
         got = {e["execution_id"] for e in (lst or {}).get("executions", [])}
