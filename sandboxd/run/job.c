@@ -127,11 +127,15 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         j->exec->language = store_intern_language(request->language->name);
         j->exec->limits = request->limits;
         j->exec->created_usec = now_usec(CLOCK_REALTIME);
-        /* Taken by this node at its epoch now: the fence of every write of it (store.h). */
-        if (ctx->node_name && !(j->exec->node = strdup(ctx->node_name)))
+        /* Taken by this node at its epoch now: the fence of every write of it (store.h). A run routed
+         * to the node of its session is that node's, to claim. */
+        if (request->route_node) {
+                if (!(j->exec->node = strdup(request->route_node)))
+                        return -ENOMEM;
+        } else if (ctx->node_name && !(j->exec->node = strdup(ctx->node_name)))
                 return -ENOMEM;
         /* In the shared queue a submission is unclaimed (epoch 0) until a node claims it (job_claim()). */
-        j->exec->node_epoch = request->unclaimed ? 0 : ctx->node_epoch;
+        j->exec->node_epoch = request->unclaimed || request->route_node ? 0 : ctx->node_epoch;
         if (request->network &&
             !(j->exec->network = net_log_new(request->network_allow, request->n_network_allow)))
                 return -ENOMEM;
@@ -155,7 +159,9 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *session,
         j->unit_name = execution_unit_name(id);
         if (!j->exec->unit || !j->unit_name)
                 return -ENOMEM;
-        if (request->session_id) {
+        if (request->session_id && request->route_node) {
+                /* Only stored here (submit.c): its session and workspace are the other node's. */
+        } else if (request->session_id) {
                 /* The caller (submit.c, or the adoption of a queued record) made sure it exists. */
                 if (!session)
                         return -ENOENT;

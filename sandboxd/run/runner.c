@@ -391,21 +391,59 @@ static void runner_moved_elsewhere(Runner *r, Job *j) {
         j->elsewhere = true;
 }
 
-/* Work other nodes queued (the shared queue): one execution claimed here, fairly (store.h), owners
- * at MaxRunningPerCaller= here skipped. 1: a job was queued here; 0: none. */
+/* A record claimed here from the shared queue becomes a queued job. 1: it did; 0: it could not, and
+ * was failed with a reason. */
+static int runner_queue_claimed(Runner *r, StoreRecord *rec) {
+        uint64_t created = rec->exec->created_usec;
+        unsigned attempt = MAX(rec->exec->attempt, 1U);
+        ExecRequest *req = NULL;
+        Job *j;
+        int k;
+
+        k = request_from_record(r, rec, &req);
+        if (k >= 0)
+                k = runner_submit(r, req, rec->owner, &j);
+        if (k < 0) {
+                /* Claimed, but it cannot run here (its session is gone, say): it ends, as a record
+                 * that cannot be resumed does. */
+                log_warning_errno(k, "%s: claimed from the shared queue but cannot run here: %m", rec->exec->id);
+                if (rec->exec)
+                        record_final(r->ctx->store, rec, EXEC_FAILED, ERROR_INTERNAL,
+                                     k == -ENOENT ? "its session is gone from the node that held it"
+                                                  : "claimed by a node that could not run it");
+                return 0;
+        }
+        j->exec->created_usec = created;
+        j->exec->attempt = attempt;
+        r->n_claimed_here++;
+        log_debug("%s: claimed from the shared queue (accepted by another node)", j->exec->id);
+        return 1;
+}
+
+/* Work other nodes queued (the shared queue): the runs of this node's sessions they accepted, all;
+ * else one execution claimed here, fairly (store.h), owners at MaxRunningPerCaller= here skipped.
+ * 1: a job was queued here; 0: none. */
 static int runner_claim_next(Runner *r) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         _cleanup_free_ char **skip = NULL;
         unsigned cap = (unsigned) quota_max_running_per_caller(r->ctx->config);
-        ExecRequest *req = NULL;
-        uint64_t created;
-        unsigned attempt;
-        size_t n_skip = 0;
-        Job *j;
-        int k;
+        StoreRecord **l = NULL;
+        size_t n_skip = 0, n = 0;
+        int k, queued = 0;
 
         if (!r->ctx->shared_queue || !r->claim_hint || r->claim_blocked || r->ctx->node_epoch == 0)
                 return 0;
+        k = store_claim_routed(r->ctx->store, r->ctx->node_name, r->ctx->node_epoch, &l, &n);
+        if (k < 0) {
+                log_warning_errno(k, "Cannot claim the runs routed to this node: %s", store_error_message(r->ctx->store));
+                r->claim_blocked = true;
+                return 0;
+        }
+        for (size_t i = 0; i < n; i++)
+                queued |= runner_queue_claimed(r, l[i]);
+        store_records_free(l, n);
+        if (queued)
+                return 1;
         if (cap > 0) {
                 skip = calloc(r->queue.n_owners + 1, sizeof(char *));
                 if (!skip)
@@ -424,24 +462,7 @@ static int runner_claim_next(Runner *r) {
                 r->claim_blocked = true;
                 return 0;
         }
-        created = rec->exec->created_usec;
-        attempt = MAX(rec->exec->attempt, 1U);
-        k = request_from_record(r, rec, &req);
-        if (k >= 0)
-                k = runner_submit(r, req, rec->owner, &j);
-        if (k < 0) {
-                /* Claimed, but it cannot run here: it ends, as a record that cannot be resumed does. */
-                log_warning_errno(k, "%s: claimed from the shared queue but cannot run here: %m", rec->exec->id);
-                if (rec->exec)
-                        record_final(r->ctx->store, rec, EXEC_FAILED, ERROR_INTERNAL,
-                                     "claimed by a node that could not run it");
-                return 0;
-        }
-        j->exec->created_usec = created;
-        j->exec->attempt = attempt;
-        r->n_claimed_here++;
-        log_debug("%s: claimed from the shared queue (accepted by another node)", j->exec->id);
-        return 1;
+        return runner_queue_claimed(r, rec);
 }
 
 /* Work waits here with no slot for it: the other nodes are told (rate-limited), idle ones claim it. */

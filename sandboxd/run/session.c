@@ -119,6 +119,7 @@ static int session_persist(Session *s) {
                 .created_usec = s->created_usec,
                 .last_used_usec = s->last_used_usec,
                 .executions = s->executions,
+                .node = (char *) ctx->node_name,
         };
         int r;
 
@@ -368,6 +369,9 @@ int sessions_load(Sessions *ss) {
                 struct statfs sfs;
                 Session *s;
 
+                /* Another node's (a store several nodes share): its runs are routed there. */
+                if (ctx->shared_queue && l[i].node && !streq_ptr(l[i].node, ctx->node_name))
+                        continue;
                 /* Only what this binary would have created is taken back. */
                 if (!dir || !streq(dir, SESSION_MOUNT_DIR) || !id_is_valid(slash + 1, 64) ||
                     !(s = session_new(ss, l[i].session_id, l[i].client_id ?: l[i].session_id, l[i].owner, slash + 1,

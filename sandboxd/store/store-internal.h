@@ -57,7 +57,8 @@ typedef struct StoreOps {
         int (*callback_count)(Store *s, CallbackState st, uint64_t *ret);
         int (*session_put)(Store *s, const StoreSession *x);
         int (*session_delete)(Store *s, const char *session_id);
-        int (*session_list)(Store *s, StoreSession **ret, size_t *ret_n);
+        /* id NULL: every session; else the one of that session_id (none: *ret_n 0) */
+        int (*session_list)(Store *s, const char *id, StoreSession **ret, size_t *ret_n);
         int (*usage_get)(Store *s, const char *owner, StoreUsage *ret);
         /* Optional: from now on, work that can wait (reconnecting) is driven by event. */
         int (*attach_event)(Store *s, sd_event *event);
@@ -77,6 +78,7 @@ typedef struct StoreOps {
         int (*claim_next)(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
                           StoreRecord **ret);
         int (*queue_notify)(Store *s, const char *node);
+        int (*claim_routed)(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n);
 } StoreOps;
 
 struct Store {
@@ -197,7 +199,7 @@ enum {
 
 /* The schema's version: both backends number their migrations alike, one per feature, so that
  * version N means the same tables and columns in either. */
-#define STORE_SCHEMA_VERSION 17
+#define STORE_SCHEMA_VERSION 18
 
 /* A message of the backend's on one line, for the log: newlines and tabs become spaces, runs of
  * them one, none at either end. In place; returns m. */

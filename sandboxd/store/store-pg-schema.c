@@ -290,6 +290,8 @@ const char *const pg_migrations[] = {
         "ALTER TABLE executions ADD COLUMN node TEXT, ADD COLUMN node_epoch BIGINT,\n"
         "        ADD COLUMN attempt BIGINT NOT NULL DEFAULT 1;\n"
         "CREATE INDEX executions_node ON executions (node, status) WHERE node IS NOT NULL;\n",
+        /* 18 */
+        "ALTER TABLE sessions ADD COLUMN node TEXT;\n",
 };
 
 _Static_assert(ELEMENTSOF(pg_migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");

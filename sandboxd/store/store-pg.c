@@ -1062,6 +1062,19 @@ static int pg_claim_next(Store *s, const char *node, uint64_t epoch, char *const
         return 0;
 }
 
+static const char sql_claim_routed[] =
+        "UPDATE executions SET node_epoch = $2 WHERE node = $1 AND node_epoch IS NULL AND status = $3 "
+        "AND session_id IS NOT NULL RETURNING " STORE_COLUMNS;
+
+static int pg_claim_routed(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n) {
+        PgParams p = {};
+
+        pp_text(&p, node);
+        pp_u64(&p, epoch);
+        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
+        return pg_query_records(PG_STORE(s), sql_claim_routed, &p, ret, ret_n);
+}
+
 static int pg_queue_notify(Store *s, const char *node) {
         PgParams p = {};
 
@@ -1448,13 +1461,14 @@ static int pg_session_put(Store *s, const StoreSession *x) {
         pp_u64(&p, x->last_used_usec);
         pp_u64(&p, x->executions);
         pp_text(&p, x->client_id);
+        pp_text(&p, x->node);
         return pg_command(PG_STORE(s),
                           "INSERT INTO sessions (session_id, owner, mount_unit, path, disk_mb, created_at, "
-                          "last_used_at, executions, client_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+                          "last_used_at, executions, client_id, node) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
                           "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
                           "mount_unit = excluded.mount_unit, path = excluded.path, disk_mb = excluded.disk_mb, "
                           "created_at = excluded.created_at, last_used_at = excluded.last_used_at, "
-                          "executions = excluded.executions, client_id = excluded.client_id",
+                          "executions = excluded.executions, client_id = excluded.client_id, node = excluded.node",
                           &p, NULL);
 }
 
@@ -1465,16 +1479,19 @@ static int pg_session_delete(Store *s, const char *session_id) {
         return pg_command(PG_STORE(s), "DELETE FROM sessions WHERE session_id = $1", &p, NULL);
 }
 
-static int pg_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
+static int pg_session_list(Store *s, const char *id, StoreSession **ret, size_t *ret_n) {
         PgStore *ps = PG_STORE(s);
         StoreSession *l = NULL;
         PGresult *res = NULL;
+        PgParams p = {};
         int n, r;
 
+        pp_text(&p, id);
         r = pg_query(ps,
                      "SELECT session_id, owner, mount_unit, path, disk_mb, created_at, last_used_at, executions, "
-                     "client_id FROM sessions ORDER BY created_at, session_id",
-                     NULL, &res);
+                     "client_id, node FROM sessions WHERE $1::text IS NULL OR session_id = $1 "
+                     "ORDER BY created_at, session_id",
+                     &p, &res);
         if (r < 0)
                 return r;
         n = PQntuples(res);
@@ -1497,6 +1514,7 @@ static int pg_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
                 r = r ?: pg_u64(res, i, 6, &x->last_used_usec, NULL);
                 r = r ?: pg_u64(res, i, 7, &x->executions, NULL);
                 r = r ?: pg_strdup(res, i, 8, &x->client_id);
+                r = r ?: pg_strdup(res, i, 9, &x->node);
                 if (r >= 0 && (!x->session_id || !x->mount_unit || !x->path))
                         r = -EBADMSG;
         }
@@ -1686,6 +1704,7 @@ static const StoreOps pg_ops = {
         .claim = pg_claim,
         .claim_next = pg_claim_next,
         .queue_notify = pg_queue_notify,
+        .claim_routed = pg_claim_routed,
 };
 
 /* ---- opening ---- */

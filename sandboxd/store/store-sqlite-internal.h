@@ -56,7 +56,7 @@ int sqlite_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret);
 /* store-sqlite-sessions.c */
 int sqlite_session_put(Store *s, const StoreSession *x);
 int sqlite_session_delete(Store *s, const char *session_id);
-int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n);
+int sqlite_session_list(Store *s, const char *id, StoreSession **ret, size_t *ret_n);
 int sqlite_usage_get(Store *s, const char *owner, StoreUsage *ret);
 
 /* store-sqlite-nodes.c */

@@ -308,6 +308,10 @@ const char *const sqlite_migrations[] = {
         "ALTER TABLE executions ADD COLUMN node_epoch INTEGER;\n"
         "ALTER TABLE executions ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;\n"
         "CREATE INDEX executions_node ON executions (node, status) WHERE node IS NOT NULL;\n",
+        /* 18 (sessions on nodes, issue 22): the node whose tmpfs holds the session's workspace; a
+         * run of the session sent to another node is routed there (NULL: written before, this
+         * node's). */
+        "ALTER TABLE sessions ADD COLUMN node TEXT;\n",
 };
 
 const size_t sqlite_n_migrations = ELEMENTSOF(sqlite_migrations);

@@ -20,8 +20,8 @@ int sqlite_session_put(Store *s, const StoreSession *x) {
 
         rc = sqlite3_prepare_v2(ss->db,
                                 "INSERT OR REPLACE INTO sessions (session_id, owner, mount_unit, path, disk_mb, "
-                                "created_at, last_used_at, executions, client_id) "
-                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                "created_at, last_used_at, executions, client_id, node) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return sq_fail(ss, rc);
@@ -34,6 +34,7 @@ int sqlite_session_put(Store *s, const StoreSession *x) {
         rc = rc ?: sq_bind_u64(st, 7, x->last_used_usec);
         rc = rc ?: sq_bind_u64(st, 8, x->executions);
         rc = rc ?: sq_bind_text(st, 9, x->client_id);
+        rc = rc ?: sq_bind_text(st, 10, x->node);
         return run_session_statement(ss, st, rc);
 }
 
@@ -49,7 +50,7 @@ int sqlite_session_delete(Store *s, const char *session_id) {
         return run_session_statement(ss, st, rc);
 }
 
-int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
+int sqlite_session_list(Store *s, const char *id, StoreSession **ret, size_t *ret_n) {
         SqliteStore *ss = SQLITE_STORE(s);
         StoreSession *l = NULL;
         sqlite3_stmt *st = NULL;
@@ -58,10 +59,16 @@ int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
 
         rc = sqlite3_prepare_v2(ss->db,
                                 "SELECT session_id, owner, mount_unit, path, disk_mb, created_at, last_used_at, "
-                                "executions, client_id FROM sessions ORDER BY created_at",
+                                "executions, client_id, node FROM sessions WHERE ?1 IS NULL OR session_id = ?1 "
+                                "ORDER BY created_at",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return sq_fail(ss, rc);
+        rc = sq_bind_text(st, 1, id);
+        if (rc != SQLITE_OK) {
+                sqlite3_finalize(st);
+                return sq_fail(ss, rc);
+        }
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 StoreSession *nl = reallocarray(l, n + 1, sizeof(StoreSession)), *x;
 
@@ -81,6 +88,7 @@ int sqlite_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
                 r = r ?: sq_column_u64(st, 6, &x->last_used_usec, NULL);
                 r = r ?: sq_column_u64(st, 7, &x->executions, NULL);
                 r = r ?: sq_column_strdup(st, 8, &x->client_id);
+                r = r ?: sq_column_strdup(st, 9, &x->node);
                 if (r >= 0 && (!x->session_id || !x->mount_unit || !x->path))
                         r = -EBADMSG;
                 if (r < 0)

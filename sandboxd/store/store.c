@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -510,6 +511,19 @@ int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *sk
         return s->ops->claim_next ? s->ops->claim_next(s, node, epoch, skip, n_skip, ret) : -EOPNOTSUPP;
 }
 
+int store_claim_routed(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n) {
+        int r;
+
+        if (!s || !node_name_is_valid(node) || epoch == 0 || epoch > INT64_MAX || !ret || !ret_n)
+                return -EINVAL;
+        if (!s->ops->claim_routed)
+                return -EOPNOTSUPP;
+        r = s->ops->claim_routed(s, node, epoch, ret, ret_n);
+        if (r >= 0 && *ret_n > 1)
+                qsort(*ret, *ret_n, sizeof(**ret), record_older);
+        return r;
+}
+
 int store_queue_notify(Store *s, const char *node) {
         if (!s || !node_name_is_valid(node))
                 return -EINVAL;
@@ -640,7 +654,27 @@ int store_session_delete(Store *s, const char *session_id) {
 int store_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
         if (!s || !ret || !ret_n)
                 return -EINVAL;
-        return s->ops->session_list(s, ret, ret_n);
+        return s->ops->session_list(s, NULL, ret, ret_n);
+}
+
+int store_session_get(Store *s, const char *session_id, StoreSession **ret) {
+        StoreSession *l = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!s || !session_id || !id_is_valid(session_id, STORE_ID_MAX) || !ret)
+                return -EINVAL;
+        r = s->ops->session_list(s, session_id, &l, &n);
+        if (r < 0)
+                return r;
+        if (n == 0) {
+                free(l);
+                return -ENOENT;
+        }
+        /* session_id is the key: one row, never more. */
+        assert(n == 1);
+        *ret = l;
+        return 0;
 }
 
 int store_usage_get(Store *s, const char *owner, StoreUsage *ret) {
@@ -656,6 +690,7 @@ void store_sessions_free(StoreSession *l, size_t n) {
                 free(l[i].owner);
                 free(l[i].mount_unit);
                 free(l[i].path);
+                free(l[i].node);
         }
         free(l);
 }

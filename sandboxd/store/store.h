@@ -196,6 +196,9 @@ int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch
 int store_claim(Store *s, const char *id, const char *node, uint64_t epoch);
 int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip, StoreRecord **ret);
 int store_queue_notify(Store *s, const char *node);
+/* Runs of node's sessions accepted by other nodes (routed: stored queued for node, unclaimed), all
+ * claimed for node at epoch at once, oldest first. -EOPNOTSUPP on a backend of one node. */
+int store_claim_routed(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n);
 
 /* Records with status queued or running, oldest first: what a restart has to resolve. */
 int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n);
@@ -258,6 +261,8 @@ typedef struct StoreSession {
         uint64_t disk_mb;
         uint64_t created_usec, last_used_usec;   /* CLOCK_REALTIME */
         uint64_t executions;            /* runs finished in it */
+        char *node;                     /* NodeName= of the node whose tmpfs holds it (several nodes:
+                                         * its runs are routed there); NULL: unknown (written before) */
 } StoreSession;
 
 /* Insert or replace by session_id. */
@@ -266,6 +271,8 @@ int store_session_put(Store *s, const StoreSession *x);
 int store_session_delete(Store *s, const char *session_id);
 /* Every session, oldest first; free with store_sessions_free(). */
 int store_session_list(Store *s, StoreSession **ret, size_t *ret_n);
+/* One session by session_id (the record id); -ENOENT if there is none. Free with store_sessions_free(ret, 1). */
+int store_session_get(Store *s, const char *session_id, StoreSession **ret);
 void store_sessions_free(StoreSession *l, size_t n);
 
 /* What one owner's records take in the store, kept up to date by the database itself (triggers of

@@ -7,6 +7,7 @@ LOCKED, woken by NOTIFY) and runs there, each execution once; a caller waiting o
 that claimed the run; between two owners the claims are fair (the owner with fewer runs going on
 goes first); a session's runs stay on the node of the session; the counters say what moved."""
 
+import json
 import os
 import re
 import sys
@@ -119,14 +120,20 @@ with c:
     t.ok(after >= 8, f"the second caller's 2 runs started before {after} of the administrator's 16 (fair: >= 8)",
          (user_started, admin_started))
 
-    # 5. A session's runs run on the node of the session, even with node1 busy and others idle.
-    st, r = b.request("GET", "/v1/health")
+    # 5. A session's runs run on the node of the session, even with node1 busy and others idle, and
+    # those sent to another node are routed there.
     sess = []
     for i in range(3):
-        st, r = submit(a, f"print({i})", session_id="s-queue")
+        code = "open('/workspace/mark', 'w').write('from the first run')" if i == 0 else f"print({i})"
+        st, r = submit(a, code, session_id="s-queue")
         if st == 202:
             sess.append(r["execution_id"])
     t.eq(len(sess), 3, "3 runs of a session created on node1 acknowledged")
+    st, r = submit(b, "print(open('/workspace/mark').read())", session_id="s-queue")
+    t.ok(st == 202 and r.get("status") == "queued", "a run of node1's session sent to node2: 202, queued", (st, r))
+    routed = r.get("execution_id") if st == 202 else None
+    if routed:
+        sess.append(routed)
     time.sleep(3)
     t.ok(all(record(e).get("status") == "queued" for e in sess),
          "while node1's slot is busy they wait for it (no other node claims a session's run)",
@@ -134,6 +141,12 @@ with c:
     a.request("POST", f"/v1/executions/{long_id}/cancel", {})
     t.ok(wait_until(lambda: all(final(e) for e in sess), 60, 0.3) and
          all(record(e).get("node") == "node1" and record(e).get("status") == "success" for e in sess),
-         "once it is free, they run on node1", [(record(e).get("node"), record(e).get("status")) for e in sess])
+         "once it is free, they run on node1, the one sent to node2 too", [(record(e).get("node"), record(e).get("status")) for e in sess])
+    t.eq(record(routed).get("stdout"), "from the first run\n", "the routed run saw the session's files")
+    st, r = submit(n3, "print(open('/workspace/mark').read())", session_id="s-queue", wait=True)
+    t.ok(st == 200 and r.get("node") == "node1" and r.get("stdout") == "from the first run\n",
+         "POST ?wait=true to node3 of a run of node1's session: run on node1, its result through node3", (st, r))
+    st, r = submit(b, "print(1)", session_id="s-queue", limits={"disk_mb": 7})
+    t.ok(st == 409 and "disk_mb" in json.dumps(r), "a routed run asking for another disk_mb: 409, as on node1", (st, r))
 
 t.done()

@@ -350,14 +350,15 @@ static StoreCallback *callback_new(const char *id, uint64_t due) {
 }
 
 /* Taking a PostgreSQL store back to an older schema version, for the migration tests: what
- * migrations 8 and 9 to 16 made, undone (store-pg-schema.c). */
+ * migrations 8 and 9 to 18 made, undone (store-pg-schema.c). */
 #define PG_DROP_TRIGGER_FUNCTIONS                                                                       \
         "DROP FUNCTION sandboxd_record_usage_insert, sandboxd_record_usage_update, "                     \
         "sandboxd_record_usage_delete, sandboxd_record_usage_callback_insert, "                         \
         "sandboxd_record_usage_callback_state, sandboxd_artifacts_charge, sandboxd_artifacts_refund, "   \
         "sandboxd_artifact_blobs_charge, sandboxd_artifact_blobs_refund, sandboxd_artifacts_immutable "  \
         "CASCADE; "
-#define PG_UNDO_9_TO_17                                                                                 \
+#define PG_UNDO_9_TO_18                                                                                 \
+        "ALTER TABLE sessions DROP COLUMN node; "                                                       \
         "DROP TABLE nodes; "                                                                            \
         "ALTER TABLE executions DROP COLUMN node, DROP COLUMN node_epoch, DROP COLUMN attempt; "       \
         "DROP TABLE artifact_usage, artifact_blobs, artifact_store_usage; "                             \

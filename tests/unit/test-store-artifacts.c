@@ -331,12 +331,13 @@ static void test_artifact_usage_migration(_unused_ void **state) {
                      "ALTER TABLE executions DROP COLUMN isolation; DROP INDEX executions_node; "
                      "ALTER TABLE executions DROP COLUMN node; ALTER TABLE executions DROP COLUMN node_epoch; "
                      "ALTER TABLE executions DROP COLUMN attempt; DROP TABLE nodes; "
+                     "ALTER TABLE sessions DROP COLUMN node; "
                      "PRAGMA user_version = 8",
                      /* PostgreSQL: migration 8's record bytes, without the columns that went */
                      "DROP FUNCTION sandboxd_artifacts_charge, sandboxd_artifacts_refund, "
                      "sandboxd_artifact_blobs_charge, sandboxd_artifact_blobs_refund, sandboxd_artifacts_immutable "
                      "CASCADE; "
-                     PG_UNDO_9_TO_17
+                     PG_UNDO_9_TO_18
                      "CREATE OR REPLACE FUNCTION sandboxd_record_bytes(r executions) RETURNS bigint LANGUAGE sql "
                      "AS $f$ SELECT (256 + coalesce(octet_length(r.code), 0) + coalesce(octet_length(r.stdout), 0) "
                      "+ coalesce(octet_length(r.stderr), 0) + coalesce(octet_length(r.request), 0) "

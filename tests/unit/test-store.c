@@ -698,8 +698,9 @@ static void test_usage(_unused_ void **state) {
                      "ALTER TABLE executions DROP COLUMN isolation; DROP INDEX executions_node; "
                      "ALTER TABLE executions DROP COLUMN node; ALTER TABLE executions DROP COLUMN node_epoch; "
                      "ALTER TABLE executions DROP COLUMN attempt; DROP TABLE nodes; "
+                     "ALTER TABLE sessions DROP COLUMN node; "
                      "UPDATE callbacks SET state = 'pending'; PRAGMA user_version = 7",
-                     PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_9_TO_17 PG_UNDO_8
+                     PG_DROP_TRIGGER_FUNCTIONS PG_UNDO_9_TO_18 PG_UNDO_8
                      "UPDATE callbacks SET state = 'pending'; UPDATE sandboxd_schema SET version = 7");
         c->exec->summary = mfree(c->exec->summary);     /* the column went with the others */
         c->exec->isolation = mfree(c->exec->isolation);
@@ -724,9 +725,9 @@ static void test_schema_newer(_unused_ void **state) {
         store_close(s);
 
         sql_exec_raw2("PRAGMA user_version = 99", "UPDATE sandboxd_schema SET version = 99");
-        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (17)", NULL);
+        open_fails(-EPROTONOSUPPORT, "database schema version 99 is newer than this sandboxd supports (18)", NULL);
         /* Refusing did not touch it. */
-        sql_exec_raw2("PRAGMA user_version = 17", "UPDATE sandboxd_schema SET version = 17");
+        sql_exec_raw2("PRAGMA user_version = 18", "UPDATE sandboxd_schema SET version = 18");
         s = open_ok();
         get_equal(s, r);
         store_close(s);
@@ -996,7 +997,8 @@ static void test_sessions(void **state) {
         _cleanup_(store_closep) Store *s = open_ok();
         StoreSession a = { .session_id = (char *) "sess-a", .owner = (char *) "uid:0",
                            .mount_unit = (char *) "a.mount", .path = (char *) "/p/a", .disk_mb = 64,
-                           .created_usec = 100, .last_used_usec = 200, .executions = 1 };
+                           .created_usec = 100, .last_used_usec = 200, .executions = 1,
+                           .node = (char *) "node-a" };
         StoreSession b = { .session_id = (char *) "sess-b", .mount_unit = (char *) "b.mount",
                            .path = (char *) "/p/b", .disk_mb = 32, .created_usec = 50, .last_used_usec = 60 };
         StoreSession bad = a, *l = NULL;
@@ -1022,7 +1024,18 @@ static void test_sessions(void **state) {
         assert_int_equal(l[1].executions, 7);
         assert_int_equal(l[1].last_used_usec, 300);
         assert_int_equal(l[1].created_usec, 100);
+        assert_string_equal(l[1].node, "node-a");
+        assert_null(l[0].node);
         store_sessions_free(l, n);
+
+        /* One by its id: the node whose tmpfs holds it (runs are routed there). */
+        assert_int_equal(store_session_get(s, "sess-a", &l), 0);
+        assert_string_equal(l->session_id, "sess-a");
+        assert_string_equal(l->node, "node-a");
+        assert_int_equal(l->executions, 7);
+        store_sessions_free(l, 1);
+        assert_int_equal(store_session_get(s, "sess-zz", &l), -ENOENT);
+        assert_int_equal(store_session_get(s, "../x", &l), -EINVAL);
 
         assert_int_equal(store_session_delete(s, "sess-a"), 0);
         assert_int_equal(store_session_delete(s, "sess-a"), 0);
@@ -1058,6 +1071,106 @@ static StoreRecord *record_on(const char *id, ExecStatus st, const char *node, u
         r->exec->node_epoch = epoch;
         r->exec->created_usec = created;
         return r;
+}
+
+/* A queued record accepted by node, unclaimed (epoch 0: the shared queue), of owner, no session. */
+static StoreRecord *record_queued(const char *id, const char *node, const char *owner, uint64_t created) {
+        StoreRecord *r = record_on(id, EXEC_QUEUED, node, 0, created);
+
+        r->exec->session_id = mfree(r->exec->session_id);
+        free(r->owner);
+        r->owner = strdup(owner);
+        assert_non_null(r->owner);
+        return r;
+}
+
+/* The queue nodes share (store_claim(), store_claim_next(), store_claim_routed()): each unclaimed
+ * row is claimed once; the next claim takes, of each owner's oldest, the one whose owner runs fewest
+ * (then the oldest), never this node's own, never a session's run, not an owner in skip; a claimed
+ * row fences the accepting node's writes; routed session runs go to their node only. SQLite: one
+ * node, none of it. */
+static void test_shared_queue(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *a1 = record_queued("exec_qa1", "n1", "key:a", BASE_USEC + 1);
+        _cleanup_(store_record_freep) StoreRecord *a2 = record_queued("exec_qa2", "n1", "key:a", BASE_USEC + 2);
+        _cleanup_(store_record_freep) StoreRecord *b1 = record_queued("exec_qb1", "n1", "key:b", BASE_USEC + 3);
+        _cleanup_(store_record_freep) StoreRecord *ar = record_on("exec_qar", EXEC_RUNNING, "n3", 1, BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *own = record_queued("exec_qown", "n2", "key:c", BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *sess = record_queued("exec_qs", "n1", "key:a", BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *routed = record_queued("exec_qr", "n2", "key:a", BASE_USEC + 5);
+        StoreRecord *got = NULL, **l = NULL;
+        char *skip[] = { (char *) "key:b" };
+        size_t n = 0;
+
+        if (!is_pg()) {
+                assert_int_equal(store_claim(s, "exec_qa1", "n1", 1), -EOPNOTSUPP);
+                assert_int_equal(store_claim_next(s, "n2", 1, NULL, 0, &got), -EOPNOTSUPP);
+                assert_int_equal(store_claim_routed(s, "n2", 1, &l, &n), -EOPNOTSUPP);
+                assert_int_equal(store_queue_notify(s, "n1"), -EOPNOTSUPP);
+                return;
+        }
+        free(ar->owner);
+        ar->owner = strdup("key:a");
+        sess->exec->session_id = strdup("s1");
+        routed->exec->session_id = strdup("s2");
+        assert_int_equal(store_put(s, a1), 0);
+        assert_int_equal(store_put(s, a2), 0);
+        assert_int_equal(store_put(s, b1), 0);
+        assert_int_equal(store_put(s, ar), 0);
+        assert_int_equal(store_put(s, own), 0);
+        assert_int_equal(store_put(s, sess), 0);
+        assert_int_equal(store_put(s, routed), 0);
+
+        /* Bad arguments. */
+        assert_int_equal(store_claim(s, "exec_qa1", "n1", 0), -EINVAL);
+        assert_int_equal(store_claim(s, "../x", "n1", 1), -EINVAL);
+        assert_int_equal(store_claim_next(s, "n2", 1, NULL, 1, &got), -EINVAL);
+        assert_int_equal(store_claim_next(s, "bad name!", 1, NULL, 0, &got), -EINVAL);
+
+        /* key:a runs one already (exec_qar), key:b none: b's oldest first, though a's are older. */
+        assert_int_equal(store_claim_next(s, "n2", 4, NULL, 0, &got), 0);
+        assert_string_equal(got->exec->id, "exec_qb1");
+        assert_string_equal(got->exec->node, "n2");
+        assert_int_equal(got->exec->node_epoch, 4);
+        store_record_free(got);
+        /* The accepting node's own claim of it comes too late; its writes are fenced. */
+        assert_int_equal(store_claim(s, "exec_qb1", "n1", 1), -ESTALE);
+        b1->exec->status = EXEC_CANCELLED;
+        assert_int_equal(store_put(s, b1), -ESTALE);
+        /* Then key:a's oldest; never n2's own (exec_qown), never a session's run (exec_qs). */
+        assert_int_equal(store_claim_next(s, "n2", 4, NULL, 0, &got), 0);
+        assert_string_equal(got->exec->id, "exec_qa1");
+        store_record_free(got);
+        /* key:a skipped (at its cap on n2): nothing else. */
+        skip[0] = (char *) "key:a";
+        assert_int_equal(store_claim_next(s, "n2", 4, skip, 1, &got), -ENOENT);
+        /* n1 claims its own exec_qa2, once; then there is nothing left for n2 but its own. */
+        assert_int_equal(store_claim(s, "exec_qa2", "n1", 1), 0);
+        assert_int_equal(store_claim(s, "exec_qa2", "n1", 1), -ESTALE);
+        a2->exec->node_epoch = 1;
+        a2->exec->status = EXEC_RUNNING;
+        assert_int_equal(store_put(s, a2), 0);
+        assert_int_equal(store_claim_next(s, "n2", 4, NULL, 0, &got), -ENOENT);
+        assert_int_equal(store_claim_next(s, "n3", 1, NULL, 0, &got), 0);
+        assert_string_equal(got->exec->id, "exec_qown");
+        store_record_free(got);
+        /* What is left are two sessions' runs, routed to n1 and n2: no other node claims them. */
+        assert_int_equal(store_claim_next(s, "n3", 1, NULL, 0, &got), -ENOENT);
+
+        /* A session's run routed to n2 (stored by another node for n2): n2's alone, once. */
+        assert_int_equal(store_claim_routed(s, "n1", 1, &l, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(l[0]->exec->id, "exec_qs");
+        store_records_free(l, n);
+        assert_int_equal(store_claim_routed(s, "n2", 4, &l, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(l[0]->exec->id, "exec_qr");
+        assert_int_equal(l[0]->exec->node_epoch, 4);
+        store_records_free(l, n);
+        assert_int_equal(store_claim_routed(s, "n2", 4, &l, &n), 0);
+        assert_int_equal(n, 0);
+        free(l);
+        assert_int_equal(store_queue_notify(s, "n1"), 0);
 }
 
 /* Several nodes (store_take_over()): a lost node's unfinished executions go to the node that takes
@@ -1536,6 +1649,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_network_log, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_concurrent_open, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_take_over, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_shared_queue, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_disk_full_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_bad_conninfo_pg, setup_dir, teardown_dir),
