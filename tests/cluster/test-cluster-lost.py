@@ -5,7 +5,8 @@ node2, five of them asking to "retry", each with a callback; node2 is killed (SI
 harness: its private systemd and every unit die with it). Within its lease + 5 s the other nodes
 answer for its executions: those without retry are "orphaned" ("node node2 lost", attempt 1, no
 output), those with retry run again on a surviving node as attempt 2 and succeed; nothing runs twice
-without its record saying so, and the shared outbox delivers each callback exactly once."""
+without its record saying so, and the shared outbox delivers each callback exactly once; a run of a
+session node2 held, sent to another node, is refused with the reason."""
 
 import http.server
 import json
@@ -73,6 +74,11 @@ with Cluster(3, BUILD, heartbeat=1, lease=LEASE, extra_conf=extra_conf) as c:
          "the ten run on node2", {e: status_on(n2, e).get("status") for e in runs})
     t.ok(all(status_on(n2, e).get("node") == "node2" for e in runs), "their records name node2")
 
+    # A session on node2 (its workspace is node2's tmpfs).
+    st, r = n2.request("POST", "/v1/executions?wait=true",
+                       {"language": "python", "code": "print('in the session')", "session_id": "lost-sess"})
+    t.ok(st == 200 and r.get("status") == "success", "a session made on node2", (st, r))
+
     killed = time.monotonic()
     n2.stop(signal.SIGKILL)
 
@@ -91,6 +97,13 @@ with Cluster(3, BUILD, heartbeat=1, lease=LEASE, extra_conf=extra_conf) as c:
           for e in runs})
     took = time.monotonic() - killed
     print(f"# taken over {took:.1f} s after the kill (lease {LEASE} s)", flush=True)
+
+    # A run of node2's session sent to node1 once node2 is gone: refused, naming the node.
+    st, r = n1.request("POST", "/v1/executions",
+                       {"language": "python", "code": "print(1)", "session_id": "lost-sess"})
+    msg = ((r or {}).get("error") or {}).get("message", "")
+    t.ok(st == 409 and "node2" in msg and "gone" in msg,
+         "a run of node2's session sent to node1 after node2 was lost: 409, naming node2", (st, r))
 
     for eid, retry in runs.items():
         if retry:
