@@ -286,8 +286,8 @@ static void handle_submit(ApiContext *ac, HttpRequest *req) {
                 if (query_true(req, "wait") && held_elsewhere(ac, rec))
                         wait_remote(ac, req, rec);
                 else
-                        http_respond_json(req, res.routed ? 202 : 200,
-                                          query_true(req, "wait") ? stored_record_json(ac, rec) : accepted_json(rec->exec));
+                        http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(ac, rec)
+                                                                              : accepted_json(rec->exec));
                 return;
         case SUBMIT_EXISTING_JOB:
                 if (query_true(req, "wait"))

@@ -192,8 +192,7 @@ static int choose_tier(Context *ctx, ExecRequest *er, RequestError *err) {
         return 0;
 }
 
-static int route_session_run(ApiContext *ac, const char *owner, ExecRequest **er, SubmitResult *ret,
-                             RequestError *err);
+static int session_elsewhere(ApiContext *ac, const char *owner, ExecRequest *er, RequestError *err);
 
 int submit_execution(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
                      RequestError *err) {
@@ -264,17 +263,19 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
 
                 /* Several nodes: a session lives on the node that made it, and its runs run there. */
                 if (!s && ac->ctx->shared_queue) {
-                        r = route_session_run(ac, owner, &er, ret, err);
-                        if (r != 0)
-                                return r < 0 ? r : 0;
+                        r = session_elsewhere(ac, owner, er, err);
+                        if (r < 0)
+                                return r;
                 }
 
                 /* A later run that does not ask for a size gets the session's. */
                 if (s && !er->disk_mb_given)
                         er->limits.disk_mb = s->disk_mb;
-                r = sessions_acquire(ac->sessions, er->session_id, owner, er->limits.disk_mb, &s, err);
-                if (r < 0)
-                        return r;
+                if (!er->route_node) {
+                        r = sessions_acquire(ac->sessions, er->session_id, owner, er->limits.disk_mb, &s, err);
+                        if (r < 0)
+                                return r;
+                }
         }
 
         /* The shared queue: any node may claim it, but a session's run runs where its session is. */
@@ -290,7 +291,13 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
                 return fail(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE,
                             "the execution could not be recorded (%s); nothing was started", store_error_public(r));
         }
-        log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
+        if (j->elsewhere) {
+                /* A run of another node's session: that node claims it at once (or at its next look). */
+                log_info("%s: a run of session %s, sent to node '%s' which holds it", j->exec->id, j->exec->session_id,
+                         j->exec->node);
+                (void) store_queue_notify(ac->ctx->store, ac->ctx->node_name);
+        } else
+                log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
         runner_dispatch(ac->runner);
         runner_notify_status(ac->runner);
 
@@ -298,22 +305,19 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
         return 0;
 }
 
-/* A run of a session that lives on another node (a store several nodes share): stored for that node
- * to claim (store_claim_routed()), if that node is alive. 1: routed, *ret holds its record; 0: the
- * session is not another node's (it is found or made here); < 0: refused, *err says why. */
-static int route_session_run(ApiContext *ac, const char *owner, ExecRequest **er, SubmitResult *ret,
-                             RequestError *err) {
+/* A run of a session that lives on another node (a store several nodes share): if that node is alive,
+ * er->route_node names it, and the run is stored for it to claim (store_claim_routed()). 1: routed;
+ * 0: the session is not another node's (it is found or made here); < 0: refused, *err says why. */
+static int session_elsewhere(ApiContext *ac, const char *owner, ExecRequest *er, RequestError *err) {
         Context *ctx = ac->ctx;
-        _cleanup_(job_freep) Job *j = NULL;
         StoreSession *x = NULL;
         StoreNode *nodes = NULL;
-        StoreRecord *rec = NULL;
         char key[SCOPED_ID_MAX];
         size_t n_nodes = 0;
         bool alive = false;
         int r;
 
-        r = scoped_id(key, "sess", owner, (*er)->session_id);
+        r = scoped_id(key, "sess", owner, er->session_id);
         if (r < 0)
                 return fail(err, r, API_ERROR_INTERNAL, "cannot derive the session's id: %s", strerror(-r));
         r = store_session_get(ctx->store, key, &x);
@@ -338,39 +342,23 @@ static int route_session_run(ApiContext *ac, const char *owner, ExecRequest **er
                 r = request_error(err, -EHOSTDOWN, API_ERROR_CONFLICT, "session_id",
                                   "session_id: session '%s' lives on node '%s', which is gone (its lease ran out): its "
                                   "workspace is there, not here; wait for that node to come back, or use another "
-                                  "session_id", (*er)->session_id, x->node);
-        else if ((*er)->disk_mb_given && (*er)->limits.disk_mb != x->disk_mb)
+                                  "session_id", er->session_id, x->node);
+        else if (er->disk_mb_given && er->limits.disk_mb != x->disk_mb)
                 r = request_error(err, -EEXIST, API_ERROR_CONFLICT, "limits.disk_mb",
                                   "limits.disk_mb: session '%s' was created with disk_mb=%" PRIu64
-                                  ", this request asks for %" PRIu64, (*er)->session_id, x->disk_mb,
-                                  (*er)->limits.disk_mb);
+                                  ", this request asks for %" PRIu64, er->session_id, x->disk_mb, er->limits.disk_mb);
+        /* What waits here for other nodes is bounded like the queue. */
+        else if (runner_count_elsewhere(ac->runner) >= ctx->config->max_queued)
+                r = request_error(err, -ENOBUFS, API_ERROR_QUEUE_FULL, NULL,
+                                  "%u executions accepted here run on other nodes and are not finished (MaxQueued=%" PRIu64
+                                  "); retry later", runner_count_elsewhere(ac->runner), ctx->config->max_queued);
         else {
-                (*er)->limits.disk_mb = x->disk_mb;
-                (*er)->route_node = x->node;
-                r = job_new(ctx, TAKE_PTR(*er), owner, NULL, NULL, NULL, &j);
-                if (r < 0)
-                        r = fail(err, r, API_ERROR_INTERNAL, "cannot create the execution: %s", strerror(-r));
-        }
-        if (r >= 0) {
-                /* Its record is all there is of it here: the session's node claims it. */
-                r = job_persist(j);
-                if (r < 0)
-                        r = fail(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE,
-                                 "the execution could not be recorded (%s); nothing was started",
-                                 store_error_public(r));
-        }
-        if (r >= 0) {
-                r = store_get(ctx->store, j->exec->id, &rec);
-                if (r < 0)
-                        r = fail(err, r, API_ERROR_STORE, "cannot read the execution back: %s", store_error_public(r));
-        }
-        if (r >= 0) {
-                log_info("%s: a run of session %s, sent to node '%s' which holds it", rec->exec->id, key, x->node);
-                (void) store_queue_notify(ctx->store, ctx->node_name);
-                *ret = (SubmitResult) { .outcome = SUBMIT_EXISTING_RECORD, .record = rec, .routed = true };
+                er->limits.disk_mb = x->disk_mb;
+                er->route_node = TAKE_PTR(x->node);
+                r = 1;
         }
         store_sessions_free(x, 1);
-        return r < 0 ? r : 1;
+        return r;
 }
 
 #define invalid(err, field, ...) \

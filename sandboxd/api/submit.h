@@ -21,8 +21,6 @@ typedef struct SubmitResult {
         SubmitOutcome outcome;
         Job *job;                /* CREATED, EXISTING_JOB */
         StoreRecord *record;     /* EXISTING_RECORD: owned by the caller (store_record_free) */
-        bool routed;             /* EXISTING_RECORD: new, a run of a session another node holds, stored
-                                  * for that node to run (several nodes: submit.c) */
 } SubmitResult;
 
 /* Parse the JSON request body, check it against the configuration, the caller's earlier executions

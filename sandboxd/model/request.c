@@ -24,6 +24,7 @@ ExecRequest *exec_request_free(ExecRequest *r) {
         free(r->callback_url);
         free(r->environment);
         free(r->isolation);
+        free(r->route_node);
         strv_free(r->env);
         strv_free(r->args);
         free(r->stdin_data);

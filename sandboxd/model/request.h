@@ -61,8 +61,8 @@ typedef struct ExecRequest {
         bool retry;              /* "retry": true: run once more if the node running it is lost */
         bool unclaimed;          /* set by the submitter: in the queue nodes share, any node may claim it
                                   * (runner.c); false: this node's from the start */
-        const char *route_node;  /* set by the submitter, borrowed: a run of a session another node
-                                  * holds, stored for that node to claim (job_new(), submit.c) */
+        char *route_node;        /* set by the submitter: a run of a session another node holds, stored
+                                  * for that node to claim (job_new(), runner_submit(), submit.c) */
         bool strong;             /* "isolation": "strong": the strong tier (risk-scan.h), whatever the scan says */
         /* The tier chosen (submit.c: isolation_choose(); a restored record: its own), and the
          * record's "isolation" text. */

@@ -306,6 +306,13 @@ int runner_submit(Runner *r, ExecRequest *req, const char *owner, Job **ret) {
         if (k < 0)
                 return k;
         runner_link(r, j);
+        if (j->exec->node && !streq_ptr(j->exec->node, r->ctx->node_name)) {
+                /* A run of another node's session (submit.c): that node claims and runs it; this job
+                 * is kept for whoever waits for it here, until its final record. */
+                j->elsewhere = true;
+                *ret = TAKE_PTR(j);
+                return 0;
+        }
         /* Last in its owner's FIFO (or its session's lane). */
         k = queue_push(&r->queue, &j->queue_entry, j->owner, j->session ? &j->session->lane : NULL,
                        j->callback_url != NULL);
@@ -363,6 +370,14 @@ void runner_notify_status(Runner *r) {
                                      on_status_timer, r) >= 0)
                 return;
         runner_notify_status_now(r);
+}
+
+unsigned runner_count_elsewhere(const Runner *r) {
+        unsigned n = 0;
+
+        for (const Job *j = r->jobs; j; j = j->next)
+                n += j->elsewhere && !job_is_final(j);
+        return n;
 }
 
 bool runner_has_adopted(const Runner *r) {
@@ -861,7 +876,7 @@ int runner_take_over(Runner *r, const char *from) {
 
                         /* Accepted here and claimed by the lost node (the shared queue): the job
                          * kept for its waiters runs here now. */
-                        if (j && j->elsewhere && !job_is_final(j) &&
+                        if (j && j->elsewhere && !job_is_final(j) && !j->exec->session_id &&
                             queue_push(&r->queue, &j->queue_entry, j->owner, NULL, j->callback_url != NULL) >= 0) {
                                 j->elsewhere = false;
                                 j->exec->node_epoch = r->ctx->node_epoch;

@@ -69,6 +69,8 @@ void runner_queue_hint(Runner *r, const char *node);
 void runner_claimed_elsewhere(Runner *r, const char *id);
 void runner_final_elsewhere(Runner *r, const char *id);
 void runner_follow_scan(Runner *r);
+/* Jobs accepted here that another node runs, not final yet (kept for their waiters). */
+unsigned runner_count_elsewhere(const Runner *r);
 /* What this owner holds in the queue (quota.h), or NULL. */
 const QueueOwner *runner_queue_owner(const Runner *r, const char *owner);
 /* STATUS= for the service manager: running, queued, finished. */

@@ -1062,9 +1062,12 @@ static int pg_claim_next(Store *s, const char *node, uint64_t epoch, char *const
         return 0;
 }
 
+/* At most STORE_CLAIM_ROUTED_MAX a call, oldest first: the rest at the next. */
 static const char sql_claim_routed[] =
-        "UPDATE executions SET node_epoch = $2 WHERE node = $1 AND node_epoch IS NULL AND status = $3 "
-        "AND session_id IS NOT NULL RETURNING " STORE_COLUMNS;
+        "UPDATE executions SET node_epoch = $2 WHERE execution_id IN (SELECT execution_id FROM executions "
+        "WHERE node = $1 AND node_epoch IS NULL AND status = $3 AND session_id IS NOT NULL "
+        "ORDER BY created_at, execution_id LIMIT " STRINGIFY(STORE_CLAIM_ROUTED_MAX) " FOR UPDATE SKIP LOCKED) "
+        "RETURNING " STORE_COLUMNS;
 
 static int pg_claim_routed(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n) {
         PgParams p = {};

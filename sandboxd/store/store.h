@@ -196,8 +196,10 @@ int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch
 int store_claim(Store *s, const char *id, const char *node, uint64_t epoch);
 int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip, StoreRecord **ret);
 int store_queue_notify(Store *s, const char *node);
-/* Runs of node's sessions accepted by other nodes (routed: stored queued for node, unclaimed), all
- * claimed for node at epoch at once, oldest first. -EOPNOTSUPP on a backend of one node. */
+/* Runs of node's sessions accepted by other nodes (routed: stored queued for node, unclaimed),
+ * claimed for node at epoch, oldest first, at most STORE_CLAIM_ROUTED_MAX a call. -EOPNOTSUPP on a
+ * backend of one node. */
+#define STORE_CLAIM_ROUTED_MAX 64
 int store_claim_routed(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n);
 
 /* Records with status queued or running, oldest first: what a restart has to resolve. */
