@@ -607,8 +607,8 @@ void runner_dispatch(Runner *r) {
                 }
                 if (k < 0) {
                         /* The store cannot say whose it is: started here, another node could claim
-                         * and run it too. Tried again at the next dispatch after the claim timer. */
-                        r->claim_blocked = true;
+                         * and run it too. It waits; the next dispatch (a job's end, a submission, the
+                         * claim timer every second) tries again. */
                         break;
                 }
                 queue_start(&r->queue, e);
