@@ -700,7 +700,8 @@ static int pg_query_records(PgStore *ps, const char *sql, const PgParams *p, Sto
 /* ---- records ---- */
 
 /* Every transition rewrites the whole row, except that a NULL code, owner, workspace or request
- * keeps the stored one. */
+ * keeps the stored one, and a cancel once asked stays asked (another node may have set the flag,
+ * store_cancel_elsewhere(), since the holder last read the row). */
 #define SQL_PUT                                                                                        \
         "INSERT INTO executions (" STORE_COLUMNS ") VALUES " \
         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, " \
@@ -721,7 +722,8 @@ static int pg_query_records(PgStore *ps, const char *sql, const PgParams *p, Sto
         "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, executions.code), " \
         "workspace = COALESCE(excluded.workspace, executions.workspace), " \
         "request = COALESCE(excluded.request, executions.request), " \
-        "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, " \
+        "error_message = excluded.error_message, " \
+        "cancel_requested = GREATEST(excluded.cancel_requested, executions.cancel_requested), " \
         "client_id = excluded.client_id, start = excluded.start, network = excluded.network, " \
         "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation, " \
         "node = excluded.node, node_epoch = excluded.node_epoch, attempt = excluded.attempt " \

@@ -25,8 +25,8 @@
 #define SANDBOXD_APPLICATION_ID 0x53425844
 
 
-/* Every transition rewrites the whole row, except that a NULL code or owner keeps the stored one;
- * and only its node's writes at the epoch it was taken at (FENCE_WHERE, store-internal.h). */
+/* Every transition rewrites the whole row, except that a NULL code or owner keeps the stored one
+ * and a cancel once asked stays asked; and only its node's writes at the epoch it was taken at (FENCE_WHERE, store-internal.h). */
 static const char sql_put[] =
         "INSERT INTO executions (" STORE_COLUMNS ") VALUES "
         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
@@ -46,7 +46,7 @@ static const char sql_put[] =
         "stderr_lines = excluded.stderr_lines, stderr_truncated = excluded.stderr_truncated, "
         "stdout = excluded.stdout, stderr = excluded.stderr, code = COALESCE(excluded.code, code), "
         "workspace = COALESCE(excluded.workspace, workspace), request = COALESCE(excluded.request, request), "
-        "error_message = excluded.error_message, cancel_requested = excluded.cancel_requested, "
+        "error_message = excluded.error_message, cancel_requested = MAX(excluded.cancel_requested, executions.cancel_requested), "
         "client_id = excluded.client_id, start = excluded.start, network = excluded.network, "
         "environment = excluded.environment, summary = excluded.summary, isolation = excluded.isolation, "
         "node = excluded.node, node_epoch = excluded.node_epoch, attempt = excluded.attempt "

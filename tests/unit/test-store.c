@@ -90,6 +90,18 @@ static void test_update_transition(_unused_ void **state) {
         assert_int_equal(store_put(s, r), 0);
         get_equal(s, r);
 
+        /* A cancel once asked stays asked: a later write that does not carry the flag (a node that
+         * has not read it yet, while another set it) does not clear it. */
+        e->cancel_requested = true;
+        assert_int_equal(store_put(s, r), 0);
+        e->cancel_requested = false;
+        assert_int_equal(store_put(s, r), 0);
+        assert_int_equal(store_get(s, "exec_t", &got), 0);
+        assert_true(got->exec->cancel_requested);
+        got = store_record_free(got);
+        e->cancel_requested = true;
+        get_equal(s, r);
+
         /* The job has dropped the code and does not repeat the owner: both stay as stored. */
         e->status = EXEC_SUCCESS;
         e->exit_code = 0;
