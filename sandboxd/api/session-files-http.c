@@ -3,10 +3,26 @@
 
 #include "delivery/session-files.h"
 #include "model/mime.h"
+#include "model/scoped-id.h"
+#include "store/store.h"
 #include "run/runner.h"
 #include "run/session.h"
 #include "session-files-http.h"
 #include "util.h"
+
+/* The node that holds the caller's own session id, if it is another node's; NULL otherwise. */
+static char *session_node_elsewhere(ApiContext *ac, const char *owner, const char *id) {
+        char key[SCOPED_ID_MAX];
+        StoreSession *x = NULL;
+        char *node = NULL;
+
+        if (scoped_id(key, "sess", owner, id) < 0 || store_session_get(ac->ctx->store, key, &x) < 0)
+                return NULL;
+        if (x->node && !streq_ptr(x->node, ac->ctx->node_name))
+                node = TAKE_PTR(x->node);
+        store_sessions_free(x, 1);
+        return node;
+}
 
 Session *session_files_find(ApiContext *ac, const char *owner, bool admin, const char *id, RequestError *err) {
         Session *s = NULL;
@@ -16,6 +32,18 @@ Session *session_files_find(ApiContext *ac, const char *owner, bool admin, const
                 s = sessions_find(ac->sessions, owner, id);
                 if (!s)
                         s = sessions_find_key(ac->sessions, id);
+        }
+        if (!s && id_is_valid(id, REQUEST_ID_MAX) && ac->ctx->shared_queue) {
+                /* Several nodes: the caller's own session may live on another node (its workspace is
+                 * that node's memory); say which. */
+                _cleanup_free_ char *node = session_node_elsewhere(ac, owner, id);
+
+                if (node) {
+                        (void) request_error(err, -ENOENT, API_ERROR_NOT_FOUND, NULL,
+                                             "session '%.64s' is held by node '%s' (its workspace is that node's): its "
+                                             "state, files and deletion are answered there", id, node);
+                        return NULL;
+                }
         }
         if (!s || !(admin || streq_ptr(owner, s->owner))) {
                 (void) request_error(err, -ENOENT, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);

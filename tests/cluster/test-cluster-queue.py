@@ -147,6 +147,11 @@ with c:
     st, r = submit(n3, "print(open('/workspace/mark').read())", session_id="s-queue", wait=True)
     t.ok(st == 200 and r.get("node") == "node1" and r.get("stdout") == "from the first run\n",
          "POST ?wait=true to node3 of a run of node1's session: run on node1, its result through node3", (st, r))
+    st, r = b.request("GET", "/v1/sessions/s-queue")
+    msg = ((r or {}).get("error") or {}).get("message", "")
+    t.ok(st == 404 and "node1" in msg, "GET of the session on node2: 404, naming node1 which holds it", (st, r))
+    st, r = a.request("GET", "/v1/sessions/s-queue")
+    t.ok(st == 200 and r.get("executions") == 5, "GET of it on node1: its 5 runs", (st, r))
     st, r = submit(b, "print(1)", session_id="s-queue", limits={"disk_mb": 7})
     t.ok(st == 409 and "disk_mb" in json.dumps(r), "a routed run asking for another disk_mb: 409, as on node1", (st, r))
 
