@@ -1916,7 +1916,11 @@ int store_open_pg(const char *conninfo, Store **ret, char **ret_error) {
                 return -ENOMEM;
         }
         if (PQstatus(ps->conn) != CONNECTION_OK)
-                return open_error(ps, ret_error, PQconnectionNeedsPassword(ps->conn) ? -EACCES : -EIO,
+                /* A password wanted and not given, or given and refused: -EACCES, as for a file the
+                 * daemon may not open. */
+                return open_error(ps, ret_error,
+                                  PQconnectionNeedsPassword(ps->conn) || PQconnectionUsedPassword(ps->conn) ? -EACCES
+                                                                                                           : -EIO,
                                   "cannot connect: %s", PQerrorMessage(ps->conn));
         if (PQserverVersion(ps->conn) < PG_MIN_SERVER_VERSION)
                 return open_error(ps, ret_error, -EPROTONOSUPPORT, "PostgreSQL %d is too old: sandboxd needs 11 or later",

@@ -1513,6 +1513,78 @@ static void test_bad_conninfo_pg(_unused_ void **state) {
         }
 }
 
+/* A password in a file, as the configuration documents it: a service file (PGSERVICEFILE) naming the
+ * server, the role and a passfile= of mode 0600; the connection string is "service=NAME" alone. The
+ * role sandboxd_pw must authenticate (tests/pg/pg-scratch's pg_hba.conf: scram-sha-256). Without
+ * the file, or with a wrong password in it: -EACCES, and the message never holds the password. */
+static void test_password_file_pg(_unused_ void **state) {
+        char dir[] = "/tmp/test-store-pw-XXXXXX", host[512] = "";
+        _cleanup_free_ char *sql = NULL, *services = NULL, *good = NULL, *bad = NULL, *svcpath = NULL;
+        const char *h = strstr(pg_conninfo, "host=");
+        uint64_t n = 1;
+        FILE *f;
+
+        assert_non_null(h);
+        assert_int_equal(sscanf(h, "host=%511s", host), 1);
+        assert_non_null(mkdtemp(dir));
+        assert_true(asprintf(&sql, "DROP ROLE IF EXISTS sandboxd_pw; CREATE ROLE sandboxd_pw LOGIN PASSWORD "
+                             "'pw-Zq8vK3'; ALTER DATABASE %s OWNER TO sandboxd_pw", dbpath) >= 0);
+        assert_int_equal(pg_exec_in(pg_conninfo, sql), 0);
+
+        assert_true(asprintf(&good, "%s/pgpass", dir) >= 0);
+        assert_true(asprintf(&bad, "%s/pgpass-wrong", dir) >= 0);
+        assert_true(asprintf(&svcpath, "%s/pg_service.conf", dir) >= 0);
+        f = fopen(good, "we");
+        assert_non_null(f);
+        fputs("*:*:*:sandboxd_pw:pw-Zq8vK3\n", f);
+        assert_int_equal(fclose(f), 0);
+        f = fopen(bad, "we");
+        assert_non_null(f);
+        fputs("*:*:*:sandboxd_pw:not-it-4Rt\n", f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(chmod(good, 0600), 0);
+        assert_int_equal(chmod(bad, 0600), 0);
+        assert_true(asprintf(&services,
+                             "[sbx]\nhost=%s\nport=5432\nuser=sandboxd_pw\ndbname=%s\npassfile=%s\n"
+                             "[sbx_nofile]\nhost=%s\nport=5432\nuser=sandboxd_pw\ndbname=%s\npassfile=%s/none\n"
+                             "[sbx_wrong]\nhost=%s\nport=5432\nuser=sandboxd_pw\ndbname=%s\npassfile=%s\n",
+                             host, dbpath, good, host, dbpath, dir, host, dbpath, bad) >= 0);
+        f = fopen(svcpath, "we");
+        assert_non_null(f);
+        fputs(services, f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(setenv("PGSERVICEFILE", svcpath, 1), 0);
+
+        {
+                _cleanup_(store_closep) Store *s = NULL;
+                _cleanup_free_ char *error = NULL;
+
+                assert_int_equal(store_open_pg("service=sbx", &s, &error), 0);
+                assert_int_equal(store_count(s, &n), 0);
+                assert_int_equal(n, 0);
+        }
+        for (size_t i = 0; i < 2; i++) {
+                _cleanup_free_ char *error = NULL;
+                Store *s = NULL;
+
+                assert_int_equal(store_open_pg(i == 0 ? "service=sbx_nofile" : "service=sbx_wrong", &s, &error), -EACCES);
+                assert_null(s);
+                assert_non_null(error);
+                fprintf(stderr, "# %s\n", error);
+                assert_non_null(strstr(error, dbpath));
+                assert_null(strstr(error, "pw-Zq8vK3"));
+                assert_null(strstr(error, "not-it-4Rt"));
+        }
+        assert_int_equal(unsetenv("PGSERVICEFILE"), 0);
+        (void) unlink(good);
+        (void) unlink(bad);
+        (void) unlink(svcpath);
+        (void) rmdir(dir);
+        free(sql);
+        assert_true(asprintf(&sql, "ALTER DATABASE %s OWNER TO sandboxd", dbpath) >= 0);
+        assert_int_equal(pg_exec_in(pg_conninfo, sql), 0);
+}
+
 static void test_reconnect_pg(_unused_ void **state) {
         _cleanup_(store_closep) Store *s = open_ok();
         _cleanup_(store_record_freep) StoreRecord *a = record_full("exec_a");
@@ -1665,6 +1737,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_disk_full_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_bad_conninfo_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_password_file_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_backoff_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_event_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_error_mapping_pg, setup_dir, teardown_dir),
@@ -1676,7 +1749,7 @@ int main(void) {
         };
 
         static const char *const pg_only[] = { "test_concurrent_open", "test_disk_full_pg", "test_reconnect_pg",
-                                               "test_bad_conninfo_pg",
+                                               "test_bad_conninfo_pg", "test_password_file_pg",
                                                "test_reconnect_backoff_pg", "test_reconnect_event_pg",
                                                "test_error_mapping_pg", NULL };
 
