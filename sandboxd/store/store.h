@@ -113,7 +113,7 @@ int store_open_sqlite(const char *path, Store **ret, char **ret_error);
  * lock. A password goes in a file the string names (passfile=, a service file), never into the
  * string itself where a command line or a configuration file would show it. The database must be
  * empty or sandboxd's: anything else is -EBADMSG, untouched. Connection failures are -EIO (-EACCES
- * when a password is needed). Calls are synchronous for now: each one waits for the server. On
+ * when a password is needed or was refused). Calls are synchronous for now: each one waits for the server. On
  * failure *ret_error is as for store_open_sqlite(), naming the database and host (never the string). */
 int store_open_pg(const char *conninfo, Store **ret, char **ret_error);
 Store *store_close(Store *s);
