@@ -37,6 +37,7 @@ struct Runner {
 
         /* The shared queue (Context.shared_queue): */
         sd_event_source *claim_timer;   /* every CLAIM_INTERVAL_USEC: look for work other nodes queued */
+        sd_event_source *notify_timer;  /* a QUEUE notification held back by QUEUE_NOTIFY_USEC is due */
         bool claim_hint;                /* work may wait in the shared queue (a notification, the timer) */
         bool claim_blocked;             /* a claim failed on the store: dispatch waits for the timer */
         uint64_t queue_notified_mono;   /* when the others were last told of work waiting here */
@@ -109,6 +110,7 @@ Runner *runner_free(Runner *r) {
         sd_event_source_disable_unref(r->hurry_timer);
         sd_event_source_disable_unref(r->unsaved_timer);
         sd_event_source_disable_unref(r->claim_timer);
+        sd_event_source_disable_unref(r->notify_timer);
         free(r);
         return NULL;
 }
@@ -392,18 +394,27 @@ static bool session_lane_ready(QueueLane *l, void *userdata) {
         return session_may_run(s);
 }
 
-/* Accepted here, claimed by another node: it leaves this node's queue. Kept (elsewhere) only while
- * someone waits for it here, to be answered when its final record comes (runner_final_elsewhere()); the
- * API reads the rest from the store. */
+/* Accepted here, claimed by another node: it leaves this node's queue, and is kept (elsewhere) for
+ * whoever waits for it here, to be answered when its final record comes (runner_final_elsewhere());
+ * the API reads the rest from the store. Kept even with no waiter now: the caller that is accepting it
+ * (submit.c, whose dispatch found it claimed) holds it and may add one. Past MaxQueued= such jobs,
+ * the oldest nobody waits for are let go (the store has them). */
 static void runner_moved_elsewhere(Runner *r, Job *j) {
+        unsigned n = 0;
+        Job *oldest = NULL;
+
         queue_drop(&r->queue, &j->queue_entry);
         r->n_claimed_elsewhere++;
-        log_debug("%s: claimed by another node", j->exec->id);
-        if (!j->waiters) {
-                job_free(j);
-                return;
-        }
         j->elsewhere = true;
+        log_debug("%s: claimed by another node", j->exec->id);
+        for (Job *x = r->jobs; x; x = x->next)
+                if (x->elsewhere && !job_is_final(x)) {
+                        n++;
+                        if (x != j && !x->waiters)
+                                oldest = x;
+                }
+        if (n > r->ctx->config->max_queued && oldest)
+                job_free(oldest);
 }
 
 /* A record claimed here from the shared queue becomes a queued job. 1: it did; 0: it could not, and
@@ -480,7 +491,11 @@ static int runner_claim_next(Runner *r) {
         return runner_queue_claimed(r, rec);
 }
 
-/* Work waits here with no slot for it: the other nodes are told (rate-limited), idle ones claim it. */
+static int on_notify_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Work waits here with no slot for it: the other nodes are told, idle ones claim it. At most once per
+ * QUEUE_NOTIFY_USEC: one held back goes out when that is over (a timer), never dropped, or the work
+ * would wait for the others' claim timers. */
 static void runner_tell_queued(Runner *r) {
         uint64_t now;
         bool unclaimed = false;
@@ -488,8 +503,14 @@ static void runner_tell_queued(Runner *r) {
         if (!r->ctx->shared_queue || r->queue.n_waiting == 0 || !r->ctx->node_name)
                 return;
         now = now_usec(CLOCK_MONOTONIC);
-        if (r->queue_notified_mono > 0 && now - r->queue_notified_mono < QUEUE_NOTIFY_USEC)
+        if (r->queue_notified_mono > 0 && now - r->queue_notified_mono < QUEUE_NOTIFY_USEC) {
+                if (!r->notify_timer &&
+                    sd_event_add_time(r->ctx->event, &r->notify_timer, CLOCK_MONOTONIC,
+                                      r->queue_notified_mono + QUEUE_NOTIFY_USEC, USEC_PER_MSEC, on_notify_timer, r) < 0)
+                        log_debug("Cannot arm the queue notification's timer; the others' claim timers will find "
+                                  "the work.");
                 return;
+        }
         for (Job *j = r->jobs; j && !unclaimed; j = j->next)
                 unclaimed = j->state == JOB_QUEUED && !j->elsewhere && j->exec->node_epoch == 0;
         if (!unclaimed)
@@ -497,6 +518,14 @@ static void runner_tell_queued(Runner *r) {
         r->queue_notified_mono = now;
         if (store_queue_notify(r->ctx->store, r->ctx->node_name) < 0)
                 log_debug("Cannot tell the other nodes of queued work: %s", store_error_message(r->ctx->store));
+}
+
+static int on_notify_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Runner *r = userdata;
+
+        r->notify_timer = sd_event_source_disable_unref(r->notify_timer);
+        runner_tell_queued(r);
+        return 0;
 }
 
 void runner_claimed_elsewhere(Runner *r, const char *id) {
