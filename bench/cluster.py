@@ -1,25 +1,37 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Issue 22's bench: sandboxd with its store in PostgreSQL vs SQLite, one node vs three.
+"""Issue 22's bench: sandboxd with its store in PostgreSQL vs SQLite, one node vs three, and the
+queue the PostgreSQL nodes share.
 
 Runs on the host under tests/pg/pg-scratch (SANDBOXD_TEST_PG), with tests/cluster/cluster.py's nodes
 (each a daemon in its own tests/harness/sandbox-harness, the API on loopback TCP with a key).
-What exists today is measured, no more: there is no queue shared across nodes; each node runs what
-it is sent, with its records in the store; the PostgreSQL nodes also keep the registry's heartbeat
-(a write every NodeHeartbeatSec=, 1 s here) and take over a lost node's work.
+With Store= PostgreSQL a submission (not a session's run) is stored unclaimed; the node that
+accepted it claims it before starting it (one UPDATE), and a node with free slots and nothing of
+its own claims other nodes' queued work (store_claim_next(), FOR UPDATE SKIP LOCKED), woken by
+NOTIFY sandboxd_queue (from a node with work it has no slot for) and a 1 s timer. The PostgreSQL
+nodes also keep the registry's heartbeat (a write every NodeHeartbeatSec=, 1 s here).
 
 1. Submit -> started latency, one node with Store= SQLite and one with Store= PostgreSQL, both up at
    once, requests alternated between them (one at a time): python print(1) with "start": "cold",
    and the default request (warm when the pool has a ready unit: the record's "start" says which;
-   the table is split by it). Two figures: the record's started_at - created_at (the daemon's),
-   and the client's: before the POST -> the SSE "running" event of a stream opened after the 202.
+   the table is split by it). Three figures: the record's started_at - created_at (the daemon's),
+   the client's "c2s": before the POST -> the record's started_at (one host, one clock), and the
+   client's "SSE": before the POST -> the SSE "running" event of a stream opened after the 202.
+   The PostgreSQL node's figure includes its claim of its own submission (the UPDATE).
 2. Throughput at client concurrency C (default 8, POST ?wait=true of the default print(1)):
    SQLite 1 node, PostgreSQL 1 node, PostgreSQL 3 nodes (round robin), REPS blocks each,
    alternated; per execution: the daemons' CPU (sandboxd processes below the harnesses, /proc),
    the nodes' private systemd (PID 1 of each harness), the PostgreSQL server's CPU (postmaster and
    its children) and its transactions (pg_stat_database.xact_commit).
-3. Idle: the same per second and per node with no executions (the registry's heartbeat and the
-   rest of the daemons' background work).
+3. Idle: the same per second and per node with no executions (the registry's heartbeat, the shared
+   queue's 1 s claim timer, and the rest of the daemons' background work).
+4. The shared queue, "claimed by another node": the three PostgreSQL nodes again, node1 restarted
+   with MaxConcurrent=1 and its one slot held by a long run; one request at a time, alternated:
+   sent to node1 (claimed and started by node2 or node3) or sent to node2/node3 (started by the
+   node that accepted it). The same kinds and figures as 1 (no SSE figure: node1's event stream of
+   a run another node claimed has no "running" event); a run counts as "claimed" when its record's
+   "node" is not the node it was sent to. Then REPS throughput blocks at concurrency C, all sent to
+   node1 (the others claim nearly all): the coordination cost per execution of the claim path.
 """
 
 import argparse
@@ -209,7 +221,48 @@ def submit_and_watch(node, body):
         return {"error": "no started_at / running event"}
     started = ts(final["started_at"])
     return {"server": started - ts(final["created_at"]), "client": t_run - t0, "post": t_post - t0,
-            "replayed": started < t_open, "start": final.get("start") or "?"}
+            "c2s": started - t0, "replayed": started < t_open, "start": final.get("start") or "?",
+            "node": final.get("node")}
+
+
+def submit_and_wait(node, body):
+    """POST, then GET ?wait=true on the same node (which may not be the node that runs it): the
+    record's figures, and before the POST -> the record's started_at (the same host clock)."""
+    t0 = time.time()
+    st, r = node.request("POST", "/v1/executions", body)
+    t_post = time.time()
+    if st != 202:
+        return {"error": f"POST {st} {r}"}
+    eid = r["execution_id"]
+    st, final = node.request("GET", f"/v1/executions/{eid}?wait=true")
+    if st != 200 or not final or final.get("status") != "success" or final.get("stdout") != "1\n":
+        return {"error": f"record {st} {final and final.get('status')} {final and final.get('error_type')}"}
+    if not final.get("started_at"):
+        return {"error": "no started_at"}
+    started = ts(final["started_at"])
+    return {"server": started - ts(final["created_at"]), "c2s": started - t0, "post": t_post - t0,
+            "start": final.get("start") or "?", "node": final.get("node")}
+
+
+def summarize(rs):
+    """{n, server/c2s[/client] p50 p90 p99, post_p50[, replayed]} of a list of results."""
+    v = {"n": len(rs), "post_p50": pct([r["post"] for r in rs], 50)}
+    for f in ("server", "c2s", "client"):
+        if all(f in r for r in rs):
+            v[f] = [pct([r[f] for r in rs], p) for p in (50, 90, 99)]
+    if all("replayed" in r for r in rs):
+        v["replayed"] = sum(r["replayed"] for r in rs)
+    return v
+
+
+def metric(node, name):
+    st, text = node.request("GET", "/metrics")
+    if st != 200 or not isinstance(text, str):
+        return None
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
 
 
 def pct(xs, p):
@@ -288,8 +341,13 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="throughput blocks per setup")
     ap.add_argument("--pool", type=int, default=2, help="[Pool] Size= of every node (0: off)")
     ap.add_argument("--idle", type=float, default=20, help="seconds of the idle measurement")
+    ap.add_argument("--claim-n", type=int, default=None,
+                    help="claim leg: runs per path (sent to busy node1, sent to a free node) and kind "
+                         "(default: --n; 0: no claim leg)")
     ap.add_argument("--results-file")
     a = ap.parse_args()
+    if a.claim_n is None:
+        a.claim_n = a.n
     # bench/run's timeout (or ^C's TERM): unwind, so that every node's harness is stopped
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     pgc = os.environ.get("SANDBOXD_TEST_PG")
@@ -336,12 +394,7 @@ def main():
             for r in rs:
                 by.setdefault(r["start"], []).append(r)
             for st, rr in by.items():
-                res["latency"][f"{s}/{k}/{st}"] = {
-                    "n": len(rr),
-                    "server": [pct([r["server"] for r in rr], p) for p in (50, 90, 99)],
-                    "client": [pct([r["client"] for r in rr], p) for p in (50, 90, 99)],
-                    "post_p50": pct([r["post"] for r in rr], 50),
-                    "replayed": sum(r["replayed"] for r in rr)}
+                res["latency"][f"{s}-1/{k}/{st}"] = summarize(rr)
 
         # idle, both up
         log(f"idle: {a.idle} s")
@@ -409,6 +462,9 @@ def main():
                 {"wall": wall, "fail": fail, "starts": starts, "count": a.count, **Meter.delta(x0, x1),
                  "tables": table_rates(w0, w1, a.count)})
             log(f"  pg-3 rep {rep}: {a.count / wall:.1f}/s, fail {fail}, {starts}")
+
+        if a.claim_n > 0:
+            claim_leg(res, a, pg3, pgc, pm, kinds)
     finally:
         pg3.stop()
 
@@ -418,8 +474,105 @@ def main():
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
     print(f"\nresults: {path}")
-    nfail = len(res["latency_errors"]) + sum(b["fail"] for v in res["throughput"].values() for b in v)
+    nfail = len(res["latency_errors"]) + len(res.get("claim_errors", [])) + sum(b["fail"] for v in res["throughput"].values() for b in v)
     return 3 if nfail else 0
+
+
+HOLD_CODE = "import time\ntime.sleep(595)\nprint(1)"
+
+
+def hold_slot(node, tries=5):
+    """A long run started on node (its one slot held); its id, or None."""
+    for _ in range(tries):
+        st, r = node.request("POST", "/v1/executions",
+                             {"language": "python", "code": HOLD_CODE, "limits": {"timeout_ms": 600000}})
+        if st != 202:
+            log(f"holder: POST {st} {r}")
+            continue
+        eid = r["execution_id"]
+        end = time.monotonic() + 30
+        rec = {}
+        while time.monotonic() < end:
+            rec = node.request("GET", f"/v1/executions/{eid}")[1] or {}
+            if rec.get("status") == "running":
+                break
+            time.sleep(0.1)
+        if rec.get("status") == "running" and rec.get("node") == node.name:
+            return eid
+        log(f"holder {eid}: {rec.get('status')} on {rec.get('node')}, not {node.name}: again")
+        node.request("POST", f"/v1/executions/{eid}/cancel", {})
+    return None
+
+
+def claim_leg(res, a, cl, pgc, pm, kinds):
+    """4. node1 (MaxConcurrent=1, its slot held) gets work the other two claim."""
+    n1, n2, n3 = cl.nodes
+    log(f"claim leg: restarting {n1.name} with MaxConcurrent=1")
+    n1.stop()
+    n1.add_conf("60-slots.conf", "[Daemon]\nMaxConcurrent=1\n")
+    n1.start()
+    time.sleep(3)  # the registry settles (every node sees node1's new epoch)
+    holder = hold_slot(n1)
+    if not holder:
+        res["claim_errors"] = ["no holder run on node1"]
+        log("claim leg: cannot hold node1's slot; skipped")
+        return
+    others = [n2, n3]
+    wait_pool(others, 30)
+    for k, body in kinds:  # warm-up, untimed: each path once
+        submit_and_wait(n1, body)
+        submit_and_wait(n2, body)
+    m0 = {n.name: (metric(n, "sandboxd_queue_claimed_by_other_nodes_total"),
+                   metric(n, "sandboxd_queue_claimed_from_other_nodes_total")) for n in cl.nodes}
+    rs = {}
+    errors = []
+    log(f"claim leg latency: {a.claim_n} runs per path and kind, alternated (sent to node1: claimed; "
+        "sent to node2/node3: started there)")
+    for i in range(a.claim_n):
+        order = [(path, k, b) for path in ("to-busy", "to-free") for k, b in kinds]
+        if i % 2:
+            order.reverse()
+        for path, k, b in order:
+            target = n1 if path == "to-busy" else others[i % 2]
+            wait_pool(others, 3)  # untimed: a default request then finds a ready unit where it runs
+            r = submit_and_wait(target, b)
+            if "error" in r:
+                errors.append((path, k, r["error"]))
+                continue
+            where = "claimed" if r["node"] != target.name else "local"
+            r["sent"] = target.name
+            rs.setdefault(f"pg-3 {where}/{k}/{r['start']}", []).append(r)
+    st = n1.request("GET", f"/v1/executions/{holder}")[1] or {}
+    if st.get("status") != "running":
+        errors.append(("holder", "-", f"node1's holder is {st.get('status')}: node1 had a free slot"))
+    m1 = {n.name: (metric(n, "sandboxd_queue_claimed_by_other_nodes_total"),
+                   metric(n, "sandboxd_queue_claimed_from_other_nodes_total")) for n in cl.nodes}
+    res["claim_errors"] = errors
+    res["claim_counters"] = {n: [(b[0] or 0) - (a_[0] or 0), (b[1] or 0) - (a_[1] or 0)]
+                             for (n, a_), b in zip(m0.items(), m1.values())}
+    for key, rr in rs.items():
+        res["latency"][key] = summarize(rr)
+        res["latency"][key]["ran_on"] = {x: sum(1 for r in rr if r["node"] == x) for x in sorted({r["node"] for r in rr})}
+    res["claim_raw"] = {key: [[r["server"], r["c2s"], r["post"], r["sent"], r["node"]] for r in rr] for key, rr in rs.items()}
+
+    # the claim path's cost per execution: everything sent to node1, the others claim
+    m = Meter(cl.nodes, pgc, pm)
+    log(f"claim leg throughput: {a.reps} blocks of {a.count} at c={a.concurrency}, all sent to node1 (one slot, held)")
+    for rep in range(a.reps):
+        wait_pool(others, 15)
+        x0 = m.snap()
+        w0 = pg_table_writes(pgc)
+        c0 = metric(n1, "sandboxd_queue_claimed_by_other_nodes_total") or 0
+        wall, fail, starts = throughput_block([n1], a.count, a.concurrency)
+        wait_pool(others, 5)
+        c1 = metric(n1, "sandboxd_queue_claimed_by_other_nodes_total") or 0
+        x1 = m.snap()
+        w1 = pg_table_writes(pgc)
+        res["throughput"].setdefault("pg-3q", []).append(
+            {"wall": wall, "fail": fail, "starts": starts, "count": a.count, "claimed": c1 - c0,
+             **Meter.delta(x0, x1), "tables": table_rates(w0, w1, a.count)})
+        log(f"  pg-3q rep {rep}: {a.count / wall:.1f}/s, fail {fail}, claimed {c1 - c0:.0f}, {starts}")
+    n1.request("POST", f"/v1/executions/{holder}/cancel", {})
 
 
 def rng(xs, fmt="{:.1f}"):
@@ -430,20 +583,37 @@ def rng(xs, fmt="{:.1f}"):
 
 
 def report(res, a):
-    print(f"\n## Submit -> started latency, python print(1), one node each, alternated ({a.n} per row before the split by start)")
-    print("record: started_at - created_at (ms, the daemon's clock, ms resolution); client: before POST -> SSE 'running'")
-    print(f"{'store/request/start':28} {'n':>4} {'rec p50':>8} {'p90':>7} {'p99':>7} {'cli p50':>8} {'p90':>7} {'p99':>7} {'POST p50':>8} {'replay':>6}")
-    for k in sorted(res["latency"]):
+    print(f"\n## Submit -> started latency, python print(1), one request at a time ({a.n} per store and kind on one "
+          f"node, {a.claim_n} per path and kind on three; rows split by the record's start)")
+    print("rec: the record's started_at - created_at (the daemon's clock, ms resolution); c2s: before the POST -> the "
+          "record's started_at (one host clock); SSE: before the POST -> the SSE 'running' event; ms")
+    print("sqlite-1/pg-1: one node each, alternated; pg-3 claimed: sent to node1 (MaxConcurrent=1, held), started by "
+          "node2/node3 (the claim); pg-3 local: sent to node2/node3, started by it")
+    print(f"{'leg/request/start':30} {'n':>4} {'rec p50':>8} {'p90':>6} {'p99':>6} {'c2s p50':>8} {'p90':>6} {'p99':>6} "
+          f"{'SSE p50':>8} {'p90':>6} {'p99':>6} {'POST p50':>8} {'replay':>6}")
+    order = ("sqlite-1", "pg-1", "pg-3 local", "pg-3 claimed")
+    for k in sorted(res["latency"], key=lambda k: (k.split("/")[1], order.index(k.split("/")[0]) if k.split("/")[0] in order else 9, k)):
         v = res["latency"][k]
-        s, c = v["server"], v["client"]
-        print(f"{k:28} {v['n']:4d} {s[0]*1e3:8.1f} {s[1]*1e3:7.1f} {s[2]*1e3:7.1f} {c[0]*1e3:8.1f} {c[1]*1e3:7.1f} "
-              f"{c[2]*1e3:7.1f} {v['post_p50']*1e3:8.1f} {v['replayed']:6d}")
+
+        def tri(f):
+            x = v.get(f)
+            return f"{x[0]*1e3:8.1f} {x[1]*1e3:6.1f} {x[2]*1e3:6.1f}" if x else f"{'-':>8} {'-':>6} {'-':>6}"
+        rep = f"{v['replayed']:6d}" if "replayed" in v else f"{'-':>6}"
+        print(f"{k:30} {v['n']:4d} {tri('server')} {tri('c2s')} {tri('client')} {v['post_p50']*1e3:8.1f} {rep}")
+    for k, v in res["latency"].items():
+        if "ran_on" in v:
+            print(f"  {k}: ran on {v['ran_on']}")
+    if res.get("claim_counters"):
+        print("claim leg counters (by_other_nodes, from_other_nodes): " +
+              ", ".join(f"{n} {c[0]:.0f}/{c[1]:.0f}" for n, c in res["claim_counters"].items()))
+    if res.get("claim_errors"):
+        print(f"claim leg errors: {len(res['claim_errors'])}: {res['claim_errors'][:5]}")
     if res["latency_errors"]:
         print(f"errors: {len(res['latency_errors'])}: {res['latency_errors'][:5]}")
     print(f"\n## Throughput, python print(1) default request, c={a.concurrency}, {a.count} per block, "
           f"median [min-max] of {a.reps} blocks; CPU per execution in ms")
     print(f"{'setup':9} {'runs/s':>18} {'sandboxd ms/exec':>22} {'node PID1 ms/exec':>22} {'postgres ms/exec':>22} {'PG xacts/exec':>20} {'fail':>5}")
-    for s in ("sqlite-1", "pg-1", "pg-3"):
+    for s in ("sqlite-1", "pg-1", "pg-3", "pg-3q"):
         bl = res["throughput"].get(s, [])
         if not bl:
             continue
@@ -459,7 +629,11 @@ def report(res, a):
             for k, v in b["starts"].items():
                 starts[s][k] = starts[s].get(k, 0) + v
     print("starts: " + "; ".join(f"{s}: {v}" for s, v in starts.items()))
-    for s in ("pg-1", "pg-3"):
+    if res["throughput"].get("pg-3q"):
+        print("pg-3q: three nodes, everything sent to node1 (MaxConcurrent=1, held): claimed by node2/node3 "
+              f"{sum(b['claimed'] for b in res['throughput']['pg-3q']):.0f} of "
+              f"{sum(b['count'] for b in res['throughput']['pg-3q'])}")
+    for s in ("pg-1", "pg-3", "pg-3q"):
         bl = [b for b in res["throughput"].get(s, []) if b.get("tables")]
         if bl:
             keys = sorted({k for b in bl for k in b["tables"]})
