@@ -225,23 +225,33 @@ def submit_and_watch(node, body):
             "node": final.get("node")}
 
 
-def submit_and_wait(node, body):
-    """POST, then GET ?wait=true on the same node (which may not be the node that runs it): the
-    record's figures, and before the POST -> the record's started_at (the same host clock)."""
+def submit_only(node, body):
+    """POST: the pending run (t0, t_post, id) or an error."""
     t0 = time.time()
     st, r = node.request("POST", "/v1/executions", body)
     t_post = time.time()
     if st != 202:
         return {"error": f"POST {st} {r}"}
-    eid = r["execution_id"]
-    st, final = node.request("GET", f"/v1/executions/{eid}?wait=true")
+    return {"t0": t0, "post": t_post - t0, "id": r["execution_id"], "sent_to": node}
+
+
+def wait_result(p):
+    """GET ?wait=true on the node it was sent to (which may not be the node that runs it): the
+    record's figures, and before the POST -> the record's started_at (the same host clock)."""
+    if "error" in p:
+        return p
+    st, final = p["sent_to"].request("GET", f"/v1/executions/{p['id']}?wait=true")
     if st != 200 or not final or final.get("status") != "success" or final.get("stdout") != "1\n":
         return {"error": f"record {st} {final and final.get('status')} {final and final.get('error_type')}"}
     if not final.get("started_at"):
         return {"error": "no started_at"}
     started = ts(final["started_at"])
-    return {"server": started - ts(final["created_at"]), "c2s": started - t0, "post": t_post - t0,
-            "start": final.get("start") or "?", "node": final.get("node")}
+    return {"server": started - ts(final["created_at"]), "c2s": started - p["t0"], "post": p["post"],
+            "start": final.get("start") or "?", "node": final.get("node"), "t0": p["t0"]}
+
+
+def submit_and_wait(node, body):
+    return wait_result(submit_only(node, body))
 
 
 def summarize(rs):
@@ -276,7 +286,7 @@ def pct(xs, p):
 
 def throughput_block(nodes, count, conc):
     lock = threading.Lock()
-    state = {"next": 0, "fail": 0, "starts": {}}
+    state = {"next": 0, "fail": 0, "starts": {}, "errors": []}
 
     def worker():
         while True:
@@ -286,14 +296,19 @@ def throughput_block(nodes, count, conc):
                     return
                 state["next"] += 1
             node = nodes[i % len(nodes)]
+            t0 = time.monotonic()
             try:
                 st, r = node.request("POST", "/v1/executions?wait=true", {"language": "python", "code": "print(1)"})
                 ok = st in (200, 201) and r.get("status") == "success" and r.get("stdout") == "1\n"
-            except OSError:
-                ok, r = False, None
+                why = None if ok else (st, r if not isinstance(r, dict) else
+                                       {k: r.get(k) for k in ("execution_id", "status", "error_type", "error", "node")})
+            except OSError as e:
+                ok, r, why = False, None, repr(e)
             with lock:
                 if not ok:
                     state["fail"] += 1
+                    state["errors"].append({"node": node.name, "after_s": round(time.monotonic() - t0, 2), "why": why})
+                    log(f"  failed: {state['errors'][-1]}")
                 else:
                     s = r.get("start") or "?"
                     state["starts"][s] = state["starts"].get(s, 0) + 1
@@ -304,7 +319,7 @@ def throughput_block(nodes, count, conc):
         x.start()
     for x in th:
         x.join()
-    return time.monotonic() - t0, state["fail"], state["starts"]
+    return time.monotonic() - t0, state["fail"], state["starts"], state["errors"]
 
 
 def wait_pool(nodes, timeout=15):
@@ -345,6 +360,9 @@ def main():
                     help="claim leg: runs per path (sent to busy node1, sent to a free node) and kind "
                          "(default: --n; 0: no claim leg)")
     ap.add_argument("--results-file")
+    ap.add_argument("--claim-spacing", type=float, default=0.1,
+                    help="claim leg: seconds at least between two POSTs to node1, untimed (a burst's two excepted)")
+    ap.add_argument("--keep-logs", action="store_true", help="keep the nodes' logs (kept anyway when runs failed)")
     a = ap.parse_args()
     if a.claim_n is None:
         a.claim_n = a.n
@@ -357,7 +375,7 @@ def main():
         return 2
     build = os.path.abspath(a.build)
     pm = postmaster_pid(pgc)
-    res = {"args": vars(a), "latency": {}, "throughput": {}, "idle": {}}
+    res = {"args": vars(a), "latency": {}, "throughput": {}, "idle": {}, "stamp": time.strftime('%Y%m%d-%H%M%S')}
     kinds = [("cold", {"language": "python", "code": "print(1)", "start": "cold"}),
              ("default", {"language": "python", "code": "print(1)"})]
 
@@ -417,17 +435,17 @@ def main():
                 m = Meter([n], pgc if s == "pg" else "", pm if s == "pg" else None)
                 x0 = m.snap()
                 w0 = pg_table_writes(pgc) if s == "pg" else {}
-                wall, fail, starts = throughput_block([n], a.count, a.concurrency)
+                wall, fail, starts, errs = throughput_block([n], a.count, a.concurrency)
                 wait_pool([n], 5)  # the pool's refill is charged to the block
                 x1 = m.snap()
                 w1 = pg_table_writes(pgc) if s == "pg" else {}
                 res["throughput"].setdefault(f"{s}-1", []).append(
-                    {"wall": wall, "fail": fail, "starts": starts, "count": a.count, **Meter.delta(x0, x1),
+                    {"wall": wall, "fail": fail, "errors": errs, "starts": starts, "count": a.count, **Meter.delta(x0, x1),
                      "tables": table_rates(w0, w1, a.count)})
                 log(f"  {s}-1 rep {rep}: {a.count / wall:.1f}/s, fail {fail}, {starts}")
     finally:
-        sq.stop()
-        pg1.stop()
+        stop_keep_logs(sq, res, a)
+        stop_keep_logs(pg1, res, a)
 
     # -- three PostgreSQL nodes
     pg3 = Cluster(3, build, pool_size=a.pool, prefix="pg3-")
@@ -454,28 +472,51 @@ def main():
             wait_pool(nodes, 15)
             x0 = m.snap()
             w0 = pg_table_writes(pgc)
-            wall, fail, starts = throughput_block(nodes, a.count, a.concurrency)
+            c0 = sum(metric(n, "sandboxd_queue_claimed_by_other_nodes_total") or 0 for n in nodes)
+            wall, fail, starts, errs = throughput_block(nodes, a.count, a.concurrency)
             wait_pool(nodes, 5)
+            c1 = sum(metric(n, "sandboxd_queue_claimed_by_other_nodes_total") or 0 for n in nodes)
             x1 = m.snap()
             w1 = pg_table_writes(pgc)
+            # claimed: runs another node claimed (by its 1 s timer: no node is short of slots here)
             res["throughput"].setdefault("pg-3", []).append(
-                {"wall": wall, "fail": fail, "starts": starts, "count": a.count, **Meter.delta(x0, x1),
-                 "tables": table_rates(w0, w1, a.count)})
-            log(f"  pg-3 rep {rep}: {a.count / wall:.1f}/s, fail {fail}, {starts}")
+                {"wall": wall, "fail": fail, "errors": errs, "starts": starts, "count": a.count, "claimed": c1 - c0,
+                 **Meter.delta(x0, x1), "tables": table_rates(w0, w1, a.count)})
+            log(f"  pg-3 rep {rep}: {a.count / wall:.1f}/s, fail {fail}, claimed by another node {c1 - c0:.0f}, {starts}")
 
         if a.claim_n > 0:
             claim_leg(res, a, pg3, pgc, pm, kinds)
     finally:
-        pg3.stop()
+        stop_keep_logs(pg3, res, a)
 
     report(res, a)
-    path = a.results_file or os.path.join(HERE, "results", f"cluster-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    path = a.results_file or os.path.join(HERE, "results", f"cluster-{res['stamp']}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
     print(f"\nresults: {path}")
     nfail = len(res["latency_errors"]) + len(res.get("claim_errors", [])) + sum(b["fail"] for v in res["throughput"].values() for b in v)
     return 3 if nfail else 0
+
+
+def stop_keep_logs(cl, res, a):
+    """Stop the cluster; its nodes' logs are kept in bench/results/ when some run failed (or --keep-logs)."""
+    for n in cl.nodes:
+        try:
+            n.stop()
+        except Exception as e:  # noqa: BLE001 - Cluster.stop() tries again
+            log(f"{n.name}: stop failed: {e}")
+    nfail = len(res.get("latency_errors", [])) + len(res.get("claim_errors", [])) + \
+        sum(b["fail"] for v in res["throughput"].values() for b in v)
+    if a.keep_logs or nfail:
+        import glob
+        import shutil
+        dst = os.path.join(HERE, "results", f"cluster-logs-{res['stamp']}")
+        os.makedirs(dst, exist_ok=True)
+        for f in glob.glob(os.path.join(cl.dir, "*.log")):
+            shutil.copy(f, dst)
+        res.setdefault("logs", dst)
+    cl.stop()
 
 
 HOLD_CODE = "import time\ntime.sleep(595)\nprint(1)"
@@ -526,22 +567,45 @@ def claim_leg(res, a, cl, pgc, pm, kinds):
                    metric(n, "sandboxd_queue_claimed_from_other_nodes_total")) for n in cl.nodes}
     rs = {}
     errors = []
-    log(f"claim leg latency: {a.claim_n} runs per path and kind, alternated (sent to node1: claimed; "
-        "sent to node2/node3: started there)")
+    last_to_n1 = time.time()  # the warm-up's
+
+    def add(path, k, target, r, t_prev):
+        if "error" in r:
+            errors.append((path, k, r["error"]))
+            return
+        where = "claimed" if r["node"] != target.name else "local"
+        r["sent"] = target.name
+        r["gap"] = r["t0"] - t_prev  # since the previous POST to node1 (whose NOTIFY is rate-limited)
+        rs.setdefault(f"pg-3 {where}{path}/{k}/{r['start']}", []).append(r)
+
+    log(f"claim leg latency: {a.claim_n} runs per path and kind, alternated (sent to node1: claimed, at least "
+        f"{a.claim_spacing * 1e3:.0f} ms after the previous POST to node1, and bursts of two; sent to node2/node3: "
+        "started there)")
     for i in range(a.claim_n):
-        order = [(path, k, b) for path in ("to-busy", "to-free") for k, b in kinds]
+        order = [(path, k, b) for path in ("to-busy", "to-free", "burst") for k, b in kinds]
         if i % 2:
             order.reverse()
         for path, k, b in order:
-            target = n1 if path == "to-busy" else others[i % 2]
             wait_pool(others, 3)  # untimed: a default request then finds a ready unit where it runs
-            r = submit_and_wait(target, b)
-            if "error" in r:
-                errors.append((path, k, r["error"]))
+            if path == "to-free":
+                target = others[i % 2]
+                add("", k, target, submit_and_wait(target, b), last_to_n1)
                 continue
-            where = "claimed" if r["node"] != target.name else "local"
-            r["sent"] = target.name
-            rs.setdefault(f"pg-3 {where}/{k}/{r['start']}", []).append(r)
+            # untimed: node1 tells the others of queued work at most every 50 ms (QUEUE_NOTIFY_USEC)
+            time.sleep(max(0.0, last_to_n1 + a.claim_spacing - time.time()))
+            t_prev = last_to_n1
+            if path == "to-busy":
+                r = submit_and_wait(n1, b)
+                last_to_n1 = r.get("t0", time.time())
+                add("", k, n1, r, t_prev)
+                continue
+            # a burst: two POSTs to node1 back to back (the second while the first may wait still)
+            p1 = submit_only(n1, b)
+            p2 = submit_only(n1, b)
+            last_to_n1 = p2.get("t0", time.time())
+            r1, r2 = wait_result(p1), wait_result(p2)
+            add(" burst 1st", k, n1, r1, t_prev)
+            add(" burst 2nd", k, n1, r2, r1.get("t0", t_prev))
     st = n1.request("GET", f"/v1/executions/{holder}")[1] or {}
     if st.get("status") != "running":
         errors.append(("holder", "-", f"node1's holder is {st.get('status')}: node1 had a free slot"))
@@ -553,7 +617,7 @@ def claim_leg(res, a, cl, pgc, pm, kinds):
     for key, rr in rs.items():
         res["latency"][key] = summarize(rr)
         res["latency"][key]["ran_on"] = {x: sum(1 for r in rr if r["node"] == x) for x in sorted({r["node"] for r in rr})}
-    res["claim_raw"] = {key: [[r["server"], r["c2s"], r["post"], r["sent"], r["node"]] for r in rr] for key, rr in rs.items()}
+    res["claim_raw"] = {key: [[r["server"], r["c2s"], r["post"], r["sent"], r["node"], r["gap"], r["t0"]] for r in rr] for key, rr in rs.items()}
 
     # the claim path's cost per execution: everything sent to node1, the others claim
     m = Meter(cl.nodes, pgc, pm)
@@ -563,13 +627,13 @@ def claim_leg(res, a, cl, pgc, pm, kinds):
         x0 = m.snap()
         w0 = pg_table_writes(pgc)
         c0 = metric(n1, "sandboxd_queue_claimed_by_other_nodes_total") or 0
-        wall, fail, starts = throughput_block([n1], a.count, a.concurrency)
+        wall, fail, starts, errs = throughput_block([n1], a.count, a.concurrency)
         wait_pool(others, 5)
         c1 = metric(n1, "sandboxd_queue_claimed_by_other_nodes_total") or 0
         x1 = m.snap()
         w1 = pg_table_writes(pgc)
         res["throughput"].setdefault("pg-3q", []).append(
-            {"wall": wall, "fail": fail, "starts": starts, "count": a.count, "claimed": c1 - c0,
+            {"wall": wall, "fail": fail, "errors": errs, "starts": starts, "count": a.count, "claimed": c1 - c0,
              **Meter.delta(x0, x1), "tables": table_rates(w0, w1, a.count)})
         log(f"  pg-3q rep {rep}: {a.count / wall:.1f}/s, fail {fail}, claimed {c1 - c0:.0f}, {starts}")
     n1.request("POST", f"/v1/executions/{holder}/cancel", {})
@@ -589,9 +653,12 @@ def report(res, a):
           "record's started_at (one host clock); SSE: before the POST -> the SSE 'running' event; ms")
     print("sqlite-1/pg-1: one node each, alternated; pg-3 claimed: sent to node1 (MaxConcurrent=1, held), started by "
           "node2/node3 (the claim); pg-3 local: sent to node2/node3, started by it")
+    print("pg-3 claimed burst 1st/2nd: two POSTs to node1 back to back (node1 tells the others of queued work at most "
+          "every 50 ms: the 2nd may wait for their 1 s claim timer)")
     print(f"{'leg/request/start':30} {'n':>4} {'rec p50':>8} {'p90':>6} {'p99':>6} {'c2s p50':>8} {'p90':>6} {'p99':>6} "
           f"{'SSE p50':>8} {'p90':>6} {'p99':>6} {'POST p50':>8} {'replay':>6}")
-    order = ("sqlite-1", "pg-1", "pg-3 local", "pg-3 claimed")
+    order = ("sqlite-1", "pg-1", "pg-3 local", "pg-3 claimed", "pg-3 claimed burst 1st", "pg-3 claimed burst 2nd",
+             "pg-3 local burst 1st", "pg-3 local burst 2nd")
     for k in sorted(res["latency"], key=lambda k: (k.split("/")[1], order.index(k.split("/")[0]) if k.split("/")[0] in order else 9, k)):
         v = res["latency"][k]
 
@@ -623,12 +690,22 @@ def report(res, a):
               f"{rng([b['daemon'] / b['count'] * 1e3 for b in bl]):>22} "
               f"{rng([b['pid1'] / b['count'] * 1e3 for b in bl]):>22} {pgcol:>22} {xcol:>20} "
               f"{sum(b['fail'] for b in bl):5d}")
+    for s, bl in res["throughput"].items():
+        for i, b in enumerate(bl):
+            for e in b.get("errors", []):
+                print(f"failed: {s} block {i}: {e}")
+    if res.get("logs"):
+        print(f"the nodes' logs: {res['logs']}")
     starts = {s: {} for s in res["throughput"]}
     for s, bl in res["throughput"].items():
         for b in bl:
             for k, v in b["starts"].items():
                 starts[s][k] = starts[s].get(k, 0) + v
     print("starts: " + "; ".join(f"{s}: {v}" for s, v in starts.items()))
+    if res["throughput"].get("pg-3"):
+        print("pg-3: claimed by a node other than the one sent to (every node had free slots): "
+              f"{sum(b.get('claimed', 0) for b in res['throughput']['pg-3']):.0f} of "
+              f"{sum(b['count'] for b in res['throughput']['pg-3'])}")
     if res["throughput"].get("pg-3q"):
         print("pg-3q: three nodes, everything sent to node1 (MaxConcurrent=1, held): claimed by node2/node3 "
               f"{sum(b['claimed'] for b in res['throughput']['pg-3q']):.0f} of "
