@@ -88,8 +88,9 @@ bench-network: build
 bench-languages: build
 	bench/run --build $(BUILD) --languages
 
-# PostgreSQL store vs SQLite, one node vs three (issue 22): claim latency, throughput and CPU per
-# execution on tests/cluster's nodes under tests/pg/pg-scratch (~3 min).
+# PostgreSQL store vs SQLite, one node vs three, the shared queue (issue 22): claim latency (one node,
+# and claimed by another node), throughput and CPU per execution on tests/cluster's nodes under
+# tests/pg/pg-scratch (~6 min).
 bench-cluster: build
 	bench/run --build $(BUILD) --cluster $(CLUSTER_ARGS)
 
