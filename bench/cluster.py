@@ -27,10 +27,12 @@ nodes also keep the registry's heartbeat (a write every NodeHeartbeatSec=, 1 s h
    queue's 1 s claim timer, and the rest of the daemons' background work).
 4. The shared queue, "claimed by another node": the three PostgreSQL nodes again, node1 restarted
    with MaxConcurrent=1 and its one slot held by a long run; one request at a time, alternated:
-   sent to node1 (claimed and started by node2 or node3) or sent to node2/node3 (started by the
-   node that accepted it). The same kinds and figures as 1 (no SSE figure: node1's event stream of
-   a run another node claimed has no "running" event); a run counts as "claimed" when its record's
-   "node" is not the node it was sent to. Then REPS throughput blocks at concurrency C, all sent to
+   sent to node1 (claimed and started by node2 or node3; at least --claim-spacing after the
+   previous POST to node1, untimed, as node1 sends its NOTIFY at most every 50 ms), sent to
+   node2/node3 (started by the node that accepted it), or a burst of two POSTs to node1 back to
+   back. The same kinds and figures as 1 (no SSE figure: node1's event stream of a run another
+   node claimed has no "running" event); a run counts as "claimed" when its record's "node" is
+   not the node it was sent to. Then REPS throughput blocks at concurrency C, all sent to
    node1 (the others claim nearly all): the coordination cost per execution of the claim path.
 """
 
