@@ -79,7 +79,35 @@ typedef struct StoreOps {
                           StoreRecord **ret);
         int (*queue_notify)(Store *s, const char *node);
         int (*claim_routed)(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n);
+        /* Optional, the asynchronous calls (store.h, store_put_async()): start c, queued in s->calls
+         * already, arguments validated; it ends with store_call_finish() (at once if it cannot be
+         * sent: no connection), whose callback store.c calls from the loop. Only called with an event
+         * loop attached. -EOPNOTSUPP: this one cannot be sent without waiting (store.c runs it
+         * synchronously then); another error: refused, c is dropped. Without them, store.c runs every
+         * asynchronous call synchronously. */
+        int (*put_async)(Store *s, const StoreRecord *r, StoreCall *c);
+        int (*get_async)(Store *s, const char *id, StoreCall *c);
+        /* Optional: wait for every started call to end (store_close(), which keeps no write back). */
+        void (*async_flush)(Store *s);
 } StoreOps;
+
+/* One asynchronous call, from store_*_async() until its callback was called (or dropped). */
+struct StoreCall {
+        Store *store;
+        StoreCall *next;                 /* s->calls: submission order */
+        StoreDoneFn done;                /* NULL: cancelled, or nobody asked */
+        void *userdata;
+        bool finished;                   /* result, record and error are set */
+        int result;
+        StoreRecord *record;             /* store_get_async()'s, handed to done */
+        char *error;                     /* the backend's message of a failure, for store_error_message() */
+        void *data;                      /* the backend's, freed with data_free */
+        void (*data_free)(void *data);
+};
+
+/* The backend's end of c: r, and for a get its record (taken). Arms the delivery (a defer source):
+ * callbacks are called in submission order, from the loop, never from inside a store call. */
+void store_call_finish(StoreCall *c, int r, StoreRecord *rec);
 
 struct Store {
         const StoreOps *ops;
@@ -88,6 +116,12 @@ struct Store {
          * sees them under its artifacts lock. NULL: none set. */
         store_blob_fn_t blob_exists, blob_remove;
         void *blob_userdata;
+        /* The asynchronous calls (store_put_async()...): every one not yet delivered, oldest first
+         * (at most STORE_ASYNC_MAX); the finished ones at the head are delivered from calls_defer. */
+        sd_event *event;
+        sd_event_source *calls_defer;
+        StoreCall *calls, *calls_tail;
+        size_t n_calls;
 };
 
 /* The columns of the executions table, the same in every backend, in the order of the table, and

@@ -14,10 +14,12 @@
 /* The PostgreSQL store (issue 22): the same tables, schema versions and semantics as the SQLite
  * store, in a database several sandboxd nodes can share. The schema is in store-pg-schema.c.
  *
- * This first step is synchronous: every call waits for the server's answer with the blocking libpq
- * calls (PQexecParams), on the event loop. That is acceptable for a server on the same host or
- * network, and is what the tests exercise; the sd-event driven version (PQsendQueryParams and the
- * connection's socket as an event source) is a later step of issue 22.
+ * Most calls are still synchronous: they wait for the server's answer with the blocking libpq calls
+ * (PQexecParams), on the event loop. The asynchronous ones (store_put_async(), store_get_async(),
+ * with an event loop attached) do not: their statements are queued, first in first out, one at a
+ * time on the connection (non-blocking: PQsendQueryParams(), PQflush() while the socket takes more,
+ * the results read when it is readable), and each ends in a callback from the loop. A synchronous
+ * call first waits for the queue to empty: one connection, one order.
  *
  * Connecting: conninfo is a libpq connection string, "postgresql://user@host/db" or
  * "host=/run/postgresql dbname=sandboxd" or "service=sandboxd". A password never goes on a command
@@ -67,11 +69,15 @@ typedef struct PgStore {
          * source, never from inside the call. */
         StoreNotifyFn notify;
         void *notify_data;
-        sd_event_source *notify_io;
+        sd_event_source *io;            /* the socket: notifications, and the asynchronous call's answer */
         sd_event_source *notify_defer;
         char *held[PG_NOTIFY_HELD_MAX][2];      /* channel, payload: arrived during a call */
         size_t n_held;
         bool held_dropped;                      /* more than that: the listener looks in the store */
+        /* The asynchronous call whose statement is on the connection (the others wait in
+         * base.calls); flushing: PQflush() has more to send, the socket is watched for EPOLLOUT. */
+        StoreCall *inflight;
+        bool flushing;
 } PgStore;
 
 /* Reconnecting after a failed attempt: not before this backoff (exponential with jitter, backoff.h),
@@ -266,7 +272,7 @@ static int pg_session_setup(PgStore *ps) {
 static void pg_notice(void *userdata, const char *message) {
 }
 
-static void pg_notify_watch(PgStore *ps);
+static void pg_io_update(PgStore *ps);
 
 /* Hand on every notification libpq holds. From the event loop only. */
 static void pg_notify_drain(PgStore *ps) {
@@ -345,32 +351,29 @@ static void pg_notify_pending(PgStore *ps) {
                 (void) sd_event_add_defer(ps->event, &ps->notify_defer, on_notify_defer, ps);
 }
 
-static int on_notify_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        PgStore *ps = userdata;
+static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
-        if (!PQconsumeInput(ps->conn) || PQstatus(ps->conn) != CONNECTION_OK) {
-                /* The server went away while we were idle: the next call (or the reconnection it
-                 * starts) deals with it; stop watching a dead socket. */
-                ps->notify_io = sd_event_source_disable_unref(ps->notify_io);
-                return 0;
-        }
-        pg_notify_drain(ps);
-        return 0;
-}
-
-/* Watch the connection's socket while it is idle (every query of ours completes before the loop runs
- * again, so whatever the socket has then is the server's own: notifications, or its goodbye). Again
- * after each reconnection: the socket changes. */
-static void pg_notify_watch(PgStore *ps) {
+/* Watch the connection's socket while it is connected and someone listens or an asynchronous call is
+ * under way: what comes is the server's own (notifications, or its goodbye; a synchronous call reads
+ * its answer itself before the loop runs again) or the asynchronous call's answer; EPOLLOUT too while
+ * its statement is not all sent. Made again after each reconnection (pg_reconnect_start() drops it:
+ * the socket changes). If the source cannot be made, a call under way ends at the next synchronous
+ * call, which waits for it. */
+static void pg_io_update(PgStore *ps) {
+        uint32_t events = EPOLLIN | (ps->inflight && ps->flushing ? EPOLLOUT : 0);
         int fd;
 
-        ps->notify_io = sd_event_source_disable_unref(ps->notify_io);
-        if (!ps->notify || !ps->event || ps->reconnecting || PQstatus(ps->conn) != CONNECTION_OK)
+        if (!ps->event || ps->reconnecting || PQstatus(ps->conn) != CONNECTION_OK || (!ps->notify && !ps->inflight)) {
+                ps->io = sd_event_source_disable_unref(ps->io);
                 return;
+        }
         fd = PQsocket(ps->conn);
-        if (fd < 0)
+        if (ps->io && fd >= 0 && sd_event_source_get_io_fd(ps->io) == fd &&
+            sd_event_source_set_io_events(ps->io, events) >= 0)
                 return;
-        (void) sd_event_add_io(ps->event, &ps->notify_io, fd, EPOLLIN, on_notify_io, ps);
+        ps->io = sd_event_source_disable_unref(ps->io);
+        if (fd >= 0)
+                (void) sd_event_add_io(ps->event, &ps->io, fd, events, on_conn_io, ps);
 }
 
 static int pg_set_notify(Store *s, StoreNotifyFn fn, void *userdata) {
@@ -380,7 +383,7 @@ static int pg_set_notify(Store *s, StoreNotifyFn fn, void *userdata) {
                 return -ENOTCONN;
         ps->notify = fn;
         ps->notify_data = userdata;
-        pg_notify_watch(ps);
+        pg_io_update(ps);
         return 0;
 }
 
@@ -447,7 +450,7 @@ static void pg_reconnect_step(PgStore *ps, PostgresPollingStatusType st) {
                         return;
                 }
                 ps->reconnect_failures = 0;
-                pg_notify_watch(ps);
+                pg_io_update(ps);
                 /* Notifications sent while the connection was down are lost: tell the listener,
                  * which looks in the store for what it may have missed. */
                 if (ps->notify)
@@ -476,7 +479,7 @@ static int pg_reconnect_start(PgStore *ps) {
                 return -EIO;
         }
         ps->reconnecting = true;
-        ps->notify_io = sd_event_source_disable_unref(ps->notify_io);
+        ps->io = sd_event_source_disable_unref(ps->io);
         /* The first step as if the socket were ready for writing, as libpq documents. */
         pg_reconnect_step(ps, PGRES_POLLING_WRITING);
         return 0;
@@ -533,13 +536,16 @@ static int pg_connected(PgStore *ps) {
         return pg_session_setup(ps);
 }
 
+static void pg_async_flush(PgStore *ps);
+
 /* Run sql with the parameters p (NULL: none). *ret (if not NULL) gets the result, rows in text
- * format, to PQclear(). */
+ * format, to PQclear(). The asynchronous calls queued before end first (their order is the callers'). */
 static int pg_query(PgStore *ps, const char *sql, const PgParams *p, PGresult **ret) {
         PGresult *res;
         ExecStatusType st;
         int r;
 
+        pg_async_flush(ps);
         r = pg_connected(ps);
         if (r < 0)
                 return r;
@@ -695,6 +701,254 @@ static int pg_query_records(PgStore *ps, const char *sql, const PgParams *p, Sto
         r = pg_collect_records(ps, res, ret, ret_n);
         PQclear(res);
         return r;
+}
+
+
+/* ---- asynchronous calls (store.h, store_put_async()) ---- */
+
+typedef enum PgCallKind {
+        PG_CALL_PUT,
+        PG_CALL_GET,
+} PgCallKind;
+
+/* The statement of an asynchronous call: its parameters copied, since the caller's record changes
+ * (or goes) before the statement is sent. */
+typedef struct PgCall {
+        PgCallKind kind;
+        const char *sql;                /* a constant */
+        bool sent;                      /* sent, or failed before it could be */
+        int n;
+        char *values[PG_PARAMS_MAX];
+        int lengths[PG_PARAMS_MAX];
+        int formats[PG_PARAMS_MAX];
+        PGresult *res;                  /* its result as read so far */
+} PgCall;
+
+static void pg_call_free(void *p) {
+        PgCall *pc = p;
+
+        if (!pc)
+                return;
+        for (int i = 0; i < pc->n; i++)
+                free(pc->values[i]);
+        PQclear(pc->res);
+        free(pc);
+}
+
+static int pg_call_new(PgCallKind kind, const char *sql, const PgParams *p, PgCall **ret) {
+        PgCall *pc = calloc(1, sizeof(PgCall));
+
+        if (!pc)
+                return -ENOMEM;
+        pc->kind = kind;
+        pc->sql = sql;
+        for (int i = 0; i < p->n; i++) {
+                size_t n;
+
+                pc->n = i + 1;
+                pc->lengths[i] = p->lengths[i];
+                pc->formats[i] = p->formats[i];
+                if (!p->values[i])
+                        continue;       /* SQL NULL */
+                n = p->formats[i] ? (size_t) p->lengths[i] : strlen(p->values[i]) + 1;
+                pc->values[i] = malloc(MAX(n, 1U));
+                if (!pc->values[i]) {
+                        pg_call_free(pc);
+                        return -ENOMEM;
+                }
+                memcpy(pc->values[i], p->values[i], n);
+        }
+        *ret = pc;
+        return 0;
+}
+
+static PgCall *PG_CALL(StoreCall *c) {
+        return c->data;
+}
+
+/* The oldest call of ours not sent yet. Calls without a PgCall are store.c's, run synchronously. */
+static StoreCall *pg_async_next(PgStore *ps) {
+        for (StoreCall *c = ps->base.calls; c; c = c->next)
+                if (!c->finished && c->data && !PG_CALL(c)->sent)
+                        return c;
+        return NULL;
+}
+
+/* A result of the call under way: the first, unless a later one is an error. */
+static void pg_call_keep(PgCall *pc, PGresult *res) {
+        ExecStatusType st = PQresultStatus(res);
+
+        if (!pc->res || (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK &&
+                         (PQresultStatus(pc->res) == PGRES_COMMAND_OK || PQresultStatus(pc->res) == PGRES_TUPLES_OK))) {
+                PQclear(pc->res);
+                pc->res = res;
+        } else
+                PQclear(res);
+}
+
+/* What the call's result means, as the synchronous call would have returned it. */
+static int pg_call_result(PgStore *ps, PgCall *pc, StoreRecord **ret) {
+        ExecStatusType st = pc->res ? PQresultStatus(pc->res) : PGRES_FATAL_ERROR;
+        StoreRecord **l = NULL;
+        size_t n = 0;
+        int r;
+
+        if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+                /* No result at all: the connection went away before one came, -EIO. */
+                r = pg_fail(ps, pc->res);
+                return r == -ENOMEM && !pc->res ? -EIO : r;
+        }
+        if (pc->kind == PG_CALL_PUT) {
+                if (strtoull(PQcmdTuples(pc->res), NULL, 10) > 0)
+                        return 0;
+                pg_set_error(ps, "the execution was taken over by another node");
+                return -ESTALE;         /* the fence (pg_put_fenced()) */
+        }
+        r = pg_collect_records(ps, pc->res, &l, &n);
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return -ENOENT;
+        *ret = TAKE_PTR(l[0]);
+        store_records_free(l, n);
+        return 0;
+}
+
+/* The call under way ends with what was read of its result. */
+static void pg_async_end(PgStore *ps) {
+        StoreCall *c = TAKE_PTR(ps->inflight);
+        PgCall *pc = PG_CALL(c);
+        StoreRecord *rec = NULL;
+        int r;
+
+        ps->flushing = false;
+        r = pg_call_result(ps, pc, &rec);
+        pc->res = (PQclear(pc->res), NULL);
+        store_call_finish(c, r, rec);
+}
+
+/* Send the oldest queued call if none is under way. One that cannot be sent fails at once (-EIO: the
+ * connection is lost or being made again; pg_connected() starts the reconnection, as a synchronous
+ * call does), and the next is tried: no call waits for a connection that may not come back. */
+static void pg_async_kick(PgStore *ps) {
+        StoreCall *c;
+
+        while (!ps->inflight && (c = pg_async_next(ps))) {
+                PgCall *pc = PG_CALL(c);
+                int r, f;
+
+                pc->sent = true;
+                r = pg_connected(ps);
+                if (r < 0) {
+                        store_call_finish(c, r, NULL);
+                        continue;
+                }
+                /* Set on an idle connection (nothing to flush, so it cannot fail for that); kept:
+                 * PQexecParams() and PQgetResult() wait as ever in this mode, as libpq documents. */
+                if (!PQisnonblocking(ps->conn) && PQsetnonblocking(ps->conn, 1) < 0) {
+                        pg_set_error(ps, PQerrorMessage(ps->conn));
+                        store_call_finish(c, -EIO, NULL);
+                        continue;
+                }
+                if (!PQsendQueryParams(ps->conn, pc->sql, pc->n, NULL, (const char *const *) pc->values, pc->lengths,
+                                       pc->formats, 0)) {
+                        pg_set_error(ps, PQerrorMessage(ps->conn));
+                        store_call_finish(c, -EIO, NULL);
+                        continue;
+                }
+                ps->inflight = c;
+                f = PQflush(ps->conn);
+                if (f < 0) {
+                        /* The socket failed: the call ends with the connection's error. */
+                        pg_async_end(ps);
+                        continue;
+                }
+                ps->flushing = f > 0;
+        }
+        pg_io_update(ps);
+}
+
+/* Read what the server has sent for the call under way, without waiting; it ends when all came. */
+static void pg_async_read(PgStore *ps) {
+        while (ps->inflight && !PQisBusy(ps->conn)) {
+                PGresult *res = PQgetResult(ps->conn);
+
+                if (!res) {
+                        pg_async_end(ps);
+                        return;
+                }
+                pg_call_keep(PG_CALL(ps->inflight), res);
+        }
+}
+
+static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        PgStore *ps = userdata;
+
+        if (ps->inflight && ps->flushing) {
+                int f = PQflush(ps->conn);
+
+                ps->flushing = f > 0;   /* < 0: PQconsumeInput() below finds the connection broken */
+        }
+        if (!PQconsumeInput(ps->conn) || PQstatus(ps->conn) != CONNECTION_OK) {
+                /* The server went away. The call under way ends with what came of its result (the
+                 * server's goodbye: "terminating connection ...", -EIO), without waiting for more;
+                 * those queued fail as they are tried; the next call reconnects, as ever. */
+                ps->io = sd_event_source_disable_unref(ps->io);
+                if (ps->inflight) {
+                        pg_async_read(ps);
+                        if (ps->inflight)
+                                pg_async_end(ps);
+                }
+                pg_async_kick(ps);
+                pg_notify_drain(ps);
+                return 0;
+        }
+        pg_async_read(ps);
+        pg_async_kick(ps);
+        /* Notifications read with the answer, or alone: from the loop, the queue in order again. */
+        pg_notify_drain(ps);
+        return 0;
+}
+
+/* Before a synchronous call (and at store_close()): every asynchronous call queued or under way
+ * ends first, waiting for the server (PQgetResult() blocks, non-blocking mode or not). Their
+ * callbacks come later, from the loop; notifications read meanwhile are held (pg_notify_pending()). */
+static void pg_async_flush(PgStore *ps) {
+        bool any = false;
+
+        while (ps->inflight || pg_async_next(ps)) {
+                PGresult *res;
+
+                any = true;
+                if (!ps->inflight) {
+                        pg_async_kick(ps);
+                        continue;
+                }
+                while ((res = PQgetResult(ps->conn)))
+                        pg_call_keep(PG_CALL(ps->inflight), res);
+                pg_async_end(ps);
+        }
+        if (any) {
+                pg_io_update(ps);
+                pg_notify_pending(ps);
+        }
+}
+
+static void pg_async_flush_store(Store *s) {
+        pg_async_flush(PG_STORE(s));
+}
+
+static int pg_call_queue(PgStore *ps, StoreCall *c, PgCallKind kind, const char *sql, const PgParams *p) {
+        PgCall *pc = NULL;
+        int r;
+
+        r = pg_call_new(kind, sql, p, &pc);
+        if (r < 0)
+                return r;
+        c->data = pc;
+        c->data_free = pg_call_free;
+        pg_async_kick(ps);
+        return 0;
 }
 
 /* ---- records ---- */
@@ -882,6 +1136,29 @@ static int pg_get(Store *s, const char *id, StoreRecord **ret) {
         *ret = TAKE_PTR(l[0]);
         store_records_free(l, n);       /* n is 1: execution_id is the primary key */
         return 0;
+}
+
+static int pg_put_async(Store *s, const StoreRecord *rec, StoreCall *c) {
+        _cleanup_free_ char *network = NULL;
+        PgParams p = {};
+        int r;
+
+        /* With a delivery: two statements in a transaction, which store.c writes synchronously. */
+        if (rec->callback)
+                return -EOPNOTSUPP;
+        r = store_network_to_json(rec->exec, &network);
+        if (r < 0)
+                return r;
+        params_record(&p, rec, network);        /* copied: network may go */
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_PUT,
+                             exec_status_is_final(rec->exec->status) ? sql_put_final : sql_put, &p);
+}
+
+static int pg_get_async(Store *s, const char *id, StoreCall *c) {
+        PgParams p = {};
+
+        pp_text(&p, id);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_GET, sql_get, &p);
 }
 
 static int pg_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, size_t *ret_n) {
@@ -1667,7 +1944,8 @@ static void pg_close(Store *s) {
 
         sd_event_source_disable_unref(ps->reconnect_io);
         sd_event_source_disable_unref(ps->reconnect_timer);
-        sd_event_source_disable_unref(ps->notify_io);
+        assert(!ps->inflight);          /* store_close() waited for it (pg_async_flush()) */
+        sd_event_source_disable_unref(ps->io);
         sd_event_source_disable_unref(ps->notify_defer);
         pg_notify_held_free(ps);
         sd_event_unref(ps->event);
@@ -1710,6 +1988,9 @@ static const StoreOps pg_ops = {
         .claim_next = pg_claim_next,
         .queue_notify = pg_queue_notify,
         .claim_routed = pg_claim_routed,
+        .put_async = pg_put_async,
+        .get_async = pg_get_async,
+        .async_flush = pg_async_flush_store,
 };
 
 /* ---- opening ---- */

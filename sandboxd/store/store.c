@@ -338,9 +338,190 @@ const char *store_error_public(int r) {
         }
 }
 
+/* ---- asynchronous calls ---- */
+
+static StoreCall *store_call_free(StoreCall *c) {
+        if (!c)
+                return NULL;
+        if (c->data_free)
+                c->data_free(c->data);
+        store_record_free(c->record);
+        free(c->error);
+        return mfree(c);
+}
+
+/* Take c out of s->calls (it is there). */
+static void store_call_unlink(Store *s, StoreCall *c) {
+        StoreCall *prev = NULL;
+
+        for (StoreCall *i = s->calls; i && i != c; i = i->next)
+                prev = i;
+        if (prev)
+                prev->next = c->next;
+        else
+                s->calls = c->next;
+        if (s->calls_tail == c)
+                s->calls_tail = prev;
+        c->next = NULL;
+        s->n_calls--;
+}
+
+/* Deliver the finished calls at the head, in order. Only as many as were there when it started: a
+ * callback that makes another call (SQLite finishes it at once) is delivered at the next iteration,
+ * so that a callback calling again and again cannot hold the loop here. */
+static int on_calls_defer(sd_event_source *es, void *userdata) {
+        Store *s = userdata;
+        size_t budget = s->n_calls;
+
+        while (budget-- > 0 && s->calls && s->calls->finished) {
+                StoreCall *c = s->calls;
+
+                store_call_unlink(s, c);
+                if (c->done) {
+                        if (c->result < 0 && c->error)
+                                store_set_error(s, c->error);
+                        c->done(c->userdata, c->result, TAKE_PTR(c->record));
+                }
+                store_call_free(c);
+        }
+        if (s->calls && s->calls->finished)
+                (void) sd_event_source_set_enabled(s->calls_defer, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+void store_call_finish(StoreCall *c, int r, StoreRecord *rec) {
+        Store *s = c->store;
+
+        assert(!c->finished);
+        c->finished = true;
+        c->result = r;
+        c->record = rec;
+        if (r < 0)
+                c->error = strdup(store_error_message(s));  /* NULL on OOM: the message at delivery */
+        if (s->calls->finished)
+                (void) sd_event_source_set_enabled(s->calls_defer, SD_EVENT_ONESHOT);
+}
+
+static int store_call_new(Store *s, StoreDoneFn done, void *userdata, StoreCall **ret) {
+        StoreCall *c;
+
+        if (s->n_calls >= STORE_ASYNC_MAX) {
+                store_set_error(s, "too many asynchronous calls queued");
+                return -ENOBUFS;
+        }
+        c = calloc(1, sizeof(StoreCall));
+        if (!c)
+                return -ENOMEM;
+        c->store = s;
+        c->done = done;
+        c->userdata = userdata;
+        if (s->calls_tail)
+                s->calls_tail->next = c;
+        else
+                s->calls = c;
+        s->calls_tail = c;
+        s->n_calls++;
+        *ret = c;
+        return 0;
+}
+
+/* After the backend's op returned r: keep c (started, or finished synchronously), or drop it. */
+static int store_call_start(Store *s, StoreCall *c, int r, StoreCall **ret_call) {
+        if (r < 0 && r != -EOPNOTSUPP) {
+                store_call_unlink(s, c);
+                store_call_free(c);
+                return r;
+        }
+        if (ret_call)
+                *ret_call = c;
+        return 0;
+}
+
+static int store_async_common(Store *s, const StoreRecord *rec, const char *id, StoreDoneFn done, void *userdata,
+                              StoreCall **ret_call) {
+        _cleanup_(store_record_freep) StoreRecord *got = NULL;
+        StoreCall *c = NULL;
+        int r;
+
+        if (ret_call)
+                *ret_call = NULL;
+        /* Without a loop to call back from: now, before returning (store.h). */
+        if (!s->event) {
+                r = rec ? store_put(s, rec) : store_get(s, id, &got);
+                if (done)
+                        done(userdata, r, r >= 0 ? TAKE_PTR(got) : NULL);
+                return 0;
+        }
+        r = store_call_new(s, done, userdata, &c);
+        if (r < 0)
+                return r;
+        if (rec)
+                r = s->ops->put_async ? s->ops->put_async(s, rec, c) : -EOPNOTSUPP;
+        else if (id_is_valid(id, STORE_ID_MAX))
+                r = s->ops->get_async ? s->ops->get_async(s, id, c) : -EOPNOTSUPP;
+        else
+                r = -EOPNOTSUPP;        /* store_get() answers -ENOENT */
+        if (r == -EOPNOTSUPP) {
+                /* Synchronously (SQLite; a PostgreSQL write of two statements), in its order: a
+                 * synchronous call waits for the ones queued before it. */
+                int k = rec ? store_put(s, rec) : store_get(s, id, &got);
+
+                store_call_finish(c, k, k >= 0 ? TAKE_PTR(got) : NULL);
+        }
+        return store_call_start(s, c, r, ret_call);
+}
+
+int store_put_async(Store *s, const StoreRecord *r, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
+        if (!s)
+                return -EINVAL;
+        if (!store_record_is_valid(r)) {
+                store_set_error(s, "invalid record");
+                return -EINVAL;
+        }
+        return store_async_common(s, r, NULL, done, userdata, ret_call);
+}
+
+int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
+        if (!s || !id)
+                return -EINVAL;
+        /* An invalid id is -ENOENT, as store_get() has it: through the callback, like every answer. */
+        return store_async_common(s, NULL, id, done, userdata, ret_call);
+}
+
+StoreCall *store_call_cancel(StoreCall *c) {
+        if (c) {
+                c->done = NULL;
+                c->userdata = NULL;
+        }
+        return NULL;
+}
+
+void store_cancel_userdata(Store *s, void *userdata) {
+        if (!s || !userdata)
+                return;
+        for (StoreCall *c = s->calls; c; c = c->next)
+                if (c->userdata == userdata)
+                        (void) store_call_cancel(c);
+}
+
+size_t store_async_pending(Store *s) {
+        return s ? s->n_calls : 0;
+}
+
 Store *store_close(Store *s) {
         if (!s)
                 return NULL;
+        /* The writes queued are made (a job's last transitions at a stop); nobody is called back. */
+        if (s->ops->async_flush)
+                s->ops->async_flush(s);
+        while (s->calls) {
+                StoreCall *c = s->calls;
+
+                store_call_unlink(s, c);
+                store_call_free(c);
+        }
+        s->calls_defer = sd_event_source_disable_unref(s->calls_defer);
+        s->event = sd_event_unref(s->event);
         free(s->error);
         s->error = NULL;
         s->ops->close(s);
@@ -360,9 +541,26 @@ int store_cancel_elsewhere(Store *s, const char *id) {
 }
 
 int store_attach_event(Store *s, sd_event *event) {
+        int r;
+
         if (!s || !event)
                 return -EINVAL;
-        return s->ops->attach_event ? s->ops->attach_event(s, event) : 0;
+        if (s->event)
+                return -EBUSY;
+        /* Made now, off: arming it later cannot fail, so a finished call is always delivered. */
+        r = sd_event_add_defer(event, &s->calls_defer, on_calls_defer, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(s->calls_defer, SD_EVENT_OFF);
+        if (s->ops->attach_event) {
+                r = s->ops->attach_event(s, event);
+                if (r < 0) {
+                        s->calls_defer = sd_event_source_disable_unref(s->calls_defer);
+                        return r;
+                }
+        }
+        s->event = sd_event_ref(event);
+        return 0;
 }
 
 int store_put(Store *s, const StoreRecord *r) {

@@ -113,14 +113,17 @@ int store_open_sqlite(const char *path, Store **ret, char **ret_error);
  * lock. A password goes in a file the string names (passfile=, a service file), never into the
  * string itself where a command line or a configuration file would show it. The database must be
  * empty or sandboxd's: anything else is -EBADMSG, untouched. Connection failures are -EIO (-EACCES
- * when a password is needed or was refused). Calls are synchronous for now: each one waits for the server. On
- * failure *ret_error is as for store_open_sqlite(), naming the database and host (never the string). */
+ * when a password is needed or was refused). The calls below wait for the server, except the
+ * asynchronous ones (store_put_async(), store_get_async()). On failure *ret_error is as for
+ * store_open_sqlite(), naming the database and host (never the string). */
 int store_open_pg(const char *conninfo, Store **ret, char **ret_error);
+/* Waits for the asynchronous calls under way or queued (their writes are not lost), and drops their
+ * callbacks: a StoreCall handle is invalid after it. */
 Store *store_close(Store *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_close);
 
 /* The daemon's event loop: from now on, what a backend can do without a caller waiting (the
- * PostgreSQL store's reconnections) runs there, and no call waits for it. Without it (tools, unit
+ * PostgreSQL store's reconnections, the asynchronous calls) runs there, and no call waits for it. Without it (tools, unit
  * tests) a call that finds the connection lost reconnects itself, waiting up to connect_timeout. */
 int store_attach_event(Store *s, sd_event *event);
 
@@ -140,6 +143,46 @@ int store_put(Store *s, const StoreRecord *r);
 
 /* -ENOENT if there is none. */
 int store_get(Store *s, const char *id, StoreRecord **ret);
+
+/* Asynchronous calls: the answer comes later, to a callback, and the caller does not wait for the
+ * server (issue 22: no handler of the event loop blocks on the database).
+ *
+ * done(userdata, r, rec) is called once, from the event loop, never from inside a store call:
+ * r is what store_put() / store_get() would have returned; rec is store_get_async()'s record on
+ * success (the callback owns it: store_record_free()), NULL otherwise; store_error_message() says
+ * why a call failed while done runs. Callbacks come in the order of the calls. done may be NULL:
+ * nobody waits (a write whose failure nobody acts on still happens).
+ *
+ * Order: every call, asynchronous or not, takes effect in the order it was made. A synchronous call
+ * made while asynchronous ones are queued or under way first waits for all of them to end (their
+ * callbacks come later, from the loop): synchronous calls still block, and block longer by what is
+ * queued before them.
+ *
+ * Returns 0 when the call was queued (*ret_call, if ret_call is not NULL, is its handle until done
+ * is called or the call is cancelled), or a negative errno when it was refused, done never called:
+ * -EINVAL (as the synchronous call), -ENOBUFS (STORE_ASYNC_MAX calls are queued: the store is far
+ * behind; the caller may make the call synchronously, which waits for the queue), -ENOMEM. Every
+ * error of the store itself (-EIO while the connection is lost, -ESTALE, -ENOSPC ...) comes to done.
+ *
+ * PostgreSQL: one statement at a time on the store's connection (non-blocking, driven by the loop),
+ * the others queued; a lost connection fails the call under way and those queued with -EIO, and is
+ * made again as for synchronous calls. A record with a callback delivery (two statements in one
+ * transaction) is written synchronously, as by store_put(). SQLite (local, fast): the call runs at
+ * once, the callback comes from the loop. Without an event loop (store_attach_event(): tools, unit
+ * tests) every call runs synchronously and done is called before store_*_async() returns, with
+ * *ret_call NULL. */
+typedef struct StoreCall StoreCall;
+typedef void (*StoreDoneFn)(void *userdata, int r, StoreRecord *rec);
+#define STORE_ASYNC_MAX 1024U
+int store_put_async(Store *s, const StoreRecord *r, StoreDoneFn done, void *userdata, StoreCall **ret_call);
+int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, StoreCall **ret_call);
+/* The caller goes away: done will not be called for c (NULL: nothing). The statement still runs (a
+ * write queued is still written, in its order). c is invalid afterwards. Returns NULL. */
+StoreCall *store_call_cancel(StoreCall *c);
+/* The same for every pending call of userdata (a job freed with writes under way). */
+void store_cancel_userdata(Store *s, void *userdata);
+/* Calls queued, under way, or finished and not yet delivered. */
+size_t store_async_pending(Store *s);
 
 /* One page of matching records, full records (outputs and code included). *ret_next_cursor is
  * NULL on the last page, else an opaque string to pass as the next query's cursor: keyset
