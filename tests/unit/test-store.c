@@ -1705,6 +1705,318 @@ static void test_reconnect_event_pg(_unused_ void **state) {
         sd_event_unref(e);
 }
 
+/* ---- asynchronous calls ---- */
+
+#define ASYNC_SEEN_MAX (STORE_ASYNC_MAX + 8)
+
+/* What the callbacks saw, in the order they were called. */
+typedef struct AsyncSeen {
+        size_t n;
+        int r[ASYNC_SEEN_MAX];
+        uintptr_t tag[ASYNC_SEEN_MAX];
+        StoreRecord *rec[ASYNC_SEEN_MAX];
+        char *error[ASYNC_SEEN_MAX];
+} AsyncSeen;
+
+static AsyncSeen seen;
+static Store *seen_store;
+
+static void seen_reset(void) {
+        for (size_t i = 0; i < seen.n; i++) {
+                store_record_free(seen.rec[i]);
+                free(seen.error[i]);
+        }
+        seen = (AsyncSeen) {};
+}
+
+/* userdata: a tag (1, 2 ...), cast. */
+static void on_async_done(void *userdata, int r, StoreRecord *rec) {
+        assert_true(seen.n < ASYNC_SEEN_MAX);
+        seen.tag[seen.n] = (uintptr_t) userdata;
+        seen.r[seen.n] = r;
+        seen.rec[seen.n] = rec;
+        seen.error[seen.n] = r < 0 ? strdup(store_error_message(seen_store)) : NULL;
+        seen.n++;
+}
+
+/* Run the loop until n callbacks came, or about timeout_ms went by. */
+static void run_until(sd_event *e, size_t n, unsigned timeout_ms) {
+        for (unsigned i = 0; i < timeout_ms / 10 && seen.n < n; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+}
+
+static Store *open_with_event(sd_event **ret_event) {
+        Store *s = open_ok();
+
+        assert_int_equal(sd_event_new(ret_event), 0);
+        assert_int_equal(store_attach_event(s, *ret_event), 0);
+        seen_reset();
+        seen_store = s;
+        return s;
+}
+
+static void close_with_event(Store *s, sd_event *e) {
+        store_close(s);
+        sd_event_unref(e);
+        seen_reset();
+        seen_store = NULL;
+}
+
+/* Several writes of one execution, asynchronous, then a synchronous read: the read waits for them
+ * and sees the last; the callbacks come afterwards, from the loop, in order. */
+static void test_async_order(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *r = record_on("exec_a", EXEC_RUNNING, NULL, 0, BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *got = NULL;
+        StoreCall *c = NULL;
+
+        assert_int_equal(store_put(s, r), 0);
+        for (unsigned i = 1; i <= 5; i++) {
+                r->exec->duration_ms = i;
+                r->exec->out.lines = 10 * i;
+                assert_int_equal(store_put_async(s, r, on_async_done, (void *) (uintptr_t) i, &c), 0);
+                assert_non_null(c);
+        }
+        assert_int_equal(store_async_pending(s), 5);
+        /* Nothing called back from inside a call. */
+        assert_int_equal(seen.n, 0);
+        assert_int_equal(store_get(s, "exec_a", &got), 0);
+        assert_int_equal(got->exec->duration_ms, 5);
+        assert_record_equal(r, got);
+        assert_int_equal(seen.n, 0);
+
+        /* A read, asynchronous, behind a write. */
+        r->exec->duration_ms = 6;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 6, NULL), 0);
+        assert_int_equal(store_get_async(s, "exec_a", on_async_done, (void *) 7, NULL), 0);
+        assert_int_equal(store_get_async(s, "exec_none", on_async_done, (void *) 8, NULL), 0);
+        assert_int_equal(store_get_async(s, "not an id!", on_async_done, (void *) 9, NULL), 0);
+        assert_int_equal(seen.n, 0);
+        run_until(e, 9, 5000);
+        assert_int_equal(seen.n, 9);
+        for (unsigned i = 0; i < 7; i++) {
+                assert_int_equal(seen.tag[i], i + 1);
+                assert_int_equal(seen.r[i], 0);
+        }
+        assert_null(seen.rec[0]);
+        assert_non_null(seen.rec[6]);
+        assert_record_equal(r, seen.rec[6]);
+        assert_int_equal(seen.r[7], -ENOENT);
+        assert_null(seen.rec[7]);
+        assert_int_equal(seen.r[8], -ENOENT);
+        assert_int_equal(store_async_pending(s), 0);
+
+        /* Refused at once, never called back. */
+        assert_int_equal(store_put_async(s, NULL, on_async_done, NULL, NULL), -EINVAL);
+        assert_int_equal(store_get_async(s, NULL, on_async_done, NULL, NULL), -EINVAL);
+        close_with_event(s, e);
+}
+
+/* A cancelled call's callback is not called, but its write is made; store_cancel_userdata() too. */
+static void test_async_cancel(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *r = record_on("exec_c", EXEC_RUNNING, NULL, 0, BASE_USEC);
+        StoreCall *c1 = NULL, *c2 = NULL;
+
+        r->exec->duration_ms = 1;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 1, &c1), 0);
+        r->exec->duration_ms = 2;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 2, &c2), 0);
+        r->exec->duration_ms = 3;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 3, NULL), 0);
+        r->exec->duration_ms = 4;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 3, NULL), 0);
+        assert_int_equal(store_get_async(s, "exec_c", on_async_done, (void *) 5, NULL), 0);
+        assert_null(store_call_cancel(c1));
+        assert_null(store_call_cancel(NULL));
+        store_cancel_userdata(s, (void *) 3);
+        run_until(e, 2, 5000);
+        assert_int_equal(seen.n, 2);
+        assert_int_equal(seen.tag[0], 2);
+        assert_int_equal(seen.tag[1], 5);
+        assert_non_null(seen.rec[1]);
+        assert_int_equal(seen.rec[1]->exec->duration_ms, 4);
+        get_equal(s, r);
+        assert_int_equal(store_async_pending(s), 0);
+
+        /* Closed with calls queued: the writes are made, nobody is called back. */
+        r->exec->duration_ms = 9;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 9, NULL), 0);
+        close_with_event(s, e);
+        s = open_ok();
+        get_equal(s, r);
+        store_close(s);
+}
+
+/* A burst past the bound: refused with -ENOBUFS, nothing lost of what was taken; once delivered,
+ * calls are taken again. */
+static void test_async_bound(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *r = record_on("exec_b", EXEC_RUNNING, NULL, 0, BASE_USEC);
+        size_t taken = 0;
+
+        for (unsigned i = 0; i < STORE_ASYNC_MAX + 5; i++) {
+                int k;
+
+                r->exec->duration_ms = i;
+                k = store_put_async(s, r, on_async_done, (void *) (uintptr_t) i, NULL);
+                if (i < STORE_ASYNC_MAX)
+                        assert_int_equal(k, 0);
+                else
+                        assert_int_equal(k, -ENOBUFS);
+                taken += k == 0;
+        }
+        assert_int_equal(taken, STORE_ASYNC_MAX);
+        assert_int_equal(store_async_pending(s), STORE_ASYNC_MAX);
+        run_until(e, STORE_ASYNC_MAX, 60000);
+        assert_int_equal(seen.n, STORE_ASYNC_MAX);
+        for (size_t i = 0; i < seen.n; i++) {
+                assert_int_equal(seen.tag[i], i);
+                assert_int_equal(seen.r[i], 0);
+        }
+        r->exec->duration_ms = STORE_ASYNC_MAX - 1;
+        get_equal(s, r);
+        assert_int_equal(store_async_pending(s), 0);
+        r->exec->duration_ms = 7;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 7, NULL), 0);
+        run_until(e, STORE_ASYNC_MAX + 1, 5000);
+        assert_int_equal(seen.n, STORE_ASYNC_MAX + 1);
+        get_equal(s, r);
+        close_with_event(s, e);
+}
+
+/* Without an event loop: synchronous, the callback called before the call returns, no handle. */
+static void test_async_no_event(_unused_ void **state) {
+        _cleanup_(store_closep) Store *s = open_ok();
+        _cleanup_(store_record_freep) StoreRecord *r = record_on("exec_n", EXEC_RUNNING, NULL, 0, BASE_USEC);
+        StoreCall *c = (StoreCall *) 1;
+
+        seen_reset();
+        seen_store = s;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 1, &c), 0);
+        assert_null(c);
+        assert_int_equal(seen.n, 1);
+        assert_int_equal(seen.r[0], 0);
+        assert_int_equal(store_get_async(s, "exec_n", on_async_done, (void *) 2, NULL), 0);
+        assert_int_equal(seen.n, 2);
+        assert_int_equal(seen.r[1], 0);
+        assert_record_equal(r, seen.rec[1]);
+        assert_int_equal(store_async_pending(s), 0);
+        seen_reset();
+}
+
+/* A second session that holds exec_id's row: a write of it waits on the server (up to lock_timeout). */
+static PGconn *pg_hold_row(const char *exec_id) {
+        _cleanup_free_ char *conn = NULL, *sql = NULL;
+        PGconn *c;
+        PGresult *res;
+
+        assert_true(asprintf(&conn, "%s dbname=%s", pg_conninfo, dbpath) >= 0);
+        c = PQconnectdb(conn);
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        assert_true(asprintf(&sql, "BEGIN; SELECT 1 FROM executions WHERE execution_id = '%s' FOR UPDATE", exec_id) >= 0);
+        res = PQexec(c, sql);
+        assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+        PQclear(res);
+        return c;
+}
+
+static const char *seen_notify[2];
+static unsigned n_seen_notify;
+
+static void on_async_notify(_unused_ void *userdata, const char *channel, const char *payload) {
+        if (streq(channel, STORE_CHANNEL_QUEUE) && streq(payload, "node9"))
+                n_seen_notify++;
+        (void) seen_notify;
+}
+
+/* An asynchronous write under way on the server (waiting for a row lock): the loop is not held, a
+ * notification that comes meanwhile is handed on, the answer comes once the lock is let go. */
+static void test_async_wait_pg(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *r = record_on("exec_w", EXEC_RUNNING, NULL, 0, BASE_USEC);
+        PGconn *c;
+
+        assert_int_equal(store_set_notify(s, on_async_notify, NULL), 0);
+        assert_int_equal(store_put(s, r), 0);
+        c = pg_hold_row("exec_w");
+        r->exec->duration_ms = 77;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 1, NULL), 0);
+        r->exec->duration_ms = 78;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 2, NULL), 0);
+        n_seen_notify = 0;
+        PQclear(PQexec(c, "NOTIFY " STORE_CHANNEL_QUEUE ", 'node9'"));     /* sent at its commit: none yet */
+        for (unsigned i = 0; i < 20; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(seen.n, 0);            /* waits on the server, not in a call */
+        PQclear(PQexec(c, "COMMIT"));
+        PQfinish(c);
+        run_until(e, 2, 5000);
+        assert_int_equal(seen.n, 2);
+        assert_int_equal(seen.r[0], 0);
+        assert_int_equal(seen.r[1], 0);
+        for (unsigned i = 0; i < 20 && n_seen_notify == 0; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(n_seen_notify, 1);
+        get_equal(s, r);
+        close_with_event(s, e);
+}
+
+/* The connection is cut while an asynchronous write is under way: it fails (-EIO), and so does the
+ * one queued behind it, at once; nothing hangs; the store reconnects as ever, and the next
+ * asynchronous write is made. */
+static void test_async_reconnect_pg(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *r = record_on("exec_k", EXEC_RUNNING, NULL, 0, BASE_USEC);
+        _cleanup_free_ char *cut = NULL;
+        uint64_t n = 0;
+        PGconn *c;
+        int k = 0;
+
+        assert_int_equal(store_put(s, r), 0);
+        c = pg_hold_row("exec_k");
+        r->exec->duration_ms = 1;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 1, NULL), 0);
+        r->exec->duration_ms = 2;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 2, NULL), 0);
+        assert_true(sd_event_run(e, 20 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(seen.n, 0);
+        assert_true(asprintf(&cut, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE application_name = 'sandboxd' AND datname = '%s'", dbpath) >= 0);
+        assert_int_equal(pg_exec_in(pg_conninfo, cut), 0);
+        run_until(e, 2, 5000);
+        assert_int_equal(seen.n, 2);
+        fprintf(stderr, "# the call under way: %d %s\n# the one queued: %d %s\n", seen.r[0], seen.error[0],
+                seen.r[1], seen.error[1]);
+        assert_int_equal(seen.r[0], -EIO);
+        assert_int_equal(seen.r[1], -EIO);
+        assert_int_equal(store_async_pending(s), 0);
+        PQclear(PQexec(c, "ROLLBACK"));
+        PQfinish(c);
+
+        /* Back: the reconnection runs on the loop. */
+        for (unsigned i = 0; i < 100; i++) {
+                k = store_count(s, &n);
+                if (k == 0)
+                        break;
+                assert_int_equal(k, -EIO);
+                assert_true(sd_event_run(e, 50 * USEC_PER_MSEC) >= 0);
+        }
+        assert_int_equal(k, 0);
+        r->exec->duration_ms = 3;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 3, NULL), 0);
+        run_until(e, 3, 5000);
+        assert_int_equal(seen.n, 3);
+        assert_int_equal(seen.r[2], 0);
+        get_equal(s, r);
+        close_with_event(s, e);
+}
+
 int main(void) {
         struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_roundtrip_full, setup_dir, teardown_dir),
@@ -1741,6 +2053,12 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_reconnect_backoff_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_reconnect_event_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_error_mapping_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_order, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_cancel, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_bound, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_no_event, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_wait_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_reconnect_pg, setup_dir, teardown_dir),
         };
 
         static const char *const sqlite_only[] = {
@@ -1751,7 +2069,8 @@ int main(void) {
         static const char *const pg_only[] = { "test_concurrent_open", "test_disk_full_pg", "test_reconnect_pg",
                                                "test_bad_conninfo_pg", "test_password_file_pg",
                                                "test_reconnect_backoff_pg", "test_reconnect_event_pg",
-                                               "test_error_mapping_pg", NULL };
+                                               "test_error_mapping_pg", "test_async_wait_pg",
+                                               "test_async_reconnect_pg", NULL };
 
         return run_store_tests("store", tests, ELEMENTSOF(tests), sqlite_only, pg_only);
 }
