@@ -107,7 +107,7 @@ static int on_proxy_persist(sd_event_source *s, uint64_t usec, void *userdata) {
 
         j->proxy_persist_src = sd_event_source_disable_unref(j->proxy_persist_src);
         if (j->state == JOB_RUNNING)
-                (void) job_persist(j);
+                job_persist_async(j);
         return 0;
 }
 

@@ -258,8 +258,8 @@ int job_persist_final(Job *j) {
         return 0;
 }
 
-int job_persist(Job *j) {
-        _cleanup_free_ char *request = NULL;
+/* The record of the job as it is now: r borrows from j. */
+static StoreRecord job_record(Job *j) {
         StoreRecord r = {
                 .exec = j->exec,
                 /* Only while the job still has it: the store keeps what it got first. */
@@ -267,10 +267,58 @@ int job_persist(Job *j) {
                 .owner = j->owner,
                 .workspace = j->state >= JOB_PREPARING && j->state != JOB_DONE ? j->workspace : NULL,
         };
+
+        memcpy(r.fingerprint, j->fingerprint, sizeof(r.fingerprint));
+        return r;
+}
+
+static void job_persist_failed(Job *j, int k) {
+        metrics_store_error(j->ctx->metrics);
+        /* A final record written again (runner.c) failed the first time, which was logged:
+         * its retries, every 2 s while the store is away, are not. */
+        log_full_errno(j->record_unsaved ? LOG_DEBUG : LOG_ERR, k, "%s: cannot write the execution record: %s",
+                       j->exec->id, store_error_message(j->ctx->store));
+}
+
+/* The answer to job_persist_async(); never called after job_free() (store_cancel_userdata()). */
+static void on_persisted(void *userdata, int r, StoreRecord *rec) {
+        Job *j = userdata;
+
+        store_record_free(rec);
+        if (r < 0)
+                job_persist_failed(j, r);
+}
+
+void job_persist_async(Job *j) {
+        StoreRecord r;
+        int k;
+
+        if (!j->ctx->store)
+                return;
+        /* Only what needs neither the request (queued) nor a delivery (final): job_persist() writes
+         * those. */
+        if (j->state == JOB_QUEUED || job_is_final(j)) {
+                (void) job_persist(j);
+                return;
+        }
+        r = job_record(j);
+        k = store_put_async(j->ctx->store, &r, on_persisted, j, NULL);
+        if (k == -ENOBUFS)
+                /* The store is STORE_ASYNC_MAX calls behind: this one waits for them, which also
+                 * slows the callers down to the store's pace. */
+                (void) job_persist(j);
+        else if (k < 0)
+                job_persist_failed(j, k);
+}
+
+int job_persist(Job *j) {
+        _cleanup_free_ char *request = NULL;
+        StoreRecord r;
         int k;
 
         if (!j->ctx->store)
                 return 0;
+        r = job_record(j);
         if (j->state == JOB_QUEUED && j->request) {
                 request = request_json(j->request, j->callback_url);
                 r.request = request;
@@ -281,20 +329,14 @@ int job_persist(Job *j) {
                 if (k < 0)
                         log_error_errno(k, "%s: cannot prepare the callback delivery: %m", j->exec->id);
         }
-        memcpy(r.fingerprint, j->fingerprint, sizeof(r.fingerprint));
         k = store_put(j->ctx->store, &r);
         if (r.callback) {
                 r.callback = store_callback_free(r.callback);
                 if (k >= 0)
                         callbacks_kick(j->ctx->callbacks);
         }
-        if (k < 0) {
-                metrics_store_error(j->ctx->metrics);
-                /* A final record written again (runner.c) failed the first time, which was logged:
-                 * its retries, every 2 s while the store is away, are not. */
-                log_full_errno(j->record_unsaved ? LOG_DEBUG : LOG_ERR, k, "%s: cannot write the execution record: %s",
-                               j->exec->id, store_error_message(j->ctx->store));
-        }
+        if (k < 0)
+                job_persist_failed(j, k);
         return k;
 }
 
@@ -369,7 +411,7 @@ int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, cons
         if (e->started_usec == 0) {
                 e->status = EXEC_RUNNING;
                 e->started_usec = now;
-                (void) job_persist(j);
+                job_persist_async(j);
                 log_execution_start(j);
         }
         *ret = j;
@@ -403,6 +445,9 @@ static void job_release(Job *j) {
 Job *job_free(Job *j) {
         if (!j)
                 return NULL;
+        /* Its writes under way are still made, in order; nobody is told of them. */
+        if (j->ctx->store)
+                store_cancel_userdata(j->ctx->store, j);
         if (j->events)
                 j->events->freed(j->events_data, j);
         if (j->session && j->state != JOB_DONE)
@@ -776,7 +821,9 @@ static void job_mark_running(Job *j, bool log) {
         j->exec->status = EXEC_RUNNING;
         j->exec->started_usec = now_usec(CLOCK_REALTIME);
         j->running_mono = now_mono(j);
-        (void) job_persist(j);
+        /* Nothing waits for this write: the workspace went on record (synchronously) before the unit
+         * was started, and a restart that finds the unit adopts it whatever status the record has. */
+        job_persist_async(j);
         live_log_set_running(j->live);
         if (log)
                 log_execution_start(j);

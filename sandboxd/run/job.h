@@ -146,8 +146,13 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *s, const
  * and workspace from rec. */
 int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *s, const JobEvents *ev, void *userdata,
               Job **ret);
-/* Write the execution's current state to the store. */
+/* Write the execution's current state to the store, waiting for it: where what follows depends on the
+ * write being in the store (the record before the unit exists; an answer to a client). */
 int job_persist(Job *j);
+/* The same without waiting (store_put_async()): for the transitions nothing waits on (running, the
+ * proxy's log). A failure is logged and counted when the answer comes, as job_persist() does; writes
+ * of the job keep their order with its later ones, also synchronous ones (the final record). */
+void job_persist_async(Job *j);
 Job *job_free(Job *j);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Job *, job_free);
 
