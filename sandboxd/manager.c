@@ -611,7 +611,8 @@ static int open_store(Manager *m) {
         uint64_t count = 0;
         int r;
 
-        /* Store=: PostgreSQL. Its queries are synchronous in this version (store-pg.c); a lost
+        /* Store=: PostgreSQL. Most of its queries are still synchronous (store-pg.c; the
+         * asynchronous ones, store_put_async(), need the event loop attached here); a lost
          * connection is made again on the event loop. The log names the database as the store does,
          * never the connection string. */
         if (m->ctx.config->store) {
