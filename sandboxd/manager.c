@@ -638,6 +638,11 @@ static int open_store(Manager *m) {
         r = store_open_sqlite(path, &m->ctx.store, &error);
         if (r < 0)
                 return log_error_errno(r, "%s", error ?: "Cannot open the execution store.");
+        /* The asynchronous calls' callbacks (store_put_async()) come from the loop here too, never
+         * from inside the call that made them. */
+        r = store_attach_event(m->ctx.store, m->ctx.event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot attach the execution store to the event loop: %m");
         (void) store_count(m->ctx.store, &count);
 
         log_info("Execution store %s: %" PRIu64 " records.", path, count);

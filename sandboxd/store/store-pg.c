@@ -398,6 +398,7 @@ static void pg_reconnect_failed(PgStore *ps) {
 }
 
 static int pg_reconnect_start(PgStore *ps);
+static void pg_async_end(PgStore *ps);
 
 static int on_reconnect_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         PgStore *ps = userdata;
@@ -473,6 +474,10 @@ static int on_reconnect_io(sd_event_source *s, int fd, uint32_t revents, void *u
 static int pg_reconnect_start(PgStore *ps) {
         if (ps->reconnecting)
                 return 0;
+        /* Not expected (a call is sent only on a connection found good, and its loss is seen on the
+         * socket first), but a call under way must not outlive the connection it was sent on. */
+        if (ps->inflight)
+                pg_async_end(ps);
         ps->reconnect_timer = sd_event_source_disable_unref(ps->reconnect_timer);
         if (!PQresetStart(ps->conn)) {
                 pg_reconnect_retry(ps);
