@@ -151,7 +151,8 @@ int store_get(Store *s, const char *id, StoreRecord **ret);
  * r is what store_put() / store_get() would have returned; rec is store_get_async()'s record on
  * success (the callback owns it: store_record_free()), NULL otherwise; store_error_message() says
  * why a call failed while done runs. Callbacks come in the order of the calls. done may be NULL:
- * nobody waits (a write whose failure nobody acts on still happens).
+ * nobody waits (a write whose failure nobody acts on still happens). done may call the store (not
+ * store_close()).
  *
  * Order: every call, asynchronous or not, takes effect in the order it was made. A synchronous call
  * made while asynchronous ones are queued or under way first waits for all of them to end (their
