@@ -304,21 +304,36 @@ static void handle_submit(ApiContext *ac, HttpRequest *req) {
         }
 }
 
-static void handle_get(ApiContext *ac, HttpRequest *req, const char *id) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        char owner[HTTP_OWNER_MAX];
-        bool admin = false;
-        Job *j;
+/* A GET whose execution is looked for in the store: the request waits, suspended, not the loop. */
+typedef struct GetLookup {
+        ApiContext *ac;
+        HttpRequest *req;
+        FindLookup *find;
+        bool suspended;
+        char id[REQUEST_ID_MAX + 1];
+} GetLookup;
 
-        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
-                return;
-        }
+static void on_get_gone(HttpRequest *req, void *userdata) {
+        GetLookup *g = userdata;
+
+        (void) find_lookup_cancel(g->find);
+        free(g);
+}
+
+static void on_get_found(void *userdata, Job *j, StoreRecord *found) {
+        _cleanup_(store_record_freep) StoreRecord *rec = found;
+        GetLookup *g = userdata;
+        HttpRequest *req = g->req;
+        ApiContext *ac = g->ac;
+
+        if (g->suspended)
+                http_request_set_gone_cb(req, NULL, NULL);
         /* Another owner's execution is "not found": its existence is not ours to reveal. */
-        if (find_execution(ac, owner, admin, id, &j, &rec) == 0) {
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
+        if (!j && !rec)
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", g->id);
+        free(g);
+        if (!j && !rec)
                 return;
-        }
         if (!j) {
                 if (query_true(req, "wait") && held_elsewhere(ac, rec))
                         wait_remote(ac, req, rec);
@@ -331,6 +346,37 @@ static void handle_get(ApiContext *ac, HttpRequest *req, const char *id) {
                 return;
         }
         respond_job(req, ac, j, 200);
+}
+
+static void handle_get(ApiContext *ac, HttpRequest *req, const char *id) {
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+        GetLookup *g;
+        int r;
+
+        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        g = calloc(1, sizeof(GetLookup));
+        if (!g) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        *g = (GetLookup) { .ac = ac, .req = req };
+        (void) snprintf(g->id, sizeof(g->id), "%s", id);
+        /* Answered at once when the job is in memory; else when the store answers. */
+        r = find_execution_async(ac, owner, admin, id, on_get_found, g, &g->find);
+        if (r < 0) {
+                free(g);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        if (r == 0) {
+                g->suspended = true;
+                http_request_suspend(req);
+                http_request_set_gone_cb(req, on_get_gone, g);
+        }
 }
 
 /* GET /v1/executions/<id>/artifacts: the artifact part of the execution object, URLs signed afresh.

@@ -102,6 +102,111 @@ int find_execution(ApiContext *ac, const char *owner, bool admin, const char *id
         return find_record(ac, owner, admin, id, ret_job, ret_rec);
 }
 
+struct FindLookup {
+        ApiContext *ac;
+        char *owner;
+        char keys[2][MAX(SCOPED_ID_MAX, REQUEST_ID_MAX + 1)];   /* the scoped key, the id itself */
+        bool key_admin[2];              /* the scoped key is the caller's own only, as in find_execution() */
+        unsigned n_keys, i;
+        FindDoneFn done;
+        void *userdata;
+        StoreCall *call;                /* the store's read under way */
+        bool *called;                   /* find_execution_async()'s, while it runs: done was called */
+};
+
+FindLookup *find_lookup_cancel(FindLookup *f) {
+        if (!f)
+                return NULL;
+        (void) store_call_cancel(f->call);
+        free(f->owner);
+        return mfree(f);
+}
+
+static int find_lookup_done(FindLookup *f, Job *j, StoreRecord *rec) {
+        FindDoneFn done = f->done;
+        void *userdata = f->userdata;
+
+        if (f->called)
+                *f->called = true;
+        f->call = NULL;
+        (void) find_lookup_cancel(f);
+        done(userdata, j, rec);
+        return 1;
+}
+
+static void on_find_got(void *userdata, int r, StoreRecord *rec);
+
+/* The keys in turn, as find_record() looks at them: in memory, else the store, asynchronously. f
+ * must not be touched after it: done may have been called (without an event loop the store calls
+ * back at once). */
+static int find_lookup_next(FindLookup *f) {
+        for (; f->i < f->n_keys; f->i++) {
+                const char *key = f->keys[f->i];
+                Job *j = runner_find(f->ac->runner, key);
+
+                /* Accepted here, run by another node: the store has what is true of it now. */
+                if (j && j->elsewhere && !job_is_final(j))
+                        j = NULL;
+                if (j) {
+                        if (may_see(f->owner, f->key_admin[f->i], j->owner))
+                                return find_lookup_done(f, j, NULL);
+                        continue;
+                }
+                if (!f->ac->ctx->store)
+                        continue;
+                if (store_get_async(f->ac->ctx->store, key, on_find_got, f, &f->call) >= 0)
+                        return 0;
+                /* Refused (-ENOBUFS: the store is far behind): as a failed read, none. */
+        }
+        return find_lookup_done(f, NULL, NULL);
+}
+
+static void on_find_got(void *userdata, int r, StoreRecord *rec) {
+        FindLookup *f = userdata;
+
+        f->call = NULL;
+        if (r >= 0 && may_see(f->owner, f->key_admin[f->i], rec->owner)) {
+                (void) find_lookup_done(f, NULL, rec);
+                return;
+        }
+        store_record_free(rec);
+        f->i++;
+        (void) find_lookup_next(f);
+}
+
+int find_execution_async(ApiContext *ac, const char *owner, bool admin, const char *id, FindDoneFn done,
+                         void *userdata, FindLookup **ret) {
+        FindLookup *f;
+
+        *ret = NULL;
+        if (!id_is_valid(id, REQUEST_ID_MAX)) {
+                done(userdata, NULL, NULL);
+                return 1;
+        }
+        f = calloc(1, sizeof(FindLookup));
+        if (!f)
+                return -ENOMEM;
+        *f = (FindLookup) { .ac = ac, .owner = owner ? strdup(owner) : NULL, .done = done, .userdata = userdata };
+        if (owner && !f->owner) {
+                free(f);
+                return -ENOMEM;
+        }
+        if (scoped_id(f->keys[0], "exec", owner, id) >= 0)
+                f->n_keys = 1;
+        (void) snprintf(f->keys[f->n_keys], sizeof(f->keys[f->n_keys]), "%s", id);
+        f->key_admin[f->n_keys] = admin;
+        f->n_keys++;
+        /* done may come before find_lookup_next() returns (in memory; a store without event loop). */
+        bool called = false;
+        f->called = &called;
+        (void) find_lookup_next(f);
+        if (called)
+                return 1;
+        f->called = NULL;
+        *ret = f;
+        return 0;
+}
+
 /* The caller's earlier execution of the same execution_id (key: its record id), or of the same id
  * as it was stored before ids were scoped (migration 10: the key was the caller's id itself; only
  * the caller's own counts). The same request again is that execution; another request is a

@@ -36,6 +36,16 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
  * another owner's execution of the same name is not found, and is never revealed. */
 int find_execution(ApiContext *ac, const char *owner, bool admin, const char *id, Job **ret_job,
                    StoreRecord **ret_rec);
+/* The same without waiting for the store (store_get_async()): done(userdata, job, rec) gets what
+ * find_execution() would have returned (both NULL: none; rec is done's to free). Returns 1 when done
+ * was called already (the execution is in memory, or is not to be looked for), 0 when the store was
+ * asked (*ret: the lookup, until done is called; find_lookup_cancel() drops it and done is not
+ * called), or -ENOMEM (done not called). */
+typedef struct FindLookup FindLookup;
+typedef void (*FindDoneFn)(void *userdata, Job *j, StoreRecord *rec);
+int find_execution_async(ApiContext *ac, const char *owner, bool admin, const char *id, FindDoneFn done,
+                         void *userdata, FindLookup **ret);
+FindLookup *find_lookup_cancel(FindLookup *f);
 
 /* A cancel for an execution this node does not hold (several nodes): if another node holds it and it
  * is not final, the store marks it and tells that node (store_cancel_elsewhere()), and rec shows the
