@@ -145,6 +145,24 @@ static int secret_walk_dirs(const char *path, char *components, size_t path_len,
         }
 }
 
+/* The path both openers take: absolute and at most SECRET_PATH_MAX bytes; *ret_copy a copy to cut
+ * into components (secret_walk_dirs()), *ret_n its length. */
+static int secret_path_copy(const char *path, const char *what, char **ret_copy, size_t *ret_n, char **ret_error) {
+        size_t n;
+
+        if (isempty(path) || path[0] != '/')
+                return error_set(ret_error, "%s: the %s must be named by an absolute path", path ?: "", what);
+        n = strnlen(path, SECRET_PATH_MAX + 1);
+        if (n > SECRET_PATH_MAX)
+                return error_set(ret_error, "%.64s...: the path of the %s is longer than %d bytes", path, what,
+                                 SECRET_PATH_MAX);
+        *ret_copy = strdup(path);
+        if (!*ret_copy)
+                return -ENOMEM;
+        *ret_n = n;
+        return 0;
+}
+
 int secret_file_open(const char *path, uid_t uid, SecretFileAccess access, const char *what, struct stat *ret_st,
                      char **ret_error) {
         _cleanup_free_ char *copy = NULL;
@@ -154,15 +172,9 @@ int secret_file_open(const char *path, uid_t uid, SecretFileAccess access, const
         struct stat st;
         int r;
 
-        if (isempty(path) || path[0] != '/')
-                return error_set(ret_error, "%s: the %s must be named by an absolute path", path ?: "", what);
-        n = strnlen(path, SECRET_PATH_MAX + 1);
-        if (n > SECRET_PATH_MAX)
-                return error_set(ret_error, "%.64s...: the path of the %s is longer than %d bytes", path, what,
-                                 SECRET_PATH_MAX);
-        copy = strdup(path);
-        if (!copy)
-                return -ENOMEM;
+        r = secret_path_copy(path, what, &copy, &n, ret_error);
+        if (r < 0)
+                return r;
         last = strrchr(copy, '/');
         *last++ = 0;
         if (!*last || streq(last, ".") || streq(last, "..")) {
@@ -205,15 +217,9 @@ int secret_dir_open(const char *path, uid_t uid, const char *what, char **ret_er
         struct stat st;
         int r;
 
-        if (isempty(path) || path[0] != '/')
-                return error_set(ret_error, "%s: the %s must be named by an absolute path", path ?: "", what);
-        n = strnlen(path, SECRET_PATH_MAX + 1);
-        if (n > SECRET_PATH_MAX)
-                return error_set(ret_error, "%.64s...: the path of the %s is longer than %d bytes", path, what,
-                                 SECRET_PATH_MAX);
-        copy = strdup(path);
-        if (!copy)
-                return -ENOMEM;
+        r = secret_path_copy(path, what, &copy, &n, ret_error);
+        if (r < 0)
+                return r;
 
         dfd = secret_walk_dirs(path, copy, n, uid, true, what, &st, ret_error);
         if (dfd < 0)
