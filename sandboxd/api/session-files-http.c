@@ -3,26 +3,11 @@
 
 #include "delivery/session-files.h"
 #include "model/mime.h"
-#include "model/scoped-id.h"
-#include "store/store.h"
 #include "run/runner.h"
 #include "run/session.h"
 #include "session-files-http.h"
+#include "submit.h"
 #include "util.h"
-
-/* The node that holds the caller's own session id, if it is another node's; NULL otherwise. */
-static char *session_node_elsewhere(ApiContext *ac, const char *owner, const char *id) {
-        char key[SCOPED_ID_MAX];
-        StoreSession *x = NULL;
-        char *node = NULL;
-
-        if (scoped_id(key, "sess", owner, id) < 0 || store_session_get(ac->ctx->store, key, &x) < 0)
-                return NULL;
-        if (x->node && !streq_ptr(x->node, ac->ctx->node_name))
-                node = TAKE_PTR(x->node);
-        store_sessions_free(x, 1);
-        return node;
-}
 
 Session *session_files_find(ApiContext *ac, const char *owner, bool admin, const char *id, RequestError *err) {
         Session *s = NULL;
@@ -36,12 +21,13 @@ Session *session_files_find(ApiContext *ac, const char *owner, bool admin, const
         if (!s && id_is_valid(id, REQUEST_ID_MAX) && ac->ctx->shared_queue) {
                 /* Several nodes: the caller's own session may live on another node (its workspace is
                  * that node's memory); say which. */
-                _cleanup_free_ char *node = session_node_elsewhere(ac, owner, id);
+                StoreSession *x = NULL;
 
-                if (node) {
+                if (session_held_elsewhere(ac, owner, id, &x) > 0) {
                         (void) request_error(err, -ENOENT, API_ERROR_NOT_FOUND, NULL,
                                              "session '%.64s' is held by node '%s' (its workspace is that node's): its "
-                                             "state, files and deletion are answered there", id, node);
+                                             "state, files and deletion are answered there", id, x->node);
+                        store_sessions_free(x, 1);
                         return NULL;
                 }
         }

@@ -417,27 +417,38 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
 /* A run of a session that lives on another node (a store several nodes share): if that node is alive,
  * er->route_node names it, and the run is stored for it to claim (store_claim_routed()). 1: routed;
  * 0: the session is not another node's (it is found or made here); < 0: refused, *err says why. */
+int session_held_elsewhere(ApiContext *ac, const char *owner, const char *id, StoreSession **ret) {
+        char key[SCOPED_ID_MAX];
+        StoreSession *x = NULL;
+        int r;
+
+        r = scoped_id(key, "sess", owner, id);
+        if (r < 0)
+                return r;
+        r = store_session_get(ac->ctx->store, key, &x);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (!x->node || streq_ptr(x->node, ac->ctx->node_name)) {
+                store_sessions_free(x, 1);
+                return 0;
+        }
+        *ret = x;
+        return 1;
+}
+
 static int session_elsewhere(ApiContext *ac, const char *owner, ExecRequest *er, RequestError *err) {
         Context *ctx = ac->ctx;
         StoreSession *x = NULL;
         StoreNode *nodes = NULL;
-        char key[SCOPED_ID_MAX];
         size_t n_nodes = 0;
         bool alive = false;
         int r;
 
-        r = scoped_id(key, "sess", owner, er->session_id);
-        if (r < 0)
-                return fail(err, r, API_ERROR_INTERNAL, "cannot derive the session's id: %s", strerror(-r));
-        r = store_session_get(ctx->store, key, &x);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return fail(err, r, API_ERROR_STORE, "cannot read the sessions: %s", store_error_public(r));
-        if (!x->node || streq_ptr(x->node, ctx->node_name)) {
-                store_sessions_free(x, 1);
-                return 0;
-        }
+        r = session_held_elsewhere(ac, owner, er->session_id, &x);
+        if (r <= 0)
+                return r == 0 ? 0 : fail(err, r, API_ERROR_STORE, "cannot read the sessions: %s", store_error_public(r));
         r = store_node_list(ctx->store, &nodes, &n_nodes);
         if (r < 0) {
                 store_sessions_free(x, 1);

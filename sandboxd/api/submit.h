@@ -51,6 +51,10 @@ FindLookup *find_lookup_cancel(FindLookup *f);
  * is not final, the store marks it and tells that node (store_cancel_elsewhere()), and rec shows the
  * cancel asked. 0: sent; -EALREADY: final, or held by no other node; else a store error. */
 int cancel_elsewhere(ApiContext *ac, StoreRecord *rec);
+/* Several nodes: the caller's own session id as the store has it, if another node holds it. 1 with
+ * *ret its row (free with store_sessions_free(*ret, 1)); 0 if none does (none at all, or this node);
+ * < 0 the store's error. */
+int session_held_elsewhere(ApiContext *ac, const char *owner, const char *id, StoreSession **ret);
 /* job_cancel() of a job held here; if another node claimed it from the shared queue meanwhile, the
  * cancel goes there (cancel_elsewhere()) and *ret_rec is its record (else NULL). -EALREADY: final;
  * other errors: the store's. */
