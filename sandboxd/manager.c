@@ -599,11 +599,8 @@ static void manager_store_notify(void *userdata, const char *channel, const char
         else if (streq(channel, STORE_CHANNEL_FINAL)) {
                 runner_final_elsewhere(m->runner, payload);
                 api_final_elsewhere(payload);
-        }
-        else if (streq(channel, STORE_CHANNEL_RECONNECTED)) {
-                runner_cancel_scan(m->runner);
-                runner_follow_scan(m->runner);
-        }
+        } else if (streq(channel, STORE_CHANNEL_RECONNECTED))
+                runner_store_scan(m->runner);
 }
 
 static int open_store(Manager *m) {

@@ -553,38 +553,6 @@ void runner_queue_hint(Runner *r, const char *node) {
         runner_dispatch(r);
 }
 
-/* After notifications may have been lost (a reconnection): what the store says of the jobs that
- * another node may have claimed, or finished. */
-void runner_follow_scan(Runner *r) {
-        _cleanup_strv_free_ char **ids = NULL;
-        size_t n = 0;
-
-        if (!r->ctx->shared_queue)
-                return;
-        for (Job *j = r->jobs; j; j = j->next)
-                if (j->state == JOB_QUEUED && (j->elsewhere || j->exec->node_epoch == 0) &&
-                    strv_extend(&ids, &n, j->exec->id) < 0) {
-                        log_oom();
-                        return;
-                }
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-                Job *j;
-
-                if (store_get(r->ctx->store, ids[i], &rec) < 0)
-                        continue;
-                j = runner_find(r, ids[i]);
-                if (!j || j->state != JOB_QUEUED)
-                        continue;
-                if (!j->elsewhere && rec->exec->node_epoch != 0)
-                        runner_moved_elsewhere(r, j);
-                else if (j->elsewhere && exec_status_is_final(rec->exec->status))
-                        job_follow_final(j, rec);
-        }
-        r->claim_hint = true;
-        runner_dispatch(r);
-}
-
 static int on_claim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Runner *r = userdata;
 
@@ -841,13 +809,17 @@ void runner_cancel_from_elsewhere(Runner *r, const char *id) {
                 log_info("%s: cancel requested through another node", j->exec->id);
 }
 
-void runner_cancel_scan(Runner *r) {
+/* After notifications may have been lost (a reconnection): one read of each job not final here
+ * says what they would have: its final record written (a job another node runs), its claim by
+ * another node (an unclaimed queued job), or a cancel asked through another node. */
+void runner_store_scan(Runner *r) {
         _cleanup_strv_free_ char **ids = NULL;
         size_t n = 0;
 
         /* The ids first: a cancel may end a job at once, and the runner may then free others. */
         for (Job *j = r->jobs; j; j = j->next)
-                if (!job_is_final(j) && !j->cancel_requested && strv_extend(&ids, &n, j->exec->id) < 0) {
+                if (!job_is_final(j) && (j->elsewhere || !j->cancel_requested) &&
+                    strv_extend(&ids, &n, j->exec->id) < 0) {
                         log_oom();
                         return;
                 }
@@ -855,11 +827,23 @@ void runner_cancel_scan(Runner *r) {
                 _cleanup_(store_record_freep) StoreRecord *rec = NULL;
                 Job *j;
 
-                if (store_get(r->ctx->store, ids[i], &rec) < 0 || !rec->exec->cancel_requested)
+                if (store_get(r->ctx->store, ids[i], &rec) < 0)
                         continue;
                 j = runner_find(r, ids[i]);
-                if (j && !job_is_final(j) && job_cancel(j) >= 0)
+                if (!j || job_is_final(j))
+                        continue;
+                if (j->elsewhere) {
+                        if (exec_status_is_final(rec->exec->status))
+                                job_follow_final(j, rec);
+                } else if (r->ctx->shared_queue && j->state == JOB_QUEUED && j->exec->node_epoch == 0 &&
+                           rec->exec->node_epoch != 0)
+                        runner_moved_elsewhere(r, j);
+                else if (rec->exec->cancel_requested && !j->cancel_requested && job_cancel(j) >= 0)
                         log_info("%s: cancel requested through another node (found after a reconnection)", ids[i]);
+        }
+        if (r->ctx->shared_queue) {
+                r->claim_hint = true;
+                runner_dispatch(r);
         }
 }
 

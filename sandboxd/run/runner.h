@@ -53,22 +53,22 @@ void runner_counts(const Runner *r, RunnerCounts *ret);
  * Queued ones run here; running ones end "orphaned", with the reason "node NAME lost", unless their
  * request asked to "retry": then they run here once more, as attempt 2. */
 int runner_take_over(Runner *r, const char *from);
-/* A cancel another node took for an execution this one runs (store.h, STORE_CHANNEL_CANCEL); and,
- * after notifications may have been lost (a reconnection), a look at the store for such cancels of
- * the executions held here. */
+/* A cancel another node took for an execution this one runs (store.h, STORE_CHANNEL_CANCEL). */
 void runner_cancel_from_elsewhere(Runner *r, const char *id);
-void runner_cancel_scan(Runner *r);
+/* After notifications may have been lost (a reconnection): one look at the store for each job not
+ * final here, for what they would have said (a cancel, a claim by another node, a final record
+ * written elsewhere). */
+void runner_store_scan(Runner *r);
 /* The queue nodes share (Context.shared_queue; store.h): a job is claimed in the store before it
  * starts, and a node with free slots claims work other nodes accepted. runner_start_claiming(): at
  * start, once the node is registered (its epoch is the claim's fence). The notifications of the
  * store (manager.c) come here: another node queued work it cannot start (node: its name), claimed a
  * job queued here, or wrote the final record of one (which a waiter here may be waiting for). After
- * a reconnection runner_follow_scan() reads what those notifications would have said. */
+ * a reconnection runner_store_scan() reads what those notifications would have said. */
 int runner_start_claiming(Runner *r);
 void runner_queue_hint(Runner *r, const char *node);
 void runner_claimed_elsewhere(Runner *r, const char *id);
 void runner_final_elsewhere(Runner *r, const char *id);
-void runner_follow_scan(Runner *r);
 /* Jobs accepted here that another node runs, not final yet (kept for their waiters). */
 unsigned runner_count_elsewhere(const Runner *r);
 /* What this owner holds in the queue (quota.h), or NULL. */
