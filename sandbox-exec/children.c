@@ -90,7 +90,7 @@ int become_program_user(void) {
 /* In the forked child: set up and exec. Never returns. err_fd is CLOEXEC: if exec succeeds the
  * parent sees EOF on it; anything written to it is a setup failure. */
 static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len,
-                                 int err_fd, ChildKind kind, int warm_fd) {
+                                 int err_fd, ChildKind kind, int warm_fd, int log_write_fd) {
         struct sock_fprog prog = {
                 .len = (unsigned short) (bpf_len / 8),
                 .filter = (struct sock_filter *) (void *) bpf,
@@ -162,9 +162,14 @@ static _Noreturn void exec_child(const Options *o, char **argv, const uint8_t *b
 
         /* Nothing else crosses into the program: not the control socket (CLOEXEC already, but
          * belt and braces), not the workspace fd, not whatever our own parent leaked to us. */
+        /* The strong tier: runsc's log pipe (strong.c) takes fd 3, as a warm runtime's channel
+         * does in the standard tier (never both). */
+        if (warm_fd < 0 && o->runsc && kind != CHILD_CHECK)
+                warm_fd = log_write_fd;
         if (warm_fd >= 0) {
-                /* A warm runtime's end of its channel with us becomes fd 3 (dup2 clears CLOEXEC), moved
-                 * there from copies above 10 so neither it nor err_fd is overwritten on the way. */
+                /* A warm runtime's end of its channel with us (or runsc's log pipe) becomes fd 3 (dup2
+                 * clears CLOEXEC), moved there from copies above 10 so neither it nor err_fd is
+                 * overwritten on the way. */
                 int e = fcntl(err_fd, F_DUPFD_CLOEXEC, 10), w = fcntl(warm_fd, F_DUPFD_CLOEXEC, 10);
 
                 if (e < 0 || w < 0 || dup2(w, 3) < 0)
@@ -259,10 +264,11 @@ static int supervise(pid_t pid) {
 
         live_start();
         for (;;) {
-                struct pollfd p[3] = {
+                struct pollfd p[4] = {
                         { .fd = out_pipe[0], .events = POLLIN },
                         { .fd = err_pipe_[0], .events = POLLIN },
                         { .fd = signal_fd, .events = POLLIN },
+                        { .fd = strong_log_fd, .events = POLLIN },      /* negative: ignored by poll() */
                 };
                 int timeout = -1, status;
                 pid_t w;
@@ -271,6 +277,7 @@ static int supervise(pid_t pid) {
                 if (w == pid) {
                         (void) pump(out_pipe[0], &cap_out, true);
                         (void) pump(err_pipe_[0], &cap_err, true);
+                        (void) strong_log_pump(true);
                         live_flush(true);
                         live_stop();
                         return status;
@@ -288,13 +295,9 @@ static int supervise(pid_t pid) {
                         timeout = (int) MIN(usec_to_msec_up(deadline_usec - now), (uint64_t) INT32_MAX);
                 }
                 {
-                        int lt = live_timeout_ms(), st;
+                        int lt = live_timeout_ms();
                         if (lt >= 0 && (timeout < 0 || lt < timeout))
                                 timeout = lt;
-                        strong_sample_processes();
-                        st = strong_sample_timeout_ms();
-                        if (st >= 0 && (timeout < 0 || st < timeout))
-                                timeout = st;
                 }
 
                 if (poll(p, ELEMENTSOF(p), timeout) < 0) {
@@ -306,6 +309,8 @@ static int supervise(pid_t pid) {
                         (void) pump(out_pipe[0], &cap_out, false);
                 if (p[1].revents)
                         (void) pump(err_pipe_[0], &cap_err, false);
+                if (p[3].revents)
+                        (void) strong_log_pump(false);
                 live_flush(false);
                 if (p[2].revents) {
                         struct signalfd_siginfo si;
@@ -359,6 +364,7 @@ static int wait_quietly(pid_t pid, uint64_t deadline) {
  * ours, not the program's). Returns the child's pid once it has exec'd. */
 pid_t spawn_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_len, ChildKind kind, int warm_fd) {
         _cleanup_close_pair_ int err_pipe[2] = { -EBADF, -EBADF };
+        _cleanup_close_ int log_write_fd = -EBADF;
         char msg[ERROR_MAX + 1];
         ssize_t n;
         pid_t pid;
@@ -370,6 +376,9 @@ pid_t spawn_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_
 
                 if (r < 0)
                         fail_setup("Cannot write the strong tier's bundle: %s", strerror(-r));
+                r = strong_log_open(&log_write_fd);
+                if (r < 0)
+                        fail_setup("Cannot create the strong tier's log pipe: %s", strerror(-r));
         }
 
         pid = fork();
@@ -377,10 +386,11 @@ pid_t spawn_child(const Options *o, char **argv, const uint8_t *bpf, size_t bpf_
                 fail_setup("Cannot fork: %s", strerror(errno));
         if (pid == 0) {
                 err_pipe[0] = safe_close(err_pipe[0]);
-                exec_child(o, argv, bpf, bpf_len, err_pipe[1], kind, warm_fd);
+                exec_child(o, argv, bpf, bpf_len, err_pipe[1], kind, warm_fd, log_write_fd);
         }
 
         err_pipe[1] = safe_close(err_pipe[1]);
+        log_write_fd = safe_close(log_write_fd);
 
         /* EOF: the exec happened (CLOEXEC closed the last write end). Data: the child failed
          * before exec. Only our own code writes here; the program never sees this fd. */

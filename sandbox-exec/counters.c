@@ -230,10 +230,11 @@ void gather(HelperReport *r, int workspace_fd, int tmp_fd) {
         }
 
         r->disk_full = fs_is_full(workspace_fd) || fs_is_full(tmp_fd);
-        /* The strong tier: gVisor's RLIMIT_NPROC, which the cgroup does not see (strong.c). As with
-         * pids.events's "max" in the standard tier, the limit reached is the verdict whatever the exit
-         * status (a bash fork bomb's shell exits 0 after its forks failed). */
-        if (strong_tier && strong_task_limit > 0 && strong_peak_processes >= strong_task_limit)
+        /* The strong tier: gVisor's RLIMIT_NPROC, which the cgroup does not see, refused a fork
+         * (gVisor's log, strong.c). As with pids.events's "max" in the standard tier, the limit reached
+         * is the verdict whatever the exit status (a bash fork bomb's shell exits 0 after its forks
+         * failed). */
+        if (strong_tier && strong_task_limit > 0 && strong_fork_refused)
                 r->pids_max = MAX(r->pids_max, UINT64_C(1));
 }
 

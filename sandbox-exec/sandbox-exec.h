@@ -137,9 +137,12 @@ int strong_write_bundle(const Options *o, ChildKind kind, char **argv);
 _Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd);
 /* While the program runs: how many processes it has in gVisor, seen from the host (strong.c). The
  * limit (--tasks; 0: not looked at), the peak; a look when due, and when the next is (ms, -1: never). */
-extern uint64_t strong_peak_processes, strong_task_limit;
-void strong_sample_processes(void);
-int strong_sample_timeout_ms(void);
+extern uint64_t strong_task_limit;
+extern int strong_log_fd;
+extern bool strong_fork_refused;
+int strong_log_open(int *ret_write_fd);
+bool strong_log_pump(bool drain);
+void strong_log_scan(const char *buf, size_t n);
 _printf_(2, 3) _Noreturn void child_fail(int err_fd, const char *fmt, ...);
 uint64_t mono_usec(void);
 bool pump(int fd, Capture *c, bool drain);

@@ -221,7 +221,12 @@ _Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd) {
         char platform[64], bundle[64], id[64];
         char *argv[] = {
                 (char *) o->runsc, (char *) "--rootless", (char *) "--root=" STRONG_STATE_DIR, (char *) "--ignore-cgroups",
-                platform, (char *) "--network=none", (char *) "run", (char *) "--bundle", bundle, id, NULL,
+                platform, (char *) "--network=none",
+                /* gVisor's word on the task limit (above): its boot log to our pipe, made fd 3 by
+                 * exec_child(), with only the calls that make a process traced. */
+                (char *) "--strace", (char *) "--strace-syscalls=clone,fork,vfork,clone3",
+                (char *) "--debug-log=/proc/self/fd/3", (char *) "--debug-command=boot",
+                (char *) "run", (char *) "--bundle", bundle, id, NULL,
         };
 
         snprintf(platform, sizeof(platform), "--platform=%s", o->runsc_platform);
@@ -232,125 +237,99 @@ _Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd) {
         child_fail(err_fd, "Cannot execute %s: %s", argv[0], strerror(errno));
 }
 
-/* ---- The program's processes, seen from the host -------------------------------------------------
+/* ---- The task limit, from gVisor's own word ----------------------------------------------------
  * RLIMIT_NPROC inside gVisor stops the program at --tasks processes, and nothing on the host sees
- * that fork fail: the unit's TasksMax= is gVisor's room, far above it. Under the ptrace platform
- * every process of the program is one host process, a stub the Sentry forks from its
- * "master stub", a child of its own; neither has a command line (a stub unmaps all it inherited),
- * unlike runsc's own processes. So the stubs are the processes without a command line whose parent
- * has none either, and their peak reaching --tasks is the report's pids_max: "a fork failed at the
- * task limit", as pids.events's "max" says in the standard tier. (Threads of the program are not
- * stubs: a program that reaches the limit by threads alone is not seen.) A process that hides from
- * us (gone, or a name we cannot read) counts as not a stub: it can only lower the count, which the
- * program gains nothing by. Looked at every STRONG_SAMPLE_USEC (less often past 64 processes), every
- * STRONG_SAMPLE_NEAR_USEC within two of the limit (less often past 16: a look costs about 10 us per
- * process, and a program may hold tasks - 1 for long), and only when the cgroup holds more processes
- * than --tasks: a run far below its limit costs one read of cgroup.procs. */
+ * that fork fail: the unit's TasksMax= is gVisor's room, far above it. Counting the program's
+ * processes from the host (one ptrace stub each) cannot say it either: a stub is made when its
+ * process first runs, not at its fork, so the processes gVisor counted at the refused fork may never
+ * all have had a stub at once (a fork bomb whose first refusals end their processes at once was seen
+ * below its limit under load). So gVisor says it: runsc runs with --strace on the calls that make a
+ * process (clone, fork, vfork) and its boot log written to a pipe of ours (--debug-log=/proc/self/fd/3,
+ * --debug-command=boot: not the gofer's), and a refused one, "X clone(...) = 0 (0x0) errno=11", is the
+ * report's pids_max: "a fork failed at the task limit", as pids.events's "max" says in the standard
+ * tier. Every line is read and dropped but these; a line longer than STRONG_LOG_LINE_MAX is dropped
+ * whole. The log is gVisor's, and the program can put a few bytes in it (its name, at most 15 bytes,
+ * opens each line): all it could forge is its own run reported at the task limit. */
 
-#define STRONG_SAMPLE_USEC (20 * USEC_PER_MSEC)
-#define STRONG_SAMPLE_NEAR_USEC (2 * USEC_PER_MSEC)
-#define STRONG_SAMPLE_PIDS 1024         /* pids looked at in one sample, at most */
+#define STRONG_LOG_LINE_MAX 1024
 
-uint64_t strong_peak_processes = 0, strong_task_limit = 0;
-static uint64_t strong_next_sample = 0;
+uint64_t strong_task_limit = 0;        /* --tasks: RLIMIT_NPROC inside gVisor */
+int strong_log_fd = -EBADF;             /* read end of the pipe runsc's boot log comes down */
+bool strong_fork_refused = false;
 
-/* /proc/PID: its parent, and whether it has a command line. False if it cannot be read. */
-static bool proc_parent_and_cmdline(pid_t pid, pid_t *ret_ppid, bool *ret_cmdline) {
-        char path[64], buf[512], c;
-        const char *f = proc_stat_fields(pid, buf, sizeof(buf));
-        _cleanup_close_ int cfd = -EBADF;
-        ssize_t n;
-        int ppid;
+static char log_line[STRONG_LOG_LINE_MAX];
+static size_t log_len = 0;
+static bool log_overlong = false;
 
-        /* State, then the parent. */
-        if (!f || sscanf(f, " %c %d", &c, &ppid) != 2 || ppid < 0)
+/* Does this line of the log say that a call making a process failed with EAGAIN? */
+static bool log_line_refused(const char *line) {
+        static const char *const calls[] = { " X clone(", " X fork(", " X vfork(", " X clone3(" };
+
+        if (!strstr(line, "] ") || !strstr(line, ") = ") || !strstr(line, " errno=11 ("))
                 return false;
-        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
-        cfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-        if (cfd < 0)
-                return false;
-        n = read(cfd, &c, 1);
-        if (n < 0)
-                return false;
-        *ret_ppid = (pid_t) ppid;
-        *ret_cmdline = n > 0;
-        return true;
+        for (size_t i = 0; i < ELEMENTSOF(calls); i++)
+                if (strstr(line, calls[i]))
+                        return true;
+        return false;
 }
 
-static unsigned count_stubs(const char *procs, size_t *ret_looked_at) {
-        pid_t pids[STRONG_SAMPLE_PIDS], ppids[STRONG_SAMPLE_PIDS];
-        bool named[STRONG_SAMPLE_PIDS];
-        size_t n = 0;
-        unsigned stubs = 0;
-        uid_t saved;
-
-        /* Their /proc entries are visible to their own user (ProtectProc=invisible), and to group 0 (proc's
-         * gid=, which is our fsgid). */
-        saved = (uid_t) setfsuid(prog_uid);
-        for (const char *p = procs; *p && n < ELEMENTSOF(pids);) {
-                char *end;
-                long v = strtol(p, &end, 10);
-
-                if (end == p)
-                        break;
-                p = end + strspn(end, "\n");
-                if (v <= 0 || v > INT32_MAX || !proc_parent_and_cmdline((pid_t) v, &ppids[n], &named[n]))
-                        continue;
-                pids[n++] = (pid_t) v;
-        }
-        (void) setfsuid(saved);
-        *ret_looked_at = n;
-
+void strong_log_scan(const char *buf, size_t n) {
         for (size_t i = 0; i < n; i++) {
-                if (named[i])
-                        continue;
-                /* Unnamed, with an unnamed parent in the unit: a stub. */
-                for (size_t k = 0; k < n; k++)
-                        if (pids[k] == ppids[i]) {
-                                if (!named[k])
-                                        stubs++;
-                                break;
+                if (buf[i] == '\n') {
+                        if (!log_overlong) {
+                                log_line[log_len] = '\0';
+                                if (log_line_refused(log_line))
+                                        strong_fork_refused = true;
                         }
+                        log_len = 0;
+                        log_overlong = false;
+                } else if (log_len + 1 < sizeof(log_line) && buf[i] != '\0')
+                        log_line[log_len++] = buf[i];
+                else
+                        log_overlong = true;
         }
-        return stubs;
 }
 
-void strong_sample_processes(void) {
-        char buf[8192];
-        uint64_t now = mono_usec(), lines = 0, tasks = strong_task_limit;
-        size_t looked_at = 0;
-        unsigned stubs;
-        ssize_t k;
+int strong_log_open(int *ret_write_fd) {
+        int p[2];
 
-        if (!strong_tier || tasks == 0 || now < strong_next_sample)
-                return;
-        strong_next_sample = now + STRONG_SAMPLE_USEC;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        /* Ours only: runsc's end blocks, so a log we have not read yet slows gVisor, never drops a line.
+         * runsc opens its end again by name, as the program's user: the pipe (one inode for both
+         * ends) may be written by others (without CAP_CHOWN it stays root's). Only a process that may
+         * look into a holder's /proc/PID/fd can name it: runsc's, which are the program's user's. */
+        if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0 || fchmod(p[1], 0622) < 0) {
+                int r = -errno;
 
-        k = cgroup_read_procs(buf, sizeof(buf));
-        if (k < 0)
-                return;
-        for (ssize_t i = 0; i < k; i++)
-                lines += buf[i] == '\n';
-        /* Us, runsc's processes and the master stub besides the stubs: fewer than tasks + 2 lines
-         * cannot hold tasks stubs. */
-        if (lines < tasks + 2)
-                return;
-        stubs = count_stubs(buf, &looked_at);
-        strong_peak_processes = MAX(strong_peak_processes, (uint64_t) stubs);
-        /* Two /proc files per process: a program with hundreds is looked at less often (a fork bomb
-         * held at its limit stays there long enough to be seen). */
-        strong_next_sample = now + STRONG_SAMPLE_USEC * MAX((uint64_t) 1, (uint64_t) looked_at / 64);
-        /* Within two of the limit: the moment at it may be short (the fork that fails, the program's
-         * exit, gVisor's teardown), so it is looked at every STRONG_SAMPLE_NEAR_USEC until it is seen. */
-        if (stubs + 2 >= tasks && strong_peak_processes < tasks)
-                strong_next_sample = now + STRONG_SAMPLE_NEAR_USEC * MAX((uint64_t) 1, (uint64_t) looked_at / 16);
+                (void) close(p[0]);
+                (void) close(p[1]);
+                return r;
+        }
+        strong_log_fd = safe_close(strong_log_fd);
+        strong_log_fd = p[0];
+        log_len = 0;
+        log_overlong = false;
+        *ret_write_fd = p[1];
+        return 0;
 }
 
-int strong_sample_timeout_ms(void) {
-        uint64_t now;
+bool strong_log_pump(bool drain) {
+        char buf[16 * 1024];
 
-        if (!strong_tier || strong_task_limit == 0)
-                return -1;
-        now = mono_usec();
-        return strong_next_sample <= now ? 0 : (int) usec_to_msec_up(strong_next_sample - now);
+        if (strong_log_fd < 0)
+                return false;
+        /* Bounded even when draining, as the output (children.c pump()). */
+        for (unsigned i = 0; i < (drain ? 1024U : 4U); i++) {
+                ssize_t k = read(strong_log_fd, buf, sizeof(buf));
+
+                if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                        return true;
+                if (k <= 0) {
+                        strong_log_fd = safe_close(strong_log_fd);
+                        return false;
+                }
+                strong_log_scan(buf, (size_t) k);
+        }
+        return true;
 }
