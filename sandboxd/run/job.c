@@ -238,25 +238,6 @@ static char *request_json(const ExecRequest *req, const char *callback_url) {
         return s;
 }
 
-/* The final record, written at the end or again after a failed write: once it is in the store, the
- * job need not hold its output in memory any more (job_record_json() reads it back when asked). */
-int job_persist_final(Job *j) {
-        Execution *e = j->exec;
-        int k;
-
-        if (!job_is_final(j))
-                return -EINVAL;
-        k = job_persist(j);
-        if (k < 0)
-                return k;
-        j->record_unsaved = false;
-        if (j->ctx->store) {
-                e->out.text = mfree(e->out.text);
-                e->err.text = mfree(e->err.text);
-                j->output_stored = true;
-        }
-        return 0;
-}
 
 /* The record of the job as it is now: r borrows from j. */
 static StoreRecord job_record(Job *j) {
@@ -311,6 +292,25 @@ void job_persist_async(Job *j) {
                 job_persist_failed(j, k);
 }
 
+/* The record to write now: r borrows from j, but for what *ret_request and r->callback own. */
+static StoreRecord job_record_to_write(Job *j, char **ret_request) {
+        StoreRecord r = job_record(j);
+
+        *ret_request = NULL;
+        if (j->state == JOB_QUEUED && j->request) {
+                *ret_request = request_json(j->request, j->callback_url);
+                r.request = *ret_request;
+        }
+        /* The final record and its callback delivery are one write: neither exists without the other. */
+        if (job_is_final(j) && j->callback_url) {
+                int k = callback_prepare(j->exec, j->callback_url, &r.callback);
+
+                if (k < 0)
+                        log_error_errno(k, "%s: cannot prepare the callback delivery: %m", j->exec->id);
+        }
+        return r;
+}
+
 int job_persist(Job *j) {
         _cleanup_free_ char *request = NULL;
         StoreRecord r;
@@ -318,17 +318,7 @@ int job_persist(Job *j) {
 
         if (!j->ctx->store)
                 return 0;
-        r = job_record(j);
-        if (j->state == JOB_QUEUED && j->request) {
-                request = request_json(j->request, j->callback_url);
-                r.request = request;
-        }
-        /* The final record and its callback delivery are one write: neither exists without the other. */
-        if (job_is_final(j) && j->callback_url) {
-                k = callback_prepare(j->exec, j->callback_url, &r.callback);
-                if (k < 0)
-                        log_error_errno(k, "%s: cannot prepare the callback delivery: %m", j->exec->id);
-        }
+        r = job_record_to_write(j, &request);
         k = store_put(j->ctx->store, &r);
         if (r.callback) {
                 r.callback = store_callback_free(r.callback);
@@ -338,6 +328,96 @@ int job_persist(Job *j) {
         if (k < 0)
                 job_persist_failed(j, k);
         return k;
+}
+
+/* The final record is in the store: the job need not hold its output in memory any more
+ * (job_record_json() reads it back when asked). */
+static void job_final_stored(Job *j) {
+        Execution *e = j->exec;
+
+        j->record_unsaved = false;
+        if (j->ctx->store) {
+                e->out.text = mfree(e->out.text);
+                e->err.text = mfree(e->err.text);
+                j->output_stored = true;
+        }
+}
+
+/* The final record written again after a failed write (runner.c). */
+int job_persist_final(Job *j) {
+        int k;
+
+        if (!job_is_final(j))
+                return -EINVAL;
+        k = job_persist(j);
+        if (k < 0)
+                return k;
+        job_final_stored(j);
+        return 0;
+}
+
+/* The answer to the final record's first write (job_finish()): the job's waiters are answered now,
+ * once the result is in the store for every node to read (or the store refused it: they get it from
+ * memory, and the runner writes it again). */
+static void on_final_persisted(void *userdata, int k, StoreRecord *rec) {
+        Job *j = userdata;
+
+        store_record_free(rec);
+        j->final_writing = false;
+        if (k >= 0)
+                job_final_stored(j);
+        else if (k == -ESTALE)
+                /* Fenced: this node's lease ran out meanwhile and another node took the execution
+                 * over (it ended "orphaned" there, or runs again): the record is that node's now, and
+                 * this result must not be laid over it. */
+                log_warning("%s: taken over by another node while it ran here; this result (%s) is not recorded.",
+                            j->exec->id, exec_status_to_string(j->exec->status));
+        else {
+                /* The store is unreachable (a PostgreSQL server restarting) or full: the runner
+                 * writes the record again later (runner.c), and keeps the job, the only copy, until
+                 * then. */
+                job_persist_failed(j, k);
+                j->record_unsaved = true;
+        }
+        job_flush_waiters(j);
+        /* Last: the owner may free j. Not when the answer came inside the call (a store without an
+         * event loop, or the write made synchronously): job_finish() goes on, and its finished event
+         * says the rest. */
+        if (!j->final_in_call)
+                j->events->written(j->events_data, j);
+}
+
+/* The final record's first write, without waiting for the store (issue 22): until its answer the job
+ * is final but final_writing, its waiters wait, and its owner keeps it. */
+static void job_persist_final_async(Job *j) {
+        _cleanup_free_ char *request = NULL;
+        StoreRecord r;
+        int k;
+
+        j->final_writing = j->final_in_call = true;
+        r = job_record_to_write(j, &request);
+        /* A record with a delivery is written synchronously inside (two statements, one transaction). */
+        k = store_put_async(j->ctx->store, &r, on_final_persisted, j, NULL);
+        if (k == -ENOBUFS)
+                /* The store is STORE_ASYNC_MAX calls behind: this one waits for them. */
+                k = store_put(j->ctx->store, &r);
+        else if (k >= 0) {
+                j->final_in_call = false;
+                if (r.callback) {
+                        /* Kicked now: the delivery's first attempt finds the row or waits its turn. */
+                        r.callback = store_callback_free(r.callback);
+                        callbacks_kick(j->ctx->callbacks);
+                }
+                return;
+        }
+        /* Refused, or written synchronously: answered as the callback would have been. */
+        if (r.callback) {
+                r.callback = store_callback_free(r.callback);
+                if (k >= 0)
+                        callbacks_kick(j->ctx->callbacks);
+        }
+        on_final_persisted(j, k, NULL);
+        j->final_in_call = false;
 }
 
 int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *session, const JobEvents *ev, void *userdata,
@@ -1358,21 +1438,6 @@ void job_finalize(Job *j) {
         /* The record is in the store: a finished job kept in memory (KeepFinished=) need not hold its
          * output or its artifact list too; job_record_json() reads them back when asked. When the
          * write failed the job keeps them, the only copy, bounded by the capture sizes. */
-        if (ctx->store) {
-                int k = job_persist_final(j);
-
-                if (k == -ESTALE)
-                        /* Fenced: this node's lease ran out meanwhile and another node took the
-                         * execution over (it ended "orphaned" there, or runs again): the record is
-                         * that node's now, and this result must not be laid over it. */
-                        log_warning("%s: taken over by another node while it ran here; this result (%s) is "
-                                    "not recorded.", e->id, exec_status_to_string(e->status));
-                else if (k < 0)
-                        /* The store is unreachable (a PostgreSQL server restarting) or full: the
-                         * runner writes the record again later (runner.c), and keeps the job, the
-                         * only copy, until then. */
-                        j->record_unsaved = true;
-        }
         if (j->artifacts_stored)
                 j->exec->artifacts = exec_artifacts_free(j->exec->artifacts);
         log_execution(j);
@@ -1388,12 +1453,18 @@ void job_finalize(Job *j) {
          * still get what they lack; new readers replay the record). */
         live_log_end(j->live);
         j->live = live_log_unref(j->live);
-        job_flush_waiters(j);
         /* The replacement of the unit this run claimed need not wait any longer. */
         if (e->start == START_WARM && ctx->warm)
                 warm_pool_claim_ended(ctx->warm);
 
-        /* Last: the owner may start the next job, and free this one. */
+        /* The final record, without waiting: its waiters are answered when the store has it
+         * (on_final_persisted()). Without a store, now. */
+        if (ctx->store)
+                job_persist_final_async(j);
+        else
+                job_flush_waiters(j);
+        /* Last: the owner may start the next job, and free this one (not while its record is being
+         * written). */
         j->events->finished(j->events_data, j);
 }
 
@@ -1496,7 +1567,7 @@ int job_cancel(Job *j) {
 int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret) {
         JobWaiter *w;
 
-        if (j->state == JOB_DONE) {
+        if (j->state == JOB_DONE && !j->final_writing) {
                 /* Before the callback: it may free whatever ret points into. */
                 if (ret)
                         *ret = NULL;

@@ -47,8 +47,12 @@ typedef struct JobEvents {
         /* It holds no place in the queue any more: final, or being freed (any state; more than once
          * is fine). */
         void (*left)(void *userdata, Job *j);
-        /* It became final: the record is written and its waiters are answered. The callee may free j. */
+        /* It became final: its slot is free. The final record is being written (final_writing) or,
+         * without a store, its waiters are answered. The callee may free j unless final_writing. */
         void (*finished)(void *userdata, Job *j);
+        /* The final record's write ended (record_unsaved: the store refused it, write it again) and
+         * the waiters are answered. The callee may free j. */
+        void (*written)(void *userdata, Job *j);
         /* It is being freed (by anyone): it must leave the owner's tables. */
         void (*freed)(void *userdata, Job *j);
         /* Asked to go quiet by job_quiesce(), it has (it reads nothing more, and this instance never
@@ -105,6 +109,9 @@ struct Job {
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
         bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
         bool output_stored;              /* the final record is in the store: stdout/stderr are read there */
+        bool final_writing;              /* final, the final record's first write under way (job_finish()):
+                                          * its waiters wait for it, the owner keeps the job */
+        bool final_in_call;              /* inside that write's call (its answer may come at once) */
         bool record_unsaved;             /* final, and the final record's write failed: the runner retries
                                           * it, and keeps the job (the only copy) until it succeeds */
         bool elsewhere;                  /* queued here, claimed and run by another node (the shared

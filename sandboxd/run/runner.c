@@ -72,12 +72,14 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret);
 static void record_final(Store *store, StoreRecord *rec, ExecStatus status, ErrorType error_type, const char *reason);
 static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata);
 static void on_job_finished(void *userdata, Job *j);
+static void on_job_written(void *userdata, Job *j);
 static void on_job_freed(void *userdata, Job *j);
 static void on_job_quiet(void *userdata, Job *j);
 
 static const JobEvents runner_job_events = {
         .left = on_job_left,
         .finished = on_job_finished,
+        .written = on_job_written,
         .freed = on_job_freed,
         .quiet = on_job_quiet,
 };
@@ -97,6 +99,9 @@ int runner_new(Context *ctx, Sessions *sessions, Runner **ret) {
 Runner *runner_free(Runner *r) {
         if (!r)
                 return NULL;
+        /* The final records being written: their answers still count (a refused one is tried again
+         * below). */
+        store_async_drain(r->ctx->store);
         if (r->n_unsaved > 0)
                 /* A last try: the store may be back since the last round. */
                 (void) on_unsaved_timer(NULL, 0, r);
@@ -160,7 +165,7 @@ static void runner_evict_finished(Runner *r) {
                 Job *oldest = NULL;
 
                 for (Job *j = r->jobs; j; j = j->next)
-                        if (j->state == JOB_DONE && !j->waiters && !j->record_unsaved)
+                        if (j->state == JOB_DONE && !j->waiters && !j->record_unsaved && !j->final_writing)
                                 oldest = j;
                 if (!oldest)
                         return;
@@ -295,6 +300,19 @@ static void on_job_finished(void *userdata, Job *j) {
         runner_dispatch(r);
         runner_evict_finished(r);
         runner_notify_status(r);
+}
+
+/* The final record's first write ended (job.c, on_final_persisted()); its waiters are answered. */
+static void on_job_written(void *userdata, Job *j) {
+        Runner *r = userdata;
+
+        if (j->record_unsaved) {
+                r->n_unsaved++;
+                if (!r->unsaved_timer)
+                        runner_arm_unsaved(r);
+        }
+        /* j may be freed from here on. */
+        runner_evict_finished(r);
 }
 
 int runner_submit(Runner *r, ExecRequest *req, const char *owner, Job **ret) {
@@ -644,7 +662,8 @@ void runner_kill_overdue(Runner *r) {
 void runner_forget_finished_before(Runner *r, uint64_t cutoff_usec) {
         for (Job *j = r->jobs, *next; j; j = next) {
                 next = j->next;
-                if (job_is_final(j) && !j->waiters && !j->record_unsaved && j->exec->finished_usec < cutoff_usec) {
+                if (job_is_final(j) && !j->waiters && !j->record_unsaved && !j->final_writing &&
+                    j->exec->finished_usec < cutoff_usec) {
                         job_free(j);
                         r->n_finished--;
                 }

@@ -504,6 +504,16 @@ void store_cancel_userdata(Store *s, void *userdata) {
                         (void) store_call_cancel(c);
 }
 
+void store_async_drain(Store *s) {
+        if (!s)
+                return;
+        if (s->ops->async_flush)
+                s->ops->async_flush(s);
+        /* A callback may make calls of its own (SQLite finishes them at once): a few rounds, bounded. */
+        for (unsigned round = 0; round < 4 && s->calls && s->calls->finished; round++)
+                (void) on_calls_defer(NULL, s);
+}
+
 size_t store_async_pending(Store *s) {
         return s ? s->n_calls : 0;
 }

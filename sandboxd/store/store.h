@@ -182,6 +182,9 @@ int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, 
 StoreCall *store_call_cancel(StoreCall *c);
 /* The same for every pending call of userdata (a job freed with writes under way). */
 void store_cancel_userdata(Store *s, void *userdata);
+/* Wait for every asynchronous call queued or under way to end, and call back now those that have
+ * (a stop: what they answer still counts, before the store is closed). Not from inside a callback. */
+void store_async_drain(Store *s);
 /* Calls queued, under way, or finished and not yet delivered. */
 size_t store_async_pending(Store *s);
 
