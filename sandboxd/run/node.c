@@ -40,6 +40,9 @@ struct Node {
         struct { char *name; uint64_t lease_expires_usec; } *taken;
         size_t n_taken;
 
+        StoreCall *heartbeat_call;       /* the renewal under way (store_node_heartbeat_async()) */
+        uint64_t heartbeat_sent_usec;    /* CLOCK_REALTIME it was sent at: the lease runs from there */
+
         uint64_t store_errors;           /* failures in a row */
         uint64_t store_errors_unlogged;
         uint64_t store_error_logged_usec; /* CLOCK_MONOTONIC */
@@ -123,12 +126,23 @@ static int node_register(Node *n) {
         return 0;
 }
 
-static void node_heartbeat(Node *n) {
-        uint64_t now = now_usec(CLOCK_REALTIME);
-        int r;
+static void node_after_heartbeat(Node *n);
 
-        r = store_node_heartbeat(n->ctx->store, n->name, n->epoch, now, node_lease_usec(n),
-                                 n->running ? n->running(n->userdata) : 0);
+static void on_heartbeat_done(Node *n, int r);
+
+/* The answer to the lease's renewal (node_heartbeat()). */
+static void on_heartbeat_renewed(void *userdata, int r, StoreRecord *rec) {
+        Node *n = userdata;
+
+        store_record_free(rec);
+        n->heartbeat_call = NULL;
+        on_heartbeat_done(n, r);
+        node_after_heartbeat(n);
+}
+
+static void on_heartbeat_done(Node *n, int r) {
+        uint64_t now = n->heartbeat_sent_usec;
+
         if (r == -ESTALE) {
                 /* Fencing: a later start under this name holds the row. Registering again would take
                  * it back from that one, which is the node the name now means: this one keeps running
@@ -153,6 +167,24 @@ static void node_heartbeat(Node *n) {
         n->lease_expires_usec = now + node_lease_usec(n);
         if (n->renewed_since_usec == 0)
                 n->renewed_since_usec = now;
+}
+
+/* The lease renewed without waiting for the store (issue 22); what depends on it (the registry, the
+ * take-overs) follows the answer. One renewal at a time: a tick that finds the last one unanswered
+ * (a store far behind) skips. */
+static void node_heartbeat(Node *n) {
+        int r;
+
+        if (n->heartbeat_call)
+                return;
+        n->heartbeat_sent_usec = now_usec(CLOCK_REALTIME);
+        r = store_node_heartbeat_async(n->ctx->store, n->name, n->epoch, n->heartbeat_sent_usec, node_lease_usec(n),
+                                       n->running ? n->running(n->userdata) : 0, on_heartbeat_renewed, n,
+                                       &n->heartbeat_call);
+        if (r < 0) {
+                node_store_error(n, r, "renew its lease");
+                node_after_heartbeat(n);
+        }
 }
 
 static bool node_taken(const Node *n, const StoreNode *x) {
@@ -191,15 +223,10 @@ static void node_mark_taken(Node *n, const StoreNode *x) {
         n->n_taken++;
 }
 
-static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
-        Node *n = userdata;
-
+/* After the lease's renewal (or registration): the registry, and the take-overs. */
+static void node_after_heartbeat(Node *n) {
         if (n->left)
-                return 0;
-        if (n->epoch == 0)
-                (void) node_register(n);
-        else
-                node_heartbeat(n);
+                return;
         node_read_registry(n);
         /* Other nodes whose lease ran out: their unfinished executions are taken over here, but only
          * by a node whose own lease is good (one cut off from the store must not take anything). */
@@ -212,6 +239,18 @@ static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
                             !node_taken(n, &n->registry[i]) && n->lost(n->userdata, n->registry[i].name) >= 0)
                                 node_mark_taken(n, &n->registry[i]);
         }
+}
+
+static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
+        Node *n = userdata;
+
+        if (n->left)
+                return 0;
+        if (n->epoch == 0) {
+                (void) node_register(n);
+                node_after_heartbeat(n);
+        } else
+                node_heartbeat(n);
         /* NodeHeartbeatSec= as in force now: a reload changes it from the next one on. */
         (void) sd_event_source_set_time_relative(s, n->ctx->config->node_heartbeat_sec * USEC_PER_SEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
@@ -299,6 +338,8 @@ Node *node_free(Node *n) {
         if (!n)
                 return NULL;
         sd_event_source_disable_unref(n->timer);
+        if (n->ctx->store)
+                store_cancel_userdata(n->ctx->store, n);
         if (n->ctx->node_name == n->name)
                 n->ctx->node_name = NULL;
         store_nodes_free(n->registry, n->n_registry);

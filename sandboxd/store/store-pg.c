@@ -714,6 +714,7 @@ static int pg_query_records(PgStore *ps, const char *sql, const PgParams *p, Sto
 typedef enum PgCallKind {
         PG_CALL_PUT,
         PG_CALL_GET,
+        PG_CALL_FENCED,                 /* a command that must change a row: none, -ESTALE */
 } PgCallKind;
 
 /* The statement of an asynchronous call: its parameters copied, since the caller's record changes
@@ -808,6 +809,12 @@ static int pg_call_result(PgStore *ps, PgCall *pc, StoreRecord **ret) {
                         return 0;
                 pg_set_error(ps, "the execution was taken over by another node");
                 return -ESTALE;         /* the fence (pg_put_fenced()) */
+        }
+        if (pc->kind == PG_CALL_FENCED) {
+                if (strtoull(PQcmdTuples(pc->res), NULL, 10) > 0)
+                        return 0;
+                pg_set_error(ps, "no row matched (a later epoch holds it, or another node took it)");
+                return -ESTALE;         /* as pg_command_fenced() */
         }
         r = pg_collect_records(ps, pc->res, &l, &n);
         if (r < 0)
@@ -1873,19 +1880,32 @@ static int pg_node_register(Store *s, const char *name, uint64_t now_usec, uint6
         return 0;
 }
 
+static const char sql_node_heartbeat[] =
+        "UPDATE nodes SET heartbeat_usec = $3, lease_expires_usec = $4, running = $5 WHERE node_name = $1 AND epoch = $2";
+
+static void params_heartbeat(PgParams *p, const char *name, uint64_t epoch, uint64_t now_usec,
+                             uint64_t lease_expires_usec, uint64_t running) {
+        pp_text(p, name);
+        pp_u64(p, epoch);
+        pp_u64(p, now_usec);
+        pp_u64(p, lease_expires_usec);
+        pp_u64(p, running);
+}
+
 static int pg_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,
                              uint64_t lease_expires_usec, uint64_t running) {
         PgParams p = {};
 
-        pp_text(&p, name);
-        pp_u64(&p, epoch);
-        pp_u64(&p, now_usec);
-        pp_u64(&p, lease_expires_usec);
-        pp_u64(&p, running);
-        return pg_command_fenced(PG_STORE(s),
-                                 "UPDATE nodes SET heartbeat_usec = $3, lease_expires_usec = $4, running = $5 "
-                                 "WHERE node_name = $1 AND epoch = $2",
-                                 &p);
+        params_heartbeat(&p, name, epoch, now_usec, lease_expires_usec, running);
+        return pg_command_fenced(PG_STORE(s), sql_node_heartbeat, &p);
+}
+
+static int pg_node_heartbeat_async(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,
+                                   uint64_t lease_expires_usec, uint64_t running, StoreCall *c) {
+        PgParams p = {};
+
+        params_heartbeat(&p, name, epoch, now_usec, lease_expires_usec, running);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_FENCED, sql_node_heartbeat, &p);
 }
 
 static int pg_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t now_usec) {
@@ -1995,6 +2015,7 @@ static const StoreOps pg_ops = {
         .claim_routed = pg_claim_routed,
         .put_async = pg_put_async,
         .get_async = pg_get_async,
+        .node_heartbeat_async = pg_node_heartbeat_async,
         .async_flush = pg_async_flush_store,
 };
 

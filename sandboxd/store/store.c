@@ -437,8 +437,14 @@ static int store_call_start(Store *s, StoreCall *c, int r, StoreCall **ret_call)
         return 0;
 }
 
-static int store_async_common(Store *s, const StoreRecord *rec, const char *id, StoreDoneFn done, void *userdata,
-                              StoreCall **ret_call) {
+/* One asynchronous call: start() hands it to the backend (-EOPNOTSUPP: the backend cannot make it
+ * without waiting), sync() makes it synchronously (without an event loop, or what the backend cannot
+ * start), with what store_*() returns and, for a call that reads one, its record. */
+typedef int (*StoreAsyncStartFn)(Store *s, const void *args, StoreCall *c);
+typedef int (*StoreSyncFn)(Store *s, const void *args, StoreRecord **ret);
+
+static int store_async_run(Store *s, StoreAsyncStartFn start, StoreSyncFn sync, const void *args, StoreDoneFn done,
+                           void *userdata, StoreCall **ret_call) {
         _cleanup_(store_record_freep) StoreRecord *got = NULL;
         StoreCall *c = NULL;
         int r;
@@ -447,7 +453,7 @@ static int store_async_common(Store *s, const StoreRecord *rec, const char *id, 
                 *ret_call = NULL;
         /* Without a loop to call back from: now, before returning (store.h). */
         if (!s->event) {
-                r = rec ? store_put(s, rec) : store_get(s, id, &got);
+                r = sync(s, args, &got);
                 if (done)
                         done(userdata, r, r >= 0 ? TAKE_PTR(got) : NULL);
                 return 0;
@@ -455,20 +461,34 @@ static int store_async_common(Store *s, const StoreRecord *rec, const char *id, 
         r = store_call_new(s, done, userdata, &c);
         if (r < 0)
                 return r;
-        if (rec)
-                r = s->ops->put_async ? s->ops->put_async(s, rec, c) : -EOPNOTSUPP;
-        else if (id_is_valid(id, STORE_ID_MAX))
-                r = s->ops->get_async ? s->ops->get_async(s, id, c) : -EOPNOTSUPP;
-        else
-                r = -EOPNOTSUPP;        /* store_get() answers -ENOENT */
+        r = start(s, args, c);
         if (r == -EOPNOTSUPP) {
                 /* Synchronously (SQLite; a PostgreSQL write of two statements), in its order: a
                  * synchronous call waits for the ones queued before it. */
-                int k = rec ? store_put(s, rec) : store_get(s, id, &got);
+                int k = sync(s, args, &got);
 
                 store_call_finish(c, k, k >= 0 ? TAKE_PTR(got) : NULL);
         }
         return store_call_start(s, c, r, ret_call);
+}
+
+static int put_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->put_async ? s->ops->put_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int put_sync(Store *s, const void *args, StoreRecord **ret) {
+        return store_put(s, args);
+}
+
+static int get_start(Store *s, const void *args, StoreCall *c) {
+        /* An invalid id: store_get() answers -ENOENT. */
+        if (!s->ops->get_async || !id_is_valid(args, STORE_ID_MAX))
+                return -EOPNOTSUPP;
+        return s->ops->get_async(s, args, c);
+}
+
+static int get_sync(Store *s, const void *args, StoreRecord **ret) {
+        return store_get(s, args, ret);
 }
 
 int store_put_async(Store *s, const StoreRecord *r, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
@@ -478,14 +498,14 @@ int store_put_async(Store *s, const StoreRecord *r, StoreDoneFn done, void *user
                 store_set_error(s, "invalid record");
                 return -EINVAL;
         }
-        return store_async_common(s, r, NULL, done, userdata, ret_call);
+        return store_async_run(s, put_start, put_sync, r, done, userdata, ret_call);
 }
 
 int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
         if (!s || !id)
                 return -EINVAL;
         /* An invalid id is -ENOENT, as store_get() has it: through the callback, like every answer. */
-        return store_async_common(s, NULL, id, done, userdata, ret_call);
+        return store_async_run(s, get_start, get_sync, id, done, userdata, ret_call);
 }
 
 StoreCall *store_call_cancel(StoreCall *c) {
@@ -935,6 +955,38 @@ int store_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t no
                 return -EINVAL;
         }
         return s->ops->node_heartbeat(s, name, epoch, now_usec, end, running);
+}
+
+typedef struct HeartbeatArgs {
+        const char *name;
+        uint64_t epoch, now_usec, lease_expires_usec, running;
+} HeartbeatArgs;
+
+static int heartbeat_start(Store *s, const void *args, StoreCall *c) {
+        const HeartbeatArgs *h = args;
+
+        if (!s->ops->node_heartbeat_async)
+                return -EOPNOTSUPP;
+        return s->ops->node_heartbeat_async(s, h->name, h->epoch, h->now_usec, h->lease_expires_usec, h->running, c);
+}
+
+static int heartbeat_sync(Store *s, const void *args, StoreRecord **ret) {
+        const HeartbeatArgs *h = args;
+
+        return s->ops->node_heartbeat(s, h->name, h->epoch, h->now_usec, h->lease_expires_usec, h->running);
+}
+
+int store_node_heartbeat_async(Store *s, const char *name, uint64_t epoch, uint64_t now_usec, uint64_t lease_usec,
+                               uint64_t running, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
+        HeartbeatArgs h = { .name = name, .epoch = epoch, .now_usec = now_usec, .running = running };
+
+        if (!s || !node_name_is_valid(name) || epoch > INT64_MAX || running > INT64_MAX ||
+            node_lease_end(now_usec, lease_usec, &h.lease_expires_usec) < 0) {
+                if (s)
+                        store_set_error(s, "invalid node");
+                return -EINVAL;
+        }
+        return store_async_run(s, heartbeat_start, heartbeat_sync, &h, done, userdata, ret_call);
 }
 
 int store_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t now_usec) {

@@ -364,6 +364,9 @@ int store_node_register(Store *s, const char *name, uint64_t now_usec, uint64_t 
  * epoch; -ESTALE if it is not (another registration under the name took over) or is gone. */
 int store_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t now_usec, uint64_t lease_usec,
                          uint64_t running);
+/* The same without waiting (store_put_async()): done(userdata, r, NULL) gets what it would return. */
+int store_node_heartbeat_async(Store *s, const char *name, uint64_t epoch, uint64_t now_usec, uint64_t lease_usec,
+                               uint64_t running, StoreDoneFn done, void *userdata, StoreCall **ret_call);
 /* The node leaves: its lease ends now (the row stays, for the epoch), if the row is still at epoch;
  * -ESTALE otherwise. */
 int store_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t now_usec);

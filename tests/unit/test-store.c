@@ -1813,6 +1813,51 @@ static void test_async_order(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+/* The lease renewed asynchronously: the current epoch's renews (the registry shows it), an older
+ * epoch's is fenced (-ESTALE, through the callback); invalid arguments refused at once. Then
+ * store_async_drain(): calls queued are made and called back before it returns. */
+static void test_async_heartbeat(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        StoreNode *l = NULL;
+        uint64_t e1 = 0, e2 = 0;
+        size_t n = 0;
+
+        assert_int_equal(store_node_register(s, "node-h", BASE_USEC, 30 * USEC_PER_SEC, 4, &e1), 0);
+        assert_int_equal(store_node_register(s, "node-h", BASE_USEC + 1, 30 * USEC_PER_SEC, 4, &e2), 0);
+        assert_int_equal(store_node_heartbeat_async(s, "node-h", e2, BASE_USEC + 500, 30 * USEC_PER_SEC, 7,
+                                                    on_async_done, (void *) 1, NULL), 0);
+        assert_int_equal(store_node_heartbeat_async(s, "node-h", e1, BASE_USEC + 600, 30 * USEC_PER_SEC, 1,
+                                                    on_async_done, (void *) 2, NULL), 0);
+        assert_int_equal(store_node_heartbeat_async(s, "no such node", e2, BASE_USEC, 30 * USEC_PER_SEC, 1,
+                                                    on_async_done, (void *) 3, NULL), -EINVAL);
+        assert_int_equal(seen.n, 0);
+        run_until(e, 2, 5000);
+        assert_int_equal(seen.n, 2);
+        assert_int_equal(seen.tag[0], 1);
+        assert_int_equal(seen.r[0], 0);
+        assert_null(seen.rec[0]);
+        assert_int_equal(seen.tag[1], 2);
+        assert_int_equal(seen.r[1], -ESTALE);
+        assert_int_equal(store_node_list(s, &l, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(l[0].epoch, e2);
+        assert_int_equal(l[0].heartbeat_usec, BASE_USEC + 500);
+        assert_int_equal(l[0].running, 7);
+        store_nodes_free(l, n);
+
+        /* Drained: made and called back before store_async_drain() returns, no loop iteration. */
+        assert_int_equal(store_node_heartbeat_async(s, "node-h", e2, BASE_USEC + 900, 30 * USEC_PER_SEC, 2,
+                                                    on_async_done, (void *) 4, NULL), 0);
+        assert_int_equal(seen.n, 2);
+        store_async_drain(s);
+        assert_int_equal(seen.n, 3);
+        assert_int_equal(seen.tag[2], 4);
+        assert_int_equal(seen.r[2], 0);
+        assert_int_equal(store_async_pending(s), 0);
+        close_with_event(s, e);
+}
+
 /* A cancelled call's callback is not called, but its write is made; store_cancel_userdata() too. */
 static void test_async_cancel(_unused_ void **state) {
         sd_event *e = NULL;
@@ -2032,6 +2077,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_purge, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_sessions, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_nodes, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_heartbeat, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
