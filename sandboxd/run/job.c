@@ -1487,11 +1487,17 @@ void job_send_cancel(Job *j) {
                                                   on_cancel_timeout, j);
 }
 
+bool job_needs_claim(const Job *j) {
+        const Context *ctx = j->ctx;
+
+        return ctx->shared_queue && ctx->store && j->exec->node_epoch == 0 && ctx->node_epoch != 0;
+}
+
 int job_claim(Job *j) {
         Context *ctx = j->ctx;
         int k;
 
-        if (!ctx->shared_queue || !ctx->store || j->exec->node_epoch != 0 || ctx->node_epoch == 0)
+        if (!job_needs_claim(j))
                 return 0;
         k = store_claim(ctx->store, j->exec->id, ctx->node_name, ctx->node_epoch);
         if (k == -ESTALE)
@@ -1532,6 +1538,12 @@ int job_cancel(Job *j) {
         case JOB_QUEUED:
                 if (j->elsewhere)
                         return -EREMOTE;
+                if (j->claiming) {
+                        /* The dispatch's claim is under way: its answer ends the job cancelled here,
+                         * or sends the cancel to the node that claimed it first (runner.c). */
+                        j->cancel_requested = j->exec->cancel_requested = true;
+                        return 0;
+                }
                 /* Claimed first: a cancel here of what another node runs would be lost. */
                 k = job_claim(j);
                 if (k < 0)

@@ -109,6 +109,7 @@ struct Job {
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
         bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
         bool output_stored;              /* the final record is in the store: stdout/stderr are read there */
+        bool claiming;                   /* queued, the dispatch's claim in the shared queue under way */
         bool final_writing;              /* final, the final record's first write under way (job_finish()):
                                           * its waiters wait for it, the owner keeps the job */
         bool final_in_call;              /* inside that write's call (its answer may come at once) */
@@ -168,6 +169,8 @@ void job_start(Job *j);
 /* The shared queue (store.h): claim the queued job for this node before it starts (or is cancelled
  * here). 0: this node's (claimed now, or it needed no claim); -ESTALE: another node claimed it first;
  * other errors: the store's (nothing claimed, nothing to start). */
+/* Must it be claimed in the shared queue before it starts here (unclaimed, this node registered)? */
+bool job_needs_claim(const Job *j);
 int job_claim(Job *j);
 /* A job another node claimed and ran (elsewhere) is final there: rec (its final record, taken) is now
  * this job's, its waiters are answered and its owner told (events->finished), as for a job run here. */

@@ -102,6 +102,8 @@ Runner *runner_free(Runner *r) {
         /* The final records being written: their answers still count (a refused one is tried again
          * below). */
         store_async_drain(r->ctx->store);
+        if (r->ctx->store)
+                store_cancel_userdata(r->ctx->store, r);
         if (r->n_unsaved > 0)
                 /* A last try: the store may be back since the last round. */
                 (void) on_unsaved_timer(NULL, 0, r);
@@ -530,7 +532,7 @@ static void runner_tell_queued(Runner *r) {
                 return;
         }
         for (Job *j = r->jobs; j && !unclaimed; j = j->next)
-                unclaimed = j->state == JOB_QUEUED && !j->elsewhere && j->exec->node_epoch == 0;
+                unclaimed = j->state == JOB_QUEUED && !j->elsewhere && !j->claiming && j->exec->node_epoch == 0;
         if (!unclaimed)
                 return;
         r->queue_notified_mono = now;
@@ -596,9 +598,62 @@ int runner_start_claiming(Runner *r) {
         return 0;
 }
 
+/* A job whose claim the store could not make goes back to wait (last in its owner's FIFO: the order
+ * among its own work is kept by the ids' times, not here). */
+static void runner_unstart(Runner *r, Job *j) {
+        queue_drop(&r->queue, &j->queue_entry);
+        if (queue_push(&r->queue, &j->queue_entry, j->owner, NULL, j->callback_url != NULL) < 0) {
+                log_oom();
+                job_fail(j, "cannot queue it again");
+        }
+}
+
+/* The answer to the claim of a job runner_dispatch() gave a slot: it starts, or goes to the node that
+ * claimed it first. Never called after job_free() (store_cancel_userdata()). */
+static void on_job_claimed(void *userdata, int k, StoreRecord *rec) {
+        Job *j = userdata;
+        Runner *r = j->events_data;
+
+        store_record_free(rec);
+        j->claiming = false;
+        if (k == -ESTALE) {
+                /* An idle node claimed it first: it runs there (moved already if that node's
+                 * notification came first), and a cancel asked here meanwhile goes there too. */
+                if (j->cancel_requested && store_cancel_elsewhere(r->ctx->store, j->exec->id) < 0)
+                        log_warning("%s: cannot send the cancel to the node that claimed it: %s", j->exec->id,
+                                    store_error_message(r->ctx->store));
+                if (!j->elsewhere)
+                        runner_moved_elsewhere(r, j);
+        } else if (k < 0) {
+                /* The store cannot say whose it is: started here, another node could claim and run it
+                 * too. It waits; the next dispatch (a job's end, a submission, the claim timer every
+                 * second) tries again. */
+                log_warning_errno(k, "%s: cannot claim it in the shared queue: %s", j->exec->id,
+                                  store_error_message(r->ctx->store));
+                runner_unstart(r, j);
+                return;
+        } else {
+                j->exec->node_epoch = r->ctx->node_epoch;
+                if (r->ctx->stopping)
+                        /* Claimed as the daemon stops: the record stays queued on this node, whose
+                         * next instance runs it (store_take_over()). */
+                        return;
+                if (j->cancel_requested)
+                        /* Cancelled while the claim was under way: it ends here, never started. */
+                        (void) job_cancel(j);
+                else
+                        job_start(j);
+        }
+        runner_dispatch(r);
+}
+
 /* Round robin between the owners with waiting jobs, each owner's oldest first, an owner at
  * MaxRunningPerCaller= skipped; a run of a busy session waits without holding up anything (queue.h).
- * Starting may finish a job at once and re-enter here, so every slot is picked afresh. */
+ * Starting may finish a job at once and re-enter here, so every slot is picked afresh. In the shared
+ * queue a job is claimed before it starts, without waiting for the store (store_claim_async()): it
+ * takes its slot at once (the caps count it), and the answer starts it (on_job_claimed()). The claims
+ * go out back to back, each right behind the job's own insert on the connection, so another node's
+ * claim finds the row taken as early as a synchronous claim would have. */
 void runner_dispatch(Runner *r) {
         unsigned cap = (unsigned) quota_max_running_per_caller(r->ctx->config);
 
@@ -614,20 +669,22 @@ void runner_dispatch(Runner *r) {
                         break;
                 }
                 j = job_of_entry(e);
-                k = job_claim(j);
-                if (k == -ESTALE) {
-                        /* An idle node claimed it first: it runs there. */
-                        runner_moved_elsewhere(r, j);
+                queue_start(&r->queue, e);
+                if (!job_needs_claim(j)) {
+                        job_start(j);
                         continue;
                 }
+                j->claiming = true;
+                k = store_claim_async(r->ctx->store, j->exec->id, r->ctx->node_name, r->ctx->node_epoch,
+                                      on_job_claimed, j, NULL);
                 if (k < 0) {
-                        /* The store cannot say whose it is: started here, another node could claim
-                         * and run it too. It waits; the next dispatch (a job's end, a submission, the
-                         * claim timer every second) tries again. */
+                        /* Not even queued (the store is far behind): it waits, as above. */
+                        log_warning_errno(k, "%s: cannot claim it in the shared queue: %s", j->exec->id,
+                                          store_error_message(r->ctx->store));
+                        j->claiming = false;
+                        runner_unstart(r, j);
                         break;
                 }
-                queue_start(&r->queue, e);
-                job_start(j);
         }
         runner_tell_queued(r);
 }

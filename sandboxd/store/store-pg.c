@@ -1294,14 +1294,25 @@ static const char sql_claim_next[] =
         "SELECT " STORE_COLUMNS " FROM u CROSS JOIN LATERAL "
         "(SELECT pg_notify('" STORE_CHANNEL_CLAIMED "', u.execution_id)) n";
 
+static void params_claim(PgParams *p, const char *id, const char *node, uint64_t epoch) {
+        pp_text(p, id);
+        pp_text(p, node);
+        pp_u64(p, epoch);
+        pp_text(p, exec_status_to_string(EXEC_QUEUED));
+}
+
 static int pg_claim(Store *s, const char *id, const char *node, uint64_t epoch) {
         PgParams p = {};
 
-        pp_text(&p, id);
-        pp_text(&p, node);
-        pp_u64(&p, epoch);
-        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
+        params_claim(&p, id, node, epoch);
         return pg_command_fenced(PG_STORE(s), sql_claim, &p);
+}
+
+static int pg_claim_async(Store *s, const char *id, const char *node, uint64_t epoch, StoreCall *c) {
+        PgParams p = {};
+
+        params_claim(&p, id, node, epoch);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_FENCED, sql_claim, &p);
 }
 
 /* A text[] literal: every element double-quoted, '"' and '\' escaped. */
@@ -2015,6 +2026,7 @@ static const StoreOps pg_ops = {
         .claim_routed = pg_claim_routed,
         .put_async = pg_put_async,
         .get_async = pg_get_async,
+        .claim_async = pg_claim_async,
         .node_heartbeat_async = pg_node_heartbeat_async,
         .async_flush = pg_async_flush_store,
 };

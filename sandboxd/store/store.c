@@ -726,6 +726,35 @@ int store_claim(Store *s, const char *id, const char *node, uint64_t epoch) {
         return s->ops->claim ? s->ops->claim(s, id, node, epoch) : -EOPNOTSUPP;
 }
 
+typedef struct ClaimArgs {
+        const char *id, *node;
+        uint64_t epoch;
+} ClaimArgs;
+
+static int claim_start(Store *s, const void *args, StoreCall *c) {
+        const ClaimArgs *a = args;
+
+        return s->ops->claim_async ? s->ops->claim_async(s, a->id, a->node, a->epoch, c) : -EOPNOTSUPP;
+}
+
+static int claim_sync(Store *s, const void *args, StoreRecord **ret) {
+        const ClaimArgs *a = args;
+
+        return s->ops->claim ? s->ops->claim(s, a->id, a->node, a->epoch) : -EOPNOTSUPP;
+}
+
+int store_claim_async(Store *s, const char *id, const char *node, uint64_t epoch, StoreDoneFn done, void *userdata,
+                      StoreCall **ret_call) {
+        ClaimArgs a = { .id = id, .node = node, .epoch = epoch };
+
+        if (!s || !id || !id_is_valid(id, STORE_ID_MAX) || !node_name_is_valid(node) || epoch == 0 ||
+            epoch > INT64_MAX)
+                return -EINVAL;
+        if (!s->ops->claim)
+                return -EOPNOTSUPP;
+        return store_async_run(s, claim_start, claim_sync, &a, done, userdata, ret_call);
+}
+
 /* The owners skipped go into the statement as one text[] parameter: bounded here. */
 #define STORE_CLAIM_SKIP_MAX 1024U
 

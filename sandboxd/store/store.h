@@ -241,6 +241,10 @@ int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch
  * start now.
  * All three: -EOPNOTSUPP on a backend of one node. */
 int store_claim(Store *s, const char *id, const char *node, uint64_t epoch);
+/* store_claim() without waiting (store_put_async()): done(userdata, r, NULL) gets what it would return.
+ * -EOPNOTSUPP (a backend of one node) at once, done never called. */
+int store_claim_async(Store *s, const char *id, const char *node, uint64_t epoch, StoreDoneFn done, void *userdata,
+                      StoreCall **ret_call);
 int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip, StoreRecord **ret);
 int store_queue_notify(Store *s, const char *node);
 /* Runs of node's sessions accepted by other nodes (routed: stored queued for node, unclaimed),

@@ -1858,6 +1858,38 @@ static void test_async_heartbeat(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+/* The dispatch's claim, asynchronous: the first of two nodes claims (0), the second is told -ESTALE,
+ * both through the callback; the row is the first's. A backend of one node: -EOPNOTSUPP at once. */
+static void test_async_claim(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *q = record_queued("exec_cq", "n1", "key:a", BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *got = NULL;
+
+        if (!is_pg()) {
+                assert_int_equal(store_claim_async(s, "exec_cq", "n1", 1, on_async_done, NULL, NULL), -EOPNOTSUPP);
+                assert_int_equal(store_async_pending(s), 0);
+                close_with_event(s, e);
+                return;
+        }
+        assert_int_equal(store_put(s, q), 0);
+        assert_int_equal(store_claim_async(s, "exec_cq", "n1", 0, on_async_done, NULL, NULL), -EINVAL);
+        assert_int_equal(store_claim_async(s, "exec_cq", "n2", 3, on_async_done, (void *) 1, NULL), 0);
+        assert_int_equal(store_claim_async(s, "exec_cq", "n1", 5, on_async_done, (void *) 2, NULL), 0);
+        assert_int_equal(seen.n, 0);
+        run_until(e, 2, 5000);
+        assert_int_equal(seen.n, 2);
+        assert_int_equal(seen.tag[0], 1);
+        assert_int_equal(seen.r[0], 0);
+        assert_int_equal(seen.tag[1], 2);
+        assert_int_equal(seen.r[1], -ESTALE);
+        assert_non_null(seen.error[1]);
+        assert_int_equal(store_get(s, "exec_cq", &got), 0);
+        assert_string_equal(got->exec->node, "n2");
+        assert_int_equal(got->exec->node_epoch, 3);
+        close_with_event(s, e);
+}
+
 /* A cancelled call's callback is not called, but its write is made; store_cancel_userdata() too. */
 static void test_async_cancel(_unused_ void **state) {
         sd_event *e = NULL;
@@ -2078,6 +2110,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_sessions, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_nodes, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_heartbeat, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_claim, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
