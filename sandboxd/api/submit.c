@@ -404,7 +404,7 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
                 /* A run of another node's session: that node claims it at once (or at its next look). */
                 log_info("%s: a run of session %s, sent to node '%s' which holds it", j->exec->id, j->exec->session_id,
                          j->exec->node);
-                (void) store_queue_notify(ac->ctx->store, ac->ctx->node_name);
+                (void) store_queue_notify_async(ac->ctx->store, ac->ctx->node_name, NULL, NULL, NULL);
         } else
                 log_debug("%s: queued (%s)", j->exec->id, j->exec->language);
         runner_dispatch(ac->runner);

@@ -536,7 +536,9 @@ static void runner_tell_queued(Runner *r) {
         if (!unclaimed)
                 return;
         r->queue_notified_mono = now;
-        if (store_queue_notify(r->ctx->store, r->ctx->node_name) < 0)
+        /* Without waiting: a notification lost with the connection is made up for by the others'
+         * claim timers. */
+        if (store_queue_notify_async(r->ctx->store, r->ctx->node_name, NULL, NULL, NULL) < 0)
                 log_debug("Cannot tell the other nodes of queued work: %s", store_error_message(r->ctx->store));
 }
 
@@ -555,15 +557,24 @@ void runner_claimed_elsewhere(Runner *r, const char *id) {
                 runner_moved_elsewhere(r, j);
 }
 
+/* The final record of a job another node ran, read without waiting (runner_final_elsewhere()). Never
+ * called after job_free() (store_cancel_userdata()). */
+static void on_final_elsewhere_read(void *userdata, int k, StoreRecord *rec) {
+        Job *j = userdata;
+
+        /* A failure: the scan after the store is back finds it (runner_store_scan()). */
+        if (k >= 0 && j->elsewhere && !job_is_final(j))
+                job_follow_final(j, rec);       /* may free j */
+        store_record_free(rec);
+}
+
 void runner_final_elsewhere(Runner *r, const char *id) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         Job *j = runner_find(r, id);
 
         if (!j || !j->elsewhere || job_is_final(j))
                 return;
-        if (store_get(r->ctx->store, id, &rec) < 0)
-                return;         /* the scan after the store is back finds it */
-        job_follow_final(j, rec);
+        if (store_get_async(r->ctx->store, id, on_final_elsewhere_read, j, NULL) < 0)
+                log_debug("%s: cannot read its final record now: %s", id, store_error_message(r->ctx->store));
 }
 
 void runner_queue_hint(Runner *r, const char *node) {

@@ -715,6 +715,7 @@ typedef enum PgCallKind {
         PG_CALL_PUT,
         PG_CALL_GET,
         PG_CALL_FENCED,                 /* a command that must change a row: none, -ESTALE */
+        PG_CALL_COMMAND,                /* a statement whose result says nothing but success */
 } PgCallKind;
 
 /* The statement of an asynchronous call: its parameters copied, since the caller's record changes
@@ -810,6 +811,8 @@ static int pg_call_result(PgStore *ps, PgCall *pc, StoreRecord **ret) {
                 pg_set_error(ps, "the execution was taken over by another node");
                 return -ESTALE;         /* the fence (pg_put_fenced()) */
         }
+        if (pc->kind == PG_CALL_COMMAND)
+                return 0;
         if (pc->kind == PG_CALL_FENCED) {
                 if (strtoull(PQcmdTuples(pc->res), NULL, 10) > 0)
                         return 0;
@@ -1380,11 +1383,20 @@ static int pg_claim_routed(Store *s, const char *node, uint64_t epoch, StoreReco
         return pg_query_records(PG_STORE(s), sql_claim_routed, &p, ret, ret_n);
 }
 
+static const char sql_queue_notify[] = "SELECT pg_notify('" STORE_CHANNEL_QUEUE "', $1)";
+
 static int pg_queue_notify(Store *s, const char *node) {
         PgParams p = {};
 
         pp_text(&p, node);
-        return pg_query(PG_STORE(s), "SELECT pg_notify('" STORE_CHANNEL_QUEUE "', $1)", &p, NULL);
+        return pg_query(PG_STORE(s), sql_queue_notify, &p, NULL);
+}
+
+static int pg_queue_notify_async(Store *s, const char *node, StoreCall *c) {
+        PgParams p = {};
+
+        pp_text(&p, node);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_COMMAND, sql_queue_notify, &p);
 }
 
 #define PURGE_WHERE                                                                                    \
@@ -2027,6 +2039,7 @@ static const StoreOps pg_ops = {
         .put_async = pg_put_async,
         .get_async = pg_get_async,
         .claim_async = pg_claim_async,
+        .queue_notify_async = pg_queue_notify_async,
         .node_heartbeat_async = pg_node_heartbeat_async,
         .async_flush = pg_async_flush_store,
 };

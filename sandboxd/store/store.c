@@ -787,6 +787,22 @@ int store_queue_notify(Store *s, const char *node) {
         return s->ops->queue_notify ? s->ops->queue_notify(s, node) : -EOPNOTSUPP;
 }
 
+static int queue_notify_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->queue_notify_async ? s->ops->queue_notify_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int queue_notify_sync(Store *s, const void *args, StoreRecord **ret) {
+        return s->ops->queue_notify(s, args);
+}
+
+int store_queue_notify_async(Store *s, const char *node, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
+        if (!s || !node_name_is_valid(node))
+                return -EINVAL;
+        if (!s->ops->queue_notify)
+                return -EOPNOTSUPP;
+        return store_async_run(s, queue_notify_start, queue_notify_sync, node, done, userdata, ret_call);
+}
+
 int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
         if (!s || !ret || !ret_n)
                 return -EINVAL;

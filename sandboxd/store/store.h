@@ -247,6 +247,8 @@ int store_claim_async(Store *s, const char *id, const char *node, uint64_t epoch
                       StoreCall **ret_call);
 int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip, StoreRecord **ret);
 int store_queue_notify(Store *s, const char *node);
+/* The same without waiting; done may be NULL (a notification nobody acts on if it fails). */
+int store_queue_notify_async(Store *s, const char *node, StoreDoneFn done, void *userdata, StoreCall **ret_call);
 /* Runs of node's sessions accepted by other nodes (routed: stored queued for node, unclaimed),
  * claimed for node at epoch, oldest first, at most STORE_CLAIM_ROUTED_MAX a call. -EOPNOTSUPP on a
  * backend of one node. */

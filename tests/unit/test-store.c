@@ -1868,6 +1868,7 @@ static void test_async_claim(_unused_ void **state) {
 
         if (!is_pg()) {
                 assert_int_equal(store_claim_async(s, "exec_cq", "n1", 1, on_async_done, NULL, NULL), -EOPNOTSUPP);
+                assert_int_equal(store_queue_notify_async(s, "n1", on_async_done, NULL, NULL), -EOPNOTSUPP);
                 assert_int_equal(store_async_pending(s), 0);
                 close_with_event(s, e);
                 return;
@@ -1876,9 +1877,13 @@ static void test_async_claim(_unused_ void **state) {
         assert_int_equal(store_claim_async(s, "exec_cq", "n1", 0, on_async_done, NULL, NULL), -EINVAL);
         assert_int_equal(store_claim_async(s, "exec_cq", "n2", 3, on_async_done, (void *) 1, NULL), 0);
         assert_int_equal(store_claim_async(s, "exec_cq", "n1", 5, on_async_done, (void *) 2, NULL), 0);
+        assert_int_equal(store_queue_notify_async(s, "bad name!", on_async_done, NULL, NULL), -EINVAL);
+        assert_int_equal(store_queue_notify_async(s, "n1", on_async_done, (void *) 3, NULL), 0);
         assert_int_equal(seen.n, 0);
-        run_until(e, 2, 5000);
-        assert_int_equal(seen.n, 2);
+        run_until(e, 3, 5000);
+        assert_int_equal(seen.n, 3);
+        assert_int_equal(seen.tag[2], 3);
+        assert_int_equal(seen.r[2], 0);
         assert_int_equal(seen.tag[0], 1);
         assert_int_equal(seen.r[0], 0);
         assert_int_equal(seen.tag[1], 2);
