@@ -43,6 +43,7 @@ struct Runner {
         uint64_t queue_notified_mono;   /* when the others were last told of work waiting here */
         unsigned n_claimed_here;        /* claimed from the shared queue since start (other nodes' work) */
         unsigned n_claimed_elsewhere;   /* accepted here, claimed by another node */
+        StoreCall *claim_next_call;     /* store_claim_next_async() under way (runner_claim_next()) */
 };
 
 /* A node with free slots looks in the shared queue this often even without a notification (one lost
@@ -466,18 +467,35 @@ static int runner_queue_claimed(Runner *r, StoreRecord *rec) {
         return 1;
 }
 
+/* The answer to store_claim_next_async() (runner_claim_next()). */
+static void on_claimed_next(void *userdata, int k, StoreRecord *rec) {
+        Runner *r = userdata;
+
+        r->claim_next_call = NULL;
+        if (k == -ENOENT)
+                r->claim_hint = false;
+        else if (k < 0) {
+                log_warning_errno(k, "Cannot claim work from the shared queue: %s", store_error_message(r->ctx->store));
+                r->claim_blocked = true;
+        } else
+                (void) runner_queue_claimed(r, rec);
+        store_record_free(rec);
+        if (k >= 0)
+                runner_dispatch(r);
+}
+
 /* Work other nodes queued (the shared queue): the runs of this node's sessions they accepted, all;
- * else one execution claimed here, fairly (store.h), owners at MaxRunningPerCaller= here skipped.
- * 1: a job was queued here; 0: none. */
+ * else one execution claimed here, fairly (store.h), owners at MaxRunningPerCaller= here skipped,
+ * without waiting (on_claimed_next()). 1: a job was queued here; 0: none now. */
 static int runner_claim_next(Runner *r) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         _cleanup_free_ char **skip = NULL;
         unsigned cap = (unsigned) quota_max_running_per_caller(r->ctx->config);
         StoreRecord **l = NULL;
         size_t n_skip = 0, n = 0;
         int k, queued = 0;
 
-        if (!r->ctx->shared_queue || !r->claim_hint || r->claim_blocked || r->ctx->node_epoch == 0)
+        if (!r->ctx->shared_queue || !r->claim_hint || r->claim_blocked || r->ctx->node_epoch == 0 ||
+            r->claim_next_call)
                 return 0;
         k = store_claim_routed(r->ctx->store, r->ctx->node_name, r->ctx->node_epoch, &l, &n);
         if (k < 0) {
@@ -498,17 +516,14 @@ static int runner_claim_next(Runner *r) {
                         if (o->n_active >= cap && n_skip < r->queue.n_owners)
                                 skip[n_skip++] = o->name;
         }
-        k = store_claim_next(r->ctx->store, r->ctx->node_name, r->ctx->node_epoch, skip, n_skip, &rec);
-        if (k == -ENOENT) {
-                r->claim_hint = false;
-                return 0;
-        }
+        /* Without waiting (the answer queues the job and dispatches again), one at a time. */
+        k = store_claim_next_async(r->ctx->store, r->ctx->node_name, r->ctx->node_epoch, skip, n_skip, on_claimed_next,
+                                   r, &r->claim_next_call);
         if (k < 0) {
                 log_warning_errno(k, "Cannot claim work from the shared queue: %s", store_error_message(r->ctx->store));
                 r->claim_blocked = true;
-                return 0;
         }
-        return runner_queue_claimed(r, rec);
+        return 0;
 }
 
 static int on_notify_timer(sd_event_source *s, uint64_t usec, void *userdata);

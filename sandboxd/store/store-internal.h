@@ -89,6 +89,8 @@ typedef struct StoreOps {
         int (*get_async)(Store *s, const char *id, StoreCall *c);
         int (*claim_async)(Store *s, const char *id, const char *node, uint64_t epoch, StoreCall *c);
         int (*queue_notify_async)(Store *s, const char *node, StoreCall *c);
+        int (*claim_next_async)(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
+                                StoreCall *c);
         int (*node_heartbeat_async)(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,
                                     uint64_t lease_expires_usec, uint64_t running, StoreCall *c);
         /* Optional: wait for every started call to end (store_close(), which keeps no write back). */

@@ -1342,6 +1342,25 @@ static char *pg_text_array(char *const *l, size_t n) {
         return TAKE_PTR(buf);
 }
 
+static void params_claim_next(PgParams *p, const char *node, uint64_t epoch, const char *owners) {
+        pp_text(p, node);
+        pp_u64(p, epoch);
+        pp_text(p, exec_status_to_string(EXEC_QUEUED));
+        pp_text(p, exec_status_to_string(EXEC_RUNNING));
+        pp_text(p, owners);
+}
+
+static int pg_claim_next_async(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
+                               StoreCall *c) {
+        _cleanup_free_ char *owners = pg_text_array(skip, n_skip);
+        PgParams p = {};
+
+        if (!owners)
+                return -ENOMEM;
+        params_claim_next(&p, node, epoch, owners);     /* copied: owners goes */
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_GET, sql_claim_next, &p);
+}
+
 static int pg_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
                          StoreRecord **ret) {
         _cleanup_free_ char *owners = pg_text_array(skip, n_skip);
@@ -1352,11 +1371,7 @@ static int pg_claim_next(Store *s, const char *node, uint64_t epoch, char *const
 
         if (!owners)
                 return -ENOMEM;
-        pp_text(&p, node);
-        pp_u64(&p, epoch);
-        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
-        pp_text(&p, exec_status_to_string(EXEC_RUNNING));
-        pp_text(&p, owners);
+        params_claim_next(&p, node, epoch, owners);
         r = pg_query_records(PG_STORE(s), sql_claim_next, &p, &l, &n);
         if (r < 0)
                 return r;
@@ -2039,6 +2054,7 @@ static const StoreOps pg_ops = {
         .put_async = pg_put_async,
         .get_async = pg_get_async,
         .claim_async = pg_claim_async,
+        .claim_next_async = pg_claim_next_async,
         .queue_notify_async = pg_queue_notify_async,
         .node_heartbeat_async = pg_node_heartbeat_async,
         .async_flush = pg_async_flush_store,

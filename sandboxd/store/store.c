@@ -758,14 +758,52 @@ int store_claim_async(Store *s, const char *id, const char *node, uint64_t epoch
 /* The owners skipped go into the statement as one text[] parameter: bounded here. */
 #define STORE_CLAIM_SKIP_MAX 1024U
 
-int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip, StoreRecord **ret) {
-        if (!s || !node_name_is_valid(node) || epoch == 0 || epoch > INT64_MAX || !ret ||
-            n_skip > STORE_CLAIM_SKIP_MAX || (n_skip > 0 && !skip))
-                return -EINVAL;
+static bool claim_next_args_valid(const char *node, uint64_t epoch, char *const *skip, size_t n_skip) {
+        if (!node_name_is_valid(node) || epoch == 0 || epoch > INT64_MAX || n_skip > STORE_CLAIM_SKIP_MAX ||
+            (n_skip > 0 && !skip))
+                return false;
         for (size_t i = 0; i < n_skip; i++)
                 if (!skip[i] || strlen(skip[i]) > 4096)
-                        return -EINVAL;
+                        return false;
+        return true;
+}
+
+int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip, StoreRecord **ret) {
+        if (!s || !ret || !claim_next_args_valid(node, epoch, skip, n_skip))
+                return -EINVAL;
         return s->ops->claim_next ? s->ops->claim_next(s, node, epoch, skip, n_skip, ret) : -EOPNOTSUPP;
+}
+
+typedef struct ClaimNextArgs {
+        const char *node;
+        uint64_t epoch;
+        char *const *skip;
+        size_t n_skip;
+} ClaimNextArgs;
+
+static int claim_next_start(Store *s, const void *args, StoreCall *c) {
+        const ClaimNextArgs *a = args;
+
+        if (!s->ops->claim_next_async)
+                return -EOPNOTSUPP;
+        return s->ops->claim_next_async(s, a->node, a->epoch, a->skip, a->n_skip, c);
+}
+
+static int claim_next_sync(Store *s, const void *args, StoreRecord **ret) {
+        const ClaimNextArgs *a = args;
+
+        return s->ops->claim_next(s, a->node, a->epoch, a->skip, a->n_skip, ret);
+}
+
+int store_claim_next_async(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
+                           StoreDoneFn done, void *userdata, StoreCall **ret_call) {
+        ClaimNextArgs a = { .node = node, .epoch = epoch, .skip = skip, .n_skip = n_skip };
+
+        if (!s || !claim_next_args_valid(node, epoch, skip, n_skip))
+                return -EINVAL;
+        if (!s->ops->claim_next)
+                return -EOPNOTSUPP;
+        return store_async_run(s, claim_next_start, claim_next_sync, &a, done, userdata, ret_call);
 }
 
 int store_claim_routed(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n) {

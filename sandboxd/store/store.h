@@ -246,6 +246,10 @@ int store_claim(Store *s, const char *id, const char *node, uint64_t epoch);
 int store_claim_async(Store *s, const char *id, const char *node, uint64_t epoch, StoreDoneFn done, void *userdata,
                       StoreCall **ret_call);
 int store_claim_next(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip, StoreRecord **ret);
+/* The same without waiting: done(userdata, r, rec) gets what it would return and the record claimed
+ * (-ENOENT: nothing to claim). skip is copied; -EOPNOTSUPP at once on a backend of one node. */
+int store_claim_next_async(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
+                           StoreDoneFn done, void *userdata, StoreCall **ret_call);
 int store_queue_notify(Store *s, const char *node);
 /* The same without waiting; done may be NULL (a notification nobody acts on if it fails). */
 int store_queue_notify_async(Store *s, const char *node, StoreDoneFn done, void *userdata, StoreCall **ret_call);

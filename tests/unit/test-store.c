@@ -1869,6 +1869,7 @@ static void test_async_claim(_unused_ void **state) {
         if (!is_pg()) {
                 assert_int_equal(store_claim_async(s, "exec_cq", "n1", 1, on_async_done, NULL, NULL), -EOPNOTSUPP);
                 assert_int_equal(store_queue_notify_async(s, "n1", on_async_done, NULL, NULL), -EOPNOTSUPP);
+                assert_int_equal(store_claim_next_async(s, "n2", 1, NULL, 0, on_async_done, NULL, NULL), -EOPNOTSUPP);
                 assert_int_equal(store_async_pending(s), 0);
                 close_with_event(s, e);
                 return;
@@ -1892,6 +1893,27 @@ static void test_async_claim(_unused_ void **state) {
         assert_int_equal(store_get(s, "exec_cq", &got), 0);
         assert_string_equal(got->exec->node, "n2");
         assert_int_equal(got->exec->node_epoch, 3);
+
+        /* The next one, asynchronously: key:b's (key:a skipped), then nothing left (-ENOENT). */
+        {
+                _cleanup_(store_record_freep) StoreRecord *qa = record_queued("exec_cqa", "n1", "key:a", BASE_USEC + 1);
+                _cleanup_(store_record_freep) StoreRecord *qb = record_queued("exec_cqb", "n1", "key:b", BASE_USEC + 2);
+                char *skip[] = { (char *) "key:a" };
+
+                assert_int_equal(store_put(s, qa), 0);
+                assert_int_equal(store_put(s, qb), 0);
+                assert_int_equal(store_claim_next_async(s, "n3", 2, NULL, 1, on_async_done, NULL, NULL), -EINVAL);
+                assert_int_equal(store_claim_next_async(s, "n3", 2, skip, 1, on_async_done, (void *) 4, NULL), 0);
+                assert_int_equal(store_claim_next_async(s, "n3", 2, skip, 1, on_async_done, (void *) 5, NULL), 0);
+                run_until(e, 5, 5000);
+                assert_int_equal(seen.n, 5);
+                assert_int_equal(seen.r[3], 0);
+                assert_non_null(seen.rec[3]);
+                assert_string_equal(seen.rec[3]->exec->id, "exec_cqb");
+                assert_string_equal(seen.rec[3]->exec->node, "n3");
+                assert_int_equal(seen.r[4], -ENOENT);
+                assert_null(seen.rec[4]);
+        }
         close_with_event(s, e);
 }
 
