@@ -114,7 +114,7 @@ int store_open_sqlite(const char *path, Store **ret, char **ret_error);
  * string itself where a command line or a configuration file would show it. The database must be
  * empty or sandboxd's: anything else is -EBADMSG, untouched. Connection failures are -EIO (-EACCES
  * when a password is needed or was refused). The calls below wait for the server, except the
- * asynchronous ones (store_put_async(), store_get_async()). On failure *ret_error is as for
+ * asynchronous ones (store_*_async()). On failure *ret_error is as for
  * store_open_sqlite(), naming the database and host (never the string). */
 int store_open_pg(const char *conninfo, Store **ret, char **ret_error);
 /* Waits for the asynchronous calls under way or queued (their writes are not lost), and drops their
