@@ -238,7 +238,6 @@ static char *request_json(const ExecRequest *req, const char *callback_url) {
         return s;
 }
 
-
 /* The record of the job as it is now: r borrows from j. */
 static StoreRecord job_record(Job *j) {
         StoreRecord r = {
@@ -356,6 +355,16 @@ int job_persist_final(Job *j) {
         return 0;
 }
 
+/* The job is final and its record written (or refused): its live log ends, together with its waiters'
+ * answers (a reader of /events that goes between the two would leave its waiter behind). A final job
+ * keeps no output in memory: the log goes with its last reader (readers behind still get what they
+ * lack; new readers replay the record). */
+static void job_answer_final(Job *j) {
+        live_log_end(j->live);
+        j->live = live_log_unref(j->live);
+        job_flush_waiters(j);
+}
+
 /* The answer to the final record's first write (job_finish()): the job's waiters are answered now,
  * once the result is in the store for every node to read (or the store refused it: they get it from
  * memory, and the runner writes it again). */
@@ -379,7 +388,7 @@ static void on_final_persisted(void *userdata, int k, StoreRecord *rec) {
                 job_persist_failed(j, k);
                 j->record_unsaved = true;
         }
-        job_flush_waiters(j);
+        job_answer_final(j);
         /* Last: the owner may free j. Not when the answer came inside the call (a store without an
          * event loop, or the write made synchronously): job_finish() goes on, and its finished event
          * says the rest. */
@@ -1435,9 +1444,9 @@ void job_finalize(Job *j) {
                 log_error("%s: internal error: %s%s%s", e->id, strna(e->reason),
                           report.valid && report.error[0] ? ": sandbox-exec: " : "",
                           report.valid && report.error[0] ? report.error : "");
-        /* The record is in the store: a finished job kept in memory (KeepFinished=) need not hold its
-         * output or its artifact list too; job_record_json() reads them back when asked. When the
-         * write failed the job keeps them, the only copy, bounded by the capture sizes. */
+        /* The artifact list is in the store: a finished job kept in memory (KeepFinished=) need not
+         * hold it too; job_record_json() reads it back when asked (the output likewise, once the final
+         * record is written: job_final_stored()). */
         if (j->artifacts_stored)
                 j->exec->artifacts = exec_artifacts_free(j->exec->artifacts);
         log_execution(j);
@@ -1449,20 +1458,16 @@ void job_finalize(Job *j) {
                         j->queued_mono > 0 && j->running_mono >= j->queued_mono ? j->running_mono - j->queued_mono
                                                                                  : METRICS_UNKNOWN);
 
-        /* A final job keeps no output in memory: the log goes with its last reader (readers behind
-         * still get what they lack; new readers replay the record). */
-        live_log_end(j->live);
-        j->live = live_log_unref(j->live);
         /* The replacement of the unit this run claimed need not wait any longer. */
         if (e->start == START_WARM && ctx->warm)
                 warm_pool_claim_ended(ctx->warm);
 
-        /* The final record, without waiting: its waiters are answered when the store has it
-         * (on_final_persisted()). Without a store, now. */
+        /* The final record, without waiting: its live log ends and its waiters are answered when the
+         * store has it (on_final_persisted()). Without a store, now. */
         if (ctx->store)
                 job_persist_final_async(j);
         else
-                job_flush_waiters(j);
+                job_answer_final(j);
         /* Last: the owner may start the next job, and free this one (not while its record is being
          * written). */
         j->events->finished(j->events_data, j);
