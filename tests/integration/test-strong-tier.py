@@ -108,20 +108,15 @@ t.eq((r.get("status"), r.get("error_type")), ("failed", "timeout"), "an endless 
 t.ok(2900 <= (r.get("duration_ms") or 0) <= 8000, "at its deadline", r.get("duration_ms"))
 r = strong("x = []\nwhile True:\n    x.append(bytearray(8 << 20))\n", limits={"memory_mb": 128})
 t.eq((r.get("status"), r.get("error_type")), ("failed", "oom"), "a memory bomb: oom", brief(r))
-FORK = r"""
-import os, time
-n = 0
-while True:
-    try:
-        pid = os.fork()
-    except OSError as e:
-        print("stopped", n, e.errno)
-        break
-    if pid == 0:
-        time.sleep(20)
-        os._exit(0)
-    n += 1
-"""
+
+
+def forker(loop, child, after=""):
+    """A program forking in loop until a fork fails (it prints "stopped N ERRNO"); each child runs child."""
+    return (f"import os, time\nn = 0\n{loop}\n    try:\n        pid = os.fork()\n    except OSError as e:\n"
+            f"        print(\"stopped\", n, e.errno)\n        break\n    if pid == 0:\n{child}    n += 1\n{after}")
+
+
+FORK = forker("while True:", "        time.sleep(20)\n        os._exit(0)\n")
 # tasks=12: the fork that fails is gVisor's (RLIMIT_NPROC), which the cgroup never sees (TasksMax= is 12 x tasks
 # + 128, gVisor's room). gVisor says so in its log (runsc --strace on clone/fork/vfork, read by sandbox-exec): the limit
 # reached is resource_limit whatever the exit status, as pids.events's "max" in the standard tier, and the program's
@@ -135,19 +130,7 @@ t.eq((r.get("status"), r.get("error_type"), r.get("exit_code")), ("failed", "res
 # Zombies count: children that end at once and are never waited for hold the limit without a process the host could
 # count (a ptrace stub each lives only while its process runs), so the limit is gVisor's word or nothing. (Counting
 # stubs from the host, before: success, the refused fork unseen.)
-ZOMBIES = """import os, time
-n = 0
-for i in range(40):
-    try:
-        pid = os.fork()
-    except OSError as e:
-        print("stopped", n, e.errno)
-        break
-    if pid == 0:
-        os._exit(0)
-    n += 1
-    time.sleep(0.02)
-"""
+ZOMBIES = forker("for i in range(40):", "        os._exit(0)\n", "    time.sleep(0.02)\n")
 r = strong(ZOMBIES, limits={"tasks": 12})
 t.eq((r.get("status"), r.get("error_type"), r.get("exit_code"), r.get("stdout")),
      ("failed", "resource_limit", 0, "stopped 11 11\n"),
