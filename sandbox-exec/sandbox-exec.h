@@ -142,7 +142,6 @@ extern int strong_log_fd;
 extern bool strong_fork_refused;
 int strong_log_open(int *ret_write_fd);
 bool strong_log_pump(bool drain);
-void strong_log_scan(const char *buf, size_t n);
 _printf_(2, 3) _Noreturn void child_fail(int err_fd, const char *fmt, ...);
 uint64_t mono_usec(void);
 bool pump(int fd, Capture *c, bool drain);

@@ -19,6 +19,7 @@
  * fork: the program's user can read it, not change it.
  */
 #include "sandbox-exec.h"
+#include "strong-log.h"
 
 #define STRONG_DIR "/run/strong"
 #define STRONG_STATE_DIR STRONG_DIR "/state"
@@ -247,48 +248,16 @@ _Noreturn void strong_exec(const Options *o, ChildKind kind, int err_fd) {
  * process (clone, fork, vfork) and its boot log written to a pipe of ours (--debug-log=/proc/self/fd/3,
  * --debug-command=boot: not the gofer's), and a refused one, "X clone(...) = 0 (0x0) errno=11", is the
  * report's pids_max: "a fork failed at the task limit", as pids.events's "max" says in the standard
- * tier. Every line is read and dropped but these; a line longer than STRONG_LOG_LINE_MAX is dropped
- * whole. The log is gVisor's, and the program can put a few bytes in it (its name, at most 15 bytes,
- * opens each line): all it could forge is its own run reported at the task limit. */
-
-#define STRONG_LOG_LINE_MAX 1024
+ * tier. Every line is read and dropped but these (strong-log.c, pure: a line longer than
+ * STRONG_LOG_LINE_MAX is dropped whole). The log is gVisor's, and the program can put a few bytes in it
+ * (its name, at most 15 bytes, opens each line): all it could forge is its own run reported at the
+ * task limit. */
 
 uint64_t strong_task_limit = 0;        /* --tasks: RLIMIT_NPROC inside gVisor */
 int strong_log_fd = -EBADF;             /* read end of the pipe runsc's boot log comes down */
-bool strong_fork_refused = false;
+bool strong_fork_refused = false;       /* of any step: the compile step's and the program's */
 
-static char log_line[STRONG_LOG_LINE_MAX];
-static size_t log_len = 0;
-static bool log_overlong = false;
-
-/* Does this line of the log say that a call making a process failed with EAGAIN? */
-static bool log_line_refused(const char *line) {
-        static const char *const calls[] = { " X clone(", " X fork(", " X vfork(", " X clone3(" };
-
-        if (!strstr(line, "] ") || !strstr(line, ") = ") || !strstr(line, " errno=11 ("))
-                return false;
-        for (size_t i = 0; i < ELEMENTSOF(calls); i++)
-                if (strstr(line, calls[i]))
-                        return true;
-        return false;
-}
-
-void strong_log_scan(const char *buf, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                if (buf[i] == '\n') {
-                        if (!log_overlong) {
-                                log_line[log_len] = '\0';
-                                if (log_line_refused(log_line))
-                                        strong_fork_refused = true;
-                        }
-                        log_len = 0;
-                        log_overlong = false;
-                } else if (log_len + 1 < sizeof(log_line) && buf[i] != '\0')
-                        log_line[log_len++] = buf[i];
-                else
-                        log_overlong = true;
-        }
-}
+static StrongLogScan log_scan;
 
 int strong_log_open(int *ret_write_fd) {
         int p[2];
@@ -308,8 +277,7 @@ int strong_log_open(int *ret_write_fd) {
         }
         strong_log_fd = safe_close(strong_log_fd);
         strong_log_fd = p[0];
-        log_len = 0;
-        log_overlong = false;
+        strong_log_scan_init(&log_scan);
         *ret_write_fd = p[1];
         return 0;
 }
@@ -329,7 +297,8 @@ bool strong_log_pump(bool drain) {
                         strong_log_fd = safe_close(strong_log_fd);
                         return false;
                 }
-                strong_log_scan(buf, (size_t) k);
+                strong_log_scan_feed(&log_scan, buf, (size_t) k);
+                strong_fork_refused = strong_fork_refused || log_scan.refused;
         }
         return true;
 }
