@@ -16,9 +16,20 @@
 #include "time-util.h"
 #include "unit/unit-props.h"
 
+struct Sessions {
+        const Context *ctx;
+        const SessionEvents *events;
+        void *userdata;
+        Session *list;
+        unsigned n;
+};
+
 static Session *session_free(Session *s) {
         if (!s)
                 return NULL;
+        /* Its record's writes under way are still made; nobody is told of them. */
+        if (s->sessions && s->sessions->ctx->store)
+                store_cancel_userdata(s->sessions->ctx->store, s);
         sysd_call_free(s->call);
         sysd_watch_free(s->watch);
         free(s->id);
@@ -32,14 +43,6 @@ static Session *session_free(Session *s) {
         return NULL;
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);
-
-struct Sessions {
-        const Context *ctx;
-        const SessionEvents *events;
-        void *userdata;
-        Session *list;
-        unsigned n;
-};
 
 int sessions_new(const Context *ctx, const SessionEvents *ev, void *userdata, Sessions **ret) {
         Sessions *ss = calloc(1, sizeof(Sessions));
@@ -71,6 +74,8 @@ Sessions *sessions_free(Sessions *ss) {
                 ss->list = s->next;
                 session_free(s);
         }
+        if (ss->ctx->store)
+                store_cancel_userdata(ss->ctx->store, ss);
         free(ss);
         return NULL;
 }
@@ -107,6 +112,45 @@ static bool session_owns_dir(const Sessions *ss, const char *name) {
         return false;
 }
 
+static void session_write_failed(const Context *ctx, const char *key, int r) {
+        metrics_store_error(ctx->metrics);
+        log_error_errno(r, "Session %s: cannot write its record: %s", key, store_error_message(ctx->store));
+}
+
+/* The answer to session_persist_async(); never called after session_free() (store_cancel_userdata()). */
+static void on_session_written(void *userdata, int r, StoreRecord *rec) {
+        Session *s = userdata;
+
+        store_record_free(rec);
+        if (r < 0)
+                session_write_failed(s->sessions->ctx, s->key, r);
+}
+
+/* Its row after a run, without waiting for the store (issue 22): the session's own state is in
+ * memory, the row is for a restart and for the other nodes (its runs are routed here). */
+static void session_persist_async(Session *s) {
+        const Context *ctx = s->sessions->ctx;
+        StoreSession x = {
+                .session_id = s->key,
+                .client_id = streq(s->key, s->id) ? NULL : s->id,
+                .owner = s->owner,
+                .mount_unit = s->mount_name,
+                .path = s->path,
+                .disk_mb = s->disk_mb,
+                .created_usec = s->created_usec,
+                .last_used_usec = s->last_used_usec,
+                .executions = s->executions,
+                .node = (char *) ctx->node_name,
+        };
+        int r;
+
+        if (!ctx->store)
+                return;
+        r = store_session_put_async(ctx->store, &x, on_session_written, s, NULL);
+        if (r < 0)
+                session_write_failed(ctx, s->key, r);
+}
+
 static int session_persist(Session *s) {
         const Context *ctx = s->sessions->ctx;
         StoreSession x = {
@@ -126,11 +170,8 @@ static int session_persist(Session *s) {
         if (!ctx->store)
                 return 0;
         r = store_session_put(ctx->store, &x);
-        if (r < 0) {
-                metrics_store_error(ctx->metrics);
-                log_error_errno(r, "Session %s: cannot write its record: %s", s->key,
-                                store_error_message(ctx->store));
-        }
+        if (r < 0)
+                session_write_failed(ctx, s->key, r);
         return r;
 }
 
@@ -209,13 +250,22 @@ void session_job_gone(Session *s, Job *j, bool ran) {
         s->last_used_usec = now_usec(CLOCK_REALTIME);
         if (ran)
                 s->executions++;
-        (void) session_persist(s);
+        session_persist_async(s);
 }
 
 /* The queued runs of a session that can no longer run end with an internal error (their owner
  * ends them). */
 static void session_fail_jobs(Session *s, const char *why) {
         s->sessions->events->failed(s->sessions->userdata, s, why);
+}
+
+/* The answer to a removed session's delete; never called after sessions_free() (store_cancel_userdata()). */
+static void on_session_deleted(void *userdata, int r, StoreRecord *rec) {
+        Sessions *ss = userdata;
+
+        store_record_free(rec);
+        if (r < 0)
+                log_warning("Cannot delete the record of a removed session: %s", store_error_message(ss->ctx->store));
 }
 
 int session_remove(Session *s, const char *why) {
@@ -227,7 +277,8 @@ int session_remove(Session *s, const char *why) {
         log_info("Session %s: %s; removing its workspace (%s).", s->key, why, s->mount_name);
         if (ctx->sysd)
                 (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
-        if (ctx->store && store_session_delete(ctx->store, s->key) < 0)
+        /* Without waiting: its answer names no session (the session is gone by then). */
+        if (ctx->store && store_session_delete_async(ctx->store, s->key, on_session_deleted, ss, NULL) < 0)
                 log_warning("Session %s: cannot delete its record: %s", s->key, store_error_message(ctx->store));
         session_unlink(ss, s);
         session_free(s);

@@ -89,6 +89,8 @@ typedef struct StoreOps {
         int (*get_async)(Store *s, const char *id, StoreCall *c);
         int (*claim_async)(Store *s, const char *id, const char *node, uint64_t epoch, StoreCall *c);
         int (*queue_notify_async)(Store *s, const char *node, StoreCall *c);
+        int (*session_put_async)(Store *s, const StoreSession *x, StoreCall *c);
+        int (*session_delete_async)(Store *s, const char *session_id, StoreCall *c);
         int (*claim_next_async)(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
                                 StoreCall *c);
         int (*node_heartbeat_async)(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,

@@ -1781,34 +1781,54 @@ static int pg_callback_update(Store *s, const StoreCallback *c) {
 
 /* ---- sessions and usage ---- */
 
+static const char sql_session_put[] =
+        "INSERT INTO sessions (session_id, owner, mount_unit, path, disk_mb, created_at, "
+        "last_used_at, executions, client_id, node) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+        "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+        "mount_unit = excluded.mount_unit, path = excluded.path, disk_mb = excluded.disk_mb, "
+        "created_at = excluded.created_at, last_used_at = excluded.last_used_at, "
+        "executions = excluded.executions, client_id = excluded.client_id, node = excluded.node";
+static const char sql_session_delete[] = "DELETE FROM sessions WHERE session_id = $1";
+
+static void params_session(PgParams *p, const StoreSession *x) {
+        pp_text(p, x->session_id);
+        pp_text(p, x->owner);
+        pp_text(p, x->mount_unit);
+        pp_text(p, x->path);
+        pp_u64(p, x->disk_mb);
+        pp_u64(p, x->created_usec);
+        pp_u64(p, x->last_used_usec);
+        pp_u64(p, x->executions);
+        pp_text(p, x->client_id);
+        pp_text(p, x->node);
+}
+
 static int pg_session_put(Store *s, const StoreSession *x) {
         PgParams p = {};
 
-        pp_text(&p, x->session_id);
-        pp_text(&p, x->owner);
-        pp_text(&p, x->mount_unit);
-        pp_text(&p, x->path);
-        pp_u64(&p, x->disk_mb);
-        pp_u64(&p, x->created_usec);
-        pp_u64(&p, x->last_used_usec);
-        pp_u64(&p, x->executions);
-        pp_text(&p, x->client_id);
-        pp_text(&p, x->node);
-        return pg_command(PG_STORE(s),
-                          "INSERT INTO sessions (session_id, owner, mount_unit, path, disk_mb, created_at, "
-                          "last_used_at, executions, client_id, node) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
-                          "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
-                          "mount_unit = excluded.mount_unit, path = excluded.path, disk_mb = excluded.disk_mb, "
-                          "created_at = excluded.created_at, last_used_at = excluded.last_used_at, "
-                          "executions = excluded.executions, client_id = excluded.client_id, node = excluded.node",
-                          &p, NULL);
+        params_session(&p, x);
+        return pg_command(PG_STORE(s), sql_session_put, &p, NULL);
+}
+
+static int pg_session_put_async(Store *s, const StoreSession *x, StoreCall *c) {
+        PgParams p = {};
+
+        params_session(&p, x);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_COMMAND, sql_session_put, &p);
 }
 
 static int pg_session_delete(Store *s, const char *session_id) {
         PgParams p = {};
 
         pp_text(&p, session_id);
-        return pg_command(PG_STORE(s), "DELETE FROM sessions WHERE session_id = $1", &p, NULL);
+        return pg_command(PG_STORE(s), sql_session_delete, &p, NULL);
+}
+
+static int pg_session_delete_async(Store *s, const char *session_id, StoreCall *c) {
+        PgParams p = {};
+
+        pp_text(&p, session_id);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_COMMAND, sql_session_delete, &p);
 }
 
 static int pg_session_list(Store *s, const char *id, StoreSession **ret, size_t *ret_n) {
@@ -2055,6 +2075,8 @@ static const StoreOps pg_ops = {
         .get_async = pg_get_async,
         .claim_async = pg_claim_async,
         .claim_next_async = pg_claim_next_async,
+        .session_put_async = pg_session_put_async,
+        .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,
         .node_heartbeat_async = pg_node_heartbeat_async,
         .async_flush = pg_async_flush_store,

@@ -962,6 +962,38 @@ int store_session_delete(Store *s, const char *session_id) {
         return s->ops->session_delete(s, session_id);
 }
 
+static int session_put_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->session_put_async ? s->ops->session_put_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int session_put_sync(Store *s, const void *args, StoreRecord **ret) {
+        return s->ops->session_put(s, args);
+}
+
+int store_session_put_async(Store *s, const StoreSession *x, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
+        if (!s || !session_is_valid(x)) {
+                if (s)
+                        store_set_error(s, "invalid session");
+                return -EINVAL;
+        }
+        return store_async_run(s, session_put_start, session_put_sync, x, done, userdata, ret_call);
+}
+
+static int session_delete_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->session_delete_async ? s->ops->session_delete_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int session_delete_sync(Store *s, const void *args, StoreRecord **ret) {
+        return s->ops->session_delete(s, args);
+}
+
+int store_session_delete_async(Store *s, const char *session_id, StoreDoneFn done, void *userdata,
+                               StoreCall **ret_call) {
+        if (!s || !session_id || !id_is_valid(session_id, STORE_ID_MAX))
+                return -EINVAL;
+        return store_async_run(s, session_delete_start, session_delete_sync, session_id, done, userdata, ret_call);
+}
+
 int store_session_list(Store *s, StoreSession **ret, size_t *ret_n) {
         if (!s || !ret || !ret_n)
                 return -EINVAL;

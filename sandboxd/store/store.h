@@ -328,6 +328,11 @@ typedef struct StoreSession {
 int store_session_put(Store *s, const StoreSession *x);
 /* Deleting a session that is not there is not an error. */
 int store_session_delete(Store *s, const char *session_id);
+/* Both without waiting (store_put_async()): done(userdata, r, NULL) gets what they would return. x is
+ * copied. */
+int store_session_put_async(Store *s, const StoreSession *x, StoreDoneFn done, void *userdata, StoreCall **ret_call);
+int store_session_delete_async(Store *s, const char *session_id, StoreDoneFn done, void *userdata,
+                               StoreCall **ret_call);
 /* Every session, oldest first; free with store_sessions_free(). */
 int store_session_list(Store *s, StoreSession **ret, size_t *ret_n);
 /* One session by session_id (the record id); -ENOENT if there is none. Free with store_sessions_free(ret, 1). */

@@ -1917,6 +1917,50 @@ static void test_async_claim(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+/* A session's row written and deleted without waiting: the write's copy is taken at the call (the
+ * caller's struct changes after it), the delete comes after it in order, both answered through the
+ * callback; an invalid session is refused at once. */
+static void test_async_sessions(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        char path[] = "/p/x";
+        StoreSession x = { .session_id = (char *) "sess-x", .owner = (char *) "uid:0", .mount_unit = (char *) "x.mount",
+                           .path = path, .disk_mb = 16, .created_usec = 10, .last_used_usec = 20, .executions = 3,
+                           .node = (char *) "node-x" }, bad = x, *l = NULL;
+        size_t n = 0;
+
+        bad.session_id = (char *) "../bad";
+        assert_int_equal(store_session_put_async(s, &bad, on_async_done, NULL, NULL), -EINVAL);
+        assert_int_equal(store_session_delete_async(s, "../bad", on_async_done, NULL, NULL), -EINVAL);
+        assert_int_equal(store_session_put_async(s, &x, on_async_done, (void *) 1, NULL), 0);
+        path[1] = 'q';  /* after the call: not what is written */
+        x.executions = 4;
+        assert_int_equal(seen.n, 0);
+        run_until(e, 1, 5000);
+        assert_int_equal(seen.n, 1);
+        assert_int_equal(seen.r[0], 0);
+        assert_int_equal(store_session_list(s, &l, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(l[0].path, "/p/x");
+        assert_int_equal(l[0].executions, 3);
+        assert_string_equal(l[0].node, "node-x");
+        store_sessions_free(l, n);
+
+        assert_int_equal(store_session_put_async(s, &x, on_async_done, (void *) 2, NULL), 0);
+        assert_int_equal(store_session_delete_async(s, "sess-x", on_async_done, (void *) 3, NULL), 0);
+        assert_int_equal(store_session_delete_async(s, "sess-none", on_async_done, (void *) 4, NULL), 0);
+        run_until(e, 4, 5000);
+        assert_int_equal(seen.n, 4);
+        for (unsigned i = 1; i < 4; i++) {
+                assert_int_equal(seen.tag[i], i + 1);
+                assert_int_equal(seen.r[i], 0);
+        }
+        assert_int_equal(store_session_list(s, &l, &n), 0);
+        assert_int_equal(n, 0);
+        store_sessions_free(l, n);
+        close_with_event(s, e);
+}
+
 /* A cancelled call's callback is not called, but its write is made; store_cancel_userdata() too. */
 static void test_async_cancel(_unused_ void **state) {
         sd_event *e = NULL;
@@ -2138,6 +2182,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_nodes, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_heartbeat, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_claim, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_sessions, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
