@@ -640,7 +640,7 @@ static void store_control_socket(Job *j, int fd) {
                 log_debug_errno(k, "%s: cannot put the control socket in the fd store: %m", j->exec->id);
 }
 
-void job_start_service(Job *j) {
+static void job_start_service_now(Job *j) {
         Context *ctx = j->ctx;
         _cleanup_close_pair_ int ctl[2] = { -EBADF, -EBADF };
         CgroupBind cg[CGROUP_ROOTS_MAX];
@@ -712,12 +712,6 @@ void job_start_service(Job *j) {
                 return;
         }
         r = build_control_payload(j);
-        /* The workspace goes on record before the unit can exist: a restart that finds the unit
-         * while the record still says queued adopts it with its mount, instead of sweeping the
-         * mount away from under it (which stops the unit: its binds require the mount). Seen in the
-         * VM tier, where a SIGKILL of sandboxd came before 16 start jobs had finished. */
-        if (r >= 0)
-                (void) job_persist(j);
         /* Watch first, then start: no signal about the unit can come before we listen. */
         if (r >= 0)
                 r = job_watch_unit(j);
@@ -743,6 +737,52 @@ void job_start_service(Job *j) {
                 return;
         }
         j->state = JOB_STARTING;
+}
+
+/* The answer to the write before the unit exists (job_start_service()); never called after
+ * job_free() (store_cancel_userdata()). A failed write is logged, and the unit started all the same,
+ * as ever: the record then only lacks the workspace. */
+static void on_prestart_persisted(void *userdata, int k, StoreRecord *rec) {
+        Job *j = userdata;
+
+        store_record_free(rec);
+        if (k < 0)
+                job_persist_failed(j, k);
+        /* Stopping: no new unit now. The record says queued, with its workspace; the next start
+         * resumes it. */
+        if (j->ctx->stopping || job_is_final(j))
+                return;
+        if (j->cancel_requested) {
+                /* Cancelled meanwhile: the unit never starts. */
+                job_end_before_unit(j);
+                return;
+        }
+        job_start_service_now(j);
+}
+
+/* The workspace goes on record before the unit can exist: a restart that finds the unit while the
+ * record still says queued adopts it with its mount, instead of sweeping the mount away from under
+ * it (which stops the unit: its binds require the mount). Seen in the VM tier, where a SIGKILL of
+ * sandboxd came before 16 start jobs had finished. Written without waiting for the store (issue 22):
+ * the unit is started from its answer. */
+void job_start_service(Job *j) {
+        StoreRecord r;
+        int k;
+
+        if (!j->ctx->store) {
+                job_start_service_now(j);
+                return;
+        }
+        r = job_record(j);
+        k = store_put_async(j->ctx->store, &r, on_prestart_persisted, j, NULL);
+        if (k >= 0)
+                return;
+        if (k == -ENOBUFS)
+                /* The store is STORE_ASYNC_MAX calls behind: this one waits for them. */
+                (void) job_persist(j);
+        else
+                job_persist_failed(j, k);
+        job_start_service_now(j);
 }
 
 /* With network, the egress proxy first (job-network.c), which then starts the service. */
