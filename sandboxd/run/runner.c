@@ -914,35 +914,32 @@ void runner_cancel_from_elsewhere(Runner *r, const char *id) {
 /* After notifications may have been lost (a reconnection): one read of each job not final here
  * says what they would have: its final record written (a job another node runs), its claim by
  * another node (an unclaimed queued job), or a cancel asked through another node. */
-void runner_store_scan(Runner *r) {
-        _cleanup_strv_free_ char **ids = NULL;
-        size_t n = 0;
+/* One job's record, read by runner_store_scan(); never called after job_free() (store_cancel_userdata()). */
+static void on_scan_read(void *userdata, int k, StoreRecord *found) {
+        _cleanup_(store_record_freep) StoreRecord *rec = found;
+        Job *j = userdata;
+        Runner *r = j->events_data;
 
-        /* The ids first: a cancel may end a job at once, and the runner may then free others. */
+        if (k < 0 || job_is_final(j))
+                return;
+        if (j->elsewhere) {
+                if (exec_status_is_final(rec->exec->status))
+                        job_follow_final(j, rec);
+        } else if (r->ctx->shared_queue && j->state == JOB_QUEUED && !j->claiming && j->exec->node_epoch == 0 &&
+                   rec->exec->node_epoch != 0)
+                runner_moved_elsewhere(r, j);
+        else if (rec->exec->cancel_requested && !j->cancel_requested && job_cancel(j) >= 0)
+                log_info("%s: cancel requested through another node (found after a reconnection)", j->exec->id);
+}
+
+void runner_store_scan(Runner *r) {
+        /* Without waiting: each answer acts on its job (a cancel may end one at once; a job freed
+         * meanwhile is not called back). */
         for (Job *j = r->jobs; j; j = j->next)
                 if (!job_is_final(j) && (j->elsewhere || !j->cancel_requested) &&
-                    strv_extend(&ids, &n, j->exec->id) < 0) {
-                        log_oom();
-                        return;
-                }
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-                Job *j;
-
-                if (store_get(r->ctx->store, ids[i], &rec) < 0)
-                        continue;
-                j = runner_find(r, ids[i]);
-                if (!j || job_is_final(j))
-                        continue;
-                if (j->elsewhere) {
-                        if (exec_status_is_final(rec->exec->status))
-                                job_follow_final(j, rec);
-                } else if (r->ctx->shared_queue && j->state == JOB_QUEUED && j->exec->node_epoch == 0 &&
-                           rec->exec->node_epoch != 0)
-                        runner_moved_elsewhere(r, j);
-                else if (rec->exec->cancel_requested && !j->cancel_requested && job_cancel(j) >= 0)
-                        log_info("%s: cancel requested through another node (found after a reconnection)", ids[i]);
-        }
+                    store_get_async(r->ctx->store, j->exec->id, on_scan_read, j, NULL) < 0)
+                        log_debug("%s: cannot read its record after the reconnection: %s", j->exec->id,
+                                  store_error_message(r->ctx->store));
         if (r->ctx->shared_queue) {
                 r->claim_hint = true;
                 runner_dispatch(r);
