@@ -95,19 +95,34 @@ typedef struct StoreOps {
                                 StoreCall *c);
         int (*node_heartbeat_async)(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,
                                     uint64_t lease_expires_usec, uint64_t running, StoreCall *c);
+        int (*node_list_async)(Store *s, StoreCall *c);
+        int (*claim_routed_async)(Store *s, const char *node, uint64_t epoch, StoreCall *c);
         /* Optional: wait for every started call to end (store_close(), which keeps no write back). */
         void (*async_flush)(Store *s);
 } StoreOps;
+
+/* What an asynchronous call answers with: a record (or nothing), or a list. */
+typedef enum StoreCallShape {
+        STORE_CALL_RECORD,               /* done(userdata, r, record) */
+        STORE_CALL_NODES,                /* nodes_done(userdata, r, StoreNode[], n) */
+        STORE_CALL_RECORDS,              /* records_done(userdata, r, StoreRecord *[], n) */
+} StoreCallShape;
 
 /* One asynchronous call, from store_*_async() until its callback was called (or dropped). */
 struct StoreCall {
         Store *store;
         StoreCall *next;                 /* s->calls: submission order */
-        StoreDoneFn done;                /* NULL: cancelled, or nobody asked */
+        StoreCallShape shape;
+        StoreDoneFn done;                /* by shape; all NULL: cancelled, or nobody asked */
+        StoreNodesDoneFn nodes_done;
+        StoreRecordsDoneFn records_done;
+        bool sort_records;               /* STORE_CALL_RECORDS: oldest first, as the synchronous call */
         void *userdata;
         bool finished;                   /* result, record and error are set */
         int result;
-        StoreRecord *record;             /* store_get_async()'s, handed to done */
+        StoreRecord *record;             /* STORE_CALL_RECORD: store_get_async()'s, handed to done */
+        void *list;                      /* the other shapes: what they read, n_list entries */
+        size_t n_list;
         char *error;                     /* the backend's message of a failure, for store_error_message() */
         void *data;                      /* the backend's, freed with data_free */
         void (*data_free)(void *data);
@@ -116,6 +131,8 @@ struct StoreCall {
 /* The backend's end of c: r, and for a get its record (taken). Arms the delivery (a defer source):
  * callbacks are called in submission order, from the loop, never from inside a store call. */
 void store_call_finish(StoreCall *c, int r, StoreRecord *rec);
+/* The same for a call of a list shape: list (taken) of n entries, NULL when r < 0. */
+void store_call_finish_list(StoreCall *c, int r, void *list, size_t n);
 
 struct Store {
         const StoreOps *ops;

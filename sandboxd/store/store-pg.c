@@ -716,6 +716,8 @@ typedef enum PgCallKind {
         PG_CALL_GET,
         PG_CALL_FENCED,                 /* a command that must change a row: none, -ESTALE */
         PG_CALL_COMMAND,                /* a statement whose result says nothing but success */
+        PG_CALL_NODES,                  /* the node registry's rows (store_node_list()) */
+        PG_CALL_RECORDS,                /* records, all of them */
 } PgCallKind;
 
 /* The statement of an asynchronous call: its parameters copied, since the caller's record changes
@@ -793,8 +795,11 @@ static void pg_call_keep(PgCall *pc, PGresult *res) {
                 PQclear(res);
 }
 
-/* What the call's result means, as the synchronous call would have returned it. */
-static int pg_call_result(PgStore *ps, PgCall *pc, StoreRecord **ret) {
+static int pg_collect_nodes(const PGresult *res, StoreNode **ret, size_t *ret_n);
+
+/* What the call's result means, as the synchronous call would have returned it: *ret a record
+ * (PG_CALL_GET), or a list of *ret_n (PG_CALL_NODES, PG_CALL_RECORDS). */
+static int pg_call_result(PgStore *ps, PgCall *pc, void **ret, size_t *ret_n) {
         ExecStatusType st = pc->res ? PQresultStatus(pc->res) : PGRES_FATAL_ERROR;
         StoreRecord **l = NULL;
         size_t n = 0;
@@ -819,9 +824,22 @@ static int pg_call_result(PgStore *ps, PgCall *pc, StoreRecord **ret) {
                 pg_set_error(ps, "no row matched (a later epoch holds it, or another node took it)");
                 return -ESTALE;         /* as pg_command_fenced() */
         }
+        if (pc->kind == PG_CALL_NODES) {
+                StoreNode *nodes = NULL;
+
+                r = pg_collect_nodes(pc->res, &nodes, ret_n);
+                if (r >= 0)
+                        *ret = nodes;
+                return r;
+        }
         r = pg_collect_records(ps, pc->res, &l, &n);
         if (r < 0)
                 return r;
+        if (pc->kind == PG_CALL_RECORDS) {
+                *ret = l;
+                *ret_n = n;
+                return 0;
+        }
         if (n == 0)
                 return -ENOENT;
         *ret = TAKE_PTR(l[0]);
@@ -833,13 +851,17 @@ static int pg_call_result(PgStore *ps, PgCall *pc, StoreRecord **ret) {
 static void pg_async_end(PgStore *ps) {
         StoreCall *c = TAKE_PTR(ps->inflight);
         PgCall *pc = PG_CALL(c);
-        StoreRecord *rec = NULL;
+        void *got = NULL;
+        size_t n = 0;
         int r;
 
         ps->flushing = false;
-        r = pg_call_result(ps, pc, &rec);
+        r = pg_call_result(ps, pc, &got, &n);
         pc->res = (PQclear(pc->res), NULL);
-        store_call_finish(c, r, rec);
+        if (pc->kind == PG_CALL_NODES || pc->kind == PG_CALL_RECORDS)
+                store_call_finish_list(c, r, r >= 0 ? got : NULL, n);
+        else
+                store_call_finish(c, r, got);
 }
 
 /* Send the oldest queued call if none is under way. One that cannot be sent fails at once (-EIO: the
@@ -1389,13 +1411,24 @@ static const char sql_claim_routed[] =
         "ORDER BY created_at, execution_id LIMIT " STRINGIFY(STORE_CLAIM_ROUTED_MAX) " FOR UPDATE SKIP LOCKED) "
         "RETURNING " STORE_COLUMNS;
 
+static void params_claim_routed(PgParams *p, const char *node, uint64_t epoch) {
+        pp_text(p, node);
+        pp_u64(p, epoch);
+        pp_text(p, exec_status_to_string(EXEC_QUEUED));
+}
+
 static int pg_claim_routed(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n) {
         PgParams p = {};
 
-        pp_text(&p, node);
-        pp_u64(&p, epoch);
-        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
+        params_claim_routed(&p, node, epoch);
         return pg_query_records(PG_STORE(s), sql_claim_routed, &p, ret, ret_n);
+}
+
+static int pg_claim_routed_async(Store *s, const char *node, uint64_t epoch, StoreCall *c) {
+        PgParams p = {};
+
+        params_claim_routed(&p, node, epoch);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_RECORDS, sql_claim_routed, &p);
 }
 
 static const char sql_queue_notify[] = "SELECT pg_notify('" STORE_CHANNEL_QUEUE "', $1)";
@@ -1978,26 +2011,18 @@ static int pg_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t no
                                  &p);
 }
 
-static int pg_node_list(Store *s, StoreNode **ret, size_t *ret_n) {
-        StoreNode *l = NULL;
-        PGresult *res = NULL;
-        PgParams p = {};
-        int n, r;
+static const char sql_node_list[] =
+        "SELECT node_name, epoch, started_usec, heartbeat_usec, lease_expires_usec, slots, running "
+        "FROM nodes ORDER BY node_name LIMIT $1";
 
-        pp_u64(&p, STORE_NODES_MAX);
-        r = pg_query(PG_STORE(s),
-                     "SELECT node_name, epoch, started_usec, heartbeat_usec, lease_expires_usec, slots, running "
-                     "FROM nodes ORDER BY node_name LIMIT $1",
-                     &p, &res);
-        if (r < 0)
-                return r;
-        n = PQntuples(res);
+static int pg_collect_nodes(const PGresult *res, StoreNode **ret, size_t *ret_n) {
+        StoreNode *l = NULL;
+        int n = PQntuples(res), r = 0;
+
         if (n > 0) {
                 l = calloc((size_t) n, sizeof(StoreNode));
-                if (!l) {
-                        PQclear(res);
+                if (!l)
                         return -ENOMEM;
-                }
         }
         for (int i = 0; r >= 0 && i < n; i++) {
                 StoreNode *x = &l[i];
@@ -2012,7 +2037,6 @@ static int pg_node_list(Store *s, StoreNode **ret, size_t *ret_n) {
                 if (r >= 0 && !x->name)
                         r = -EBADMSG;
         }
-        PQclear(res);
         if (r < 0) {
                 store_nodes_free(l, (size_t) n);
                 return r;
@@ -2020,6 +2044,27 @@ static int pg_node_list(Store *s, StoreNode **ret, size_t *ret_n) {
         *ret = l;
         *ret_n = (size_t) n;
         return 0;
+}
+
+static int pg_node_list(Store *s, StoreNode **ret, size_t *ret_n) {
+        PGresult *res = NULL;
+        PgParams p = {};
+        int r;
+
+        pp_u64(&p, STORE_NODES_MAX);
+        r = pg_query(PG_STORE(s), sql_node_list, &p, &res);
+        if (r < 0)
+                return r;
+        r = pg_collect_nodes(res, ret, ret_n);
+        PQclear(res);
+        return r;
+}
+
+static int pg_node_list_async(Store *s, StoreCall *c) {
+        PgParams p = {};
+
+        pp_u64(&p, STORE_NODES_MAX);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_NODES, sql_node_list, &p);
 }
 
 static void pg_close(Store *s) {
@@ -2075,6 +2120,8 @@ static const StoreOps pg_ops = {
         .get_async = pg_get_async,
         .claim_async = pg_claim_async,
         .claim_next_async = pg_claim_next_async,
+        .node_list_async = pg_node_list_async,
+        .claim_routed_async = pg_claim_routed_async,
         .session_put_async = pg_session_put_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,

@@ -340,14 +340,37 @@ const char *store_error_public(int r) {
 
 /* ---- asynchronous calls ---- */
 
+static void store_call_list_free(StoreCallShape shape, void *list, size_t n) {
+        if (shape == STORE_CALL_NODES)
+                store_nodes_free(list, n);
+        else if (shape == STORE_CALL_RECORDS)
+                store_records_free(list, n);
+}
+
 static StoreCall *store_call_free(StoreCall *c) {
         if (!c)
                 return NULL;
         if (c->data_free)
                 c->data_free(c->data);
         store_record_free(c->record);
+        store_call_list_free(c->shape, c->list, c->n_list);
         free(c->error);
         return mfree(c);
+}
+
+/* A call's answer to its callback, by its shape; what nobody takes is freed. */
+static void store_call_deliver(StoreCall *c) {
+        if (c->done)
+                c->done(c->userdata, c->result, TAKE_PTR(c->record));
+        else if (c->nodes_done || c->records_done) {
+                size_t n = c->n_list;
+
+                c->n_list = 0;
+                if (c->nodes_done)
+                        c->nodes_done(c->userdata, c->result, TAKE_PTR(c->list), n);
+                else
+                        c->records_done(c->userdata, c->result, TAKE_PTR(c->list), n);
+        }
 }
 
 /* Take c out of s->calls (it is there). */
@@ -377,10 +400,10 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
                 StoreCall *c = s->calls;
 
                 store_call_unlink(s, c);
-                if (c->done) {
+                if (c->done || c->nodes_done || c->records_done) {
                         if (c->result < 0 && c->error)
                                 store_set_error(s, c->error);
-                        c->done(c->userdata, c->result, TAKE_PTR(c->record));
+                        store_call_deliver(c);
                 }
                 store_call_free(c);
         }
@@ -389,17 +412,35 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
         return 0;
 }
 
-void store_call_finish(StoreCall *c, int r, StoreRecord *rec) {
+static int record_older(const void *a, const void *b);
+
+static void store_call_finished(StoreCall *c, int r) {
         Store *s = c->store;
 
         assert(!c->finished);
         c->finished = true;
         c->result = r;
-        c->record = rec;
         if (r < 0)
                 c->error = strdup(store_error_message(s));  /* NULL on OOM: the message at delivery */
         if (s->calls->finished)
                 (void) sd_event_source_set_enabled(s->calls_defer, SD_EVENT_ONESHOT);
+}
+
+void store_call_finish(StoreCall *c, int r, StoreRecord *rec) {
+        c->record = rec;
+        store_call_finished(c, r);
+}
+
+static void store_call_set_list(StoreCall *c, void *list, size_t n) {
+        c->list = list;
+        c->n_list = list ? n : 0;
+        if (c->shape == STORE_CALL_RECORDS && c->sort_records && c->n_list > 1)
+                qsort(c->list, c->n_list, sizeof(StoreRecord *), record_older);
+}
+
+void store_call_finish_list(StoreCall *c, int r, void *list, size_t n) {
+        store_call_set_list(c, list, n);
+        store_call_finished(c, r);
 }
 
 static int store_call_new(Store *s, StoreDoneFn done, void *userdata, StoreCall **ret) {
@@ -472,6 +513,51 @@ static int store_async_run(Store *s, StoreAsyncStartFn start, StoreSyncFn sync, 
         return store_call_start(s, c, r, ret_call);
 }
 
+/* The same for a call answering with a list (the shape's callback in c, set by the caller). */
+typedef int (*StoreSyncListFn)(Store *s, const void *args, void **ret, size_t *ret_n);
+
+static int store_async_run_list(Store *s, StoreAsyncStartFn start, StoreSyncListFn sync, const void *args,
+                                const StoreCall *how, StoreCall **ret_call) {
+        StoreCall *c = NULL, now = *how;
+        void *got = NULL;
+        size_t n = 0;
+        int r;
+
+        if (ret_call)
+                *ret_call = NULL;
+        if (!s->event) {
+                /* Without a loop to call back from: now, before returning (store.h). */
+                r = sync(s, args, &got, &n);
+                if (r < 0) {
+                        store_call_list_free(now.shape, got, n);
+                        got = NULL;
+                }
+                now.result = r;
+                store_call_set_list(&now, got, n);
+                store_call_deliver(&now);
+                store_call_list_free(now.shape, now.list, now.n_list);
+                return 0;
+        }
+        r = store_call_new(s, NULL, how->userdata, &c);
+        if (r < 0)
+                return r;
+        c->shape = how->shape;
+        c->nodes_done = how->nodes_done;
+        c->records_done = how->records_done;
+        c->sort_records = how->sort_records;
+        r = start(s, args, c);
+        if (r == -EOPNOTSUPP) {
+                int k = sync(s, args, &got, &n);
+
+                if (k < 0) {
+                        store_call_list_free(c->shape, got, n);
+                        got = NULL;
+                }
+                store_call_finish_list(c, k, got, n);
+        }
+        return store_call_start(s, c, r, ret_call);
+}
+
 static int put_start(Store *s, const void *args, StoreCall *c) {
         return s->ops->put_async ? s->ops->put_async(s, args, c) : -EOPNOTSUPP;
 }
@@ -511,6 +597,8 @@ int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, 
 StoreCall *store_call_cancel(StoreCall *c) {
         if (c) {
                 c->done = NULL;
+                c->nodes_done = NULL;
+                c->records_done = NULL;
                 c->userdata = NULL;
         }
         return NULL;
@@ -804,6 +892,34 @@ int store_claim_next_async(Store *s, const char *node, uint64_t epoch, char *con
         if (!s->ops->claim_next)
                 return -EOPNOTSUPP;
         return store_async_run(s, claim_next_start, claim_next_sync, &a, done, userdata, ret_call);
+}
+
+static int claim_routed_start(Store *s, const void *args, StoreCall *c) {
+        const ClaimArgs *a = args;
+
+        return s->ops->claim_routed_async ? s->ops->claim_routed_async(s, a->node, a->epoch, c) : -EOPNOTSUPP;
+}
+
+static int claim_routed_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        const ClaimArgs *a = args;
+        StoreRecord **l = NULL;
+        int r = s->ops->claim_routed(s, a->node, a->epoch, &l, ret_n);
+
+        *ret = l;
+        return r;
+}
+
+int store_claim_routed_async(Store *s, const char *node, uint64_t epoch, StoreRecordsDoneFn done, void *userdata,
+                             StoreCall **ret_call) {
+        ClaimArgs a = { .node = node, .epoch = epoch };
+        StoreCall how = { .shape = STORE_CALL_RECORDS, .records_done = done, .sort_records = true,
+                          .userdata = userdata };
+
+        if (!s || !node_name_is_valid(node) || epoch == 0 || epoch > INT64_MAX)
+                return -EINVAL;
+        if (!s->ops->claim_routed)
+                return -EOPNOTSUPP;
+        return store_async_run_list(s, claim_routed_start, claim_routed_sync, &a, &how, ret_call);
 }
 
 int store_claim_routed(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n) {
@@ -1117,6 +1233,26 @@ int store_node_list(Store *s, StoreNode **ret, size_t *ret_n) {
         if (!s || !ret || !ret_n)
                 return -EINVAL;
         return s->ops->node_list(s, ret, ret_n);
+}
+
+static int node_list_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->node_list_async ? s->ops->node_list_async(s, c) : -EOPNOTSUPP;
+}
+
+static int node_list_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        StoreNode *l = NULL;
+        int r = s->ops->node_list(s, &l, ret_n);
+
+        *ret = l;
+        return r;
+}
+
+int store_node_list_async(Store *s, StoreNodesDoneFn done, void *userdata, StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_NODES, .nodes_done = done, .userdata = userdata };
+
+        if (!s)
+                return -EINVAL;
+        return store_async_run_list(s, node_list_start, node_list_sync, NULL, &how, ret_call);
 }
 
 void store_nodes_free(StoreNode *l, size_t n) {

@@ -174,6 +174,10 @@ int store_get(Store *s, const char *id, StoreRecord **ret);
  * *ret_call NULL. */
 typedef struct StoreCall StoreCall;
 typedef void (*StoreDoneFn)(void *userdata, int r, StoreRecord *rec);
+/* The calls that read a list answer with it (the callback owns it; NULL, 0 when r < 0). */
+typedef struct StoreNode StoreNode;
+typedef void (*StoreNodesDoneFn)(void *userdata, int r, StoreNode *l, size_t n);
+typedef void (*StoreRecordsDoneFn)(void *userdata, int r, StoreRecord **l, size_t n);
 #define STORE_ASYNC_MAX 1024U
 int store_put_async(Store *s, const StoreRecord *r, StoreDoneFn done, void *userdata, StoreCall **ret_call);
 int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, StoreCall **ret_call);
@@ -258,6 +262,9 @@ int store_queue_notify_async(Store *s, const char *node, StoreDoneFn done, void 
  * backend of one node. */
 #define STORE_CLAIM_ROUTED_MAX 64
 int store_claim_routed(Store *s, const char *node, uint64_t epoch, StoreRecord ***ret, size_t *ret_n);
+/* The same without waiting: done(userdata, r, l, n) gets the records claimed, oldest first. */
+int store_claim_routed_async(Store *s, const char *node, uint64_t epoch, StoreRecordsDoneFn done, void *userdata,
+                             StoreCall **ret_call);
 
 /* Records with status queued or running, oldest first: what a restart has to resolve. */
 int store_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n);
@@ -361,7 +368,7 @@ int store_usage_get(Store *s, const char *owner, StoreUsage *ret);
  * started under one name only the later one holds the row. Timestamps are CLOCK_REALTIME
  * microseconds, as everywhere in the store: nodes compare them with each other's clocks. */
 #define STORE_NODES_MAX 1024            /* store_node_list() returns at most this many rows */
-typedef struct StoreNode {
+struct StoreNode {
         char *name;                     /* NodeName= */
         uint64_t epoch;                 /* registrations of this name so far, the current one included */
         uint64_t started_usec;          /* the current registration */
@@ -369,7 +376,7 @@ typedef struct StoreNode {
         uint64_t lease_expires_usec;    /* alive while now < this */
         uint64_t slots;                 /* MaxConcurrent= of the node when it registered */
         uint64_t running;               /* executions running there at the last heartbeat */
-} StoreNode;
+};
 
 /* Insert the row for name, or take it over: epoch + 1 (1 for a new name), started and heartbeat
  * now, the lease until now + lease_usec, running 0. *ret_epoch: the new epoch. */
@@ -387,6 +394,8 @@ int store_node_heartbeat_async(Store *s, const char *name, uint64_t epoch, uint6
 int store_node_leave(Store *s, const char *name, uint64_t epoch, uint64_t now_usec);
 /* Every node, by name (bytewise), at most STORE_NODES_MAX; free with store_nodes_free(). */
 int store_node_list(Store *s, StoreNode **ret, size_t *ret_n);
+/* The same without waiting: done(userdata, r, l, n) gets the list (free with store_nodes_free()). */
+int store_node_list_async(Store *s, StoreNodesDoneFn done, void *userdata, StoreCall **ret_call);
 void store_nodes_free(StoreNode *l, size_t n);
 /* Is n's lease in force at now_usec? */
 static inline bool store_node_is_alive(const StoreNode *n, uint64_t now_usec) {

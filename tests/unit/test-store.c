@@ -1961,6 +1961,101 @@ static void test_async_sessions(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+/* The calls that answer with a list. */
+static struct {
+        unsigned calls;
+        int r;
+        StoreNode *nodes;
+        StoreRecord **records;
+        size_t n, n_nodes, n_records;
+} listed;
+
+static void on_nodes_listed(void *userdata, int r, StoreNode *l, size_t n) {
+        listed.calls++;
+        listed.r = r;
+        store_nodes_free(listed.nodes, listed.n_nodes);
+        listed.nodes = l;
+        listed.n = listed.n_nodes = n;
+}
+
+static void on_records_listed(void *userdata, int r, StoreRecord **l, size_t n) {
+        listed.calls++;
+        listed.r = r;
+        store_records_free(listed.records, listed.n_records);
+        listed.records = l;
+        listed.n = listed.n_records = n;
+}
+
+static void listed_reset(void) {
+        store_nodes_free(listed.nodes, listed.n_nodes);
+        store_records_free(listed.records, listed.n_records);
+        listed = (typeof(listed)) {};
+}
+
+/* The registry and the routed runs, read without waiting: the lists come to the callback (routed runs
+ * oldest first, claimed for the node); a cancelled call's list is freed, not delivered. A backend of
+ * one node: the registry all the same, the routed runs -EOPNOTSUPP at once. */
+static void test_async_lists(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *r1 = record_queued("exec_rt1", "n2", "key:a", BASE_USEC + 9);
+        _cleanup_(store_record_freep) StoreRecord *r2 = record_queued("exec_rt2", "n2", "key:b", BASE_USEC + 3);
+        StoreCall *c = NULL;
+        uint64_t epoch = 0;
+
+        listed_reset();
+        assert_int_equal(store_node_register(s, "node-l2", BASE_USEC, 30 * USEC_PER_SEC, 4, &epoch), 0);
+        assert_int_equal(store_node_register(s, "node-l1", BASE_USEC, 30 * USEC_PER_SEC, 2, &epoch), 0);
+        assert_int_equal(store_node_list_async(s, on_nodes_listed, NULL, NULL), 0);
+        assert_int_equal(listed.calls, 0);
+        for (unsigned i = 0; i < 500 && listed.calls < 1; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(listed.calls, 1);
+        assert_int_equal(listed.r, 0);
+        assert_int_equal(listed.n, 2);
+        assert_string_equal(listed.nodes[0].name, "node-l1");
+        assert_int_equal(listed.nodes[0].slots, 2);
+        assert_string_equal(listed.nodes[1].name, "node-l2");
+        /* Cancelled: not delivered (ASan: and not leaked). */
+        assert_int_equal(store_node_list_async(s, on_nodes_listed, NULL, &c), 0);
+        (void) store_call_cancel(c);
+        assert_int_equal(store_node_list_async(s, on_nodes_listed, (void *) 1, NULL), 0);
+        for (unsigned i = 0; i < 500 && listed.calls < 2; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(listed.calls, 2);
+        assert_int_equal(store_async_pending(s), 0);
+
+        if (!is_pg()) {
+                assert_int_equal(store_claim_routed_async(s, "n2", 1, on_records_listed, NULL, NULL), -EOPNOTSUPP);
+                listed_reset();
+                close_with_event(s, e);
+                return;
+        }
+        r1->exec->session_id = strdup("s1");
+        r2->exec->session_id = strdup("s2");
+        assert_int_equal(store_put(s, r1), 0);
+        assert_int_equal(store_put(s, r2), 0);
+        assert_int_equal(store_claim_routed_async(s, "n2", 0, on_records_listed, NULL, NULL), -EINVAL);
+        assert_int_equal(store_claim_routed_async(s, "n2", 6, on_records_listed, NULL, NULL), 0);
+        for (unsigned i = 0; i < 500 && listed.calls < 3; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(listed.calls, 3);
+        assert_int_equal(listed.r, 0);
+        assert_int_equal(listed.n, 2);
+        assert_string_equal(listed.records[0]->exec->id, "exec_rt2");
+        assert_string_equal(listed.records[1]->exec->id, "exec_rt1");
+        assert_int_equal(listed.records[0]->exec->node_epoch, 6);
+        /* Claimed: a second look finds none. */
+        assert_int_equal(store_claim_routed_async(s, "n2", 6, on_records_listed, NULL, NULL), 0);
+        for (unsigned i = 0; i < 500 && listed.calls < 4; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(listed.calls, 4);
+        assert_int_equal(listed.r, 0);
+        assert_int_equal(listed.n, 0);
+        listed_reset();
+        close_with_event(s, e);
+}
+
 /* A cancelled call's callback is not called, but its write is made; store_cancel_userdata() too. */
 static void test_async_cancel(_unused_ void **state) {
         sd_event *e = NULL;
@@ -2183,6 +2278,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_async_heartbeat, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_claim, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_sessions, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_lists, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_garbage_file, setup_dir, teardown_dir),
