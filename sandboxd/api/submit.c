@@ -387,8 +387,9 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
                 }
         }
 
-        /* The shared queue: any node may claim it, but a session's run runs where its session is. */
-        er->unclaimed = ac->ctx->shared_queue && !er->session_id;
+        /* The shared queue: any node may claim it, but a session's run runs where its session is, and
+         * one that starts here at once is this node's from its first write (runner_starts_now()). */
+        er->unclaimed = ac->ctx->shared_queue && !er->session_id && !runner_starts_now(ac->runner, owner);
         r = runner_submit(ac->runner, TAKE_PTR(er), owner, &j);
         if (r < 0)
                 return fail(err, r, API_ERROR_INTERNAL, "cannot create the execution: %s", strerror(-r));

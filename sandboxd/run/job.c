@@ -824,6 +824,12 @@ static void workspace_ready(Job *j) {
         FetchLimits limits;
         int r;
 
+        /* Once: the job stays preparing while its inputs download and while the record is written
+         * before the unit starts (job_start_service()), and a JobRemoved of its mount unit that comes
+         * meanwhile (a workspace the pool lent, ready already) must not start the service twice. */
+        if (j->workspace_readied)
+                return;
+        j->workspace_readied = true;
         if (j->request->n_files == 0) {
                 start_service(j);
                 return;

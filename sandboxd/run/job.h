@@ -110,6 +110,7 @@ struct Job {
         bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
         bool output_stored;              /* the final record is in the store: stdout/stderr are read there */
         bool claiming;                   /* queued, the dispatch's claim in the shared queue under way */
+        bool workspace_readied;          /* preparing: workspace_ready() ran (the service starts once) */
         bool final_writing;              /* final, the final record's first write under way (job_finish()):
                                           * its waiters wait for it, the owner keeps the job */
         bool final_in_call;              /* inside that write's call (its answer may come at once) */

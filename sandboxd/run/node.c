@@ -41,6 +41,7 @@ struct Node {
         size_t n_taken;
 
         StoreCall *heartbeat_call;       /* the renewal under way (store_node_heartbeat_async()) */
+        StoreCall *registry_call;        /* the registry's read under way (store_node_list_async()) */
         uint64_t heartbeat_sent_usec;    /* CLOCK_REALTIME it was sent at: the lease runs from there */
 
         uint64_t store_errors;           /* failures in a row */
@@ -77,17 +78,10 @@ static void node_store_ok(Node *n) {
         n->store_errors_unlogged = 0;
 }
 
-static void node_read_registry(Node *n) {
+/* The registry as read now (l of k rows, taken). */
+static void node_registry_set(Node *n, StoreNode *l, size_t k) {
         MetricsNode *m;
-        StoreNode *l = NULL;
-        size_t k = 0;
-        int r;
 
-        r = store_node_list(n->ctx->store, &l, &k);
-        if (r < 0) {
-                node_store_error(n, r, "read the node registry");
-                return;          /* the last one read stays */
-        }
         m = k > 0 ? calloc(k, sizeof(MetricsNode)) : NULL;
         if (k > 0 && !m) {
                 (void) log_oom();
@@ -101,6 +95,20 @@ static void node_read_registry(Node *n) {
         n->registry = l;
         n->n_registry = k;
         n->metrics = m;
+}
+
+/* At start (the loop not running yet). */
+static void node_read_registry(Node *n) {
+        StoreNode *l = NULL;
+        size_t k = 0;
+        int r;
+
+        r = store_node_list(n->ctx->store, &l, &k);
+        if (r < 0) {
+                node_store_error(n, r, "read the node registry");
+                return;          /* the last one read stays */
+        }
+        node_registry_set(n, l, k);
 }
 
 static uint64_t node_lease_usec(const Node *n) {
@@ -223,11 +231,36 @@ static void node_mark_taken(Node *n, const StoreNode *x) {
         n->n_taken++;
 }
 
-/* After the lease's renewal (or registration): the registry, and the take-overs. */
+static void node_take_over_lost(Node *n);
+
+/* The registry read after the lease's renewal (node_after_heartbeat()); never called after
+ * node_free() (store_cancel_userdata()). */
+static void on_registry_read(void *userdata, int r, StoreNode *l, size_t k) {
+        Node *n = userdata;
+
+        n->registry_call = NULL;
+        if (r < 0) {
+                node_store_error(n, r, "read the node registry");
+                return;          /* the last one read stays */
+        }
+        node_registry_set(n, l, k);
+        if (!n->left)
+                node_take_over_lost(n);
+}
+
+/* After the lease's renewal (or registration): the registry, read without waiting, and then the
+ * take-overs. One read at a time. */
 static void node_after_heartbeat(Node *n) {
-        if (n->left)
+        int r;
+
+        if (n->left || n->registry_call)
                 return;
-        node_read_registry(n);
+        r = store_node_list_async(n->ctx->store, on_registry_read, n, &n->registry_call);
+        if (r < 0)
+                node_store_error(n, r, "read the node registry");
+}
+
+static void node_take_over_lost(Node *n) {
         /* Other nodes whose lease ran out: their unfinished executions are taken over here, but only
          * by a node whose own lease is good (one cut off from the store must not take anything). */
         if (n->lost && n->epoch > 0 && !n->fenced && n->lease_expires_usec > now_usec(CLOCK_REALTIME) &&

@@ -43,7 +43,7 @@ struct Runner {
         uint64_t queue_notified_mono;   /* when the others were last told of work waiting here */
         unsigned n_claimed_here;        /* claimed from the shared queue since start (other nodes' work) */
         unsigned n_claimed_elsewhere;   /* accepted here, claimed by another node */
-        StoreCall *claim_next_call;     /* store_claim_next_async() under way (runner_claim_next()) */
+        StoreCall *claim_next_call;     /* a look at other nodes' work under way (runner_claim_next()) */
 };
 
 /* A node with free slots looks in the shared queue this often even without a notification (one lost
@@ -484,46 +484,68 @@ static void on_claimed_next(void *userdata, int k, StoreRecord *rec) {
                 runner_dispatch(r);
 }
 
-/* Work other nodes queued (the shared queue): the runs of this node's sessions they accepted, all;
- * else one execution claimed here, fairly (store.h), owners at MaxRunningPerCaller= here skipped,
- * without waiting (on_claimed_next()). 1: a job was queued here; 0: none now. */
-static int runner_claim_next(Runner *r) {
+/* The second look (runner_claim_next()): one execution another node accepted, claimed here, fairly
+ * (store.h), owners at MaxRunningPerCaller= here skipped, without waiting (on_claimed_next()). */
+static void runner_claim_other(Runner *r) {
         _cleanup_free_ char **skip = NULL;
         unsigned cap = (unsigned) quota_max_running_per_caller(r->ctx->config);
-        StoreRecord **l = NULL;
-        size_t n_skip = 0, n = 0;
-        int k, queued = 0;
+        size_t n_skip = 0;
+        int k;
 
-        if (!r->ctx->shared_queue || !r->claim_hint || r->claim_blocked || r->ctx->node_epoch == 0 ||
-            r->claim_next_call)
-                return 0;
-        k = store_claim_routed(r->ctx->store, r->ctx->node_name, r->ctx->node_epoch, &l, &n);
-        if (k < 0) {
-                log_warning_errno(k, "Cannot claim the runs routed to this node: %s", store_error_message(r->ctx->store));
-                r->claim_blocked = true;
-                return 0;
-        }
-        for (size_t i = 0; i < n; i++)
-                queued |= runner_queue_claimed(r, l[i]);
-        store_records_free(l, n);
-        if (queued)
-                return 1;
         if (cap > 0) {
                 skip = calloc(r->queue.n_owners + 1, sizeof(char *));
-                if (!skip)
-                        return log_oom(), 0;
+                if (!skip) {
+                        log_oom();
+                        return;
+                }
                 for (QueueOwner *o = r->queue.owners; o; o = o->next)
                         if (o->n_active >= cap && n_skip < r->queue.n_owners)
                                 skip[n_skip++] = o->name;
         }
-        /* Without waiting (the answer queues the job and dispatches again), one at a time. */
         k = store_claim_next_async(r->ctx->store, r->ctx->node_name, r->ctx->node_epoch, skip, n_skip, on_claimed_next,
                                    r, &r->claim_next_call);
         if (k < 0) {
                 log_warning_errno(k, "Cannot claim work from the shared queue: %s", store_error_message(r->ctx->store));
                 r->claim_blocked = true;
         }
-        return 0;
+}
+
+/* The answer to the first look (runner_claim_next()): the runs of this node's sessions other nodes
+ * accepted, all queued here; when there are none and a slot is still free, the second look. */
+static void on_claimed_routed(void *userdata, int k, StoreRecord **l, size_t n) {
+        Runner *r = userdata;
+        int queued = 0;
+
+        r->claim_next_call = NULL;
+        if (k < 0) {
+                log_warning_errno(k, "Cannot claim the runs routed to this node: %s", store_error_message(r->ctx->store));
+                r->claim_blocked = true;
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                queued |= runner_queue_claimed(r, l[i]);
+        store_records_free(l, n);
+        if (queued)
+                runner_dispatch(r);
+        else if (!r->ctx->stopping && r->queue.n_active < r->ctx->config->max_concurrent)
+                runner_claim_other(r);
+}
+
+/* Work other nodes queued (the shared queue): the runs of this node's sessions they accepted, all;
+ * else one execution claimed here (runner_claim_other()). Both looks without waiting, one at a time:
+ * their answers queue the jobs and dispatch again. */
+static void runner_claim_next(Runner *r) {
+        int k;
+
+        if (!r->ctx->shared_queue || !r->claim_hint || r->claim_blocked || r->ctx->node_epoch == 0 ||
+            r->claim_next_call)
+                return;
+        k = store_claim_routed_async(r->ctx->store, r->ctx->node_name, r->ctx->node_epoch, on_claimed_routed, r,
+                                     &r->claim_next_call);
+        if (k < 0) {
+                log_warning_errno(k, "Cannot claim the runs routed to this node: %s", store_error_message(r->ctx->store));
+                r->claim_blocked = true;
+        }
 }
 
 static int on_notify_timer(sd_event_source *s, uint64_t usec, void *userdata);
@@ -673,6 +695,16 @@ static void on_job_claimed(void *userdata, int k, StoreRecord *rec) {
         runner_dispatch(r);
 }
 
+bool runner_starts_now(Runner *r, const char *owner) {
+        unsigned cap = (unsigned) quota_max_running_per_caller(r->ctx->config);
+        const QueueOwner *o;
+
+        if (r->ctx->stopping || r->queue.n_waiting > 0 || r->queue.n_active >= r->ctx->config->max_concurrent)
+                return false;
+        o = queue_owner_find(&r->queue, owner);
+        return cap == 0 || !o || o->n_active < cap;
+}
+
 /* Round robin between the owners with waiting jobs, each owner's oldest first, an owner at
  * MaxRunningPerCaller= skipped; a run of a busy session waits without holding up anything (queue.h).
  * Starting may finish a job at once and re-enter here, so every slot is picked afresh. In the shared
@@ -689,9 +721,9 @@ void runner_dispatch(Runner *r) {
                 int k;
 
                 if (!e) {
-                        /* Nothing of its own to start: work other nodes queued, if any. */
-                        if (runner_claim_next(r) > 0)
-                                continue;
+                        /* Nothing of its own to start: work other nodes queued, if any (its answer
+                         * dispatches again). */
+                        runner_claim_next(r);
                         break;
                 }
                 j = job_of_entry(e);

@@ -59,6 +59,10 @@ void runner_cancel_from_elsewhere(Runner *r, const char *id);
  * final here, for what they would have said (a cancel, a claim by another node, a final record
  * written elsewhere). */
 void runner_store_scan(Runner *r);
+/* Would a job of owner submitted now start at once (a free slot, nothing waiting, owner below
+ * MaxRunningPerCaller=)? In the shared queue such a submission is stored claimed by this node: no
+ * other node can take it in the moment before its claim, and it saves the claim's round trip. */
+bool runner_starts_now(Runner *r, const char *owner);
 /* The queue nodes share (Context.shared_queue; store.h): a job is claimed in the store before it
  * starts, and a node with free slots claims work other nodes accepted. runner_start_claiming(): at
  * start, once the node is registered (its epoch is the claim's fence). The notifications of the
