@@ -943,9 +943,6 @@ void runner_cancel_from_elsewhere(Runner *r, const char *id) {
                 log_info("%s: cancel requested through another node", j->exec->id);
 }
 
-/* After notifications may have been lost (a reconnection): one read of each job not final here
- * says what they would have: its final record written (a job another node runs), its claim by
- * another node (an unclaimed queued job), or a cancel asked through another node. */
 /* One job's record, read by runner_store_scan(); never called after job_free() (store_cancel_userdata()). */
 static void on_scan_read(void *userdata, int k, StoreRecord *found) {
         _cleanup_(store_record_freep) StoreRecord *rec = found;
@@ -964,6 +961,9 @@ static void on_scan_read(void *userdata, int k, StoreRecord *found) {
                 log_info("%s: cancel requested through another node (found after a reconnection)", j->exec->id);
 }
 
+/* After notifications may have been lost (a reconnection): one read of each job not final here
+ * says what they would have: its final record written (a job another node runs), its claim by
+ * another node (an unclaimed queued job), or a cancel asked through another node. */
 void runner_store_scan(Runner *r) {
         /* Without waiting: each answer acts on its job (a cancel may end one at once; a job freed
          * meanwhile is not called back). */
