@@ -126,11 +126,9 @@ static void on_session_written(void *userdata, int r, StoreRecord *rec) {
                 session_write_failed(s->sessions->ctx, s->key, r);
 }
 
-/* Its row after a run, without waiting for the store (issue 22): the session's own state is in
- * memory, the row is for a restart and for the other nodes (its runs are routed here). */
-static void session_persist_async(Session *s) {
-        const Context *ctx = s->sessions->ctx;
-        StoreSession x = {
+/* Its row: borrows from s. */
+static StoreSession session_row(const Session *s) {
+        return (StoreSession) {
                 .session_id = s->key,
                 .client_id = streq(s->key, s->id) ? NULL : s->id,
                 .owner = s->owner,
@@ -140,8 +138,15 @@ static void session_persist_async(Session *s) {
                 .created_usec = s->created_usec,
                 .last_used_usec = s->last_used_usec,
                 .executions = s->executions,
-                .node = (char *) ctx->node_name,
+                .node = (char *) s->sessions->ctx->node_name,
         };
+}
+
+/* Its row after a run, without waiting for the store (issue 22): the session's own state is in
+ * memory, the row is for a restart and for the other nodes (its runs are routed here). */
+static void session_persist_async(Session *s) {
+        const Context *ctx = s->sessions->ctx;
+        StoreSession x = session_row(s);
         int r;
 
         if (!ctx->store)
@@ -153,18 +158,7 @@ static void session_persist_async(Session *s) {
 
 static int session_persist(Session *s) {
         const Context *ctx = s->sessions->ctx;
-        StoreSession x = {
-                .session_id = s->key,
-                .client_id = streq(s->key, s->id) ? NULL : s->id,
-                .owner = s->owner,
-                .mount_unit = s->mount_name,
-                .path = s->path,
-                .disk_mb = s->disk_mb,
-                .created_usec = s->created_usec,
-                .last_used_usec = s->last_used_usec,
-                .executions = s->executions,
-                .node = (char *) ctx->node_name,
-        };
+        StoreSession x = session_row(s);
         int r;
 
         if (!ctx->store)

@@ -1986,6 +1986,12 @@ static void on_records_listed(void *userdata, int r, StoreRecord **l, size_t n) 
         listed.n = listed.n_records = n;
 }
 
+/* Run the loop until n lists came, or about 5 s went by. */
+static void run_until_listed(sd_event *e, unsigned n) {
+        for (unsigned i = 0; i < 500 && listed.calls < n; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+}
+
 static void listed_reset(void) {
         store_nodes_free(listed.nodes, listed.n_nodes);
         store_records_free(listed.records, listed.n_records);
@@ -2008,8 +2014,7 @@ static void test_async_lists(_unused_ void **state) {
         assert_int_equal(store_node_register(s, "node-l1", BASE_USEC, 30 * USEC_PER_SEC, 2, &epoch), 0);
         assert_int_equal(store_node_list_async(s, on_nodes_listed, NULL, NULL), 0);
         assert_int_equal(listed.calls, 0);
-        for (unsigned i = 0; i < 500 && listed.calls < 1; i++)
-                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        run_until_listed(e, 1);
         assert_int_equal(listed.calls, 1);
         assert_int_equal(listed.r, 0);
         assert_int_equal(listed.n, 2);
@@ -2020,8 +2025,7 @@ static void test_async_lists(_unused_ void **state) {
         assert_int_equal(store_node_list_async(s, on_nodes_listed, NULL, &c), 0);
         (void) store_call_cancel(c);
         assert_int_equal(store_node_list_async(s, on_nodes_listed, (void *) 1, NULL), 0);
-        for (unsigned i = 0; i < 500 && listed.calls < 2; i++)
-                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        run_until_listed(e, 2);
         assert_int_equal(listed.calls, 2);
         assert_int_equal(store_async_pending(s), 0);
 
@@ -2037,8 +2041,7 @@ static void test_async_lists(_unused_ void **state) {
         assert_int_equal(store_put(s, r2), 0);
         assert_int_equal(store_claim_routed_async(s, "n2", 0, on_records_listed, NULL, NULL), -EINVAL);
         assert_int_equal(store_claim_routed_async(s, "n2", 6, on_records_listed, NULL, NULL), 0);
-        for (unsigned i = 0; i < 500 && listed.calls < 3; i++)
-                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        run_until_listed(e, 3);
         assert_int_equal(listed.calls, 3);
         assert_int_equal(listed.r, 0);
         assert_int_equal(listed.n, 2);
@@ -2047,8 +2050,7 @@ static void test_async_lists(_unused_ void **state) {
         assert_int_equal(listed.records[0]->exec->node_epoch, 6);
         /* Claimed: a second look finds none. */
         assert_int_equal(store_claim_routed_async(s, "n2", 6, on_records_listed, NULL, NULL), 0);
-        for (unsigned i = 0; i < 500 && listed.calls < 4; i++)
-                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        run_until_listed(e, 4);
         assert_int_equal(listed.calls, 4);
         assert_int_equal(listed.r, 0);
         assert_int_equal(listed.n, 0);
