@@ -285,36 +285,57 @@ def program_processes():
     return left
 
 
-# x86_64 and aarch64 numbers of nanosleep/clock_nanosleep: where time.sleep() and sleep(1) wait.
-SLEEP_SYSCALLS = {"35", "230", "101", "115"}
+def sse_open(eid, last_id=None, timeout=300):
+    conn = UnixConnection(SOCKET, timeout=timeout)
+    h = {"Accept": "text/event-stream"}
+    if last_id:
+        h["Last-Event-ID"] = last_id
+    conn.request("GET", f"/v1/executions/{eid}/events", headers=h)
+    return conn, conn.getresponse()
 
 
-def wait_program_asleep(unit, timeout=30.0):
-    """Wait until a program thread in unit (as its dynamic user) sits in a sleep system call
-    (/proc/PID/syscall): a program that prints, flushes and then sleeps has written its output by
-    then, however slow the machine. False if none does within timeout. In the strong tier the program's
-    threads are those of gVisor's ptrace stubs (traced by its Sentry), whose every thread counts; never
-    those of runsc itself (the Go runtime sleeps in nanosleep too)."""
-    def asleep():
-        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-            try:
-                with open(f"/proc/{pid}/status") as f:
-                    status = {l.split(":")[0]: l.split()[1:] for l in f}
-                uid = int(status["Uid"][0])
-                stub = status.get("TracerPid", ["0"])[0] != "0"
-                nrs = set()
-                for tid in (os.listdir(f"/proc/{pid}/task") if stub else [pid]):
-                    try:
-                        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
-                            nrs.add(f.read().split()[0])
-                    except (OSError, IndexError):
-                        pass
-            except (OSError, IndexError, ValueError):
-                continue
-            if 61184 <= uid <= 65519 and nrs & SLEEP_SYSCALLS and unit_of_pid(pid) == unit:
-                return True
+def sse_iter(resp):
+    """Yields {"id", "event", "data"} per event until the stream ends."""
+    ev = {}
+    while True:
+        line = resp.readline()
+        if not line:
+            return
+        line = line.decode("utf-8").rstrip("\n")
+        if line.startswith(":"):
+            continue            # a comment (": keepalive"), as the SSE standard says
+        if line == "":
+            if ev:
+                if "data" in ev:
+                    ev["data"] = json.loads(ev["data"])
+                yield ev
+            ev = {}
+            continue
+        k, _, v = line.partition(": ")
+        ev[k] = v
+
+
+def wait_stdout(eid, text, timeout=30.0):
+    """Wait until the live output of execution eid (its events stream) holds text on stdout: the
+    program wrote it and sandbox-exec has captured it, however slow the machine. False if the stream
+    ends or timeout passes first."""
+    conn, resp = sse_open(eid, timeout=timeout)
+    seen = ""
+    try:
+        if resp.status != 200:
+            return False
+        for ev in sse_iter(resp):
+            if ev.get("event") == "stdout":
+                seen += ev["data"].get("text", "")
+                if text in seen:
+                    return True
+            elif ev.get("event") == "result":
+                return False
         return False
-    return wait_until(asleep, timeout, 0.05)
+    except OSError:
+        return False
+    finally:
+        conn.close()
 
 
 def pool_ready_kinds(language="python"):

@@ -16,36 +16,6 @@ from lib import *  # noqa: E402,F401,F403
 t = Tap()
 
 
-def sse_open(eid, last_id=None, timeout=300):
-    conn = UnixConnection(SOCKET, timeout=timeout)
-    h = {"Accept": "text/event-stream"}
-    if last_id:
-        h["Last-Event-ID"] = last_id
-    conn.request("GET", f"/v1/executions/{eid}/events", headers=h)
-    return conn, conn.getresponse()
-
-
-def sse_iter(resp):
-    """Yields {"id", "event", "data"} per event until the stream ends."""
-    ev = {}
-    while True:
-        line = resp.readline()
-        if not line:
-            return
-        line = line.decode("utf-8").rstrip("\n")
-        if line.startswith(":"):
-            continue            # a comment (": keepalive"), as the SSE standard says
-        if line == "":
-            if ev:
-                if "data" in ev:
-                    ev["data"] = json.loads(ev["data"])
-                yield ev
-            ev = {}
-            continue
-        k, _, v = line.partition(": ")
-        ev[k] = v
-
-
 def sse_all(eid, last_id=None):
     conn, resp = sse_open(eid, last_id)
     evs = list(sse_iter(resp)) if resp.status == 200 else []
