@@ -21,12 +21,22 @@
 #define STORE_RETRY_USEC (5 * USEC_PER_SEC)
 #define LAST_ERROR_MAX 256
 
+/* A delivery this node works on, from its claim until the outcome is written. Every store call is
+ * made without waiting (issue 22): the loop never blocks on the outbox. */
+typedef enum DeliveryState {
+        DELIVERY_CLAIMING,       /* the lease's update is on its way to the store */
+        DELIVERY_SENDING,        /* the network worker makes the attempt */
+        DELIVERY_SAVING,         /* its outcome is on its way to the store */
+} DeliveryState;
+
 typedef struct Delivery Delivery;
 struct Delivery {
         Callbacks *owner;
         Delivery *prev, *next;
+        DeliveryState state;
         StoreCallback *cb;
-        NetCall *call;           /* while the network worker makes the attempt */
+        NetCall *call;           /* DELIVERY_SENDING */
+        StoreCall *store_call;   /* DELIVERY_CLAIMING, DELIVERY_SAVING */
         uint64_t retry_after;
 };
 
@@ -35,11 +45,15 @@ struct Callbacks {
         sd_event_source *timer;
         Delivery *deliveries;
         unsigned n_deliveries;
+        StoreCall *read;         /* the read of what is due, under way */
+        size_t read_want;        /* how many it asked for */
+        bool read_again;         /* kicked while it was: read once more after it */
         uint8_t *key;
         size_t key_len;
 };
 
 static void dispatch(Callbacks *c);
+static void arm_timer(Callbacks *c, uint64_t when);
 
 static uint64_t random_u64(void) {
         uint64_t v;
@@ -169,6 +183,7 @@ static Delivery *delivery_free(Delivery *d) {
                 c->n_deliveries--;
         }
         net_call_cancel(d->call);
+        (void) store_call_cancel(d->store_call);        /* a write queued is still made */
         store_callback_free(d->cb);
         return mfree(d);
 }
@@ -184,12 +199,34 @@ static void set_last_error(StoreCallback *cb, const char *fmt, ...) {
         (void) free_and_strdup(&cb->last_error, buf);
 }
 
-static void save(Callbacks *c, const StoreCallback *cb) {
-        int r = store_callback_update(c->ctx->store, cb);
+static void log_save_failed(Callbacks *c, const StoreCallback *cb, int r) {
+        log_error_errno(r, "%s: cannot update the callback delivery: %s", cb->execution_id,
+                        store_error_message(c->ctx->store));
+}
 
+static void on_saved(void *userdata, int r, StoreRecord *rec) {
+        Delivery *d = userdata;
+        Callbacks *c = d->owner;
+
+        d->store_call = NULL;
         if (r < 0)
-                log_error_errno(r, "%s: cannot update the callback delivery: %s", cb->execution_id,
-                                store_error_message(c->ctx->store));
+                log_save_failed(c, d->cb, r);
+        delivery_free(d);
+        dispatch(c);
+}
+
+/* Write d's outcome, then let it go (its slot is free once the store has it). */
+static void save(Delivery *d) {
+        Callbacks *c = d->owner;
+        int r;
+
+        d->state = DELIVERY_SAVING;
+        r = store_callback_update_async(c->ctx->store, d->cb, on_saved, d, &d->store_call);
+        if (r < 0) {
+                /* Refused (-ENOBUFS: the store is far behind): made waiting, as store.h allows. */
+                r = store_callback_update(c->ctx->store, d->cb);
+                on_saved(d, r, NULL);
+        }
 }
 
 /* The attempt ended with transport t (and, for TRANSPORT_OK, HTTP status): record what it means.
@@ -258,12 +295,10 @@ static void attempt_done(Delivery *d, TransportResult t, long status, const char
                 break;
         }
         }
-        save(c, cb);
 }
 
 static void on_done(NetCall *call, const NetDone *done, void *userdata) {
         Delivery *d = userdata;
-        Callbacks *c = d->owner;
         TransportResult t = done->transport;
         char detail[NET_ERROR_MAX + NET_ADDRESS_MAX + 64];
         long status = done->http_status;
@@ -278,8 +313,7 @@ static void on_done(NetCall *call, const NetDone *done, void *userdata) {
         else
                 snprintf(detail, sizeof(detail), "%s", done->error);
         attempt_done(d, t, status, detail);
-        delivery_free(d);
-        dispatch(c);
+        save(d);
 }
 
 /* The worker sets libcurl up as this module did: a POST of the body with these headers, http and
@@ -317,49 +351,46 @@ static int attempt_setup(Delivery *d) {
         return net_call_start(d->owner->ctx->net, &q, cb->body, NULL, on_done, d, &d->call);
 }
 
-/* Take the lease, then start the attempt. Consumes cb. -errno if the store cannot be written (then
- * nothing was attempted). */
-static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
-        const Config *cfg = c->ctx->config;
-        Delivery *d;
-        int r;
+/* The lease's answer: ours, start the attempt; another node's, let it go. */
+static void on_claimed(void *userdata, int r, StoreRecord *rec) {
+        Delivery *d = userdata;
+        Callbacks *c = d->owner;
+        StoreCallback *cb = d->cb;
 
-        if (cb->attempts >= cfg->callback_max_attempts ||
-            now >= cb->created_usec + cfg->callback_max_age_sec * USEC_PER_SEC) {
-                /* Limits lowered by a reload, or a daemon that was down longer than the age. */
-                cb->state = CALLBACK_FAILED;
-                if (cb->attempts >= cfg->callback_max_attempts)
-                        set_last_error(cb, "%s (gave up after %" PRIu64 " attempts)", strna(cb->last_error),
-                                       cb->attempts);
-                else
-                        set_last_error(cb, "%s (gave up: CallbackMaxAgeSec=%" PRIu64 " reached)",
-                                       cb->last_error ?: "never attempted", cfg->callback_max_age_sec);
-                log_warning("%s: callback to %s failed: %s", cb->execution_id,
-                            callback_url_for_log(cb->url, (char[CALLBACK_URL_LOG_MAX]) {}), cb->last_error);
-                r = store_callback_update(c->ctx->store, cb);
-                store_callback_free(cb);
-                return r;
-        }
-
-        /* The lease is a claim: nodes sharing the outbox read the same due rows, and only the one whose
-         * update finds the attempts it read makes this attempt. */
-        cb->claim = true;
-        cb->claim_attempts = cb->attempts;
-        cb->attempts++;
-        cb->next_attempt_usec = now + cfg->callback_timeout_sec * USEC_PER_SEC + LEASE_SLACK_USEC;
-        r = store_callback_update(c->ctx->store, cb);
-        cb->claim = false;
+        d->store_call = NULL;
         if (r == -ESTALE) {
                 log_debug("%s: callback attempt %" PRIu64 " taken by another node.", cb->execution_id, cb->attempts);
-                store_callback_free(cb);
-                return 0;
+                delivery_free(d);
+                dispatch(c);
+                return;
         }
         if (r < 0) {
                 log_error_errno(r, "%s: cannot record the callback attempt, not attempting: %s", cb->execution_id,
                                 store_error_message(c->ctx->store));
-                store_callback_free(cb);
-                return r;
+                delivery_free(d);
+                /* It stays due: look again later, not at once. */
+                arm_timer(c, now_usec(CLOCK_REALTIME) + STORE_RETRY_USEC);
+                return;
         }
+
+        d->state = DELIVERY_SENDING;
+        r = attempt_setup(d);
+        if (r < 0) {
+                /* Counted as an attempt that failed on our side: retried like a network error. */
+                attempt_done(d, TRANSPORT_OTHER, 0, strerror(-r));
+                save(d);
+                return;
+        }
+        log_debug("%s: callback attempt %" PRIu64 " to %s.", cb->execution_id, cb->attempts,
+                  callback_url_for_log(cb->url, (char[CALLBACK_URL_LOG_MAX]) {}));
+}
+
+/* Take the lease, then (on_claimed()) start the attempt. Consumes cb. -errno if the store refused
+ * the call (then nothing was attempted). */
+static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
+        const Config *cfg = c->ctx->config;
+        Delivery *d;
+        int r;
 
         d = calloc(1, sizeof(Delivery));
         if (!d) {
@@ -374,15 +405,37 @@ static int attempt_start(Callbacks *c, StoreCallback *cb, uint64_t now) {
         c->deliveries = d;
         c->n_deliveries++;
 
-        r = attempt_setup(d);
-        if (r < 0) {
-                /* Counted as an attempt that failed on our side: retried like a network error. */
-                attempt_done(d, TRANSPORT_OTHER, 0, strerror(-r));
-                delivery_free(d);
+        if (cb->attempts >= cfg->callback_max_attempts ||
+            now >= cb->created_usec + cfg->callback_max_age_sec * USEC_PER_SEC) {
+                /* Limits lowered by a reload, or a daemon that was down longer than the age. */
+                cb->state = CALLBACK_FAILED;
+                if (cb->attempts >= cfg->callback_max_attempts)
+                        set_last_error(cb, "%s (gave up after %" PRIu64 " attempts)", strna(cb->last_error),
+                                       cb->attempts);
+                else
+                        set_last_error(cb, "%s (gave up: CallbackMaxAgeSec=%" PRIu64 " reached)",
+                                       cb->last_error ?: "never attempted", cfg->callback_max_age_sec);
+                log_warning("%s: callback to %s failed: %s", cb->execution_id,
+                            callback_url_for_log(cb->url, (char[CALLBACK_URL_LOG_MAX]) {}), cb->last_error);
+                save(d);
                 return 0;
         }
-        log_debug("%s: callback attempt %" PRIu64 " to %s.", cb->execution_id, cb->attempts,
-                  callback_url_for_log(cb->url, (char[CALLBACK_URL_LOG_MAX]) {}));
+
+        /* The lease is a claim: nodes sharing the outbox read the same due rows, and only the one whose
+         * update finds the attempts it read makes this attempt. */
+        d->state = DELIVERY_CLAIMING;
+        cb->claim = true;
+        cb->claim_attempts = cb->attempts;
+        cb->attempts++;
+        cb->next_attempt_usec = now + cfg->callback_timeout_sec * USEC_PER_SEC + LEASE_SLACK_USEC;
+        r = store_callback_update_async(c->ctx->store, cb, on_claimed, d, &d->store_call);
+        cb->claim = false;
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot record the callback attempt, not attempting: %s", cb->execution_id,
+                                store_error_message(c->ctx->store));
+                delivery_free(d);
+                return r;
+        }
         return 0;
 }
 
@@ -410,10 +463,61 @@ static bool in_flight(Callbacks *c, const char *id) {
         return false;
 }
 
-static void dispatch(Callbacks *c) {
+/* What is pending, earliest first: start those due, and arm the timer for the first that is not. */
+static void on_due(void *userdata, int r, StoreCallback **l, size_t n) {
+        Callbacks *c = userdata;
         Context *ctx = c->ctx;
         uint64_t now = now_usec(CLOCK_REALTIME), next = 0;
-        bool store_failed = false, skipped = false;
+        bool store_failed = false, skipped = false, again = c->read_again;
+        size_t started = 0, want = c->read_want;
+
+        c->read = NULL;
+        c->read_again = false;
+        if (r < 0) {
+                log_error_errno(r, "Cannot read the callback outbox: %s", store_error_message(ctx->store));
+                arm_timer(c, now + STORE_RETRY_USEC);
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                StoreCallback *cb = TAKE_PTR(l[i]);
+
+                if (store_failed || next > 0 || ctx->stopping)
+                        store_callback_free(cb);
+                else if (cb->next_attempt_usec > now) {
+                        next = cb->next_attempt_usec;           /* the first not due: the rest are later */
+                        store_callback_free(cb);
+                } else if (in_flight(c, cb->execution_id)) {
+                        /* An attempt that outlived its lease (a stalled loop): never two at once. */
+                        store_callback_free(cb);
+                        skipped = true;
+                } else if (c->n_deliveries >= ctx->config->callback_max_concurrent)
+                        store_callback_free(cb);                /* a kick filled the slots meanwhile */
+                else if (attempt_start(c, cb, now) < 0)
+                        store_failed = true;   /* it would stay due: do not spin on it */
+                else
+                        started++;
+        }
+        free(l);
+        if (ctx->stopping)
+                return;
+        if (store_failed || skipped) {
+                arm_timer(c, now + STORE_RETRY_USEC);
+                return;
+        }
+        /* Every row due and a slot left: there may be more, read on. Kicked meanwhile: a row may
+         * have come after the read. */
+        if (again || (next == 0 && started > 0 && n == want && c->n_deliveries < ctx->config->callback_max_concurrent)) {
+                dispatch(c);
+                return;
+        }
+        if (next > 0)
+                arm_timer(c, MAX(next, now + 1));
+        /* Nothing pending: the next final record with a callback kicks. */
+}
+
+static void dispatch(Callbacks *c) {
+        Context *ctx = c->ctx;
+        unsigned want;
         int r;
 
         if (!c->timer)
@@ -421,50 +525,21 @@ static void dispatch(Callbacks *c) {
         (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
         if (ctx->stopping)
                 return;
-
-        while (c->n_deliveries < ctx->config->callback_max_concurrent) {
-                unsigned want = (unsigned) MIN(ctx->config->callback_max_concurrent - c->n_deliveries, 64U);
-                StoreCallback **l = NULL;
-                size_t n = 0;
-
-                r = store_callback_due(ctx->store, now, want, &l, &n);
-                if (r < 0) {
-                        log_error_errno(r, "Cannot read the callback outbox: %s", store_error_message(ctx->store));
-                        store_failed = true;
-                        break;
-                }
-                for (size_t i = 0; i < n; i++) {
-                        StoreCallback *cb = TAKE_PTR(l[i]);
-
-                        if (store_failed)
-                                store_callback_free(cb);
-                        else if (in_flight(c, cb->execution_id)) {
-                                /* An attempt that outlived its lease (a stalled loop): never two at once. */
-                                store_callback_free(cb);
-                                skipped = true;
-                        } else if (attempt_start(c, cb, now) < 0)
-                                store_failed = true;   /* it would stay due: do not spin on it */
-                }
-                free(l);
-                if (store_failed || skipped || n < want)
-                        break;
-        }
-
-        if (store_failed || skipped) {
-                arm_timer(c, now + STORE_RETRY_USEC);
+        if (c->read) {
+                c->read_again = true;
                 return;
         }
         /* Every slot taken: the next completion dispatches again. */
         if (c->n_deliveries >= ctx->config->callback_max_concurrent)
                 return;
-        r = store_callback_next_due(ctx->store, &next);
-        if (r == -ENOENT)
-                return;
+        want = (unsigned) MIN(ctx->config->callback_max_concurrent - c->n_deliveries, 64U);
+        c->read_want = want;
+        /* The earliest pending, due or not (the first not due says when to look again): one read. */
+        r = store_callback_due_async(ctx->store, UINT64_MAX, want, on_due, c, &c->read);
         if (r < 0) {
                 log_error_errno(r, "Cannot read the callback outbox: %s", store_error_message(ctx->store));
-                next = now + STORE_RETRY_USEC;
+                arm_timer(c, now_usec(CLOCK_REALTIME) + STORE_RETRY_USEC);
         }
-        arm_timer(c, MAX(next, now + 1));
 }
 
 void callbacks_kick(Callbacks *c) {
@@ -504,12 +579,21 @@ Callbacks *callbacks_free(Callbacks *c) {
 
         if (!c)
                 return NULL;
+        c->read = store_call_cancel(c->read);
         while (c->deliveries) {
                 Delivery *d = c->deliveries;
 
-                /* Aborted, not failed: due again at once after the next start. */
-                d->cb->next_attempt_usec = now;
-                save(c, d->cb);
+                /* An attempt under way is aborted, not failed: due again at once after the next
+                 * start. A claim still on its way is left as it lands (ours, the lease expires; or
+                 * another node's, which must not be overwritten); an outcome on its way is written. */
+                if (d->state == DELIVERY_SENDING) {
+                        int r;
+
+                        d->cb->next_attempt_usec = now;
+                        r = store_callback_update(c->ctx->store, d->cb);
+                        if (r < 0)
+                                log_save_failed(c, d->cb, r);
+                }
                 delivery_free(d);
         }
         sd_event_source_disable_unref(c->timer);

@@ -97,6 +97,8 @@ typedef struct StoreOps {
                                     uint64_t lease_expires_usec, uint64_t running, StoreCall *c);
         int (*node_list_async)(Store *s, StoreCall *c);
         int (*claim_routed_async)(Store *s, const char *node, uint64_t epoch, StoreCall *c);
+        int (*callback_due_async)(Store *s, uint64_t now_usec, unsigned limit, StoreCall *c);
+        int (*callback_update_async)(Store *s, const StoreCallback *x, StoreCall *c);
         /* Optional: wait for every started call to end (store_close(), which keeps no write back). */
         void (*async_flush)(Store *s);
 } StoreOps;
@@ -106,6 +108,7 @@ typedef enum StoreCallShape {
         STORE_CALL_RECORD,               /* done(userdata, r, record) */
         STORE_CALL_NODES,                /* nodes_done(userdata, r, StoreNode[], n) */
         STORE_CALL_RECORDS,              /* records_done(userdata, r, StoreRecord *[], n) */
+        STORE_CALL_CALLBACKS,            /* callbacks_done(userdata, r, StoreCallback *[], n) */
 } StoreCallShape;
 
 /* One asynchronous call, from store_*_async() until its callback was called (or dropped). */
@@ -116,6 +119,7 @@ struct StoreCall {
         StoreDoneFn done;                /* by shape; all NULL: cancelled, or nobody asked */
         StoreNodesDoneFn nodes_done;
         StoreRecordsDoneFn records_done;
+        StoreCallbacksDoneFn callbacks_done;
         bool sort_records;               /* STORE_CALL_RECORDS: oldest first, as the synchronous call */
         void *userdata;
         bool finished;                   /* result, record and error are set */

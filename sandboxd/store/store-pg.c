@@ -718,6 +718,8 @@ typedef enum PgCallKind {
         PG_CALL_COMMAND,                /* a statement whose result says nothing but success */
         PG_CALL_NODES,                  /* the node registry's rows (store_node_list()) */
         PG_CALL_RECORDS,                /* records, all of them */
+        PG_CALL_ROW,                    /* a command that must change a row: none, -ENOENT */
+        PG_CALL_CALLBACKS,              /* callback deliveries with their bodies */
 } PgCallKind;
 
 /* The statement of an asynchronous call: its parameters copied, since the caller's record changes
@@ -796,6 +798,8 @@ static void pg_call_keep(PgCall *pc, PGresult *res) {
 }
 
 static int pg_collect_nodes(const PGresult *res, StoreNode **ret, size_t *ret_n);
+static int pg_collect_callbacks(PgStore *ps, const PGresult *res, bool with_body, StoreCallback ***ret,
+                                size_t *ret_n);
 
 /* What the call's result means, as the synchronous call would have returned it: *ret a record
  * (PG_CALL_GET), or a list of *ret_n (PG_CALL_NODES, PG_CALL_RECORDS). */
@@ -823,6 +827,20 @@ static int pg_call_result(PgStore *ps, PgCall *pc, void **ret, size_t *ret_n) {
                         return 0;
                 pg_set_error(ps, "no row matched (a later epoch holds it, or another node took it)");
                 return -ESTALE;         /* as pg_command_fenced() */
+        }
+        if (pc->kind == PG_CALL_ROW) {
+                if (strtoull(PQcmdTuples(pc->res), NULL, 10) > 0)
+                        return 0;
+                pg_set_error(ps, "no such row");
+                return -ENOENT;
+        }
+        if (pc->kind == PG_CALL_CALLBACKS) {
+                StoreCallback **cbs = NULL;
+
+                r = pg_collect_callbacks(ps, pc->res, true, &cbs, ret_n);
+                if (r >= 0)
+                        *ret = cbs;
+                return r;
         }
         if (pc->kind == PG_CALL_NODES) {
                 StoreNode *nodes = NULL;
@@ -858,7 +876,7 @@ static void pg_async_end(PgStore *ps) {
         ps->flushing = false;
         r = pg_call_result(ps, pc, &got, &n);
         pc->res = (PQclear(pc->res), NULL);
-        if (pc->kind == PG_CALL_NODES || pc->kind == PG_CALL_RECORDS)
+        if (pc->kind == PG_CALL_NODES || pc->kind == PG_CALL_RECORDS || pc->kind == PG_CALL_CALLBACKS)
                 store_call_finish_list(c, r, r >= 0 ? got : NULL, n);
         else
                 store_call_finish(c, r, got);
@@ -1701,22 +1719,17 @@ static int pg_row_to_callback(const PGresult *res, int row, bool with_body, Stor
         return 0;
 }
 
-static int pg_query_callbacks(PgStore *ps, const char *sql, const PgParams *p, bool with_body, StoreCallback ***ret,
-                              size_t *ret_n) {
-        PGresult *res = NULL;
+/* The rows of res as deliveries: *ret NULL when there are none. */
+static int pg_collect_callbacks(PgStore *ps, const PGresult *res, bool with_body, StoreCallback ***ret,
+                                size_t *ret_n) {
         StoreCallback **l = NULL;
         int n, r;
 
-        r = pg_query(ps, sql, p, &res);
-        if (r < 0)
-                return r;
         n = PQntuples(res);
         if (n > 0) {
                 l = calloc((size_t) n, sizeof(StoreCallback *));
-                if (!l) {
-                        PQclear(res);
+                if (!l)
                         return -ENOMEM;
-                }
         }
         for (int i = 0; i < n; i++) {
                 r = pg_row_to_callback(res, i, with_body, &l[i]);
@@ -1724,14 +1737,25 @@ static int pg_query_callbacks(PgStore *ps, const char *sql, const PgParams *p, b
                         if (r == -EBADMSG)
                                 store_set_error(&ps->base, "a stored callback delivery is damaged");
                         store_callbacks_free(l, (size_t) i);
-                        PQclear(res);
                         return r;
                 }
         }
-        PQclear(res);
         *ret = l;
         *ret_n = (size_t) n;
         return 0;
+}
+
+static int pg_query_callbacks(PgStore *ps, const char *sql, const PgParams *p, bool with_body, StoreCallback ***ret,
+                              size_t *ret_n) {
+        PGresult *res = NULL;
+        int r;
+
+        r = pg_query(ps, sql, p, &res);
+        if (r < 0)
+                return r;
+        r = pg_collect_callbacks(ps, res, with_body, ret, ret_n);
+        PQclear(res);
+        return r;
 }
 
 static int pg_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret) {
@@ -1755,16 +1779,28 @@ static int pg_callback_get(Store *s, const char *id, bool with_body, StoreCallba
         return 0;
 }
 
+static const char sql_callback_due[] =
+        "SELECT " CALLBACK_COLUMNS ", body, " CALLBACK_CLIENT_ID " FROM callbacks "
+        "WHERE state = 'pending' AND next_attempt_at <= $1 "
+        "ORDER BY next_attempt_at, execution_id LIMIT $2";
+
+static void params_callback_due(PgParams *p, uint64_t now_usec, unsigned limit) {
+        pp_u64(p, MIN(now_usec, (uint64_t) INT64_MAX));
+        pp_number(p, "%u", limit);
+}
+
 static int pg_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n) {
         PgParams p = {};
 
-        pp_u64(&p, MIN(now_usec, (uint64_t) INT64_MAX));
-        pp_number(&p, "%u", limit);
-        return pg_query_callbacks(PG_STORE(s),
-                                  "SELECT " CALLBACK_COLUMNS ", body, " CALLBACK_CLIENT_ID " FROM callbacks "
-                                  "WHERE state = 'pending' AND next_attempt_at <= $1 "
-                                  "ORDER BY next_attempt_at, execution_id LIMIT $2",
-                                  &p, true, ret, ret_n);
+        params_callback_due(&p, now_usec, limit);
+        return pg_query_callbacks(PG_STORE(s), sql_callback_due, &p, true, ret, ret_n);
+}
+
+static int pg_callback_due_async(Store *s, uint64_t now_usec, unsigned limit, StoreCall *c) {
+        PgParams p = {};
+
+        params_callback_due(&p, now_usec, limit);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_CALLBACKS, sql_callback_due, &p);
 }
 
 static int pg_callback_next_due(Store *s, uint64_t *ret_usec) {
@@ -1790,26 +1826,39 @@ static int pg_callback_count(Store *s, CallbackState state, uint64_t *ret) {
         return pg_query_u64(PG_STORE(s), "SELECT count(*) FROM callbacks WHERE state = $1", &p, ret, NULL);
 }
 
+static const char sql_callback_update[] =
+        "UPDATE callbacks SET state = $2, next_attempt_at = $3, attempts = $4, last_error = $5, "
+        "delivered_at = $6 WHERE execution_id = $1 "
+        "AND ($7::bigint IS NULL OR (attempts = $7::bigint AND state = 'pending'))";
+
+static void params_callback_update(PgParams *p, const StoreCallback *c) {
+        pp_text(p, c->execution_id);
+        pp_text(p, callback_state_to_string(c->state));
+        pp_u64_or_null(p, c->next_attempt_usec, c->state == CALLBACK_PENDING);
+        pp_u64(p, c->attempts);
+        pp_text(p, c->last_error);
+        pp_u64_or_null(p, c->delivered_usec, c->delivered_usec > 0);
+        pp_u64_or_null(p, c->claim_attempts, c->claim);
+}
+
 static int pg_callback_update(Store *s, const StoreCallback *c) {
         PgParams p = {};
         uint64_t n = 0;
         int r;
 
-        pp_text(&p, c->execution_id);
-        pp_text(&p, callback_state_to_string(c->state));
-        pp_u64_or_null(&p, c->next_attempt_usec, c->state == CALLBACK_PENDING);
-        pp_u64(&p, c->attempts);
-        pp_text(&p, c->last_error);
-        pp_u64_or_null(&p, c->delivered_usec, c->delivered_usec > 0);
-        pp_u64_or_null(&p, c->claim_attempts, c->claim);
-        r = pg_command(PG_STORE(s),
-                       "UPDATE callbacks SET state = $2, next_attempt_at = $3, attempts = $4, last_error = $5, "
-                       "delivered_at = $6 WHERE execution_id = $1 "
-                       "AND ($7::bigint IS NULL OR (attempts = $7::bigint AND state = 'pending'))",
-                       &p, &n);
+        params_callback_update(&p, c);
+        r = pg_command(PG_STORE(s), sql_callback_update, &p, &n);
         if (r < 0)
                 return r;
         return n == 0 ? (c->claim ? -ESTALE : -ENOENT) : 0;
+}
+
+/* A claim that finds the row changed is -ESTALE (PG_CALL_FENCED), any other update -ENOENT. */
+static int pg_callback_update_async(Store *s, const StoreCallback *x, StoreCall *c) {
+        PgParams p = {};
+
+        params_callback_update(&p, x);
+        return pg_call_queue(PG_STORE(s), c, x->claim ? PG_CALL_FENCED : PG_CALL_ROW, sql_callback_update, &p);
 }
 
 /* ---- sessions and usage ---- */
@@ -2122,6 +2171,8 @@ static const StoreOps pg_ops = {
         .claim_next_async = pg_claim_next_async,
         .node_list_async = pg_node_list_async,
         .claim_routed_async = pg_claim_routed_async,
+        .callback_due_async = pg_callback_due_async,
+        .callback_update_async = pg_callback_update_async,
         .session_put_async = pg_session_put_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,

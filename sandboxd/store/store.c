@@ -345,6 +345,8 @@ static void store_call_list_free(StoreCallShape shape, void *list, size_t n) {
                 store_nodes_free(list, n);
         else if (shape == STORE_CALL_RECORDS)
                 store_records_free(list, n);
+        else if (shape == STORE_CALL_CALLBACKS)
+                store_callbacks_free(list, n);
 }
 
 static StoreCall *store_call_free(StoreCall *c) {
@@ -362,14 +364,16 @@ static StoreCall *store_call_free(StoreCall *c) {
 static void store_call_deliver(StoreCall *c) {
         if (c->done)
                 c->done(c->userdata, c->result, TAKE_PTR(c->record));
-        else if (c->nodes_done || c->records_done) {
+        else if (c->nodes_done || c->records_done || c->callbacks_done) {
                 size_t n = c->n_list;
 
                 c->n_list = 0;
                 if (c->nodes_done)
                         c->nodes_done(c->userdata, c->result, TAKE_PTR(c->list), n);
-                else
+                else if (c->records_done)
                         c->records_done(c->userdata, c->result, TAKE_PTR(c->list), n);
+                else
+                        c->callbacks_done(c->userdata, c->result, TAKE_PTR(c->list), n);
         }
 }
 
@@ -400,7 +404,7 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
                 StoreCall *c = s->calls;
 
                 store_call_unlink(s, c);
-                if (c->done || c->nodes_done || c->records_done) {
+                if (c->done || c->nodes_done || c->records_done || c->callbacks_done) {
                         if (c->result < 0 && c->error)
                                 store_set_error(s, c->error);
                         store_call_deliver(c);
@@ -544,6 +548,7 @@ static int store_async_run_list(Store *s, StoreAsyncStartFn start, StoreSyncList
         c->shape = how->shape;
         c->nodes_done = how->nodes_done;
         c->records_done = how->records_done;
+        c->callbacks_done = how->callbacks_done;
         c->sort_records = how->sort_records;
         r = start(s, args, c);
         if (r == -EOPNOTSUPP) {
@@ -599,6 +604,7 @@ StoreCall *store_call_cancel(StoreCall *c) {
                 c->done = NULL;
                 c->nodes_done = NULL;
                 c->records_done = NULL;
+                c->callbacks_done = NULL;
                 c->userdata = NULL;
         }
         return NULL;
@@ -1054,6 +1060,51 @@ int store_callback_update(Store *s, const StoreCallback *c) {
         if (!s || !store_callback_is_valid(c, false))
                 return -EINVAL;
         return s->ops->callback_update(s, c);
+}
+
+typedef struct CallbackDueArgs {
+        uint64_t now_usec;
+        unsigned limit;
+} CallbackDueArgs;
+
+static int callback_due_start(Store *s, const void *args, StoreCall *c) {
+        const CallbackDueArgs *a = args;
+
+        return s->ops->callback_due_async ? s->ops->callback_due_async(s, a->now_usec, a->limit, c) : -EOPNOTSUPP;
+}
+
+static int callback_due_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        const CallbackDueArgs *a = args;
+        StoreCallback **l = NULL;
+        int r = s->ops->callback_due(s, a->now_usec, a->limit, &l, ret_n);
+
+        *ret = l;
+        return r;
+}
+
+int store_callback_due_async(Store *s, uint64_t now_usec, unsigned limit, StoreCallbacksDoneFn done, void *userdata,
+                             StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_CALLBACKS, .callbacks_done = done, .userdata = userdata };
+        CallbackDueArgs a = { .now_usec = MIN(now_usec, (uint64_t) INT64_MAX), .limit = limit };
+
+        if (!s || limit < 1 || limit > STORE_LIST_MAX)
+                return -EINVAL;
+        return store_async_run_list(s, callback_due_start, callback_due_sync, &a, &how, ret_call);
+}
+
+static int callback_update_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->callback_update_async ? s->ops->callback_update_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int callback_update_sync(Store *s, const void *args, StoreRecord **ret) {
+        return s->ops->callback_update(s, args);
+}
+
+int store_callback_update_async(Store *s, const StoreCallback *c, StoreDoneFn done, void *userdata,
+                                StoreCall **ret_call) {
+        if (!s || !store_callback_is_valid(c, false))
+                return -EINVAL;
+        return store_async_run(s, callback_update_start, callback_update_sync, c, done, userdata, ret_call);
 }
 
 static bool session_is_valid(const StoreSession *x) {

@@ -315,6 +315,15 @@ int store_callback_count(Store *s, CallbackState st, uint64_t *ret);
 /* Write state, attempts, next_attempt_usec, last_error and delivered_usec of c by execution_id;
  * -ENOENT if there is no such delivery. */
 int store_callback_update(Store *s, const StoreCallback *c);
+/* Both without waiting (store_put_async()). store_callback_due_async() answers with the list
+ * (StoreCallbacksDoneFn, the callback owns it: store_callbacks_free()); now_usec UINT64_MAX reads the
+ * limit pending deliveries due first, due or not (the first one not due says when to look again).
+ * store_callback_update_async(): done(userdata, r, NULL) gets what store_callback_update() returns. */
+typedef void (*StoreCallbacksDoneFn)(void *userdata, int r, StoreCallback **l, size_t n);
+int store_callback_due_async(Store *s, uint64_t now_usec, unsigned limit, StoreCallbacksDoneFn done, void *userdata,
+                             StoreCall **ret_call);
+int store_callback_update_async(Store *s, const StoreCallback *c, StoreDoneFn done, void *userdata,
+                                StoreCall **ret_call);
 /* Sessions (session.c): one row each, written at creation and after every run, deleted when the
  * session expires. Validated like execution ids. */
 typedef struct StoreSession {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The store's artifact rows, their usage sums (migration 9) and the callback outbox. */
 #include "store-test-util.h"
+#include "time-util.h"
 
 /* ---- artifacts ---- */
 
@@ -526,6 +527,109 @@ static void test_callback_outbox(_unused_ void **state) {
         assert_int_equal(store_callback_next_due(s, &due), -ENOENT);
 }
 
+/* The outbox without waiting (callback.c's every call): the earliest pending rows, due or not, with
+ * their bodies; only those due at a time; a claim that passes once, a second -ESTALE, an update of no
+ * delivery -ENOENT; a cancelled read's list freed, not delivered (ASan: not leaked). */
+static struct {
+        unsigned calls;
+        int r;
+        StoreCallback **l;
+        size_t n;
+        int updated[8];
+        unsigned n_updated;
+} outbox;
+
+static void on_outbox_due(void *userdata, int r, StoreCallback **l, size_t n) {
+        store_callbacks_free(outbox.l, outbox.n);
+        outbox.calls++;
+        outbox.r = r;
+        outbox.l = l;
+        outbox.n = n;
+}
+
+static void on_outbox_updated(void *userdata, int r, StoreRecord *rec) {
+        assert_null(rec);
+        assert_true(outbox.n_updated < ELEMENTSOF(outbox.updated));
+        outbox.updated[outbox.n_updated++] = r;
+}
+
+static void run_until_outbox(sd_event *e, unsigned calls, unsigned updated) {
+        for (unsigned i = 0; i < 500 && (outbox.calls < calls || outbox.n_updated < updated); i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+}
+
+static void test_callback_outbox_async(_unused_ void **state) {
+        _cleanup_(store_callback_freep) StoreCallback *claim = NULL, *missing = callback_new("exec_none", 1);
+        sd_event *e = NULL;
+        Store *s = open_ok();
+        StoreCall *c = NULL;
+
+        outbox = (typeof(outbox)) {};
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(store_attach_event(s, e), 0);
+        put_with_callback(s, "exec_o3", BASE_USEC + 30);
+        put_with_callback(s, "exec_o1", BASE_USEC + 10);
+        put_with_callback(s, "exec_o2", BASE_USEC + 20);
+
+        assert_int_equal(store_callback_due_async(s, UINT64_MAX, 0, on_outbox_due, NULL, NULL), -EINVAL);
+        /* The two due first, due or not, earliest first, bodies loaded; nothing before the loop runs. */
+        assert_int_equal(store_callback_due_async(s, UINT64_MAX, 2, on_outbox_due, NULL, NULL), 0);
+        assert_int_equal(outbox.calls, 0);
+        run_until_outbox(e, 1, 0);
+        assert_int_equal(outbox.r, 0);
+        assert_int_equal(outbox.n, 2);
+        assert_string_equal(outbox.l[0]->execution_id, "exec_o1");
+        assert_string_equal(outbox.l[1]->execution_id, "exec_o2");
+        assert_int_equal(outbox.l[1]->next_attempt_usec, BASE_USEC + 20);
+        assert_non_null(outbox.l[0]->body);
+        /* Due at a time: only those. */
+        assert_int_equal(store_callback_due_async(s, BASE_USEC + 25, 10, on_outbox_due, NULL, NULL), 0);
+        run_until_outbox(e, 2, 0);
+        assert_int_equal(outbox.n, 2);
+        assert_string_equal(outbox.l[1]->execution_id, "exec_o2");
+
+        /* Two nodes claim exec_o1's first attempt: one wins. */
+        claim = TAKE_PTR(outbox.l[0]);
+        claim->claim = true;
+        claim->claim_attempts = claim->attempts;
+        claim->attempts++;
+        claim->next_attempt_usec = BASE_USEC + 1000;
+        assert_int_equal(store_callback_update_async(s, claim, on_outbox_updated, NULL, NULL), 0);
+        assert_int_equal(store_callback_update_async(s, claim, on_outbox_updated, NULL, NULL), 0);
+        /* An outcome for a delivery that does not exist. */
+        assert_int_equal(store_callback_update_async(s, missing, on_outbox_updated, NULL, NULL), 0);
+        assert_int_equal(outbox.n_updated, 0);
+        run_until_outbox(e, 2, 3);
+        assert_int_equal(outbox.n_updated, 3);
+        assert_int_equal(outbox.updated[0], 0);
+        assert_int_equal(outbox.updated[1], -ESTALE);
+        assert_int_equal(outbox.updated[2], -ENOENT);
+
+        /* The claimed row is pending at its lease: last now, and not due before it. */
+        assert_int_equal(store_callback_due_async(s, UINT64_MAX, 10, on_outbox_due, NULL, NULL), 0);
+        run_until_outbox(e, 3, 3);
+        assert_int_equal(outbox.n, 3);
+        assert_string_equal(outbox.l[0]->execution_id, "exec_o2");
+        assert_string_equal(outbox.l[2]->execution_id, "exec_o1");
+        assert_int_equal(outbox.l[2]->attempts, 1);
+        assert_int_equal(outbox.l[2]->next_attempt_usec, BASE_USEC + 1000);
+
+        /* Cancelled: not delivered; the next one is. */
+        assert_int_equal(store_callback_due_async(s, UINT64_MAX, 10, on_outbox_due, NULL, &c), 0);
+        (void) store_call_cancel(c);
+        assert_int_equal(store_callback_due_async(s, BASE_USEC, 10, on_outbox_due, NULL, NULL), 0);
+        run_until_outbox(e, 4, 3);
+        assert_int_equal(outbox.calls, 4);
+        assert_int_equal(outbox.r, 0);
+        assert_int_equal(outbox.n, 0);
+        assert_int_equal(store_async_pending(s), 0);
+
+        store_callbacks_free(outbox.l, outbox.n);
+        outbox = (typeof(outbox)) {};
+        store_close(s);
+        sd_event_unref(e);
+}
+
 static void test_callback_survives_reopen(_unused_ void **state) {
         Store *s = open_ok();
         StoreCallback *got = NULL;
@@ -549,6 +653,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_artifact_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_artifact_usage_migration, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_outbox, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_callback_outbox_async, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_blob_hooks_pg, setup_dir, teardown_dir),
         };
