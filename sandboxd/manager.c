@@ -15,6 +15,7 @@
 #include "api/api-context.h"
 #include "api/api.h"
 #include "api/bus-api.h"
+#include "api/submit.h"
 #include "delivery/artifact-accounts.h"
 #include "delivery/artifacts.h"
 #include "delivery/callback.h"
@@ -1195,6 +1196,8 @@ Manager *manager_free(Manager *m) {
         m->ctx.stopping = true;
         m->http = http_free(m->http);
         m->bus_api = bus_api_free(m->bus_api);
+        /* After the APIs (whose callers are gone), before the runner and the store. */
+        submissions_stop(&m->api);
         m->node = node_free(m->node);    /* no leave: only a clean stop (SIGTERM) ends the lease */
         m->runner = runner_free(m->runner);
         /* After the jobs: their collections held references. */

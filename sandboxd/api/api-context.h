@@ -11,6 +11,7 @@
 typedef struct Node Node;
 typedef struct Runner Runner;
 typedef struct Sessions Sessions;
+typedef struct Submission Submission;
 
 typedef struct ApiOps {
         /* The gauges of GET /metrics, as they are now. */
@@ -26,4 +27,6 @@ typedef struct ApiContext {
         Node *node;              /* this node in the store's node registry (run/node.h) */
         const ApiOps *ops;
         void *ops_data;
+        Submission *submissions; /* admitted while the store answers (submit.c), newest first */
+        unsigned n_submissions;
 } ApiContext;

@@ -248,15 +248,92 @@ static void respond_accepted(HttpRequest *req, Job *j, unsigned status) {
         http_respond_json(req, status, accepted_json(j->exec));
 }
 
-static void handle_submit(ApiContext *ac, HttpRequest *req) {
+/* A submission over HTTP (api_submit()), from the request to its answer. */
+typedef struct ApiSubmit {
+        HttpRequest *req;
+        Submission *sub;
+        bool suspended;
+        ApiSubmitDoneFn done;
+        void (*gone)(void *userdata);
+        void *userdata;
+} ApiSubmit;
+
+static void on_submit_gone(HttpRequest *req, void *userdata) {
+        ApiSubmit *a = userdata;
+
+        (void) submission_abandon(a->sub);
+        if (a->gone)
+                a->gone(a->userdata);
+        free(a);
+}
+
+static void on_submitted(void *userdata, int r, SubmitResult *res, const RequestError *err) {
+        ApiSubmit *a = userdata;
+        ApiSubmitDoneFn done = a->done;
+        HttpRequest *req = a->req;
+        void *data = a->userdata;
+
+        if (a->suspended)
+                http_request_set_gone_cb(req, NULL, NULL);
+        free(a);
+        done(req, r, res, err, data);
+}
+
+int api_submit(ApiContext *ac, HttpRequest *req, const char *body, size_t len, const char *owner, bool admin,
+               ApiSubmitDoneFn done, void (*gone)(void *userdata), void *userdata) {
+        ApiSubmit *a = calloc(1, sizeof(ApiSubmit));
+        Submission *sub = NULL;
+
+        if (!a)
+                return -ENOMEM;
+        *a = (ApiSubmit) { .req = req, .done = done, .gone = gone, .userdata = userdata };
+        /* 1: answered already (and a freed); 0: the store was asked. */
+        if (submit_execution_async(ac, body, len, owner, admin, on_submitted, a, &sub) > 0)
+                return 0;
+        a->sub = sub;
+        a->suspended = true;
+        http_request_suspend(req);
+        http_request_set_gone_cb(req, on_submit_gone, a);
+        return 0;
+}
+
+static void on_submit_answer(HttpRequest *req, int r, SubmitResult *res, const RequestError *err, void *userdata) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        SubmitResult res;
+        ApiContext *ac = userdata;
+
+        if (r < 0) {
+                respond_request_error(req, err);
+                return;
+        }
+        switch (res->outcome) {
+        case SUBMIT_EXISTING_RECORD:
+                rec = res->record;
+                if (query_true(req, "wait") && held_elsewhere(ac, rec))
+                        wait_remote(ac, req, rec);
+                else
+                        http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(ac, rec)
+                                                                              : accepted_json(rec->exec));
+                return;
+        case SUBMIT_EXISTING_JOB:
+                if (query_true(req, "wait"))
+                        wait_for(ac, req, res->job);
+                else
+                        respond_accepted(req, res->job, job_is_final(res->job) ? 200 : 202);
+                return;
+        case SUBMIT_CREATED:
+                if (query_true(req, "wait"))
+                        wait_for(ac, req, res->job);
+                else
+                        respond_accepted(req, res->job, 202);
+                return;
+        }
+}
+
+static void handle_submit(ApiContext *ac, HttpRequest *req) {
         const char *ct, *body;
-        RequestError err;
         char owner[HTTP_OWNER_MAX];
         bool admin;
         size_t len = 0;
-        int r;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
@@ -275,33 +352,8 @@ static void handle_submit(ApiContext *ac, HttpRequest *req) {
         }
         body = http_request_body(req, &len);
         /* Validation, idempotency and the queue limit: the same code as the D-Bus API's. */
-        r = submit_execution(ac, body, len, owner, admin, &res, &err);
-        if (r < 0) {
-                respond_request_error(req, &err);
-                return;
-        }
-        switch (res.outcome) {
-        case SUBMIT_EXISTING_RECORD:
-                rec = res.record;
-                if (query_true(req, "wait") && held_elsewhere(ac, rec))
-                        wait_remote(ac, req, rec);
-                else
-                        http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(ac, rec)
-                                                                              : accepted_json(rec->exec));
-                return;
-        case SUBMIT_EXISTING_JOB:
-                if (query_true(req, "wait"))
-                        wait_for(ac, req, res.job);
-                else
-                        respond_accepted(req, res.job, job_is_final(res.job) ? 200 : 202);
-                return;
-        case SUBMIT_CREATED:
-                if (query_true(req, "wait"))
-                        wait_for(ac, req, res.job);
-                else
-                        respond_accepted(req, res.job, 202);
-                return;
-        }
+        if (api_submit(ac, req, body, len, owner, admin, on_submit_answer, NULL, ac) < 0)
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
 }
 
 /* A GET whose execution is looked for in the store: the request waits, suspended, not the loop. */

@@ -20,6 +20,18 @@ struct Job;
 int api_wait_job(HttpRequest *req, struct Job *j, void (*done)(HttpRequest *req, struct Job *j, void *userdata),
                  void (*gone)(void *userdata), void *userdata);
 
+struct SubmitResult;
+struct RequestError;
+/* submit_execution_async() for a request over HTTP (POST /v1/executions, MCP's run_code, Piston's
+ * execute): req is suspended while the store answers, then done(req, r, res, err, userdata) answers it
+ * (at once when the store was not needed). If the caller goes away first, gone(userdata) (may be
+ * NULL) instead, and the submission goes on unanswered. Exactly one of them is called, unless this
+ * returns -ENOMEM: then neither, and the caller answers req. */
+typedef void (*ApiSubmitDoneFn)(HttpRequest *req, int r, struct SubmitResult *res, const struct RequestError *err,
+                                void *userdata);
+int api_submit(ApiContext *ac, HttpRequest *req, const char *body, size_t len, const char *owner, bool admin,
+               ApiSubmitDoneFn done, void (*gone)(void *userdata), void *userdata);
+
 /* The body of GET /v1/languages (also MCP's list_languages). NULL on OOM. */
 json_object *api_languages_json(ApiContext *ac);
 

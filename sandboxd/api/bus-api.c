@@ -67,6 +67,8 @@ struct BusCall {
         bool admin;              /* root: sees everything, as on the HTTP API */
         Job *job;                /* Execute: waiting for it */
         JobWaiter *waiter;
+        Submission *submission;  /* Submit, Execute: while the store answers */
+        bool wait;               /* Execute */
 };
 
 /* An ExecutionFinished signal to send to the connection that submitted an execution. */
@@ -115,6 +117,7 @@ static BusCall *bus_call_free(BusCall *c) {
                 }
         if (c->waiter)
                 job_remove_waiter(c->job, c->waiter);
+        (void) submission_abandon(c->submission);
         sd_bus_slot_unref(c->slot);
         sd_bus_message_unref(c->msg);
         free(c);
@@ -491,13 +494,42 @@ static void on_execute_done(Job *j, void *userdata) {
                 bus_call_reply_job(c, j);
 }
 
+static void on_submitted(void *userdata, int r, SubmitResult *res, const RequestError *err) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        BusCall *c = userdata;
+
+        c->submission = NULL;
+        if (r < 0) {
+                bus_call_reply_request_error(c, err);
+                return;
+        }
+        if (res->outcome == SUBMIT_EXISTING_RECORD) {
+                rec = res->record;
+                if (c->wait)
+                        bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
+                else
+                        bus_call_reply_string(c, execution_public_id(rec->exec));
+                return;
+        }
+        if (res->outcome == SUBMIT_CREATED)
+                log_info("%s: submitted over D-Bus by %s (%s)", res->job->exec->id, c->owner,
+                         sd_bus_message_get_sender(c->msg));
+        bus_watch_add(c->api, res->job, sd_bus_message_get_sender(c->msg));
+        if (!c->wait) {
+                bus_call_reply_string(c, execution_public_id(res->job->exec));
+                return;
+        }
+        c->job = res->job;
+        /* When the job is already final the callback runs (and frees c) before this returns. */
+        r = job_add_waiter(res->job, on_execute_done, c, &c->waiter);
+        if (r < 0)
+                bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
+}
+
 static void submit_authorized(BusCall *c, bool wait) {
         ApiContext *ac = c->api->ac;
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        SubmitResult res;
-        RequestError err;
         size_t len = strlen(c->arg);
-        int r;
+        Submission *sub = NULL;
 
         /* The request is the HTTP body, checked by the same code: the same limits, the same
          * messages. The bus daemon caps a message at 32 MiB (max_message_size); this is ours. */
@@ -506,32 +538,10 @@ static void submit_authorized(BusCall *c, bool wait) {
                                      ac->ctx->config->max_request_bytes);
                 return;
         }
-        r = submit_execution(ac, c->arg, len, c->owner, c->admin, &res, &err);
-        if (r < 0) {
-                bus_call_reply_request_error(c, &err);
-                return;
-        }
-        if (res.outcome == SUBMIT_EXISTING_RECORD) {
-                rec = res.record;
-                if (wait)
-                        bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
-                else
-                        bus_call_reply_string(c, execution_public_id(rec->exec));
-                return;
-        }
-        if (res.outcome == SUBMIT_CREATED)
-                log_info("%s: submitted over D-Bus by %s (%s)", res.job->exec->id, c->owner,
-                         sd_bus_message_get_sender(c->msg));
-        bus_watch_add(c->api, res.job, sd_bus_message_get_sender(c->msg));
-        if (!wait) {
-                bus_call_reply_string(c, execution_public_id(res.job->exec));
-                return;
-        }
-        c->job = res.job;
-        /* When the job is already final the callback runs (and frees c) before this returns. */
-        r = job_add_waiter(res.job, on_execute_done, c, &c->waiter);
-        if (r < 0)
-                bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
+        c->wait = wait;
+        /* Answered (and c freed) at once when the store is not needed; else from the store's answer. */
+        if (submit_execution_async(ac, c->arg, len, c->owner, c->admin, on_submitted, c, &sub) == 0)
+                c->submission = sub;
 }
 
 /* Does the request ask for network (a top-level "network")? Only a hint for the polkit check: a body

@@ -160,13 +160,32 @@ static void wait_job(McpCall *c, Job *j) {
         }
 }
 
+static void on_run_code_submitted(HttpRequest *req, int r, SubmitResult *res, const RequestError *err,
+                                  void *userdata) {
+        McpCall *c = userdata;
+
+        if (r < 0) {
+                char msg[sizeof(err->message) + 64];
+
+                snprintf(msg, sizeof(msg), "request refused (%s): %s", api_error_code(err->error), err->message);
+                respond_result(c->req, c->id, mcp_text_result(msg, true));
+                mcp_call_free(c);
+                return;
+        }
+        if (res->outcome == SUBMIT_EXISTING_RECORD) {
+                _cleanup_(store_record_freep) StoreRecord *rec = res->record;
+
+                respond_record(c->req, c->ac, c->id, stored_record_json(c->ac, rec), c->url_base);
+                mcp_call_free(c);
+                return;
+        }
+        wait_job(c, res->job);
+}
+
 static void call_run_code(McpCall *c, json_object *args, const char *owner, bool admin) {
         _cleanup_(json_object_putp) json_object *request = NULL;
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         char buf[256];
         const char *error = NULL, *text;
-        SubmitResult res;
-        RequestError err;
         int r;
 
         r = mcp_run_code_request(args, &request, buf, sizeof(buf), &error);
@@ -187,21 +206,10 @@ static void call_run_code(McpCall *c, json_object *args, const char *owner, bool
                 return;
         }
         /* Every check of POST /v1/executions, as the caller: a refusal is the model's to act on. */
-        if (submit_execution(c->ac, text, strlen(text), owner, admin, &res, &err) < 0) {
-                char msg[sizeof(err.message) + 64];
-
-                snprintf(msg, sizeof(msg), "request refused (%s): %s", api_error_code(err.error), err.message);
-                respond_result(c->req, c->id, mcp_text_result(msg, true));
+        if (api_submit(c->ac, c->req, text, strlen(text), owner, admin, on_run_code_submitted, on_request_gone, c) < 0) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory"));
                 mcp_call_free(c);
-                return;
         }
-        if (res.outcome == SUBMIT_EXISTING_RECORD) {
-                rec = res.record;
-                respond_record(c->req, c->ac, c->id, stored_record_json(c->ac, rec), c->url_base);
-                mcp_call_free(c);
-                return;
-        }
-        wait_job(c, res.job);
 }
 
 static void call_get_execution(McpCall *c, json_object *args, const char *owner, bool admin) {

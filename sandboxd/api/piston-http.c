@@ -107,15 +107,36 @@ static void on_job_done(HttpRequest *req, Job *j, void *userdata) {
         piston_call_free(c);
 }
 
+static void on_execute_submitted(HttpRequest *req, int r, SubmitResult *res, const RequestError *err,
+                                 void *userdata) {
+        PistonCall *c = userdata;
+
+        if (r < 0) {
+                respond_message(req, api_error_http_status(err->error), "%s", err->message);
+                piston_call_free(c);
+                return;
+        }
+        if (res->outcome == SUBMIT_EXISTING_RECORD) {
+                /* Not reached (no execution_id is given), but answered all the same. */
+                _cleanup_(store_record_freep) StoreRecord *rec = res->record;
+
+                respond_record(req, stored_record_json(c->ac, rec), c->language);
+                piston_call_free(c);
+                return;
+        }
+        /* The callback may answer (and free c) at once. */
+        if (api_wait_job(req, res->job, on_job_done, on_request_gone, c) < 0) {
+                respond_message(req, 500, "out of memory");
+                piston_call_free(c);
+        }
+}
+
 void api_handle_piston_execute(ApiContext *ac, HttpRequest *req) {
         _cleanup_(json_object_putp) json_object *body_json = NULL, *request = NULL;
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         const Language *langs[PISTON_LANGUAGES_MAX], *l = NULL;
         char owner[HTTP_OWNER_MAX], msg[PISTON_MESSAGE_MAX];
         const char *body, *text;
         JsonStrictError jerr;
-        SubmitResult res;
-        RequestError err;
         PistonCall *c;
         bool admin = false;
         size_t len = 0, n;
@@ -152,17 +173,6 @@ void api_handle_piston_execute(ApiContext *ac, HttpRequest *req) {
                 respond_message(req, 500, "out of memory");
                 return;
         }
-        /* Every check of POST /v1/executions, as this caller: its quotas, its queue. */
-        if (submit_execution(ac, text, strlen(text), owner, admin, &res, &err) < 0) {
-                respond_message(req, api_error_http_status(err.error), "%s", err.message);
-                return;
-        }
-        if (res.outcome == SUBMIT_EXISTING_RECORD) {
-                /* Not reached (no execution_id is given), but answered all the same. */
-                rec = res.record;
-                respond_record(req, stored_record_json(ac, rec), l);
-                return;
-        }
         c = calloc(1, sizeof(PistonCall));
         if (!c) {
                 respond_message(req, 500, "out of memory");
@@ -170,8 +180,8 @@ void api_handle_piston_execute(ApiContext *ac, HttpRequest *req) {
         }
         c->ac = ac;
         c->language = language_ref(l);
-        /* The callback may answer (and free c) at once. */
-        if (api_wait_job(req, res.job, on_job_done, on_request_gone, c) < 0) {
+        /* Every check of POST /v1/executions, as this caller: its quotas, its queue. */
+        if (api_submit(ac, req, text, strlen(text), owner, admin, on_execute_submitted, on_request_gone, c) < 0) {
                 respond_message(req, 500, "out of memory");
                 piston_call_free(c);
         }

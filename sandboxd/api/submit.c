@@ -211,61 +211,6 @@ int find_execution_async(ApiContext *ac, const char *owner, bool admin, const ch
         return 0;
 }
 
-/* The caller's earlier execution of the same execution_id (key: its record id), or of the same id
- * as it was stored before ids were scoped (migration 10: the key was the caller's id itself; only
- * the caller's own counts). The same request again is that execution; another request is a
- * conflict. 1 if found (*ret filled), 0 if the id is new to this caller, negative with *err. */
-static int find_earlier(ApiContext *ac, const char *owner, const ExecRequest *er, const char *key,
-                        SubmitResult *ret, RequestError *err) {
-        const char *ids[] = { key, er->execution_id };
-
-        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
-                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-                Job *j = NULL;
-
-                if (find_record(ac, owner, false, ids[i], &j, &rec) == 0)
-                        continue;
-                if (memcmp(j ? j->fingerprint : rec->fingerprint, er->fingerprint, sizeof(er->fingerprint)) != 0)
-                        return conflict(err, er->execution_id);
-                /* The same request again: the same execution, never a second run. */
-                *ret = j ? (SubmitResult) { .outcome = SUBMIT_EXISTING_JOB, .job = j }
-                         : (SubmitResult) { .outcome = SUBMIT_EXISTING_RECORD, .record = TAKE_PTR(rec) };
-                return 1;
-        }
-        return 0;
-}
-
-/* The queue and the caller's budgets (quota.h): what everyone and this owner hold now. The caller's
- * records and deliveries come from the store's record_usage row (one indexed read, kept by triggers);
- * a store that cannot be read counts as nothing, the record's own write fails next if it is broken. */
-static int check_budgets(ApiContext *ac, const char *owner, bool admin, const ExecRequest *er, RequestError *err) {
-        const QueueOwner *o = runner_queue_owner(ac->runner, owner);
-        StoreUsage stored = {};
-        RunnerCounts n;
-        QuotaUsage u;
-
-        if (ac->ctx->store && owner) {
-                int r = store_usage_get(ac->ctx->store, owner, &stored);
-
-                if (r < 0)
-                        log_warning_errno(r, "Cannot read the stored usage of %s, not counting it: %s", owner,
-                                          store_error_message(ac->ctx->store));
-        }
-        runner_counts(ac->runner, &n);
-        u = (QuotaUsage) {
-                .admin = admin,
-                .queued = n.queued,
-                .running = n.running,
-                .caller_queued = o ? o->n_waiting : 0,
-                .caller_running = o ? o->n_active : 0,
-                .callback = er->callback_url != NULL,
-                /* Delivered later: those of executions not final yet, and those pending in the outbox. */
-                .caller_callbacks = (o ? o->n_callbacks : 0) + stored.pending_callbacks,
-                .caller_stored_bytes = stored.bytes,
-        };
-        return quota_check_execution(ac->ctx->config, &u, err);
-}
-
 /* The tier the request runs in (model/risk-scan.h): on the request, with the record's text. Refused
  * where it needs the strong tier and that is off or cannot run here: never run in the standard tier
  * instead. */
@@ -301,105 +246,462 @@ static int choose_tier(Context *ctx, ExecRequest *er, RequestError *err) {
         return 0;
 }
 
-static int session_elsewhere(ApiContext *ac, const char *owner, ExecRequest *er, RequestError *err);
+/* ---- admission, without waiting for the store (issue 22) ----
+ *
+ * A submission checks, in turn: the caller's earlier execution of the same execution_id (in memory,
+ * else two store reads), the caller's stored usage (one read), and for a run of a session not held
+ * here the session's row and the node registry (several nodes); then, in one synchronous step, what
+ * may have changed meanwhile (an execution of the same id made since, the budgets with what is being
+ * recorded), the job, and its first record. The job joins the runner only once the record is in the
+ * store ("nothing runs that is not on record"): until then no lookup, cancel or dispatch sees it, but
+ * the same execution_id submitted again waits for it (never a second run), and the budgets count it. */
 
-int submit_execution(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
-                     RequestError *err) {
-        _cleanup_(exec_request_freep) ExecRequest *er = NULL;
+#define SUBMISSIONS_MAX STORE_ASYNC_MAX
+
+typedef enum SubmitStep {
+        STEP_EARLIER,            /* an earlier execution of the execution_id */
+        STEP_USAGE,              /* the caller's stored usage */
+        STEP_SESSION,            /* a session held by another node: its row */
+        STEP_NODES,              /* ... and whether that node is alive */
+        STEP_WAIT,               /* another submission of the same execution_id is being recorded */
+        STEP_RECORD,             /* the job's first record */
+} SubmitStep;
+
+struct Submission {
+        ApiContext *ac;
+        Submission *prev, *next;
+        SubmitStep step;
+        ExecRequest *er;
+        char *owner;
+        bool admin;
+        SubmitDoneFn done;       /* NULL: the caller went away; the submission goes on unanswered */
+        void *userdata;
+        bool *called;            /* submit_execution_async()'s, while it runs: the submission ended */
+        StoreCall *call;         /* the store's read or write under way */
+        char key[SCOPED_ID_MAX]; /* the record id of the caller's execution_id; "" without one */
+        unsigned i_earlier;      /* STEP_EARLIER: which of the two ids */
+        StoreUsage stored;
+        StoreSession *session;   /* STEP_NODES: the row of the session another node holds */
+        Job *job;                /* STEP_RECORD: not the runner's until recorded */
+        bool starts_now;         /* STEP_RECORD: a slot was free for it (check_budgets()) */
+        Submission *waiting_for; /* STEP_WAIT */
+};
+
+static void submission_free(Submission *s) {
+        ApiContext *ac = s->ac;
+
+        if (s->prev)
+                s->prev->next = s->next;
+        else
+                ac->submissions = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
+        ac->n_submissions--;
+        (void) store_call_cancel(s->call);
+        job_free(s->job);
+        store_sessions_free(s->session, s->session ? 1 : 0);
+        exec_request_free(s->er);
+        free(s->owner);
+        free(s);
+}
+
+static void step_create(Submission *s);
+
+/* The end: the caller's answer, then those of the same execution_id that waited for this one look
+ * again (the runner holds the job now, or nothing was made). */
+static void submission_end(Submission *s, int r, SubmitResult *res, const RequestError *err) {
+        ApiContext *ac = s->ac;
+        SubmitDoneFn done = s->done;
+        void *userdata = s->userdata;
+        Submission *t;
+
+        if (s->called)
+                *s->called = true;
+        s->done = NULL;
+        submission_free(s);
+        for (t = ac->submissions; t; )
+                if (t->step == STEP_WAIT && t->waiting_for == s) {
+                        t->waiting_for = NULL;
+                        step_create(t);         /* may end t (and others): look from the start again */
+                        t = ac->submissions;
+                } else
+                        t = t->next;
+        if (done)
+                done(userdata, r, res, err);
+        else if (res && res->outcome == SUBMIT_EXISTING_RECORD)
+                store_record_free(res->record);
+}
+
+static void submission_fail(Submission *s, const RequestError *err) {
+        submission_end(s, -EINVAL, NULL, err);
+}
+
+/* The same request again: that execution; another request under the same id: a conflict. */
+static void submission_found(Submission *s, Job *j, StoreRecord *rec) {
+        SubmitResult res;
+        RequestError err;
+
+        if (memcmp(j ? j->fingerprint : rec->fingerprint, s->er->fingerprint, sizeof(s->er->fingerprint)) != 0) {
+                store_record_free(rec);
+                (void) conflict(&err, s->er->execution_id);
+                submission_fail(s, &err);
+                return;
+        }
+        res = j ? (SubmitResult) { .outcome = SUBMIT_EXISTING_JOB, .job = j }
+                : (SubmitResult) { .outcome = SUBMIT_EXISTING_RECORD, .record = rec };
+        submission_end(s, 0, &res, NULL);
+}
+
+/* The job in memory under id that the caller may see, as find_record() has it. */
+static Job *runner_find_visible(ApiContext *ac, const char *owner, const char *id) {
+        Job *j = runner_find(ac->runner, id);
+
+        if (j && j->elsewhere && !job_is_final(j))
+                return NULL;
+        return j && may_see(owner, false, j->owner) ? j : NULL;
+}
+
+static void step_usage(Submission *s);
+static void on_earlier_got(void *userdata, int r, StoreRecord *rec);
+
+/* The caller's earlier execution of the same execution_id (s->key: its record id), or of the same id
+ * as it was stored before ids were scoped (migration 10: the key was the caller's id itself; only the
+ * caller's own counts). */
+static void step_earlier(Submission *s) {
+        ApiContext *ac = s->ac;
+
+        s->step = STEP_EARLIER;
+        for (; s->er->execution_id && s->i_earlier < 2; s->i_earlier++) {
+                const char *id = s->i_earlier == 0 ? s->key : s->er->execution_id;
+                Job *j = runner_find_visible(ac, s->owner, id);
+
+                if (j) {
+                        submission_found(s, j, NULL);
+                        return;
+                }
+                if (!ac->ctx->store)
+                        continue;
+                if (store_get_async(ac->ctx->store, id, on_earlier_got, s, &s->call) >= 0)
+                        return;
+                /* Refused (-ENOBUFS: the store is far behind): read waiting, which waits for the
+                 * queue, rather than run twice what is there. */
+                StoreRecord *rec = NULL;
+                if (store_get(ac->ctx->store, id, &rec) >= 0 && may_see(s->owner, false, rec->owner)) {
+                        submission_found(s, NULL, rec);
+                        return;
+                }
+                store_record_free(rec);
+        }
+        step_usage(s);
+}
+
+/* Another submission whose job under key is being recorded. */
+static Submission *recording(ApiContext *ac, const char *key, const Submission *except) {
+        for (Submission *t = ac->submissions; t; t = t->next)
+                if (t != except && t->job && streq(t->key, key))
+                        return t;
+        return NULL;
+}
+
+static void on_earlier_got(void *userdata, int r, StoreRecord *rec) {
+        Submission *s = userdata;
+
+        s->call = NULL;
+        if (r >= 0 && may_see(s->owner, false, rec->owner)) {
+                /* The first record of a job this node made meanwhile (the read came after its write):
+                 * that job, in the runner or about to be, not the record of it as queued. */
+                if (s->i_earlier == 0 &&
+                    (runner_find_visible(s->ac, s->owner, s->key) || recording(s->ac, s->key, s))) {
+                        store_record_free(rec);
+                        step_create(s);
+                        return;
+                }
+                submission_found(s, NULL, rec);
+                return;
+        }
+        store_record_free(rec);
+        s->i_earlier++;
+        step_earlier(s);
+}
+
+static void step_session(Submission *s);
+
+static void usage_read(Submission *s, int r, const StoreUsage *u) {
+        /* A store that cannot be read counts as nothing: the record's own write fails next if it is
+         * broken. */
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the stored usage of %s, not counting it: %s", s->owner,
+                                  store_error_message(s->ac->ctx->store));
+        s->stored = r >= 0 ? *u : (StoreUsage) {};
+        step_session(s);
+}
+
+static void on_usage_got(void *userdata, int r, const StoreUsage *u) {
+        Submission *s = userdata;
+
+        s->call = NULL;
+        usage_read(s, r, u);
+}
+
+/* The caller's records and deliveries in the store: its record_usage row (one indexed read, kept by
+ * triggers). */
+static void step_usage(Submission *s) {
+        Store *store = s->ac->ctx->store;
+        StoreUsage u = {};
+        int r;
+
+        s->step = STEP_USAGE;
+        if (!store || !s->owner) {
+                step_session(s);
+                return;
+        }
+        if (store_usage_get_async(store, s->owner, on_usage_got, s, &s->call) >= 0)
+                return;
+        r = store_usage_get(store, s->owner, &u);
+        usage_read(s, r, &u);
+}
+
+static void on_session_got(void *userdata, int r, StoreSession *x);
+static void on_nodes_got(void *userdata, int r, StoreNode *nodes, size_t n);
+
+/* A run of a session not held here, on a store several nodes share: the node that made it runs it,
+ * if that node is alive (session_held_elsewhere()). */
+static void step_session(Submission *s) {
+        ApiContext *ac = s->ac;
+        char key[SCOPED_ID_MAX];
+        StoreSession *x = NULL;
+        RequestError err;
+        int r;
+
+        s->step = STEP_SESSION;
+        if (!s->er->session_id || !ac->ctx->shared_queue || sessions_find(ac->sessions, s->owner, s->er->session_id)) {
+                step_create(s);
+                return;
+        }
+        r = scoped_id(key, "sess", s->owner, s->er->session_id);
+        if (r >= 0) {
+                if (store_session_get_async(ac->ctx->store, key, on_session_got, s, &s->call) >= 0)
+                        return;
+                r = store_session_get(ac->ctx->store, key, &x);
+        }
+        if (r < 0 && r != -ENOENT) {
+                (void) fail(&err, r, API_ERROR_STORE, "cannot read the sessions: %s", store_error_public(r));
+                submission_fail(s, &err);
+                return;
+        }
+        on_session_got(s, r, x);
+}
+
+static void on_session_got(void *userdata, int r, StoreSession *x) {
+        Submission *s = userdata;
+        ApiContext *ac = s->ac;
+        StoreNode *nodes = NULL;
+        RequestError err;
+        size_t n = 0;
+
+        s->call = NULL;
+        if (r < 0 && r != -ENOENT) {
+                (void) fail(&err, r, API_ERROR_STORE, "cannot read the sessions: %s", store_error_public(r));
+                submission_fail(s, &err);
+                return;
+        }
+        if (r < 0 || !x->node || streq_ptr(x->node, ac->ctx->node_name)) {
+                /* Not another node's: found or made here. */
+                store_sessions_free(x, x ? 1 : 0);
+                step_create(s);
+                return;
+        }
+        s->session = x;
+        s->step = STEP_NODES;
+        if (store_node_list_async(ac->ctx->store, on_nodes_got, s, &s->call) >= 0)
+                return;
+        r = store_node_list(ac->ctx->store, &nodes, &n);
+        on_nodes_got(s, r, nodes, n);
+}
+
+static void on_nodes_got(void *userdata, int r, StoreNode *nodes, size_t n) {
+        Submission *s = userdata;
+        ApiContext *ac = s->ac;
+        const Config *cfg = ac->ctx->config;
+        ExecRequest *er = s->er;
+        StoreSession *x = s->session;
+        RequestError err;
+        bool alive = false;
+
+        s->call = NULL;
+        if (r < 0) {
+                (void) fail(&err, r, API_ERROR_STORE, "cannot read the node registry: %s", store_error_public(r));
+                submission_fail(s, &err);
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (streq(nodes[i].name, x->node))
+                        alive = store_node_is_alive(&nodes[i], now_usec(CLOCK_REALTIME));
+        store_nodes_free(nodes, n);
+        if (!alive)
+                (void) request_error(&err, -EHOSTDOWN, API_ERROR_CONFLICT, "session_id",
+                                     "session_id: session '%s' lives on node '%s', which is gone (its lease ran out): its "
+                                     "workspace is there, not here; wait for that node to come back, or use another "
+                                     "session_id", er->session_id, x->node);
+        else if (er->disk_mb_given && er->limits.disk_mb != x->disk_mb)
+                (void) request_error(&err, -EEXIST, API_ERROR_CONFLICT, "limits.disk_mb",
+                                     "limits.disk_mb: session '%s' was created with disk_mb=%" PRIu64
+                                     ", this request asks for %" PRIu64, er->session_id, x->disk_mb, er->limits.disk_mb);
+        /* What waits here for other nodes is bounded like the queue. */
+        else if (runner_count_elsewhere(ac->runner) >= cfg->max_queued)
+                (void) request_error(&err, -ENOBUFS, API_ERROR_QUEUE_FULL, NULL,
+                                     "%u executions accepted here run on other nodes and are not finished (MaxQueued=%" PRIu64
+                                     "); retry later", runner_count_elsewhere(ac->runner), cfg->max_queued);
+        else {
+                er->limits.disk_mb = x->disk_mb;
+                er->route_node = TAKE_PTR(x->node);
+                step_create(s);
+                return;
+        }
+        submission_fail(s, &err);
+}
+
+/* The queue and the caller's budgets (quota.h): what everyone and this owner hold now, with what is
+ * being recorded, and the caller's stored records and deliveries as read. */
+static int check_budgets(Submission *s, RequestError *err) {
+        ApiContext *ac = s->ac;
+        const Config *cfg = ac->ctx->config;
+        const QueueOwner *o = runner_queue_owner(ac->runner, s->owner);
+        RunnerCounts n;
+        QuotaUsage u;
+        int r;
+
+        runner_counts(ac->runner, &n);
+        u = (QuotaUsage) {
+                .admin = s->admin,
+                .queued = n.queued,
+                .running = n.running,
+                .caller_queued = o ? o->n_waiting : 0,
+                .caller_running = o ? o->n_active : 0,
+                .callback = s->er->callback_url != NULL,
+                /* Delivered later: those of executions not final yet, and those pending in the outbox. */
+                .caller_callbacks = (o ? o->n_callbacks : 0) + s->stored.pending_callbacks,
+                .caller_stored_bytes = s->stored.bytes,
+        };
+        /* Those being recorded count as they were checked: started (a slot was free) or queued, as
+         * if each had joined the runner then. */
+        for (Submission *t = ac->submissions; t; t = t->next)
+                if (t->job) {
+                        bool mine = streq_ptr(t->owner, s->owner);
+
+                        if (t->starts_now) {
+                                u.running++;
+                                u.caller_running += mine;
+                        } else {
+                                u.queued++;
+                                u.caller_queued += mine;
+                        }
+                        u.caller_callbacks += mine && t->job->callback_url;
+                }
+        r = quota_check_execution(cfg, &u, err);
+        if (r < 0)
+                return r;
+        s->starts_now = u.running < cfg->max_concurrent && u.caller_running < quota_max_running_per_caller(cfg);
+        return 0;
+}
+
+static void on_recorded(void *userdata, int r, StoreRecord *rec);
+
+/* What the reads cannot have settled, now, without waiting: an execution of the same id made since
+ * (in the runner, or being recorded: then wait for it), the stop, the budgets; then the job and its
+ * first write. */
+static void step_create(Submission *s) {
+        ApiContext *ac = s->ac;
+        ExecRequest *er = s->er;
+        RequestError err;
         Job *j;
         int r;
 
-        r = exec_request_parse(body, len, ac->ctx->config, &er, err);
-        if (r == -ENOMEM)
-                return fail(err, r, API_ERROR_INTERNAL, "out of memory");
-        if (r < 0)
-                return r;
-        if (er->network) {
-                char msg[sizeof(err->message)], field[48];
-                size_t index;
-
-                r = net_policy_check_request(ac->ctx->net_policy, er->network_allow, er->n_network_allow, &index, msg,
-                                             sizeof(msg));
-                if (r < 0) {
-                        if (index != SIZE_MAX)
-                                snprintf(field, sizeof(field), "network.allow[%zu]", index);
-                        return request_error(err, -EINVAL, API_ERROR_INVALID_REQUEST,
-                                             index != SIZE_MAX ? field : "network", "%s", msg);
-                }
-        }
-        if (er->environment) {
-                const Environment *env = environments_find(ac->ctx->environments, er->environment);
-
-                if (!env)
-                        return request_error(err, -EINVAL, API_ERROR_INVALID_REQUEST, "environment",
-                                             "environment: no environment '%s' here (GET /v1/languages lists each "
-                                             "language's environments)", er->environment);
-                if (!streq(env->language, er->language->name))
-                        return request_error(err, -EINVAL, API_ERROR_INVALID_REQUEST, "environment",
-                                             "environment: '%s' is an environment of %s, not of %s", er->environment,
-                                             env->language, er->language->name);
-        }
-
-        r = choose_tier(ac->ctx, er, err);
-        if (r < 0)
-                return r;
-
         if (er->execution_id) {
-                /* The caller's id, scoped by the caller: another owner's execution of the same id is
-                 * another record (no conflict, nothing learned, nothing squatted), and the record id
-                 * it runs under (unit name, journal, artifact URLs) is derived, never chosen. */
-                char key[SCOPED_ID_MAX];
-
-                r = scoped_id(key, "exec", owner, er->execution_id);
-                if (r < 0)
-                        return fail(err, r, API_ERROR_INTERNAL, "cannot derive the record id: %s", strerror(-r));
-                r = find_earlier(ac, owner, er, key, ret, err);
-                if (r != 0)
-                        return r < 0 ? r : 0;
-                er->record_id = strdup(key);
-                if (!er->record_id)
-                        return fail(err, -ENOMEM, API_ERROR_INTERNAL, "out of memory");
-        }
-
-        if (ac->ctx->stopping)
-                return fail(err, -ESHUTDOWN, API_ERROR_SHUTTING_DOWN, "sandboxd is stopping");
-        r = check_budgets(ac, owner, admin, er, err);
-        if (r < 0)
-                return r;
-
-        if (er->session_id) {
-                Session *s = sessions_find(ac->sessions, owner, er->session_id);
-
-                /* Several nodes: a session lives on the node that made it, and its runs run there. */
-                if (!s && ac->ctx->shared_queue) {
-                        r = session_elsewhere(ac, owner, er, err);
-                        if (r < 0)
-                                return r;
+                j = runner_find_visible(ac, s->owner, s->key);
+                if (j) {
+                        submission_found(s, j, NULL);
+                        return;
                 }
+                Submission *t = recording(ac, s->key, s);
+                if (t) {
+                        if (memcmp(t->job->fingerprint, er->fingerprint, sizeof(er->fingerprint)) != 0) {
+                                (void) conflict(&err, er->execution_id);
+                                submission_fail(s, &err);
+                                return;
+                        }
+                        s->step = STEP_WAIT;
+                        s->waiting_for = t;
+                        return;
+                }
+        }
+        if (ac->ctx->stopping) {
+                (void) fail(&err, -ESHUTDOWN, API_ERROR_SHUTTING_DOWN, "sandboxd is stopping");
+                submission_fail(s, &err);
+                return;
+        }
+        if (check_budgets(s, &err) < 0) {
+                submission_fail(s, &err);
+                return;
+        }
+        if (er->session_id && !er->route_node) {
+                Session *x = sessions_find(ac->sessions, s->owner, er->session_id);
 
                 /* A later run that does not ask for a size gets the session's. */
-                if (s && !er->disk_mb_given)
-                        er->limits.disk_mb = s->disk_mb;
-                if (!er->route_node) {
-                        r = sessions_acquire(ac->sessions, er->session_id, owner, er->limits.disk_mb, &s, err);
-                        if (r < 0)
-                                return r;
+                if (x && !er->disk_mb_given)
+                        er->limits.disk_mb = x->disk_mb;
+                if (sessions_acquire(ac->sessions, er->session_id, s->owner, er->limits.disk_mb, &x, &err) < 0) {
+                        submission_fail(s, &err);
+                        return;
                 }
         }
 
         /* The shared queue: any node may claim it, but a session's run runs where its session is, and
          * one that starts here at once is this node's from its first write (runner_starts_now()). */
-        er->unclaimed = ac->ctx->shared_queue && !er->session_id && !runner_starts_now(ac->runner, owner);
-        r = runner_submit(ac->runner, TAKE_PTR(er), owner, &j);
-        if (r < 0)
-                return fail(err, r, API_ERROR_INTERNAL, "cannot create the execution: %s", strerror(-r));
-        /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
-        r = job_persist(j);
+        er->unclaimed = ac->ctx->shared_queue && !er->session_id && !runner_starts_now(ac->runner, s->owner);
+        r = runner_prepare(ac->runner, TAKE_PTR(s->er), s->owner, &s->job);
         if (r < 0) {
-                /* job_persist() logged the store's own message. */
-                job_free(j);
-                return fail(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE,
+                (void) fail(&err, r, API_ERROR_INTERNAL, "cannot create the execution: %s", strerror(-r));
+                submission_fail(s, &err);
+                return;
+        }
+        s->step = STEP_RECORD;
+        /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
+        if (!ac->ctx->store) {
+                on_recorded(s, 0, NULL);
+                return;
+        }
+        r = job_record_async(s->job, on_recorded, s, &s->call);
+        if (r < 0)
+                /* Refused (-ENOBUFS: the store is far behind): written waiting, which also slows the
+                 * callers down to the store's pace. */
+                on_recorded(s, job_persist(s->job), NULL);
+}
+
+static void on_recorded(void *userdata, int r, StoreRecord *rec) {
+        Submission *s = userdata;
+        ApiContext *ac = s->ac;
+        SubmitResult res;
+        RequestError err;
+        Job *j;
+
+        store_record_free(rec);
+        s->call = NULL;
+        if (r < 0) {
+                job_persist_failed(s->job, r);
+                s->job = job_free(s->job);
+                (void) fail(&err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE,
                             "the execution could not be recorded (%s); nothing was started", store_error_public(r));
+                submission_fail(s, &err);
+                return;
+        }
+        j = TAKE_PTR(s->job);
+        r = runner_add(ac->runner, j);
+        if (r < 0) {
+                job_free(j);
+                (void) fail(&err, r, API_ERROR_INTERNAL, "cannot queue the execution: %s", strerror(-r));
+                submission_fail(s, &err);
+                return;
         }
         if (j->elsewhere) {
                 /* A run of another node's session: that node claims it at once (or at its next look). */
@@ -411,8 +713,124 @@ int submit_execution(ApiContext *ac, const char *body, size_t len, const char *o
         runner_dispatch(ac->runner);
         runner_notify_status(ac->runner);
 
-        *ret = (SubmitResult) { .outcome = SUBMIT_CREATED, .job = j };
+        res = (SubmitResult) { .outcome = SUBMIT_CREATED, .job = j };
+        submission_end(s, 0, &res, NULL);
+}
+
+int submit_execution_async(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin,
+                           SubmitDoneFn done, void *userdata, Submission **ret) {
+        _cleanup_(exec_request_freep) ExecRequest *er = NULL;
+        RequestError err;
+        Submission *s;
+        bool called = false;
+        int r;
+
+        *ret = NULL;
+        r = exec_request_parse(body, len, ac->ctx->config, &er, &err);
+        if (r == -ENOMEM)
+                (void) fail(&err, r, API_ERROR_INTERNAL, "out of memory");
+        if (r < 0)
+                goto refused;
+        if (er->network) {
+                char msg[sizeof(err.message)], field[48];
+                size_t index;
+
+                r = net_policy_check_request(ac->ctx->net_policy, er->network_allow, er->n_network_allow, &index, msg,
+                                             sizeof(msg));
+                if (r < 0) {
+                        if (index != SIZE_MAX)
+                                snprintf(field, sizeof(field), "network.allow[%zu]", index);
+                        (void) request_error(&err, -EINVAL, API_ERROR_INVALID_REQUEST,
+                                             index != SIZE_MAX ? field : "network", "%s", msg);
+                        goto refused;
+                }
+        }
+        if (er->environment) {
+                const Environment *env = environments_find(ac->ctx->environments, er->environment);
+
+                r = -EINVAL;
+                if (!env) {
+                        (void) request_error(&err, -EINVAL, API_ERROR_INVALID_REQUEST, "environment",
+                                             "environment: no environment '%s' here (GET /v1/languages lists each "
+                                             "language's environments)", er->environment);
+                        goto refused;
+                }
+                if (!streq(env->language, er->language->name)) {
+                        (void) request_error(&err, -EINVAL, API_ERROR_INVALID_REQUEST, "environment",
+                                             "environment: '%s' is an environment of %s, not of %s", er->environment,
+                                             env->language, er->language->name);
+                        goto refused;
+                }
+        }
+        r = choose_tier(ac->ctx, er, &err);
+        if (r < 0)
+                goto refused;
+        /* Each holds its request until the store answers: bounded like the store's own queue. */
+        if (ac->n_submissions >= SUBMISSIONS_MAX) {
+                r = request_error(&err, -ENOBUFS, API_ERROR_QUEUE_FULL, NULL,
+                                  "%u submissions are waiting for the store; retry later", ac->n_submissions);
+                goto refused;
+        }
+
+        s = calloc(1, sizeof(Submission));
+        if (!s) {
+                r = fail(&err, -ENOMEM, API_ERROR_INTERNAL, "out of memory");
+                goto refused;
+        }
+        *s = (Submission) { .ac = ac, .admin = admin, .done = done, .userdata = userdata };
+        s->owner = owner ? strdup(owner) : NULL;
+        if (owner && !s->owner) {
+                free(s);
+                r = fail(&err, -ENOMEM, API_ERROR_INTERNAL, "out of memory");
+                goto refused;
+        }
+        if (er->execution_id) {
+                /* The caller's id, scoped by the caller: another owner's execution of the same id is
+                 * another record (no conflict, nothing learned, nothing squatted), and the record id
+                 * it runs under (unit name, journal, artifact URLs) is derived, never chosen. */
+                r = scoped_id(s->key, "exec", owner, er->execution_id);
+                if (r >= 0 && !(er->record_id = strdup(s->key)))
+                        r = -ENOMEM;
+                if (r < 0) {
+                        free(s->owner);
+                        free(s);
+                        (void) fail(&err, r, API_ERROR_INTERNAL, "cannot derive the record id: %s", strerror(-r));
+                        goto refused;
+                }
+        }
+        s->er = TAKE_PTR(er);
+        s->next = ac->submissions;
+        if (ac->submissions)
+                ac->submissions->prev = s;
+        ac->submissions = s;
+        ac->n_submissions++;
+
+        /* Ended before this returns when nothing needs the store (or the store has no loop). */
+        s->called = &called;
+        step_earlier(s);
+        if (called)
+                return 1;
+        s->called = NULL;
+        *ret = s;
         return 0;
+
+refused:
+        done(userdata, r, NULL, &err);
+        return 1;
+}
+
+Submission *submission_abandon(Submission *s) {
+        if (s) {
+                s->done = NULL;
+                s->userdata = NULL;
+        }
+        return NULL;
+}
+
+void submissions_stop(ApiContext *ac) {
+        /* A record on its way is still written (store.h): a queued execution the next start resumes. */
+        while (ac->submissions)
+                submission_free(ac->submissions);
 }
 
 /* A run of a session that lives on another node (a store several nodes share): if that node is alive,
@@ -437,49 +855,6 @@ int session_held_elsewhere(ApiContext *ac, const char *owner, const char *id, St
         }
         *ret = x;
         return 1;
-}
-
-static int session_elsewhere(ApiContext *ac, const char *owner, ExecRequest *er, RequestError *err) {
-        Context *ctx = ac->ctx;
-        StoreSession *x = NULL;
-        StoreNode *nodes = NULL;
-        size_t n_nodes = 0;
-        bool alive = false;
-        int r;
-
-        r = session_held_elsewhere(ac, owner, er->session_id, &x);
-        if (r <= 0)
-                return r == 0 ? 0 : fail(err, r, API_ERROR_STORE, "cannot read the sessions: %s", store_error_public(r));
-        r = store_node_list(ctx->store, &nodes, &n_nodes);
-        if (r < 0) {
-                store_sessions_free(x, 1);
-                return fail(err, r, API_ERROR_STORE, "cannot read the node registry: %s", store_error_public(r));
-        }
-        for (size_t i = 0; i < n_nodes; i++)
-                if (streq(nodes[i].name, x->node))
-                        alive = store_node_is_alive(&nodes[i], now_usec(CLOCK_REALTIME));
-        store_nodes_free(nodes, n_nodes);
-        if (!alive)
-                r = request_error(err, -EHOSTDOWN, API_ERROR_CONFLICT, "session_id",
-                                  "session_id: session '%s' lives on node '%s', which is gone (its lease ran out): its "
-                                  "workspace is there, not here; wait for that node to come back, or use another "
-                                  "session_id", er->session_id, x->node);
-        else if (er->disk_mb_given && er->limits.disk_mb != x->disk_mb)
-                r = request_error(err, -EEXIST, API_ERROR_CONFLICT, "limits.disk_mb",
-                                  "limits.disk_mb: session '%s' was created with disk_mb=%" PRIu64
-                                  ", this request asks for %" PRIu64, er->session_id, x->disk_mb, er->limits.disk_mb);
-        /* What waits here for other nodes is bounded like the queue. */
-        else if (runner_count_elsewhere(ac->runner) >= ctx->config->max_queued)
-                r = request_error(err, -ENOBUFS, API_ERROR_QUEUE_FULL, NULL,
-                                  "%u executions accepted here run on other nodes and are not finished (MaxQueued=%" PRIu64
-                                  "); retry later", runner_count_elsewhere(ac->runner), ctx->config->max_queued);
-        else {
-                er->limits.disk_mb = x->disk_mb;
-                er->route_node = TAKE_PTR(x->node);
-                r = 1;
-        }
-        store_sessions_free(x, 1);
-        return r;
 }
 
 #define invalid(err, field, ...) \

@@ -9,6 +9,7 @@
 #include "api-context.h"
 #include "list-query.h"
 #include "model/request.h"
+#include "run/job.h"
 #include "store/store.h"
 
 typedef enum SubmitOutcome {
@@ -24,10 +25,22 @@ typedef struct SubmitResult {
 } SubmitResult;
 
 /* Parse the JSON request body, check it against the configuration, the caller's earlier executions
- * (execution_id) and the queue, and queue it as owner's. 0 with *ret filled, or a negative errno
- * with *err filled (the ApiError, field and message both APIs render). */
-int submit_execution(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin, SubmitResult *ret,
-                     RequestError *err);
+ * (execution_id) and the queue, record it, and queue it as owner's, without waiting for the store
+ * (issue 22: its reads and its write are asynchronous). done(userdata, r, res, err) is called once:
+ * r = 0 with *res (the job, or the record done must free), or a negative errno with *err (the
+ * ApiError, field and message every API renders). Returns 1 when done was called already (a refusal
+ * of the request itself, an execution in memory, a store without event loop), 0 when the store was
+ * asked (*ret: the submission until done is called). */
+typedef struct Submission Submission;
+typedef void (*SubmitDoneFn)(void *userdata, int r, SubmitResult *res, const RequestError *err);
+int submit_execution_async(ApiContext *ac, const char *body, size_t len, const char *owner, bool admin,
+                           SubmitDoneFn done, void *userdata, Submission **ret);
+/* The caller goes away: done is not called; the submission goes on (a job made is queued and runs, as
+ * for a caller that left after its 202). Returns NULL. */
+Submission *submission_abandon(Submission *s);
+/* At a stop, after the APIs: every submission ends unanswered; a record already sent is still written
+ * (a queued execution the next start resumes), a job not recorded is dropped. */
+void submissions_stop(ApiContext *ac);
 
 /* The execution owner calls id: its own client-chosen execution_id first (the scoped record id,
  * scoped-id.h), then id as a record id (a generated id, or the record_id of a client-chosen one) if

@@ -252,7 +252,7 @@ static StoreRecord job_record(Job *j) {
         return r;
 }
 
-static void job_persist_failed(Job *j, int k) {
+void job_persist_failed(Job *j, int k) {
         metrics_store_error(j->ctx->metrics);
         /* A final record written again (runner.c) failed the first time, which was logged:
          * its retries, every 2 s while the store is away, are not. */
@@ -327,6 +327,17 @@ int job_persist(Job *j) {
         if (k < 0)
                 job_persist_failed(j, k);
         return k;
+}
+
+int job_record_async(Job *j, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
+        _cleanup_free_ char *request = NULL;
+        StoreRecord r;
+
+        if (!j->ctx->store || j->state != JOB_QUEUED)
+                return -EINVAL;
+        /* Queued: the request goes with it, and no delivery (that is the final record's). */
+        r = job_record_to_write(j, &request);
+        return store_put_async(j->ctx->store, &r, done, userdata, ret_call);
 }
 
 /* The final record is in the store: the job need not hold its output in memory any more

@@ -162,6 +162,13 @@ int job_persist(Job *j);
  * proxy's log). A failure is logged and counted when the answer comes, as job_persist() does; writes
  * of the job keep their order with its later ones, also synchronous ones (the final record). */
 void job_persist_async(Job *j);
+/* The first record of a queued job (submit.c), without waiting and with an answer: done(userdata, r,
+ * NULL) gets what job_persist() would have returned; nothing is logged (job_persist_failed() says it).
+ * userdata is not the job: job_free() does not cancel the call. -EINVAL without a store or once the job
+ * left the queue; -ENOBUFS (store.h) when the store is far behind. */
+int job_record_async(Job *j, StoreDoneFn done, void *userdata, StoreCall **ret_call);
+/* A failed write of j's record (r), logged and counted. */
+void job_persist_failed(Job *j, int r);
 Job *job_free(Job *j);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Job *, job_free);
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -318,27 +319,36 @@ static void on_job_written(void *userdata, Job *j) {
         runner_evict_finished(r);
 }
 
-int runner_submit(Runner *r, ExecRequest *req, const char *owner, Job **ret) {
-        _cleanup_(job_freep) Job *j = NULL;
+int runner_prepare(Runner *r, ExecRequest *req, const char *owner, Job **ret) {
         Session *s = NULL;
-        int k;
 
         if (req->session_id)
                 s = sessions_find(r->sessions, owner, req->session_id);
-        k = job_new(r->ctx, req, owner, s, &runner_job_events, r, &j);
-        if (k < 0)
-                return k;
+        return job_new(r->ctx, req, owner, s, &runner_job_events, r, ret);
+}
+
+int runner_add(Runner *r, Job *j) {
+        assert(!j->linked);
         runner_link(r, j);
         if (j->exec->node && !streq_ptr(j->exec->node, r->ctx->node_name)) {
                 /* A run of another node's session (submit.c): that node claims and runs it; this job
                  * is kept for whoever waits for it here, until its final record. */
                 j->elsewhere = true;
-                *ret = TAKE_PTR(j);
                 return 0;
         }
         /* Last in its owner's FIFO (or its session's lane). */
-        k = queue_push(&r->queue, &j->queue_entry, j->owner, j->session ? &j->session->lane : NULL,
-                       j->callback_url != NULL);
+        return queue_push(&r->queue, &j->queue_entry, j->owner, j->session ? &j->session->lane : NULL,
+                          j->callback_url != NULL);
+}
+
+int runner_submit(Runner *r, ExecRequest *req, const char *owner, Job **ret) {
+        _cleanup_(job_freep) Job *j = NULL;
+        int k;
+
+        k = runner_prepare(r, req, owner, &j);
+        if (k < 0)
+                return k;
+        k = runner_add(r, j);
         if (k < 0)
                 return k;
         *ret = TAKE_PTR(j);

@@ -38,6 +38,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Runner *, runner_free);
 /* A new queued job from a validated request (takes req; its session, if any, exists: session.h).
  * Not started here: runner_dispatch() does, which the caller runs once it holds *ret safely. */
 int runner_submit(Runner *r, ExecRequest *req, const char *owner, Job **ret);
+/* runner_submit() in two: the job of req, not yet the runner's (submit.c records it first; job_free()
+ * drops it), then the runner's: queued, or kept for the node of its session. On failure of
+ * runner_add() the job is linked: job_free() it. */
+int runner_prepare(Runner *r, ExecRequest *req, const char *owner, Job **ret);
+int runner_add(Runner *r, Job *j);
 /* At start, before the loop runs: the store's unfinished executions come back, running ones adopted
  * (with their control sockets from systemd's fd store), queued ones queued again in their order, and
  * the rest failed with a reason. */

@@ -99,6 +99,8 @@ typedef struct StoreOps {
         int (*claim_routed_async)(Store *s, const char *node, uint64_t epoch, StoreCall *c);
         int (*callback_due_async)(Store *s, uint64_t now_usec, unsigned limit, StoreCall *c);
         int (*callback_update_async)(Store *s, const StoreCallback *x, StoreCall *c);
+        int (*usage_get_async)(Store *s, const char *owner, StoreCall *c);
+        int (*session_get_async)(Store *s, const char *session_id, StoreCall *c);
         /* Optional: wait for every started call to end (store_close(), which keeps no write back). */
         void (*async_flush)(Store *s);
 } StoreOps;
@@ -109,6 +111,8 @@ typedef enum StoreCallShape {
         STORE_CALL_NODES,                /* nodes_done(userdata, r, StoreNode[], n) */
         STORE_CALL_RECORDS,              /* records_done(userdata, r, StoreRecord *[], n) */
         STORE_CALL_CALLBACKS,            /* callbacks_done(userdata, r, StoreCallback *[], n) */
+        STORE_CALL_USAGE,                /* usage_done(userdata, r, StoreUsage *): one, in list */
+        STORE_CALL_SESSION,              /* session_done(userdata, r, StoreSession *): one, in list */
 } StoreCallShape;
 
 /* One asynchronous call, from store_*_async() until its callback was called (or dropped). */
@@ -120,6 +124,8 @@ struct StoreCall {
         StoreNodesDoneFn nodes_done;
         StoreRecordsDoneFn records_done;
         StoreCallbacksDoneFn callbacks_done;
+        StoreUsageDoneFn usage_done;
+        StoreSessionDoneFn session_done;
         bool sort_records;               /* STORE_CALL_RECORDS: oldest first, as the synchronous call */
         void *userdata;
         bool finished;                   /* result, record and error are set */

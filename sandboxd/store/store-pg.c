@@ -720,6 +720,8 @@ typedef enum PgCallKind {
         PG_CALL_RECORDS,                /* records, all of them */
         PG_CALL_ROW,                    /* a command that must change a row: none, -ENOENT */
         PG_CALL_CALLBACKS,              /* callback deliveries with their bodies */
+        PG_CALL_USAGE,                  /* an owner's record_usage row (store_usage_get()) */
+        PG_CALL_SESSIONS,               /* session rows */
 } PgCallKind;
 
 /* The statement of an asynchronous call: its parameters copied, since the caller's record changes
@@ -800,6 +802,8 @@ static void pg_call_keep(PgCall *pc, PGresult *res) {
 static int pg_collect_nodes(const PGresult *res, StoreNode **ret, size_t *ret_n);
 static int pg_collect_callbacks(PgStore *ps, const PGresult *res, bool with_body, StoreCallback ***ret,
                                 size_t *ret_n);
+static int pg_collect_sessions(const PGresult *res, StoreSession **ret, size_t *ret_n);
+static int pg_usage_of(const PGresult *res, StoreUsage *ret);
 
 /* What the call's result means, as the synchronous call would have returned it: *ret a record
  * (PG_CALL_GET), or a list of *ret_n (PG_CALL_NODES, PG_CALL_RECORDS). */
@@ -842,6 +846,28 @@ static int pg_call_result(PgStore *ps, PgCall *pc, void **ret, size_t *ret_n) {
                         *ret = cbs;
                 return r;
         }
+        if (pc->kind == PG_CALL_SESSIONS) {
+                StoreSession *sessions = NULL;
+
+                r = pg_collect_sessions(pc->res, &sessions, ret_n);
+                if (r >= 0)
+                        *ret = sessions;
+                return r;
+        }
+        if (pc->kind == PG_CALL_USAGE) {
+                StoreUsage *u = calloc(1, sizeof(StoreUsage));
+
+                if (!u)
+                        return -ENOMEM;
+                r = pg_usage_of(pc->res, u);
+                if (r < 0) {
+                        free(u);
+                        return r;
+                }
+                *ret = u;
+                *ret_n = 1;
+                return 0;
+        }
         if (pc->kind == PG_CALL_NODES) {
                 StoreNode *nodes = NULL;
 
@@ -876,7 +902,8 @@ static void pg_async_end(PgStore *ps) {
         ps->flushing = false;
         r = pg_call_result(ps, pc, &got, &n);
         pc->res = (PQclear(pc->res), NULL);
-        if (pc->kind == PG_CALL_NODES || pc->kind == PG_CALL_RECORDS || pc->kind == PG_CALL_CALLBACKS)
+        if (pc->kind == PG_CALL_NODES || pc->kind == PG_CALL_RECORDS || pc->kind == PG_CALL_CALLBACKS ||
+            pc->kind == PG_CALL_USAGE || pc->kind == PG_CALL_SESSIONS)
                 store_call_finish_list(c, r, r >= 0 ? got : NULL, n);
         else
                 store_call_finish(c, r, got);
@@ -1913,28 +1940,21 @@ static int pg_session_delete_async(Store *s, const char *session_id, StoreCall *
         return pg_call_queue(PG_STORE(s), c, PG_CALL_COMMAND, sql_session_delete, &p);
 }
 
-static int pg_session_list(Store *s, const char *id, StoreSession **ret, size_t *ret_n) {
-        PgStore *ps = PG_STORE(s);
-        StoreSession *l = NULL;
-        PGresult *res = NULL;
-        PgParams p = {};
-        int n, r;
+static const char sql_session_list[] =
+        "SELECT session_id, owner, mount_unit, path, disk_mb, created_at, last_used_at, executions, "
+        "client_id, node FROM sessions WHERE $1::text IS NULL OR session_id = $1 "
+        "ORDER BY created_at, session_id";
 
-        pp_text(&p, id);
-        r = pg_query(ps,
-                     "SELECT session_id, owner, mount_unit, path, disk_mb, created_at, last_used_at, executions, "
-                     "client_id, node FROM sessions WHERE $1::text IS NULL OR session_id = $1 "
-                     "ORDER BY created_at, session_id",
-                     &p, &res);
-        if (r < 0)
-                return r;
+/* The rows of res as sessions: *ret NULL when there are none. */
+static int pg_collect_sessions(const PGresult *res, StoreSession **ret, size_t *ret_n) {
+        StoreSession *l = NULL;
+        int n, r = 0;
+
         n = PQntuples(res);
         if (n > 0) {
                 l = calloc((size_t) n, sizeof(StoreSession));
-                if (!l) {
-                        PQclear(res);
+                if (!l)
                         return -ENOMEM;
-                }
         }
         for (int i = 0; r >= 0 && i < n; i++) {
                 StoreSession *x = &l[i];
@@ -1952,7 +1972,6 @@ static int pg_session_list(Store *s, const char *id, StoreSession **ret, size_t 
                 if (r >= 0 && (!x->session_id || !x->mount_unit || !x->path))
                         r = -EBADMSG;
         }
-        PQclear(res);
         if (r < 0) {
                 store_sessions_free(l, (size_t) n);
                 return r;
@@ -1962,27 +1981,64 @@ static int pg_session_list(Store *s, const char *id, StoreSession **ret, size_t 
         return 0;
 }
 
-static int pg_usage_get(Store *s, const char *owner, StoreUsage *ret) {
+static int pg_session_list(Store *s, const char *id, StoreSession **ret, size_t *ret_n) {
         PGresult *res = NULL;
         PgParams p = {};
         int r;
 
-        pp_text(&p, owner);
-        /* Never negative unless someone edited the table by hand: then it counts as nothing. */
-        r = pg_query(PG_STORE(s),
-                     "SELECT greatest(records, 0), greatest(bytes, 0), greatest(pending_callbacks, 0) "
-                     "FROM record_usage WHERE owner = $1",
-                     &p, &res);
+        pp_text(&p, id);
+        r = pg_query(PG_STORE(s), sql_session_list, &p, &res);
         if (r < 0)
                 return r;
+        r = pg_collect_sessions(res, ret, ret_n);
+        PQclear(res);
+        return r;
+}
+
+/* One session by id (the list shape, at most one row). */
+static int pg_session_get_async(Store *s, const char *id, StoreCall *c) {
+        PgParams p = {};
+
+        pp_text(&p, id);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_SESSIONS, sql_session_list, &p);
+}
+
+/* Never negative unless someone edited the table by hand: then it counts as nothing. */
+static const char sql_usage_get[] =
+        "SELECT greatest(records, 0), greatest(bytes, 0), greatest(pending_callbacks, 0) "
+        "FROM record_usage WHERE owner = $1";
+
+static int pg_usage_of(const PGresult *res, StoreUsage *ret) {
+        int r = 0;
+
         *ret = (StoreUsage) {};
         if (PQntuples(res) > 0) {
                 r = pg_u64(res, 0, 0, &ret->records, NULL);
                 r = r ?: pg_u64(res, 0, 1, &ret->bytes, NULL);
                 r = r ?: pg_u64(res, 0, 2, &ret->pending_callbacks, NULL);
         }
+        return r;
+}
+
+static int pg_usage_get(Store *s, const char *owner, StoreUsage *ret) {
+        PGresult *res = NULL;
+        PgParams p = {};
+        int r;
+
+        pp_text(&p, owner);
+        r = pg_query(PG_STORE(s), sql_usage_get, &p, &res);
+        if (r < 0)
+                return r;
+        r = pg_usage_of(res, ret);
         PQclear(res);
         return r;
+}
+
+static int pg_usage_get_async(Store *s, const char *owner, StoreCall *c) {
+        PgParams p = {};
+
+        pp_text(&p, owner);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_USAGE, sql_usage_get, &p);
 }
 
 /* ---- the node registry ---- */
@@ -2173,6 +2229,8 @@ static const StoreOps pg_ops = {
         .claim_routed_async = pg_claim_routed_async,
         .callback_due_async = pg_callback_due_async,
         .callback_update_async = pg_callback_update_async,
+        .usage_get_async = pg_usage_get_async,
+        .session_get_async = pg_session_get_async,
         .session_put_async = pg_session_put_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,

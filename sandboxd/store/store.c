@@ -347,6 +347,10 @@ static void store_call_list_free(StoreCallShape shape, void *list, size_t n) {
                 store_records_free(list, n);
         else if (shape == STORE_CALL_CALLBACKS)
                 store_callbacks_free(list, n);
+        else if (shape == STORE_CALL_USAGE)
+                free(list);
+        else if (shape == STORE_CALL_SESSION)
+                store_sessions_free(list, n);
 }
 
 static StoreCall *store_call_free(StoreCall *c) {
@@ -364,6 +368,15 @@ static StoreCall *store_call_free(StoreCall *c) {
 static void store_call_deliver(StoreCall *c) {
         if (c->done)
                 c->done(c->userdata, c->result, TAKE_PTR(c->record));
+        else if (c->usage_done)
+                c->usage_done(c->userdata, c->result, c->result >= 0 ? c->list : NULL);
+        else if (c->session_done) {
+                /* The list shape holds every matching row: none is -ENOENT, as store_session_get(). */
+                int r = c->result >= 0 && c->n_list == 0 ? -ENOENT : c->result;
+
+                c->n_list = 0;
+                c->session_done(c->userdata, r, r >= 0 ? TAKE_PTR(c->list) : NULL);
+        }
         else if (c->nodes_done || c->records_done || c->callbacks_done) {
                 size_t n = c->n_list;
 
@@ -404,7 +417,8 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
                 StoreCall *c = s->calls;
 
                 store_call_unlink(s, c);
-                if (c->done || c->nodes_done || c->records_done || c->callbacks_done) {
+                if (c->done || c->nodes_done || c->records_done || c->callbacks_done || c->usage_done ||
+                    c->session_done) {
                         if (c->result < 0 && c->error)
                                 store_set_error(s, c->error);
                         store_call_deliver(c);
@@ -549,6 +563,8 @@ static int store_async_run_list(Store *s, StoreAsyncStartFn start, StoreSyncList
         c->nodes_done = how->nodes_done;
         c->records_done = how->records_done;
         c->callbacks_done = how->callbacks_done;
+        c->usage_done = how->usage_done;
+        c->session_done = how->session_done;
         c->sort_records = how->sort_records;
         r = start(s, args, c);
         if (r == -EOPNOTSUPP) {
@@ -605,6 +621,8 @@ StoreCall *store_call_cancel(StoreCall *c) {
                 c->nodes_done = NULL;
                 c->records_done = NULL;
                 c->callbacks_done = NULL;
+                c->usage_done = NULL;
+                c->session_done = NULL;
                 c->userdata = NULL;
         }
         return NULL;
@@ -1187,10 +1205,65 @@ int store_session_get(Store *s, const char *session_id, StoreSession **ret) {
         return 0;
 }
 
+static int session_get_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->session_get_async ? s->ops->session_get_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int session_get_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        StoreSession *x = NULL;
+        int r = store_session_get(s, args, &x);
+
+        /* -ENOENT as an empty list: the delivery says -ENOENT (store_call_deliver()). */
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        *ret = x;
+        *ret_n = 1;
+        return 0;
+}
+
+int store_session_get_async(Store *s, const char *session_id, StoreSessionDoneFn done, void *userdata,
+                            StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_SESSION, .session_done = done, .userdata = userdata };
+
+        if (!s || !session_id || !id_is_valid(session_id, STORE_ID_MAX))
+                return -EINVAL;
+        return store_async_run_list(s, session_get_start, session_get_sync, session_id, &how, ret_call);
+}
+
 int store_usage_get(Store *s, const char *owner, StoreUsage *ret) {
         if (!s || isempty(owner) || !ret)
                 return -EINVAL;
         return s->ops->usage_get(s, owner, ret);
+}
+
+static int usage_get_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->usage_get_async ? s->ops->usage_get_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int usage_get_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        StoreUsage *u = calloc(1, sizeof(StoreUsage));
+        int r;
+
+        if (!u)
+                return -ENOMEM;
+        r = s->ops->usage_get(s, args, u);
+        if (r < 0) {
+                free(u);
+                return r;
+        }
+        *ret = u;
+        *ret_n = 1;
+        return 0;
+}
+
+int store_usage_get_async(Store *s, const char *owner, StoreUsageDoneFn done, void *userdata, StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_USAGE, .usage_done = done, .userdata = userdata };
+
+        if (!s || isempty(owner))
+                return -EINVAL;
+        return store_async_run_list(s, usage_get_start, usage_get_sync, owner, &how, ret_call);
 }
 
 void store_sessions_free(StoreSession *l, size_t n) {

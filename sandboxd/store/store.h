@@ -353,6 +353,11 @@ int store_session_delete_async(Store *s, const char *session_id, StoreDoneFn don
 int store_session_list(Store *s, StoreSession **ret, size_t *ret_n);
 /* One session by session_id (the record id); -ENOENT if there is none. Free with store_sessions_free(ret, 1). */
 int store_session_get(Store *s, const char *session_id, StoreSession **ret);
+/* The same without waiting (store_put_async()): done(userdata, r, x) gets what store_session_get()
+ * returns, x done's to free (store_sessions_free(x, 1)). */
+typedef void (*StoreSessionDoneFn)(void *userdata, int r, StoreSession *x);
+int store_session_get_async(Store *s, const char *session_id, StoreSessionDoneFn done, void *userdata,
+                            StoreCall **ret_call);
 void store_sessions_free(StoreSession *l, size_t n);
 
 /* What one owner's records take in the store, kept up to date by the database itself (triggers of
@@ -369,6 +374,10 @@ typedef struct StoreUsage {
 
 /* owner's usage; all zero for an owner without records. */
 int store_usage_get(Store *s, const char *owner, StoreUsage *ret);
+/* The same without waiting (store_put_async()): done(userdata, r, u) with u the usage when r >= 0
+ * (NULL otherwise), valid while done runs. */
+typedef void (*StoreUsageDoneFn)(void *userdata, int r, const StoreUsage *u);
+int store_usage_get_async(Store *s, const char *owner, StoreUsageDoneFn done, void *userdata, StoreCall **ret_call);
 
 /* The node registry (issue 22): one row per sandboxd node sharing the store, keyed by its
  * NodeName=. A node registers at start and renews a lease by heartbeat; a row whose lease has
