@@ -1961,6 +1961,94 @@ static void test_async_sessions(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+/* An owner's usage and one session, read without waiting: what the synchronous reads return, from
+ * the loop; a session that is not there -ENOENT; a cancelled read not delivered (ASan: not leaked). */
+static struct {
+        unsigned calls;
+        int r;
+        StoreUsage u;
+        StoreSession *x;
+} got;
+
+static void on_usage_got(void *userdata, int r, const StoreUsage *u) {
+        got.calls++;
+        got.r = r;
+        got.u = u ? *u : (StoreUsage) { .records = UINT64_MAX };
+}
+
+static void on_session_got(void *userdata, int r, StoreSession *x) {
+        got.calls++;
+        got.r = r;
+        store_sessions_free(got.x, got.x ? 1 : 0);
+        got.x = x;
+}
+
+static void run_until_got(sd_event *e, unsigned n) {
+        for (unsigned i = 0; i < 500 && got.calls < n; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+}
+
+static void test_async_usage_session(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *a = record_full("exec_ua");
+        StoreSession x = { .session_id = (char *) "sess-y", .owner = (char *) "uid:1000", .mount_unit = (char *) "y.mount",
+                           .path = (char *) "/p/y", .disk_mb = 32, .created_usec = 10, .last_used_usec = 20,
+                           .node = (char *) "node-y" };
+        StoreUsage want = {};
+        StoreCall *c = NULL;
+
+        got = (typeof(got)) {};
+        assert_int_equal(store_usage_get_async(s, "", on_usage_got, NULL, NULL), -EINVAL);
+        assert_int_equal(store_session_get_async(s, "../bad", on_session_got, NULL, NULL), -EINVAL);
+
+        /* The usage of an owner without records: zero, not an error. */
+        assert_int_equal(store_usage_get_async(s, "uid:1000", on_usage_got, NULL, NULL), 0);
+        assert_int_equal(got.calls, 0);
+        run_until_got(e, 1);
+        assert_int_equal(got.r, 0);
+        assert_int_equal(got.u.records, 0);
+        assert_int_equal(got.u.bytes, 0);
+        /* With a record: the synchronous read's numbers. */
+        assert_int_equal(store_put(s, a), 0);
+        assert_int_equal(store_usage_get(s, "uid:1000", &want), 0);
+        assert_int_equal(want.records, 1);
+        assert_int_equal(store_usage_get_async(s, "uid:1000", on_usage_got, NULL, NULL), 0);
+        run_until_got(e, 2);
+        assert_int_equal(got.r, 0);
+        assert_int_equal(got.u.records, 1);
+        assert_int_equal(got.u.bytes, want.bytes);
+
+        /* A session: not there, then there. */
+        assert_int_equal(store_session_get_async(s, "sess-y", on_session_got, NULL, NULL), 0);
+        run_until_got(e, 3);
+        assert_int_equal(got.r, -ENOENT);
+        assert_null(got.x);
+        assert_int_equal(store_session_put(s, &x), 0);
+        assert_int_equal(store_session_get_async(s, "sess-y", on_session_got, NULL, NULL), 0);
+        run_until_got(e, 4);
+        assert_int_equal(got.r, 0);
+        assert_non_null(got.x);
+        assert_string_equal(got.x->path, "/p/y");
+        assert_string_equal(got.x->node, "node-y");
+        assert_int_equal(got.x->disk_mb, 32);
+
+        /* Cancelled: neither delivered; the next ones are, in order. */
+        assert_int_equal(store_session_get_async(s, "sess-y", on_session_got, NULL, &c), 0);
+        (void) store_call_cancel(c);
+        assert_int_equal(store_usage_get_async(s, "uid:1000", on_usage_got, NULL, &c), 0);
+        (void) store_call_cancel(c);
+        assert_int_equal(store_usage_get_async(s, "uid:2", on_usage_got, NULL, NULL), 0);
+        run_until_got(e, 5);
+        assert_int_equal(got.calls, 5);
+        assert_int_equal(got.u.records, 0);
+        assert_int_equal(store_async_pending(s), 0);
+
+        store_sessions_free(got.x, got.x ? 1 : 0);
+        got = (typeof(got)) {};
+        close_with_event(s, e);
+}
+
 /* The calls that answer with a list. */
 static struct {
         unsigned calls;
@@ -2280,6 +2368,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_async_heartbeat, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_claim, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_sessions, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_usage_session, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_lists, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
