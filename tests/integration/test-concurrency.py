@@ -85,6 +85,40 @@ t.ok(codes[:3] == [202, 202, 202] and 429 in codes[3:], f"queue full gives 429 (
 st, res = submit("print(1)")
 t.eq(res.get("error", {}).get("code"), "queue_full", "429 names queue_full")
 
+# The same, all at once: the submissions are admitted while the store answers (issue 22), and those
+# being recorded count as if they had joined the queue at their check: exactly 1 runs and 2 wait,
+# whatever the order their reads and writes come back in.
+wait_until(lambda: health()["running"] == 0 and health()["queued"] == 0, 30)
+burst = {"language": "python", "code": "import time; time.sleep(3)"}
+with cf.ThreadPoolExecutor(max_workers=8) as ex:
+    answers = list(ex.map(lambda _: request("POST", "/v1/executions", burst), range(8)))
+codes = sorted(a[0] for a in answers)
+t.eq(codes, [202] * 3 + [429] * 5, "8 submissions at once, 1 slot, MaxQueued=2: 3 accepted, 5 refused", answers)
+t.eq({a[1].get("error", {}).get("code") for a in answers if a[0] == 429}, {"queue_full"}, "the 5 name queue_full")
+for a in answers:
+    if a[0] == 202:
+        request("POST", f"/v1/executions/{a[1]['execution_id']}/cancel")
+wait_until(lambda: health()["running"] == 0 and health()["queued"] == 0, 30)
+
+# One execution_id submitted 12 times at once, and once more with other code: one execution, every
+# repeat answered with it (never a second run), the other request a conflict.
+reload_with("[Daemon]\nMaxConcurrent=4\nMaxQueued=300\n")
+same = {"language": "python", "code": "print('once')", "execution_id": "race-1"}
+other = dict(same, code="print('twice')")
+with cf.ThreadPoolExecutor(max_workers=13) as ex:
+    answers = list(ex.map(lambda b: request("POST", "/v1/executions", b), [same] * 12 + [other]))
+t.ok(all(a[0] in (200, 202) for a in answers[:12]), "the 12 repeats are accepted", [a[0] for a in answers])
+t.eq({a[1].get("record_id") for a in answers[:12]}, {answers[0][1].get("record_id")},
+     "all 12 name the one execution", [a[1].get("record_id") for a in answers[:12]])
+t.eq((answers[12][0], answers[12][1].get("error", {}).get("code")), (409, "conflict"),
+     "the same id with other code: 409 conflict", answers[12])
+st, res = get("race-1", wait=True)
+t.eq((res.get("status"), res.get("stdout")), ("success", "once\n"), "it ran, with the first request's code")
+st, page = request("GET", "/v1/executions?limit=100")
+t.eq(sum(1 for e in page.get("executions", []) if e.get("execution_id") == "race-1"), 1,
+     "one record of race-1 in the store", page)
+reload_with("[Daemon]\nMaxConcurrent=1\nMaxQueued=2\n")
+
 # A bad drop-in is refused on reload and the running configuration stays.
 with open(f"{confdir}/sandboxd.conf.d/60-bad.conf", "w") as f:
     f.write("[Daemon]\nMaxConcurrent=2\nNoSuchKey=1\n")
