@@ -562,19 +562,67 @@ bool api_route_is_piston(_unused_ const char *method, const char *path) {
         return startswith(path, "/api/v2/");
 }
 
-static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+/* A cancel: the execution looked for without waiting (find_execution_async()), the cancel made, and
+ * the answer given once what it wrote is in the store (store_barrier_async()): a 202 is a cancel on
+ * record, which a SIGKILL of sandboxd right after it does not undo. */
+typedef struct CancelCall {
+        ApiContext *ac;
+        HttpRequest *req;
+        FindLookup *find;
+        StoreCall *barrier;
+        bool suspended, cancelled;
+        bool admin;
         char owner[HTTP_OWNER_MAX];
-        bool admin = false;
-        Job *j;
+        char id[REQUEST_ID_MAX + 1];
+} CancelCall;
+
+static void on_cancel_gone(HttpRequest *req, void *userdata) {
+        CancelCall *c = userdata;
+
+        (void) find_lookup_cancel(c->find);
+        (void) store_call_cancel(c->barrier);
+        free(c);
+}
+
+static void cancel_call_end(CancelCall *c) {
+        if (c->suspended)
+                http_request_set_gone_cb(c->req, NULL, NULL);
+        free(c);
+}
+
+/* Wait (suspended) for the store: a lookup or the barrier. */
+static void cancel_call_suspend(CancelCall *c) {
+        if (c->suspended)
+                return;
+        c->suspended = true;
+        http_request_suspend(c->req);
+        http_request_set_gone_cb(c->req, on_cancel_gone, c);
+}
+
+static void on_cancel_recorded(void *userdata, int r, StoreRecord *rec);
+
+static void on_cancel_found(void *userdata, Job *j, StoreRecord *found) {
+        _cleanup_(store_record_freep) StoreRecord *rec = found;
+        CancelCall *c = userdata;
+        HttpRequest *req = c->req;
+        ApiContext *ac = c->ac;
         int r;
 
-        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+        c->find = NULL;
+        if (c->cancelled) {
+                /* After the cancel, the execution as it is now, for the answer. */
+                if (j)
+                        respond_job(req, ac, j, 202);
+                else if (rec)
+                        http_respond_json(req, 202, stored_record_json(ac, rec));
+                else
+                        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s' (purged)", c->id);
+                cancel_call_end(c);
                 return;
         }
-        if (find_execution(ac, owner, admin, id, &j, &rec) == 0) {
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
+        if (!j && !rec) {
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", c->id);
+                cancel_call_end(c);
                 return;
         }
         if (!j) {
@@ -583,27 +631,72 @@ static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
                 if (r >= 0)
                         http_respond_json(req, 202, stored_record_json(ac, rec));
                 else if (r == -EALREADY)
-                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
+                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", c->id);
                 else
                         http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
+                cancel_call_end(c);
                 return;
         }
         r = cancel_job(ac, j, &rec);
-        if (r == -EALREADY) {
-                http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
-                return;
-        }
-        if (r < 0) {
-                http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
-                return;
-        }
-        if (rec) {
-                /* Claimed by another node a moment ago: the cancel went there. */
-                http_respond_json(req, 202, stored_record_json(ac, rec));
+        if (r < 0 || rec) {
+                if (r == -EALREADY)
+                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", c->id);
+                else if (r < 0)
+                        http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
+                else
+                        /* Claimed by another node a moment ago: the cancel went there. */
+                        http_respond_json(req, 202, stored_record_json(ac, rec));
+                cancel_call_end(c);
                 return;
         }
         log_info("%s: cancel requested", j->exec->id);
+        c->cancelled = true;
+        if (ac->ctx->store && store_barrier_async(ac->ctx->store, on_cancel_recorded, c, &c->barrier) >= 0) {
+                cancel_call_suspend(c);
+                return;
+        }
         respond_job(req, ac, j, 202);
+        cancel_call_end(c);
+}
+
+static void on_cancel_recorded(void *userdata, int r, StoreRecord *rec) {
+        CancelCall *c = userdata;
+
+        store_record_free(rec);
+        c->barrier = NULL;
+        /* The job may have ended and left memory meanwhile: looked for again. */
+        r = find_execution_async(c->ac, c->owner, c->admin, c->id, on_cancel_found, c, &c->find);
+        if (r < 0) {
+                http_respond_error(c->req, API_ERROR_INTERNAL, NULL, "out of memory");
+                cancel_call_end(c);
+        }
+}
+
+static void handle_cancel(ApiContext *ac, HttpRequest *req, const char *id) {
+        CancelCall *c;
+        int r;
+
+        c = calloc(1, sizeof(CancelCall));
+        if (!c) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        *c = (CancelCall) { .ac = ac, .req = req };
+        if (caller_owner(req, c->owner, sizeof(c->owner), &c->admin) < 0) {
+                free(c);
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        (void) snprintf(c->id, sizeof(c->id), "%s", id);
+        /* Answered at once when the job is in memory and nothing waits for the store. */
+        r = find_execution_async(ac, c->owner, c->admin, id, on_cancel_found, c, &c->find);
+        if (r < 0) {
+                free(c);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        if (r == 0)
+                cancel_call_suspend(c);
 }
 
 static const char *query_get(void *userdata, const char *key) {

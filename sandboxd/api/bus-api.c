@@ -68,6 +68,7 @@ struct BusCall {
         Job *job;                /* Execute: waiting for it */
         JobWaiter *waiter;
         Submission *submission;  /* Submit, Execute: while the store answers */
+        StoreCall *barrier;      /* Cancel: until the cancel is on record */
         bool wait;               /* Execute */
 };
 
@@ -118,6 +119,7 @@ static BusCall *bus_call_free(BusCall *c) {
         if (c->waiter)
                 job_remove_waiter(c->job, c->waiter);
         (void) submission_abandon(c->submission);
+        (void) store_call_cancel(c->barrier);
         sd_bus_slot_unref(c->slot);
         sd_bus_message_unref(c->msg);
         free(c);
@@ -648,8 +650,25 @@ static void get_identified(BusCall *c) {
                 bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
 }
 
+/* The cancel is on record (store_barrier_async()): the answer, with the execution as it is now. */
+static void on_cancel_recorded(void *userdata, int r, StoreRecord *found) {
+        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        BusCall *c = userdata;
+        Job *j;
+
+        store_record_free(found);
+        c->barrier = NULL;
+        if (find_execution_for(c, &j, &rec) == 0)
+                bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s' (purged)", c->arg);
+        else if (j)
+                bus_call_reply_job(c, j);
+        else
+                bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
+}
+
 static void cancel_found(BusCall *c) {
         _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        Store *store = c->api->ac->ctx->store;
         Job *j;
         int r;
 
@@ -683,6 +702,9 @@ static void cancel_found(BusCall *c) {
                 return;
         }
         log_info("%s: cancel requested over D-Bus by %s", j->exec->id, c->owner);
+        /* Answered once the cancel is on record. */
+        if (store && store_barrier_async(store, on_cancel_recorded, c, &c->barrier) >= 0)
+                return;
         bus_call_reply_job(c, j);
 }
 

@@ -1593,7 +1593,20 @@ void job_follow_final(Job *j, StoreRecord *rec) {
         j->events->finished(j->events_data, j);
 }
 
+/* The cancel is on record: now the signal (also when the store refused the write, as a cancel never
+ * waited for a store that is away). Not if the run ended meanwhile. */
+static void on_cancel_persisted(void *userdata, int r, StoreRecord *rec) {
+        Job *j = userdata;
+
+        store_record_free(rec);
+        if (r < 0)
+                job_persist_failed(j, r);
+        if (j->state == JOB_RUNNING)
+                job_send_cancel(j);
+}
+
 int job_cancel(Job *j) {
+        StoreRecord rec;
         int k;
 
         switch (j->state) {
@@ -1623,11 +1636,15 @@ int job_cancel(Job *j) {
                 return 0;
         case JOB_STARTING:
                 j->cancel_requested = j->exec->cancel_requested = true;  /* acted upon when the start job completes */
-                (void) job_persist(j);
+                job_persist_async(j);
                 return 0;
         case JOB_RUNNING:
-                /* Recorded first: the verdict "cancelled" comes from this alone, also after a restart. */
+                /* Recorded first: the verdict "cancelled" comes from this alone, also after a restart.
+                 * The signal goes from the write's answer (the caller is answered at once). */
                 j->cancel_requested = j->exec->cancel_requested = true;
+                rec = job_record(j);
+                if (j->ctx->store && store_put_async(j->ctx->store, &rec, on_cancel_persisted, j, NULL) >= 0)
+                        return 0;
                 (void) job_persist(j);
                 job_send_cancel(j);
                 return 0;

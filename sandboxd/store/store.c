@@ -615,6 +615,21 @@ int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, 
         return store_async_run(s, get_start, get_sync, id, done, userdata, ret_call);
 }
 
+static int barrier_start(Store *s, const void *args, StoreCall *c) {
+        return -EOPNOTSUPP;
+}
+
+static int barrier_sync(Store *s, const void *args, StoreRecord **ret) {
+        /* Finished at once, delivered in its turn: after every call before it (on_calls_defer()). */
+        return 0;
+}
+
+int store_barrier_async(Store *s, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
+        if (!s)
+                return -EINVAL;
+        return store_async_run(s, barrier_start, barrier_sync, NULL, done, userdata, ret_call);
+}
+
 StoreCall *store_call_cancel(StoreCall *c) {
         if (c) {
                 c->done = NULL;

@@ -181,6 +181,10 @@ typedef void (*StoreRecordsDoneFn)(void *userdata, int r, StoreRecord **l, size_
 #define STORE_ASYNC_MAX 1024U
 int store_put_async(Store *s, const StoreRecord *r, StoreDoneFn done, void *userdata, StoreCall **ret_call);
 int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, StoreCall **ret_call);
+/* No statement: done(userdata, 0, NULL) once every call made before it has been answered (their
+ * writes made, or refused). An answer given after it says "what I asked of the store is done" (a
+ * cancel on record before its 202). */
+int store_barrier_async(Store *s, StoreDoneFn done, void *userdata, StoreCall **ret_call);
 /* The caller goes away: done will not be called for c (NULL: nothing). The statement still runs (a
  * write queued is still written, in its order). c is invalid afterwards. Returns NULL. */
 StoreCall *store_call_cancel(StoreCall *c);

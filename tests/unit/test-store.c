@@ -1807,6 +1807,26 @@ static void test_async_order(_unused_ void **state) {
         assert_int_equal(seen.r[8], -ENOENT);
         assert_int_equal(store_async_pending(s), 0);
 
+        /* A barrier behind writes: answered after them, with nothing of its own; alone, at once (from
+         * the loop all the same). */
+        r->exec->duration_ms = 7;
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 10, NULL), 0);
+        assert_int_equal(store_put_async(s, r, on_async_done, (void *) 11, NULL), 0);
+        assert_int_equal(store_barrier_async(s, on_async_done, (void *) 12, NULL), 0);
+        assert_int_equal(seen.n, 9);
+        run_until(e, 12, 5000);
+        assert_int_equal(seen.n, 12);
+        assert_int_equal(seen.tag[9], 10);
+        assert_int_equal(seen.tag[10], 11);
+        assert_int_equal(seen.tag[11], 12);
+        assert_int_equal(seen.r[11], 0);
+        assert_null(seen.rec[11]);
+        assert_int_equal(store_barrier_async(s, on_async_done, (void *) 13, NULL), 0);
+        assert_int_equal(seen.n, 12);
+        run_until(e, 13, 5000);
+        assert_int_equal(seen.tag[12], 13);
+        assert_int_equal(store_async_pending(s), 0);
+
         /* Refused at once, never called back. */
         assert_int_equal(store_put_async(s, NULL, on_async_done, NULL, NULL), -EINVAL);
         assert_int_equal(store_get_async(s, NULL, on_async_done, NULL, NULL), -EINVAL);
