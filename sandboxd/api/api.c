@@ -703,12 +703,46 @@ static const char *query_get(void *userdata, const char *key) {
         return http_request_query(userdata, key);
 }
 
+/* A list: the request waits, suspended, for the store's page. */
+typedef struct ListCall {
+        ApiContext *ac;
+        HttpRequest *req;
+        StoreCall *call;
+} ListCall;
+
+static void on_list_gone(HttpRequest *req, void *userdata) {
+        ListCall *l = userdata;
+
+        (void) store_call_cancel(l->call);
+        free(l);
+}
+
+static void on_listed(void *userdata, int r, StoreRecord **records, size_t n, char *next) {
+        ListCall *l = userdata;
+        HttpRequest *req = l->req;
+        RequestError err;
+        json_object *o;
+
+        http_request_set_gone_cb(req, NULL, NULL);
+        if (r < 0) {
+                (void) list_error(l->ac, r, &err);
+                respond_request_error(req, &err);
+        } else if (!(o = list_page_json(records, n, next)))
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+        else
+                http_respond_json(req, 200, o);
+        store_records_free(records, n);
+        free(next);
+        free(l);
+}
+
 static void handle_list(ApiContext *ac, HttpRequest *req) {
         StoreQuery q = STORE_QUERY_INIT;
         RequestError err;
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
-        json_object *o;
+        ListCall *l;
+        int r;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
@@ -717,11 +751,26 @@ static void handle_list(ApiContext *ac, HttpRequest *req) {
         if (!admin)
                 q.owner = owner;
         /* The same filters, and the same page, as the D-Bus API's ListExecutions. */
-        if (list_query_parse(query_get, req, &q, &err) < 0 || list_executions(ac, &q, &o, &err) < 0) {
+        if (list_query_parse(query_get, req, &q, &err) < 0) {
                 respond_request_error(req, &err);
                 return;
         }
-        http_respond_json(req, 200, o);
+        l = calloc(1, sizeof(ListCall));
+        if (!l) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        *l = (ListCall) { .ac = ac, .req = req };
+        /* Answered from the loop, never from inside the call: suspended first. */
+        http_request_suspend(req);
+        http_request_set_gone_cb(req, on_list_gone, l);
+        r = store_list_async(ac->ctx->store, &q, on_listed, l, &l->call);
+        if (r < 0) {
+                http_request_set_gone_cb(req, NULL, NULL);
+                free(l);
+                (void) list_error(ac, r, &err);
+                respond_request_error(req, &err);
+        }
 }
 
 /* A session is seen only by its owner (and administrators); to anyone else it does not exist. */

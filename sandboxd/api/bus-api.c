@@ -68,7 +68,7 @@ struct BusCall {
         Job *job;                /* Execute: waiting for it */
         JobWaiter *waiter;
         Submission *submission;  /* Submit, Execute: while the store answers */
-        StoreCall *barrier;      /* Cancel: until the cancel is on record */
+        StoreCall *store_call;   /* Cancel: until the cancel is on record; ListExecutions: the page */
         bool wait;               /* Execute */
 };
 
@@ -119,7 +119,7 @@ static BusCall *bus_call_free(BusCall *c) {
         if (c->waiter)
                 job_remove_waiter(c->job, c->waiter);
         (void) submission_abandon(c->submission);
-        (void) store_call_cancel(c->barrier);
+        (void) store_call_cancel(c->store_call);
         sd_bus_slot_unref(c->slot);
         sd_bus_message_unref(c->msg);
         free(c);
@@ -657,7 +657,7 @@ static void on_cancel_recorded(void *userdata, int r, StoreRecord *found) {
         Job *j;
 
         store_record_free(found);
-        c->barrier = NULL;
+        c->store_call = NULL;
         if (find_execution_for(c, &j, &rec) == 0)
                 bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s' (purged)", c->arg);
         else if (j)
@@ -703,7 +703,7 @@ static void cancel_found(BusCall *c) {
         }
         log_info("%s: cancel requested over D-Bus by %s", j->exec->id, c->owner);
         /* Answered once the cancel is on record. */
-        if (store && store_barrier_async(store, on_cancel_recorded, c, &c->barrier) >= 0)
+        if (store && store_barrier_async(store, on_cancel_recorded, c, &c->store_call) >= 0)
                 return;
         bus_call_reply_job(c, j);
 }
@@ -746,10 +746,26 @@ static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 
 /* ---- ListExecutions ---------------------------------------------------------------------------- */
 
+static void on_listed(void *userdata, int r, StoreRecord **records, size_t n, char *next) {
+        BusCall *c = userdata;
+        RequestError err;
+        json_object *page;
+
+        c->store_call = NULL;
+        if (r < 0) {
+                (void) list_error(c->api->ac, r, &err);
+                bus_call_reply_request_error(c, &err);
+        } else if (!(page = list_page_json(records, n, next)))
+                bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
+        else
+                bus_call_reply_json(c, page);
+        store_records_free(records, n);
+        free(next);
+}
+
 static void list_identified(BusCall *c) {
         StoreQuery q = STORE_QUERY_INIT;
         ListQueryJson l;
-        json_object *page;
         RequestError err;
         int r;
 
@@ -767,14 +783,14 @@ static void list_identified(BusCall *c) {
                 q.owner = c->owner;
         /* The same filters and the same page as GET /v1/executions. */
         r = list_query_parse(list_query_json_get, &l, &q, &err);
-        if (r >= 0)
-                r = list_executions(c->api->ac, &q, &page, &err);
-        list_query_json_done(&l);
-        if (r < 0) {
-                bus_call_reply_request_error(c, &err);
-                return;
+        if (r >= 0) {
+                r = store_list_async(c->api->ac->ctx->store, &q, on_listed, c, &c->store_call);
+                if (r < 0)
+                        (void) list_error(c->api->ac, r, &err);
         }
-        bus_call_reply_json(c, page);
+        list_query_json_done(&l);
+        if (r < 0)
+                bus_call_reply_request_error(c, &err);
 }
 
 static int method_list_executions(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -860,21 +860,16 @@ int session_held_elsewhere(ApiContext *ac, const char *owner, const char *id, St
 #define invalid(err, field, ...) \
         request_error((err), -EINVAL, API_ERROR_INVALID_REQUEST, (field), __VA_ARGS__)
 
-int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, RequestError *err) {
-        StoreRecord **l = NULL;
-        size_t n = 0;
-        _cleanup_free_ char *next = NULL;
-        json_object *o, *a;
-        int r;
-
-        r = store_list(ac->ctx->store, q, &l, &n, &next);
+int list_error(ApiContext *ac, int r, RequestError *err) {
         if (r == -EINVAL)
                 return invalid(err, "cursor", "cursor: not a cursor of this query");
-        if (r < 0)
-        {
-                log_warning_errno(r, "Cannot list executions: %s", store_error_message(ac->ctx->store));
-                return fail(err, r, API_ERROR_STORE, "cannot read the store: %s", store_error_public(r));
-        }
+        log_warning_errno(r, "Cannot list executions: %s", store_error_message(ac->ctx->store));
+        return fail(err, r, API_ERROR_STORE, "cannot read the store: %s", store_error_public(r));
+}
+
+json_object *list_page_json(StoreRecord **l, size_t n, const char *next) {
+        json_object *o, *a;
+
         o = json_object_new_object();
         a = json_object_new_array();
         for (size_t i = 0; i < n; i++) {
@@ -889,11 +884,9 @@ int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, Requ
                 json_object_object_del(e, "artifacts_skipped_total");
                 json_object_array_add(a, e);
         }
-        store_records_free(l, n);
         json_object_object_add(o, "executions", a);
         json_object_object_add(o, "next_cursor", next ? json_object_new_string(next) : NULL);
-        *ret = o;
-        return 0;
+        return o;
 }
 
 json_object *execution_record_json(ApiContext *ac, const Execution *e) {

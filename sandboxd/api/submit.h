@@ -73,8 +73,10 @@ int session_held_elsewhere(ApiContext *ac, const char *owner, const char *id, St
  * other errors: the store's. */
 int cancel_job(ApiContext *ac, Job *j, StoreRecord **ret_rec);
 
-/* One page of q as {"executions": [...], "next_cursor": ...}. 0, or negative with *err filled. */
-int list_executions(ApiContext *ac, const StoreQuery *q, json_object **ret, RequestError *err);
+/* GET /v1/executions and ListExecutions: the page of store_list_async() as JSON (NULL on OOM), and a
+ * failed list as the error both APIs render (-EINVAL: a cursor of another query). */
+json_object *list_page_json(StoreRecord **l, size_t n, const char *next);
+int list_error(ApiContext *ac, int r, RequestError *err);
 
 /* An execution as both APIs show it: the result (result.c); once final, its callback delivery if it
  * has one and a freshly signed URL for each artifact in e->artifacts. */

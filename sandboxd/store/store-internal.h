@@ -101,6 +101,7 @@ typedef struct StoreOps {
         int (*callback_update_async)(Store *s, const StoreCallback *x, StoreCall *c);
         int (*usage_get_async)(Store *s, const char *owner, StoreCall *c);
         int (*session_get_async)(Store *s, const char *session_id, StoreCall *c);
+        int (*list_async)(Store *s, const StoreListArgs *a, StoreCall *c);
         /* Optional: wait for every started call to end (store_close(), which keeps no write back). */
         void (*async_flush)(Store *s);
 } StoreOps;
@@ -113,6 +114,7 @@ typedef enum StoreCallShape {
         STORE_CALL_CALLBACKS,            /* callbacks_done(userdata, r, StoreCallback *[], n) */
         STORE_CALL_USAGE,                /* usage_done(userdata, r, StoreUsage *): one, in list */
         STORE_CALL_SESSION,              /* session_done(userdata, r, StoreSession *): one, in list */
+        STORE_CALL_PAGE,                 /* page_done(userdata, r, StoreRecord *[], n, next cursor) */
 } StoreCallShape;
 
 /* One asynchronous call, from store_*_async() until its callback was called (or dropped). */
@@ -126,6 +128,9 @@ struct StoreCall {
         StoreCallbacksDoneFn callbacks_done;
         StoreUsageDoneFn usage_done;
         StoreSessionDoneFn session_done;
+        StorePageDoneFn page_done;
+        unsigned page_limit;             /* STORE_CALL_PAGE: the query's limit and order */
+        StoreOrder page_order;
         bool sort_records;               /* STORE_CALL_RECORDS: oldest first, as the synchronous call */
         void *userdata;
         bool finished;                   /* result, record and error are set */

@@ -728,7 +728,8 @@ typedef enum PgCallKind {
  * (or goes) before the statement is sent. */
 typedef struct PgCall {
         PgCallKind kind;
-        const char *sql;                /* a constant */
+        const char *sql;                /* a constant, or sql_owned */
+        char *sql_owned;
         bool sent;                      /* sent, or failed before it could be */
         int n;
         char *values[PG_PARAMS_MAX];
@@ -744,6 +745,7 @@ static void pg_call_free(void *p) {
                 return;
         for (int i = 0; i < pc->n; i++)
                 free(pc->values[i]);
+        free(pc->sql_owned);
         PQclear(pc->res);
         free(pc);
 }
@@ -1243,12 +1245,11 @@ static int pg_get_async(Store *s, const char *id, StoreCall *c) {
         return pg_call_queue(PG_STORE(s), c, PG_CALL_GET, sql_get, &p);
 }
 
-static int pg_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, size_t *ret_n) {
-        PgStore *ps = PG_STORE(s);
+/* The list's statement for a, with its parameters in *p. */
+static int pg_list_sql(const StoreListArgs *a, PgParams *pp, char **ret_sql) {
         _cleanup_free_ char *sql = NULL;
         const char *key = a->order == STORE_ORDER_DURATION_MS ? "duration_ms" : "created_at";
         size_t size = 0;
-        PgParams p = {};
         FILE *f;
 
         /* Only fixed fragments, the fixed key name and parameter numbers go into the text. */
@@ -1257,34 +1258,59 @@ static int pg_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, size_t 
                 return -ENOMEM;
         fputs("SELECT " STORE_COLUMNS " FROM executions WHERE true", f);
         if (a->session_id) {
-                pp_text(&p, a->session_id);
-                fprintf(f, " AND session_id = $%d", p.n);
+                pp_text(pp, a->session_id);
+                fprintf(f, " AND session_id = $%d", pp->n);
         }
         if (a->owner) {
-                pp_text(&p, a->owner);
-                fprintf(f, " AND owner = $%d", p.n);
+                pp_text(pp, a->owner);
+                fprintf(f, " AND owner = $%d", pp->n);
         }
         if (a->status >= 0) {
-                pp_text(&p, exec_status_to_string(a->status));
-                fprintf(f, " AND status = $%d", p.n);
+                pp_text(pp, exec_status_to_string(a->status));
+                fprintf(f, " AND status = $%d", pp->n);
         }
         if (a->error_type == ERROR_NONE)
                 fputs(" AND error_type IS NULL", f);
         else if (a->error_type > ERROR_NONE) {
-                pp_text(&p, error_type_to_string(a->error_type));
-                fprintf(f, " AND error_type = $%d", p.n);
+                pp_text(pp, error_type_to_string(a->error_type));
+                fprintf(f, " AND error_type = $%d", pp->n);
         }
         if (a->after) {
-                pp_u64(&p, a->after->key);
-                pp_text(&p, a->after->id);
-                fprintf(f, " AND (%s, execution_id) < ($%d::bigint, $%d)", key, p.n - 1, p.n);
+                pp_u64(pp, a->after->key);
+                pp_text(pp, a->after->id);
+                fprintf(f, " AND (%s, execution_id) < ($%d::bigint, $%d)", key, pp->n - 1, pp->n);
         }
-        pp_number(&p, "%u", a->limit);
-        fprintf(f, " ORDER BY %s DESC, execution_id DESC LIMIT $%d", key, p.n);
+        pp_number(pp, "%u", a->limit);
+        fprintf(f, " ORDER BY %s DESC, execution_id DESC LIMIT $%d", key, pp->n);
         if (fclose(f) != 0 || !sql)
                 return -ENOMEM;
+        *ret_sql = TAKE_PTR(sql);
+        return 0;
+}
 
-        return pg_query_records(ps, sql, &p, ret, ret_n);
+static int pg_list(Store *s, const StoreListArgs *a, StoreRecord ***ret, size_t *ret_n) {
+        _cleanup_free_ char *sql = NULL;
+        PgParams p = {};
+        int r;
+
+        r = pg_list_sql(a, &p, &sql);
+        if (r < 0)
+                return r;
+        return pg_query_records(PG_STORE(s), sql, &p, ret, ret_n);
+}
+
+static int pg_list_async(Store *s, const StoreListArgs *a, StoreCall *c) {
+        _cleanup_free_ char *sql = NULL;
+        PgParams p = {};
+        int r;
+
+        r = pg_list_sql(a, &p, &sql);
+        if (r < 0)
+                return r;
+        r = pg_call_queue(PG_STORE(s), c, PG_CALL_RECORDS, sql, &p);
+        if (r >= 0)
+                PG_CALL(c)->sql_owned = TAKE_PTR(sql);  /* sent later: the call keeps the text */
+        return r;
 }
 
 static int pg_list_unfinished(Store *s, StoreRecord ***ret, size_t *ret_n) {
@@ -2231,6 +2257,7 @@ static const StoreOps pg_ops = {
         .callback_update_async = pg_callback_update_async,
         .usage_get_async = pg_usage_get_async,
         .session_get_async = pg_session_get_async,
+        .list_async = pg_list_async,
         .session_put_async = pg_session_put_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,

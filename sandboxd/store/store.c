@@ -351,6 +351,8 @@ static void store_call_list_free(StoreCallShape shape, void *list, size_t n) {
                 free(list);
         else if (shape == STORE_CALL_SESSION)
                 store_sessions_free(list, n);
+        else if (shape == STORE_CALL_PAGE)
+                store_records_free(list, n);
 }
 
 static StoreCall *store_call_free(StoreCall *c) {
@@ -364,13 +366,31 @@ static StoreCall *store_call_free(StoreCall *c) {
         return mfree(c);
 }
 
+static int list_page(StoreRecord **l, size_t *n, unsigned limit, StoreOrder order, char **ret_next);
+
 /* A call's answer to its callback, by its shape; what nobody takes is freed. */
 static void store_call_deliver(StoreCall *c) {
         if (c->done)
                 c->done(c->userdata, c->result, TAKE_PTR(c->record));
         else if (c->usage_done)
                 c->usage_done(c->userdata, c->result, c->result >= 0 ? c->list : NULL);
-        else if (c->session_done) {
+        else if (c->page_done) {
+                StoreRecord **l = c->result >= 0 ? TAKE_PTR(c->list) : NULL;
+                size_t n = c->n_list;
+                char *next = NULL;
+                int r = c->result;
+
+                c->n_list = 0;
+                if (r >= 0) {
+                        r = list_page(l, &n, c->page_limit, c->page_order, &next);
+                        if (r < 0) {
+                                store_records_free(l, n);
+                                l = NULL;
+                                n = 0;
+                        }
+                }
+                c->page_done(c->userdata, r, l, n, next);
+        } else if (c->session_done) {
                 /* The list shape holds every matching row: none is -ENOENT, as store_session_get(). */
                 int r = c->result >= 0 && c->n_list == 0 ? -ENOENT : c->result;
 
@@ -418,7 +438,7 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
 
                 store_call_unlink(s, c);
                 if (c->done || c->nodes_done || c->records_done || c->callbacks_done || c->usage_done ||
-                    c->session_done) {
+                    c->session_done || c->page_done) {
                         if (c->result < 0 && c->error)
                                 store_set_error(s, c->error);
                         store_call_deliver(c);
@@ -565,6 +585,9 @@ static int store_async_run_list(Store *s, StoreAsyncStartFn start, StoreSyncList
         c->callbacks_done = how->callbacks_done;
         c->usage_done = how->usage_done;
         c->session_done = how->session_done;
+        c->page_done = how->page_done;
+        c->page_limit = how->page_limit;
+        c->page_order = how->page_order;
         c->sort_records = how->sort_records;
         r = start(s, args, c);
         if (r == -EOPNOTSUPP) {
@@ -638,6 +661,7 @@ StoreCall *store_call_cancel(StoreCall *c) {
                 c->callbacks_done = NULL;
                 c->usage_done = NULL;
                 c->session_done = NULL;
+                c->page_done = NULL;
                 c->userdata = NULL;
         }
         return NULL;
@@ -747,16 +771,10 @@ static uint64_t record_key(const StoreRecord *r, StoreOrder o) {
         return o == STORE_ORDER_DURATION_MS ? r->exec->duration_ms : r->exec->created_usec;
 }
 
-int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n, char **ret_next_cursor) {
-        StoreListArgs a = {};
-        StoreCursor after;
-        StoreRecord **l = NULL;
-        _cleanup_free_ char *next = NULL;
-        size_t n = 0;
+/* The backend's arguments for q (after: where they point for a cursor). 1: q matches nothing
+ * (failed=true with another status), 0: list, -EINVAL with the store's error. */
+static int list_args(Store *s, const StoreQuery *q, StoreListArgs *a, StoreCursor *after) {
         int r;
-
-        if (!s || !q || !ret || !ret_n)
-                return -EINVAL;
 
         if (q->limit < 1 || q->limit > STORE_LIST_MAX) {
                 store_set_error(s, "limit must be between 1 and " STRINGIFY(STORE_LIST_MAX));
@@ -772,7 +790,7 @@ int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n,
                 return -EINVAL;
         }
 
-        a = (StoreListArgs) {
+        *a = (StoreListArgs) {
                 .session_id = q->session_id,
                 .owner = q->owner,
                 .status = q->status,
@@ -781,46 +799,109 @@ int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n,
                 .limit = q->limit + 1,   /* one more than asked: is there a next page? */
         };
         if (q->cursor) {
-                r = store_cursor_parse(q->cursor, &after);
+                r = store_cursor_parse(q->cursor, after);
                 /* A cursor from a list in the other order would seek on the wrong key. */
-                if (r < 0 || after.order != q->order) {
+                if (r < 0 || after->order != q->order) {
                         store_set_error(s, "invalid cursor");
                         return -EINVAL;
                 }
-                a.after = &after;
+                a->after = after;
         }
 
         /* failed=true is status=failed; together with another status it matches nothing. */
         if (q->failed) {
                 if (q->status >= 0 && q->status != EXEC_FAILED)
-                        goto done;
-                a.status = EXEC_FAILED;
+                        return 1;
+                a->status = EXEC_FAILED;
         }
+        return 0;
+}
 
-        r = s->ops->list(s, &a, &l, &n);
+/* One page of the limit + 1 records read: the extra one says there is a next page (*ret_next, its
+ * cursor), and is dropped. */
+static int list_page(StoreRecord **l, size_t *n, unsigned limit, StoreOrder order, char **ret_next) {
+        *ret_next = NULL;
+        if (*n > limit) {
+                StoreCursor c = { .order = order, .key = record_key(l[limit - 1], order) };
+
+                for (size_t i = limit; i < *n; i++)
+                        l[i] = store_record_free(l[i]);
+                *n = limit;
+                strcpy(c.id, l[*n - 1]->exec->id);
+                return store_cursor_format(&c, ret_next);
+        }
+        return 0;
+}
+
+int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n, char **ret_next_cursor) {
+        StoreListArgs a = {};
+        StoreCursor after;
+        StoreRecord **l = NULL;
+        _cleanup_free_ char *next = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!s || !q || !ret || !ret_n)
+                return -EINVAL;
+        r = list_args(s, q, &a, &after);
         if (r < 0)
                 return r;
-
-        if (n > q->limit) {
-                StoreCursor c = { .order = q->order, .key = record_key(l[q->limit - 1], q->order) };
-
-                for (size_t i = q->limit; i < n; i++)
-                        l[i] = store_record_free(l[i]);
-                n = q->limit;
-                strcpy(c.id, l[n - 1]->exec->id);
-                r = store_cursor_format(&c, &next);
+        if (r == 0) {
+                r = s->ops->list(s, &a, &l, &n);
+                if (r < 0)
+                        return r;
+                r = list_page(l, &n, q->limit, q->order, &next);
                 if (r < 0) {
                         store_records_free(l, n);
                         return r;
                 }
         }
-
-done:
         *ret = l;
         *ret_n = n;
         if (ret_next_cursor)
                 *ret_next_cursor = TAKE_PTR(next);
         return 0;
+}
+
+typedef struct ListAsyncArgs {
+        const StoreListArgs *a;          /* NULL: matches nothing */
+} ListAsyncArgs;
+
+static int list_start(Store *s, const void *args, StoreCall *c) {
+        const ListAsyncArgs *la = args;
+
+        if (!la->a)
+                return -EOPNOTSUPP;
+        return s->ops->list_async ? s->ops->list_async(s, la->a, c) : -EOPNOTSUPP;
+}
+
+static int list_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        const ListAsyncArgs *la = args;
+        StoreRecord **l = NULL;
+        int r;
+
+        if (!la->a)
+                return 0;
+        r = s->ops->list(s, la->a, &l, ret_n);
+        *ret = l;
+        return r;
+}
+
+int store_list_async(Store *s, const StoreQuery *q, StorePageDoneFn done, void *userdata, StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_PAGE, .page_done = done, .userdata = userdata };
+        StoreListArgs a = {};
+        StoreCursor after;
+        int r;
+
+        if (!s || !q)
+                return -EINVAL;
+        r = list_args(s, q, &a, &after);
+        if (r < 0)
+                return r;
+        how.page_limit = q->limit;
+        how.page_order = q->order;
+        return store_async_run_list(s, list_start, list_sync, &(ListAsyncArgs) { .a = r == 0 ? &a : NULL }, &how,
+                                    ret_call);
 }
 
 static int record_older(const void *a, const void *b) {

@@ -201,6 +201,11 @@ size_t store_async_pending(Store *s);
  * pagination, so rows inserted meanwhile neither repeat nor shift a page. *ret is an array of
  * *ret_n records (NULL when none), free it with store_records_free(). */
 int store_list(Store *s, const StoreQuery *q, StoreRecord ***ret, size_t *ret_n, char **ret_next_cursor);
+/* The same without waiting (store_put_async()): done(userdata, r, l, n, next_cursor) gets the page
+ * (done owns l and next_cursor: store_records_free(), free()). A query store_list() refuses is
+ * refused here (-EINVAL), done never called. */
+typedef void (*StorePageDoneFn)(void *userdata, int r, StoreRecord **l, size_t n, char *next_cursor);
+int store_list_async(Store *s, const StoreQuery *q, StorePageDoneFn done, void *userdata, StoreCall **ret_call);
 
 /* Several nodes (issue 22): take unfinished executions (queued or running) for node at epoch, and
  * return them, oldest first; from then on store_put() of any other node (or of node at an older

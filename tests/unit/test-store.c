@@ -2069,6 +2069,112 @@ static void test_async_usage_session(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+/* The list without waiting: page for page what store_list() gives (the same rows, the same cursors),
+ * a query that matches nothing answered empty from the loop, a cursor of the other order refused at
+ * once, a cancelled page freed (ASan: not leaked). */
+static struct {
+        unsigned calls;
+        int r;
+        StoreRecord **l;
+        size_t n;
+        char *next;
+} paged;
+
+static void on_paged(void *userdata, int r, StoreRecord **l, size_t n, char *next) {
+        paged.calls++;
+        paged.r = r;
+        paged.l = l;
+        paged.n = n;
+        paged.next = next;
+}
+
+static void page_async(Store *s, sd_event *e, const StoreQuery *q) {
+        unsigned want = paged.calls + 1;
+
+        assert_int_equal(store_list_async(s, q, on_paged, NULL, NULL), 0);
+        assert_int_equal(paged.calls, want - 1);   /* never from inside the call */
+        for (unsigned i = 0; i < 500 && paged.calls < want; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(paged.calls, want);
+}
+
+static void test_list_async(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        StoreQuery qs[] = {
+                { .status = -1, .error_type = -1, .order = STORE_ORDER_CREATED_AT, .limit = 7 },
+                { .status = -1, .error_type = -1, .order = STORE_ORDER_DURATION_MS, .limit = 50 },
+                { .status = EXEC_FAILED, .error_type = -1, .session_id = "sess_1", .order = STORE_ORDER_CREATED_AT, .limit = 3 },
+        };
+        StoreCall *c = NULL;
+
+        paged = (typeof(paged)) {};
+        fill_rows(s);
+        for (size_t k = 0; k < ELEMENTSOF(qs); k++) {
+                StoreQuery q = qs[k];
+                _cleanup_free_ char *cursor = NULL;
+                unsigned pages = 0;
+
+                for (;;) {
+                        StoreRecord **l = NULL;
+                        size_t n = 0;
+                        _cleanup_free_ char *next = NULL;
+
+                        q.cursor = cursor;
+                        assert_int_equal(store_list(s, &q, &l, &n, &next), 0);
+                        page_async(s, e, &q);
+                        assert_int_equal(paged.r, 0);
+                        assert_int_equal(paged.n, n);
+                        for (size_t i = 0; i < n; i++)
+                                assert_string_equal(paged.l[i]->exec->id, l[i]->exec->id);
+                        assert_true(streq_ptr(paged.next, next));
+                        store_records_free(l, n);
+                        store_records_free(paged.l, paged.n);
+                        free(paged.next);
+                        paged.l = NULL;
+                        paged.next = NULL;
+                        free(cursor);
+                        cursor = TAKE_PTR(next);
+                        pages++;
+                        assert_true(pages <= N_ROWS + 1);
+                        if (!cursor)
+                                break;
+                }
+                assert_true(pages >= 2 || k == 2);
+        }
+
+        /* failed=true with another status: nothing, from the loop all the same. */
+        page_async(s, e, &(StoreQuery) { .status = EXEC_SUCCESS, .failed = true, .error_type = -1, .limit = 5 });
+        assert_int_equal(paged.r, 0);
+        assert_int_equal(paged.n, 0);
+        assert_null(paged.next);
+
+        /* A cursor of the other order: refused at once, never called back. */
+        {
+                StoreRecord **l = NULL;
+                size_t n = 0;
+                _cleanup_free_ char *next = NULL;
+
+                assert_int_equal(store_list(s, &(StoreQuery) { .status = -1, .error_type = -1, .limit = 2 }, &l, &n,
+                                            &next), 0);
+                store_records_free(l, n);
+                assert_non_null(next);
+                assert_int_equal(store_list_async(s, &(StoreQuery) { .status = -1, .error_type = -1, .limit = 2,
+                                                                     .order = STORE_ORDER_DURATION_MS, .cursor = next },
+                                                  on_paged, NULL, NULL), -EINVAL);
+        }
+
+        /* Cancelled: not delivered. */
+        assert_int_equal(store_list_async(s, &qs[0], on_paged, NULL, &c), 0);
+        (void) store_call_cancel(c);
+        page_async(s, e, &qs[2]);
+        store_records_free(paged.l, paged.n);
+        free(paged.next);
+        assert_int_equal(store_async_pending(s), 0);
+        paged = (typeof(paged)) {};
+        close_with_event(s, e);
+}
+
 /* The calls that answer with a list. */
 static struct {
         unsigned calls;
@@ -2389,6 +2495,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_async_claim, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_sessions, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_usage_session, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_list_async, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_lists, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_usage, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_schema_newer, setup_dir, teardown_dir),
