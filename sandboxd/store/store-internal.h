@@ -102,6 +102,8 @@ typedef struct StoreOps {
         int (*usage_get_async)(Store *s, const char *owner, StoreCall *c);
         int (*session_get_async)(Store *s, const char *session_id, StoreCall *c);
         int (*list_async)(Store *s, const StoreListArgs *a, StoreCall *c);
+        int (*get_artifacts_async)(Store *s, const char *id, StoreCall *c);
+        int (*callback_get_async)(Store *s, const char *id, StoreCall *c);
         /* Optional: wait for every started call to end (store_close(), which keeps no write back). */
         void (*async_flush)(Store *s);
 } StoreOps;
@@ -115,6 +117,8 @@ typedef enum StoreCallShape {
         STORE_CALL_USAGE,                /* usage_done(userdata, r, StoreUsage *): one, in list */
         STORE_CALL_SESSION,              /* session_done(userdata, r, StoreSession *): one, in list */
         STORE_CALL_PAGE,                 /* page_done(userdata, r, StoreRecord *[], n, next cursor) */
+        STORE_CALL_ARTIFACTS,            /* artifacts_done(userdata, r, ExecArtifacts *): one, as list */
+        STORE_CALL_CALLBACK,             /* callback_done(userdata, r, StoreCallback *): one, as list */
 } StoreCallShape;
 
 /* One asynchronous call, from store_*_async() until its callback was called (or dropped). */
@@ -129,6 +133,8 @@ struct StoreCall {
         StoreUsageDoneFn usage_done;
         StoreSessionDoneFn session_done;
         StorePageDoneFn page_done;
+        StoreArtifactsDoneFn artifacts_done;
+        StoreCallbackDoneFn callback_done;
         unsigned page_limit;             /* STORE_CALL_PAGE: the query's limit and order */
         StoreOrder page_order;
         bool sort_records;               /* STORE_CALL_RECORDS: oldest first, as the synchronous call */

@@ -722,6 +722,8 @@ typedef enum PgCallKind {
         PG_CALL_CALLBACKS,              /* callback deliveries with their bodies */
         PG_CALL_USAGE,                  /* an owner's record_usage row (store_usage_get()) */
         PG_CALL_SESSIONS,               /* session rows */
+        PG_CALL_ARTIFACTS,              /* an execution's artifact list (store_get_artifacts()) */
+        PG_CALL_CALLBACK,               /* one delivery, without its body (store_callback_get()) */
 } PgCallKind;
 
 /* The statement of an asynchronous call: its parameters copied, since the caller's record changes
@@ -806,6 +808,7 @@ static int pg_collect_callbacks(PgStore *ps, const PGresult *res, bool with_body
                                 size_t *ret_n);
 static int pg_collect_sessions(const PGresult *res, StoreSession **ret, size_t *ret_n);
 static int pg_usage_of(const PGresult *res, StoreUsage *ret);
+static int pg_collect_artifacts(const PGresult *res, ExecArtifacts **ret);
 
 /* What the call's result means, as the synchronous call would have returned it: *ret a record
  * (PG_CALL_GET), or a list of *ret_n (PG_CALL_NODES, PG_CALL_RECORDS). */
@@ -847,6 +850,32 @@ static int pg_call_result(PgStore *ps, PgCall *pc, void **ret, size_t *ret_n) {
                 if (r >= 0)
                         *ret = cbs;
                 return r;
+        }
+        if (pc->kind == PG_CALL_ARTIFACTS) {
+                ExecArtifacts *a = NULL;
+
+                r = pg_collect_artifacts(pc->res, &a);
+                if (r >= 0) {
+                        *ret = a;
+                        *ret_n = 1;
+                }
+                return r;
+        }
+        if (pc->kind == PG_CALL_CALLBACK) {
+                StoreCallback **cbs = NULL;
+                size_t n_cbs = 0;
+
+                r = pg_collect_callbacks(ps, pc->res, false, &cbs, &n_cbs);
+                if (r < 0)
+                        return r;
+                if (n_cbs == 0) {
+                        free(cbs);
+                        return -ENOENT;
+                }
+                *ret = TAKE_PTR(cbs[0]);
+                *ret_n = 1;
+                store_callbacks_free(cbs, n_cbs);
+                return 0;
         }
         if (pc->kind == PG_CALL_SESSIONS) {
                 StoreSession *sessions = NULL;
@@ -905,7 +934,8 @@ static void pg_async_end(PgStore *ps) {
         r = pg_call_result(ps, pc, &got, &n);
         pc->res = (PQclear(pc->res), NULL);
         if (pc->kind == PG_CALL_NODES || pc->kind == PG_CALL_RECORDS || pc->kind == PG_CALL_CALLBACKS ||
-            pc->kind == PG_CALL_USAGE || pc->kind == PG_CALL_SESSIONS)
+            pc->kind == PG_CALL_USAGE || pc->kind == PG_CALL_SESSIONS || pc->kind == PG_CALL_ARTIFACTS ||
+            pc->kind == PG_CALL_CALLBACK)
                 store_call_finish_list(c, r, r >= 0 ? got : NULL, n);
         else
                 store_call_finish(c, r, got);
@@ -1673,53 +1703,64 @@ static int pg_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
         return pg_end(ps, r);
 }
 
-static int pg_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
-        PgStore *ps = PG_STORE(s);
-        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = exec_artifacts_new();
-        PGresult *res = NULL;
-        PgParams p = {};
+/* The collection and its files in one statement: no row, none was recorded (-ENOENT); a collection
+ * without files is one row whose file columns are NULL. */
+static const char sql_get_artifacts[] =
+        "SELECT c.skipped_total, c.skipped, a.path, a.size, a.mime_type, a.sha256, a.charged_bytes "
+        "FROM artifact_collections c LEFT JOIN artifacts a ON a.execution_id = c.execution_id "
+        "WHERE c.execution_id = $1 ORDER BY a.path";
+
+static int pg_collect_artifacts(const PGresult *res, ExecArtifacts **ret) {
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = NULL;
         int r;
 
+        if (PQntuples(res) == 0)
+                return -ENOENT;
+        a = exec_artifacts_new();
         if (!a)
                 return -ENOMEM;
-        pp_text(&p, id);
-        r = pg_query(ps, "SELECT skipped_total, skipped FROM artifact_collections WHERE execution_id = $1", &p, &res);
-        if (r < 0)
-                return r;
-        if (PQntuples(res) == 0) {
-                PQclear(res);
-                return -ENOENT;
-        }
         r = pg_u64(res, 0, 0, &a->n_skipped_total, NULL);
         if (r >= 0)
                 r = store_skipped_from_json(a, pg_text(res, 0, 1));
-        PQclear(res);
-        if (r < 0)
-                return r;
-
-        r = pg_query(ps, "SELECT path, size, mime_type, sha256, charged_bytes FROM artifacts "
-                     "WHERE execution_id = $1 ORDER BY path", &p, &res);
-        if (r < 0)
-                return r;
         for (int i = 0; r >= 0 && i < PQntuples(res); i++) {
-                const char *path = pg_text(res, i, 0), *mime = pg_text(res, i, 2), *sha = pg_text(res, i, 3);
+                const char *path = pg_text(res, i, 2), *mime = pg_text(res, i, 4), *sha = pg_text(res, i, 5);
                 uint64_t size = 0, charged = 0;
                 size_t n = a->n_items;
 
-                if (!path || !mime || !sha || pg_u64(res, i, 1, &size, NULL) < 0 ||
-                    pg_u64(res, i, 4, &charged, NULL) < 0)
-                        continue;       /* not written by us */
+                if (!path || !mime || !sha || pg_u64(res, i, 3, &size, NULL) < 0 ||
+                    pg_u64(res, i, 6, &charged, NULL) < 0)
+                        continue;       /* no file (NULL), or not written by us */
                 r = exec_artifacts_add(a, path, size, mime, sha);
                 if (r == -EINVAL)
                         r = 0;
                 if (r >= 0 && a->n_items > n)
                         a->items[n].charged_bytes = charged;
         }
-        PQclear(res);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(a);
         return 0;
+}
+
+static int pg_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
+        PGresult *res = NULL;
+        PgParams p = {};
+        int r;
+
+        pp_text(&p, id);
+        r = pg_query(PG_STORE(s), sql_get_artifacts, &p, &res);
+        if (r < 0)
+                return r;
+        r = pg_collect_artifacts(res, ret);
+        PQclear(res);
+        return r;
+}
+
+static int pg_get_artifacts_async(Store *s, const char *id, StoreCall *c) {
+        PgParams p = {};
+
+        pp_text(&p, id);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_ARTIFACTS, sql_get_artifacts, &p);
 }
 
 /* The usage tables (migration 9): an indexed lookup, never a sum over rows. No row is 0. */
@@ -1811,6 +1852,15 @@ static int pg_query_callbacks(PgStore *ps, const char *sql, const PgParams *p, b
         return r;
 }
 
+static const char sql_callback_get[] = "SELECT " CALLBACK_COLUMNS " FROM callbacks WHERE execution_id = $1";
+
+static int pg_callback_get_async(Store *s, const char *id, StoreCall *c) {
+        PgParams p = {};
+
+        pp_text(&p, id);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_CALLBACK, sql_callback_get, &p);
+}
+
 static int pg_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret) {
         StoreCallback **l = NULL;
         PgParams p = {};
@@ -1821,7 +1871,7 @@ static int pg_callback_get(Store *s, const char *id, bool with_body, StoreCallba
         r = pg_query_callbacks(PG_STORE(s),
                                with_body ? "SELECT " CALLBACK_COLUMNS ", body, " CALLBACK_CLIENT_ID
                                            " FROM callbacks WHERE execution_id = $1"
-                                         : "SELECT " CALLBACK_COLUMNS " FROM callbacks WHERE execution_id = $1",
+                                         : sql_callback_get,
                                &p, with_body, &l, &n);
         if (r < 0)
                 return r;
@@ -2258,6 +2308,8 @@ static const StoreOps pg_ops = {
         .usage_get_async = pg_usage_get_async,
         .session_get_async = pg_session_get_async,
         .list_async = pg_list_async,
+        .get_artifacts_async = pg_get_artifacts_async,
+        .callback_get_async = pg_callback_get_async,
         .session_put_async = pg_session_put_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,

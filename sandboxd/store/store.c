@@ -353,6 +353,10 @@ static void store_call_list_free(StoreCallShape shape, void *list, size_t n) {
                 store_sessions_free(list, n);
         else if (shape == STORE_CALL_PAGE)
                 store_records_free(list, n);
+        else if (shape == STORE_CALL_ARTIFACTS)
+                exec_artifacts_free(list);
+        else if (shape == STORE_CALL_CALLBACK)
+                store_callback_free(list);
 }
 
 static StoreCall *store_call_free(StoreCall *c) {
@@ -374,7 +378,15 @@ static void store_call_deliver(StoreCall *c) {
                 c->done(c->userdata, c->result, TAKE_PTR(c->record));
         else if (c->usage_done)
                 c->usage_done(c->userdata, c->result, c->result >= 0 ? c->list : NULL);
-        else if (c->page_done) {
+        else if (c->artifacts_done || c->callback_done) {
+                void *one = c->result >= 0 ? TAKE_PTR(c->list) : NULL;
+
+                c->n_list = 0;
+                if (c->artifacts_done)
+                        c->artifacts_done(c->userdata, c->result, one);
+                else
+                        c->callback_done(c->userdata, c->result, one);
+        } else if (c->page_done) {
                 StoreRecord **l = c->result >= 0 ? TAKE_PTR(c->list) : NULL;
                 size_t n = c->n_list;
                 char *next = NULL;
@@ -438,7 +450,7 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
 
                 store_call_unlink(s, c);
                 if (c->done || c->nodes_done || c->records_done || c->callbacks_done || c->usage_done ||
-                    c->session_done || c->page_done) {
+                    c->session_done || c->page_done || c->artifacts_done || c->callback_done) {
                         if (c->result < 0 && c->error)
                                 store_set_error(s, c->error);
                         store_call_deliver(c);
@@ -586,6 +598,8 @@ static int store_async_run_list(Store *s, StoreAsyncStartFn start, StoreSyncList
         c->usage_done = how->usage_done;
         c->session_done = how->session_done;
         c->page_done = how->page_done;
+        c->artifacts_done = how->artifacts_done;
+        c->callback_done = how->callback_done;
         c->page_limit = how->page_limit;
         c->page_order = how->page_order;
         c->sort_records = how->sort_records;
@@ -662,6 +676,8 @@ StoreCall *store_call_cancel(StoreCall *c) {
                 c->usage_done = NULL;
                 c->session_done = NULL;
                 c->page_done = NULL;
+                c->artifacts_done = NULL;
+                c->callback_done = NULL;
                 c->userdata = NULL;
         }
         return NULL;
@@ -1128,6 +1144,30 @@ int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {
         return s->ops->get_artifacts(s, id, ret);
 }
 
+static int get_artifacts_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->get_artifacts_async ? s->ops->get_artifacts_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int get_artifacts_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        ExecArtifacts *a = NULL;
+        int r = s->ops->get_artifacts(s, args, &a);
+
+        if (r >= 0) {
+                *ret = a;
+                *ret_n = 1;
+        }
+        return r;
+}
+
+int store_get_artifacts_async(Store *s, const char *id, StoreArtifactsDoneFn done, void *userdata,
+                              StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_ARTIFACTS, .artifacts_done = done, .userdata = userdata };
+
+        if (!s || !id || !id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        return store_async_run_list(s, get_artifacts_start, get_artifacts_sync, id, &how, ret_call);
+}
+
 int store_artifact_store_bytes(Store *s, uint64_t *ret) {
         if (!s || !ret)
                 return -EINVAL;
@@ -1150,6 +1190,30 @@ int store_callback_get(Store *s, const char *id, bool with_body, StoreCallback *
         if (!s || !ret || !id_is_valid(id, STORE_ID_MAX))
                 return -EINVAL;
         return s->ops->callback_get(s, id, with_body, ret);
+}
+
+static int callback_get_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->callback_get_async ? s->ops->callback_get_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int callback_get_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        StoreCallback *cb = NULL;
+        int r = s->ops->callback_get(s, args, false, &cb);
+
+        if (r >= 0) {
+                *ret = cb;
+                *ret_n = 1;
+        }
+        return r;
+}
+
+int store_callback_get_async(Store *s, const char *id, StoreCallbackDoneFn done, void *userdata,
+                             StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_CALLBACK, .callback_done = done, .userdata = userdata };
+
+        if (!s || !id || !id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        return store_async_run_list(s, callback_get_start, callback_get_sync, id, &how, ret_call);
 }
 
 int store_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n) {

@@ -303,6 +303,11 @@ void store_set_blob_hooks(Store *s, store_blob_fn_t exists, store_blob_fn_t remo
 int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a);
 /* -ENOENT when none were stored for id (not collected, or purged). */
 int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret);
+/* The same without waiting (store_put_async()): done(userdata, r, a) gets what store_get_artifacts()
+ * returns, a done's to free. */
+typedef void (*StoreArtifactsDoneFn)(void *userdata, int r, ExecArtifacts *a);
+int store_get_artifacts_async(Store *s, const char *id, StoreArtifactsDoneFn done, void *userdata,
+                              StoreCall **ret_call);
 /* What the recorded artifacts are charged (ExecArtifact.charged_bytes), kept as running sums by the
  * store itself, so either is one lookup: the whole store's, each distinct content counted once (what
  * the artifact store really holds), and one owner's, every artifact of its executions counted
@@ -314,6 +319,11 @@ int store_count(Store *s, uint64_t *ret);
 
 /* The delivery of one execution, -ENOENT if it has none. with_body: load the body too. */
 int store_callback_get(Store *s, const char *id, bool with_body, StoreCallback **ret);
+/* store_callback_get() without the body and without waiting (store_put_async()): done(userdata, r, c),
+ * c done's to free. */
+typedef void (*StoreCallbackDoneFn)(void *userdata, int r, StoreCallback *c);
+int store_callback_get_async(Store *s, const char *id, StoreCallbackDoneFn done, void *userdata,
+                             StoreCall **ret_call);
 /* Pending deliveries due at now_usec, earliest first, at most limit (1..STORE_LIST_MAX), bodies
  * loaded. *ret is NULL when none. */
 int store_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallback ***ret, size_t *ret_n);

@@ -630,6 +630,89 @@ static void test_callback_outbox_async(_unused_ void **state) {
         sd_event_unref(e);
 }
 
+/* The artifact list and a delivery read without waiting: what the synchronous reads return, from
+ * the loop (the callback without its body); none -ENOENT. */
+static struct {
+        unsigned calls;
+        int r;
+        ExecArtifacts *a;
+        StoreCallback *cb;
+} one;
+
+static void on_artifacts_got(void *userdata, int r, ExecArtifacts *a) {
+        one.calls++;
+        one.r = r;
+        exec_artifacts_free(one.a);
+        one.a = a;
+}
+
+static void on_callback_got(void *userdata, int r, StoreCallback *cb) {
+        one.calls++;
+        one.r = r;
+        store_callback_free(one.cb);
+        one.cb = cb;
+}
+
+static void run_until_one(sd_event *e, unsigned n) {
+        for (unsigned i = 0; i < 500 && one.calls < n; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(one.calls, n);
+}
+
+static void test_reads_async(_unused_ void **state) {
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_ra");
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = artifacts_of(SHA_A, SHA_B), *empty = exec_artifacts_new();
+        sd_event *e = NULL;
+        Store *s = open_ok();
+
+        one = (typeof(one)) {};
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(store_attach_event(s, e), 0);
+        assert_int_equal(store_put(s, r), 0);
+
+        assert_int_equal(store_get_artifacts_async(s, "exec_ra", on_artifacts_got, NULL, NULL), 0);
+        assert_int_equal(one.calls, 0);
+        run_until_one(e, 1);
+        assert_int_equal(one.r, -ENOENT);
+        assert_null(one.a);
+        assert_int_equal(store_put_artifacts(s, "exec_ra", a), 0);
+        assert_int_equal(store_get_artifacts_async(s, "exec_ra", on_artifacts_got, NULL, NULL), 0);
+        run_until_one(e, 2);
+        assert_int_equal(one.r, 0);
+        assert_int_equal(one.a->n_items, 2);
+        assert_string_equal(one.a->items[0].path, "data/result.csv");
+        assert_string_equal(one.a->items[1].sha256, SHA_B);
+        assert_int_equal(one.a->n_skipped, 2);
+        assert_int_equal(one.a->n_skipped_total, 5);
+        /* A collection without files: one row of NULLs in the join, an empty list. */
+        assert_int_equal(store_put_artifacts(s, "exec_ra", empty), 0);
+        assert_int_equal(store_get_artifacts_async(s, "exec_ra", on_artifacts_got, NULL, NULL), 0);
+        run_until_one(e, 3);
+        assert_int_equal(one.r, 0);
+        assert_int_equal(one.a->n_items, 0);
+        assert_int_equal(one.a->n_skipped_total, 0);
+
+        assert_int_equal(store_callback_get_async(s, "exec_cbx", on_callback_got, NULL, NULL), 0);
+        run_until_one(e, 4);
+        assert_int_equal(one.r, -ENOENT);
+        put_with_callback(s, "exec_cbx", BASE_USEC + 5);
+        assert_int_equal(store_callback_get_async(s, "exec_cbx", on_callback_got, NULL, NULL), 0);
+        run_until_one(e, 5);
+        assert_int_equal(one.r, 0);
+        assert_string_equal(one.cb->delivery_id, "dlv_exec_cbx");
+        assert_int_equal(one.cb->state, CALLBACK_PENDING);
+        assert_int_equal(one.cb->next_attempt_usec, BASE_USEC + 5);
+        assert_null(one.cb->body);
+        assert_int_equal(store_callback_get_async(s, "bad id!", on_callback_got, NULL, NULL), -EINVAL);
+        assert_int_equal(store_async_pending(s), 0);
+
+        exec_artifacts_free(one.a);
+        store_callback_free(one.cb);
+        one = (typeof(one)) {};
+        store_close(s);
+        sd_event_unref(e);
+}
+
 static void test_callback_survives_reopen(_unused_ void **state) {
         Store *s = open_ok();
         StoreCallback *got = NULL;
@@ -654,6 +737,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_artifact_usage_migration, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_outbox, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_outbox_async, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_reads_async, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_blob_hooks_pg, setup_dir, teardown_dir),
         };
