@@ -96,15 +96,79 @@ int api_wait_job(HttpRequest *req, Job *j, void (*done)(HttpRequest *req, Job *j
         return 0;
 }
 
-/* A job as the answer (a final one read back from the store), or why it cannot be read. */
-static void respond_job(HttpRequest *req, ApiContext *ac, Job *j, unsigned status) {
-        json_object *o = NULL;
-        RequestError err;
+/* An execution's JSON as the answer, or why it cannot be read: the request waits, suspended, for
+ * what the store holds of it (job_record_json_async(), stored_record_json_async()). */
+typedef struct ApiRender {
+        HttpRequest *req;
+        RecordRender *render;
+        unsigned status;
+        bool suspended;
+        json_object *(*filter)(json_object *full);   /* the part of the JSON to answer with, or NULL */
+} ApiRender;
 
-        if (job_record_json(ac, j, &o, &err) < 0)
-                respond_request_error(req, &err);
-        else
-                http_respond_json(req, status, o);
+static void on_render_gone(HttpRequest *req, void *userdata) {
+        ApiRender *a = userdata;
+
+        (void) record_render_cancel(a->render);
+        free(a);
+}
+
+static void on_rendered(void *userdata, json_object *o, const RequestError *err) {
+        ApiRender *a = userdata;
+
+        if (a->suspended)
+                http_request_set_gone_cb(a->req, NULL, NULL);
+        if (o && a->filter) {
+                json_object *part = a->filter(o);
+
+                json_object_put(o);
+                o = part;
+                if (!o)
+                        http_respond_error(a->req, API_ERROR_INTERNAL, NULL, "out of memory");
+        }
+        if (o)
+                http_respond_json(a->req, a->status, o);
+        else if (err)
+                respond_request_error(a->req, err);
+        free(a);
+}
+
+/* After job_record_json_async() or stored_record_json_async() returned r for a. */
+static void render_wait(ApiRender *a, int r) {
+        if (r < 0) {
+                http_respond_error(a->req, API_ERROR_INTERNAL, NULL, "out of memory");
+                free(a);
+        } else if (r == 0) {
+                a->suspended = true;
+                http_request_suspend(a->req);
+                http_request_set_gone_cb(a->req, on_render_gone, a);
+        }
+        /* 1: answered, a freed. */
+}
+
+/* A job as the answer (a final one read back from the store). */
+static void respond_job(HttpRequest *req, ApiContext *ac, Job *j, unsigned status) {
+        ApiRender *a = calloc(1, sizeof(ApiRender));
+
+        if (!a) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        *a = (ApiRender) { .req = req, .status = status };
+        render_wait(a, job_record_json_async(ac, j, on_rendered, a, &a->render));
+}
+
+/* A stored record as the answer (rec is taken). */
+static void respond_record(HttpRequest *req, ApiContext *ac, StoreRecord *rec, unsigned status) {
+        ApiRender *a = calloc(1, sizeof(ApiRender));
+
+        if (!a) {
+                store_record_free(rec);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        *a = (ApiRender) { .req = req, .status = status };
+        render_wait(a, stored_record_json_async(ac, rec, on_rendered, a, &a->render));
 }
 
 static void on_job_done(HttpRequest *req, Job *j, void *userdata) {
@@ -136,6 +200,7 @@ struct RemoteWait {
         HttpRequest *req;
         char *id;
         sd_event_source *timer;
+        StoreCall *call;         /* the record's read under way */
         RemoteWait *prev, *next;
 };
 
@@ -144,6 +209,7 @@ static RemoteWait *remote_waits;
 
 static void remote_wait_free(RemoteWait *w) {
         sd_event_source_disable_unref(w->timer);
+        (void) store_call_cancel(w->call);
         if (w->prev)
                 w->prev->next = w->next;
         else if (remote_waits == w)
@@ -167,9 +233,30 @@ static void on_remote_wait_gone(HttpRequest *req, void *userdata) {
         remote_wait_free(userdata);
 }
 
+static void on_remote_wait_got(void *userdata, int r, StoreRecord *got) {
+        _cleanup_(store_record_freep) StoreRecord *rec = got;
+        RemoteWait *w = userdata;
+        HttpRequest *req = w->req;
+        ApiContext *ac = w->ac;
+
+        w->call = NULL;
+        if (r >= 0 && !exec_status_is_final(rec->exec->status)) {
+                (void) sd_event_source_set_time_relative(w->timer, REMOTE_WAIT_INTERVAL_USEC);
+                (void) sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
+                return;
+        }
+        http_request_set_gone_cb(req, NULL, NULL);
+        if (r == -ENOENT)
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", w->id);
+        else if (r < 0)
+                http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
+        else
+                respond_record(req, ac, TAKE_PTR(rec), 200);
+        remote_wait_free(w);
+}
+
 static int on_remote_wait_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         RemoteWait *w = userdata;
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         HttpRequest *req = w->req;
         ApiContext *ac = w->ac;
         Job *j;
@@ -190,29 +277,23 @@ static int on_remote_wait_tick(sd_event_source *s, uint64_t usec, void *userdata
                 wait_for(ac, req, j);
                 return 0;
         }
-        r = store_get(ac->ctx->store, w->id, &rec);
-        if (r >= 0 && !exec_status_is_final(rec->exec->status)) {
+        /* One read at a time: its answer arms the next tick. */
+        if (w->call)
+                return 0;
+        r = store_get_async(ac->ctx->store, w->id, on_remote_wait_got, w, &w->call);
+        if (r < 0) {
                 (void) sd_event_source_set_time_relative(s, REMOTE_WAIT_INTERVAL_USEC);
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-                return 0;
         }
-        http_request_set_gone_cb(req, NULL, NULL);
-        if (r == -ENOENT)
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", w->id);
-        else if (r < 0)
-                http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
-        else
-                http_respond_json(req, 200, stored_record_json(ac, rec));
-        remote_wait_free(w);
         return 0;
 }
 
-/* rec: not final, held by another node. Answers now (as without wait) when it cannot wait. */
+/* rec (taken): not final, held by another node. Answers now (as without wait) when it cannot wait. */
 static void wait_remote(ApiContext *ac, HttpRequest *req, StoreRecord *rec) {
         RemoteWait *w;
 
         if (n_remote_waits >= REMOTE_WAITS_MAX || !(w = calloc(1, sizeof(RemoteWait)))) {
-                http_respond_json(req, 200, stored_record_json(ac, rec));
+                respond_record(req, ac, rec, 200);
                 return;
         }
         n_remote_waits++;
@@ -223,9 +304,10 @@ static void wait_remote(ApiContext *ac, HttpRequest *req, StoreRecord *rec) {
         if (!w->id || sd_event_add_time_relative(ac->ctx->event, &w->timer, CLOCK_MONOTONIC, REMOTE_WAIT_INTERVAL_USEC,
                                                  10 * USEC_PER_MSEC, on_remote_wait_tick, w) < 0) {
                 remote_wait_free(w);
-                http_respond_json(req, 200, stored_record_json(ac, rec));
+                respond_record(req, ac, rec, 200);
                 return;
         }
+        store_record_free(rec);
         http_request_suspend(req);
         http_request_set_gone_cb(req, on_remote_wait_gone, w);
 }
@@ -309,10 +391,11 @@ static void on_submit_answer(HttpRequest *req, int r, SubmitResult *res, const R
         case SUBMIT_EXISTING_RECORD:
                 rec = res->record;
                 if (query_true(req, "wait") && held_elsewhere(ac, rec))
-                        wait_remote(ac, req, rec);
+                        wait_remote(ac, req, TAKE_PTR(rec));
+                else if (query_true(req, "wait"))
+                        respond_record(req, ac, TAKE_PTR(rec), 200);
                 else
-                        http_respond_json(req, 200, query_true(req, "wait") ? stored_record_json(ac, rec)
-                                                                              : accepted_json(rec->exec));
+                        http_respond_json(req, 200, accepted_json(rec->exec));
                 return;
         case SUBMIT_EXISTING_JOB:
                 if (query_true(req, "wait"))
@@ -388,9 +471,9 @@ static void on_get_found(void *userdata, Job *j, StoreRecord *found) {
                 return;
         if (!j) {
                 if (query_true(req, "wait") && held_elsewhere(ac, rec))
-                        wait_remote(ac, req, rec);
+                        wait_remote(ac, req, TAKE_PTR(rec));
                 else
-                        http_respond_json(req, 200, stored_record_json(ac, rec));
+                        respond_record(req, ac, TAKE_PTR(rec), 200);
                 return;
         }
         if (query_true(req, "wait") && !job_is_final(j)) {
@@ -433,52 +516,69 @@ static void handle_get(ApiContext *ac, HttpRequest *req, const char *id) {
 
 /* GET /v1/executions/<id>/artifacts: the artifact part of the execution object, URLs signed afresh.
  * Who may see the execution may list them. */
+static json_object *artifacts_part(json_object *full) {
+        static const char *const keys[] = { "execution_id", "record_id", "status", "artifacts", "artifacts_skipped",
+                                            "artifacts_skipped_total" };
+        json_object *o = json_object_new_object(), *v;
+
+        for (size_t i = 0; o && i < ELEMENTSOF(keys); i++)
+                if (json_object_object_get_ex(full, keys[i], &v))
+                        json_object_object_add(o, keys[i], json_object_get(v));
+        return o;
+}
+
+static void on_artifacts_found(void *userdata, Job *j, StoreRecord *rec) {
+        GetLookup *g = userdata;
+        HttpRequest *req = g->req;
+        ApiContext *ac = g->ac;
+        ApiRender *a;
+
+        if (g->suspended)
+                http_request_set_gone_cb(req, NULL, NULL);
+        if (!j && !rec)
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", g->id);
+        free(g);
+        if (!j && !rec)
+                return;
+        a = calloc(1, sizeof(ApiRender));
+        if (!a) {
+                store_record_free(rec);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        *a = (ApiRender) { .req = req, .status = 200, .filter = artifacts_part };
+        render_wait(a, j ? job_record_json_async(ac, j, on_rendered, a, &a->render)
+                         : stored_record_json_async(ac, rec, on_rendered, a, &a->render));
+}
+
 static void handle_artifacts_list(ApiContext *ac, HttpRequest *req, const char *id) {
-        static const char *const keys[] = { "artifacts", "artifacts_skipped", "artifacts_skipped_total" };
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        const Execution *e = NULL;
         char owner[HTTP_OWNER_MAX];
         bool admin = false;
-        json_object *full = NULL, *o, *v;
-        RequestError err;
-        Job *j;
+        GetLookup *g;
+        int r;
 
         if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return;
         }
-        if (find_execution(ac, owner, admin, id, &j, &rec) > 0) {
-                if (j)
-                        e = j->exec;
-                else {
-                        if (exec_status_is_final(rec->exec->status))
-                                (void) store_get_artifacts(ac->ctx->store, rec->exec->id, &rec->exec->artifacts);
-                        e = rec->exec;
-                }
-        }
-        if (!e) {
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
-                return;
-        }
-        if (j && job_record_json(ac, j, &full, &err) < 0) {
-                respond_request_error(req, &err);
-                return;
-        }
-        if (!j)
-                full = execution_record_json(ac, e);
-        if (!full) {
+        g = calloc(1, sizeof(GetLookup));
+        if (!g) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
-        o = json_object_new_object();
-        json_object_object_add(o, "execution_id", json_object_new_string(execution_public_id(e)));
-        json_object_object_add(o, "record_id", json_object_new_string(e->id));
-        json_object_object_add(o, "status", json_object_new_string(exec_status_to_string(e->status)));
-        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-                if (json_object_object_get_ex(full, keys[i], &v))
-                        json_object_object_add(o, keys[i], json_object_get(v));
-        json_object_put(full);
-        http_respond_json(req, 200, o);
+        *g = (GetLookup) { .ac = ac, .req = req };
+        (void) snprintf(g->id, sizeof(g->id), "%s", id);
+        r = find_execution_async(ac, owner, admin, id, on_artifacts_found, g, &g->find);
+        if (r < 0) {
+                free(g);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        if (r == 0) {
+                g->suspended = true;
+                http_request_suspend(req);
+                http_request_set_gone_cb(req, on_get_gone, g);
+        }
 }
 
 /* Everything that is not a valid URL for a stored artifact gets this same answer: whether the
@@ -606,47 +706,49 @@ static void on_cancel_found(void *userdata, Job *j, StoreRecord *found) {
         CancelCall *c = userdata;
         HttpRequest *req = c->req;
         ApiContext *ac = c->ac;
+        char id[sizeof(c->id)];
         int r;
 
         c->find = NULL;
+        memcpy(id, c->id, sizeof(id));
         if (c->cancelled) {
                 /* After the cancel, the execution as it is now, for the answer. */
+                cancel_call_end(c);
                 if (j)
                         respond_job(req, ac, j, 202);
                 else if (rec)
-                        http_respond_json(req, 202, stored_record_json(ac, rec));
+                        respond_record(req, ac, TAKE_PTR(rec), 202);
                 else
-                        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s' (purged)", c->id);
-                cancel_call_end(c);
+                        http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s' (purged)", id);
                 return;
         }
         if (!j && !rec) {
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", c->id);
                 cancel_call_end(c);
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
                 return;
         }
         if (!j) {
+                cancel_call_end(c);
                 /* Several nodes: another one may run it. */
                 r = cancel_elsewhere(ac, rec);
                 if (r >= 0)
-                        http_respond_json(req, 202, stored_record_json(ac, rec));
+                        respond_record(req, ac, TAKE_PTR(rec), 202);
                 else if (r == -EALREADY)
-                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", c->id);
+                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
                 else
                         http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
-                cancel_call_end(c);
                 return;
         }
         r = cancel_job(ac, j, &rec);
         if (r < 0 || rec) {
+                cancel_call_end(c);
                 if (r == -EALREADY)
-                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", c->id);
+                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
                 else if (r < 0)
                         http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
                 else
                         /* Claimed by another node a moment ago: the cancel went there. */
-                        http_respond_json(req, 202, stored_record_json(ac, rec));
-                cancel_call_end(c);
+                        respond_record(req, ac, TAKE_PTR(rec), 202);
                 return;
         }
         log_info("%s: cancel requested", j->exec->id);
@@ -655,8 +757,8 @@ static void on_cancel_found(void *userdata, Job *j, StoreRecord *found) {
                 cancel_call_suspend(c);
                 return;
         }
-        respond_job(req, ac, j, 202);
         cancel_call_end(c);
+        respond_job(req, ac, j, 202);
 }
 
 static void on_cancel_recorded(void *userdata, int r, StoreRecord *rec) {

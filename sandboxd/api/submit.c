@@ -889,14 +889,14 @@ json_object *list_page_json(StoreRecord **l, size_t n, const char *next) {
         return o;
 }
 
-json_object *execution_record_json(ApiContext *ac, const Execution *e) {
+/* execution_record_json() without the callback's state (which is read from the store). */
+static json_object *execution_json_base(ApiContext *ac, const Execution *e) {
         json_object *o = execution_to_json(e), *l = NULL;
         uint64_t expires;
         char ts[64];
 
         if (!o || !exec_status_is_final(e->status))
                 return o;
-        callback_add_json(ac->ctx, o, e->id);
         /* A freshly signed URL for each artifact. */
         if (!e->artifacts || !json_object_object_get_ex(o, "artifacts", &l) || !l)
                 return o;
@@ -959,9 +959,227 @@ int job_record_json(ApiContext *ac, Job *j, json_object **ret, RequestError *err
         return 0;
 }
 
+json_object *execution_record_json(ApiContext *ac, const Execution *e) {
+        json_object *o = execution_json_base(ac, e);
+
+        if (o && exec_status_is_final(e->status))
+                callback_add_json(ac->ctx, o, e->id);
+        return o;
+}
+
 json_object *stored_record_json(ApiContext *ac, StoreRecord *rec) {
         /* Not there (never collected, or an older sandboxd): the list stays empty. */
         if (exec_status_is_final(rec->exec->status) && !rec->exec->artifacts && ac->ctx->store)
                 (void) store_get_artifacts(ac->ctx->store, rec->exec->id, &rec->exec->artifacts);
         return execution_record_json(ac, rec->exec);
+}
+
+/* ---- an execution's JSON without waiting for the store (issue 22) ---- */
+
+struct RecordRender {
+        ApiContext *ac;
+        Job *job;                /* held (j->holds) until the end; NULL: a stored record alone */
+        StoreRecord *rec;        /* the stored record: read back (a final job's output), or given */
+        ExecArtifacts *artifacts;/* the artifact list, read */
+        json_object *o;          /* rendered, waiting for the callback's state */
+        StoreCall *call;
+        RecordJsonDoneFn done;
+        void *userdata;
+        bool *called;            /* while the function that made it runs: done was called */
+};
+
+RecordRender *record_render_cancel(RecordRender *x) {
+        if (!x)
+                return NULL;
+        (void) store_call_cancel(x->call);
+        if (x->job)
+                x->job->holds--;
+        store_record_free(x->rec);
+        exec_artifacts_free(x->artifacts);
+        json_object_put(x->o);
+        return mfree(x);
+}
+
+static void render_end(RecordRender *x, json_object *o, const RequestError *err) {
+        RecordJsonDoneFn done = x->done;
+        void *userdata = x->userdata;
+
+        if (x->called)
+                *x->called = true;
+        (void) record_render_cancel(x);
+        done(userdata, o, err);
+}
+
+static void render_fail(RecordRender *x, ApiError error, const char *fmt, ...) _printf_(3, 4);
+static void render_fail(RecordRender *x, ApiError error, const char *fmt, ...) {
+        RequestError err = { .error = error };
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(err.message, sizeof(err.message), fmt, ap);
+        va_end(ap);
+        render_end(x, NULL, &err);
+}
+
+static void on_render_callback(void *userdata, int r, StoreCallback *cb) {
+        RecordRender *x = userdata;
+
+        x->call = NULL;
+        if (r >= 0)
+                callback_json_add(x->o, cb);
+        store_callback_free(cb);
+        render_end(x, TAKE_PTR(x->o), NULL);
+}
+
+/* The JSON of what was gathered: the record read (or given), else the job; the artifact list read,
+ * else (a record read back for a job whose list the store does not have) the job's. Then the
+ * callback's state of a final one. */
+static void render_json(RecordRender *x) {
+        Execution *e = x->rec ? x->rec->exec : x->job->exec;
+        Store *store = x->ac->ctx->store;
+        bool borrowed = false;
+
+        if (!e->artifacts) {
+                if (x->artifacts)
+                        e->artifacts = x->artifacts;
+                else if (x->rec && x->job && !x->job->artifacts_stored)
+                        e->artifacts = x->job->exec->artifacts;
+                borrowed = e->artifacts != NULL;
+        }
+        x->o = execution_json_base(x->ac, e);
+        if (borrowed)
+                e->artifacts = NULL;
+        if (!x->o) {
+                render_fail(x, API_ERROR_INTERNAL, "out of memory");
+                return;
+        }
+        if (!exec_status_is_final(e->status) || !store) {
+                render_end(x, TAKE_PTR(x->o), NULL);
+                return;
+        }
+        if (store_callback_get_async(store, e->id, on_render_callback, x, &x->call) >= 0)
+                return;
+        callback_add_json(x->ac->ctx, x->o, e->id);
+        render_end(x, TAKE_PTR(x->o), NULL);
+}
+
+static void on_render_artifacts(void *userdata, int r, ExecArtifacts *a) {
+        RecordRender *x = userdata;
+
+        x->call = NULL;
+        /* Not there (never collected, or an older sandboxd): the list stays empty. */
+        x->artifacts = r >= 0 ? a : NULL;
+        render_json(x);
+}
+
+/* The artifact list from the store, if e is final and has none: then render. */
+static void render_artifacts(RecordRender *x, const Execution *e) {
+        Store *store = x->ac->ctx->store;
+        int r;
+
+        if (!store || !exec_status_is_final(e->status) || e->artifacts) {
+                render_json(x);
+                return;
+        }
+        r = store_get_artifacts_async(store, e->id, on_render_artifacts, x, &x->call);
+        if (r < 0) {
+                ExecArtifacts *a = NULL;
+
+                r = store_get_artifacts(store, e->id, &a);
+                on_render_artifacts(x, r, a);
+        }
+}
+
+static void on_render_record(void *userdata, int r, StoreRecord *rec) {
+        RecordRender *x = userdata;
+
+        x->call = NULL;
+        if (r == -ENOENT) {
+                render_fail(x, API_ERROR_NOT_FOUND, "no execution '%s' (purged)", x->job->exec->id);
+                return;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "%s: cannot read its record: %s", x->job->exec->id,
+                                  store_error_message(x->ac->ctx->store));
+                render_fail(x, API_ERROR_STORE, "cannot read the record of execution '%s': %s", x->job->exec->id,
+                            store_error_public(r));
+                return;
+        }
+        x->rec = rec;
+        /* The job's own artifact list when the store has none (render_json()). */
+        if (x->job->artifacts_stored)
+                render_artifacts(x, rec->exec);
+        else
+                render_json(x);
+}
+
+/* Run step on x, and say whether it ended before returning (1) or will from the loop (0, *ret). */
+static int render_run(RecordRender *x, void (*step)(RecordRender *x), RecordRender **ret) {
+        bool called = false;
+
+        x->called = &called;
+        step(x);
+        if (called)
+                return 1;
+        x->called = NULL;
+        *ret = x;
+        return 0;
+}
+
+static RecordRender *render_new(ApiContext *ac, RecordJsonDoneFn done, void *userdata) {
+        RecordRender *x = calloc(1, sizeof(RecordRender));
+
+        if (x)
+                *x = (RecordRender) { .ac = ac, .done = done, .userdata = userdata };
+        return x;
+}
+
+static void render_job_step(RecordRender *x) {
+        Job *j = x->job;
+        Store *store = x->ac->ctx->store;
+        int r;
+
+        if (job_is_final(j) && j->output_stored && store) {
+                /* A final job's output is in the store only (up to 2 * (OutputHeadBytes= +
+                 * OutputTailBytes=) of text for each of KeepFinished= jobs would be a lot of
+                 * memory): the record is read back whole. */
+                r = store_get_async(store, j->exec->id, on_render_record, x, &x->call);
+                if (r < 0) {
+                        StoreRecord *rec = NULL;
+
+                        r = store_get(store, j->exec->id, &rec);
+                        on_render_record(x, r, rec);
+                }
+                return;
+        }
+        /* Final, its record write failed: the artifact list alone may be in the store. */
+        render_artifacts(x, j->exec);
+}
+
+int job_record_json_async(ApiContext *ac, Job *j, RecordJsonDoneFn done, void *userdata, RecordRender **ret) {
+        RecordRender *x = render_new(ac, done, userdata);
+
+        *ret = NULL;
+        if (!x)
+                return -ENOMEM;
+        x->job = j;
+        j->holds++;
+        return render_run(x, render_job_step, ret);
+}
+
+static void render_record_step(RecordRender *x) {
+        render_artifacts(x, x->rec->exec);
+}
+
+int stored_record_json_async(ApiContext *ac, StoreRecord *rec, RecordJsonDoneFn done, void *userdata,
+                             RecordRender **ret) {
+        RecordRender *x = render_new(ac, done, userdata);
+
+        *ret = NULL;
+        if (!x) {
+                store_record_free(rec);
+                return -ENOMEM;
+        }
+        x->rec = rec;
+        return render_run(x, render_record_step, ret);
 }

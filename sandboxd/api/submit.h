@@ -87,3 +87,15 @@ json_object *execution_record_json(ApiContext *ac, const Execution *e);
 int job_record_json(ApiContext *ac, Job *j, json_object **ret, RequestError *err);
 /* The same for a record read from the store (its artifacts are loaded into it). */
 json_object *stored_record_json(ApiContext *ac, StoreRecord *rec);
+/* job_record_json() and stored_record_json() without waiting for the store (issue 22: a final job's
+ * output, an artifact list and a callback's state are read asynchronously). done(userdata, o, err)
+ * is called once: o the JSON (done's), or NULL with *err. Returns 1 when done was called already (what
+ * memory has was enough), 0 when the store was asked (*ret: the render until done is called;
+ * record_render_cancel() drops it, done not called), -ENOMEM (done not called; rec freed). A job being
+ * rendered is not evicted (j->holds). rec is taken. */
+typedef struct RecordRender RecordRender;
+typedef void (*RecordJsonDoneFn)(void *userdata, json_object *o, const RequestError *err);
+int job_record_json_async(ApiContext *ac, Job *j, RecordJsonDoneFn done, void *userdata, RecordRender **ret);
+int stored_record_json_async(ApiContext *ac, StoreRecord *rec, RecordJsonDoneFn done, void *userdata,
+                             RecordRender **ret);
+RecordRender *record_render_cancel(RecordRender *x);

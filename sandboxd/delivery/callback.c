@@ -651,10 +651,17 @@ char *callback_url_from_request_json(const char *json) {
 
 void callback_add_json(Context *ctx, json_object *o, const char *id) {
         _cleanup_(store_callback_freep) StoreCallback *cb = NULL;
+
+        if (!o || !ctx->store || store_callback_get(ctx->store, id, false, &cb) < 0)
+                return;
+        callback_json_add(o, cb);
+}
+
+void callback_json_add(json_object *o, const StoreCallback *cb) {
         json_object *c;
         char buf[64];
 
-        if (!o || !ctx->store || store_callback_get(ctx->store, id, false, &cb) < 0)
+        if (!o || !cb)
                 return;
         c = json_object_new_object();
         if (!c)

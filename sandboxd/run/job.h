@@ -144,6 +144,7 @@ struct Job {
         bool quiesce_hurry;              /* job_quiesce_hurry(): a live frame next is a clean point too */
 
         JobWaiter *waiters;
+        unsigned holds;                  /* answers being rendered from it (submit.c): not evicted */
 };
 
 /* Create a queued job from a validated request (takes ownership of req), in session s if the request

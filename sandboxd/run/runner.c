@@ -169,7 +169,8 @@ static void runner_evict_finished(Runner *r) {
                 Job *oldest = NULL;
 
                 for (Job *j = r->jobs; j; j = j->next)
-                        if (j->state == JOB_DONE && !j->waiters && !j->record_unsaved && !j->final_writing)
+                        if (j->state == JOB_DONE && !j->waiters && !j->holds && !j->record_unsaved &&
+                            !j->final_writing)
                                 oldest = j;
                 if (!oldest)
                         return;
@@ -441,7 +442,7 @@ static void runner_moved_elsewhere(Runner *r, Job *j) {
         for (Job *x = r->jobs; x; x = x->next)
                 if (x->elsewhere && !job_is_final(x)) {
                         n++;
-                        if (x != j && !x->waiters)
+                        if (x != j && !x->waiters && !x->holds)
                                 oldest = x;
                 }
         if (n > r->ctx->config->max_queued && oldest)
@@ -787,7 +788,7 @@ void runner_kill_overdue(Runner *r) {
 void runner_forget_finished_before(Runner *r, uint64_t cutoff_usec) {
         for (Job *j = r->jobs, *next; j; j = next) {
                 next = j->next;
-                if (job_is_final(j) && !j->waiters && !j->record_unsaved && !j->final_writing &&
+                if (job_is_final(j) && !j->waiters && !j->holds && !j->record_unsaved && !j->final_writing &&
                     j->exec->finished_usec < cutoff_usec) {
                         job_free(j);
                         r->n_finished--;
