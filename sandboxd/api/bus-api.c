@@ -69,6 +69,7 @@ struct BusCall {
         JobWaiter *waiter;
         Submission *submission;  /* Submit, Execute: while the store answers */
         StoreCall *store_call;   /* Cancel: until the cancel is on record; ListExecutions: the page */
+        RecordRender *render;    /* the answer, while the store is read for it */
         bool wait;               /* Execute */
 };
 
@@ -120,6 +121,7 @@ static BusCall *bus_call_free(BusCall *c) {
                 job_remove_waiter(c->job, c->waiter);
         (void) submission_abandon(c->submission);
         (void) store_call_cancel(c->store_call);
+        (void) record_render_cancel(c->render);
         sd_bus_slot_unref(c->slot);
         sd_bus_message_unref(c->msg);
         free(c);
@@ -175,15 +177,39 @@ static void bus_call_reply_json(BusCall *c, json_object *o) {
         json_object_put(o);
 }
 
-/* A job as the answer (a final one read back from the store), or why it cannot be read. */
-static void bus_call_reply_job(BusCall *c, Job *j) {
-        json_object *o = NULL;
-        RequestError err;
+static void on_rendered(void *userdata, json_object *o, const RequestError *err) {
+        BusCall *c = userdata;
 
-        if (job_record_json(c->api->ac, j, &o, &err) < 0)
-                bus_call_reply_request_error(c, &err);
-        else
+        c->render = NULL;
+        if (o)
                 bus_call_reply_json(c, o);
+        else
+                bus_call_reply_request_error(c, err);
+}
+
+/* A job as the answer (a final one read back from the store, without waiting), or why it cannot be
+ * read. */
+static void bus_call_reply_job(BusCall *c, Job *j) {
+        RecordRender *x = NULL;
+        int r;
+
+        r = job_record_json_async(c->api->ac, j, on_rendered, c, &x);
+        if (r < 0)
+                bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
+        else if (r == 0)
+                c->render = x;
+}
+
+/* A stored record as the answer (rec is taken). */
+static void bus_call_reply_record(BusCall *c, StoreRecord *rec) {
+        RecordRender *x = NULL;
+        int r;
+
+        r = stored_record_json_async(c->api->ac, rec, on_rendered, c, &x);
+        if (r < 0)
+                bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
+        else if (r == 0)
+                c->render = x;
 }
 
 static int on_unix_user(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
@@ -508,7 +534,7 @@ static void on_submitted(void *userdata, int r, SubmitResult *res, const Request
         if (res->outcome == SUBMIT_EXISTING_RECORD) {
                 rec = res->record;
                 if (c->wait)
-                        bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
+                        bus_call_reply_record(c, TAKE_PTR(rec));
                 else
                         bus_call_reply_string(c, execution_public_id(rec->exec));
                 return;
@@ -631,7 +657,7 @@ static void get_authorized(BusCall *c) {
         if (j)
                 bus_call_reply_job(c, j);
         else
-                bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
+                bus_call_reply_record(c, TAKE_PTR(rec));
 }
 
 static void get_identified(BusCall *c) {
@@ -647,7 +673,7 @@ static void get_identified(BusCall *c) {
         if (j)
                 bus_call_reply_job(c, j);
         else
-                bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
+                bus_call_reply_record(c, TAKE_PTR(rec));
 }
 
 /* The cancel is on record (store_barrier_async()): the answer, with the execution as it is now. */
@@ -663,7 +689,7 @@ static void on_cancel_recorded(void *userdata, int r, StoreRecord *found) {
         else if (j)
                 bus_call_reply_job(c, j);
         else
-                bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
+                bus_call_reply_record(c, TAKE_PTR(rec));
 }
 
 static void cancel_found(BusCall *c) {
@@ -681,7 +707,7 @@ static void cancel_found(BusCall *c) {
                 r = cancel_elsewhere(c->api->ac, rec);
 
                 if (r >= 0)
-                        bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
+                        bus_call_reply_record(c, TAKE_PTR(rec));
                 else if (r == -EALREADY)
                         bus_call_reply_api_error(c, API_ERROR_CONFLICT, "execution '%s' has already finished", c->arg);
                 else
@@ -698,7 +724,7 @@ static void cancel_found(BusCall *c) {
                 return;
         }
         if (rec) {
-                bus_call_reply_json(c, stored_record_json(c->api->ac, rec));
+                bus_call_reply_record(c, TAKE_PTR(rec));
                 return;
         }
         log_info("%s: cancel requested over D-Bus by %s", j->exec->id, c->owner);

@@ -17,6 +17,11 @@
 
 typedef struct EventReader {
         ApiContext *ac;
+        HttpRequest *req;        /* until the stream starts */
+        bool suspended;          /* ... waiting for the store meanwhile */
+        FindLookup *find;        /* the execution looked for in the store */
+        RecordRender *render;    /* the final record being read: not abandoned meanwhile */
+        char id[REQUEST_ID_MAX + 1];
         HttpStream *stream;
         Job *job;                /* while the live log has not ended */
         JobWaiter *waiter;
@@ -173,7 +178,7 @@ static int next_event(EventReader *r) {
                 }
         }
         if (!r->final) {
-                if (r->live && r->live->ended)
+                if (r->live && r->live->ended && !r->render)
                         r->abandoned = true;    /* gone without an end (sandboxd is stopping) */
                 return r->abandoned ? -1 : 0;
         }
@@ -278,6 +283,8 @@ static void reader_done(void *userdata) {
         EventReader *r = userdata;
 
         r->keepalive = sd_event_source_disable_unref(r->keepalive);
+        r->find = find_lookup_cancel(r->find);
+        r->render = record_render_cancel(r->render);
         reader_unlink(r);
         live_log_unref(r->live);
         json_object_put(r->result);
@@ -285,71 +292,84 @@ static void reader_done(void *userdata) {
         free(r);
 }
 
-static void on_final(Job *j, void *userdata) {
-        EventReader *r = userdata;
-        RequestError err;
+static void events_start(EventReader *r, Job *j);
 
-        r->waiter = NULL;       /* the job frees it after this call */
-        if (job_is_final(j) && job_record_json(r->ac, j, &r->result, &err) >= 0)
-                r->final = true;
-        else
-                r->abandoned = true;
-        r->job = NULL;
-        http_stream_wake(r->stream);
+/* The record of a final execution, read (record_render): before the stream, it starts it (or the
+ * request is refused as GET would be); in the stream, it is the result event. */
+static void on_result_rendered(void *userdata, json_object *o, const RequestError *err) {
+        EventReader *r = userdata;
+        HttpRequest *req = r->req;
+
+        r->render = NULL;
+        if (r->stream) {
+                if (o) {
+                        r->result = o;
+                        r->final = true;
+                } else
+                        r->abandoned = true;
+                http_stream_wake(r->stream);
+                return;
+        }
+        if (r->suspended)
+                http_request_set_gone_cb(req, NULL, NULL);
+        r->suspended = false;
+        if (!o) {
+                reader_done(r);
+                http_respond_error(req, err->error, err->field, "%s", err->message);
+                return;
+        }
+        r->result = o;
+        r->final = true;
+        events_start(r, NULL);
 }
 
-void api_handle_events(ApiContext *ac, HttpRequest *req, const char *id) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        char owner[HTTP_OWNER_MAX];
-        bool admin = false;
-        EventReader *r;
-        RequestError err;
-        Job *j = NULL;
+static void on_final(Job *j, void *userdata) {
+        EventReader *r = userdata;
+        RecordRender *x = NULL;
         int k;
 
-        if (http_request_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+        r->waiter = NULL;       /* the job frees it after this call */
+        r->job = NULL;
+        if (!job_is_final(j)) {
+                r->abandoned = true;
+                http_stream_wake(r->stream);
                 return;
         }
-        /* As GET /v1/executions/{id}: another owner's execution is not found. */
-        if (find_execution(ac, owner, admin, id, &j, &rec) == 0) {
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
-                return;
+        /* The result event waits for the record (read without waiting: the loop goes on). */
+        k = job_record_json_async(r->ac, j, on_result_rendered, r, &x);
+        if (k == 0)
+                r->render = x;
+        else if (k < 0) {
+                r->abandoned = true;
+                http_stream_wake(r->stream);
         }
-        r = calloc(1, sizeof(EventReader));
-        if (!r) {
-                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+}
+
+static void on_events_gone(HttpRequest *req, void *userdata) {
+        reader_done(userdata);
+}
+
+static void events_suspend(EventReader *r) {
+        if (r->suspended)
                 return;
-        }
-        r->ac = ac;
-        (void) events_parse_id(http_request_header(req, "Last-Event-ID"), &r->stage, &r->pos[LIVE_STDOUT],
-                               &r->pos[LIVE_STDERR]);
-        if (!j) {
-                r->result = stored_record_json(ac, rec);
-                r->final = r->result != NULL;
-                r->abandoned = !r->final;
-        } else if (job_is_final(j)) {
-                r->live = live_log_ref(j->live);
-                if (job_record_json(ac, j, &r->result, &err) < 0) {
-                        reader_done(r);
-                        http_respond_error(req, err.error, err.field, "%s", err.message);
-                        return;
-                }
-                r->final = true;
-        } else if (ac->ctx->stopping) {
-                /* Its waiters have been answered: a stream would be left suspended at the stop. */
-                reader_done(r);
-                http_respond_error(req, API_ERROR_SHUTTING_DOWN, NULL, "sandboxd is stopping");
-                return;
-        } else {
-                r->job = j;
-                r->live = live_log_ref(j->live);
-        }
+        r->suspended = true;
+        http_request_suspend(r->req);
+        http_request_set_gone_cb(r->req, on_events_gone, r);
+}
+
+/* The stream itself: j while its live log has not ended (NULL: the result is there). */
+static void events_start(EventReader *r, Job *j) {
+        ApiContext *ac = r->ac;
+        HttpRequest *req = r->req;
+        int k;
+
+        r->job = j;
         if (r->live) {
                 r->watcher = (LiveWatcher) { .wake = reader_wake, .userdata = r };
                 live_log_watch(r->live, &r->watcher);
                 r->watching = true;
         }
+        r->req = NULL;
         if (http_respond_stream(req, "text/event-stream; charset=utf-8", reader_read, reader_done, r, &r->stream) < 0) {
                 reader_done(r);
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
@@ -367,5 +387,81 @@ void api_handle_events(ApiContext *ac, HttpRequest *req, const char *id) {
                         r->waiter = w;
                 else if (k < 0)
                         r->abandoned = true;
+        }
+}
+
+static void on_events_found(void *userdata, Job *j, StoreRecord *rec) {
+        EventReader *r = userdata;
+        HttpRequest *req = r->req;
+        RecordRender *x = NULL;
+        int k;
+
+        r->find = NULL;
+        if (!j && !rec) {
+                if (r->suspended)
+                        http_request_set_gone_cb(req, NULL, NULL);
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", r->id);
+                reader_done(r);
+                return;
+        }
+        if (j && !job_is_final(j)) {
+                if (r->suspended)
+                        http_request_set_gone_cb(req, NULL, NULL);
+                r->suspended = false;
+                if (r->ac->ctx->stopping) {
+                        /* Its waiters have been answered: a stream would be left suspended at the stop. */
+                        reader_done(r);
+                        http_respond_error(req, API_ERROR_SHUTTING_DOWN, NULL, "sandboxd is stopping");
+                        return;
+                }
+                r->live = live_log_ref(j->live);
+                events_start(r, j);
+                return;
+        }
+        /* Final: the record first (read without waiting), then the stream. */
+        if (j)
+                r->live = live_log_ref(j->live);
+        k = j ? job_record_json_async(r->ac, j, on_result_rendered, r, &x)
+              : stored_record_json_async(r->ac, rec, on_result_rendered, r, &x);
+        if (k < 0) {
+                if (r->suspended)
+                        http_request_set_gone_cb(req, NULL, NULL);
+                reader_done(r);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+        } else if (k == 0) {
+                r->render = x;
+                events_suspend(r);
+        }
+}
+
+void api_handle_events(ApiContext *ac, HttpRequest *req, const char *id) {
+        char owner[HTTP_OWNER_MAX];
+        bool admin = false;
+        FindLookup *f = NULL;
+        EventReader *r;
+        int k;
+
+        if (http_request_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        r = calloc(1, sizeof(EventReader));
+        if (!r) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        r->ac = ac;
+        r->req = req;
+        (void) snprintf(r->id, sizeof(r->id), "%s", id);
+        (void) events_parse_id(http_request_header(req, "Last-Event-ID"), &r->stage, &r->pos[LIVE_STDOUT],
+                               &r->pos[LIVE_STDERR]);
+        /* As GET /v1/executions/{id}: another owner's execution is not found. */
+        k = find_execution_async(ac, owner, admin, id, on_events_found, r, &f);
+        if (k < 0) {
+                reader_done(r);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+        } else if (k == 0) {
+                r->find = f;
+                events_suspend(r);
         }
 }

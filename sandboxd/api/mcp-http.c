@@ -30,14 +30,38 @@ typedef struct McpCall {
         HttpRequest *req;
         json_object *id;         /* the request's id, for the answer */
         char url_base[sizeof("http://") + MCP_HOST_MAX];
+        FindLookup *find;        /* get_execution: the lookup in the store */
+        RecordRender *render;    /* the record being read for the answer */
+        bool suspended;          /* by this file, for find or render (not by a wait or a submission) */
 } McpCall;
 
 static McpCall *mcp_call_free(McpCall *c) {
         if (!c)
                 return NULL;
+        (void) find_lookup_cancel(c->find);
+        (void) record_render_cancel(c->render);
         json_object_put(c->id);
         free(c);
         return NULL;
+}
+
+/* The caller went away while the store was asked: nothing to answer. */
+static void on_store_gone(HttpRequest *req, void *userdata) {
+        mcp_call_free(userdata);
+}
+
+static void mcp_call_suspend(McpCall *c) {
+        if (c->suspended)
+                return;
+        c->suspended = true;
+        http_request_suspend(c->req);
+        http_request_set_gone_cb(c->req, on_store_gone, c);
+}
+
+static void mcp_call_resumed(McpCall *c) {
+        if (c->suspended)
+                http_request_set_gone_cb(c->req, NULL, NULL);
+        c->suspended = false;
 }
 
 static void respond(HttpRequest *req, unsigned status, json_object *msg) {
@@ -125,16 +149,41 @@ static void respond_record(HttpRequest *req, ApiContext *ac, json_object *id, js
         respond_result(req, id, result);
 }
 
-/* The execution's record as a tool result, or why it cannot be read (a text result, isError). */
-static void respond_job(McpCall *c, Job *j) {
-        json_object *record = NULL;
-        RequestError err;
+static void on_rendered(void *userdata, json_object *record, const RequestError *err) {
+        McpCall *c = userdata;
 
-        if (job_record_json(c->ac, j, &record, &err) < 0) {
-                respond_result(c->req, c->id, mcp_text_result(err.message, true));
-                return;
+        c->render = NULL;
+        mcp_call_resumed(c);
+        if (record)
+                respond_record(c->req, c->ac, c->id, record, c->url_base);
+        else
+                respond_result(c->req, c->id, mcp_text_result(err->message, true));
+        mcp_call_free(c);
+}
+
+static void render_wait(McpCall *c, int r, RecordRender *x) {
+        if (r < 0) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory"));
+                mcp_call_free(c);
+        } else if (r == 0) {
+                c->render = x;
+                mcp_call_suspend(c);
         }
-        respond_record(c->req, c->ac, c->id, record, c->url_base);
+}
+
+/* The execution's record as a tool result, or why it cannot be read (a text result, isError); then
+ * c is freed (once the store has answered). */
+static void respond_job(McpCall *c, Job *j) {
+        RecordRender *x = NULL;
+
+        render_wait(c, job_record_json_async(c->ac, j, on_rendered, c, &x), x);
+}
+
+/* The same of a stored record (taken). */
+static void respond_stored(McpCall *c, StoreRecord *rec) {
+        RecordRender *x = NULL;
+
+        render_wait(c, stored_record_json_async(c->ac, rec, on_rendered, c, &x), x);
 }
 
 /* The caller went away: the run goes on (as POST /v1/executions?wait=true's), unanswered. */
@@ -145,11 +194,11 @@ static void on_request_gone(void *userdata) {
 static void on_job_done(HttpRequest *req, Job *j, void *userdata) {
         McpCall *c = userdata;
 
-        if (!job_is_final(j) && c->ac->ctx->stopping)
+        if (!job_is_final(j) && c->ac->ctx->stopping) {
                 respond_result(c->req, c->id, mcp_text_result("sandboxd is stopping; the execution did not finish", true));
-        else
+                mcp_call_free(c);
+        } else
                 respond_job(c, j);
-        mcp_call_free(c);
 }
 
 static void wait_job(McpCall *c, Job *j) {
@@ -173,10 +222,7 @@ static void on_run_code_submitted(HttpRequest *req, int r, SubmitResult *res, co
                 return;
         }
         if (res->outcome == SUBMIT_EXISTING_RECORD) {
-                _cleanup_(store_record_freep) StoreRecord *rec = res->record;
-
-                respond_record(c->req, c->ac, c->id, stored_record_json(c->ac, rec), c->url_base);
-                mcp_call_free(c);
+                respond_stored(c, res->record);
                 return;
         }
         wait_job(c, res->job);
@@ -212,10 +258,28 @@ static void call_run_code(McpCall *c, json_object *args, const char *owner, bool
         }
 }
 
+static void on_execution_found(void *userdata, Job *j, StoreRecord *rec) {
+        McpCall *c = userdata;
+
+        c->find = NULL;
+        mcp_call_resumed(c);
+        if (!j && !rec) {
+                respond_result(c->req, c->id, mcp_text_result("no such execution", true));
+                mcp_call_free(c);
+        } else if (!j)
+                respond_stored(c, rec);
+        else if (!job_is_final(j)) {
+                /* Still queued or running: its status now, which is not a failure. */
+                respond_result(c->req, c->id, mcp_pending_result(execution_record_json(c->ac, j->exec)));
+                mcp_call_free(c);
+        } else
+                respond_job(c, j);
+}
+
 static void call_get_execution(McpCall *c, json_object *args, const char *owner, bool admin) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+        FindLookup *f = NULL;
         json_object *v = NULL;
-        Job *j = NULL;
+        int r;
 
         if (!args || !json_object_object_get_ex(args, "execution_id", &v) || !json_object_is_type(v, json_type_string) ||
             json_object_get_string_len(v) == 0 || json_object_object_length(args) != 1) {
@@ -224,20 +288,16 @@ static void call_get_execution(McpCall *c, json_object *args, const char *owner,
                 mcp_call_free(c);
                 return;
         }
-        /* As GET /v1/executions/{id}: another owner's execution is not found. */
-        if (find_execution(c->ac, owner, admin, json_object_get_string(v), &j, &rec) == 0) {
-                respond_result(c->req, c->id, mcp_text_result("no such execution", true));
+        /* As GET /v1/executions/{id}: another owner's execution is not found. Answered at once when
+         * it is in memory, else from the store's answer. */
+        r = find_execution_async(c->ac, owner, admin, json_object_get_string(v), on_execution_found, c, &f);
+        if (r < 0) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory"));
                 mcp_call_free(c);
-                return;
+        } else if (r == 0) {
+                c->find = f;
+                mcp_call_suspend(c);
         }
-        if (!j)
-                respond_record(c->req, c->ac, c->id, stored_record_json(c->ac, rec), c->url_base);
-        else if (!job_is_final(j))
-                /* Still queued or running: its status now, which is not a failure. */
-                respond_result(c->req, c->id, mcp_pending_result(execution_record_json(c->ac, j->exec)));
-        else
-                respond_job(c, j);
-        mcp_call_free(c);
 }
 
 /* read_file, write_file, list_files: the session file API's functions as the caller, their refusals

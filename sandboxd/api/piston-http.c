@@ -66,12 +66,15 @@ void api_handle_piston_runtimes(_unused_ ApiContext *ac, HttpRequest *req) {
 
 typedef struct PistonCall {
         ApiContext *ac;
+        HttpRequest *req;
         const Language *language;       /* a reference (language_ref()): a reload may come meanwhile */
+        RecordRender *render;           /* the record being read for the answer */
 } PistonCall;
 
 static PistonCall *piston_call_free(PistonCall *c) {
         if (!c)
                 return NULL;
+        (void) record_render_cancel(c->render);
         language_unref(c->language);
         free(c);
         return NULL;
@@ -93,18 +96,49 @@ static void on_request_gone(void *userdata) {
         piston_call_free(userdata);
 }
 
+/* The caller went away while the store was read for the answer. */
+static void on_render_gone(HttpRequest *req, void *userdata) {
+        piston_call_free(userdata);
+}
+
+static void on_rendered(void *userdata, json_object *record, const RequestError *err) {
+        PistonCall *c = userdata;
+
+        if (c->render)
+                http_request_set_gone_cb(c->req, NULL, NULL);
+        c->render = NULL;
+        if (record)
+                respond_record(c->req, record, c->language);
+        else
+                respond_message(c->req, api_error_http_status(err->error), "%s", err->message);
+        piston_call_free(c);
+}
+
+/* Answer with the execution's record (a job's, or a stored one: taken), then free c (once the store
+ * has answered). */
+static void respond_execution(PistonCall *c, Job *j, StoreRecord *rec) {
+        RecordRender *x = NULL;
+        int r;
+
+        r = j ? job_record_json_async(c->ac, j, on_rendered, c, &x) : stored_record_json_async(c->ac, rec, on_rendered, c, &x);
+        if (r < 0) {
+                respond_message(c->req, 500, "out of memory");
+                piston_call_free(c);
+        } else if (r == 0) {
+                c->render = x;
+                http_request_suspend(c->req);
+                http_request_set_gone_cb(c->req, on_render_gone, c);
+        }
+}
+
 static void on_job_done(HttpRequest *req, Job *j, void *userdata) {
         PistonCall *c = userdata;
-        json_object *record = NULL;
-        RequestError err;
 
-        if (!job_is_final(j) && c->ac->ctx->stopping)
+        if (!job_is_final(j) && c->ac->ctx->stopping) {
                 respond_message(req, 503, "sandboxd is stopping; the execution did not finish");
-        else if (job_record_json(c->ac, j, &record, &err) < 0)
-                respond_message(req, api_error_http_status(err.error), "%s", err.message);
-        else
-                respond_record(req, record, c->language);
-        piston_call_free(c);
+                piston_call_free(c);
+        } else
+                respond_execution(c, j, NULL);
 }
 
 static void on_execute_submitted(HttpRequest *req, int r, SubmitResult *res, const RequestError *err,
@@ -118,10 +152,7 @@ static void on_execute_submitted(HttpRequest *req, int r, SubmitResult *res, con
         }
         if (res->outcome == SUBMIT_EXISTING_RECORD) {
                 /* Not reached (no execution_id is given), but answered all the same. */
-                _cleanup_(store_record_freep) StoreRecord *rec = res->record;
-
-                respond_record(req, stored_record_json(c->ac, rec), c->language);
-                piston_call_free(c);
+                respond_execution(c, NULL, res->record);
                 return;
         }
         /* The callback may answer (and free c) at once. */
@@ -179,6 +210,7 @@ void api_handle_piston_execute(ApiContext *ac, HttpRequest *req) {
                 return;
         }
         c->ac = ac;
+        c->req = req;
         c->language = language_ref(l);
         /* Every check of POST /v1/executions, as this caller: its quotas, its queue. */
         if (api_submit(ac, req, text, strlen(text), owner, admin, on_execute_submitted, on_request_gone, c) < 0) {
