@@ -70,6 +70,8 @@ struct BusCall {
         Submission *submission;  /* Submit, Execute: while the store answers */
         StoreCall *store_call;   /* Cancel: until the cancel is on record; ListExecutions: the page */
         RecordRender *render;    /* the answer, while the store is read for it */
+        FindLookup *find;        /* GetExecution, Cancel: the execution looked for in the store */
+        void (*found)(struct BusCall *c, Job *j, StoreRecord *rec);     /* ... then this (rec taken) */
         bool wait;               /* Execute */
 };
 
@@ -122,6 +124,7 @@ static BusCall *bus_call_free(BusCall *c) {
         (void) submission_abandon(c->submission);
         (void) store_call_cancel(c->store_call);
         (void) record_render_cancel(c->render);
+        (void) find_lookup_cancel(c->find);
         sd_bus_slot_unref(c->slot);
         sd_bus_message_unref(c->msg);
         free(c);
@@ -641,64 +644,77 @@ static int method_submit(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 
 /* The caller's own execution, or (admin) anyone's (submit.h): the live job, else its record. 0 if
  * there is none the caller may see. */
-static int find_execution_for(BusCall *c, Job **ret_job, StoreRecord **ret_rec) {
-        return find_execution(c->api->ac, c->owner, c->admin, c->arg, ret_job, ret_rec);
+static void on_found(void *userdata, Job *j, StoreRecord *rec) {
+        BusCall *c = userdata;
+
+        c->find = NULL;
+        c->found(c, j, rec);
+}
+
+/* The execution c names, as the caller sees it (find_execution_async(): the store without waiting),
+ * then found(c, job, rec): both NULL when there is none; rec found's to free. */
+static void find_execution_for(BusCall *c, void (*found)(BusCall *c, Job *j, StoreRecord *rec)) {
+        FindLookup *f = NULL;
+        int r;
+
+        c->found = found;
+        r = find_execution_async(c->api->ac, c->owner, c->admin, c->arg, on_found, c, &f);
+        if (r < 0)
+                bus_call_reply_api_error(c, API_ERROR_INTERNAL, "out of memory");
+        else if (r == 0)
+                c->find = f;
+}
+
+static void get_found(BusCall *c, Job *j, StoreRecord *rec) {
+        if (j)
+                bus_call_reply_job(c, j);
+        else if (rec)
+                bus_call_reply_record(c, rec);
+        else
+                bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
 }
 
 static void get_authorized(BusCall *c) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        Job *j;
-
         c->admin = true;        /* polkit allowed reading others' executions */
-        if (find_execution_for(c, &j, &rec) == 0) {
-                bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
-                return;
-        }
-        if (j)
-                bus_call_reply_job(c, j);
-        else
-                bus_call_reply_record(c, TAKE_PTR(rec));
+        find_execution_for(c, get_found);
 }
 
-static void get_identified(BusCall *c) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        Job *j;
-
+static void get_identified_found(BusCall *c, Job *j, StoreRecord *rec) {
         /* Not the caller's own (or no such execution): polkit decides whether it may read others'.
          * The answer is the same for an id that does not exist, so nothing is revealed before. */
-        if (find_execution_for(c, &j, &rec) == 0) {
+        if (!j && !rec) {
                 bus_call_authorize(c, ACTION_READ_OTHERS, get_authorized);
                 return;
         }
-        if (j)
-                bus_call_reply_job(c, j);
+        get_found(c, j, rec);
+}
+
+static void get_identified(BusCall *c) {
+        find_execution_for(c, get_identified_found);
+}
+
+static void cancel_refound(BusCall *c, Job *j, StoreRecord *rec) {
+        if (!j && !rec)
+                bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s' (purged)", c->arg);
         else
-                bus_call_reply_record(c, TAKE_PTR(rec));
+                get_found(c, j, rec);
 }
 
 /* The cancel is on record (store_barrier_async()): the answer, with the execution as it is now. */
 static void on_cancel_recorded(void *userdata, int r, StoreRecord *found) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
         BusCall *c = userdata;
-        Job *j;
 
         store_record_free(found);
         c->store_call = NULL;
-        if (find_execution_for(c, &j, &rec) == 0)
-                bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s' (purged)", c->arg);
-        else if (j)
-                bus_call_reply_job(c, j);
-        else
-                bus_call_reply_record(c, TAKE_PTR(rec));
+        find_execution_for(c, cancel_refound);
 }
 
-static void cancel_found(BusCall *c) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+static void cancel_found(BusCall *c, Job *j, StoreRecord *found) {
+        _cleanup_(store_record_freep) StoreRecord *rec = found;
         Store *store = c->api->ac->ctx->store;
-        Job *j;
         int r;
 
-        if (find_execution_for(c, &j, &rec) == 0) {
+        if (!j && !rec) {
                 bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
                 return;
         }
@@ -736,18 +752,19 @@ static void cancel_found(BusCall *c) {
 
 static void cancel_authorized(BusCall *c) {
         c->admin = true;        /* polkit allowed cancelling others' executions */
-        cancel_found(c);
+        find_execution_for(c, cancel_found);
 }
 
-static void cancel_identified(BusCall *c) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        Job *j;
-
-        if (find_execution_for(c, &j, &rec) == 0) {
+static void cancel_identified_found(BusCall *c, Job *j, StoreRecord *rec) {
+        if (!j && !rec) {
                 bus_call_authorize(c, ACTION_CANCEL_OTHERS, cancel_authorized);
                 return;
         }
-        cancel_found(c);
+        cancel_found(c, j, rec);
+}
+
+static void cancel_identified(BusCall *c) {
+        find_execution_for(c, cancel_identified_found);
 }
 
 static int method_get_execution(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

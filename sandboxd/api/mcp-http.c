@@ -270,7 +270,7 @@ static void on_execution_found(void *userdata, Job *j, StoreRecord *rec) {
                 respond_stored(c, rec);
         else if (!job_is_final(j)) {
                 /* Still queued or running: its status now, which is not a failure. */
-                respond_result(c->req, c->id, mcp_pending_result(execution_record_json(c->ac, j->exec)));
+                respond_result(c->req, c->id, mcp_pending_result(execution_json_base(c->ac, j->exec)));
                 mcp_call_free(c);
         } else
                 respond_job(c, j);

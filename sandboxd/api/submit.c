@@ -28,31 +28,6 @@ static bool may_see(const char *caller, bool admin, const char *owner) {
         return admin || streq_ptr(caller, owner);
 }
 
-/* The job or record of record id key, if who may see it (0 if not, or there is none). */
-static int find_record(ApiContext *ac, const char *owner, bool admin, const char *key, Job **ret_job,
-                       StoreRecord **ret_rec) {
-        StoreRecord *rec = NULL;
-        Job *j = runner_find(ac->runner, key);
-
-        /* Accepted here, run by another node: the store has what is true of it now. */
-        if (j && j->elsewhere && !job_is_final(j))
-                j = NULL;
-        if (j) {
-                if (!may_see(owner, admin, j->owner))
-                        return 0;
-                *ret_job = j;
-                return 1;
-        }
-        if (!ac->ctx->store || store_get(ac->ctx->store, key, &rec) < 0)
-                return 0;
-        if (!may_see(owner, admin, rec->owner)) {
-                store_record_free(rec);
-                return 0;
-        }
-        *ret_rec = rec;
-        return 1;
-}
-
 int cancel_elsewhere(ApiContext *ac, StoreRecord *rec) {
         Execution *e = rec->exec;
         int r;
@@ -87,26 +62,11 @@ int cancel_job(ApiContext *ac, Job *j, StoreRecord **ret_rec) {
         return 0;
 }
 
-int find_execution(ApiContext *ac, const char *owner, bool admin, const char *id, Job **ret_job,
-                   StoreRecord **ret_rec) {
-        char key[SCOPED_ID_MAX];
-
-        *ret_job = NULL;
-        *ret_rec = NULL;
-        if (!id_is_valid(id, REQUEST_ID_MAX))
-                return 0;
-        /* The caller's own name first: a record id of someone else's that happens to be spelled
-         * like it never shadows the caller's own execution. */
-        if (scoped_id(key, "exec", owner, id) >= 0 && find_record(ac, owner, false, key, ret_job, ret_rec) > 0)
-                return 1;
-        return find_record(ac, owner, admin, id, ret_job, ret_rec);
-}
-
 struct FindLookup {
         ApiContext *ac;
         char *owner;
         char keys[2][MAX(SCOPED_ID_MAX, REQUEST_ID_MAX + 1)];   /* the scoped key, the id itself */
-        bool key_admin[2];              /* the scoped key is the caller's own only, as in find_execution() */
+        bool key_admin[2];              /* the scoped key is the caller's own only */
         unsigned n_keys, i;
         FindDoneFn done;
         void *userdata;
@@ -889,8 +849,7 @@ json_object *list_page_json(StoreRecord **l, size_t n, const char *next) {
         return o;
 }
 
-/* execution_record_json() without the callback's state (which is read from the store). */
-static json_object *execution_json_base(ApiContext *ac, const Execution *e) {
+json_object *execution_json_base(ApiContext *ac, const Execution *e) {
         json_object *o = execution_to_json(e), *l = NULL;
         uint64_t expires;
         char ts[64];
@@ -914,64 +873,6 @@ static json_object *execution_json_base(ApiContext *ac, const Execution *e) {
                 free(url);
         }
         return o;
-}
-
-int job_record_json(ApiContext *ac, Job *j, json_object **ret, RequestError *err) {
-        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = NULL;
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-        json_object *o;
-        int r;
-
-        if (job_is_final(j) && j->output_stored) {
-                /* A final job's output is in the store only (up to 2 * (OutputHeadBytes= +
-                 * OutputTailBytes=) of text for each of KeepFinished= jobs would be a lot of memory):
-                 * the record is read back whole; the artifact list is the job's if the store has
-                 * none. */
-                r = store_get(ac->ctx->store, j->exec->id, &rec);
-                if (r == -ENOENT)
-                        return request_error(err, r, API_ERROR_NOT_FOUND, NULL, "no execution '%s' (purged)",
-                                             j->exec->id);
-                if (r < 0) {
-                        log_warning_errno(r, "%s: cannot read its record: %s", j->exec->id,
-                                          store_error_message(ac->ctx->store));
-                        return fail(err, r, API_ERROR_STORE, "cannot read the record of execution '%s': %s",
-                                    j->exec->id, store_error_public(r));
-                }
-                if (j->artifacts_stored)
-                        o = stored_record_json(ac, rec);
-                else {
-                        rec->exec->artifacts = j->exec->artifacts;
-                        o = execution_record_json(ac, rec->exec);
-                        rec->exec->artifacts = NULL;
-                }
-        } else if (!job_is_final(j) || j->exec->artifacts || !ac->ctx->store ||
-                   store_get_artifacts(ac->ctx->store, j->exec->id, &a) < 0)
-                o = execution_record_json(ac, j->exec);
-        else {
-                /* The artifact list alone is in the store (the record write failed). */
-                j->exec->artifacts = a;
-                o = execution_record_json(ac, j->exec);
-                j->exec->artifacts = NULL;
-        }
-        if (!o)
-                return fail(err, -ENOMEM, API_ERROR_INTERNAL, "out of memory");
-        *ret = o;
-        return 0;
-}
-
-json_object *execution_record_json(ApiContext *ac, const Execution *e) {
-        json_object *o = execution_json_base(ac, e);
-
-        if (o && exec_status_is_final(e->status))
-                callback_add_json(ac->ctx, o, e->id);
-        return o;
-}
-
-json_object *stored_record_json(ApiContext *ac, StoreRecord *rec) {
-        /* Not there (never collected, or an older sandboxd): the list stays empty. */
-        if (exec_status_is_final(rec->exec->status) && !rec->exec->artifacts && ac->ctx->store)
-                (void) store_get_artifacts(ac->ctx->store, rec->exec->id, &rec->exec->artifacts);
-        return execution_record_json(ac, rec->exec);
 }
 
 /* ---- an execution's JSON without waiting for the store (issue 22) ---- */

@@ -44,16 +44,12 @@ void submissions_stop(ApiContext *ac);
 
 /* The execution owner calls id: its own client-chosen execution_id first (the scoped record id,
  * scoped-id.h), then id as a record id (a generated id, or the record_id of a client-chosen one) if
- * the caller may see that record (its own; admin: anyone's). The live job in *ret_job, else the
- * stored record in *ret_rec (the caller frees it). 1 if found, 0 if there is none the caller may see:
- * another owner's execution of the same name is not found, and is never revealed. */
-int find_execution(ApiContext *ac, const char *owner, bool admin, const char *id, Job **ret_job,
-                   StoreRecord **ret_rec);
-/* The same without waiting for the store (store_get_async()): done(userdata, job, rec) gets what
- * find_execution() would have returned (both NULL: none; rec is done's to free). Returns 1 when done
- * was called already (the execution is in memory, or is not to be looked for), 0 when the store was
- * asked (*ret: the lookup, until done is called; find_lookup_cancel() drops it and done is not
- * called), or -ENOMEM (done not called). */
+ * the caller may see that record (its own; admin: anyone's); in memory, else in the store without
+ * waiting (store_get_async()). done(userdata, job, rec): the live job, else the stored record (done's
+ * to free); both NULL if there is none the caller may see: another owner's execution of the same name
+ * is not found, and is never revealed. Returns 1 when done was called already (the execution is in
+ * memory, or is not to be looked for), 0 when the store was asked (*ret: the lookup, until done is
+ * called; find_lookup_cancel() drops it and done is not called), or -ENOMEM (done not called). */
 typedef struct FindLookup FindLookup;
 typedef void (*FindDoneFn)(void *userdata, Job *j, StoreRecord *rec);
 int find_execution_async(ApiContext *ac, const char *owner, bool admin, const char *id, FindDoneFn done,
@@ -78,21 +74,18 @@ int cancel_job(ApiContext *ac, Job *j, StoreRecord **ret_rec);
 json_object *list_page_json(StoreRecord **l, size_t n, const char *next);
 int list_error(ApiContext *ac, int r, RequestError *err);
 
-/* An execution as both APIs show it: the result (result.c); once final, its callback delivery if it
- * has one and a freshly signed URL for each artifact in e->artifacts. */
-json_object *execution_record_json(ApiContext *ac, const Execution *e);
-/* The same for a job. A final job's record is read back from the store (the job keeps no output
- * once it is there), or its artifacts alone if the record could not be written. 0, or negative with
- * *err filled: API_ERROR_STORE (the record cannot be read), API_ERROR_NOT_FOUND (purged meanwhile). */
-int job_record_json(ApiContext *ac, Job *j, json_object **ret, RequestError *err);
-/* The same for a record read from the store (its artifacts are loaded into it). */
-json_object *stored_record_json(ApiContext *ac, StoreRecord *rec);
-/* job_record_json() and stored_record_json() without waiting for the store (issue 22: a final job's
- * output, an artifact list and a callback's state are read asynchronously). done(userdata, o, err)
- * is called once: o the JSON (done's), or NULL with *err. Returns 1 when done was called already (what
- * memory has was enough), 0 when the store was asked (*ret: the render until done is called;
- * record_render_cancel() drops it, done not called), -ENOMEM (done not called; rec freed). A job being
- * rendered is not evicted (j->holds). rec is taken. */
+/* An execution as every API shows it: the result (result.c); once final, a freshly signed URL for
+ * each artifact in e->artifacts and its callback delivery if it has one. execution_json_base() is
+ * what memory has (without the callback's state: for an execution not final, all of it).
+ * job_record_json_async() renders a job (a final job's record is read back from the store: the job
+ * keeps no output once it is there; or its artifacts alone if the record could not be written),
+ * stored_record_json_async() a record read from the store (its artifacts read with it), both without
+ * waiting for the store. done(userdata, o, err) is called once: o the JSON (done's), or NULL with *err
+ * (API_ERROR_STORE: the record cannot be read; API_ERROR_NOT_FOUND: purged meanwhile). Returns 1
+ * when done was called already (what memory has was enough), 0 when the store was asked (*ret: the
+ * render until done is called; record_render_cancel() drops it, done not called), -ENOMEM (done not
+ * called; rec freed). A job being rendered is not evicted (j->holds). rec is taken. */
+json_object *execution_json_base(ApiContext *ac, const Execution *e);
 typedef struct RecordRender RecordRender;
 typedef void (*RecordJsonDoneFn)(void *userdata, json_object *o, const RequestError *err);
 int job_record_json_async(ApiContext *ac, Job *j, RecordJsonDoneFn done, void *userdata, RecordRender **ret);
