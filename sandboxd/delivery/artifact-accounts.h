@@ -12,28 +12,42 @@
 #include "artifacts.h"
 #include "model/context.h"
 
+typedef struct ArtifactAccounts ArtifactAccounts;
+typedef struct ArtifactCallerWait ArtifactCallerWait;
+struct StoreCall;
+
 typedef struct ArtifactCallerAccount {
         ArtifactAccount account;
         char *owner;                    /* as the store keeps it: "uid:N", "key:NAME"; "" unknown */
-        unsigned n_refs;                /* collections using it */
+        unsigned n_refs;                /* collections using it (or waiting for it) */
+        ArtifactAccounts *accounts;
+        bool loading;                   /* its committed part is being read: those asking wait */
+        struct StoreCall *read;
+        ArtifactCallerWait *waits;
         struct ArtifactCallerAccount *next;
 } ArtifactCallerAccount;
-
-typedef struct ArtifactAccounts ArtifactAccounts;
 
 /* At start: the accounts, the store-wide one read from the store. */
 int artifact_accounts_new(const Context *ctx, ArtifactAccounts **ret);
 
-/* The budgets of one collection of an execution owned by owner (NULL: unknown), into lim, with a
- * reference to the caller's account in *ret_caller (the caller of this function holds it until
- * artifact_accounts_settle()). -ENOMEM, or the store's error reading the caller's usage (then
- * nothing is collected: a budget is not guessed). */
-int artifact_accounts_begin(ArtifactAccounts *a, const char *owner, uint64_t disk_mb, ArtifactLimits *lim,
-                            ArtifactCallerAccount **ret_caller);
+/* The account of owner (NULL: unknown) for one collection, without waiting for the store: done(userdata,
+ * 0, account) with a reference the caller holds until artifact_accounts_settle(), or done(userdata,
+ * r, NULL) with the store's error reading the caller's usage (then nothing is collected: a budget is
+ * not guessed). Returns 1 when done was called already (the caller has a collection running: its
+ * account is current), 0 when the store was asked (*ret: the wait, until done is called;
+ * artifact_caller_wait_cancel() drops it, done not called), -ENOMEM (done not called). */
+typedef void (*ArtifactCallerFn)(void *userdata, int r, ArtifactCallerAccount *a);
+int artifact_accounts_caller_async(ArtifactAccounts *m, const char *owner, ArtifactCallerFn done, void *userdata,
+                                   ArtifactCallerWait **ret);
+ArtifactCallerWait *artifact_caller_wait_cancel(ArtifactCallerWait *w);
+
+/* The budgets of one collection into lim, with the caller's account a (referenced). */
+void artifact_accounts_begin(ArtifactAccounts *m, ArtifactCallerAccount *a, uint64_t disk_mb, ArtifactLimits *lim);
 
 /* The collection is over: recorded (its rows are in the store, so the committed parts are read
- * again) or not; either way what it reserved (ArtifactList.charged_bytes; 0 when the collector
- * failed or was cancelled, which gives back its own) goes, and the reference is dropped. */
+ * again, without waiting) or not; either way what it reserved (ArtifactList.charged_bytes; 0 when the
+ * collector failed or was cancelled, which gives back its own) goes (once the reads are in), and the
+ * reference is dropped. */
 void artifact_accounts_settle(ArtifactAccounts *a, ArtifactCallerAccount **caller, uint64_t reserved, bool recorded);
 
 /* After a purge: every account's committed part from the store again. */

@@ -186,6 +186,43 @@ bool unit_cgroup_has_program(Job *j) {
         return false;
 }
 
+/* The caller's account is there (or could not be read): collect, within the budgets. */
+static void on_caller_account(void *userdata, int r, ArtifactCallerAccount *a) {
+        Job *j = userdata;
+        Context *ctx = j->ctx;
+        const Config *c = ctx->config;
+        _cleanup_close_ int ws_fd = TAKE_FD(j->collect_ws_fd);
+        ArtifactLimits lim = {
+                .max_files = c->artifact_max_files,
+                .max_file_bytes = c->artifact_max_file_bytes,
+                .max_total_bytes = c->artifact_max_total_bytes,
+                .max_path = ARTIFACT_PATH_MAX,
+                .max_depth = ARTIFACT_NESTING_MAX,
+                ARTIFACT_LIMITS_NO_BUDGETS,     /* artifact_accounts_begin() sets them */
+        };
+        bool called_back = j->artifact_wait != NULL;
+
+        j->artifact_wait = NULL;
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot read the artifact budgets, no artifacts: %m", j->exec->id);
+                j->waiting &= ~JOB_WAIT_ARTIFACTS;
+                if (called_back)
+                        job_maybe_finalize(j);
+                return;
+        }
+        j->artifact_caller = a;
+        artifact_accounts_begin(ctx->accounts, a, j->exec->limits.disk_mb, &lim);
+        r = artifacts_collect_async(ctx->event, ws_fd, ctx->artifacts_fd, &lim, on_artifacts_done, j, &j->collect);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot start collecting the artifacts: %m", j->exec->id);
+                j->collect = NULL;
+                j->waiting &= ~JOB_WAIT_ARTIFACTS;
+                artifact_accounts_settle(ctx->accounts, &j->artifact_caller, 0, false);
+                if (called_back)
+                        job_maybe_finalize(j);
+        }
+}
+
 /* The unit has ended and its report is in: collect output/ of its workspace (only now — no process of
  * the sandbox is left that could change it while it is read). The workspace is opened from the
  * daemon's own directory downwards, never through a symlink; whether it is unmounted afterwards
@@ -195,14 +232,6 @@ void job_collect_artifacts(Job *j) {
         const Config *c = ctx->config;
         _cleanup_close_ int parent_fd = -EBADF, mount_fd = -EBADF, ws_fd = -EBADF;
         const char *name;
-        ArtifactLimits lim = {
-                .max_files = c->artifact_max_files,
-                .max_file_bytes = c->artifact_max_file_bytes,
-                .max_total_bytes = c->artifact_max_total_bytes,
-                .max_path = ARTIFACT_PATH_MAX,
-                .max_depth = ARTIFACT_NESTING_MAX,
-                ARTIFACT_LIMITS_NO_BUDGETS,     /* artifact_accounts_begin() sets them */
-        };
         int r;
 
         /* The workspace's tmpfs lives in a directory of the daemon's: workspaces/ for a single-use
@@ -235,17 +264,13 @@ void job_collect_artifacts(Job *j) {
                 j->waiting &= ~JOB_WAIT_ARTIFACTS;
                 return;
         }
-        r = artifact_accounts_begin(ctx->accounts, j->owner, j->exec->limits.disk_mb, &lim, &j->artifact_caller);
+        /* The caller's budget account first (read from the store without waiting, unless a
+         * collection of the caller's runs already), then the collection (on_caller_account()). */
+        j->collect_ws_fd = TAKE_FD(ws_fd);
+        r = artifact_accounts_caller_async(ctx->accounts, j->owner, on_caller_account, j, &j->artifact_wait);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot read the artifact budgets, no artifacts: %m", j->exec->id);
+                j->collect_ws_fd = safe_close(j->collect_ws_fd);
                 j->waiting &= ~JOB_WAIT_ARTIFACTS;
-                return;
-        }
-        r = artifacts_collect_async(ctx->event, ws_fd, ctx->artifacts_fd, &lim, on_artifacts_done, j, &j->collect);
-        if (r < 0) {
-                log_error_errno(r, "%s: cannot start collecting the artifacts: %m", j->exec->id);
-                j->collect = NULL;
-                j->waiting &= ~JOB_WAIT_ARTIFACTS;
-                artifact_accounts_settle(ctx->accounts, &j->artifact_caller, 0, false);
         }
 }

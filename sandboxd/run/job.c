@@ -94,6 +94,7 @@ static Job *job_alloc(Context *ctx, const JobEvents *ev, void *userdata) {
         j->events_data = userdata;
         j->ctl_fd = -EBADF;
         j->proxy_fd = -EBADF;
+        j->collect_ws_fd = -EBADF;
         j->waiting = JOB_WAIT_ALL;
         return j;
 }
@@ -535,6 +536,8 @@ static void job_release(Job *j) {
         job_close_io(j);
         job_network_release(j);
         j->collect = artifact_collect_cancel(j->collect);
+        j->artifact_wait = artifact_caller_wait_cancel(j->artifact_wait);
+        j->collect_ws_fd = safe_close(j->collect_ws_fd);
         if (j->artifact_caller)
                 artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, 0, false);
         j->call_mount = sysd_call_free(j->call_mount);

@@ -106,6 +106,8 @@ struct Job {
                                   * unit reaper (unit-reaper.h) finishes it */
         ArtifactCollect *collect;        /* artifacts being collected (finishing) */
         struct ArtifactCallerAccount *artifact_caller;   /* the owner's budget account, while collecting */
+        struct ArtifactCallerWait *artifact_wait;        /* ... while it is read from the store */
+        int collect_ws_fd;               /* the workspace to collect from, meanwhile */
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
         bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
         bool output_stored;              /* the final record is in the store: stdout/stderr are read there */

@@ -104,6 +104,8 @@ typedef struct StoreOps {
         int (*list_async)(Store *s, const StoreListArgs *a, StoreCall *c);
         int (*get_artifacts_async)(Store *s, const char *id, StoreCall *c);
         int (*callback_get_async)(Store *s, const char *id, StoreCall *c);
+        int (*artifact_store_bytes_async)(Store *s, StoreCall *c);
+        int (*artifact_caller_bytes_async)(Store *s, const char *owner, StoreCall *c);
         /* Optional: wait for every started call to end (store_close(), which keeps no write back). */
         void (*async_flush)(Store *s);
 } StoreOps;
@@ -119,6 +121,7 @@ typedef enum StoreCallShape {
         STORE_CALL_PAGE,                 /* page_done(userdata, r, StoreRecord *[], n, next cursor) */
         STORE_CALL_ARTIFACTS,            /* artifacts_done(userdata, r, ExecArtifacts *): one, as list */
         STORE_CALL_CALLBACK,             /* callback_done(userdata, r, StoreCallback *): one, as list */
+        STORE_CALL_U64,                  /* u64_done(userdata, r, value): one uint64_t, as list */
 } StoreCallShape;
 
 /* One asynchronous call, from store_*_async() until its callback was called (or dropped). */
@@ -135,6 +138,7 @@ struct StoreCall {
         StorePageDoneFn page_done;
         StoreArtifactsDoneFn artifacts_done;
         StoreCallbackDoneFn callback_done;
+        StoreU64DoneFn u64_done;
         unsigned page_limit;             /* STORE_CALL_PAGE: the query's limit and order */
         StoreOrder page_order;
         bool sort_records;               /* STORE_CALL_RECORDS: oldest first, as the synchronous call */

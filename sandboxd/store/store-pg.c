@@ -724,6 +724,7 @@ typedef enum PgCallKind {
         PG_CALL_SESSIONS,               /* session rows */
         PG_CALL_ARTIFACTS,              /* an execution's artifact list (store_get_artifacts()) */
         PG_CALL_CALLBACK,               /* one delivery, without its body (store_callback_get()) */
+        PG_CALL_U64,                    /* one number: the first column of the first row, none 0 */
 } PgCallKind;
 
 /* The statement of an asynchronous call: its parameters copied, since the caller's record changes
@@ -851,6 +852,19 @@ static int pg_call_result(PgStore *ps, PgCall *pc, void **ret, size_t *ret_n) {
                         *ret = cbs;
                 return r;
         }
+        if (pc->kind == PG_CALL_U64) {
+                uint64_t *v = calloc(1, sizeof(uint64_t));
+
+                if (!v)
+                        return -ENOMEM;
+                if (PQntuples(pc->res) > 0 && (r = pg_u64(pc->res, 0, 0, v, NULL)) < 0) {
+                        free(v);
+                        return r;
+                }
+                *ret = v;
+                *ret_n = 1;
+                return 0;
+        }
         if (pc->kind == PG_CALL_ARTIFACTS) {
                 ExecArtifacts *a = NULL;
 
@@ -935,7 +949,7 @@ static void pg_async_end(PgStore *ps) {
         pc->res = (PQclear(pc->res), NULL);
         if (pc->kind == PG_CALL_NODES || pc->kind == PG_CALL_RECORDS || pc->kind == PG_CALL_CALLBACKS ||
             pc->kind == PG_CALL_USAGE || pc->kind == PG_CALL_SESSIONS || pc->kind == PG_CALL_ARTIFACTS ||
-            pc->kind == PG_CALL_CALLBACK)
+            pc->kind == PG_CALL_CALLBACK || pc->kind == PG_CALL_U64)
                 store_call_finish_list(c, r, r >= 0 ? got : NULL, n);
         else
                 store_call_finish(c, r, got);
@@ -1764,17 +1778,29 @@ static int pg_get_artifacts_async(Store *s, const char *id, StoreCall *c) {
 }
 
 /* The usage tables (migration 9): an indexed lookup, never a sum over rows. No row is 0. */
+static const char sql_artifact_store_bytes[] = "SELECT greatest(bytes, 0) FROM artifact_store_usage WHERE id = 0";
+static const char sql_artifact_caller_bytes[] = "SELECT greatest(bytes, 0) FROM artifact_usage WHERE owner = $1";
+
 static int pg_artifact_store_bytes(Store *s, uint64_t *ret) {
-        return pg_query_u64(PG_STORE(s), "SELECT greatest(bytes, 0) FROM artifact_store_usage WHERE id = 0", NULL,
-                            ret, NULL);
+        return pg_query_u64(PG_STORE(s), sql_artifact_store_bytes, NULL, ret, NULL);
+}
+
+static int pg_artifact_store_bytes_async(Store *s, StoreCall *c) {
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_U64, sql_artifact_store_bytes, &(PgParams) {});
 }
 
 static int pg_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret) {
         PgParams p = {};
 
         pp_text(&p, owner);
-        return pg_query_u64(PG_STORE(s), "SELECT greatest(bytes, 0) FROM artifact_usage WHERE owner = $1", &p, ret,
-                            NULL);
+        return pg_query_u64(PG_STORE(s), sql_artifact_caller_bytes, &p, ret, NULL);
+}
+
+static int pg_artifact_caller_bytes_async(Store *s, const char *owner, StoreCall *c) {
+        PgParams p = {};
+
+        pp_text(&p, owner);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_U64, sql_artifact_caller_bytes, &p);
 }
 
 /* ---- the callback outbox ---- */
@@ -2310,6 +2336,8 @@ static const StoreOps pg_ops = {
         .list_async = pg_list_async,
         .get_artifacts_async = pg_get_artifacts_async,
         .callback_get_async = pg_callback_get_async,
+        .artifact_store_bytes_async = pg_artifact_store_bytes_async,
+        .artifact_caller_bytes_async = pg_artifact_caller_bytes_async,
         .session_put_async = pg_session_put_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,

@@ -357,6 +357,8 @@ static void store_call_list_free(StoreCallShape shape, void *list, size_t n) {
                 exec_artifacts_free(list);
         else if (shape == STORE_CALL_CALLBACK)
                 store_callback_free(list);
+        else if (shape == STORE_CALL_U64)
+                free(list);
 }
 
 static StoreCall *store_call_free(StoreCall *c) {
@@ -378,6 +380,8 @@ static void store_call_deliver(StoreCall *c) {
                 c->done(c->userdata, c->result, TAKE_PTR(c->record));
         else if (c->usage_done)
                 c->usage_done(c->userdata, c->result, c->result >= 0 ? c->list : NULL);
+        else if (c->u64_done)
+                c->u64_done(c->userdata, c->result, c->result >= 0 && c->list ? *(uint64_t *) c->list : 0);
         else if (c->artifacts_done || c->callback_done) {
                 void *one = c->result >= 0 ? TAKE_PTR(c->list) : NULL;
 
@@ -450,7 +454,7 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
 
                 store_call_unlink(s, c);
                 if (c->done || c->nodes_done || c->records_done || c->callbacks_done || c->usage_done ||
-                    c->session_done || c->page_done || c->artifacts_done || c->callback_done) {
+                    c->session_done || c->page_done || c->artifacts_done || c->callback_done || c->u64_done) {
                         if (c->result < 0 && c->error)
                                 store_set_error(s, c->error);
                         store_call_deliver(c);
@@ -600,6 +604,7 @@ static int store_async_run_list(Store *s, StoreAsyncStartFn start, StoreSyncList
         c->page_done = how->page_done;
         c->artifacts_done = how->artifacts_done;
         c->callback_done = how->callback_done;
+        c->u64_done = how->u64_done;
         c->page_limit = how->page_limit;
         c->page_order = how->page_order;
         c->sort_records = how->sort_records;
@@ -678,6 +683,7 @@ StoreCall *store_call_cancel(StoreCall *c) {
                 c->page_done = NULL;
                 c->artifacts_done = NULL;
                 c->callback_done = NULL;
+                c->u64_done = NULL;
                 c->userdata = NULL;
         }
         return NULL;
@@ -1178,6 +1184,60 @@ int store_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret) {
         if (!s || !ret)
                 return -EINVAL;
         return s->ops->artifact_caller_bytes(s, owner ?: "", ret);
+}
+
+/* A read of one number as a list of one (STORE_CALL_U64). */
+static int u64_list(int r, uint64_t v, void **ret, size_t *ret_n) {
+        uint64_t *p;
+
+        if (r < 0)
+                return r;
+        p = malloc(sizeof(uint64_t));
+        if (!p)
+                return -ENOMEM;
+        *p = v;
+        *ret = p;
+        *ret_n = 1;
+        return 0;
+}
+
+static int store_bytes_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->artifact_store_bytes_async ? s->ops->artifact_store_bytes_async(s, c) : -EOPNOTSUPP;
+}
+
+static int store_bytes_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        uint64_t v = 0;
+        int r = s->ops->artifact_store_bytes(s, &v);
+
+        return u64_list(r, v, ret, ret_n);
+}
+
+int store_artifact_store_bytes_async(Store *s, StoreU64DoneFn done, void *userdata, StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_U64, .u64_done = done, .userdata = userdata };
+
+        if (!s)
+                return -EINVAL;
+        return store_async_run_list(s, store_bytes_start, store_bytes_sync, NULL, &how, ret_call);
+}
+
+static int caller_bytes_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->artifact_caller_bytes_async ? s->ops->artifact_caller_bytes_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int caller_bytes_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        uint64_t v = 0;
+        int r = s->ops->artifact_caller_bytes(s, args, &v);
+
+        return u64_list(r, v, ret, ret_n);
+}
+
+int store_artifact_caller_bytes_async(Store *s, const char *owner, StoreU64DoneFn done, void *userdata,
+                                      StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_U64, .u64_done = done, .userdata = userdata };
+
+        if (!s)
+                return -EINVAL;
+        return store_async_run_list(s, caller_bytes_start, caller_bytes_sync, owner ?: "", &how, ret_call);
 }
 
 int store_count(Store *s, uint64_t *ret) {

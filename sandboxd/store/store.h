@@ -314,6 +314,11 @@ int store_get_artifacts_async(Store *s, const char *id, StoreArtifactsDoneFn don
  * (NULL: executions with no known owner). 0 when there are none. */
 int store_artifact_store_bytes(Store *s, uint64_t *ret);
 int store_artifact_caller_bytes(Store *s, const char *owner, uint64_t *ret);
+/* Both without waiting (store_put_async()): done(userdata, r, bytes). */
+typedef void (*StoreU64DoneFn)(void *userdata, int r, uint64_t v);
+int store_artifact_store_bytes_async(Store *s, StoreU64DoneFn done, void *userdata, StoreCall **ret_call);
+int store_artifact_caller_bytes_async(Store *s, const char *owner, StoreU64DoneFn done, void *userdata,
+                                      StoreCall **ret_call);
 
 int store_count(Store *s, uint64_t *ret);
 

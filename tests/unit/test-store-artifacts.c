@@ -637,6 +637,7 @@ static struct {
         int r;
         ExecArtifacts *a;
         StoreCallback *cb;
+        uint64_t bytes;
 } one;
 
 static void on_artifacts_got(void *userdata, int r, ExecArtifacts *a) {
@@ -644,6 +645,12 @@ static void on_artifacts_got(void *userdata, int r, ExecArtifacts *a) {
         one.r = r;
         exec_artifacts_free(one.a);
         one.a = a;
+}
+
+static void on_bytes_got(void *userdata, int r, uint64_t v) {
+        one.calls++;
+        one.r = r;
+        one.bytes = v;
 }
 
 static void on_callback_got(void *userdata, int r, StoreCallback *cb) {
@@ -692,12 +699,35 @@ static void test_reads_async(_unused_ void **state) {
         assert_int_equal(one.a->n_items, 0);
         assert_int_equal(one.a->n_skipped_total, 0);
 
+        /* The usage sums, as the synchronous reads have them (charged bytes of the list put above,
+         * then of the empty one: nothing). */
+        {
+                _cleanup_(exec_artifacts_freep) ExecArtifacts *charged = charged_artifacts(4096, SHA_A, SHA_B);
+                uint64_t want = UINT64_MAX;
+
+                assert_int_equal(store_put_artifacts(s, "exec_ra", charged), 0);
+                assert_int_equal(store_artifact_caller_bytes(s, "uid:1000", &want), 0);
+                assert_true(want > 0);
+                assert_int_equal(store_artifact_caller_bytes_async(s, "uid:1000", on_bytes_got, NULL, NULL), 0);
+                run_until_one(e, 4);
+                assert_int_equal(one.r, 0);
+                assert_int_equal(one.bytes, want);
+                assert_int_equal(store_artifact_store_bytes(s, &want), 0);
+                assert_int_equal(store_artifact_store_bytes_async(s, on_bytes_got, NULL, NULL), 0);
+                run_until_one(e, 5);
+                assert_int_equal(one.bytes, want);
+                assert_int_equal(store_artifact_caller_bytes_async(s, "uid:nobody", on_bytes_got, NULL, NULL), 0);
+                run_until_one(e, 6);
+                assert_int_equal(one.r, 0);
+                assert_int_equal(one.bytes, 0);
+        }
+
         assert_int_equal(store_callback_get_async(s, "exec_cbx", on_callback_got, NULL, NULL), 0);
-        run_until_one(e, 4);
+        run_until_one(e, 7);
         assert_int_equal(one.r, -ENOENT);
         put_with_callback(s, "exec_cbx", BASE_USEC + 5);
         assert_int_equal(store_callback_get_async(s, "exec_cbx", on_callback_got, NULL, NULL), 0);
-        run_until_one(e, 5);
+        run_until_one(e, 8);
         assert_int_equal(one.r, 0);
         assert_string_equal(one.cb->delivery_id, "dlv_exec_cbx");
         assert_int_equal(one.cb->state, CALLBACK_PENDING);
