@@ -372,8 +372,10 @@ static void on_earlier_got(void *userdata, int r, StoreRecord *rec) {
                  * that job, in the runner or about to be, not the record of it as queued. */
                 if (s->i_earlier == 0 &&
                     (runner_find_visible(s->ac, s->owner, s->key) || recording(s->ac, s->key, s))) {
+                        /* The checks go on as for a new id: step_create() finds it (or waits). */
                         store_record_free(rec);
-                        step_create(s);
+                        s->i_earlier = 2;
+                        step_usage(s);
                         return;
                 }
                 submission_found(s, NULL, rec);
@@ -566,6 +568,7 @@ static int check_budgets(Submission *s, RequestError *err) {
 }
 
 static void on_recorded(void *userdata, int r, StoreRecord *rec);
+static void recorded(Submission *s, int r, bool logged);
 
 /* What the reads cannot have settled, now, without waiting: an execution of the same id made since
  * (in the runner, or being recorded: then wait for it), the stop, the budgets; then the job and its
@@ -628,27 +631,33 @@ static void step_create(Submission *s) {
         s->step = STEP_RECORD;
         /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
         if (!ac->ctx->store) {
-                on_recorded(s, 0, NULL);
+                recorded(s, 0, false);
                 return;
         }
         r = job_record_async(s->job, on_recorded, s, &s->call);
         if (r < 0)
-                /* Refused (-ENOBUFS: the store is far behind): written waiting, which also slows the
-                 * callers down to the store's pace. */
-                on_recorded(s, job_persist(s->job), NULL);
+                /* Refused (-ENOBUFS: the store is far behind): written waiting (which logs a failure),
+                 * which also slows the callers down to the store's pace. */
+                recorded(s, job_persist(s->job), true);
 }
 
 static void on_recorded(void *userdata, int r, StoreRecord *rec) {
         Submission *s = userdata;
+
+        store_record_free(rec);
+        s->call = NULL;
+        recorded(s, r, false);
+}
+
+static void recorded(Submission *s, int r, bool logged) {
         ApiContext *ac = s->ac;
         SubmitResult res;
         RequestError err;
         Job *j;
 
-        store_record_free(rec);
-        s->call = NULL;
         if (r < 0) {
-                job_persist_failed(s->job, r);
+                if (!logged)
+                        job_persist_failed(s->job, r);
                 s->job = job_free(s->job);
                 (void) fail(&err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE,
                             "the execution could not be recorded (%s); nothing was started", store_error_public(r));
