@@ -335,15 +335,12 @@ static uint64_t manager_running(void *userdata) {
         return n.running;
 }
 
-/* The gauges of GET /metrics, as they are now. */
+/* The gauges of GET /metrics, as they are now in memory (the outbox's count is the store's: the API
+ * reads it). */
 static void manager_metrics_gauges(void *userdata, MetricsGauges *ret) {
         Manager *m = userdata;
-        uint64_t outbox = 0;
         RunnerCounts n;
 
-
-        /* One indexed count: deliveries stay in the store, not in memory. */
-        (void) store_callback_count(m->ctx.store, CALLBACK_PENDING, &outbox);
         runner_counts(m->runner, &n);
         *ret = (MetricsGauges) {
                 .running = n.running,
@@ -352,7 +349,6 @@ static void manager_metrics_gauges(void *userdata, MetricsGauges *ret) {
                 .queue_max = m->ctx.config->max_queued,
                 .pool_ready = workspace_pool_count(m->ctx.pool),
                 .pool_target = m->ctx.config->workspace_pool,
-                .outbox = outbox,
                 .sessions = sessions_count(m->sessions),
                 .records_unsaved = runner_unsaved(m->runner),
                 .shared_queue = m->ctx.shared_queue,

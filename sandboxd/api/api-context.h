@@ -14,7 +14,7 @@ typedef struct Sessions Sessions;
 typedef struct Submission Submission;
 
 typedef struct ApiOps {
-        /* The gauges of GET /metrics, as they are now. */
+        /* The gauges of GET /metrics, as they are now in memory (outbox: 0, the API reads it). */
         void (*gauges)(void *userdata, MetricsGauges *ret);
         /* Reload the configuration (Reload() on the bus); on error the old one stays. */
         int (*reload)(void *userdata);

@@ -1092,16 +1092,57 @@ static void handle_health(ApiContext *ac, HttpRequest *req) {
 /* Prometheus text exposition. Counters are this process's: they start over when sandboxd restarts,
  * which Prometheus' rate() handles as a counter reset. Every caller may read them (on TCP only with
  * a valid key, as every request): they are totals and say nothing about anyone's executions. */
-static void handle_metrics(ApiContext *ac, HttpRequest *req) {
+typedef struct MetricsCall {
+        ApiContext *ac;
+        HttpRequest *req;
+        StoreCall *call;
+} MetricsCall;
+
+static void metrics_respond(ApiContext *ac, HttpRequest *req, uint64_t outbox) {
         MetricsGauges g;
         char *text = NULL;
 
         ac->ops->gauges(ac->ops_data, &g);
+        g.outbox = outbox;
         if (metrics_render(ac->ctx->metrics, &g, &text) < 0) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
         http_respond_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text);
+}
+
+static void on_metrics_gone(HttpRequest *req, void *userdata) {
+        MetricsCall *mc = userdata;
+
+        (void) store_call_cancel(mc->call);
+        free(mc);
+}
+
+/* The outbox's pending deliveries are counted in the store (one indexed count, without waiting);
+ * an error counts as none, as it always did. */
+static void on_outbox_counted(void *userdata, int r, uint64_t n) {
+        MetricsCall *mc = userdata;
+
+        http_request_set_gone_cb(mc->req, NULL, NULL);
+        metrics_respond(mc->ac, mc->req, r >= 0 ? n : 0);
+        free(mc);
+}
+
+static void handle_metrics(ApiContext *ac, HttpRequest *req) {
+        MetricsCall *mc;
+
+        if (!ac->ctx->store || !(mc = calloc(1, sizeof(MetricsCall)))) {
+                metrics_respond(ac, req, 0);
+                return;
+        }
+        *mc = (MetricsCall) { .ac = ac, .req = req };
+        if (store_callback_count_async(ac->ctx->store, CALLBACK_PENDING, on_outbox_counted, mc, &mc->call) < 0) {
+                free(mc);
+                metrics_respond(ac, req, 0);
+                return;
+        }
+        http_request_suspend(req);
+        http_request_set_gone_cb(req, on_metrics_gone, mc);
 }
 
 void api_route_match(const char *method, const char *path, ApiRoute *ret) {

@@ -106,6 +106,7 @@ typedef struct StoreOps {
         int (*callback_get_async)(Store *s, const char *id, StoreCall *c);
         int (*artifact_store_bytes_async)(Store *s, StoreCall *c);
         int (*artifact_caller_bytes_async)(Store *s, const char *owner, StoreCall *c);
+        int (*callback_count_async)(Store *s, CallbackState st, StoreCall *c);
         /* Optional: wait for every started call to end (store_close(), which keeps no write back). */
         void (*async_flush)(Store *s);
 } StoreOps;

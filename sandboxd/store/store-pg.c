@@ -1948,11 +1948,20 @@ static int pg_callback_next_due(Store *s, uint64_t *ret_usec) {
         return 0;
 }
 
+static const char sql_callback_count[] = "SELECT count(*) FROM callbacks WHERE state = $1";
+
 static int pg_callback_count(Store *s, CallbackState state, uint64_t *ret) {
         PgParams p = {};
 
         pp_text(&p, callback_state_to_string(state));
-        return pg_query_u64(PG_STORE(s), "SELECT count(*) FROM callbacks WHERE state = $1", &p, ret, NULL);
+        return pg_query_u64(PG_STORE(s), sql_callback_count, &p, ret, NULL);
+}
+
+static int pg_callback_count_async(Store *s, CallbackState state, StoreCall *c) {
+        PgParams p = {};
+
+        pp_text(&p, callback_state_to_string(state));
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_U64, sql_callback_count, &p);
 }
 
 static const char sql_callback_update[] =
@@ -2338,6 +2347,7 @@ static const StoreOps pg_ops = {
         .callback_get_async = pg_callback_get_async,
         .artifact_store_bytes_async = pg_artifact_store_bytes_async,
         .artifact_caller_bytes_async = pg_artifact_caller_bytes_async,
+        .callback_count_async = pg_callback_count_async,
         .session_put_async = pg_session_put_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,

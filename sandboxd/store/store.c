@@ -1240,6 +1240,28 @@ int store_artifact_caller_bytes_async(Store *s, const char *owner, StoreU64DoneF
         return store_async_run_list(s, caller_bytes_start, caller_bytes_sync, owner ?: "", &how, ret_call);
 }
 
+static int callback_count_start(Store *s, const void *args, StoreCall *c) {
+        const CallbackState *st = args;
+
+        return s->ops->callback_count_async ? s->ops->callback_count_async(s, *st, c) : -EOPNOTSUPP;
+}
+
+static int callback_count_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        const CallbackState *st = args;
+        uint64_t v = 0;
+        int r = s->ops->callback_count(s, *st, &v);
+
+        return u64_list(r, v, ret, ret_n);
+}
+
+int store_callback_count_async(Store *s, CallbackState st, StoreU64DoneFn done, void *userdata, StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_U64, .u64_done = done, .userdata = userdata };
+
+        if (!s || st < 0 || st >= _CALLBACK_STATE_MAX)
+                return -EINVAL;
+        return store_async_run_list(s, callback_count_start, callback_count_sync, &st, &how, ret_call);
+}
+
 int store_count(Store *s, uint64_t *ret) {
         if (!s || !ret)
                 return -EINVAL;

@@ -336,6 +336,8 @@ int store_callback_due(Store *s, uint64_t now_usec, unsigned limit, StoreCallbac
 int store_callback_next_due(Store *s, uint64_t *ret_usec);
 /* How many deliveries are in state st. */
 int store_callback_count(Store *s, CallbackState st, uint64_t *ret);
+/* The same without waiting (store_put_async()): done(userdata, r, count). */
+int store_callback_count_async(Store *s, CallbackState st, StoreU64DoneFn done, void *userdata, StoreCall **ret_call);
 /* Write state, attempts, next_attempt_usec, last_error and delivered_usec of c by execution_id;
  * -ENOENT if there is no such delivery. */
 int store_callback_update(Store *s, const StoreCallback *c);

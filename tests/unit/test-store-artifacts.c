@@ -734,6 +734,15 @@ static void test_reads_async(_unused_ void **state) {
         assert_int_equal(one.cb->next_attempt_usec, BASE_USEC + 5);
         assert_null(one.cb->body);
         assert_int_equal(store_callback_get_async(s, "bad id!", on_callback_got, NULL, NULL), -EINVAL);
+        /* The outbox's count (GET /metrics): one pending, none delivered. */
+        assert_int_equal(store_callback_count_async(s, CALLBACK_PENDING, on_bytes_got, NULL, NULL), 0);
+        run_until_one(e, 9);
+        assert_int_equal(one.r, 0);
+        assert_int_equal(one.bytes, 1);
+        assert_int_equal(store_callback_count_async(s, CALLBACK_DELIVERED, on_bytes_got, NULL, NULL), 0);
+        run_until_one(e, 10);
+        assert_int_equal(one.bytes, 0);
+        assert_int_equal(store_callback_count_async(s, _CALLBACK_STATE_MAX, on_bytes_got, NULL, NULL), -EINVAL);
         assert_int_equal(store_async_pending(s), 0);
 
         exec_artifacts_free(one.a);
