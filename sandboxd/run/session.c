@@ -380,10 +380,11 @@ int sessions_acquire(Sessions *ss, const char *id, const char *owner, uint64_t d
                 goto internal;
         r = session_persist(s);
         if (r < 0) {
+                /* The backend's own message (logged) names its host and database: not the caller's. */
                 (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
                 return request_error(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE, NULL,
                                      "the session could not be recorded (%s); nothing was started",
-                                     store_error_message(ctx->store));
+                                     store_error_public(r));
         }
         s->next = ss->list;
         ss->list = TAKE_PTR(created);

@@ -81,6 +81,12 @@ t.ok(st in (503, 507) and code_of(r) == "store_error" and "execution_id" not in 
      "a submission while the server is down is refused with store_error, no execution id", (st, r))
 t.ok("PostgreSQL" not in str(r) and "host=" not in str(r),
      "the refusal does not name the backend's connection", r)
+# A run that would make a session: refused the same way, and saying as little of the backend.
+st, r = request("POST", "/v1/executions", {"language": "python", "code": "print(1)", "session_id": "down-sess"})
+t.ok(st in (503, 507) and code_of(r) == "store_error" and "execution_id" not in r,
+     "a run of a new session while the server is down is refused with store_error", (st, r))
+t.ok("PostgreSQL" not in str(r) and "host=" not in str(r) and "socket" not in str(r),
+     "that refusal does not name the backend's connection either", r)
 # The sleepers end while the server is down: their results wait in the daemon.
 time.sleep(2.5)
 t.ok(all(get(e)[0] == 200 for e, _ in running), "the sleepers' records answer from memory while it is down",
