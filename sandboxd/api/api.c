@@ -455,19 +455,27 @@ static void on_get_gone(HttpRequest *req, void *userdata) {
         free(g);
 }
 
+/* The lookup is over: g goes; none found is answered 404 here (false). Another owner's execution is
+ * "not found": its existence is not ours to reveal. */
+static bool get_lookup_end(GetLookup *g, Job *j, StoreRecord *rec) {
+        HttpRequest *req = g->req;
+        bool found = j || rec;
+
+        if (g->suspended)
+                http_request_set_gone_cb(req, NULL, NULL);
+        if (!found)
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", g->id);
+        free(g);
+        return found;
+}
+
 static void on_get_found(void *userdata, Job *j, StoreRecord *found) {
         _cleanup_(store_record_freep) StoreRecord *rec = found;
         GetLookup *g = userdata;
         HttpRequest *req = g->req;
         ApiContext *ac = g->ac;
 
-        if (g->suspended)
-                http_request_set_gone_cb(req, NULL, NULL);
-        /* Another owner's execution is "not found": its existence is not ours to reveal. */
-        if (!j && !rec)
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", g->id);
-        free(g);
-        if (!j && !rec)
+        if (!get_lookup_end(g, j, rec))
                 return;
         if (!j) {
                 if (query_true(req, "wait") && held_elsewhere(ac, rec))
@@ -533,12 +541,7 @@ static void on_artifacts_found(void *userdata, Job *j, StoreRecord *rec) {
         ApiContext *ac = g->ac;
         ApiRender *a;
 
-        if (g->suspended)
-                http_request_set_gone_cb(req, NULL, NULL);
-        if (!j && !rec)
-                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", g->id);
-        free(g);
-        if (!j && !rec)
+        if (!get_lookup_end(g, j, rec))
                 return;
         a = calloc(1, sizeof(ApiRender));
         if (!a) {
