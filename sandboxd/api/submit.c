@@ -245,6 +245,7 @@ struct Submission {
         Job *job;                /* STEP_RECORD: not the runner's until recorded */
         bool starts_now;         /* STEP_RECORD: a slot was free for it (check_budgets()) */
         Submission *waiting_for; /* STEP_WAIT */
+        bool woken;              /* ... that one ended: look again */
 };
 
 static void submission_free(Submission *s) {
@@ -278,10 +279,15 @@ static void submission_end(Submission *s, int r, SubmitResult *res, const Reques
         if (s->called)
                 *s->called = true;
         s->done = NULL;
-        submission_free(s);
-        for (t = ac->submissions; t; )
+        for (t = ac->submissions; t; t = t->next)
                 if (t->step == STEP_WAIT && t->waiting_for == s) {
                         t->waiting_for = NULL;
+                        t->woken = true;
+                }
+        submission_free(s);
+        for (t = ac->submissions; t; )
+                if (t->woken) {
+                        t->woken = false;
                         step_create(t);         /* may end t (and others): look from the start again */
                         t = ac->submissions;
                 } else
