@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -950,10 +951,19 @@ static void on_render_callback(void *userdata, int r, StoreCallback *cb) {
 /* The JSON of what was gathered: the record read (or given), else the job; the artifact list read,
  * else (a record read back for a job whose list the store does not have) the job's. Then the
  * callback's state of a final one. */
+static void render_job_step(RecordRender *x);
+
 static void render_json(RecordRender *x) {
         Execution *e = x->rec ? x->rec->exec : x->job->exec;
         Store *store = x->ac->ctx->store;
         bool borrowed = false;
+
+        /* The job's final record was written while the store was read (its answers come in order):
+         * the job has let its output go, the record has it. */
+        if (!x->rec && job_is_final(x->job) && x->job->output_stored && store) {
+                render_job_step(x);
+                return;
+        }
 
         if (!e->artifacts) {
                 if (x->artifacts)
@@ -993,7 +1003,7 @@ static void render_artifacts(RecordRender *x, const Execution *e) {
         Store *store = x->ac->ctx->store;
         int r;
 
-        if (!store || !exec_status_is_final(e->status) || e->artifacts) {
+        if (!store || !exec_status_is_final(e->status) || e->artifacts || x->artifacts) {
                 render_json(x);
                 return;
         }
@@ -1054,6 +1064,8 @@ static void render_job_step(RecordRender *x) {
         Job *j = x->job;
         Store *store = x->ac->ctx->store;
         int r;
+
+        assert(!x->rec);
 
         if (job_is_final(j) && j->output_stored && store) {
                 /* A final job's output is in the store only (up to 2 * (OutputHeadBytes= +

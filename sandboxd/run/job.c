@@ -962,20 +962,37 @@ void job_start(Job *j) {
  * sandboxd's own deadline from now. */
 /* log: the journal entry now (a warm claim writes it after its claim is out: journald wakes on
  * it, and the program had better have a CPU first). */
+/* The running record is in the store (or was refused): now the journal's start entry. A restart that
+ * finds a unit whose record never said running logs the start itself (job_adopt()); so the entry is
+ * written once the record says so, not before, or a SIGKILL between the two would log it twice. */
+static void on_running_persisted(void *userdata, int r, StoreRecord *rec) {
+        Job *j = userdata;
+
+        store_record_free(rec);
+        if (r < 0)
+                job_persist_failed(j, r);
+        log_execution_start(j);
+}
+
 static void job_mark_running(Job *j, bool log) {
         Context *ctx = j->ctx;
+        StoreRecord rec;
         uint64_t deadline;
 
         j->state = JOB_RUNNING;
         j->exec->status = EXEC_RUNNING;
         j->exec->started_usec = now_usec(CLOCK_REALTIME);
         j->running_mono = now_mono(j);
-        /* Nothing waits for this write: the workspace went on record (synchronously) before the unit
-         * was started, and a restart that finds the unit adopts it whatever status the record has. */
-        job_persist_async(j);
-        live_log_set_running(j->live);
-        if (log)
+        /* Nothing waits for this write: the workspace went on record before the unit was started, and
+         * a restart that finds the unit adopts it whatever status the record has. */
+        rec = job_record(j);
+        if (!log)
+                job_persist_async(j);
+        else if (!ctx->store || store_put_async(ctx->store, &rec, on_running_persisted, j, NULL) < 0) {
+                job_persist_async(j);
                 log_execution_start(j);
+        }
+        live_log_set_running(j->live);
         deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC + ctx->config->kill_grace_ms * USEC_PER_MSEC;
         (void) sd_event_add_time(ctx->event, &j->deadline_src, CLOCK_MONOTONIC, deadline, 10000, on_deadline, j);
 }
@@ -1332,7 +1349,8 @@ static void log_execution_start(Job *j) {
                                "SANDBOXD_RECORD_ID=%s", e->id,
                                "SANDBOXD_SESSION_ID=%s", e->session_id ?: "",
                                "SANDBOXD_LANGUAGE=%s", e->language,
-                               "SANDBOXD_STATUS=%s", exec_status_to_string(e->status),
+                               /* Running, also when logged from the record's answer after it ended. */
+                               "SANDBOXD_STATUS=%s", exec_status_to_string(EXEC_RUNNING),
                                "SANDBOXD_TIMEOUT_MS=%" PRIu64, e->limits.timeout_ms,
                                "SANDBOXD_MEMORY_MB=%" PRIu64, e->limits.memory_mb,
                                "UNIT=%s", j->unit_name,
