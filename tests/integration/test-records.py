@@ -109,10 +109,19 @@ def psql(sql):
                           capture_output=True, text=True, timeout=60)
 
 
+def unit_log_after_failure():
+    """The unit's journal once systemd's own line of the failure is in it: systemctl start returns
+    when the start job fails, journald may write that line a moment later (bounded wait)."""
+    def read():
+        return subprocess.run(["journalctl", "-u", "sandboxd.service", "-o", "cat", "--no-pager"],
+                              capture_output=True, text=True).stdout
+    wait_until(lambda: "status=1/FAILURE" in read(), 10)
+    return read()
+
+
 def start_refused(name, problem):
     start = subprocess.run(["systemctl", "start", "sandboxd.service"], capture_output=True, text=True)
-    log = subprocess.run(["journalctl", "-u", "sandboxd.service", "-o", "cat", "--no-pager"], capture_output=True,
-                         text=True).stdout
+    log = unit_log_after_failure()
     t.ok(start.returncode != 0 and "status=1/FAILURE" in log and "dumped core" not in log,
          f"start with {name} fails with exit status 1, no crash", (start.returncode, log[-800:]))
     t.ok("PostgreSQL database 'postgres'" in log and problem in log,
@@ -132,8 +141,7 @@ if not PG_STORE:
     with open(db, "wb") as f:
         f.write(os.urandom(8192))
     start = subprocess.run(["systemctl", "start", "sandboxd.service"], capture_output=True, text=True)
-    log = subprocess.run(["journalctl", "-u", "sandboxd.service", "-o", "cat", "--no-pager"], capture_output=True,
-                         text=True).stdout
+    log = unit_log_after_failure()
     t.ok(start.returncode != 0 and "status=1/FAILURE" in log and "dumped core" not in log and "SIGSEGV" not in log,
          "start with a corrupted database fails with exit status 1, no crash", (start.returncode, log[-800:]))
     t.ok(db in log and ("corrupt" in log or "not a" in log), "the journal names the database and the problem",
