@@ -44,6 +44,7 @@ struct ArtifactCallerWait {
         ArtifactCallerWait *next;        /* a->waits */
         ArtifactCallerFn done;
         void *userdata;
+        bool *called;                    /* while artifact_accounts_caller_async() runs: done was called */
 };
 
 struct ArtifactSettle {
@@ -51,6 +52,7 @@ struct ArtifactSettle {
         ArtifactSettle *prev, *next;     /* m->settles */
         ArtifactCallerAccount *a;        /* referenced until the end, or NULL */
         uint64_t reserved;
+        unsigned pending;                /* reads not answered, and the one issuing them */
         StoreCall *store_call, *caller_call;
 };
 
@@ -76,6 +78,8 @@ static void on_caller_bytes(void *userdata, int r, uint64_t bytes) {
                 void *ud = w->userdata;
 
                 a->waits = w->next;
+                if (w->called)
+                        *w->called = true;
                 free(w);
                 if (r < 0) {
                         caller_unref(m, a);
@@ -90,6 +94,7 @@ int artifact_accounts_caller_async(ArtifactAccounts *m, const char *owner, Artif
                                    ArtifactCallerWait **ret) {
         ArtifactCallerAccount *a;
         ArtifactCallerWait *w;
+        bool created = false, called = false;
         int r;
 
         *ret = NULL;
@@ -118,15 +123,25 @@ int artifact_accounts_caller_async(ArtifactAccounts *m, const char *owner, Artif
                 a->loading = true;
                 a->next = m->callers;
                 m->callers = a;
+                created = true;
+        }
+        /* The waiter (and its reference) first: without an event loop the answer comes at once. */
+        a->n_refs++;
+        *w = (ArtifactCallerWait) { .m = m, .a = a, .done = done, .userdata = userdata, .next = a->waits,
+                                    .called = &called };
+        a->waits = w;
+        if (created) {
                 r = store_artifact_caller_bytes_async(m->ctx->store, a->owner, on_caller_bytes, a, &a->read);
+                if (called)
+                        return 1;       /* answered (w and maybe a are gone) */
                 if (r < 0) {
                         /* Refused (-ENOBUFS: the store is far behind): read waiting. */
                         uint64_t bytes = 0;
 
-                        a->n_refs = 1;
+                        a->waits = w->next;
+                        free(w);
                         r = store_artifact_caller_bytes(m->ctx->store, a->owner, &bytes);
                         a->loading = false;
-                        free(w);
                         if (r < 0) {
                                 caller_unref(m, a);
                                 return r;
@@ -136,9 +151,7 @@ int artifact_accounts_caller_async(ArtifactAccounts *m, const char *owner, Artif
                         return 1;
                 }
         }
-        a->n_refs++;
-        *w = (ArtifactCallerWait) { .m = m, .a = a, .done = done, .userdata = userdata, .next = a->waits };
-        a->waits = w;
+        w->called = NULL;
         *ret = w;
         return 0;
 }
@@ -174,7 +187,7 @@ static void settle_free(ArtifactSettle *x) {
 static void settle_maybe_end(ArtifactSettle *x) {
         ArtifactAccounts *m = x->m;
 
-        if (x->store_call || x->caller_call)
+        if (x->pending > 0)
                 return;
         artifact_account_release(&m->store_account, x->reserved);
         if (x->a)
@@ -187,6 +200,7 @@ static void on_settle_store_bytes(void *userdata, int r, uint64_t bytes) {
         ArtifactSettle *x = userdata;
 
         x->store_call = NULL;
+        x->pending--;
         /* On failure the last value stays: it was right until this write, which may not have
          * happened either. */
         if (r < 0)
@@ -201,6 +215,7 @@ static void on_settle_caller_bytes(void *userdata, int r, uint64_t bytes) {
         ArtifactSettle *x = userdata;
 
         x->caller_call = NULL;
+        x->pending--;
         if (r < 0)
                 log_warning_errno(r, "Cannot read the artifact usage of '%s', keeping the last: %s", x->a->owner,
                                   store_error_message(x->m->ctx->store));
@@ -270,17 +285,28 @@ void artifact_accounts_settle(ArtifactAccounts *m, ArtifactCallerAccount **calle
         /* The committed parts first, the reservation after: in between the rows count twice, which
          * errs on the side of the budget. */
         if (recorded && (x = calloc(1, sizeof(ArtifactSettle)))) {
-                *x = (ArtifactSettle) { .m = m, .a = a, .reserved = reserved, .next = m->settles };
+                /* pending: the two reads and this, which issues them (without an event loop they are
+                 * answered at once). */
+                *x = (ArtifactSettle) { .m = m, .a = a, .reserved = reserved, .pending = 1, .next = m->settles };
                 if (m->settles)
                         m->settles->prev = x;
                 m->settles = x;
-                if (store_artifact_store_bytes_async(m->ctx->store, on_settle_store_bytes, x, &x->store_call) < 0)
+                x->pending++;
+                if (store_artifact_store_bytes_async(m->ctx->store, on_settle_store_bytes, x, &x->store_call) < 0) {
+                        x->pending--;
                         store_refresh(m);
-                if (a && store_artifact_caller_bytes_async(m->ctx->store, a->owner, on_settle_caller_bytes, x,
-                                                           &x->caller_call) < 0 &&
-                    caller_refresh(m, a) < 0)
-                        log_warning("Cannot read the artifact usage of '%s', keeping the last: %s", a->owner,
-                                    store_error_message(m->ctx->store));
+                }
+                if (a) {
+                        x->pending++;
+                        if (store_artifact_caller_bytes_async(m->ctx->store, a->owner, on_settle_caller_bytes, x,
+                                                              &x->caller_call) < 0) {
+                                x->pending--;
+                                if (caller_refresh(m, a) < 0)
+                                        log_warning("Cannot read the artifact usage of '%s', keeping the last: %s",
+                                                    a->owner, store_error_message(m->ctx->store));
+                        }
+                }
+                x->pending--;
                 settle_maybe_end(x);
                 return;
         }
