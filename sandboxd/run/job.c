@@ -417,7 +417,6 @@ static void job_persist_final_async(Job *j) {
 
         j->final_writing = j->final_in_call = true;
         r = job_record_to_write(j, &request);
-        /* A record with a delivery is written synchronously inside (two statements, one transaction). */
         k = store_put_async(j->ctx->store, &r, on_final_persisted, j, NULL);
         if (k == -ENOBUFS)
                 /* The store is STORE_ASYNC_MAX calls behind: this one waits for them. */

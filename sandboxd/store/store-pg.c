@@ -175,7 +175,7 @@ static int pg_fail(PgStore *ps, const PGresult *res) {
 
 /* ---- parameters ---- */
 
-#define PG_PARAMS_MAX 48
+#define PG_PARAMS_MAX 56
 
 /* The parameters of one statement: text, except the fingerprint (binary). Numbers are formatted
  * into the struct itself, strings point at the caller's. */
@@ -828,7 +828,7 @@ static int pg_call_result(PgStore *ps, PgCall *pc, void **ret, size_t *ret_n) {
                 if (strtoull(PQcmdTuples(pc->res), NULL, 10) > 0)
                         return 0;
                 pg_set_error(ps, "the execution was taken over by another node");
-                return -ESTALE;         /* the fence (pg_put_fenced()) */
+                return -ESTALE;         /* the fence (FENCE_WHERE) */
         }
         if (pc->kind == PG_CALL_COMMAND)
                 return 0;
@@ -1122,10 +1122,23 @@ static const char sql_get[] = "SELECT " STORE_COLUMNS " FROM executions WHERE ex
 static const char sql_unfinished[] =
         "SELECT " STORE_COLUMNS " FROM executions WHERE status IN ($1, $2) ORDER BY created_at, execution_id";
 
-/* An execution is final once: a second final write (a retried put) keeps the delivery as it is. */
-static const char sql_callback_enqueue[] =
-        "INSERT INTO callbacks (" CALLBACK_COLUMNS ", body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
-        "ON CONFLICT (execution_id) DO NOTHING";
+/* A record with its callback delivery, in one statement: the delivery is inserted only when the
+ * record was (u has its row: the fence let it through), and both commit together or not at all; an
+ * execution is final once, so a second final write (a retried put) keeps the delivery as it is. The
+ * delivery's parameters follow the record's ($45..$54, params_callback()); typed here, as a SELECT
+ * list does not take them from the columns. One row when written, none when fenced. */
+#define SQL_PUT_CALLBACK(tail)                                                                         \
+        "WITH u AS (" SQL_PUT " RETURNING execution_id), " \
+        "c AS (INSERT INTO callbacks (" CALLBACK_COLUMNS ", body) " \
+        "SELECT $45::text, $46::text, $47::bigint, $48::bigint, $49::bigint, $50::bigint, $51::text, " \
+        "$52::text, $53::text, $54::text FROM u ON CONFLICT (execution_id) DO NOTHING) " tail
+static const char sql_put_callback[] = SQL_PUT_CALLBACK("SELECT execution_id FROM u");
+static const char sql_put_final_callback[] =
+        SQL_PUT_CALLBACK("SELECT pg_notify('" STORE_CHANNEL_FINAL "', execution_id) FROM u");
+
+/* The statement that writes rec, with its parameters in *p (network: the log's JSON, kept by the
+ * caller while p is used). */
+static const char *pg_put_statement(const StoreRecord *rec, const char *network, PgParams *p);
 
 /* The parameters of sql_put, in the order of STORE_COLUMNS. network: the log's JSON, kept by the
  * caller while p is used. */
@@ -1210,42 +1223,32 @@ static int pg_command_fenced(PgStore *ps, const char *sql, const PgParams *p) {
         return n == 0 ? -ESTALE : 0;
 }
 
-/* sql_put; -ESTALE when its fence kept the row (another node took the execution over). */
-static int pg_put_fenced(PgStore *ps, const PgParams *p, bool final) {
-        int r = pg_command_fenced(ps, final ? sql_put_final : sql_put, p);
+static const char *pg_put_statement(const StoreRecord *rec, const char *network, PgParams *p) {
+        bool final = exec_status_is_final(rec->exec->status);
 
-        if (r == -ESTALE)
-                pg_set_error(ps, "the execution was taken over by another node");
-        return r;
+        params_record(p, rec, network);
+        if (!rec->callback)
+                return final ? sql_put_final : sql_put;
+        params_callback(p, rec->callback);
+        return final ? sql_put_final_callback : sql_put_callback;
 }
 
+/* -ESTALE when the fence kept the row (another node took the execution over). */
 static int pg_put(Store *s, const StoreRecord *rec) {
         PgStore *ps = PG_STORE(s);
         _cleanup_free_ char *network = NULL;
+        const char *sql;
         PgParams p = {};
         int r;
 
         r = store_network_to_json(rec->exec, &network);
         if (r < 0)
                 return r;
-        params_record(&p, rec, network);
-
-        /* Without a delivery, one statement: it is its own transaction. */
-        if (!rec->callback)
-                return pg_put_fenced(ps, &p, exec_status_is_final(rec->exec->status));
-
-        /* With one, the record and the delivery commit together or not at all. */
-        r = pg_begin(ps);
-        if (r < 0)
-                return r;
-        r = pg_put_fenced(ps, &p, exec_status_is_final(rec->exec->status));
-        if (r >= 0) {
-                PgParams q = {};
-
-                params_callback(&q, rec->callback);
-                r = pg_query(ps, sql_callback_enqueue, &q, NULL);
-        }
-        return pg_end(ps, r);
+        sql = pg_put_statement(rec, network, &p);
+        r = pg_command_fenced(ps, sql, &p);
+        if (r == -ESTALE)
+                pg_set_error(ps, "the execution was taken over by another node");
+        return r;
 }
 
 static int pg_get(Store *s, const char *id, StoreRecord **ret) {
@@ -1271,15 +1274,11 @@ static int pg_put_async(Store *s, const StoreRecord *rec, StoreCall *c) {
         PgParams p = {};
         int r;
 
-        /* With a delivery: two statements in a transaction, which store.c writes synchronously. */
-        if (rec->callback)
-                return -EOPNOTSUPP;
         r = store_network_to_json(rec->exec, &network);
         if (r < 0)
                 return r;
-        params_record(&p, rec, network);        /* copied: network may go */
-        return pg_call_queue(PG_STORE(s), c, PG_CALL_PUT,
-                             exec_status_is_final(rec->exec->status) ? sql_put_final : sql_put, &p);
+        /* Copied: network may go. */
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_PUT, pg_put_statement(rec, network, &p), &p);
 }
 
 static int pg_get_async(Store *s, const char *id, StoreCall *c) {

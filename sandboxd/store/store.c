@@ -558,7 +558,7 @@ static int store_async_run(Store *s, StoreAsyncStartFn start, StoreSyncFn sync, 
                 return r;
         r = start(s, args, c);
         if (r == -EOPNOTSUPP) {
-                /* Synchronously (SQLite; a PostgreSQL write of two statements), in its order: a
+                /* Synchronously (SQLite; what a backend cannot send without waiting), in its order: a
                  * synchronous call waits for the ones queued before it. */
                 int k = sync(s, args, &got);
 

@@ -167,8 +167,8 @@ int store_get(Store *s, const char *id, StoreRecord **ret);
  *
  * PostgreSQL: one statement at a time on the store's connection (non-blocking, driven by the loop),
  * the others queued; a lost connection fails the call under way and those queued with -EIO, and is
- * made again as for synchronous calls. A record with a callback delivery (two statements in one
- * transaction) is written synchronously, as by store_put(). SQLite (local, fast): the call runs at
+ * made again as for synchronous calls (a record with its callback delivery is one statement, too).
+ * SQLite (local, fast): the call runs at
  * once, the callback comes from the loop. Without an event loop (store_attach_event(): tools, unit
  * tests) every call runs synchronously and done is called before store_*_async() returns, with
  * *ret_call NULL. */

@@ -1878,6 +1878,55 @@ static void test_async_heartbeat(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+/* A final record with its callback delivery, asynchronous (one statement on PostgreSQL): written
+ * together; fenced (the row another node's at a newer epoch) neither is, -ESTALE through the
+ * callback; a retried final write keeps the first delivery. */
+static void test_async_put_callback(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *a = record_on("exec_pcb", EXEC_SUCCESS, "n1", 1, BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *held = record_on("exec_pcf", EXEC_RUNNING, "n2", 3, BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *late = record_on("exec_pcf", EXEC_SUCCESS, "n1", 1, BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *got = NULL;
+        StoreCallback *cb = NULL;
+
+        a->callback = callback_new("exec_pcb", BASE_USEC + 10);
+        late->callback = callback_new("exec_pcf", BASE_USEC + 10);
+        assert_int_equal(store_put(s, held), 0);
+        assert_int_equal(store_put_async(s, a, on_async_done, (void *) 1, NULL), 0);
+        assert_int_equal(store_put_async(s, late, on_async_done, (void *) 2, NULL), 0);
+        /* The same final record again with another body: the delivery stays the first. */
+        free(a->callback->body);
+        a->callback->body = strdup("{\"second\":true}");
+        assert_non_null(a->callback->body);
+        assert_int_equal(store_put_async(s, a, on_async_done, (void *) 3, NULL), 0);
+        run_until(e, 3, 5000);
+        assert_int_equal(seen.n, 3);
+        assert_int_equal(seen.tag[0], 1);
+        assert_int_equal(seen.r[0], 0);
+        assert_int_equal(seen.tag[1], 2);
+        assert_int_equal(seen.r[1], -ESTALE);
+        assert_non_null(seen.error[1]);
+        assert_int_equal(seen.tag[2], 3);
+        assert_int_equal(seen.r[2], 0);
+
+        assert_int_equal(store_callback_get(s, "exec_pcb", true, &cb), 0);
+        assert_string_equal(cb->body, "{\"execution_id\":\"exec_pcb\",\"stdout\":\"w\u00f6rld\"}");
+        assert_int_equal(cb->state, CALLBACK_PENDING);
+        assert_int_equal(cb->next_attempt_usec, BASE_USEC + 10);
+        cb = store_callback_free(cb);
+        assert_int_equal(store_get(s, "exec_pcb", &got), 0);
+        assert_int_equal(got->exec->status, EXEC_SUCCESS);
+        got = store_record_free(got);
+
+        /* Fenced: neither the record nor its delivery. */
+        assert_int_equal(store_callback_get(s, "exec_pcf", true, &cb), -ENOENT);
+        assert_int_equal(store_get(s, "exec_pcf", &got), 0);
+        assert_int_equal(got->exec->status, EXEC_RUNNING);
+        assert_string_equal(got->exec->node, "n2");
+        close_with_event(s, e);
+}
+
 /* The dispatch's claim, asynchronous: the first of two nodes claims (0), the second is told -ESTALE,
  * both through the callback; the row is the first's. A backend of one node: -EOPNOTSUPP at once. */
 static void test_async_claim(_unused_ void **state) {
@@ -2492,6 +2541,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_sessions, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_nodes, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_heartbeat, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_put_callback, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_claim, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_sessions, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_usage_session, setup_dir, teardown_dir),
