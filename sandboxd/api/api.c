@@ -672,7 +672,7 @@ typedef struct CancelCall {
         ApiContext *ac;
         HttpRequest *req;
         FindLookup *find;
-        StoreCall *barrier;
+        CancelOp *op;
         bool suspended, cancelled;
         bool admin;
         char owner[HTTP_OWNER_MAX];
@@ -683,7 +683,7 @@ static void on_cancel_gone(HttpRequest *req, void *userdata) {
         CancelCall *c = userdata;
 
         (void) find_lookup_cancel(c->find);
-        (void) store_call_cancel(c->barrier);
+        (void) cancel_op_free(c->op);
         free(c);
 }
 
@@ -693,7 +693,7 @@ static void cancel_call_end(CancelCall *c) {
         free(c);
 }
 
-/* Wait (suspended) for the store: a lookup or the barrier. */
+/* Wait (suspended) for the store: a lookup or the cancel. */
 static void cancel_call_suspend(CancelCall *c) {
         if (c->suspended)
                 return;
@@ -702,7 +702,16 @@ static void cancel_call_suspend(CancelCall *c) {
         http_request_set_gone_cb(c->req, on_cancel_gone, c);
 }
 
-static void on_cancel_recorded(void *userdata, int r, StoreRecord *rec);
+static void on_cancel_done(void *userdata, int r, StoreRecord *rec);
+
+static void cancel_respond_error(HttpRequest *req, int r, const char *id) {
+        if (r == -EALREADY)
+                http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
+        else if (r == -ENOMEM)
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+        else
+                http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
+}
 
 static void on_cancel_found(void *userdata, Job *j, StoreRecord *found) {
         _cleanup_(store_record_freep) StoreRecord *rec = found;
@@ -717,7 +726,10 @@ static void on_cancel_found(void *userdata, Job *j, StoreRecord *found) {
         if (c->cancelled) {
                 /* After the cancel, the execution as it is now, for the answer. */
                 cancel_call_end(c);
-                if (j)
+                if (j && j->state == JOB_QUEUED && !j->cancel_requested)
+                        /* A queued job's claim, which the cancel needed, failed: it is not cancelled. */
+                        http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(-EIO));
+                else if (j)
                         respond_job(req, ac, j, 202);
                 else if (rec)
                         respond_record(req, ac, TAKE_PTR(rec), 202);
@@ -730,46 +742,39 @@ static void on_cancel_found(void *userdata, Job *j, StoreRecord *found) {
                 http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no execution '%.64s'", id);
                 return;
         }
-        if (!j) {
-                cancel_call_end(c);
-                /* Several nodes: another one may run it. */
-                r = cancel_elsewhere(ac, rec);
-                if (r >= 0)
-                        respond_record(req, ac, TAKE_PTR(rec), 202);
-                else if (r == -EALREADY)
-                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
-                else
-                        http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
-                return;
-        }
-        r = cancel_job(ac, j, &rec);
-        if (r < 0 || rec) {
-                cancel_call_end(c);
-                if (r == -EALREADY)
-                        http_respond_error(req, API_ERROR_CONFLICT, NULL, "execution '%s' has already finished", id);
-                else if (r < 0)
-                        http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(r));
-                else
-                        /* Claimed by another node a moment ago: the cancel went there. */
-                        respond_record(req, ac, TAKE_PTR(rec), 202);
-                return;
-        }
-        log_info("%s: cancel requested", j->exec->id);
-        c->cancelled = true;
-        if (ac->ctx->store && store_barrier_async(ac->ctx->store, on_cancel_recorded, c, &c->barrier) >= 0) {
+        /* Here, or (several nodes) on the node that runs it. */
+        r = cancel_execution_async(ac, j, TAKE_PTR(rec), on_cancel_done, c, &c->op);
+        if (r == 0) {
                 cancel_call_suspend(c);
                 return;
         }
         cancel_call_end(c);
-        respond_job(req, ac, j, 202);
+        if (r < 0)
+                cancel_respond_error(req, r, id);
+        else
+                respond_job(req, ac, j, 202);
 }
 
-static void on_cancel_recorded(void *userdata, int r, StoreRecord *rec) {
+static void on_cancel_done(void *userdata, int r, StoreRecord *rec) {
         CancelCall *c = userdata;
 
-        store_record_free(rec);
-        c->barrier = NULL;
-        /* The job may have ended and left memory meanwhile: looked for again. */
+        c->op = NULL;
+        if (r < 0 || rec) {
+                HttpRequest *req = c->req;
+                ApiContext *ac = c->ac;
+                char id[sizeof(c->id)];
+
+                memcpy(id, c->id, sizeof(id));
+                cancel_call_end(c);
+                if (r < 0)
+                        cancel_respond_error(req, r, id);
+                else
+                        respond_record(req, ac, rec, 202);
+                return;
+        }
+        /* Cancelled here, on record. The job may have ended and left memory meanwhile: looked for
+         * again. */
+        c->cancelled = true;
         r = find_execution_async(c->ac, c->owner, c->admin, c->id, on_cancel_found, c, &c->find);
         if (r < 0) {
                 http_respond_error(c->req, API_ERROR_INTERNAL, NULL, "out of memory");

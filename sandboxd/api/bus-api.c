@@ -68,7 +68,8 @@ struct BusCall {
         Job *job;                /* Execute: waiting for it */
         JobWaiter *waiter;
         Submission *submission;  /* Submit, Execute: while the store answers */
-        StoreCall *store_call;   /* Cancel: until the cancel is on record; ListExecutions: the page */
+        StoreCall *store_call;   /* ListExecutions: the page */
+        CancelOp *cancel;        /* Cancel: until the cancel is on record */
         RecordRender *render;    /* the answer, while the store is read for it */
         FindLookup *find;        /* GetExecution, Cancel: the execution looked for in the store */
         void (*found)(struct BusCall *c, Job *j, StoreRecord *rec);     /* ... then this (rec taken) */
@@ -123,6 +124,7 @@ static BusCall *bus_call_free(BusCall *c) {
                 job_remove_waiter(c->job, c->waiter);
         (void) submission_abandon(c->submission);
         (void) store_call_cancel(c->store_call);
+        (void) cancel_op_free(c->cancel);
         (void) record_render_cancel(c->render);
         (void) find_lookup_cancel(c->find);
         sd_bus_slot_unref(c->slot);
@@ -693,61 +695,52 @@ static void get_identified(BusCall *c) {
         find_execution_for(c, get_identified_found);
 }
 
+static void cancel_reply_error(BusCall *c, int r) {
+        if (r == -EALREADY)
+                bus_call_reply_api_error(c, API_ERROR_CONFLICT, "execution '%s' has already finished", c->arg);
+        else
+                bus_call_reply_api_error(c, API_ERROR_STORE, "%s", store_error_public(r));
+}
+
 static void cancel_refound(BusCall *c, Job *j, StoreRecord *rec) {
         if (!j && !rec)
                 bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s' (purged)", c->arg);
+        else if (j && j->state == JOB_QUEUED && !j->cancel_requested)
+                /* A queued job's claim, which the cancel needed, failed: it is not cancelled. */
+                cancel_reply_error(c, -EIO);
         else
                 get_found(c, j, rec);
 }
 
-/* The cancel is on record (store_barrier_async()): the answer, with the execution as it is now. */
-static void on_cancel_recorded(void *userdata, int r, StoreRecord *found) {
+/* The cancel is on record: the answer, with the execution as it is now (cancelled here: looked for
+ * again, it may have ended and left memory meanwhile). */
+static void on_cancel_done(void *userdata, int r, StoreRecord *rec) {
         BusCall *c = userdata;
 
-        store_record_free(found);
-        c->store_call = NULL;
-        find_execution_for(c, cancel_refound);
+        c->cancel = NULL;
+        if (r < 0)
+                cancel_reply_error(c, r);
+        else if (rec)
+                bus_call_reply_record(c, rec);
+        else
+                find_execution_for(c, cancel_refound);
 }
 
-static void cancel_found(BusCall *c, Job *j, StoreRecord *found) {
-        _cleanup_(store_record_freep) StoreRecord *rec = found;
-        Store *store = c->api->ac->ctx->store;
+static void cancel_found(BusCall *c, Job *j, StoreRecord *rec) {
         int r;
 
         if (!j && !rec) {
                 bus_call_reply_api_error(c, API_ERROR_NOT_FOUND, "no execution '%.64s'", c->arg);
                 return;
         }
-        if (!j) {
-                /* Several nodes: another one may run it. */
-                r = cancel_elsewhere(c->api->ac, rec);
-
-                if (r >= 0)
-                        bus_call_reply_record(c, TAKE_PTR(rec));
-                else if (r == -EALREADY)
-                        bus_call_reply_api_error(c, API_ERROR_CONFLICT, "execution '%s' has already finished", c->arg);
-                else
-                        bus_call_reply_api_error(c, API_ERROR_STORE, "%s", store_error_public(r));
-                return;
-        }
-        r = cancel_job(c->api->ac, j, &rec);
-        if (r == -EALREADY) {
-                bus_call_reply_api_error(c, API_ERROR_CONFLICT, "execution '%s' has already finished", c->arg);
-                return;
-        }
-        if (r < 0) {
-                bus_call_reply_api_error(c, API_ERROR_STORE, "%s", store_error_public(r));
-                return;
-        }
-        if (rec) {
-                bus_call_reply_record(c, TAKE_PTR(rec));
-                return;
-        }
-        log_info("%s: cancel requested over D-Bus by %s", j->exec->id, c->owner);
-        /* Answered once the cancel is on record. */
-        if (store && store_barrier_async(store, on_cancel_recorded, c, &c->store_call) >= 0)
-                return;
-        bus_call_reply_job(c, j);
+        if (j)
+                log_info("%s: cancel requested over D-Bus by %s", j->exec->id, c->owner);
+        /* Here, or (several nodes) on the node that runs it. */
+        r = cancel_execution_async(c->api->ac, j, rec, on_cancel_done, c, &c->cancel);
+        if (r < 0)
+                cancel_reply_error(c, r);
+        else if (r > 0)
+                bus_call_reply_job(c, j);
 }
 
 static void cancel_authorized(BusCall *c) {

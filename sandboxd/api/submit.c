@@ -29,37 +29,126 @@ static bool may_see(const char *caller, bool admin, const char *owner) {
         return admin || streq_ptr(caller, owner);
 }
 
-int cancel_elsewhere(ApiContext *ac, StoreRecord *rec) {
-        Execution *e = rec->exec;
-        int r;
+struct CancelOp {
+        ApiContext *ac;
+        StoreRecord *rec;               /* the record of another node's run */
+        StoreCall *call;
+        CancelDoneFn done;
+        void *userdata;
+        bool again;                     /* the second barrier (on_cancel_barrier()) */
+        char id[REQUEST_ID_MAX + 1];    /* a record id is a valid request id (64 at most) */
+};
 
-        if (exec_status_is_final(e->status) || !e->node || streq_ptr(e->node, ac->ctx->node_name))
-                return -EALREADY;
-        r = store_cancel_elsewhere(ac->ctx->store, e->id);
-        if (r == -EOPNOTSUPP)
-                return -EALREADY;
-        if (r < 0)
-                return r;
-        e->cancel_requested = true;
-        log_info("%s: cancel requested, sent to node '%s' which runs it", e->id, e->node);
-        return 0;
+CancelOp *cancel_op_free(CancelOp *op) {
+        if (!op)
+                return NULL;
+        (void) store_call_cancel(op->call);
+        store_record_free(op->rec);
+        free(op);
+        return NULL;
 }
 
-int cancel_job(ApiContext *ac, Job *j, StoreRecord **ret_rec) {
-        _cleanup_(store_record_freep) StoreRecord *rec = NULL;
+static void cancel_op_end(CancelOp *op, int r) {
+        CancelDoneFn done = op->done;
+        void *userdata = op->userdata;
+        StoreRecord *rec = r >= 0 ? TAKE_PTR(op->rec) : NULL;
+
+        op->call = NULL;
+        cancel_op_free(op);
+        done(userdata, r, rec);
+}
+
+static void on_cancel_sent(void *userdata, int r, StoreRecord *unused) {
+        CancelOp *op = userdata;
+
+        store_record_free(unused);
+        op->call = NULL;
+        if (r >= 0) {
+                op->rec->exec->cancel_requested = true;
+                log_info("%s: cancel requested, sent to node '%s' which runs it", op->id, op->rec->exec->node);
+        }
+        cancel_op_end(op, r);
+}
+
+/* Another node's run: the store marks it and tells that node. -EALREADY: final, or no other node's. */
+static int cancel_send(CancelOp *op) {
+        const Execution *e = op->rec->exec;
         int r;
 
-        *ret_rec = NULL;
-        r = job_cancel(j);
-        if (r != -EREMOTE)
+        if (exec_status_is_final(e->status) || !e->node || streq_ptr(e->node, op->ac->ctx->node_name))
+                return -EALREADY;
+        r = store_cancel_elsewhere_async(op->ac->ctx->store, e->id, on_cancel_sent, op, &op->call);
+        return r == -EOPNOTSUPP ? -EALREADY : r;
+}
+
+/* The record of a job another node claimed from the shared queue (job_cancel(): -EREMOTE). */
+static void on_cancel_record(void *userdata, int r, StoreRecord *rec) {
+        CancelOp *op = userdata;
+
+        op->call = NULL;
+        if (r == -ENOENT)
+                r = -EALREADY;
+        if (r >= 0) {
+                op->rec = rec;
+                r = cancel_send(op);
+                if (r >= 0)
+                        return;
+        }
+        cancel_op_end(op, r);
+}
+
+/* What was asked of the store before it is done: the cancel on record. A queued job's claim, under
+ * way, was answered before this: if it found that another node claimed the job first, its answer sent
+ * the cancel there; if it was this node's, its answer ended the job (its final record). Either is a
+ * call made after this barrier: a second barrier waits for it too. */
+static void on_cancel_barrier(void *userdata, int r, StoreRecord *unused) {
+        CancelOp *op = userdata;
+        Job *j;
+
+        store_record_free(unused);
+        op->call = NULL;
+        j = op->again ? NULL : runner_find(op->ac->runner, op->id);
+        if (j && ((j->elsewhere && !job_is_final(j)) || j->final_writing)) {
+                op->again = true;
+                if (store_barrier_async(op->ac->ctx->store, on_cancel_barrier, op, &op->call) >= 0)
+                        return;
+        }
+        cancel_op_end(op, 0);
+}
+
+int cancel_execution_async(ApiContext *ac, Job *j, StoreRecord *rec, CancelDoneFn done, void *userdata,
+                           CancelOp **ret) {
+        _cleanup_(store_record_freep) StoreRecord *found = rec;
+        Store *store = ac->ctx->store;
+        CancelOp *op;
+        int r;
+
+        assert(j || rec);
+        *ret = NULL;
+        op = calloc(1, sizeof(CancelOp));
+        if (!op)
+                return -ENOMEM;
+        *op = (CancelOp) { .ac = ac, .done = done, .userdata = userdata };
+        (void) strncpy(op->id, j ? j->exec->id : rec->exec->id, sizeof(op->id) - 1);
+        if (!j) {
+                op->rec = TAKE_PTR(found);
+                r = cancel_send(op);
+        } else {
+                r = job_cancel(j);
+                if (r == -EREMOTE)
+                        r = store ? store_get_async(store, op->id, on_cancel_record, op, &op->call) : -EALREADY;
+                else if (r >= 0) {
+                        log_info("%s: cancel requested", op->id);
+                        /* Nothing to wait for (no store, or one far behind: the cancel is made). */
+                        if (!store || store_barrier_async(store, on_cancel_barrier, op, &op->call) < 0)
+                                r = 1;
+                }
+        }
+        if (r != 0) {
+                cancel_op_free(op);
                 return r;
-        r = store_get(ac->ctx->store, j->exec->id, &rec);
-        if (r < 0)
-                return r == -ENOENT ? -EALREADY : r;
-        r = cancel_elsewhere(ac, rec);
-        if (r < 0)
-                return r;
-        *ret_rec = TAKE_PTR(rec);
+        }
+        *ret = op;
         return 0;
 }
 

@@ -56,18 +56,28 @@ int find_execution_async(ApiContext *ac, const char *owner, bool admin, const ch
                          void *userdata, FindLookup **ret);
 FindLookup *find_lookup_cancel(FindLookup *f);
 
-/* A cancel for an execution this node does not hold (several nodes): if another node holds it and it
- * is not final, the store marks it and tells that node (store_cancel_elsewhere()), and rec shows the
- * cancel asked. 0: sent; -EALREADY: final, or held by no other node; else a store error. */
-int cancel_elsewhere(ApiContext *ac, StoreRecord *rec);
 /* Several nodes: the caller's own session id as the store has it, if another node holds it. 1 with
  * *ret its row (free with store_sessions_free(*ret, 1)); 0 if none does (none at all, or this node);
  * < 0 the store's error. */
 int session_held_elsewhere(ApiContext *ac, const char *owner, const char *id, StoreSession **ret);
-/* job_cancel() of a job held here; if another node claimed it from the shared queue meanwhile, the
- * cancel goes there (cancel_elsewhere()) and *ret_rec is its record (else NULL). -EALREADY: final;
- * other errors: the store's. */
-int cancel_job(ApiContext *ac, Job *j, StoreRecord **ret_rec);
+
+/* The cancel of an execution find_execution_async() found, j (held here) or rec (its record, taken),
+ * without waiting for the store. A job held here is cancelled (job_cancel()); a run another node
+ * holds (also one it claimed from the shared queue meanwhile) is marked in the store and that node
+ * told (store_cancel_elsewhere_async()). done(userdata, r, rec) once, from the loop:
+ *   0, rec NULL: cancelled here and on record (a SIGKILL now does not undo it): look the execution up
+ *                again for the answer;
+ *   0, rec:      another node runs it: the cancel is on record there, rec (done's to free) shows it;
+ *   -EALREADY:   it has finished (or no node holds it);
+ *   another negative errno: the store's (store_error_public()).
+ * Returns 0 when done will come (*ret: the cancel until then; cancel_op_free() drops it, done not
+ * called), 1 when cancelled here with nothing to wait for (no store: answer now), or a negative errno
+ * as done would have had it (done not called). */
+typedef struct CancelOp CancelOp;
+typedef void (*CancelDoneFn)(void *userdata, int r, StoreRecord *rec);
+int cancel_execution_async(ApiContext *ac, Job *j, StoreRecord *rec, CancelDoneFn done, void *userdata,
+                           CancelOp **ret);
+CancelOp *cancel_op_free(CancelOp *op);
 
 /* GET /v1/executions and ListExecutions: the page of store_list_async() as JSON (NULL on OOM), and a
  * failed list as the error both APIs render (-EINVAL: a cursor of another query). */

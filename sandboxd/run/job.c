@@ -1575,22 +1575,6 @@ bool job_needs_claim(const Job *j) {
         return ctx->shared_queue && ctx->store && j->exec->node_epoch == 0 && ctx->node_epoch != 0;
 }
 
-int job_claim(Job *j) {
-        Context *ctx = j->ctx;
-        int k;
-
-        if (!job_needs_claim(j))
-                return 0;
-        k = store_claim(ctx->store, j->exec->id, ctx->node_name, ctx->node_epoch);
-        if (k == -ESTALE)
-                return k;
-        if (k < 0)
-                return log_warning_errno(k, "%s: cannot claim it in the shared queue: %s", j->exec->id,
-                                         store_error_message(ctx->store));
-        j->exec->node_epoch = ctx->node_epoch;
-        return 0;
-}
-
 void job_follow_final(Job *j, StoreRecord *rec) {
         if (j->state == JOB_DONE || !exec_status_is_final(rec->exec->status))
                 return;
@@ -1639,11 +1623,15 @@ int job_cancel(Job *j) {
                         j->cancel_requested = j->exec->cancel_requested = true;
                         return 0;
                 }
-                /* Claimed first: a cancel here of what another node runs would be lost. */
-                k = job_claim(j);
-                if (k < 0)
-                        return k == -ESTALE ? -EREMOTE : k;
                 j->cancel_requested = j->exec->cancel_requested = true;
+                if (job_needs_claim(j)) {
+                        /* Claimed first (a cancel here of what another node runs would be lost),
+                         * without waiting: the claim's answer carries it out (runner.c). */
+                        k = j->events->claim ? j->events->claim(j->events_data, j) : -EOPNOTSUPP;
+                        if (k < 0)
+                                j->cancel_requested = j->exec->cancel_requested = false;
+                        return k;
+                }
                 job_end_before_unit(j);
                 return 0;
         case JOB_PREPARING:

@@ -58,6 +58,10 @@ typedef struct JobEvents {
         /* Asked to go quiet by job_quiesce(), it has (it reads nothing more, and this instance never
          * makes it final). A job that became final instead reports that with finished, not this. */
         void (*quiet)(void *userdata, Job *j);
+        /* Cancelled while queued and not claimed yet in the shared queue (job_cancel()): claim it
+         * without waiting (claiming until the answer, which ends it cancelled here or sends the
+         * cancel to the node that claimed it first). < 0: the claim could not be asked. */
+        int (*claim)(void *userdata, Job *j);
 } JobEvents;
 
 struct Job {
@@ -177,12 +181,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Job *, job_free);
 
 /* Start (the owner has given it a slot): mount the workspace, then the service. */
 void job_start(Job *j);
-/* The shared queue (store.h): claim the queued job for this node before it starts (or is cancelled
- * here). 0: this node's (claimed now, or it needed no claim); -ESTALE: another node claimed it first;
- * other errors: the store's (nothing claimed, nothing to start). */
-/* Must it be claimed in the shared queue before it starts here (unclaimed, this node registered)? */
+/* Must it be claimed in the shared queue (store.h) before it starts or is cancelled here (unclaimed,
+ * this node registered)? */
 bool job_needs_claim(const Job *j);
-int job_claim(Job *j);
 /* A job another node claimed and ran (elsewhere) is final there: rec (its final record, taken) is now
  * this job's, its waiters are answered and its owner told (events->finished), as for a job run here. */
 void job_follow_final(Job *j, StoreRecord *rec);

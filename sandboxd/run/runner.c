@@ -77,6 +77,7 @@ static void on_job_finished(void *userdata, Job *j);
 static void on_job_written(void *userdata, Job *j);
 static void on_job_freed(void *userdata, Job *j);
 static void on_job_quiet(void *userdata, Job *j);
+static int on_job_claim(void *userdata, Job *j);
 
 static const JobEvents runner_job_events = {
         .left = on_job_left,
@@ -84,6 +85,7 @@ static const JobEvents runner_job_events = {
         .written = on_job_written,
         .freed = on_job_freed,
         .quiet = on_job_quiet,
+        .claim = on_job_claim,
 };
 
 int runner_new(Context *ctx, Sessions *sessions, Runner **ret) {
@@ -667,8 +669,16 @@ static void runner_unstart(Runner *r, Job *j) {
         }
 }
 
-/* The answer to the claim of a job runner_dispatch() gave a slot: it starts, or goes to the node that
- * claimed it first. Never called after job_free() (store_cancel_userdata()). */
+/* The cancel sent to the node that claimed a job first. */
+static void on_cancel_sent(void *userdata, int k, StoreRecord *rec) {
+        store_record_free(rec);
+        if (k < 0 && k != -EALREADY)
+                log_warning_errno(k, "Cannot send a cancel to the node that claimed the execution: %m");
+}
+
+/* The answer to the claim of a job runner_dispatch() gave a slot (it starts, or goes to the node that
+ * claimed it first), or of a queued job cancelled here (on_job_claim(): it ends cancelled, or the
+ * cancel goes to that node). Never called after job_free() (store_cancel_userdata()). */
 static void on_job_claimed(void *userdata, int k, StoreRecord *rec) {
         Job *j = userdata;
         Runner *r = j->events_data;
@@ -678,7 +688,8 @@ static void on_job_claimed(void *userdata, int k, StoreRecord *rec) {
         if (k == -ESTALE) {
                 /* An idle node claimed it first: it runs there (moved already if that node's
                  * notification came first), and a cancel asked here meanwhile goes there too. */
-                if (j->cancel_requested && store_cancel_elsewhere(r->ctx->store, j->exec->id) < 0)
+                if (j->cancel_requested &&
+                    store_cancel_elsewhere_async(r->ctx->store, j->exec->id, on_cancel_sent, NULL, NULL) < 0)
                         log_warning("%s: cannot send the cancel to the node that claimed it: %s", j->exec->id,
                                     store_error_message(r->ctx->store));
                 if (!j->elsewhere)
@@ -689,6 +700,11 @@ static void on_job_claimed(void *userdata, int k, StoreRecord *rec) {
                  * second) tries again. */
                 log_warning_errno(k, "%s: cannot claim it in the shared queue: %s", j->exec->id,
                                   store_error_message(r->ctx->store));
+                if (j->queue_entry.state == QUEUE_ENTRY_NONE && j->cancel_requested) {
+                        /* A cancel's claim (on_job_claim()): not carried out, the caller is told. */
+                        log_warning("%s: the cancel was not carried out", j->exec->id);
+                        j->cancel_requested = j->exec->cancel_requested = false;
+                }
                 runner_unstart(r, j);
                 return;
         } else {
@@ -704,6 +720,23 @@ static void on_job_claimed(void *userdata, int k, StoreRecord *rec) {
                         job_start(j);
         }
         runner_dispatch(r);
+}
+
+/* A cancel of a queued job not claimed yet: its claim, without waiting. Out of the waiting line
+ * meanwhile (no dispatch picks it, it holds no slot); the answer is on_job_claimed()'s. */
+static int on_job_claim(void *userdata, Job *j) {
+        Runner *r = userdata;
+        int k;
+
+        k = store_claim_async(r->ctx->store, j->exec->id, r->ctx->node_name, r->ctx->node_epoch, on_job_claimed, j,
+                              NULL);
+        if (k < 0)
+                return log_warning_errno(k, "%s: cannot claim it in the shared queue to cancel it: %s", j->exec->id,
+                                         store_error_message(r->ctx->store));
+        queue_drop(&r->queue, &j->queue_entry);
+        j->claiming = true;
+        runner_tell_queued(r);
+        return 0;
 }
 
 bool runner_starts_now(Runner *r, const char *owner) {

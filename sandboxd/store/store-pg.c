@@ -725,6 +725,7 @@ typedef enum PgCallKind {
         PG_CALL_ARTIFACTS,              /* an execution's artifact list (store_get_artifacts()) */
         PG_CALL_CALLBACK,               /* one delivery, without its body (store_callback_get()) */
         PG_CALL_U64,                    /* one number: the first column of the first row, none 0 */
+        PG_CALL_UNFINISHED,             /* a statement on an unfinished execution: no row, -EALREADY */
 } PgCallKind;
 
 /* The statement of an asynchronous call: its parameters copied, since the caller's record changes
@@ -843,6 +844,12 @@ static int pg_call_result(PgStore *ps, PgCall *pc, void **ret, size_t *ret_n) {
                         return 0;
                 pg_set_error(ps, "no such row");
                 return -ENOENT;
+        }
+        if (pc->kind == PG_CALL_UNFINISHED) {
+                if (strtoull(PQcmdTuples(pc->res), NULL, 10) > 0)
+                        return 0;
+                pg_set_error(ps, "the execution is not queued or running any more");
+                return -EALREADY;
         }
         if (pc->kind == PG_CALL_CALLBACKS) {
                 StoreCallback **cbs = NULL;
@@ -1369,15 +1376,26 @@ static const char sql_cancel_elsewhere[] =
         "WITH u AS (UPDATE executions SET cancel_requested = 1 WHERE execution_id = $1 AND status IN ($2, $3) "
         "RETURNING node) SELECT node, pg_notify('" STORE_CHANNEL_CANCEL "', $1) FROM u";
 
+static void params_cancel_elsewhere(PgParams *p, const char *id) {
+        pp_text(p, id);
+        pp_text(p, exec_status_to_string(EXEC_QUEUED));
+        pp_text(p, exec_status_to_string(EXEC_RUNNING));
+}
+
+static int pg_cancel_elsewhere_async(Store *s, const char *id, StoreCall *c) {
+        PgParams p = {};
+
+        params_cancel_elsewhere(&p, id);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_UNFINISHED, sql_cancel_elsewhere, &p);
+}
+
 static int pg_cancel_elsewhere(Store *s, const char *id) {
         PgStore *ps = PG_STORE(s);
         PGresult *res = NULL;
         PgParams p = {};
         int r;
 
-        pp_text(&p, id);
-        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
-        pp_text(&p, exec_status_to_string(EXEC_RUNNING));
+        params_cancel_elsewhere(&p, id);
         r = pg_query(ps, sql_cancel_elsewhere, &p, &res);
         if (r < 0)
                 return r;
@@ -2351,6 +2369,7 @@ static const StoreOps pg_ops = {
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,
         .node_heartbeat_async = pg_node_heartbeat_async,
+        .cancel_elsewhere_async = pg_cancel_elsewhere_async,
         .async_flush = pg_async_flush_store,
 };
 

@@ -743,6 +743,22 @@ int store_cancel_elsewhere(Store *s, const char *id) {
         return s->ops->cancel_elsewhere ? s->ops->cancel_elsewhere(s, id) : -EOPNOTSUPP;
 }
 
+static int cancel_elsewhere_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->cancel_elsewhere_async ? s->ops->cancel_elsewhere_async(s, args, c) : -EOPNOTSUPP;
+}
+
+static int cancel_elsewhere_sync(Store *s, const void *args, StoreRecord **ret) {
+        return s->ops->cancel_elsewhere(s, args);
+}
+
+int store_cancel_elsewhere_async(Store *s, const char *id, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
+        if (!s || !id || !id_is_valid(id, STORE_ID_MAX))
+                return -EINVAL;
+        if (!s->ops->cancel_elsewhere)
+                return -EOPNOTSUPP;
+        return store_async_run(s, cancel_elsewhere_start, cancel_elsewhere_sync, id, done, userdata, ret_call);
+}
+
 int store_attach_event(Store *s, sd_event *event) {
         int r;
 

@@ -235,6 +235,9 @@ int store_set_notify(Store *s, StoreNotifyFn fn, void *userdata);
  * node that holds it is notified (STORE_CHANNEL_CANCEL). -EALREADY: not queued or running any more;
  * -ENOENT: no such execution; -EOPNOTSUPP: a backend of one node. */
 int store_cancel_elsewhere(Store *s, const char *id);
+/* The same without waiting (store_put_async()): done(userdata, r, NULL) gets what it would return.
+ * -EOPNOTSUPP (a backend of one node) at once, done never called. */
+int store_cancel_elsewhere_async(Store *s, const char *id, StoreDoneFn done, void *userdata, StoreCall **ret_call);
 
 int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
                     StoreRecord ***ret, size_t *ret_n);

@@ -155,4 +155,35 @@ with c:
     st, r = submit(b, "print(1)", session_id="s-queue", limits={"disk_mb": 7})
     t.ok(st == 409 and "disk_mb" in json.dumps(r), "a routed run asking for another disk_mb: 409, as on node1", (st, r))
 
+    # 6. A cancel of runs still waiting in the shared queue, unclaimed (a session's, behind its busy
+    # first run): through node1, which holds them, it claims the run first (without waiting for the
+    # store) and ends it cancelled, never started; through node2 it reaches node1, which does the same;
+    # once final, another cancel is 409 on either node.
+    st, r = submit(a, "import time\ntime.sleep(60)", session_id="s-cancel")
+    hold = r.get("execution_id") if st == 202 else None
+    t.ok(hold and wait_until(lambda: record(hold).get("status") == "running", 20, 0.2),
+         "a long run of session s-cancel runs on node1", record(hold) if hold else (st, r))
+    waiting = []
+    for i in range(2):
+        st, r = submit(a, f"print({i})", session_id="s-cancel")
+        if st == 202:
+            waiting.append(r["execution_id"])
+    t.ok(len(waiting) == 2 and all(record(e).get("status") == "queued" for e in waiting),
+         "two more runs of it wait, queued", [record(e).get("status") for e in waiting])
+    q1, q2 = (waiting + [None, None])[:2]
+    st, r = a.request("POST", f"/v1/executions/{q1}/cancel", {})
+    t.ok(st == 202 and r.get("status") == "cancelled",
+         "a cancel through node1 of its queued, unclaimed run: 202, cancelled at once", (st, r))
+    rec = record(q1, a)
+    t.ok(rec.get("status") == "cancelled" and rec.get("started_at") is None and rec.get("node") == "node1",
+         "its record: cancelled on node1, never started", rec)
+    st, r = b.request("POST", f"/v1/executions/{q2}/cancel", {})
+    t.eq(st, 202, "a cancel through node2 of node1's queued run: 202")
+    t.ok(wait_until(lambda: record(q2).get("status") == "cancelled", 15, 0.2) and record(q2).get("started_at") is None,
+         "node1 carries it out: cancelled, never started", record(q2))
+    t.eq([a.request("POST", f"/v1/executions/{q1}/cancel", {})[0], b.request("POST", f"/v1/executions/{q2}/cancel", {})[0]],
+         [409, 409], "a second cancel of either, on either node: 409")
+    st, r = a.request("POST", f"/v1/executions/{hold}/cancel", {})
+    t.eq(st, 202, "the long run cancelled too")
+
 t.done()
