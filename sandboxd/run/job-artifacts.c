@@ -40,10 +40,14 @@ static int artifacts_from_list(const ArtifactList *l, ExecArtifacts **ret) {
         return 0;
 }
 
+static void artifacts_recorded(Job *j, int k);
+static void on_artifacts_recorded(void *userdata, int k, StoreRecord *rec);
+
 static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
         _cleanup_(artifact_list_freep) ArtifactList *l = list;
         Job *j = userdata;
         ExecArtifacts *a = NULL;
+        int k;
 
         j->collect = artifact_collect_cancel(j->collect);       /* frees the handle; the thread is done */
         /* A sweep may have removed a blob this collection found already stored (its last record
@@ -60,7 +64,6 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
                 }
                 safe_close(fd);
         }
-        j->waiting &= ~JOB_WAIT_ARTIFACTS;
         if (r < 0)
                 log_error_errno(r, "%s: collecting the artifacts failed: %m", j->exec->id);
         else if (artifacts_from_list(l, &a) < 0)
@@ -73,33 +76,51 @@ static void on_artifacts_done(int r, ArtifactList *list, void *userdata) {
         }
         exec_artifacts_free(j->exec->artifacts);
         j->exec->artifacts = a;
+        j->artifacts_charged = l ? l->charged_bytes : 0;        /* r < 0: the collector gave it back */
+        j->artifacts_collect_ok = r >= 0;
         if (a && j->ctx->store) {
-                int k = store_put_artifacts(j->ctx->store, j->exec->id, a);
-
-                /* A store shared by several nodes checks the blobs again under its artifacts lock
-                 * (store_set_blob_hooks()): a purge on another node took one since the check above. */
-                if (k == -ESTALE && !j->artifacts_retried && r >= 0) {
-                        log_info("%s: an artifact blob was purged by another node meanwhile, collecting again",
-                                 j->exec->id);
-                        j->artifacts_retried = true;
-                        j->waiting |= JOB_WAIT_ARTIFACTS;
-                        artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, l->charged_bytes, false);
-                        job_maybe_finalize(j);
+                /* Recorded without waiting: the job waits for the answer (JOB_WAIT_ARTIFACTS). */
+                j->artifacts_recording = true;
+                k = store_put_artifacts_async(j->ctx->store, j->exec->id, a, on_artifacts_recorded, j, NULL);
+                if (k >= 0)
                         return;
-                }
-                if (k < 0) {
-                        metrics_store_error(j->ctx->metrics);
-                        log_error_errno(k, "%s: cannot record the artifacts: %s", j->exec->id,
-                                        store_error_message(j->ctx->store));
-                } else
-                        j->artifacts_stored = true;
+                artifacts_recorded(j, k);
+                return;
         }
-        /* r < 0: the collector gave back what it had charged itself. */
-        artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, l ? l->charged_bytes : 0, j->artifacts_stored);
+        artifacts_recorded(j, 1);
+}
+
+/* The list's write ended with k (1: none was made): the budgets settled, the job goes on. */
+static void artifacts_recorded(Job *j, int k) {
+        const ExecArtifacts *a = j->exec->artifacts;
+
+        j->artifacts_recording = false;
+        /* A store shared by several nodes checks the blobs again under its artifacts lock
+         * (store_set_blob_hooks()): a purge on another node took one since the check above. */
+        if (k == -ESTALE && !j->artifacts_retried && j->artifacts_collect_ok) {
+                log_info("%s: an artifact blob was purged by another node meanwhile, collecting again", j->exec->id);
+                j->artifacts_retried = true;
+                artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, j->artifacts_charged, false);
+                job_maybe_finalize(j);
+                return;
+        }
+        if (k < 0) {
+                metrics_store_error(j->ctx->metrics);
+                log_error_errno(k, "%s: cannot record the artifacts: %s", j->exec->id, store_error_message(j->ctx->store));
+        } else if (k == 0)
+                j->artifacts_stored = true;
+        artifact_accounts_settle(j->ctx->accounts, &j->artifact_caller, j->artifacts_charged, j->artifacts_stored);
         if (a)
                 log_debug("%s: %zu artifacts collected, %" PRIu64 " skipped", j->exec->id, a->n_items,
                           a->n_skipped_total);
+        j->waiting &= ~JOB_WAIT_ARTIFACTS;
         job_maybe_finalize(j);
+}
+
+/* The answer to store_put_artifacts_async(); never called after job_free() (store_cancel_userdata()). */
+static void on_artifacts_recorded(void *userdata, int k, StoreRecord *rec) {
+        store_record_free(rec);
+        artifacts_recorded(userdata, k);
 }
 
 /* Is anything still running in the unit's cgroup? A unit that systemd reports inactive has nothing

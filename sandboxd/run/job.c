@@ -1331,7 +1331,7 @@ void job_maybe_finalize(Job *j) {
         if (j->waiting & (JOB_WAIT_UNIT | JOB_WAIT_PROPS | JOB_WAIT_REPORT))
                 return;
         if (j->waiting & JOB_WAIT_ARTIFACTS) {
-                if (!j->collect)
+                if (!j->collect && !j->artifacts_recording)
                         job_collect_artifacts(j);
                 if (j->waiting & JOB_WAIT_ARTIFACTS)
                         return;         /* on_artifacts_done() comes back here */

@@ -113,6 +113,9 @@ struct Job {
         struct ArtifactCallerWait *artifact_wait;        /* ... while it is read from the store */
         int collect_ws_fd;               /* the workspace to collect from, meanwhile */
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
+        bool artifacts_recording;        /* the list's write is under way (on_artifacts_recorded()) */
+        bool artifacts_collect_ok;       /* what is being recorded was collected (not an error's list) */
+        uint64_t artifacts_charged;      /* what the collection charged, settled once recorded */
         bool artifacts_stored;           /* the list is in the store (and so not kept in memory once final) */
         bool output_stored;              /* the final record is in the store: stdout/stderr are read there */
         bool claiming;                   /* queued, the dispatch's claim in the shared queue under way */

@@ -89,6 +89,7 @@ typedef struct StoreOps {
         int (*get_async)(Store *s, const char *id, StoreCall *c);
         int (*claim_async)(Store *s, const char *id, const char *node, uint64_t epoch, StoreCall *c);
         int (*cancel_elsewhere_async)(Store *s, const char *id, StoreCall *c);
+        int (*put_artifacts_async)(Store *s, const char *id, const ExecArtifacts *a, StoreCall *c);
         int (*queue_notify_async)(Store *s, const char *node, StoreCall *c);
         int (*session_put_async)(Store *s, const StoreSession *x, StoreCall *c);
         int (*session_delete_async)(Store *s, const char *session_id, StoreCall *c);

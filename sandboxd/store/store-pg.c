@@ -56,6 +56,7 @@ typedef struct PgStore {
         PGconn *conn;
         char *name;                     /* "PostgreSQL database 'x' on host", for messages */
         unsigned reconnect_failures;    /* failed reconnections in a row */
+        unsigned connections;           /* sessions set up so far (a transaction's steps need one) */
         uint64_t reconnect_usec;        /* CLOCK_MONOTONIC: no new attempt before this */
         /* With an event loop (store_attach_event()): a reconnection runs there, PQresetStart() and
          * PQresetPoll() on the connection's socket, and calls meanwhile fail at once; after a failed
@@ -253,6 +254,7 @@ static int pg_session_setup(PgStore *ps) {
                 "LISTEN " STORE_CHANNEL_FINAL,
         };
 
+        ps->connections++;
         for (size_t i = 0; i < ELEMENTSOF(statements); i++) {
                 PGresult *res = PQexec(ps->conn, statements[i]);
                 int r = 0;
@@ -726,6 +728,7 @@ typedef enum PgCallKind {
         PG_CALL_CALLBACK,               /* one delivery, without its body (store_callback_get()) */
         PG_CALL_U64,                    /* one number: the first column of the first row, none 0 */
         PG_CALL_UNFINISHED,             /* a statement on an unfinished execution: no row, -EALREADY */
+        PG_CALL_TXN,                    /* a transaction: its steps, one after the other (pg_txn_new()) */
 } PgCallKind;
 
 /* The statement of an asynchronous call: its parameters copied, since the caller's record changes
@@ -740,6 +743,16 @@ typedef struct PgCall {
         int lengths[PG_PARAMS_MAX];
         int formats[PG_PARAMS_MAX];
         PGresult *res;                  /* its result as read so far */
+
+        /* PG_CALL_TXN: its statements (steps[0] BEGIN, steps[n_steps - 1] COMMIT, steps[n_steps]
+         * ROLLBACK), each sent once the one before it succeeded, on the connection it began on; after
+         * each, check() (if set) may fail it. The first failure is rolled back and ends the call. */
+        struct PgCall **steps;
+        size_t n_steps, step;
+        int failed;                     /* the failure being rolled back, or 0 */
+        unsigned connection;            /* PgStore.connections at BEGIN */
+        int (*check)(PgStore *ps, struct PgCall *txn);
+        char **check_items;             /* check()'s data, strv */
 } PgCall;
 
 static void pg_call_free(void *p) {
@@ -749,9 +762,17 @@ static void pg_call_free(void *p) {
                 return;
         for (int i = 0; i < pc->n; i++)
                 free(pc->values[i]);
+        for (size_t i = 0; pc->steps && i <= pc->n_steps; i++)
+                pg_call_free(pc->steps[i]);
+        free(pc->steps);
+        strv_free(pc->check_items);
         free(pc->sql_owned);
         PQclear(pc->res);
         free(pc);
+}
+
+static void pg_call_freep(PgCall **p) {
+        pg_call_free(*p);
 }
 
 static int pg_call_new(PgCallKind kind, const char *sql, const PgParams *p, PgCall **ret) {
@@ -783,6 +804,46 @@ static int pg_call_new(PgCallKind kind, const char *sql, const PgParams *p, PgCa
 
 static PgCall *PG_CALL(StoreCall *c) {
         return c->data;
+}
+
+/* The statement of pc to send, or sent: pc itself, or the transaction's current step. */
+static PgCall *pg_call_statement(PgCall *pc) {
+        if (pc->kind != PG_CALL_TXN)
+                return pc;
+        return pc->failed ? pc->steps[pc->n_steps] : pc->steps[pc->step];
+}
+
+/* A transaction of up to n statements added with pg_txn_add() (BEGIN, COMMIT and ROLLBACK its own). */
+static int pg_txn_new(size_t n, PgCall **ret) {
+        _cleanup_(pg_call_freep) PgCall *pc = calloc(1, sizeof(PgCall));
+        int r;
+
+        if (!pc)
+                return -ENOMEM;
+        pc->kind = PG_CALL_TXN;
+        pc->steps = calloc(n + 3, sizeof(PgCall *));
+        if (!pc->steps)
+                return -ENOMEM;
+        r = pg_call_new(PG_CALL_COMMAND, "BEGIN", &(PgParams) {}, &pc->steps[0]);
+        if (r < 0)
+                return r;
+        pc->n_steps = 1;
+        *ret = TAKE_PTR(pc);
+        return 0;
+}
+
+static int pg_txn_add(PgCall *txn, PgCallKind kind, const char *sql, const PgParams *p) {
+        return pg_call_new(kind, sql, p, &txn->steps[txn->n_steps++]);
+}
+
+/* The last two: COMMIT, and ROLLBACK (sent only on a failure). */
+static int pg_txn_close(PgCall *txn) {
+        int r = pg_txn_add(txn, PG_CALL_COMMAND, "COMMIT", &(PgParams) {});
+
+        if (r < 0)
+                return r;
+        r = pg_call_new(PG_CALL_COMMAND, "ROLLBACK", &(PgParams) {}, &txn->steps[txn->n_steps]);
+        return r;
 }
 
 /* The oldest call of ours not sent yet. Calls without a PgCall are store.c's, run synchronously. */
@@ -943,6 +1004,42 @@ static int pg_call_result(PgStore *ps, PgCall *pc, void **ret, size_t *ret_n) {
         return 0;
 }
 
+/* A transaction's step has its result: the next step, the rollback, or the end. */
+static void pg_txn_step_end(PgStore *ps, StoreCall *c) {
+        PgCall *pc = PG_CALL(c), *st = pg_call_statement(pc);
+        void *got = NULL;
+        size_t n = 0;
+        int r;
+
+        assert(st->kind == PG_CALL_COMMAND);    /* no step answers with data */
+        r = pg_call_result(ps, st, &got, &n);
+        st->res = (PQclear(st->res), NULL);
+        if (pc->failed) {
+                /* Rolled back (or the connection went, which ends it as well). */
+                store_call_finish(c, pc->failed, NULL);
+                return;
+        }
+        if (r >= 0 && pc->step == 0)
+                pc->connection = ps->connections;
+        if (r >= 0 && pc->check)
+                r = pc->check(ps, pc);
+        if (r < 0) {
+                if (pc->step == 0 || PQstatus(ps->conn) != CONNECTION_OK || ps->connections != pc->connection) {
+                        /* Nothing begun, or the server has ended it with the connection. */
+                        store_call_finish(c, r, NULL);
+                        return;
+                }
+                pc->failed = r;
+                pc->sent = false;       /* the ROLLBACK goes next */
+                return;
+        }
+        if (++pc->step == pc->n_steps) {
+                store_call_finish(c, 0, NULL);
+                return;
+        }
+        pc->sent = false;
+}
+
 /* The call under way ends with what was read of its result. */
 static void pg_async_end(PgStore *ps) {
         StoreCall *c = TAKE_PTR(ps->inflight);
@@ -952,6 +1049,10 @@ static void pg_async_end(PgStore *ps) {
         int r;
 
         ps->flushing = false;
+        if (pc->kind == PG_CALL_TXN) {
+                pg_txn_step_end(ps, c);
+                return;
+        }
         r = pg_call_result(ps, pc, &got, &n);
         pc->res = (PQclear(pc->res), NULL);
         if (pc->kind == PG_CALL_NODES || pc->kind == PG_CALL_RECORDS || pc->kind == PG_CALL_CALLBACKS ||
@@ -969,13 +1070,18 @@ static void pg_async_kick(PgStore *ps) {
         StoreCall *c;
 
         while (!ps->inflight && (c = pg_async_next(ps))) {
-                PgCall *pc = PG_CALL(c);
+                PgCall *pc = PG_CALL(c), *st = pg_call_statement(pc);
                 int r, f;
 
                 pc->sent = true;
                 r = pg_connected(ps);
+                if (r >= 0 && pc->kind == PG_CALL_TXN && pc->step > 0 && ps->connections != pc->connection) {
+                        /* Begun on a connection since lost: the server rolled it back. */
+                        pg_set_error(ps, "the connection was lost during the transaction");
+                        r = -EIO;
+                }
                 if (r < 0) {
-                        store_call_finish(c, r, NULL);
+                        store_call_finish(c, pc->failed ?: r, NULL);
                         continue;
                 }
                 /* Set on an idle connection (nothing to flush, so it cannot fail for that); kept:
@@ -985,8 +1091,8 @@ static void pg_async_kick(PgStore *ps) {
                         store_call_finish(c, -EIO, NULL);
                         continue;
                 }
-                if (!PQsendQueryParams(ps->conn, pc->sql, pc->n, NULL, (const char *const *) pc->values, pc->lengths,
-                                       pc->formats, 0)) {
+                if (!PQsendQueryParams(ps->conn, st->sql, st->n, NULL, (const char *const *) st->values, st->lengths,
+                                       st->formats, 0)) {
                         pg_set_error(ps, PQerrorMessage(ps->conn));
                         store_call_finish(c, -EIO, NULL);
                         continue;
@@ -1012,7 +1118,7 @@ static void pg_async_read(PgStore *ps) {
                         pg_async_end(ps);
                         return;
                 }
-                pg_call_keep(PG_CALL(ps->inflight), res);
+                pg_call_keep(pg_call_statement(PG_CALL(ps->inflight)), res);
         }
 }
 
@@ -1060,7 +1166,7 @@ static void pg_async_flush(PgStore *ps) {
                         continue;
                 }
                 while ((res = PQgetResult(ps->conn)))
-                        pg_call_keep(PG_CALL(ps->inflight), res);
+                        pg_call_keep(pg_call_statement(PG_CALL(ps->inflight)), res);
                 pg_async_end(ps);
         }
         if (any) {
@@ -1673,6 +1779,32 @@ static int pg_count(Store *s, uint64_t *ret) {
 
 /* ---- artifacts ---- */
 
+static const char sql_artifacts_delete[] = "DELETE FROM artifacts WHERE execution_id = $1";
+/* Charged to the execution's owner ('' for none or unknown): the usage triggers (migration 9) add it
+ * up. */
+static const char sql_artifact_insert[] =
+        "INSERT INTO artifacts (execution_id, path, size, mime_type, sha256, charged_bytes, owner) "
+        "VALUES ($1, $2, $3, $4, $5, $6, COALESCE((SELECT owner FROM executions WHERE execution_id = $1), ''))";
+static const char sql_collection_put[] =
+        "INSERT INTO artifact_collections (execution_id, skipped_total, skipped) "
+        "VALUES ($1, $2, $3) ON CONFLICT (execution_id) DO UPDATE SET "
+        "skipped_total = excluded.skipped_total, skipped = excluded.skipped";
+
+static void params_artifact(PgParams *p, const char *id, const ExecArtifact *x) {
+        pp_text(p, id);
+        pp_text(p, x->path);
+        pp_u64(p, x->size);
+        pp_text(p, x->mime_type);
+        pp_text(p, x->sha256);
+        pp_u64(p, x->charged_bytes);
+}
+
+static void params_collection(PgParams *p, const char *id, const ExecArtifacts *a, const char *skipped) {
+        pp_text(p, id);
+        pp_u64(p, a->n_skipped_total);
+        pp_text(p, skipped);
+}
+
 static int pg_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
         PgStore *ps = PG_STORE(s);
         _cleanup_free_ char *skipped = NULL;
@@ -1700,38 +1832,88 @@ static int pg_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
         }
         pp_text(&p, id);
         if (r >= 0)
-                r = pg_command(ps, "DELETE FROM artifacts WHERE execution_id = $1", &p, NULL);
-        /* Charged to the execution's owner ('' for none or unknown): the usage triggers (migration 9)
-         * add it up. */
+                r = pg_command(ps, sql_artifacts_delete, &p, NULL);
         for (size_t i = 0; r >= 0 && i < a->n_items; i++) {
-                const ExecArtifact *x = &a->items[i];
                 PgParams q = {};
 
-                pp_text(&q, id);
-                pp_text(&q, x->path);
-                pp_u64(&q, x->size);
-                pp_text(&q, x->mime_type);
-                pp_text(&q, x->sha256);
-                pp_u64(&q, x->charged_bytes);
-                r = pg_command(ps,
-                               "INSERT INTO artifacts (execution_id, path, size, mime_type, sha256, charged_bytes, owner) "
-                               "VALUES ($1, $2, $3, $4, $5, $6, "
-                               "COALESCE((SELECT owner FROM executions WHERE execution_id = $1), ''))",
-                               &q, NULL);
+                params_artifact(&q, id, &a->items[i]);
+                r = pg_command(ps, sql_artifact_insert, &q, NULL);
         }
         if (r >= 0) {
                 PgParams q = {};
 
-                pp_text(&q, id);
-                pp_u64(&q, a->n_skipped_total);
-                pp_text(&q, skipped);
-                r = pg_command(ps,
-                               "INSERT INTO artifact_collections (execution_id, skipped_total, skipped) "
-                               "VALUES ($1, $2, $3) ON CONFLICT (execution_id) DO UPDATE SET "
-                               "skipped_total = excluded.skipped_total, skipped = excluded.skipped",
-                               &q, NULL);
+                params_collection(&q, id, a, skipped);
+                r = pg_command(ps, sql_collection_put, &q, NULL);
         }
         return pg_end(ps, r);
+}
+
+/* After the lock (step 1), the blobs: as pg_put_artifacts(). */
+static int pg_check_blobs(PgStore *ps, PgCall *txn) {
+        Store *s = &ps->base;
+
+        if (txn->step != 1 || !s->blob_exists)
+                return 0;
+        for (char **h = txn->check_items; h && *h; h++) {
+                int k = s->blob_exists(s->blob_userdata, *h);
+
+                if (k == -ENOENT) {
+                        store_set_error(s, "an artifact blob was purged meanwhile");
+                        return -ESTALE;
+                }
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* pg_put_artifacts() without waiting: the same statements, one transaction sent step by step. */
+static int pg_put_artifacts_async(Store *s, const char *id, const ExecArtifacts *a, StoreCall *c) {
+        _cleanup_(pg_call_freep) PgCall *txn = NULL;
+        _cleanup_free_ char *skipped = NULL;
+        PgParams p = {};
+        int r;
+
+        r = store_skipped_to_json(a, &skipped);
+        if (r < 0)
+                return r;
+        r = pg_txn_new(a->n_items + 3, &txn);
+        if (r < 0)
+                return r;
+        txn->check = pg_check_blobs;
+        txn->check_items = calloc(a->n_items + 1, sizeof(char *));
+        if (!txn->check_items)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->n_items; i++) {
+                txn->check_items[i] = strdup(a->items[i].sha256);
+                if (!txn->check_items[i])
+                        return -ENOMEM;
+        }
+        pp_number(&p, "%" PRIi64, (int64_t) ARTIFACTS_LOCK_KEY);
+        r = pg_txn_add(txn, PG_CALL_COMMAND, "SELECT pg_advisory_xact_lock($1::bigint)", &p);
+        if (r < 0)
+                return r;
+        p = (PgParams) {};
+        pp_text(&p, id);
+        r = pg_txn_add(txn, PG_CALL_COMMAND, sql_artifacts_delete, &p);
+        for (size_t i = 0; r >= 0 && i < a->n_items; i++) {
+                p = (PgParams) {};
+                params_artifact(&p, id, &a->items[i]);
+                r = pg_txn_add(txn, PG_CALL_COMMAND, sql_artifact_insert, &p);
+        }
+        if (r < 0)
+                return r;
+        p = (PgParams) {};
+        params_collection(&p, id, a, skipped);
+        r = pg_txn_add(txn, PG_CALL_COMMAND, sql_collection_put, &p);
+        if (r >= 0)
+                r = pg_txn_close(txn);
+        if (r < 0)
+                return r;
+        c->data = TAKE_PTR(txn);
+        c->data_free = pg_call_free;
+        pg_async_kick(PG_STORE(s));
+        return 0;
 }
 
 /* The collection and its files in one statement: no row, none was recorded (-ENOENT); a collection
@@ -2366,6 +2548,7 @@ static const StoreOps pg_ops = {
         .artifact_caller_bytes_async = pg_artifact_caller_bytes_async,
         .callback_count_async = pg_callback_count_async,
         .session_put_async = pg_session_put_async,
+        .put_artifacts_async = pg_put_artifacts_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,
         .node_heartbeat_async = pg_node_heartbeat_async,

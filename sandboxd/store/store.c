@@ -1144,7 +1144,7 @@ void store_set_blob_hooks(Store *s, store_blob_fn_t exists, store_blob_fn_t remo
         s->blob_userdata = userdata;
 }
 
-int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
+static int put_artifacts_check(Store *s, const char *id, const ExecArtifacts *a) {
         if (!s || !a || !id || !id_is_valid(id, STORE_ID_MAX))
                 return -EINVAL;
         for (size_t i = 0; i < a->n_items; i++)
@@ -1155,7 +1155,42 @@ int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
                 }
         if (!u64_fits(a->n_skipped_total))
                 return -EINVAL;
+        return 0;
+}
+
+int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
+        int r = put_artifacts_check(s, id, a);
+
+        if (r < 0)
+                return r;
         return s->ops->put_artifacts(s, id, a);
+}
+
+typedef struct PutArtifactsArgs {
+        const char *id;
+        const ExecArtifacts *a;
+} PutArtifactsArgs;
+
+static int put_artifacts_start(Store *s, const void *args, StoreCall *c) {
+        const PutArtifactsArgs *x = args;
+
+        return s->ops->put_artifacts_async ? s->ops->put_artifacts_async(s, x->id, x->a, c) : -EOPNOTSUPP;
+}
+
+static int put_artifacts_sync(Store *s, const void *args, StoreRecord **ret) {
+        const PutArtifactsArgs *x = args;
+
+        return s->ops->put_artifacts(s, x->id, x->a);
+}
+
+int store_put_artifacts_async(Store *s, const char *id, const ExecArtifacts *a, StoreDoneFn done, void *userdata,
+                              StoreCall **ret_call) {
+        PutArtifactsArgs x = { .id = id, .a = a };
+        int r = put_artifacts_check(s, id, a);
+
+        if (r < 0)
+                return r;
+        return store_async_run(s, put_artifacts_start, put_artifacts_sync, &x, done, userdata, ret_call);
 }
 
 int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret) {

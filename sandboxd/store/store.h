@@ -304,6 +304,11 @@ void store_set_blob_hooks(Store *s, store_blob_fn_t exists, store_blob_fn_t remo
 /* The artifacts of an execution, replacing any stored before, in one transaction (all or nothing).
  * Paths must be unique; sha256 64 hex digits. */
 int store_put_artifacts(Store *s, const char *id, const ExecArtifacts *a);
+/* The same without waiting (store_put_async()): done(userdata, r, NULL) gets what it would return
+ * (PostgreSQL: the same transaction, its statements sent one after the other from the loop, the blobs
+ * checked under the lock between them). */
+int store_put_artifacts_async(Store *s, const char *id, const ExecArtifacts *a, StoreDoneFn done, void *userdata,
+                              StoreCall **ret_call);
 /* -ENOENT when none were stored for id (not collected, or purged). */
 int store_get_artifacts(Store *s, const char *id, ExecArtifacts **ret);
 /* The same without waiting (store_put_async()): done(userdata, r, a) gets what store_get_artifacts()

@@ -752,6 +752,105 @@ static void test_reads_async(_unused_ void **state) {
         sd_event_unref(e);
 }
 
+/* The artifact list written without waiting (store_put_artifacts_async(); PostgreSQL: one
+ * transaction sent statement by statement): written, read back in order behind it; a statement that
+ * fails half way (a path twice) rolls all of it back, the earlier list stays and the connection is
+ * usable at once; a synchronous read waits for one under way. PostgreSQL, with the blob hooks: a
+ * blob gone under the lock is -ESTALE, nothing recorded. */
+static struct {
+        unsigned calls;
+        int r[8];
+        char *error[8];
+} put;
+
+static void on_put_done(void *userdata, int r, StoreRecord *rec) {
+        Store *s = userdata;
+
+        assert_null(rec);
+        assert_true(put.calls < ELEMENTSOF(put.r));
+        put.r[put.calls] = r;
+        put.error[put.calls] = r < 0 ? strdup(store_error_message(s)) : NULL;
+        put.calls++;
+}
+
+static void run_until_put(sd_event *e, unsigned n) {
+        for (unsigned i = 0; i < 500 && put.calls < n; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(put.calls, n);
+}
+
+static void test_put_artifacts_async(_unused_ void **state) {
+        _cleanup_(store_record_freep) StoreRecord *r = record_full("exec_pa");
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = artifacts_of(SHA_A, SHA_B), *b = artifacts_of(SHA_B, SHA_C),
+                                                      *twice = artifacts_of(SHA_C, SHA_C), *got = NULL;
+        BlobFs fs = {};
+        sd_event *e = NULL;
+        Store *s = open_ok();
+
+        put = (typeof(put)) {};
+        one = (typeof(one)) {};
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(store_attach_event(s, e), 0);
+        assert_int_equal(store_put(s, r), 0);
+        assert_int_equal(store_put_artifacts_async(s, "bad id!", a, on_put_done, s, NULL), -EINVAL);
+
+        /* Written; a read queued behind it sees it. */
+        assert_int_equal(store_put_artifacts_async(s, "exec_pa", a, on_put_done, s, NULL), 0);
+        assert_int_equal(store_get_artifacts_async(s, "exec_pa", on_artifacts_got, NULL, NULL), 0);
+        assert_int_equal(put.calls, 0);
+        run_until_one(e, 1);
+        assert_int_equal(put.calls, 1);
+        assert_int_equal(put.r[0], 0);
+        assert_int_equal(one.r, 0);
+        assert_int_equal(one.a->n_items, 2);
+        assert_string_equal(one.a->items[1].sha256, SHA_B);
+
+        /* The same path twice: the second insert fails after the delete; all of it rolled back. */
+        free(twice->items[1].path);
+        twice->items[1].path = strdup(twice->items[0].path);
+        assert_non_null(twice->items[1].path);
+        assert_int_equal(store_put_artifacts_async(s, "exec_pa", twice, on_put_done, s, NULL), 0);
+        assert_int_equal(store_get_artifacts_async(s, "exec_pa", on_artifacts_got, NULL, NULL), 0);
+        run_until_one(e, 2);
+        assert_int_equal(put.calls, 2);
+        assert_true(put.r[1] < 0);
+        assert_non_null(put.error[1]);
+        assert_int_equal(one.r, 0);
+        assert_int_equal(one.a->n_items, 2);
+        assert_string_equal(one.a->items[0].sha256, SHA_A);
+
+        /* A synchronous read waits for the write under way. */
+        assert_int_equal(store_put_artifacts_async(s, "exec_pa", b, on_put_done, s, NULL), 0);
+        assert_int_equal(store_get_artifacts(s, "exec_pa", &got), 0);
+        assert_int_equal(got->n_items, 2);
+        assert_string_equal(got->items[0].sha256, SHA_B);
+        assert_string_equal(got->items[1].sha256, SHA_C);
+        got = exec_artifacts_free(got);
+        run_until_put(e, 3);
+        assert_int_equal(put.r[2], 0);
+
+        if (is_pg()) {
+                /* SHA_C purged by another node meanwhile: -ESTALE under the lock, b's list stays. */
+                strcpy(fs.present[0], SHA_A);
+                strcpy(fs.present[1], SHA_B);
+                store_set_blob_hooks(s, blob_exists, blob_remove, &fs);
+                assert_int_equal(store_put_artifacts_async(s, "exec_pa", b, on_put_done, s, NULL), 0);
+                assert_int_equal(store_put_artifacts_async(s, "exec_pa", a, on_put_done, s, NULL), 0);
+                run_until_put(e, 5);
+                assert_int_equal(put.r[3], -ESTALE);
+                assert_non_null(strstr(put.error[3], "purged meanwhile"));
+                assert_int_equal(put.r[4], 0);
+                assert_int_equal(store_get_artifacts(s, "exec_pa", &got), 0);
+                assert_string_equal(got->items[0].sha256, SHA_A);
+        }
+        for (unsigned i = 0; i < put.calls; i++)
+                free(put.error[i]);
+        exec_artifacts_free(one.a);
+        one = (typeof(one)) {};
+        store_close(s);
+        sd_event_unref(e);
+}
+
 static void test_callback_survives_reopen(_unused_ void **state) {
         Store *s = open_ok();
         StoreCallback *got = NULL;
@@ -779,6 +878,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_reads_async, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_blob_hooks_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_put_artifacts_async, setup_dir, teardown_dir),
         };
         /* The hooks are for a store several nodes share; SQLite ignores them. */
         static const char *const pg_only[] = { "test_blob_hooks_pg", NULL };
