@@ -50,6 +50,7 @@ struct Manager {
         Sessions *sessions;      /* the session registry (session.h) */
         Node *node;              /* this node in the store's node registry (node.h) */
         sd_event_source *sigterm, *sigint, *sighup, *sweep_timer;
+        StoreCall *purge;        /* the sweep's purge, under way (store_purge_async()) */
 
         char *config_dir;
         char *helper_override;   /* --helper= on the command line wins over Helper= */
@@ -440,6 +441,25 @@ static void manager_sweep(Manager *m) {
                 log_warning_errno(r, "Sweep: cannot list units: %m");
 }
 
+static void purged(Manager *m, uint64_t n) {
+        if (n == 0)
+                return;
+        log_info("Sweep: %" PRIu64 " execution records older than %" PRIu64 " s purged.", n,
+                 m->ctx.config->retention_sec);
+        /* Their charges are off the budgets (the store's triggers took them away). */
+        artifact_accounts_refresh(m->ctx.accounts);
+}
+
+static void on_purged(void *userdata, int r, uint64_t n) {
+        Manager *m = userdata;
+
+        m->purge = NULL;
+        if (r < 0)
+                log_warning_errno(r, "Sweep: cannot purge old execution records: %s", store_error_message(m->ctx.store));
+        else
+                purged(m, n);
+}
+
 static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
@@ -448,12 +468,15 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         manager_sweep(m);
         if (m->ctx.store && m->ctx.config->retention_sec > 0) {
                 uint64_t n = 0, now = now_usec(CLOCK_REALTIME), age = m->ctx.config->retention_sec * USEC_PER_SEC;
-
                 char **blobs = NULL;
+                int r = -EOPNOTSUPP;
 
-                if (now > age && store_purge_ex(m->ctx.store, now - age, &n, &blobs) >= 0 && n > 0)
-                        log_info("Sweep: %" PRIu64 " execution records older than %" PRIu64 " s purged.", n,
-                                 m->ctx.config->retention_sec);
+                /* PostgreSQL: without waiting, the blobs removed under its lock (one purge at a
+                 * time: the last may still be under way). SQLite: here, and the blobs after. */
+                if (now > age && !m->purge)
+                        r = store_purge_async(m->ctx.store, now - age, on_purged, m, &m->purge);
+                if (now > age && r == -EOPNOTSUPP && store_purge_ex(m->ctx.store, now - age, &n, &blobs) >= 0)
+                        purged(m, n);
                 /* Their artifacts' blobs that no record refers to any more. */
                 for (char **b = blobs; b && *b; b++) {
                         int k = artifacts_store_remove_blob(m->ctx.artifacts_fd, *b);
@@ -462,9 +485,6 @@ static int on_sweep_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                                 log_warning_errno(k, "Sweep: cannot remove artifact blob %s: %m", *b);
                 }
                 strv_free(blobs);
-                /* Their charges are off the budgets (the store's triggers took them away). */
-                if (n > 0)
-                        artifact_accounts_refresh(m->ctx.accounts);
                 /* The copies kept in memory go with them. */
                 if (now > age)
                         runner_forget_finished_before(m->runner, now - age);
@@ -1190,6 +1210,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         m->ctx.stopping = true;
+        m->purge = store_call_cancel(m->purge);
         m->http = http_free(m->http);
         m->bus_api = bus_api_free(m->bus_api);
         /* After the APIs (whose callers are gone), before the runner and the store. */

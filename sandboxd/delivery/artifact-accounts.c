@@ -11,6 +11,7 @@ struct ArtifactAccounts {
         ArtifactAccount store_account;  /* the whole store's */
         ArtifactCallerAccount *callers; /* the callers' that have a collection running (or starting) */
         ArtifactSettle *settles;        /* recorded collections whose committed parts are being read */
+        StoreCall *refresh;             /* artifact_accounts_refresh()'s read of the store's part */
 };
 
 int artifact_accounts_new(const Context *ctx, ArtifactAccounts **ret) {
@@ -323,16 +324,37 @@ void artifact_accounts_settle(ArtifactAccounts *m, ArtifactCallerAccount **calle
         caller_unref(m, a);
 }
 
+static void on_refresh_store_bytes(void *userdata, int r, uint64_t bytes) {
+        ArtifactAccounts *m = userdata;
+
+        m->refresh = NULL;
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the artifact store's usage, keeping the last: %s",
+                                  store_error_message(m->ctx->store));
+        else
+                artifact_account_set_committed(&m->store_account, bytes);
+}
+
+/* Without waiting: the store's part, and each caller's as when it is first read (a collection asking
+ * meanwhile waits for it, on_caller_bytes()). */
 void artifact_accounts_refresh(ArtifactAccounts *m) {
-        store_refresh(m);
-        for (ArtifactCallerAccount *a = m->callers; a; a = a->next)
-                if (!a->loading)
+        if (!m->refresh && store_artifact_store_bytes_async(m->ctx->store, on_refresh_store_bytes, m, &m->refresh) < 0)
+                store_refresh(m);
+        for (ArtifactCallerAccount *a = m->callers; a; a = a->next) {
+                if (a->loading)
+                        continue;
+                a->loading = true;
+                if (store_artifact_caller_bytes_async(m->ctx->store, a->owner, on_caller_bytes, a, &a->read) < 0) {
+                        a->loading = false;
                         (void) caller_refresh(m, a);
+                }
+        }
 }
 
 ArtifactAccounts *artifact_accounts_free(ArtifactAccounts *m) {
         if (!m)
                 return NULL;
+        m->refresh = store_call_cancel(m->refresh);
         while (m->settles)
                 settle_free(m->settles);
         while (m->callers) {

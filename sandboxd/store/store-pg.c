@@ -751,8 +751,10 @@ typedef struct PgCall {
         size_t n_steps, step;
         int failed;                     /* the failure being rolled back, or 0 */
         unsigned connection;            /* PgStore.connections at BEGIN */
-        int (*check)(PgStore *ps, struct PgCall *txn);
+        int (*check)(PgStore *ps, struct PgCall *txn, const PGresult *res);
         char **check_items;             /* check()'s data, strv */
+        uint64_t value;                 /* with has_value, the answer (a list of one, STORE_CALL_U64) */
+        bool has_value;
 } PgCall;
 
 static void pg_call_free(void *p) {
@@ -1011,18 +1013,19 @@ static void pg_txn_step_end(PgStore *ps, StoreCall *c) {
         size_t n = 0;
         int r;
 
-        assert(st->kind == PG_CALL_COMMAND);    /* no step answers with data */
+        assert(st->kind == PG_CALL_COMMAND);    /* check() reads a step's rows */
         r = pg_call_result(ps, st, &got, &n);
-        st->res = (PQclear(st->res), NULL);
         if (pc->failed) {
                 /* Rolled back (or the connection went, which ends it as well). */
+                st->res = (PQclear(st->res), NULL);
                 store_call_finish(c, pc->failed, NULL);
                 return;
         }
         if (r >= 0 && pc->step == 0)
                 pc->connection = ps->connections;
         if (r >= 0 && pc->check)
-                r = pc->check(ps, pc);
+                r = pc->check(ps, pc, st->res);
+        st->res = (PQclear(st->res), NULL);
         if (r < 0) {
                 if (pc->step == 0 || PQstatus(ps->conn) != CONNECTION_OK || ps->connections != pc->connection) {
                         /* Nothing begun, or the server has ended it with the connection. */
@@ -1034,7 +1037,14 @@ static void pg_txn_step_end(PgStore *ps, StoreCall *c) {
                 return;
         }
         if (++pc->step == pc->n_steps) {
-                store_call_finish(c, 0, NULL);
+                uint64_t *v = pc->has_value ? malloc(sizeof(uint64_t)) : NULL;
+
+                if (v) {
+                        *v = pc->value;
+                        store_call_finish_list(c, 0, v, 1);
+                } else
+                        /* Committed: out of memory for the number alone is not a failure. */
+                        store_call_finish(c, 0, NULL);
                 return;
         }
         pc->sent = false;
@@ -1752,6 +1762,65 @@ static int pg_purge(Store *s, uint64_t finished_before_usec, uint64_t *ret_n, ch
         return 0;
 }
 
+/* pg_purge() in one statement, for the transaction of pg_purge_async(): which executions go is decided
+ * once (gone); the digests of their artifacts that no other row refers to come back, with the count,
+ * one row each (a row with a NULL digest when there is none). Every part sees the snapshot from
+ * before the statement, so "another row" is a row of an execution not purged. */
+static const char sql_purge_all[] =
+        "WITH gone AS (" PURGED "), "
+        "d AS (SELECT DISTINCT sha256 FROM artifacts WHERE execution_id IN (SELECT execution_id FROM gone)), "
+        "da AS (DELETE FROM artifacts WHERE execution_id IN (SELECT execution_id FROM gone)), "
+        "dc AS (DELETE FROM artifact_collections WHERE execution_id IN (SELECT execution_id FROM gone)), "
+        "de AS (DELETE FROM executions WHERE execution_id IN (SELECT execution_id FROM gone) RETURNING 1), "
+        "unused AS (SELECT sha256 FROM d WHERE NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.sha256 = d.sha256 "
+        "AND a.execution_id NOT IN (SELECT execution_id FROM gone))) "
+        "SELECT (SELECT count(*) FROM de), u.sha256 FROM (SELECT 1) one LEFT JOIN unused u ON true";
+
+/* After the purge's statement (step 2), still under the lock: its count, and the blobs no row refers
+ * to removed now (as pg_purge(), and why). */
+static int pg_check_purge(PgStore *ps, PgCall *txn, const PGresult *res) {
+        Store *s = &ps->base;
+
+        if (txn->step != 2)
+                return 0;
+        if (PQntuples(res) < 1 || PQnfields(res) != 2) {
+                pg_set_error(ps, "the purge answered no count");
+                return -EIO;
+        }
+        txn->value = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+        txn->has_value = true;
+        for (int i = 0; s->blob_remove && i < PQntuples(res); i++)
+                if (!PQgetisnull(res, i, 1))
+                        (void) s->blob_remove(s->blob_userdata, PQgetvalue(res, i, 1));
+        return 0;
+}
+
+static int pg_purge_async(Store *s, uint64_t finished_before_usec, StoreCall *c) {
+        _cleanup_(pg_call_freep) PgCall *txn = NULL;
+        PgParams p = {};
+        int r;
+
+        r = pg_txn_new(2, &txn);
+        if (r < 0)
+                return r;
+        txn->check = pg_check_purge;
+        pp_number(&p, "%" PRIi64, (int64_t) ARTIFACTS_LOCK_KEY);
+        r = pg_txn_add(txn, PG_CALL_COMMAND, "SELECT pg_advisory_xact_lock($1::bigint)", &p);
+        if (r < 0)
+                return r;
+        p = (PgParams) {};
+        pp_u64(&p, MIN(finished_before_usec, (uint64_t) INT64_MAX));
+        r = pg_txn_add(txn, PG_CALL_COMMAND, sql_purge_all, &p);
+        if (r >= 0)
+                r = pg_txn_close(txn);
+        if (r < 0)
+                return r;
+        c->data = TAKE_PTR(txn);
+        c->data_free = pg_call_free;
+        pg_async_kick(PG_STORE(s));
+        return 0;
+}
+
 /* One non-negative number, the first column of the only row; no row, or NULL: *ret_have false. */
 static int pg_query_u64(PgStore *ps, const char *sql, const PgParams *p, uint64_t *ret, bool *ret_have) {
         PGresult *res = NULL;
@@ -1849,7 +1918,7 @@ static int pg_put_artifacts(Store *s, const char *id, const ExecArtifacts *a) {
 }
 
 /* After the lock (step 1), the blobs: as pg_put_artifacts(). */
-static int pg_check_blobs(PgStore *ps, PgCall *txn) {
+static int pg_check_blobs(PgStore *ps, PgCall *txn, const PGresult *res) {
         Store *s = &ps->base;
 
         if (txn->step != 1 || !s->blob_exists)
@@ -2549,6 +2618,7 @@ static const StoreOps pg_ops = {
         .callback_count_async = pg_callback_count_async,
         .session_put_async = pg_session_put_async,
         .put_artifacts_async = pg_put_artifacts_async,
+        .purge_async = pg_purge_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,
         .node_heartbeat_async = pg_node_heartbeat_async,

@@ -1252,6 +1252,31 @@ static int u64_list(int r, uint64_t v, void **ret, size_t *ret_n) {
         return 0;
 }
 
+static int purge_start(Store *s, const void *args, StoreCall *c) {
+        return s->ops->purge_async(s, *(const uint64_t *) args, c);
+}
+
+static int purge_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        uint64_t n = 0;
+        int r = s->ops->purge(s, *(const uint64_t *) args, &n, NULL);
+
+        return u64_list(r, n, ret, ret_n);
+}
+
+int store_purge_async(Store *s, uint64_t finished_before_usec, StoreU64DoneFn done, void *userdata,
+                      StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_U64, .u64_done = done, .userdata = userdata };
+        uint64_t before = MIN(finished_before_usec, (uint64_t) INT64_MAX);
+
+        if (!s)
+                return -EINVAL;
+        /* Only where the blobs go under the store's lock (store_set_blob_hooks()): the unreferenced
+         * list of store_purge_ex() has no way back here. */
+        if (!s->ops->purge_async || !s->blob_remove)
+                return -EOPNOTSUPP;
+        return store_async_run_list(s, purge_start, purge_sync, &before, &how, ret_call);
+}
+
 static int store_bytes_start(Store *s, const void *args, StoreCall *c) {
         return s->ops->artifact_store_bytes_async ? s->ops->artifact_store_bytes_async(s, c) : -EOPNOTSUPP;
 }

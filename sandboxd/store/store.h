@@ -327,6 +327,12 @@ typedef void (*StoreU64DoneFn)(void *userdata, int r, uint64_t v);
 int store_artifact_store_bytes_async(Store *s, StoreU64DoneFn done, void *userdata, StoreCall **ret_call);
 int store_artifact_caller_bytes_async(Store *s, const char *owner, StoreU64DoneFn done, void *userdata,
                                       StoreCall **ret_call);
+/* store_purge() without waiting, on a store that removes the blobs itself (store_set_blob_hooks():
+ * PostgreSQL, one transaction sent statement by statement, the blobs removed under its lock):
+ * done(userdata, r, n) with the number of records purged. -EOPNOTSUPP at once elsewhere (SQLite: the
+ * caller purges with store_purge_ex(), local and quick, and unlinks what it hands back). */
+int store_purge_async(Store *s, uint64_t finished_before_usec, StoreU64DoneFn done, void *userdata,
+                      StoreCall **ret_call);
 
 int store_count(Store *s, uint64_t *ret);
 

@@ -752,6 +752,82 @@ static void test_reads_async(_unused_ void **state) {
         sd_event_unref(e);
 }
 
+/* The purge without waiting (store_purge_async()): where the store removes the blobs itself
+ * (PostgreSQL with the hooks) the count comes to the callback and the blobs no row refers to any more
+ * are removed under the lock, each once; elsewhere -EOPNOTSUPP at once. */
+static struct {
+        unsigned calls;
+        int r;
+        uint64_t n;
+} purge;
+
+static void on_purged(void *userdata, int r, uint64_t n) {
+        purge.calls++;
+        purge.r = r;
+        purge.n = n;
+}
+
+static void test_purge_async(_unused_ void **state) {
+        _cleanup_(store_record_freep) StoreRecord *old = record_full("exec_old"), *young = record_full("exec_young");
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *a = artifacts_of(SHA_A, SHA_B), *b = artifacts_of(SHA_B, SHA_C);
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *got = NULL;
+        BlobFs fs = {};
+        sd_event *e = NULL;
+        Store *s = open_ok();
+
+        purge = (typeof(purge)) {};
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(store_attach_event(s, e), 0);
+        if (!is_pg()) {
+                assert_int_equal(store_purge_async(s, UINT64_MAX, on_purged, NULL, NULL), -EOPNOTSUPP);
+                goto end;
+        }
+        /* Without the hooks (nobody to remove the blobs): refused as well. */
+        assert_int_equal(store_purge_async(s, UINT64_MAX, on_purged, NULL, NULL), -EOPNOTSUPP);
+        strcpy(fs.present[0], SHA_A);
+        strcpy(fs.present[1], SHA_B);
+        strcpy(fs.present[2], SHA_C);
+        store_set_blob_hooks(s, blob_exists, blob_remove, &fs);
+        young->exec->finished_usec = BASE_USEC + 10 * 1000000ULL;
+        assert_int_equal(store_put(s, old), 0);
+        assert_int_equal(store_put(s, young), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_old", a), 0);
+        assert_int_equal(store_put_artifacts(s, "exec_young", b), 0);
+
+        assert_int_equal(store_purge_async(s, BASE_USEC + 1000000ULL, on_purged, NULL, NULL), 0);
+        assert_int_equal(purge.calls, 0);
+        for (unsigned i = 0; i < 500 && purge.calls < 1; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(purge.calls, 1);
+        assert_int_equal(purge.r, 0);
+        assert_int_equal(purge.n, 1);
+        assert_int_equal(fs.n_removed, 1);
+        assert_string_equal(fs.removed[0], SHA_A);
+        assert_int_equal(store_get_artifacts(s, "exec_old", &got), -ENOENT);
+        assert_int_equal(store_get_artifacts(s, "exec_young", &got), 0);
+        assert_int_equal(got->n_items, 2);
+
+        /* Nothing left to purge: 0, nothing removed. */
+        assert_int_equal(store_purge_async(s, BASE_USEC + 1000000ULL, on_purged, NULL, NULL), 0);
+        for (unsigned i = 0; i < 500 && purge.calls < 2; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(purge.r, 0);
+        assert_int_equal(purge.n, 0);
+        assert_int_equal(fs.n_removed, 1);
+
+        /* The rest: SHA_B and SHA_C, each once. */
+        assert_int_equal(store_purge_async(s, UINT64_MAX, on_purged, NULL, NULL), 0);
+        for (unsigned i = 0; i < 500 && purge.calls < 3; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(purge.n, 1);
+        assert_int_equal(fs.n_removed, 3);
+        assert_int_equal(blob_exists(&fs, SHA_B), -ENOENT);
+        assert_int_equal(blob_exists(&fs, SHA_C), -ENOENT);
+end:
+        store_close(s);
+        sd_event_unref(e);
+}
+
 /* The artifact list written without waiting (store_put_artifacts_async(); PostgreSQL: one
  * transaction sent statement by statement): written, read back in order behind it; a statement that
  * fails half way (a path twice) rolls all of it back, the earlier list stays and the connection is
@@ -879,6 +955,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_callback_survives_reopen, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_blob_hooks_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_put_artifacts_async, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_purge_async, setup_dir, teardown_dir),
         };
         /* The hooks are for a store several nodes share; SQLite ignores them. */
         static const char *const pg_only[] = { "test_blob_hooks_pg", NULL };
