@@ -321,11 +321,19 @@ static int setup_cgroups(Manager *m) {
         return 0;
 }
 
+/* A take-over the store could not make is tried again at the next heartbeat. */
+static void manager_taken_over(void *userdata, const char *from, int r) {
+        Manager *m = userdata;
+
+        if (r < 0 && m->node)
+                node_take_over_failed(m->node, from);
+}
+
 /* What the node's heartbeat reports. */
 static int manager_node_lost(void *userdata, const char *name) {
         Manager *m = userdata;
 
-        return m->ctx.stopping ? -ECANCELED : runner_take_over(m->runner, name);
+        return m->ctx.stopping ? -ECANCELED : runner_take_over(m->runner, name, manager_taken_over, m);
 }
 
 static uint64_t manager_running(void *userdata) {

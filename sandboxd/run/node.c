@@ -233,6 +233,12 @@ static void node_mark_taken(Node *n, const StoreNode *x) {
 
 static void node_take_over_lost(Node *n);
 
+void node_take_over_failed(Node *n, const char *name) {
+        for (size_t i = 0; i < n->n_taken; i++)
+                if (streq(n->taken[i].name, name))
+                        n->taken[i].lease_expires_usec = 0;     /* matches no lease: not taken */
+}
+
 /* The registry read after the lease's renewal (node_after_heartbeat()); never called after
  * node_free() (store_cancel_userdata()). */
 static void on_registry_read(void *userdata, int r, StoreNode *l, size_t k) {

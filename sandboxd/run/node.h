@@ -29,6 +29,9 @@ typedef int (*NodeLostFn)(void *userdata, const char *name);
  * ctx->event. A store that refuses the registration is logged, and the heartbeat tries again;
  * only a name that cannot be found and allocation failures are errors. */
 int node_new(Context *ctx, NodeRunningFn running, NodeLostFn lost, void *userdata, Node **ret);
+/* The take-over of name's executions, asked after a NodeLostFn that returned >= 0, failed (the store):
+ * asked again at the next heartbeat. */
+void node_take_over_failed(Node *n, const char *name);
 Node *node_free(Node *n);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Node *, node_free);
 

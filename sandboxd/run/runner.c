@@ -38,6 +38,7 @@ struct Runner {
 
         /* The shared queue (Context.shared_queue): */
         sd_event_source *claim_timer;   /* every CLAIM_INTERVAL_USEC: look for work other nodes queued */
+        struct TakeOver *take_overs;    /* runner_take_over()s the store has not answered */
         sd_event_source *notify_timer;  /* a QUEUE notification held back by QUEUE_NOTIFY_USEC is due */
         bool claim_hint;                /* work may wait in the shared queue (a notification, the timer) */
         bool claim_blocked;             /* a claim failed on the store: dispatch waits for the timer */
@@ -79,6 +80,25 @@ static void on_job_freed(void *userdata, Job *j);
 static void on_job_quiet(void *userdata, Job *j);
 static int on_job_claim(void *userdata, Job *j);
 
+typedef struct TakeOver {
+        Runner *runner;
+        struct TakeOver *next;
+        StoreCall *call;
+        RunnerTakeOverFn done;
+        void *userdata;
+        char from[NODE_NAME_MAX + 1];
+} TakeOver;
+
+static void take_over_free(TakeOver *t) {
+        for (TakeOver **p = &t->runner->take_overs; *p; p = &(*p)->next)
+                if (*p == t) {
+                        *p = t->next;
+                        break;
+                }
+        (void) store_call_cancel(t->call);
+        free(t);
+}
+
 static const JobEvents runner_job_events = {
         .left = on_job_left,
         .finished = on_job_finished,
@@ -103,6 +123,10 @@ int runner_new(Context *ctx, Sessions *sessions, Runner **ret) {
 Runner *runner_free(Runner *r) {
         if (!r)
                 return NULL;
+        /* Take-overs not answered: nothing of them is acted on any more (the rows stay this node's,
+         * its next start resumes them). */
+        while (r->take_overs)
+                take_over_free(r->take_overs);
         /* The final records being written: their answers still count (a refused one is tried again
          * below). */
         store_async_drain(r->ctx->store);
@@ -957,7 +981,15 @@ finish:
         return k;
 }
 
-/* A record made final here, without a job: its verdict, summary and callback delivery in one write. */
+static void on_final_recorded(void *userdata, int k, StoreRecord *rec) {
+        store_record_free(rec);
+        if (k < 0)
+                log_warning_errno(k, "Cannot record the final status of an execution without a job: %s",
+                                  store_error_message(userdata));
+}
+
+/* A record made final here, without a job: its verdict, summary and callback delivery in one write,
+ * without waiting (the write is made in its order; its parameters are copied at the call). */
 static void record_final(Store *store, StoreRecord *rec, ExecStatus status, ErrorType error_type, const char *reason) {
         Execution *e = rec->exec;
 
@@ -973,9 +1005,10 @@ static void record_final(Store *store, StoreRecord *rec, ExecStatus status, Erro
                 if (url && callback_prepare(e, url, &rec->callback) < 0)
                         log_oom();
         }
-        if (store_put(store, rec) < 0)
+        if (store_put_async(store, rec, on_final_recorded, store, NULL) < 0)
                 log_warning("%s: cannot record it %s: %s", e->id, exec_status_to_string(status),
                             store_error_message(store));
+        rec->callback = store_callback_free(rec->callback);
 }
 
 void runner_cancel_from_elsewhere(Runner *r, const char *id) {
@@ -1032,22 +1065,73 @@ static bool request_retry_from_json(const char *json) {
         return retry;
 }
 
-int runner_take_over(Runner *r, const char *from) {
+/* A take-over's job, queued here: its record says so (attempt, node, epoch). */
+static void on_taken_recorded(void *userdata, int k, StoreRecord *rec) {
+        store_record_free(rec);
+        if (k < 0)
+                job_persist_failed(userdata, k);
+}
+
+static void take_over_record(Job *j) {
+        int k = job_record_async(j, on_taken_recorded, j, NULL);
+
+        if (k < 0)
+                job_persist_failed(j, k);
+}
+
+static void take_over_records(Runner *r, const char *from, StoreRecord **l, size_t n);
+
+/* The rows taken, oldest first; never called after take_over_free() (runner_free()). */
+static void on_taken_over(void *userdata, int k, StoreRecord **l, size_t n) {
+        TakeOver *t = userdata;
+        Runner *r = t->runner;
+        RunnerTakeOverFn done = t->done;
+        void *done_data = t->userdata;
+        char from[sizeof(t->from)];
+
+        memcpy(from, t->from, sizeof(from));
+        t->call = NULL;
+        take_over_free(t);
+        if (k < 0)
+                log_warning_errno(k, "Cannot take over the executions of node '%s': %s", from,
+                                  store_error_message(r->ctx->store));
+        else
+                take_over_records(r, from, l, n);
+        store_records_free(l, n);
+        done(done_data, from, k);
+}
+
+int runner_take_over(Runner *r, const char *from, RunnerTakeOverFn done, void *userdata) {
         Store *store = r->ctx->store;
-        StoreRecord **l = NULL;
-        size_t n = 0, queued = 0, retried = 0, orphaned = 0;
+        TakeOver *t;
+        int k;
+
+        if (!store || !r->ctx->node_name || r->ctx->node_epoch == 0 || strlen(from) > NODE_NAME_MAX)
+                return -EAGAIN;
+        t = calloc(1, sizeof(TakeOver));
+        if (!t)
+                return -ENOMEM;
+        *t = (TakeOver) { .runner = r, .done = done, .userdata = userdata, .next = r->take_overs };
+        strcpy(t->from, from);
+        r->take_overs = t;
+        k = store_take_over_async(store, from, r->ctx->node_name, r->ctx->node_epoch, now_usec(CLOCK_REALTIME),
+                                  on_taken_over, t, &t->call);
+        if (k < 0) {
+                take_over_free(t);
+                return log_warning_errno(k, "Cannot take over the executions of node '%s': %s", from,
+                                         store_error_message(store));
+        }
+        return 0;
+}
+
+static void take_over_records(Runner *r, const char *from, StoreRecord **l, size_t n) {
+        Store *store = r->ctx->store;
+        size_t queued = 0, retried = 0, orphaned = 0;
         char reason[NODE_NAME_MAX + 32];
         int k;
 
-        if (!store || !r->ctx->node_name || r->ctx->node_epoch == 0)
-                return -EAGAIN;
-        k = store_take_over(store, from, r->ctx->node_name, r->ctx->node_epoch, now_usec(CLOCK_REALTIME), &l, &n);
-        if (k < 0) {
-                log_warning_errno(k, "Cannot take over the executions of node '%s': %s", from, store_error_message(store));
-                return k;
-        }
         if (n == 0)
-                return 0;
+                return;
         snprintf(reason, sizeof(reason), "node %s lost", from);
         for (size_t i = 0; i < n; i++) {
                 Execution *e = l[i]->exec;
@@ -1069,7 +1153,7 @@ int runner_take_over(Runner *r, const char *from) {
                                 j->elsewhere = false;
                                 j->exec->node_epoch = r->ctx->node_epoch;
                                 j->exec->attempt = ran ? attempt + 1 : attempt;
-                                (void) job_persist(j);
+                                take_over_record(j);
                                 if (ran)
                                         retried++;
                                 else
@@ -1083,7 +1167,7 @@ int runner_take_over(Runner *r, const char *from) {
                         if (k >= 0) {
                                 j->exec->created_usec = created;
                                 j->exec->attempt = ran ? attempt + 1 : attempt;
-                                (void) job_persist(j);
+                                take_over_record(j);
                                 if (ran) {
                                         log_notice("%s: node '%s' was lost while it ran; running it again here "
                                                    "(attempt %u).", j->exec->id, from, j->exec->attempt);
@@ -1098,7 +1182,6 @@ int runner_take_over(Runner *r, const char *from) {
                 log_notice("%s: orphaned: %s.", e->id, reason);
                 orphaned++;
         }
-        store_records_free(l, n);
         /* The orphaned ones' deliveries are in the outbox now, this node's to make; the others wait
          * in the queue for a slot. */
         if (orphaned > 0)
@@ -1107,7 +1190,6 @@ int runner_take_over(Runner *r, const char *from) {
                 runner_dispatch(r);
         log_notice("Node '%s' was lost (its lease ran out): took over %zu executions, %zu queued here, %zu run "
                    "again here, %zu orphaned.", from, queued + retried + orphaned, queued, retried, orphaned);
-        return 0;
 }
 
 /* At start only (before the loop runs), so a synchronous call is fine here. */

@@ -54,10 +54,13 @@ bool runner_has_adopted(const Runner *r);
 void runner_dispatch(Runner *r);
 Job *runner_find(Runner *r, const char *id);
 void runner_counts(const Runner *r, RunnerCounts *ret);
-/* Another node was lost (its lease ran out): take its unfinished executions over (store_take_over()).
- * Queued ones run here; running ones end "orphaned", with the reason "node NAME lost", unless their
- * request asked to "retry": then they run here once more, as attempt 2. */
-int runner_take_over(Runner *r, const char *from);
+/* Another node was lost (its lease ran out): take its unfinished executions over, without waiting
+ * (store_take_over_async()). Queued ones run here; running ones end "orphaned", with the reason "node
+ * NAME lost", unless their request asked to "retry": then they run here once more, as attempt 2.
+ * done(userdata, from, r) once the store has answered: r < 0, nothing was taken (try again later).
+ * Returns 0 when asked, or a negative errno (done not called). */
+typedef void (*RunnerTakeOverFn)(void *userdata, const char *from, int r);
+int runner_take_over(Runner *r, const char *from, RunnerTakeOverFn done, void *userdata);
 /* A cancel another node took for an execution this one runs (store.h, STORE_CHANNEL_CANCEL). */
 void runner_cancel_from_elsewhere(Runner *r, const char *id);
 /* After notifications may have been lost (a reconnection): one look at the store for each job not

@@ -91,6 +91,8 @@ typedef struct StoreOps {
         int (*cancel_elsewhere_async)(Store *s, const char *id, StoreCall *c);
         int (*put_artifacts_async)(Store *s, const char *id, const ExecArtifacts *a, StoreCall *c);
         int (*purge_async)(Store *s, uint64_t finished_before_usec, StoreCall *c);
+        int (*take_over_async)(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
+                               StoreCall *c);
         int (*queue_notify_async)(Store *s, const char *node, StoreCall *c);
         int (*session_put_async)(Store *s, const StoreSession *x, StoreCall *c);
         int (*session_delete_async)(Store *s, const char *session_id, StoreCall *c);

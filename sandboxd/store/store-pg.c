@@ -1529,19 +1529,33 @@ static const char sql_take_from[] =
         "UPDATE executions SET node = $1, node_epoch = $2 WHERE status IN ($3, $4) AND node = $5 "
         "AND EXISTS (SELECT 1 FROM nodes WHERE node_name = $5 AND lease_expires_usec < $6) RETURNING " STORE_COLUMNS;
 
+static const char *params_take_over(PgParams *p, const char *from, const char *node, uint64_t epoch,
+                                    uint64_t now_usec) {
+        pp_text(p, node);
+        pp_u64_or_null(p, epoch, epoch > 0);
+        pp_text(p, exec_status_to_string(EXEC_QUEUED));
+        pp_text(p, exec_status_to_string(EXEC_RUNNING));
+        if (!from)
+                return sql_take_own;
+        pp_text(p, from);
+        pp_u64(p, now_usec);
+        return sql_take_from;
+}
+
 static int pg_take_over(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
                         StoreRecord ***ret, size_t *ret_n) {
         PgParams p = {};
+        const char *sql = params_take_over(&p, from, node, epoch, now_usec);
 
-        pp_text(&p, node);
-        pp_u64_or_null(&p, epoch, epoch > 0);
-        pp_text(&p, exec_status_to_string(EXEC_QUEUED));
-        pp_text(&p, exec_status_to_string(EXEC_RUNNING));
-        if (from) {
-                pp_text(&p, from);
-                pp_u64(&p, now_usec);
-        }
-        return pg_query_records(PG_STORE(s), from ? sql_take_from : sql_take_own, &p, ret, ret_n);
+        return pg_query_records(PG_STORE(s), sql, &p, ret, ret_n);
+}
+
+static int pg_take_over_async(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
+                              StoreCall *c) {
+        PgParams p = {};
+        const char *sql = params_take_over(&p, from, node, epoch, now_usec);
+
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_RECORDS, sql, &p);
 }
 
 /* ---- the shared queue (store.h) ---- */
@@ -2619,6 +2633,7 @@ static const StoreOps pg_ops = {
         .session_put_async = pg_session_put_async,
         .put_artifacts_async = pg_put_artifacts_async,
         .purge_async = pg_purge_async,
+        .take_over_async = pg_take_over_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,
         .node_heartbeat_async = pg_node_heartbeat_async,

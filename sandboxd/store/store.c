@@ -965,6 +965,41 @@ int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch
         return r;
 }
 
+typedef struct TakeOverArgs {
+        const char *from, *node;
+        uint64_t epoch, now_usec;
+} TakeOverArgs;
+
+static int take_over_start(Store *s, const void *args, StoreCall *c) {
+        const TakeOverArgs *a = args;
+
+        return s->ops->take_over_async ? s->ops->take_over_async(s, a->from, a->node, a->epoch, a->now_usec, c)
+                                       : -EOPNOTSUPP;
+}
+
+static int take_over_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        const TakeOverArgs *a = args;
+        StoreRecord **l = NULL;
+        int r = s->ops->take_over(s, a->from, a->node, a->epoch, a->now_usec, &l, ret_n);
+
+        *ret = l;
+        return r;
+}
+
+int store_take_over_async(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
+                          StoreRecordsDoneFn done, void *userdata, StoreCall **ret_call) {
+        TakeOverArgs a = { .from = from, .node = node, .epoch = epoch, .now_usec = now_usec };
+        StoreCall how = { .shape = STORE_CALL_RECORDS, .records_done = done, .sort_records = true,
+                          .userdata = userdata };
+
+        if (!s || !node_name_is_valid(node) || (from && !node_name_is_valid(from)) || epoch > INT64_MAX ||
+            now_usec > INT64_MAX)
+                return -EINVAL;
+        if (!s->ops->take_over)
+                return -EOPNOTSUPP;
+        return store_async_run_list(s, take_over_start, take_over_sync, &a, &how, ret_call);
+}
+
 int store_claim(Store *s, const char *id, const char *node, uint64_t epoch) {
         if (!s || !id || !id_is_valid(id, STORE_ID_MAX) || !node_name_is_valid(node) || epoch == 0 ||
             epoch > INT64_MAX)

@@ -241,6 +241,10 @@ int store_cancel_elsewhere_async(Store *s, const char *id, StoreDoneFn done, voi
 
 int store_take_over(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
                     StoreRecord ***ret, size_t *ret_n);
+/* The same without waiting (store_put_async()): done(userdata, r, l, n), the records taken, oldest
+ * first. */
+int store_take_over_async(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
+                          StoreRecordsDoneFn done, void *userdata, StoreCall **ret_call);
 
 /* The queue several nodes share (a backend with notifications: PostgreSQL). A submission that may run
  * on any node is stored queued and unclaimed: its node is the one that accepted it, its node_epoch 0.
