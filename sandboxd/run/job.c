@@ -367,6 +367,40 @@ int job_persist_final(Job *j) {
         return 0;
 }
 
+/* The answer to job_rewrite_final_async(); never called after job_free() (store_cancel_userdata()). */
+static void on_final_rewritten(void *userdata, int k, StoreRecord *rec) {
+        Job *j = userdata;
+
+        store_record_free(rec);
+        j->final_rewriting = false;
+        if (k >= 0)
+                job_final_stored(j);
+        else if (k != -ESTALE)
+                job_persist_failed(j, k);
+        if (j->events->rewritten)
+                j->events->rewritten(j->events_data, j, k);
+}
+
+int job_rewrite_final_async(Job *j) {
+        _cleanup_free_ char *request = NULL;
+        StoreRecord r;
+        int k;
+
+        if (!job_is_final(j) || !j->ctx->store || j->final_rewriting || j->final_writing)
+                return -EBUSY;
+        r = job_record_to_write(j, &request);
+        k = store_put_async(j->ctx->store, &r, on_final_rewritten, j, NULL);
+        if (r.callback) {
+                r.callback = store_callback_free(r.callback);
+                if (k >= 0)
+                        /* The delivery's first attempt finds the row or waits its turn. */
+                        callbacks_kick(j->ctx->callbacks);
+        }
+        if (k >= 0)
+                j->final_rewriting = true;
+        return k;
+}
+
 /* The job is final and its record written (or refused): its live log ends, together with its waiters'
  * answers (a reader of /events that goes between the two would leave its waiter behind). A final job
  * keeps no output in memory: the log goes with its last reader (readers behind still get what they

@@ -62,6 +62,9 @@ typedef struct JobEvents {
          * without waiting (claiming until the answer, which ends it cancelled here or sends the
          * cancel to the node that claimed it first). < 0: the claim could not be asked. */
         int (*claim)(void *userdata, Job *j);
+        /* job_rewrite_final_async()'s answer k (0: written, record_unsaved cleared). The callee may
+         * free j. */
+        void (*rewritten)(void *userdata, Job *j, int k);
 } JobEvents;
 
 struct Job {
@@ -113,6 +116,7 @@ struct Job {
         struct ArtifactCallerWait *artifact_wait;        /* ... while it is read from the store */
         int collect_ws_fd;               /* the workspace to collect from, meanwhile */
         bool artifacts_retried;          /* collected a second time (a blob was purged meanwhile) */
+        bool final_rewriting;            /* job_rewrite_final_async() under way */
         bool artifacts_recording;        /* the list's write is under way (on_artifacts_recorded()) */
         bool artifacts_collect_ok;       /* what is being recorded was collected (not an error's list) */
         uint64_t artifacts_charged;      /* what the collection charged, settled once recorded */
@@ -199,6 +203,8 @@ void job_fail(Job *j, const char *why);
 
 bool job_is_final(const Job *j);
 int job_persist_final(Job *j);
+/* The same without waiting: final_rewriting until the answer (events->rewritten). */
+int job_rewrite_final_async(Job *j);
 
 /* Call cb(j, userdata) once the job is final (at once if it already is). */
 int job_add_waiter(Job *j, void (*cb)(Job *j, void *userdata), void *userdata, JobWaiter **ret);

@@ -35,6 +35,7 @@ struct Runner {
         sd_event_source *hurry_timer;  /* runner_quiesce() + QUIESCE_HURRY_USEC: job_quiesce_hurry() all */
         sd_event_source *unsaved_timer; /* final records whose write failed are written again */
         unsigned n_unsaved, unsaved_failures;
+        unsigned n_rewriting, rewritten; /* this round's writes under way, and those that took */
 
         /* The shared queue (Context.shared_queue): */
         sd_event_source *claim_timer;   /* every CLAIM_INTERVAL_USEC: look for work other nodes queued */
@@ -74,11 +75,13 @@ static void on_job_left(void *userdata, Job *j);
 static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret);
 static void record_final(Store *store, StoreRecord *rec, ExecStatus status, ErrorType error_type, const char *reason);
 static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata);
+static void runner_save_unsaved_now(Runner *r);
 static void on_job_finished(void *userdata, Job *j);
 static void on_job_written(void *userdata, Job *j);
 static void on_job_freed(void *userdata, Job *j);
 static void on_job_quiet(void *userdata, Job *j);
 static int on_job_claim(void *userdata, Job *j);
+static void on_job_rewritten(void *userdata, Job *j, int k);
 
 typedef struct TakeOver {
         Runner *runner;
@@ -106,6 +109,7 @@ static const JobEvents runner_job_events = {
         .freed = on_job_freed,
         .quiet = on_job_quiet,
         .claim = on_job_claim,
+        .rewritten = on_job_rewritten,
 };
 
 int runner_new(Context *ctx, Sessions *sessions, Runner **ret) {
@@ -134,7 +138,7 @@ Runner *runner_free(Runner *r) {
                 store_cancel_userdata(r->ctx->store, r);
         if (r->n_unsaved > 0)
                 /* A last try: the store may be back since the last round. */
-                (void) on_unsaved_timer(NULL, 0, r);
+                runner_save_unsaved_now(r);
         if (r->n_unsaved > 0)
                 log_error("Stopping with %u final records the store refused: they are lost (the store keeps "
                           "them as they were last written).", r->n_unsaved);
@@ -177,6 +181,8 @@ static void on_job_freed(void *userdata, Job *j) {
                 return;
         if (j->record_unsaved && r->n_unsaved > 0)
                 r->n_unsaved--;
+        if (j->final_rewriting && r->n_rewriting > 0)
+                r->n_rewriting--;       /* not answered any more (store_cancel_userdata()) */
         if (j->prev)
                 j->prev->next = j->next;
         else
@@ -261,13 +267,34 @@ static void runner_arm_unsaved(Runner *r) {
                 log_error_errno(k, "Cannot arm the timer that writes %u unsaved records again: %m", r->n_unsaved);
 }
 
-/* Oldest first, until the store refuses one: it is down still, and the rest wait for the next round. */
-static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Runner *r = userdata;
+/* A record the store would not take now: taken over by another node meanwhile (its lease ran out while
+ * the store was away), the record is that node's now. Not to be written, nor tried again. */
+static void unsaved_fenced(Runner *r, Job *j) {
+        log_warning("%s: taken over by another node while its record waited to be written; this result (%s) is "
+                    "not recorded.", j->exec->id, exec_status_to_string(j->exec->status));
+        j->record_unsaved = false;
+        r->n_unsaved--;
+}
+
+/* The end of a round: what is still unsaved waits for the next, later the longer the store stays away. */
+static void unsaved_round_end(Runner *r, unsigned saved) {
+        if (saved > 0)
+                log_info("Wrote %u final records the store had refused, %u still unsaved.", saved, r->n_unsaved);
+        if (r->n_unsaved == 0) {
+                r->unsaved_failures = 0;
+                runner_evict_finished(r);
+                return;
+        }
+        if (saved == 0)
+                r->unsaved_failures++;
+        runner_arm_unsaved(r);
+}
+
+/* A stop's last try, waiting: oldest first, until the store refuses one (it is down still). */
+static void runner_save_unsaved_now(Runner *r) {
         Job *oldest = NULL;
         unsigned saved = 0;
 
-        r->unsaved_timer = sd_event_source_disable_unref(r->unsaved_timer);
         for (Job *j = r->jobs; j; j = j->next)
                 oldest = j;
         for (Job *j = oldest; j && r->n_unsaved > 0; j = j->prev) {
@@ -277,13 +304,7 @@ static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 k = job_persist_final(j);
                 if (k == -ESTALE) {
-                        /* Taken over by another node meanwhile (its lease ran out while the store was
-                         * away): the record is that node's now. Not to be written, nor tried again. */
-                        log_warning("%s: taken over by another node while its record waited to be written; "
-                                    "this result (%s) is not recorded.", j->exec->id,
-                                    exec_status_to_string(j->exec->status));
-                        j->record_unsaved = false;
-                        r->n_unsaved--;
+                        unsaved_fenced(r, j);
                         continue;
                 }
                 if (k < 0)
@@ -293,15 +314,45 @@ static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         if (saved > 0)
                 log_info("Wrote %u final records the store had refused, %u still unsaved.", saved, r->n_unsaved);
-        if (r->n_unsaved == 0) {
-                r->unsaved_failures = 0;
-                runner_evict_finished(r);
-                return 0;
+}
+
+/* One round without waiting: every unsaved record written again, oldest first (the writes go out in
+ * that order); the answers end the round (on_job_rewritten()). */
+static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Runner *r = userdata;
+        Job *oldest = NULL;
+
+        r->unsaved_timer = sd_event_source_disable_unref(r->unsaved_timer);
+        if (r->n_rewriting > 0)
+                return 0;       /* the last round's answers are still coming: it arms the next */
+        r->rewritten = 0;
+        for (Job *j = r->jobs; j; j = j->next)
+                oldest = j;
+        for (Job *j = oldest; j; j = j->prev) {
+                if (!j->record_unsaved || j->final_rewriting)
+                        continue;
+                if (job_rewrite_final_async(j) < 0)
+                        break;          /* the store is far behind: the rest at the next round */
+                r->n_rewriting++;
         }
-        if (saved == 0)
-                r->unsaved_failures++;
-        runner_arm_unsaved(r);
+        if (r->n_rewriting == 0)
+                unsaved_round_end(r, 0);
         return 0;
+}
+
+static void on_job_rewritten(void *userdata, Job *j, int k) {
+        Runner *r = userdata;
+
+        if (r->n_rewriting > 0)
+                r->n_rewriting--;
+        if (k == -ESTALE)
+                unsaved_fenced(r, j);
+        else if (k >= 0) {
+                r->n_unsaved--;
+                r->rewritten++;
+        }
+        if (r->n_rewriting == 0)
+                unsaved_round_end(r, r->rewritten);
 }
 
 unsigned runner_unsaved(const Runner *r) {
