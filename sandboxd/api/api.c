@@ -901,11 +901,61 @@ static Session *find_session_for(ApiContext *ac, HttpRequest *req, const char *i
         return s;
 }
 
+/* GET /v1/sessions/{id}: the session, and its recent executions read without waiting. */
+typedef struct SessionGet {
+        HttpRequest *req;
+        json_object *o;
+        StoreCall *call;
+} SessionGet;
+
+static void on_session_get_gone(HttpRequest *req, void *userdata) {
+        SessionGet *g = userdata;
+
+        (void) store_call_cancel(g->call);
+        json_object_put(g->o);
+        free(g);
+}
+
+static void session_get_respond(HttpRequest *req, json_object *o, StoreRecord **l, size_t n) {
+        json_object_object_add(o, "recent_executions", session_recent_json(l, n));
+        http_respond_json(req, 200, o);
+}
+
+static void on_session_recent(void *userdata, int r, StoreRecord **l, size_t n, char *next) {
+        SessionGet *g = userdata;
+
+        http_request_set_gone_cb(g->req, NULL, NULL);
+        /* A store that cannot answer: the session all the same, without them (as ever). */
+        session_get_respond(g->req, g->o, l, r >= 0 ? n : 0);
+        store_records_free(l, n);
+        free(next);
+        free(g);
+}
+
 static void handle_session_get(ApiContext *ac, HttpRequest *req, const char *id) {
         Session *s = find_session_for(ac, req, id);
+        StoreQuery q;
+        SessionGet *g;
+        json_object *o;
 
-        if (s)
-                http_respond_json(req, 200, session_to_json(s));
+        if (!s)
+                return;
+        o = session_to_json(s);
+        if (!o) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        g = ac->ctx->store ? calloc(1, sizeof(SessionGet)) : NULL;
+        if (g)
+                *g = (SessionGet) { .req = req, .o = o };
+        session_recent_query(s, &q);
+        if (!g || store_list_async(ac->ctx->store, &q, on_session_recent, g, &g->call) < 0) {
+                free(g);
+                session_get_respond(req, o, NULL, 0);
+                return;
+        }
+        http_request_suspend(req);
+        http_request_set_gone_cb(req, on_session_get_gone, g);
 }
 
 static void handle_session_delete(ApiContext *ac, HttpRequest *req, const char *id) {
@@ -941,10 +991,7 @@ static void handle_session_list(ApiContext *ac, HttpRequest *req) {
         a = json_object_new_array();
         for (Session *s = sessions_first(ac->sessions); s; s = s->next)
                 if (may_see(owner, admin, s->owner)) {
-                        json_object *x = session_to_json(s);
-
-                        json_object_object_del(x, "recent_executions");
-                        json_object_array_add(a, x);
+                        json_object_array_add(a, session_to_json(s));
                 }
         json_object_object_add(o, "sessions", a);
         http_respond_json(req, 200, o);

@@ -494,12 +494,24 @@ void sessions_sweep(Sessions *ss) {
         sweep_dir(ss, SESSION_LINK_DIR, true);
 }
 
+void session_recent_query(const Session *s, StoreQuery *q) {
+        *q = (StoreQuery) STORE_QUERY_INIT;
+        q->session_id = s->id;
+        q->owner = s->owner;    /* others' sessions of the same name are not this one */
+        q->limit = SESSION_RECENT_MAX;
+}
+
+json_object *session_recent_json(StoreRecord **l, size_t n) {
+        json_object *a = json_object_new_array();
+
+        for (size_t i = 0; a && i < n; i++)
+                json_object_array_add(a, json_object_new_string(execution_public_id(l[i]->exec)));
+        return a;
+}
+
 json_object *session_to_json(Session *s) {
         const Context *ctx = s->sessions->ctx;
-        json_object *o = json_object_new_object(), *a = json_object_new_array();
-        StoreQuery q = STORE_QUERY_INIT;
-        StoreRecord **l = NULL;
-        size_t n = 0;
+        json_object *o = json_object_new_object();
         char buf[64];
         uint64_t used = 0;
 
@@ -516,14 +528,5 @@ json_object *session_to_json(Session *s) {
         json_object_object_add(o, "executions", json_object_new_uint64(s->executions));
         json_object_object_add(o, "active", s->active ? json_object_new_string(execution_public_id(s->active->exec)) : NULL);
         json_object_object_add(o, "pending", json_object_new_uint64(s->n_jobs));
-        q.session_id = s->id;
-        q.owner = s->owner;      /* others' sessions of the same name are not this one */
-        q.limit = SESSION_RECENT_MAX;
-        if (ctx->store && store_list(ctx->store, &q, &l, &n, NULL) >= 0) {
-                for (size_t i = 0; i < n; i++)
-                        json_object_array_add(a, json_object_new_string(execution_public_id(l[i]->exec)));
-                store_records_free(l, n);
-        }
-        json_object_object_add(o, "recent_executions", a);
         return o;
 }

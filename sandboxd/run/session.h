@@ -25,6 +25,7 @@
 #include "admission/queue.h"
 #include "model/context.h"
 #include "model/request.h"
+#include "store/store.h"
 #include "systemd/sysd.h"
 
 /* StateDirectory= names are relative to /var/lib (systemd's fixed prefix for system services). */
@@ -106,4 +107,8 @@ int session_remove(Session *s, const char *why);
 
 /* Used bytes of the session's tmpfs (statfs of the mount root), or a negative errno. */
 int session_used_bytes(const Session *s, uint64_t *ret);
+/* A session's JSON, without its "recent_executions": those are read from the store (the query of
+ * session_recent_query(), without waiting), then session_recent_json() of the page. */
 json_object *session_to_json(Session *s);
+void session_recent_query(const Session *s, StoreQuery *q);
+json_object *session_recent_json(StoreRecord **l, size_t n);
