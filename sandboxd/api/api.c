@@ -590,40 +590,13 @@ static void respond_no_artifact(HttpRequest *req) {
         http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no such artifact, or the link is invalid or has expired");
 }
 
-/* GET of a signed URL: the signature is the authorization (no owner, no API key). */
-static void handle_artifact_get(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
-        _cleanup_(exec_artifacts_freep) ExecArtifacts *stored = NULL;
-        _cleanup_free_ char *canonical = NULL;
-        const ExecArtifacts *a = NULL;
+/* One artifact of a (its list), streamed from the blob store. */
+static void artifact_serve(ApiContext *ac, HttpRequest *req, const ExecArtifacts *a, const char *id, const char *path) {
         const ExecArtifact *x = NULL;
         const char *base;
         struct stat st;
-        Job *j;
-        int fd, r;
+        int fd;
 
-        if (!id_is_valid(id, REQUEST_ID_MAX) || isempty(path) || strlen(path) > SIGNED_URL_PATH_MAX) {
-                respond_no_artifact(req);
-                return;
-        }
-        canonical = artifact_url_path(id, path);
-        if (!canonical) {
-                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
-                return;
-        }
-        r = signed_url_verify(ac->ctx->artifact_key, ac->ctx->artifact_key_len, "GET", canonical,
-                              http_request_query(req, "expires"), http_request_query(req, "signature"),
-                              now_usec(CLOCK_REALTIME) / USEC_PER_SEC);
-        if (r < 0) {
-                log_debug("%s: artifact URL refused: %s", id, strerror(-r));
-                respond_no_artifact(req);
-                return;
-        }
-
-        j = runner_find(ac->runner, id);
-        if (j && job_is_final(j) && j->exec->artifacts)
-                a = j->exec->artifacts;
-        else if ((!j || job_is_final(j)) && ac->ctx->store && store_get_artifacts(ac->ctx->store, id, &stored) >= 0)
-                a = stored;
         for (size_t i = 0; a && i < a->n_items; i++)
                 if (streq(a->items[i].path, path)) {
                         x = &a->items[i];
@@ -647,6 +620,87 @@ static void handle_artifact_get(ApiContext *ac, HttpRequest *req, const char *id
         }
         base = strrchr(x->path, '/');
         http_respond_fd(req, 200, x->mime_type, fd, x->size, base ? base + 1 : x->path);
+}
+
+/* The list read from the store without waiting (the request suspended meanwhile). */
+typedef struct ArtifactGet {
+        ApiContext *ac;
+        HttpRequest *req;
+        StoreCall *call;
+        char *path;
+        char id[REQUEST_ID_MAX + 1];
+} ArtifactGet;
+
+static void artifact_get_free(ArtifactGet *g) {
+        (void) store_call_cancel(g->call);
+        free(g->path);
+        free(g);
+}
+
+static void on_artifact_get_gone(HttpRequest *req, void *userdata) {
+        artifact_get_free(userdata);
+}
+
+static void on_artifact_list(void *userdata, int r, ExecArtifacts *a) {
+        _cleanup_(exec_artifacts_freep) ExecArtifacts *list = a;
+        ArtifactGet *g = userdata;
+
+        g->call = NULL;
+        http_request_set_gone_cb(g->req, NULL, NULL);
+        artifact_serve(g->ac, g->req, r >= 0 ? list : NULL, g->id, g->path);
+        artifact_get_free(g);
+}
+
+/* GET of a signed URL: the signature is the authorization (no owner, no API key). */
+static void handle_artifact_get(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
+        _cleanup_free_ char *canonical = NULL;
+        ArtifactGet *g;
+        Job *j;
+        int r;
+
+        if (!id_is_valid(id, REQUEST_ID_MAX) || isempty(path) || strlen(path) > SIGNED_URL_PATH_MAX) {
+                respond_no_artifact(req);
+                return;
+        }
+        canonical = artifact_url_path(id, path);
+        if (!canonical) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        r = signed_url_verify(ac->ctx->artifact_key, ac->ctx->artifact_key_len, "GET", canonical,
+                              http_request_query(req, "expires"), http_request_query(req, "signature"),
+                              now_usec(CLOCK_REALTIME) / USEC_PER_SEC);
+        if (r < 0) {
+                log_debug("%s: artifact URL refused: %s", id, strerror(-r));
+                respond_no_artifact(req);
+                return;
+        }
+
+        j = runner_find(ac->runner, id);
+        if (j && job_is_final(j) && j->exec->artifacts) {
+                artifact_serve(ac, req, j->exec->artifacts, id, path);
+                return;
+        }
+        if ((j && !job_is_final(j)) || !ac->ctx->store) {
+                respond_no_artifact(req);
+                return;
+        }
+        g = calloc(1, sizeof(ArtifactGet));
+        if (!g || !(g->path = strdup(path))) {
+                free(g);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        g->ac = ac;
+        g->req = req;
+        strcpy(g->id, id);
+        if (store_get_artifacts_async(ac->ctx->store, id, on_artifact_list, g, &g->call) < 0) {
+                artifact_get_free(g);
+                http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(-ENOBUFS));
+                return;
+        }
+        http_request_suspend(req);
+        http_request_set_gone_cb(req, on_artifact_get_gone, g);
 }
 
 bool api_route_is_public(const char *method, const char *path) {
