@@ -797,6 +797,8 @@ static void on_cancel_found(void *userdata, Job *j, StoreRecord *found) {
                 return;
         }
         /* Here, or (several nodes) on the node that runs it. */
+        if (j)
+                log_info("%s: cancel requested", j->exec->id);
         r = cancel_execution_async(ac, j, TAKE_PTR(rec), on_cancel_done, c, &c->op);
         if (r == 0) {
                 cancel_call_suspend(c);

@@ -138,7 +138,6 @@ int cancel_execution_async(ApiContext *ac, Job *j, StoreRecord *rec, CancelDoneF
                 if (r == -EREMOTE)
                         r = store ? store_get_async(store, op->id, on_cancel_record, op, &op->call) : -EALREADY;
                 else if (r >= 0) {
-                        log_info("%s: cancel requested", op->id);
                         /* Nothing to wait for (no store, or one far behind: the cancel is made). */
                         if (!store || store_barrier_async(store, on_cancel_barrier, op, &op->call) < 0)
                                 r = 1;
