@@ -333,6 +333,7 @@ struct Submission {
         StoreSession *session;   /* STEP_NODES: the row of the session another node holds */
         Job *job;                /* STEP_RECORD: not the runner's until recorded */
         bool starts_now;         /* STEP_RECORD: a slot was free for it (check_budgets()) */
+        bool with_session;       /* STEP_RECORD: its record carries its new session's row */
         Submission *waiting_for; /* STEP_WAIT */
         bool woken;              /* ... that one ended: look again */
 };
@@ -663,7 +664,7 @@ static int check_budgets(Submission *s, RequestError *err) {
 }
 
 static void on_recorded(void *userdata, int r, StoreRecord *rec);
-static void recorded(Submission *s, int r, bool logged);
+static void recorded(Submission *s, int r);
 
 /* What the reads cannot have settled, now, without waiting: an execution of the same id made since
  * (in the runner, or being recorded: then wait for it), the stop, the budgets; then the job and its
@@ -726,14 +727,14 @@ static void step_create(Submission *s) {
         s->step = STEP_RECORD;
         /* Nothing runs that is not on record: a store that cannot take the row fails the request. */
         if (!ac->ctx->store) {
-                recorded(s, 0, false);
+                recorded(s, 0);
                 return;
         }
+        s->with_session = s->job->session && s->job->session->unrecorded;
         r = job_record_async(s->job, on_recorded, s, &s->call);
         if (r < 0)
-                /* Refused (-ENOBUFS: the store is far behind): written waiting (which logs a failure),
-                 * which also slows the callers down to the store's pace. */
-                recorded(s, job_persist(s->job), true);
+                /* Refused (-ENOBUFS: the store is far behind): the caller is told, nothing waits. */
+                recorded(s, r);
 }
 
 static void on_recorded(void *userdata, int r, StoreRecord *rec) {
@@ -741,24 +742,31 @@ static void on_recorded(void *userdata, int r, StoreRecord *rec) {
 
         store_record_free(rec);
         s->call = NULL;
-        recorded(s, r, false);
+        recorded(s, r);
 }
 
-static void recorded(Submission *s, int r, bool logged) {
+static void recorded(Submission *s, int r) {
         ApiContext *ac = s->ac;
         SubmitResult res;
         RequestError err;
         Job *j;
 
+        /* A session made for this run: its row went with the record, both or neither. */
+        Session *x = s->with_session ? s->job->session : NULL;
+
         if (r < 0) {
-                if (!logged)
-                        job_persist_failed(s->job, r);
+                job_persist_failed(s->job, r);
                 s->job = job_free(s->job);
+                if (x)
+                        session_recorded(x, r);
                 (void) fail(&err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE,
-                            "the execution could not be recorded (%s); nothing was started", store_error_public(r));
+                            "the %s could not be recorded (%s); nothing was started", x ? "session" : "execution",
+                            store_error_public(r));
                 submission_fail(s, &err);
                 return;
         }
+        if (x)
+                session_recorded(x, 0);
         j = TAKE_PTR(s->job);
         r = runner_add(ac->runner, j);
         if (r < 0) {

@@ -338,6 +338,12 @@ int job_record_async(Job *j, StoreDoneFn done, void *userdata, StoreCall **ret_c
                 return -EINVAL;
         /* Queued: the request goes with it, and no delivery (that is the final record's). */
         r = job_record_to_write(j, &request);
+        /* The first run of a session made for it: the session's row with it, both or neither. */
+        if (j->session && j->session->unrecorded) {
+                StoreSession x = session_store_row(j->session);
+
+                return store_put_session_async(j->ctx->store, &r, &x, done, userdata, ret_call);
+        }
         return store_put_async(j->ctx->store, &r, done, userdata, ret_call);
 }
 

@@ -178,6 +178,7 @@ int job_persist(Job *j);
 void job_persist_async(Job *j);
 /* The first record of a queued job (submit.c), without waiting and with an answer: done(userdata, r,
  * NULL) gets what job_persist() would have returned; nothing is logged (job_persist_failed() says it).
+ * The first run of a session not recorded yet carries the session's row: both or neither.
  * userdata is not the job: job_free() does not cancel the call. -EINVAL without a store or once the job
  * left the queue; -ENOBUFS (store.h) when the store is far behind. */
 int job_record_async(Job *j, StoreDoneFn done, void *userdata, StoreCall **ret_call);

@@ -126,8 +126,7 @@ static void on_session_written(void *userdata, int r, StoreRecord *rec) {
                 session_write_failed(s->sessions->ctx, s->key, r);
 }
 
-/* Its row: borrows from s. */
-static StoreSession session_row(const Session *s) {
+StoreSession session_store_row(const Session *s) {
         return (StoreSession) {
                 .session_id = s->key,
                 .client_id = streq(s->key, s->id) ? NULL : s->id,
@@ -146,7 +145,7 @@ static StoreSession session_row(const Session *s) {
  * memory, the row is for a restart and for the other nodes (its runs are routed here). */
 static void session_persist_async(Session *s) {
         const Context *ctx = s->sessions->ctx;
-        StoreSession x = session_row(s);
+        StoreSession x = session_store_row(s);
         int r;
 
         if (!ctx->store)
@@ -156,18 +155,6 @@ static void session_persist_async(Session *s) {
                 session_write_failed(ctx, s->key, r);
 }
 
-static int session_persist(Session *s) {
-        const Context *ctx = s->sessions->ctx;
-        StoreSession x = session_row(s);
-        int r;
-
-        if (!ctx->store)
-                return 0;
-        r = store_session_put(ctx->store, &x);
-        if (r < 0)
-                session_write_failed(ctx, s->key, r);
-        return r;
-}
 
 /* name → the Session's derived paths. */
 static Session *session_new(Sessions *ss, const char *key, const char *id, const char *owner, const char *name,
@@ -260,6 +247,17 @@ static void on_session_deleted(void *userdata, int r, StoreRecord *rec) {
         store_record_free(rec);
         if (r < 0)
                 log_warning("Cannot delete the record of a removed session: %s", store_error_message(ss->ctx->store));
+}
+
+void session_recorded(Session *s, int r) {
+        if (!s->unrecorded)
+                return;
+        if (r >= 0) {
+                s->unrecorded = false;
+                return;
+        }
+        session_write_failed(s->sessions->ctx, s->key, r);
+        (void) session_remove(s, "its record could not be written");
 }
 
 int session_remove(Session *s, const char *why) {
@@ -378,14 +376,8 @@ int sessions_acquire(Sessions *ss, const char *id, const char *owner, uint64_t d
         }
         if (r < 0)
                 goto internal;
-        r = session_persist(s);
-        if (r < 0) {
-                /* The backend's own message (logged) names its host and database: not the caller's. */
-                (void) sysd_stop_unit(ctx->sysd, s->mount_name, NULL, NULL);
-                return request_error(err, r, r == -ENOSPC ? API_ERROR_STORE_FULL : API_ERROR_STORE, NULL,
-                                     "the session could not be recorded (%s); nothing was started",
-                                     store_error_public(r));
-        }
+        /* Its row goes with the first record of its run (the caller's, session_recorded()). */
+        s->unrecorded = true;
         s->next = ss->list;
         ss->list = TAKE_PTR(created);
         ss->n++;

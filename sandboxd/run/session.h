@@ -60,6 +60,7 @@ struct Session {
         uint64_t disk_mb;
         uint64_t created_usec, last_used_usec, executions;
         bool ready;                      /* mounted and checked */
+        bool unrecorded;                 /* created, its row not written yet (sessions_acquire()) */
         Job *active;                     /* the run that holds the workspace now */
         unsigned n_jobs;                 /* its unfinished (queued or running) executions */
         unsigned n_uploads;              /* PUTs of files streaming in (no run starts, it is not removed) */
@@ -80,12 +81,13 @@ Session *sessions_find_key(const Sessions *ss, const char *key);
 Session *sessions_first(const Sessions *ss);
 unsigned sessions_count(const Sessions *ss);
 
-/* The session a submitted request runs in: the existing one, or a new one whose mount is started.
- * Refusals fill *err (docs/http-api.md): 403 forbidden, another caller's session; 409 conflict, a
- * different limits.disk_mb; 429 too_many_sessions, MaxSessions= or MaxSessionsPerCaller= reached;
- * 429 session_disk_quota_exceeded or session_disk_full, the sum of disk_mb over the caller's or all
- * sessions would exceed MaxSessionsDiskMBPerCaller= or MaxSessionsDiskMB= (quota.h); 503/507
- * store_error; 500 internal. */
+/* The session a submitted request runs in: the existing one, or a new one whose mount is started and
+ * whose row is not written yet (unrecorded: the caller writes it with its run's first record,
+ * store_put_session_async(), then says how that went with session_recorded()). Refusals fill *err
+ * (docs/http-api.md): 403 forbidden, another caller's session; 409 conflict, a different
+ * limits.disk_mb; 429 too_many_sessions, MaxSessions= or MaxSessionsPerCaller= reached; 429
+ * session_disk_quota_exceeded or session_disk_full, the sum of disk_mb over the caller's or all
+ * sessions would exceed MaxSessionsDiskMBPerCaller= or MaxSessionsDiskMB= (quota.h); 500 internal. */
 int sessions_acquire(Sessions *ss, const char *id, const char *owner, uint64_t disk_mb, Session **ret,
                     RequestError *err);
 
@@ -107,6 +109,11 @@ int session_remove(Session *s, const char *why);
 
 /* Used bytes of the session's tmpfs (statfs of the mount root), or a negative errno. */
 int session_used_bytes(const Session *s, uint64_t *ret);
+/* Its row as the store keeps it (borrows from s). */
+StoreSession session_store_row(const Session *s);
+/* The write of an unrecorded session's row ended with r: it is recorded, or (r < 0) it goes unless
+ * a run uses it meanwhile (then its row is written after that run, as every session's is). */
+void session_recorded(Session *s, int r);
 /* A session's JSON, without its "recent_executions": those are read from the store (the query of
  * session_recent_query(), without waiting), then session_recent_json() of the page. */
 json_object *session_to_json(Session *s);

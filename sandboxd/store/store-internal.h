@@ -90,6 +90,7 @@ typedef struct StoreOps {
         int (*claim_async)(Store *s, const char *id, const char *node, uint64_t epoch, StoreCall *c);
         int (*cancel_elsewhere_async)(Store *s, const char *id, StoreCall *c);
         int (*put_artifacts_async)(Store *s, const char *id, const ExecArtifacts *a, StoreCall *c);
+        int (*put_session_async)(Store *s, const StoreRecord *r, const StoreSession *x, StoreCall *c);
         int (*purge_async)(Store *s, uint64_t finished_before_usec, StoreCall *c);
         int (*take_over_async)(Store *s, const char *from, const char *node, uint64_t epoch, uint64_t now_usec,
                                StoreCall *c);

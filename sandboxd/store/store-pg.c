@@ -1013,7 +1013,8 @@ static void pg_txn_step_end(PgStore *ps, StoreCall *c) {
         size_t n = 0;
         int r;
 
-        assert(st->kind == PG_CALL_COMMAND);    /* check() reads a step's rows */
+        /* Steps answer with no data (check() reads a step's rows). */
+        assert(st->kind == PG_CALL_COMMAND || st->kind == PG_CALL_PUT);
         r = pg_call_result(ps, st, &got, &n);
         if (pc->failed) {
                 /* Rolled back (or the connection went, which ends it as well). */
@@ -2319,6 +2320,37 @@ static int pg_session_put_async(Store *s, const StoreSession *x, StoreCall *c) {
         return pg_call_queue(PG_STORE(s), c, PG_CALL_COMMAND, sql_session_put, &p);
 }
 
+/* The session's row, then the record (fenced as pg_put()), in one transaction. */
+static int pg_put_session_async(Store *s, const StoreRecord *rec, const StoreSession *x, StoreCall *c) {
+        _cleanup_(pg_call_freep) PgCall *txn = NULL;
+        _cleanup_free_ char *network = NULL;
+        const char *sql;
+        PgParams p = {};
+        int r;
+
+        r = store_network_to_json(rec->exec, &network);
+        if (r < 0)
+                return r;
+        r = pg_txn_new(2, &txn);
+        if (r < 0)
+                return r;
+        params_session(&p, x);
+        r = pg_txn_add(txn, PG_CALL_COMMAND, sql_session_put, &p);
+        if (r < 0)
+                return r;
+        p = (PgParams) {};
+        sql = pg_put_statement(rec, network, &p);
+        r = pg_txn_add(txn, PG_CALL_PUT, sql, &p);
+        if (r >= 0)
+                r = pg_txn_close(txn);
+        if (r < 0)
+                return r;
+        c->data = TAKE_PTR(txn);
+        c->data_free = pg_call_free;
+        pg_async_kick(PG_STORE(s));
+        return 0;
+}
+
 static int pg_session_delete(Store *s, const char *session_id) {
         PgParams p = {};
 
@@ -2634,6 +2666,7 @@ static const StoreOps pg_ops = {
         .put_artifacts_async = pg_put_artifacts_async,
         .purge_async = pg_purge_async,
         .take_over_async = pg_take_over_async,
+        .put_session_async = pg_put_session_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,
         .node_heartbeat_async = pg_node_heartbeat_async,

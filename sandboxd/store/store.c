@@ -650,6 +650,40 @@ int store_put_async(Store *s, const StoreRecord *r, StoreDoneFn done, void *user
         return store_async_run(s, put_start, put_sync, r, done, userdata, ret_call);
 }
 
+static bool session_is_valid(const StoreSession *x);
+
+typedef struct PutSessionArgs {
+        const StoreRecord *r;
+        const StoreSession *x;
+} PutSessionArgs;
+
+static int put_session_start(Store *s, const void *args, StoreCall *c) {
+        const PutSessionArgs *a = args;
+
+        return s->ops->put_session_async ? s->ops->put_session_async(s, a->r, a->x, c) : -EOPNOTSUPP;
+}
+
+/* A backend without it (SQLite, local): the session's row, then the record if the row was written. */
+static int put_session_sync(Store *s, const void *args, StoreRecord **ret) {
+        const PutSessionArgs *a = args;
+        int r = store_session_put(s, a->x);
+
+        return r < 0 ? r : store_put(s, a->r);
+}
+
+int store_put_session_async(Store *s, const StoreRecord *r, const StoreSession *x, StoreDoneFn done, void *userdata,
+                            StoreCall **ret_call) {
+        PutSessionArgs a = { .r = r, .x = x };
+
+        if (!s)
+                return -EINVAL;
+        if (!store_record_is_valid(r) || !session_is_valid(x)) {
+                store_set_error(s, "invalid record or session");
+                return -EINVAL;
+        }
+        return store_async_run(s, put_session_start, put_session_sync, &a, done, userdata, ret_call);
+}
+
 int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, StoreCall **ret_call) {
         if (!s || !id)
                 return -EINVAL;

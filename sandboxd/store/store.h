@@ -181,6 +181,12 @@ typedef void (*StoreRecordsDoneFn)(void *userdata, int r, StoreRecord **l, size_
 #define STORE_ASYNC_MAX 1024U
 int store_put_async(Store *s, const StoreRecord *r, StoreDoneFn done, void *userdata, StoreCall **ret_call);
 int store_get_async(Store *s, const char *id, StoreDoneFn done, void *userdata, StoreCall **ret_call);
+/* A new session's row and the first record of its first run, without waiting, both or neither
+ * (PostgreSQL: one transaction; SQLite: the row, then the record if the row was written):
+ * done(userdata, r, NULL). */
+typedef struct StoreSession StoreSession;
+int store_put_session_async(Store *s, const StoreRecord *r, const StoreSession *x, StoreDoneFn done, void *userdata,
+                            StoreCall **ret_call);
 /* No statement: done(userdata, 0, NULL) once every call made before it has been answered (their
  * writes made, or refused). An answer given after it says "what I asked of the store is done" (a
  * cancel on record before its 202). */

@@ -87,6 +87,8 @@ t.ok(st in (503, 507) and code_of(r) == "store_error" and "execution_id" not in 
      "a run of a new session while the server is down is refused with store_error", (st, r))
 t.ok("PostgreSQL" not in str(r) and "host=" not in str(r) and "socket" not in str(r),
      "that refusal does not name the backend's connection either", r)
+st, r = request("GET", "/v1/sessions/down-sess")
+t.eq(st, 404, "the session made for it is gone again (its row and the record went together, neither taken)")
 # The sleepers end while the server is down: their results wait in the daemon.
 time.sleep(2.5)
 t.ok(all(get(e)[0] == 200 for e, _ in running), "the sleepers' records answer from memory while it is down",

@@ -1927,6 +1927,44 @@ static void test_async_put_callback(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+/* A new session's row with its first run's record (store_put_session_async()): both written; a record
+ * the fence keeps out takes the session's row with it on PostgreSQL (one transaction: neither), and
+ * the connection goes on at once. */
+static void test_async_put_session(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *q = record_queued("exec_ps", "n1", "uid:0", BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *held = record_on("exec_pf2", EXEC_RUNNING, "n2", 3, BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *late = record_on("exec_pf2", EXEC_QUEUED, "n1", 1, BASE_USEC);
+        _cleanup_(store_record_freep) StoreRecord *got = NULL;
+        StoreSession x = { .session_id = (char *) "sess-ps", .owner = (char *) "uid:0", .mount_unit = (char *) "ps.mount",
+                           .path = (char *) "/p/ps", .disk_mb = 16, .created_usec = 10, .last_used_usec = 20,
+                           .node = (char *) "n1" }, y = x, bad = x, *l = NULL;
+
+        y.session_id = (char *) "sess-pf";
+        bad.session_id = (char *) "../bad";
+        assert_int_equal(store_put_session_async(s, q, &bad, on_async_done, NULL, NULL), -EINVAL);
+        assert_int_equal(store_put(s, held), 0);
+        assert_int_equal(store_put_session_async(s, q, &x, on_async_done, (void *) 1, NULL), 0);
+        assert_int_equal(store_put_session_async(s, late, &y, on_async_done, (void *) 2, NULL), 0);
+        assert_int_equal(store_get_async(s, "exec_ps", on_async_done, (void *) 3, NULL), 0);
+        run_until(e, 3, 5000);
+        assert_int_equal(seen.n, 3);
+        assert_int_equal(seen.r[0], 0);
+        assert_int_equal(seen.r[1], -ESTALE);
+        assert_int_equal(seen.r[2], 0);
+        assert_string_equal(seen.rec[2]->exec->id, "exec_ps");
+        assert_int_equal(store_session_get(s, "sess-ps", &l), 0);
+        assert_int_equal(l->disk_mb, 16);
+        store_sessions_free(l, 1);
+        l = NULL;
+        if (is_pg())
+                assert_int_equal(store_session_get(s, "sess-pf", &l), -ENOENT);
+        assert_int_equal(store_get(s, "exec_pf2", &got), 0);
+        assert_int_equal(got->exec->status, EXEC_RUNNING);
+        close_with_event(s, e);
+}
+
 /* The dispatch's claim, asynchronous: the first of two nodes claims (0), the second is told -ESTALE,
  * both through the callback; the row is the first's. A backend of one node: -EOPNOTSUPP at once. */
 static void test_async_claim(_unused_ void **state) {
@@ -2542,6 +2580,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_nodes, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_heartbeat, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_put_callback, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_put_session, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_claim, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_sessions, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_usage_session, setup_dir, teardown_dir),
