@@ -606,11 +606,14 @@ static int pg_end(PgStore *ps, int r) {
         return r;
 }
 
+/* A lock held to the transaction's end. */
+static const char sql_lock[] = "SELECT pg_advisory_xact_lock($1::bigint)";
+
 static int pg_lock(PgStore *ps, int64_t key) {
         PgParams p = {};
 
         pp_number(&p, "%" PRIi64, key);
-        return pg_query(ps, "SELECT pg_advisory_xact_lock($1::bigint)", &p, NULL);
+        return pg_query(ps, sql_lock, &p, NULL);
 }
 
 /* ---- reading results ---- */
@@ -838,15 +841,15 @@ static int pg_txn_add(PgCall *txn, PgCallKind kind, const char *sql, const PgPar
         return pg_call_new(kind, sql, p, &txn->steps[txn->n_steps++]);
 }
 
-/* The last two: COMMIT, and ROLLBACK (sent only on a failure). */
-static int pg_txn_close(PgCall *txn) {
-        int r = pg_txn_add(txn, PG_CALL_COMMAND, "COMMIT", &(PgParams) {});
+/* The artifacts lock (ARTIFACTS_LOCK_KEY), held to the transaction's end. */
+static int pg_txn_add_lock(PgCall *txn) {
+        PgParams p = {};
 
-        if (r < 0)
-                return r;
-        r = pg_call_new(PG_CALL_COMMAND, "ROLLBACK", &(PgParams) {}, &txn->steps[txn->n_steps]);
-        return r;
+        pp_number(&p, "%" PRIi64, (int64_t) ARTIFACTS_LOCK_KEY);
+        return pg_txn_add(txn, PG_CALL_COMMAND, sql_lock, &p);
 }
+
+static int pg_call_queue_txn(PgStore *ps, StoreCall *c, PgCall **txn);
 
 /* The oldest call of ours not sent yet. Calls without a PgCall are store.c's, run synchronously. */
 static StoreCall *pg_async_next(PgStore *ps) {
@@ -1188,6 +1191,22 @@ static void pg_async_flush(PgStore *ps) {
 
 static void pg_async_flush_store(Store *s) {
         pg_async_flush(PG_STORE(s));
+}
+
+/* Close *txn (COMMIT, and ROLLBACK for a failure) and queue it as c's call, taking it. */
+static int pg_call_queue_txn(PgStore *ps, StoreCall *c, PgCall **txn) {
+        PgCall *t = *txn;
+        int r;
+
+        r = pg_txn_add(t, PG_CALL_COMMAND, "COMMIT", &(PgParams) {});
+        if (r >= 0)
+                r = pg_call_new(PG_CALL_COMMAND, "ROLLBACK", &(PgParams) {}, &t->steps[t->n_steps]);
+        if (r < 0)
+                return r;
+        c->data = TAKE_PTR(*txn);
+        c->data_free = pg_call_free;
+        pg_async_kick(ps);
+        return 0;
 }
 
 static int pg_call_queue(PgStore *ps, StoreCall *c, PgCallKind kind, const char *sql, const PgParams *p) {
@@ -1819,21 +1838,14 @@ static int pg_purge_async(Store *s, uint64_t finished_before_usec, StoreCall *c)
         if (r < 0)
                 return r;
         txn->check = pg_check_purge;
-        pp_number(&p, "%" PRIi64, (int64_t) ARTIFACTS_LOCK_KEY);
-        r = pg_txn_add(txn, PG_CALL_COMMAND, "SELECT pg_advisory_xact_lock($1::bigint)", &p);
+        r = pg_txn_add_lock(txn);
         if (r < 0)
                 return r;
-        p = (PgParams) {};
         pp_u64(&p, MIN(finished_before_usec, (uint64_t) INT64_MAX));
         r = pg_txn_add(txn, PG_CALL_COMMAND, sql_purge_all, &p);
-        if (r >= 0)
-                r = pg_txn_close(txn);
         if (r < 0)
                 return r;
-        c->data = TAKE_PTR(txn);
-        c->data_free = pg_call_free;
-        pg_async_kick(PG_STORE(s));
-        return 0;
+        return pg_call_queue_txn(PG_STORE(s), c, &txn);
 }
 
 /* One non-negative number, the first column of the only row; no row, or NULL: *ret_have false. */
@@ -1973,11 +1985,9 @@ static int pg_put_artifacts_async(Store *s, const char *id, const ExecArtifacts 
                 if (!txn->check_items[i])
                         return -ENOMEM;
         }
-        pp_number(&p, "%" PRIi64, (int64_t) ARTIFACTS_LOCK_KEY);
-        r = pg_txn_add(txn, PG_CALL_COMMAND, "SELECT pg_advisory_xact_lock($1::bigint)", &p);
+        r = pg_txn_add_lock(txn);
         if (r < 0)
                 return r;
-        p = (PgParams) {};
         pp_text(&p, id);
         r = pg_txn_add(txn, PG_CALL_COMMAND, sql_artifacts_delete, &p);
         for (size_t i = 0; r >= 0 && i < a->n_items; i++) {
@@ -1990,14 +2000,9 @@ static int pg_put_artifacts_async(Store *s, const char *id, const ExecArtifacts 
         p = (PgParams) {};
         params_collection(&p, id, a, skipped);
         r = pg_txn_add(txn, PG_CALL_COMMAND, sql_collection_put, &p);
-        if (r >= 0)
-                r = pg_txn_close(txn);
         if (r < 0)
                 return r;
-        c->data = TAKE_PTR(txn);
-        c->data_free = pg_call_free;
-        pg_async_kick(PG_STORE(s));
-        return 0;
+        return pg_call_queue_txn(PG_STORE(s), c, &txn);
 }
 
 /* The collection and its files in one statement: no row, none was recorded (-ENOENT); a collection
@@ -2341,14 +2346,9 @@ static int pg_put_session_async(Store *s, const StoreRecord *rec, const StoreSes
         p = (PgParams) {};
         sql = pg_put_statement(rec, network, &p);
         r = pg_txn_add(txn, PG_CALL_PUT, sql, &p);
-        if (r >= 0)
-                r = pg_txn_close(txn);
         if (r < 0)
                 return r;
-        c->data = TAKE_PTR(txn);
-        c->data_free = pg_call_free;
-        pg_async_kick(PG_STORE(s));
-        return 0;
+        return pg_call_queue_txn(PG_STORE(s), c, &txn);
 }
 
 static int pg_session_delete(Store *s, const char *session_id) {
