@@ -76,6 +76,7 @@ static int request_from_record(Runner *r, StoreRecord *rec, ExecRequest **ret);
 static void record_final(Store *store, StoreRecord *rec, ExecStatus status, ErrorType error_type, const char *reason);
 static int on_unsaved_timer(sd_event_source *s, uint64_t usec, void *userdata);
 static void runner_save_unsaved_now(Runner *r);
+static void runner_arm_unsaved(Runner *r);
 static void on_job_finished(void *userdata, Job *j);
 static void on_job_written(void *userdata, Job *j);
 static void on_job_freed(void *userdata, Job *j);
@@ -181,8 +182,10 @@ static void on_job_freed(void *userdata, Job *j) {
                 return;
         if (j->record_unsaved && r->n_unsaved > 0)
                 r->n_unsaved--;
-        if (j->final_rewriting && r->n_rewriting > 0)
-                r->n_rewriting--;       /* not answered any more (store_cancel_userdata()) */
+        if (j->final_rewriting && r->n_rewriting > 0 && --r->n_rewriting == 0 && r->n_unsaved > 0 &&
+            !r->ctx->stopping)
+                /* Not answered any more (store_cancel_userdata()): the round ends here. */
+                runner_arm_unsaved(r);
         if (j->prev)
                 j->prev->next = j->next;
         else
