@@ -696,7 +696,7 @@ static void handle_artifact_get(ApiContext *ac, HttpRequest *req, const char *id
         strcpy(g->id, id);
         if (store_get_artifacts_async(ac->ctx->store, id, on_artifact_list, g, &g->call) < 0) {
                 artifact_get_free(g);
-                http_respond_error(req, API_ERROR_STORE, NULL, "%s", store_error_public(-ENOBUFS));
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
                 return;
         }
         http_request_suspend(req);
@@ -1366,12 +1366,42 @@ void api_begin(HttpRequest *req, void *userdata) {
                 api_session_files_begin(ac, req, route.session_id, route.arg);
 }
 
+/* The routes answered without the store (a session's files are its node's, read there; the lookup of
+ * one held elsewhere is one read, bounded by the connections). */
+static bool route_needs_store(ApiRouteId id) {
+        switch (id) {
+        case API_ROUTE_SUBMIT:
+        case API_ROUTE_LIST:
+        case API_ROUTE_GET:
+        case API_ROUTE_ARTIFACTS_LIST:
+        case API_ROUTE_ARTIFACT_GET:
+        case API_ROUTE_CANCEL:
+        case API_ROUTE_EVENTS:
+        case API_ROUTE_SESSION_LIST:
+        case API_ROUTE_SESSION_GET:
+        case API_ROUTE_SESSION_DELETE:
+        case API_ROUTE_MCP:
+        case API_ROUTE_PISTON_EXECUTE:
+                return true;
+        default:
+                return false;
+        }
+}
+
 void api_handle(HttpRequest *req, void *userdata) {
         ApiContext *ac = userdata;
         const char *method = http_request_method(req), *path = http_request_path(req);
         ApiRoute route;
 
         api_route_match(method, path, &route);
+        /* The store takes every call (store.h): what a caller may add to its queue stops here while it
+         * is far behind. */
+        if (route_needs_store(route.id) && store_is_behind(ac->ctx->store)) {
+                http_respond_error(req, API_ERROR_STORE, NULL,
+                                   "the store is far behind (%zu calls waiting for it); retry later",
+                                   store_async_pending(ac->ctx->store));
+                return;
+        }
         switch (route.id) {
         case API_ROUTE_SUBMIT:
                 handle_submit(ac, req);

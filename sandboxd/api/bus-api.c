@@ -405,6 +405,8 @@ static int on_unix_user(sd_bus_message *reply, void *userdata, sd_bus_error *ret
         return 0;
 }
 
+static void reload_identified(BusCall *c);
+
 /* Hold the call, learn who sent it (from the bus daemon, which has it from SO_PEERCRED), then run
  * step. Asynchronous like every other wait of the daemon. */
 static int bus_call_start(BusApi *a, sd_bus_message *msg, const char *arg, BusStep step, sd_bus_error *error) {
@@ -430,6 +432,12 @@ static int bus_call_start(BusApi *a, sd_bus_message *msg, const char *arg, BusSt
         case BUS_CALL_ADMIT:
                 break;
         }
+        /* The store takes every call (store.h): what a caller may add to its queue stops here while it
+         * is far behind. Every method but Reload reads or writes it. */
+        if (step != reload_identified && store_is_behind(a->ac->ctx->store))
+                return sd_bus_error_setf(error, api_error_bus_name(API_ERROR_STORE),
+                                         "the store is far behind (%zu calls waiting for it); retry later",
+                                         store_async_pending(a->ac->ctx->store));
         c = calloc(1, sizeof(BusCall));
         if (!c)
                 return -ENOMEM;

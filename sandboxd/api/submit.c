@@ -138,7 +138,7 @@ int cancel_execution_async(ApiContext *ac, Job *j, StoreRecord *rec, CancelDoneF
                 if (r == -EREMOTE)
                         r = store ? store_get_async(store, op->id, on_cancel_record, op, &op->call) : -EALREADY;
                 else if (r >= 0) {
-                        /* Nothing to wait for (no store, or one far behind: the cancel is made). */
+                        /* Nothing to wait for (no store, or out of memory: the cancel is made). */
                         if (!store || store_barrier_async(store, on_cancel_barrier, op, &op->call) < 0)
                                 r = 1;
                 }
@@ -205,11 +205,7 @@ static int find_lookup_next(FindLookup *f) {
                         continue;
                 if (store_get_async(f->ac->ctx->store, key, on_find_got, f, &f->call) >= 0)
                         return 0;
-                /* Refused (-ENOBUFS: the store is far behind): read synchronously, which waits for
-                 * the queue, rather than answer "not found" for a record that is there. */
-                _cleanup_(store_record_freep) StoreRecord *rec = NULL;
-                if (store_get(f->ac->ctx->store, key, &rec) >= 0 && may_see(f->owner, f->key_admin[f->i], rec->owner))
-                        return find_lookup_done(f, NULL, TAKE_PTR(rec));
+                /* Refused (out of memory): not found under this key. */
         }
         return find_lookup_done(f, NULL, NULL);
 }
@@ -425,6 +421,8 @@ static void on_earlier_got(void *userdata, int r, StoreRecord *rec);
  * caller's own counts). */
 static void step_earlier(Submission *s) {
         ApiContext *ac = s->ac;
+        RequestError err;
+        int r;
 
         s->step = STEP_EARLIER;
         for (; s->er->execution_id && s->i_earlier < 2; s->i_earlier++) {
@@ -437,16 +435,13 @@ static void step_earlier(Submission *s) {
                 }
                 if (!ac->ctx->store)
                         continue;
-                if (store_get_async(ac->ctx->store, id, on_earlier_got, s, &s->call) >= 0)
+                r = store_get_async(ac->ctx->store, id, on_earlier_got, s, &s->call);
+                if (r >= 0)
                         return;
-                /* Refused (-ENOBUFS: the store is far behind): read waiting, which waits for the
-                 * queue, rather than run twice what is there. */
-                StoreRecord *rec = NULL;
-                if (store_get(ac->ctx->store, id, &rec) >= 0 && may_see(s->owner, false, rec->owner)) {
-                        submission_found(s, NULL, rec);
-                        return;
-                }
-                store_record_free(rec);
+                /* Refused (out of memory): failed, rather than run twice what may be there. */
+                (void) fail(&err, r, API_ERROR_INTERNAL, "cannot read the earlier execution: %s", strerror(-r));
+                submission_fail(s, &err);
+                return;
         }
         step_usage(s);
 }
@@ -505,7 +500,6 @@ static void on_usage_got(void *userdata, int r, const StoreUsage *u) {
  * triggers). */
 static void step_usage(Submission *s) {
         Store *store = s->ac->ctx->store;
-        StoreUsage u = {};
         int r;
 
         s->step = STEP_USAGE;
@@ -513,10 +507,9 @@ static void step_usage(Submission *s) {
                 step_session(s);
                 return;
         }
-        if (store_usage_get_async(store, s->owner, on_usage_got, s, &s->call) >= 0)
-                return;
-        r = store_usage_get(store, s->owner, &u);
-        usage_read(s, r, &u);
+        r = store_usage_get_async(store, s->owner, on_usage_got, s, &s->call);
+        if (r < 0)
+                usage_read(s, r, &(const StoreUsage) {});
 }
 
 static void on_session_got(void *userdata, int r, StoreSession *x);
@@ -527,8 +520,6 @@ static void on_nodes_got(void *userdata, int r, StoreNode *nodes, size_t n);
 static void step_session(Submission *s) {
         ApiContext *ac = s->ac;
         char key[SCOPED_ID_MAX];
-        StoreSession *x = NULL;
-        RequestError err;
         int r;
 
         s->step = STEP_SESSION;
@@ -537,25 +528,16 @@ static void step_session(Submission *s) {
                 return;
         }
         r = scoped_id(key, "sess", s->owner, s->er->session_id);
-        if (r >= 0) {
-                if (store_session_get_async(ac->ctx->store, key, on_session_got, s, &s->call) >= 0)
-                        return;
-                r = store_session_get(ac->ctx->store, key, &x);
-        }
-        if (r < 0 && r != -ENOENT) {
-                (void) fail(&err, r, API_ERROR_STORE, "cannot read the sessions: %s", store_error_public(r));
-                submission_fail(s, &err);
-                return;
-        }
-        on_session_got(s, r, x);
+        if (r >= 0)
+                r = store_session_get_async(ac->ctx->store, key, on_session_got, s, &s->call);
+        if (r < 0)
+                on_session_got(s, r, NULL);
 }
 
 static void on_session_got(void *userdata, int r, StoreSession *x) {
         Submission *s = userdata;
         ApiContext *ac = s->ac;
-        StoreNode *nodes = NULL;
         RequestError err;
-        size_t n = 0;
 
         s->call = NULL;
         if (r < 0 && r != -ENOENT) {
@@ -571,10 +553,9 @@ static void on_session_got(void *userdata, int r, StoreSession *x) {
         }
         s->session = x;
         s->step = STEP_NODES;
-        if (store_node_list_async(ac->ctx->store, on_nodes_got, s, &s->call) >= 0)
-                return;
-        r = store_node_list(ac->ctx->store, &nodes, &n);
-        on_nodes_got(s, r, nodes, n);
+        r = store_node_list_async(ac->ctx->store, on_nodes_got, s, &s->call);
+        if (r < 0)
+                on_nodes_got(s, r, NULL, 0);
 }
 
 static void on_nodes_got(void *userdata, int r, StoreNode *nodes, size_t n) {
@@ -733,7 +714,7 @@ static void step_create(Submission *s) {
         s->with_session = s->job->session && s->job->session->unrecorded;
         r = job_record_async(s->job, on_recorded, s, &s->call);
         if (r < 0)
-                /* Refused (-ENOBUFS: the store is far behind): the caller is told, nothing waits. */
+                /* Refused (out of memory): the caller is told, nothing waits. */
                 recorded(s, r);
 }
 
@@ -1079,10 +1060,9 @@ static void render_json(RecordRender *x) {
                 render_end(x, TAKE_PTR(x->o), NULL);
                 return;
         }
-        if (store_callback_get_async(store, e->id, on_render_callback, x, &x->call) >= 0)
-                return;
-        callback_add_json(x->ac->ctx, x->o, e->id);
-        render_end(x, TAKE_PTR(x->o), NULL);
+        if (store_callback_get_async(store, e->id, on_render_callback, x, &x->call) < 0)
+                /* Refused (out of memory): without the callback's state. */
+                render_end(x, TAKE_PTR(x->o), NULL);
 }
 
 static void on_render_artifacts(void *userdata, int r, ExecArtifacts *a) {
@@ -1104,12 +1084,8 @@ static void render_artifacts(RecordRender *x, const Execution *e) {
                 return;
         }
         r = store_get_artifacts_async(store, e->id, on_render_artifacts, x, &x->call);
-        if (r < 0) {
-                ExecArtifacts *a = NULL;
-
-                r = store_get_artifacts(store, e->id, &a);
-                on_render_artifacts(x, r, a);
-        }
+        if (r < 0)
+                on_render_artifacts(x, r, NULL);
 }
 
 static void on_render_record(void *userdata, int r, StoreRecord *rec) {
@@ -1168,12 +1144,8 @@ static void render_job_step(RecordRender *x) {
                  * OutputTailBytes=) of text for each of KeepFinished= jobs would be a lot of
                  * memory): the record is read back whole. */
                 r = store_get_async(store, j->exec->id, on_render_record, x, &x->call);
-                if (r < 0) {
-                        StoreRecord *rec = NULL;
-
-                        r = store_get(store, j->exec->id, &rec);
-                        on_render_record(x, r, rec);
-                }
+                if (r < 0)
+                        on_render_record(x, r, NULL);
                 return;
         }
         /* Final, its record write failed: the artifact list alone may be in the store. */

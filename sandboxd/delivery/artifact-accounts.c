@@ -136,20 +136,11 @@ int artifact_accounts_caller_async(ArtifactAccounts *m, const char *owner, Artif
                 if (called)
                         return 1;       /* answered (w and maybe a are gone) */
                 if (r < 0) {
-                        /* Refused (-ENOBUFS: the store is far behind): read waiting. */
-                        uint64_t bytes = 0;
-
+                        /* Refused (out of memory): nobody waits. */
                         a->waits = w->next;
                         free(w);
-                        r = store_artifact_caller_bytes(m->ctx->store, a->owner, &bytes);
-                        a->loading = false;
-                        if (r < 0) {
-                                caller_unref(m, a);
-                                return r;
-                        }
-                        artifact_account_set_committed(&a->account, bytes);
-                        done(userdata, 0, a);
-                        return 1;
+                        caller_unref(m, a);
+                        return r;
                 }
         }
         w->called = NULL;
@@ -225,31 +216,6 @@ static void on_settle_caller_bytes(void *userdata, int r, uint64_t bytes) {
         settle_maybe_end(x);
 }
 
-static int caller_refresh(ArtifactAccounts *m, ArtifactCallerAccount *a) {
-        uint64_t bytes = 0;
-        int r;
-
-        r = store_artifact_caller_bytes(m->ctx->store, a->owner, &bytes);
-        if (r < 0)
-                return r;
-        artifact_account_set_committed(&a->account, bytes);
-        return 0;
-}
-
-static void store_refresh(ArtifactAccounts *m) {
-        uint64_t bytes = 0;
-        int r;
-
-        /* On failure the last value stays: it was right until this write, which may not have
-         * happened either. */
-        r = store_artifact_store_bytes(m->ctx->store, &bytes);
-        if (r < 0)
-                log_warning_errno(r, "Cannot read the artifact store's usage, keeping the last: %s",
-                                  store_error_message(m->ctx->store));
-        else
-                artifact_account_set_committed(&m->store_account, bytes);
-}
-
 static void caller_unref(ArtifactAccounts *m, ArtifactCallerAccount *a) {
         if (!a || --a->n_refs > 0)
                 return;
@@ -292,32 +258,21 @@ void artifact_accounts_settle(ArtifactAccounts *m, ArtifactCallerAccount **calle
                 if (m->settles)
                         m->settles->prev = x;
                 m->settles = x;
+                /* A read refused (out of memory) keeps the last value, as a failed one does. */
                 x->pending++;
-                if (store_artifact_store_bytes_async(m->ctx->store, on_settle_store_bytes, x, &x->store_call) < 0) {
+                if (store_artifact_store_bytes_async(m->ctx->store, on_settle_store_bytes, x, &x->store_call) < 0)
                         x->pending--;
-                        store_refresh(m);
-                }
                 if (a) {
                         x->pending++;
                         if (store_artifact_caller_bytes_async(m->ctx->store, a->owner, on_settle_caller_bytes, x,
-                                                              &x->caller_call) < 0) {
+                                                              &x->caller_call) < 0)
                                 x->pending--;
-                                if (caller_refresh(m, a) < 0)
-                                        log_warning("Cannot read the artifact usage of '%s', keeping the last: %s",
-                                                    a->owner, store_error_message(m->ctx->store));
-                        }
                 }
                 x->pending--;
                 settle_maybe_end(x);
                 return;
         }
-        if (recorded) {
-                /* Out of memory: the reads waiting, as before. */
-                store_refresh(m);
-                if (a && caller_refresh(m, a) < 0)
-                        log_warning("Cannot read the artifact usage of '%s', keeping the last: %s", a->owner,
-                                    store_error_message(m->ctx->store));
-        }
+        /* Not recorded, or out of memory: the committed parts as they were. */
         artifact_account_release(&m->store_account, reserved);
         if (a)
                 artifact_account_release(&a->account, reserved);
@@ -338,16 +293,15 @@ static void on_refresh_store_bytes(void *userdata, int r, uint64_t bytes) {
 /* Without waiting: the store's part, and each caller's as when it is first read (a collection asking
  * meanwhile waits for it, on_caller_bytes()). */
 void artifact_accounts_refresh(ArtifactAccounts *m) {
-        if (!m->refresh && store_artifact_store_bytes_async(m->ctx->store, on_refresh_store_bytes, m, &m->refresh) < 0)
-                store_refresh(m);
+        /* A read refused (out of memory) keeps the last value, as a failed one does. */
+        if (!m->refresh)
+                (void) store_artifact_store_bytes_async(m->ctx->store, on_refresh_store_bytes, m, &m->refresh);
         for (ArtifactCallerAccount *a = m->callers; a; a = a->next) {
                 if (a->loading)
                         continue;
                 a->loading = true;
-                if (store_artifact_caller_bytes_async(m->ctx->store, a->owner, on_caller_bytes, a, &a->read) < 0) {
+                if (store_artifact_caller_bytes_async(m->ctx->store, a->owner, on_caller_bytes, a, &a->read) < 0)
                         a->loading = false;
-                        (void) caller_refresh(m, a);
-                }
         }
 }
 

@@ -222,11 +222,8 @@ static void save(Delivery *d) {
 
         d->state = DELIVERY_SAVING;
         r = store_callback_update_async(c->ctx->store, d->cb, on_saved, d, &d->store_call);
-        if (r < 0) {
-                /* Refused (-ENOBUFS: the store is far behind): made waiting, as store.h allows. */
-                r = store_callback_update(c->ctx->store, d->cb);
+        if (r < 0)
                 on_saved(d, r, NULL);
-        }
 }
 
 /* The attempt ended with transport t (and, for TRANSPORT_OK, HTTP status): record what it means.
@@ -647,14 +644,6 @@ char *callback_url_from_request_json(const char *json) {
                 url = strdup(json_object_get_string(v));
         json_object_put(o);
         return url;
-}
-
-void callback_add_json(Context *ctx, json_object *o, const char *id) {
-        _cleanup_(store_callback_freep) StoreCallback *cb = NULL;
-
-        if (!o || !ctx->store || store_callback_get(ctx->store, id, false, &cb) < 0)
-                return;
-        callback_json_add(o, cb);
 }
 
 void callback_json_add(json_object *o, const StoreCallback *cb) {

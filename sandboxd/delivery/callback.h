@@ -36,10 +36,8 @@ int callback_prepare(const Execution *e, const char *url, StoreCallback **ret);
 /* The callback_url kept in the stored rest of a request (job.c request_json()), or NULL. */
 char *callback_url_from_request_json(const char *json);
 
-/* Add "callback": {url, state, attempts, last_error, delivered_at} to an execution's JSON if it has
- * a delivery. */
-void callback_add_json(Context *ctx, json_object *o, const char *id);
-/* The same from a delivery already read (store_callback_get_async()). */
+/* Add "callback": {url, state, attempts, last_error, delivered_at} to an execution's JSON from its
+ * delivery, read (store_callback_get_async()). */
 void callback_json_add(json_object *o, const StoreCallback *cb);
 
 /* Read the signing key at path: the checks of secret-file.h for a key itself (a regular file owned

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <sys/socket.h>
@@ -274,21 +275,14 @@ void job_persist_async(Job *j) {
         StoreRecord r;
         int k;
 
+        /* Only what needs neither the request (queued) nor a delivery (final): those are written by
+         * job_record_async() and the final record's writes. */
+        assert(j->state != JOB_QUEUED && !job_is_final(j));
         if (!j->ctx->store)
                 return;
-        /* Only what needs neither the request (queued) nor a delivery (final): job_persist() writes
-         * those. */
-        if (j->state == JOB_QUEUED || job_is_final(j)) {
-                (void) job_persist(j);
-                return;
-        }
         r = job_record(j);
         k = store_put_async(j->ctx->store, &r, on_persisted, j, NULL);
-        if (k == -ENOBUFS)
-                /* The store is STORE_ASYNC_MAX calls behind: this one waits for them, which also
-                 * slows the callers down to the store's pace. */
-                (void) job_persist(j);
-        else if (k < 0)
+        if (k < 0)
                 job_persist_failed(j, k);
 }
 
@@ -458,24 +452,17 @@ static void job_persist_final_async(Job *j) {
         j->final_writing = j->final_in_call = true;
         r = job_record_to_write(j, &request);
         k = store_put_async(j->ctx->store, &r, on_final_persisted, j, NULL);
-        if (k == -ENOBUFS)
-                /* The store is STORE_ASYNC_MAX calls behind: this one waits for them. */
-                k = store_put(j->ctx->store, &r);
-        else if (k >= 0) {
-                j->final_in_call = false;
-                if (r.callback) {
-                        /* Kicked now: the delivery's first attempt finds the row or waits its turn. */
-                        r.callback = store_callback_free(r.callback);
-                        callbacks_kick(j->ctx->callbacks);
-                }
-                return;
-        }
-        /* Refused, or written synchronously: answered as the callback would have been. */
         if (r.callback) {
                 r.callback = store_callback_free(r.callback);
                 if (k >= 0)
+                        /* The delivery's first attempt finds the row or waits its turn. */
                         callbacks_kick(j->ctx->callbacks);
         }
+        if (k >= 0) {
+                j->final_in_call = false;
+                return;
+        }
+        /* Refused (out of memory): answered as the callback would have been. */
         on_final_persisted(j, k, NULL);
         j->final_in_call = false;
 }
@@ -830,11 +817,7 @@ void job_start_service(Job *j) {
         k = store_put_async(j->ctx->store, &r, on_prestart_persisted, j, NULL);
         if (k >= 0)
                 return;
-        if (k == -ENOBUFS)
-                /* The store is STORE_ASYNC_MAX calls behind: this one waits for them. */
-                (void) job_persist(j);
-        else
-                job_persist_failed(j, k);
+        job_persist_failed(j, k);
         job_start_service_now(j);
 }
 
@@ -1015,7 +998,6 @@ static void on_running_persisted(void *userdata, int r, StoreRecord *rec) {
 
 static void job_mark_running(Job *j, bool log) {
         Context *ctx = j->ctx;
-        StoreRecord rec;
         uint64_t deadline;
 
         j->state = JOB_RUNNING;
@@ -1024,12 +1006,18 @@ static void job_mark_running(Job *j, bool log) {
         j->running_mono = now_mono(j);
         /* Nothing waits for this write: the workspace went on record before the unit was started, and
          * a restart that finds the unit adopts it whatever status the record has. */
-        rec = job_record(j);
         if (!log)
                 job_persist_async(j);
-        else if (!ctx->store || store_put_async(ctx->store, &rec, on_running_persisted, j, NULL) < 0) {
-                job_persist_async(j);
+        else if (!ctx->store)
                 log_execution_start(j);
+        else {
+                StoreRecord rec = job_record(j);
+                int k = store_put_async(ctx->store, &rec, on_running_persisted, j, NULL);
+
+                if (k < 0) {
+                        job_persist_failed(j, k);
+                        log_execution_start(j);
+                }
         }
         live_log_set_running(j->live);
         deadline = now_mono(j) + j->exec->limits.timeout_ms * USEC_PER_MSEC + ctx->config->kill_grace_ms * USEC_PER_MSEC;
@@ -1690,10 +1678,13 @@ int job_cancel(Job *j) {
                 /* Recorded first: the verdict "cancelled" comes from this alone, also after a restart.
                  * The signal goes from the write's answer (the caller is answered at once). */
                 j->cancel_requested = j->exec->cancel_requested = true;
-                rec = job_record(j);
-                if (j->ctx->store && store_put_async(j->ctx->store, &rec, on_cancel_persisted, j, NULL) >= 0)
-                        return 0;
-                (void) job_persist(j);
+                if (j->ctx->store) {
+                        rec = job_record(j);
+                        k = store_put_async(j->ctx->store, &rec, on_cancel_persisted, j, NULL);
+                        if (k >= 0)
+                                return 0;
+                        job_persist_failed(j, k);
+                }
                 job_send_cancel(j);
                 return 0;
         case JOB_FINISHING:

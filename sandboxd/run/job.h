@@ -169,18 +169,19 @@ int job_new(Context *ctx, ExecRequest *req, const char *owner, Session *s, const
  * and workspace from rec. */
 int job_adopt(Context *ctx, StoreRecord *rec, int ctl_fd, Session *s, const JobEvents *ev, void *userdata,
               Job **ret);
-/* Write the execution's current state to the store, waiting for it: where what follows depends on the
- * write being in the store (the record before the unit exists; an answer to a client). */
+/* Write the execution's current state to the store, waiting for it: only at sandboxd's stop (the
+ * proxy's log not on record yet; the last try of the unsaved final records), when the loop is
+ * ending. */
 int job_persist(Job *j);
 /* The same without waiting (store_put_async()): for the transitions nothing waits on (running, the
- * proxy's log). A failure is logged and counted when the answer comes, as job_persist() does; writes
- * of the job keep their order with its later ones, also synchronous ones (the final record). */
+ * proxy's log), never of a queued or final job. A failure is logged and counted when the answer comes,
+ * as job_persist() does; writes of the job keep their order with its later ones. */
 void job_persist_async(Job *j);
 /* The first record of a queued job (submit.c), without waiting and with an answer: done(userdata, r,
  * NULL) gets what job_persist() would have returned; nothing is logged (job_persist_failed() says it).
  * The first run of a session not recorded yet carries the session's row: both or neither.
  * userdata is not the job: job_free() does not cancel the call. -EINVAL without a store or once the job
- * left the queue; -ENOBUFS (store.h) when the store is far behind. */
+ * left the queue. */
 int job_record_async(Job *j, StoreDoneFn done, void *userdata, StoreCall **ret_call);
 /* A failed write of j's record (r), logged and counted. */
 void job_persist_failed(Job *j, int r);

@@ -500,10 +500,8 @@ void store_call_finish_list(StoreCall *c, int r, void *list, size_t n) {
 static int store_call_new(Store *s, StoreDoneFn done, void *userdata, StoreCall **ret) {
         StoreCall *c;
 
-        if (s->n_calls >= STORE_ASYNC_MAX) {
-                store_set_error(s, "too many asynchronous calls queued");
-                return -ENOBUFS;
-        }
+        /* Never refused for being behind: what callers can start is bounded before it comes here
+         * (store.h, store_is_behind()). */
         c = calloc(1, sizeof(StoreCall));
         if (!c)
                 return -ENOMEM;
@@ -743,6 +741,10 @@ void store_async_drain(Store *s) {
 
 size_t store_async_pending(Store *s) {
         return s ? s->n_calls : 0;
+}
+
+bool store_is_behind(Store *s) {
+        return store_async_pending(s) >= STORE_ASYNC_MAX;
 }
 
 Store *store_close(Store *s) {

@@ -161,9 +161,15 @@ int store_get(Store *s, const char *id, StoreRecord **ret);
  *
  * Returns 0 when the call was queued (*ret_call, if ret_call is not NULL, is its handle until done
  * is called or the call is cancelled), or a negative errno when it was refused, done never called:
- * -EINVAL (as the synchronous call), -ENOBUFS (STORE_ASYNC_MAX calls are queued: the store is far
- * behind; the caller may make the call synchronously, which waits for the queue), -ENOMEM. Every
- * error of the store itself (-EIO while the connection is lost, -ESTALE, -ENOSPC ...) comes to done.
+ * -EINVAL (as the synchronous call), -ENOMEM. Every error of the store itself (-EIO while the
+ * connection is lost, -ESTALE, -ENOSPC ...) comes to done.
+ *
+ * Bounds: the store takes every call (a call refused for being behind would leave the daemon's own
+ * writes nowhere to go but a synchronous call). What may queue calls is bounded where it comes in:
+ * the daemon's own calls by its jobs, deliveries and timers (each bounded by its configuration), the
+ * callers' by their front ends, which hold at most MaxConnections= HTTP requests and BUS_CALLS_MAX
+ * D-Bus calls, each with a few calls under way at most, and refuse new requests that need the store
+ * (503 store_error) while store_is_behind().
  *
  * PostgreSQL: one statement at a time on the store's connection (non-blocking, driven by the loop),
  * the others queued; a lost connection fails the call under way and those queued with -EIO, and is
@@ -201,6 +207,9 @@ void store_cancel_userdata(Store *s, void *userdata);
 void store_async_drain(Store *s);
 /* Calls queued, under way, or finished and not yet delivered. */
 size_t store_async_pending(Store *s);
+/* STORE_ASYNC_MAX calls or more are pending: the store is far behind, and the front ends refuse what
+ * would queue more for a caller (503 store_error) until it catches up. */
+bool store_is_behind(Store *s);
 
 /* One page of matching records, full records (outputs and code included). *ret_next_cursor is
  * NULL on the last page, else an opaque string to pass as the next query's cursor: keyset
