@@ -939,24 +939,6 @@ static void handle_list(ApiContext *ac, HttpRequest *req) {
         }
 }
 
-/* A session is seen only by its owner (and administrators); to anyone else it does not exist. */
-static Session *find_session_for(ApiContext *ac, HttpRequest *req, const char *id) {
-        char owner[HTTP_OWNER_MAX];
-        RequestError err;
-        bool admin = false;
-        Session *s;
-
-        if (caller_owner(req, owner, sizeof(owner), &admin) < 0) {
-                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
-                return NULL;
-        }
-        /* The same lookup, and the same 404, as the session's files (session-files-http.h). */
-        s = session_files_find(ac, owner, admin, id, &err);
-        if (!s)
-                respond_request_error(req, &err);
-        return s;
-}
-
 /* GET /v1/sessions/{id}: the session, and its recent executions read without waiting. */
 typedef struct SessionGet {
         HttpRequest *req;
@@ -988,14 +970,13 @@ static void on_session_recent(void *userdata, int r, StoreRecord **l, size_t n, 
         free(g);
 }
 
-static void handle_session_get(ApiContext *ac, HttpRequest *req, const char *id) {
-        Session *s = find_session_for(ac, req, id);
+/* A session is seen only by its owner (and administrators); to anyone else it does not exist: the
+ * same lookup, and the same 404, as the session's files (api_with_session()). */
+static void session_get(ApiContext *ac, HttpRequest *req, Session *s, _unused_ const char *arg) {
         StoreQuery q;
         SessionGet *g;
         json_object *o;
 
-        if (!s)
-                return;
         o = session_to_json(s);
         if (!o) {
                 http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
@@ -1014,12 +995,9 @@ static void handle_session_get(ApiContext *ac, HttpRequest *req, const char *id)
         http_request_set_gone_cb(req, on_session_get_gone, g);
 }
 
-static void handle_session_delete(ApiContext *ac, HttpRequest *req, const char *id) {
-        Session *s = find_session_for(ac, req, id);
+static void session_delete(_unused_ ApiContext *ac, HttpRequest *req, Session *s, const char *id) {
         json_object *o;
 
-        if (!s)
-                return;
         /* Before the session goes: its names. */
         o = json_object_new_object();
         json_object_object_add(o, "session_id", json_object_new_string(s->id));
@@ -1428,10 +1406,10 @@ void api_handle(HttpRequest *req, void *userdata) {
                 handle_session_list(ac, req);
                 return;
         case API_ROUTE_SESSION_GET:
-                handle_session_get(ac, req, route.arg);
+                api_with_session(ac, req, route.arg, NULL, session_get);
                 return;
         case API_ROUTE_SESSION_DELETE:
-                handle_session_delete(ac, req, route.arg);
+                api_with_session(ac, req, route.arg, route.arg, session_delete);
                 return;
         case API_ROUTE_SESSION_FILES:
                 api_handle_session_files(ac, req, route.session_id, route.arg);

@@ -32,6 +32,9 @@ typedef struct McpCall {
         char url_base[sizeof("http://") + MCP_HOST_MAX];
         FindLookup *find;        /* get_execution: the lookup in the store */
         RecordRender *render;    /* the record being read for the answer */
+        SessionFind *session;    /* a file tool: the session's lookup */
+        json_object *file_args;  /* ... and its arguments, held until then */
+        const char *file_tool;   /* ... and its name (static) */
         bool suspended;          /* by this file, for find or render (not by a wait or a submission) */
 } McpCall;
 
@@ -40,6 +43,8 @@ static McpCall *mcp_call_free(McpCall *c) {
                 return NULL;
         (void) find_lookup_cancel(c->find);
         (void) record_render_cancel(c->render);
+        (void) session_find_cancel(c->session);
+        json_object_put(c->file_args);
         json_object_put(c->id);
         free(c);
         return NULL;
@@ -300,26 +305,35 @@ static void call_get_execution(McpCall *c, json_object *args, const char *owner,
         }
 }
 
-/* read_file, write_file, list_files: the session file API's functions as the caller, their refusals
- * (404, 400, 403, 409, 413) as isError results with the same message. */
-static void call_file_tool(McpCall *c, const char *tool, json_object *args, const char *owner, bool admin) {
-        _cleanup_(mcp_file_args_done) McpFileArgs a = {};
-        char buf[256], msg[sizeof(((RequestError *) NULL)->message) + 64];
+/* The arguments of a file tool, or the protocol error answered. */
+static int file_args(McpCall *c, McpFileArgs *a, char *buf, size_t size) {
         const char *error = NULL;
-        RequestError err;
-        json_object *o = NULL;
-        Session *s;
         int r;
 
-        r = mcp_file_args(tool, args, &a, buf, sizeof(buf), &error);
-        if (r < 0) {
+        r = mcp_file_args(c->file_tool, c->file_args, a, buf, size, &error);
+        if (r < 0)
                 respond(c->req, 200, r == -ENOMEM ? mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory")
                                                   : mcp_error_response(c->id, MCP_INVALID_PARAMS, error ?: "invalid arguments"));
+        return r;
+}
+
+/* read_file, write_file, list_files: the session file API's functions as the caller, their refusals
+ * (404, 400, 403, 409, 413) as isError results with the same message. s is the session found (NULL:
+ * ferr says why). */
+static void file_tool_run(McpCall *c, Session *s, const RequestError *ferr) {
+        _cleanup_(mcp_file_args_done) McpFileArgs a = {};
+        char buf[256], msg[sizeof(((RequestError *) NULL)->message) + 64];
+        const char *tool = c->file_tool;
+        RequestError err;
+        json_object *o = NULL;
+        int r;
+
+        if (file_args(c, &a, buf, sizeof(buf)) < 0)
                 return;
-        }
-        s = session_files_find(c->ac, owner, admin, a.session_id, &err);
-        if (!s)
+        if (!s) {
+                err = *ferr;
                 goto refused;
+        }
         if (streq(tool, "write_file")) {
                 r = session_files_put(s, a.path, a.data, a.len, c->ac->ctx->config->max_input_file_bytes, &o, &err);
                 if (r < 0)
@@ -371,6 +385,36 @@ refused:
         respond_result(c->req, c->id, mcp_text_result(msg, true));
 }
 
+static void on_file_session(void *userdata, Session *s, const RequestError *err) {
+        McpCall *c = userdata;
+
+        c->session = NULL;
+        mcp_call_resumed(c);
+        file_tool_run(c, s, err);
+        mcp_call_free(c);
+}
+
+/* The session first, without waiting for the store (a session another node holds, session_find_async()):
+ * then file_tool_run(). Takes c. */
+static void call_file_tool(McpCall *c, const char *tool, json_object *args, const char *owner, bool admin) {
+        _cleanup_(mcp_file_args_done) McpFileArgs a = {};
+        char buf[256];
+        int r;
+
+        c->file_tool = tool;
+        c->file_args = json_object_get(args);
+        if (file_args(c, &a, buf, sizeof(buf)) < 0) {
+                mcp_call_free(c);
+                return;
+        }
+        r = session_find_async(c->ac, owner, admin, a.session_id, on_file_session, c, &c->session);
+        if (r < 0) {
+                respond(c->req, 200, mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory"));
+                mcp_call_free(c);
+        } else if (r == 0)
+                mcp_call_suspend(c);
+}
+
 static void tools_call(McpCall *c, json_object *params, const char *owner, bool admin) {
         json_object *name = NULL, *args = NULL;
         const char *n;
@@ -391,10 +435,13 @@ static void tools_call(McpCall *c, json_object *params, const char *owner, bool 
                 call_run_code(c, args, owner, admin);
         else if (streq(n, "get_execution"))
                 call_get_execution(c, args, owner, admin);
-        else if (streq(n, "read_file") || streq(n, "write_file") || streq(n, "list_files")) {
-                call_file_tool(c, n, args, owner, admin);
-                mcp_call_free(c);
-        } else if (streq(n, "list_languages")) {
+        else if (streq(n, "read_file"))
+                call_file_tool(c, "read_file", args, owner, admin);
+        else if (streq(n, "write_file"))
+                call_file_tool(c, "write_file", args, owner, admin);
+        else if (streq(n, "list_files"))
+                call_file_tool(c, "list_files", args, owner, admin);
+        else if (streq(n, "list_languages")) {
                 if (args && json_object_object_length(args) > 0)
                         respond(c->req, 200, mcp_error_response(c->id, MCP_INVALID_PARAMS, "list_languages takes no arguments"));
                 else

@@ -3,39 +3,178 @@
 
 #include "delivery/session-files.h"
 #include "model/mime.h"
+#include "model/scoped-id.h"
 #include "run/runner.h"
 #include "run/session.h"
 #include "session-files-http.h"
 #include "submit.h"
 #include "util.h"
 
-Session *session_files_find(ApiContext *ac, const char *owner, bool admin, const char *id, RequestError *err) {
-        Session *s = NULL;
+/* ---- the session a request names, without waiting for the store (issue 22) ---- */
 
-        if (id_is_valid(id, REQUEST_ID_MAX)) {
-                /* The caller's own session of that name, else id as a record id (session.h). */
-                s = sessions_find(ac->sessions, owner, id);
-                if (!s)
-                        s = sessions_find_key(ac->sessions, id);
-        }
-        if (!s && id_is_valid(id, REQUEST_ID_MAX) && ac->ctx->shared_queue) {
-                /* Several nodes: the caller's own session may live on another node (its workspace is
-                 * that node's memory); say which. */
-                StoreSession *x = NULL;
+struct SessionFind {
+        ApiContext *ac;
+        char *owner;
+        bool admin;
+        char id[REQUEST_ID_MAX + 1];
+        StoreCall *call;
+        SessionFindDoneFn done;
+        void *userdata;
+        bool *called;            /* while session_find_async() runs: answered */
+};
 
-                if (session_held_elsewhere(ac, owner, id, &x) > 0) {
-                        (void) request_error(err, -ENOENT, API_ERROR_NOT_FOUND, NULL,
-                                             "session '%.64s' is held by node '%s' (its workspace is that node's): its "
-                                             "state, files and deletion are answered there", id, x->node);
-                        store_sessions_free(x, 1);
-                        return NULL;
-                }
-        }
-        if (!s || !(admin || streq_ptr(owner, s->owner))) {
-                (void) request_error(err, -ENOENT, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);
+/* The caller's own session of that name, else id as a record id (session.h), if the caller may see it. */
+static Session *find_here(ApiContext *ac, const char *owner, bool admin, const char *id) {
+        Session *s;
+
+        if (!id_is_valid(id, REQUEST_ID_MAX))
                 return NULL;
-        }
+        s = sessions_find(ac->sessions, owner, id);
+        if (!s)
+                s = sessions_find_key(ac->sessions, id);
+        if (s && !(admin || streq_ptr(owner, s->owner)))
+                return NULL;
         return s;
+}
+
+static void not_found(RequestError *err, const char *id) {
+        (void) request_error(err, -ENOENT, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);
+}
+
+SessionFind *session_find_cancel(SessionFind *f) {
+        if (!f)
+                return NULL;
+        (void) store_call_cancel(f->call);
+        free(f->owner);
+        return mfree(f);
+}
+
+static void on_session_row(void *userdata, int r, StoreSession *x) {
+        SessionFind *f = userdata;
+        SessionFindDoneFn done = f->done;
+        void *done_data = f->userdata;
+        RequestError err;
+        Session *s;
+
+        f->call = NULL;
+        if (f->called)
+                *f->called = true;
+        /* Made here meanwhile (a run of that session_id was submitted): this node's. */
+        s = find_here(f->ac, f->owner, f->admin, f->id);
+        if (s)
+                ;
+        else if (r >= 0 && x->node && !streq_ptr(x->node, f->ac->ctx->node_name))
+                /* Several nodes: the caller's own session lives on another node (its workspace is that
+                 * node's memory); say which. */
+                (void) request_error(&err, -ENOENT, API_ERROR_NOT_FOUND, NULL,
+                                     "session '%.64s' is held by node '%s' (its workspace is that node's): its "
+                                     "state, files and deletion are answered there", f->id, x->node);
+        else
+                /* Not in the store (-ENOENT), or unreadable: as not found, as a single node says. */
+                not_found(&err, f->id);
+        store_sessions_free(x, x ? 1 : 0);
+        (void) session_find_cancel(f);
+        done(done_data, s, s ? NULL : &err);
+}
+
+int session_find_async(ApiContext *ac, const char *owner, bool admin, const char *id, SessionFindDoneFn done,
+                       void *userdata, SessionFind **ret) {
+        char key[SCOPED_ID_MAX];
+        bool called = false;
+        RequestError err;
+        SessionFind *f;
+        Session *s;
+        int r;
+
+        *ret = NULL;
+        s = find_here(ac, owner, admin, id);
+        /* Only a store several nodes share has sessions this node does not hold. */
+        if (s || !id_is_valid(id, REQUEST_ID_MAX) || !ac->ctx->shared_queue || !ac->ctx->store ||
+            scoped_id(key, "sess", owner, id) < 0) {
+                if (!s)
+                        not_found(&err, id);
+                done(userdata, s, s ? NULL : &err);
+                return 1;
+        }
+        f = calloc(1, sizeof(SessionFind));
+        if (!f || !(f->owner = strdup(owner))) {
+                free(f);
+                return -ENOMEM;
+        }
+        f->ac = ac;
+        f->admin = admin;
+        strcpy(f->id, id);
+        f->done = done;
+        f->userdata = userdata;
+        f->called = &called;
+        r = store_session_get_async(ac->ctx->store, key, on_session_row, f, &f->call);
+        if (r < 0) {
+                (void) session_find_cancel(f);
+                return r;
+        }
+        if (called)
+                return 1;       /* answered at once (a store without an event loop): f is gone */
+        f->called = NULL;
+        *ret = f;
+        return 0;
+}
+
+/* ---- an HTTP request that names a session ---- */
+
+typedef struct SessionRequest {
+        ApiContext *ac;
+        HttpRequest *req;
+        const char *arg;
+        ApiSessionFn fn;
+        SessionFind *find;
+} SessionRequest;
+
+static void on_session_request_gone(HttpRequest *req, void *userdata) {
+        SessionRequest *q = userdata;
+
+        (void) session_find_cancel(q->find);
+        free(q);
+}
+
+static void on_session_found(void *userdata, Session *s, const RequestError *err) {
+        SessionRequest *q = userdata;
+        HttpRequest *req = q->req;
+
+        q->find = NULL;
+        http_request_set_gone_cb(req, NULL, NULL);
+        if (s)
+                q->fn(q->ac, req, s, q->arg);
+        else
+                http_respond_error(req, err->error, err->field[0] ? err->field : NULL, "%s", err->message);
+        free(q);
+}
+
+void api_with_session(ApiContext *ac, HttpRequest *req, const char *id, const char *arg, ApiSessionFn fn) {
+        char owner[HTTP_OWNER_MAX];
+        SessionRequest *q;
+        bool admin = false;
+        int r;
+
+        if (http_request_owner(req, owner, sizeof(owner), &admin) < 0) {
+                http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
+                return;
+        }
+        q = calloc(1, sizeof(SessionRequest));
+        if (!q) {
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        *q = (SessionRequest) { .ac = ac, .req = req, .arg = arg, .fn = fn };
+        r = session_find_async(ac, owner, admin, id, on_session_found, q, &q->find);
+        if (r < 0) {
+                free(q);
+                http_respond_error(req, API_ERROR_INTERNAL, NULL, "out of memory");
+                return;
+        }
+        if (r > 0)
+                return;         /* answered (q is gone) */
+        http_request_suspend(req);
+        http_request_set_gone_cb(req, on_session_request_gone, q);
 }
 
 /* The workspace is the sandbox's while a run of it is queued or active (a queued run may start at
@@ -227,10 +366,11 @@ static uint64_t upload_max(ApiContext *ac, const Session *s) {
         return MIN(ac->ctx->config->max_input_file_bytes, s->disk_mb * 1024 * 1024);
 }
 
-/* The session id names for req's caller, or NULL with the refusal answered (403, 404). */
-static Session *request_session(ApiContext *ac, HttpRequest *req, const char *id) {
+/* The session id names for req's caller, held here, or NULL with the refusal answered (403, 404).
+ * Before the body nothing waits for the store: a session another node holds is not looked for (the
+ * other requests say which node, session_find_async()). */
+static Session *request_session_here(ApiContext *ac, HttpRequest *req, const char *id) {
         char owner[HTTP_OWNER_MAX];
-        RequestError err;
         bool admin = false;
         Session *s;
 
@@ -238,9 +378,13 @@ static Session *request_session(ApiContext *ac, HttpRequest *req, const char *id
                 http_respond_error(req, API_ERROR_FORBIDDEN, NULL, "cannot identify the caller");
                 return NULL;
         }
-        s = session_files_find(ac, owner, admin, id, &err);
-        if (!s)
-                http_respond_error(req, err.error, err.field[0] ? err.field : NULL, "%s", err.message);
+        s = find_here(ac, owner, admin, id);
+        if (!s && ac->ctx->shared_queue)
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL,
+                                   "no session '%.64s' on this node (one held by another node takes its files "
+                                   "there: GET /v1/sessions/%.64s says which)", id, id);
+        else if (!s)
+                http_respond_error(req, API_ERROR_NOT_FOUND, NULL, "no session '%.64s'", id);
         return s;
 }
 
@@ -251,7 +395,7 @@ void api_session_files_begin(ApiContext *ac, HttpRequest *req, const char *id, c
         Session *s;
         int r;
 
-        s = request_session(ac, req, id);
+        s = request_session_here(ac, req, id);
         if (!s)
                 return;
         up = calloc(1, sizeof(Upload));
@@ -315,16 +459,12 @@ static void upload_finish(ApiContext *ac, HttpRequest *req, Upload *up, uint64_t
         http_respond_json(req, 201, o);
 }
 
-void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
+static void files_request(ApiContext *ac, HttpRequest *req, Session *s, const char *path) {
         const char *method = http_request_method(req);
         RequestError err;
         json_object *o = NULL;
-        Session *s;
         int r;
 
-        s = request_session(ac, req, id);
-        if (!s)
-                return;
         if (streq(method, "GET")) {
                 SessionFileGet g;
                 const char *base;
@@ -373,4 +513,8 @@ void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, 
         return;
 refuse:
         http_respond_error(req, err.error, err.field[0] ? err.field : NULL, "%s", err.message);
+}
+
+void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, const char *path) {
+        api_with_session(ac, req, id, path, files_request);
 }

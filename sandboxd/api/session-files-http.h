@@ -16,15 +16,28 @@ typedef struct Session Session;
 
 /* GET, PUT or DELETE of a files URL; path is what follows ".../files/" ("" for ".../files"). */
 void api_handle_session_files(ApiContext *ac, HttpRequest *req, const char *id, const char *path);
-/* PUT, before its body (HttpSettings.begin): refused now (404, 409, 400, 403...), or the body is
+/* PUT, before its body (HttpSettings.begin): refused now (404, 409, 400, 403...; a session this node
+ * does not hold is not looked for in the store: 404, which says so), or the body is
  * streamed into a temporary file beside path (never held in memory) with MaxInputFileBytes= and the
  * session's disk_mb as its cap; no run of the session starts meanwhile. api_handle_session_files()
  * then renames it into place. */
 void api_session_files_begin(ApiContext *ac, HttpRequest *req, const char *id, const char *path);
 
-/* The session id names for owner (admin: any owner's), as GET /v1/sessions/{id} finds it; else NULL
- * and *err the same 404 ("no session '<id>'"), whether it does not exist or is someone else's. */
-Session *session_files_find(ApiContext *ac, const char *owner, bool admin, const char *id, RequestError *err);
+/* The session id names for owner (admin: any owner's), as GET /v1/sessions/{id} finds it, without
+ * waiting: done(userdata, s, NULL), or done(userdata, NULL, err) with the same 404 ("no session
+ * '<id>'") whether it does not exist or is someone else's; on a store several nodes share, one this
+ * node does not hold is looked for there (one read), and the 404 names the node that holds it.
+ * Returns 1 when done was called already, 0 when the read is under way (*ret its handle until done:
+ * session_find_cancel() if the caller goes first), or -ENOMEM (done never called). */
+typedef struct SessionFind SessionFind;
+typedef void (*SessionFindDoneFn)(void *userdata, Session *s, const RequestError *err);
+int session_find_async(ApiContext *ac, const char *owner, bool admin, const char *id, SessionFindDoneFn done,
+                       void *userdata, SessionFind **ret);
+SessionFind *session_find_cancel(SessionFind *f);
+/* The same for an HTTP request (its caller): fn(ac, req, s, arg) with the session found, else the 404
+ * (or 403) answered. req is suspended meanwhile; arg must live as long as req (a part of its path). */
+typedef void (*ApiSessionFn)(ApiContext *ac, HttpRequest *req, Session *s, const char *arg);
+void api_with_session(ApiContext *ac, HttpRequest *req, const char *id, const char *arg, ApiSessionFn fn);
 
 /* What a GET yields: a regular file (fd, its size and media type) or a listing. */
 typedef struct SessionFileGet {

@@ -516,7 +516,8 @@ static void on_session_got(void *userdata, int r, StoreSession *x);
 static void on_nodes_got(void *userdata, int r, StoreNode *nodes, size_t n);
 
 /* A run of a session not held here, on a store several nodes share: the node that made it runs it,
- * if that node is alive (session_held_elsewhere()). */
+ * if that node is alive: er->route_node names it, and the run is stored for it to claim
+ * (store_claim_routed()). */
 static void step_session(Submission *s) {
         ApiContext *ac = s->ac;
         char key[SCOPED_ID_MAX];
@@ -884,30 +885,6 @@ void submissions_stop(ApiContext *ac) {
         /* A record on its way is still written (store.h): a queued execution the next start resumes. */
         while (ac->submissions)
                 submission_free(ac->submissions);
-}
-
-/* A run of a session that lives on another node (a store several nodes share): if that node is alive,
- * er->route_node names it, and the run is stored for it to claim (store_claim_routed()). 1: routed;
- * 0: the session is not another node's (it is found or made here); < 0: refused, *err says why. */
-int session_held_elsewhere(ApiContext *ac, const char *owner, const char *id, StoreSession **ret) {
-        char key[SCOPED_ID_MAX];
-        StoreSession *x = NULL;
-        int r;
-
-        r = scoped_id(key, "sess", owner, id);
-        if (r < 0)
-                return r;
-        r = store_session_get(ac->ctx->store, key, &x);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        if (!x->node || streq_ptr(x->node, ac->ctx->node_name)) {
-                store_sessions_free(x, 1);
-                return 0;
-        }
-        *ret = x;
-        return 1;
 }
 
 #define invalid(err, field, ...) \

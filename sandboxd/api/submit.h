@@ -56,11 +56,6 @@ int find_execution_async(ApiContext *ac, const char *owner, bool admin, const ch
                          void *userdata, FindLookup **ret);
 FindLookup *find_lookup_cancel(FindLookup *f);
 
-/* Several nodes: the caller's own session id as the store has it, if another node holds it. 1 with
- * *ret its row (free with store_sessions_free(*ret, 1)); 0 if none does (none at all, or this node);
- * < 0 the store's error. */
-int session_held_elsewhere(ApiContext *ac, const char *owner, const char *id, StoreSession **ret);
-
 /* The cancel of an execution find_execution_async() found, j (held here) or rec (its record, taken),
  * without waiting for the store. A job held here is cancelled (job_cancel()); a run another node
  * holds (also one it claimed from the shared queue meanwhile) is marked in the store and that node

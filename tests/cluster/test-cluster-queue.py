@@ -150,6 +150,25 @@ with c:
     st, r = b.request("GET", "/v1/sessions/s-queue")
     msg = ((r or {}).get("error") or {}).get("message", "")
     t.ok(st == 404 and "node1" in msg, "GET of the session on node2: 404, naming node1 which holds it", (st, r))
+    # The session API's other requests on node2 look for it the same way (one read of the store, the
+    # request suspended meanwhile), but a file's upload, refused before its body, where nothing waits.
+    st, r = b.request("GET", "/v1/sessions/s-queue/files")
+    msg = ((r or {}).get("error") or {}).get("message", "")
+    t.ok(st == 404 and "node1" in msg, "GET of its files on node2: 404, naming node1", (st, r))
+    st, r = b.request("DELETE", "/v1/sessions/s-queue")
+    msg = ((r or {}).get("error") or {}).get("message", "")
+    t.ok(st == 404 and "node1" in msg, "DELETE of it on node2: 404, naming node1 (nothing deleted)", (st, r))
+    st, r = b.request("PUT", "/v1/sessions/s-queue/files/x.txt", body="data")
+    msg = ((r or {}).get("error") or {}).get("message", "")
+    t.ok(st == 404 and "on this node" in msg, "a file's upload to node2: 404 before its body, not held here", (st, r))
+    st, r = b.request("POST", "/mcp", body={"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "list_files", "arguments": {"session_id": "s-queue"}}})
+    res = (r or {}).get("result") or {}
+    text = "".join(c.get("text", "") for c in res.get("content") or [])
+    t.ok(st == 200 and res.get("isError") is True and "node1" in text,
+         "MCP's list_files through node2: refused, naming node1", (st, r))
+    st, r = a.request("GET", "/v1/sessions/s-queue/files/mark")
+    t.ok(st == 200, "its file on node1 is still there", (st, r))
     st, r = a.request("GET", "/v1/sessions/s-queue")
     t.ok(st == 200 and r.get("executions") == 5, "GET of it on node1: its 5 runs", (st, r))
     st, r = submit(b, "print(1)", session_id="s-queue", limits={"disk_mb": 7})
