@@ -1344,9 +1344,7 @@ void api_begin(HttpRequest *req, void *userdata) {
                 api_session_files_begin(ac, req, route.session_id, route.arg);
 }
 
-/* The routes answered without the store (a session's files are its node's, read there; the lookup of
- * one held elsewhere is one read, bounded by the connections). */
-static bool route_needs_store(ApiRouteId id) {
+bool api_route_needs_store(ApiRouteId id) {
         switch (id) {
         case API_ROUTE_SUBMIT:
         case API_ROUTE_LIST:
@@ -1374,7 +1372,7 @@ void api_handle(HttpRequest *req, void *userdata) {
         api_route_match(method, path, &route);
         /* The store takes every call (store.h): what a caller may add to its queue stops here while it
          * is far behind. */
-        if (route_needs_store(route.id) && store_is_behind(ac->ctx->store)) {
+        if (api_route_needs_store(route.id) && store_is_behind(ac->ctx->store)) {
                 http_respond_error(req, API_ERROR_STORE, NULL,
                                    "the store is far behind (%zu calls waiting for it); retry later",
                                    store_async_pending(ac->ctx->store));

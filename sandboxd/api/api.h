@@ -81,3 +81,7 @@ typedef struct ApiRoute {
 } ApiRoute;
 
 void api_route_match(const char *method, const char *path, ApiRoute *ret);
+/* Whether a route reads or writes the store: those are refused (503 store_error) while it is far
+ * behind (store_is_behind()). A session's files are its node's and need none (the look for a session
+ * another node holds is one read, bounded by the connections). */
+bool api_route_needs_store(ApiRouteId id);

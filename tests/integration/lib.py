@@ -58,8 +58,9 @@ SQLITE_DB = "/var/lib/sandboxd/sandboxd.db"
 
 
 def pg_server(cmd):
-    """stop|start|restart the PostgreSQL server tests/pg/pg-scratch started (its control FIFO,
-    SANDBOXD_TEST_PG_CONTROL); pg_ctl's status (0: done), -1 if no answer came in 90 s."""
+    """stop|start|restart the PostgreSQL server tests/pg/pg-scratch started, or pause|resume the
+    backends of the daemon's connections (SIGSTOP, SIGCONT), through its control FIFO
+    (SANDBOXD_TEST_PG_CONTROL); the command's status (0: done), -1 if no answer came in 90 s."""
     control = os.environ["SANDBOXD_TEST_PG_CONTROL"]
     status = control + ".status"
 

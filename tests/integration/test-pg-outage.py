@@ -4,13 +4,19 @@
 record (503 store_error, nothing run for it), keeps the results of the runs that end meanwhile and
 writes them once the server is back (runner.c's unsaved records), reconnects, and drains its queue;
 no acknowledged submission is lost, which a restart of the daemon afterwards (every answer from the
-store, none from memory) shows.
+store, none from memory) shows. Then a server that stays connected but answers nothing (its backends
+for the daemon stopped): the store takes every call, and while 1024 wait every request that needs it
+is refused with 503 store_error at once (D-Bus too), health answers, and the requests held meanwhile
+are all answered once the server goes on.
 
 Runs only in the suite's -pg leg: under tests/pg/pg-scratch, whose control FIFO stops and starts the
 server (SANDBOXD_TEST_PG_CONTROL), with the daemon's Store= pointing at it (SANDBOX_HARNESS_STORE)."""
 
 import os
 import re
+import resource
+import select
+import socket
 import subprocess
 import threading
 import time
@@ -147,4 +153,76 @@ log = subprocess.run(["journalctl", "-u", "sandboxd.service", "-o", "cat", "--no
                      text=True).stdout
 t.ok("final records the store had refused" in log,
      "the journal tells of the final records written again once the server was back", log[-1500:])
+
+# ---- The store far behind: it takes every call, and while 1024 wait the front ends refuse what would
+# queue more (503 store_error; D-Bus StoreError), /v1/health still answers, and every request held
+# meanwhile is answered once the server goes on. The server's backends for the daemon are stopped
+# (SIGSTOP: connected, silent) and more requests than that are sent at once, each one store read.
+N_BEHIND = 1200
+conf_dir = os.path.join(os.environ["SANDBOXD_CONFIG_DIR"], "sandboxd.conf.d")
+os.makedirs(conf_dir, exist_ok=True)
+with open(os.path.join(conf_dir, "60-behind.conf"), "w") as f:
+    f.write("[Daemon]\nMaxConnections=2048\n")
+subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+t.eq(pg_server("pause"), 0, "the daemon's PostgreSQL backends stopped (pg-scratch: SIGSTOP)")
+socks = []
+try:
+    for i in range(N_BEHIND):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(30)
+        c.connect(SOCKET)
+        c.sendall(f"GET /v1/executions/behind-{i} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+        socks.append(c)
+    time.sleep(1.0)
+    st, h = request("GET", "/v1/health", timeout=30)
+    t.eq(st, 200, "GET /v1/health answers while the store is behind (it needs no store)")
+    p = subprocess.run(["busctl", "call", "io.sandboxd.Sandbox1", "/io/sandboxd/Sandbox1",
+                        "io.sandboxd.Sandbox1.Manager", "GetExecution", "s", "behind-bus"],
+                       capture_output=True, text=True, timeout=60)
+    t.ok(p.returncode != 0 and "far behind" in p.stderr, "D-Bus GetExecution while it is behind: refused",
+         (p.returncode, p.stdout, p.stderr))
+    answers = {}
+
+    def read_ready(timeout):
+        """The status and body of each socket that has its whole answer (the server closes)."""
+        pending = {c.fileno(): c for c in socks if c not in answers}
+        poller = select.poll()   # not select(): more than FD_SETSIZE sockets
+        for fd in pending:
+            poller.register(fd, select.POLLIN)
+        ready = [pending[fd] for fd, _ in poller.poll(int(timeout * 1000))] if pending else []
+        for c in ready:
+            data = b""
+            c.settimeout(30)
+            while True:
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            status = int(head.split()[1]) if head.startswith(b"HTTP/") else -1
+            answers[c] = (status, body.decode(errors="replace"))
+        return len(ready)
+
+    read_ready(2.0)
+    refused = [b for st, b in answers.values() if st == 503 and "store_error" in b and "far behind" in b]
+    t.ok(len(refused) >= N_BEHIND - 1024 and len(refused) == len(answers),
+         f"with the server silent, {N_BEHIND} reads at once: {len(refused)} refused at once with 503 store_error "
+         f"(the store far behind), the others held", (len(answers), [a for a in answers.values()][:3]))
+finally:
+    t.eq(pg_server("resume"), 0, "the backends go on (SIGCONT)")
+deadline = time.time() + 60
+while len(answers) < len(socks) and time.time() < deadline:
+    read_ready(1.0)
+held = [(st, b) for c, (st, b) in answers.items()]
+t.eq(len(answers), N_BEHIND, "once the server goes on, every request has its answer (none lost)")
+t.eq(sum(1 for st, b in held if st == 404 and "not_found" in b) + len(refused), N_BEHIND,
+     "the held ones: 404 not_found, as the store says", [x for x in held if x[0] not in (404, 503)][:3])
+for c in socks:
+    c.close()
+st, r = request("GET", "/v1/executions/behind-after")
+t.eq(st, 404, "the store caught up: a read is served again (404, not 503)", r)
+os.unlink(os.path.join(conf_dir, "60-behind.conf"))
+subprocess.run(["systemctl", "restart", "sandboxd.service"], check=True)
 t.done()

@@ -150,6 +150,45 @@ static void test_route_rows(_unused_ void **state) {
         }
 }
 
+/* Which routes are refused while the store is far behind: every one that reads or writes it, none of
+ * those answered without it (health and metrics above all: they say the store is behind). */
+static void test_route_needs_store(_unused_ void **state) {
+        static const struct {
+                ApiRouteId id;
+                bool needs;
+        } rows[] = {
+                { API_ROUTE_SUBMIT, true },
+                { API_ROUTE_LIST, true },
+                { API_ROUTE_GET, true },
+                { API_ROUTE_ARTIFACTS_LIST, true },
+                { API_ROUTE_ARTIFACT_GET, true },
+                { API_ROUTE_CANCEL, true },
+                { API_ROUTE_EVENTS, true },
+                { API_ROUTE_SESSION_LIST, true },
+                { API_ROUTE_SESSION_GET, true },
+                { API_ROUTE_SESSION_DELETE, true },
+                { API_ROUTE_SESSION_FILES, false },
+                { API_ROUTE_LANGUAGES, false },
+                { API_ROUTE_HEALTH, false },
+                { API_ROUTE_METRICS, false },
+                { API_ROUTE_MCP, true },
+                { API_ROUTE_PISTON_RUNTIMES, false },
+                { API_ROUTE_PISTON_EXECUTE, true },
+                { API_ROUTE_NO_EXECUTION, false },
+                { API_ROUTE_NO_SESSION, false },
+                { API_ROUTE_METHOD_NOT_ALLOWED, false },
+                { API_ROUTE_NOT_FOUND, false },
+        };
+
+        assert_int_equal(ELEMENTSOF(rows), _API_ROUTE_MAX);
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                assert_int_equal(rows[i].id, i);
+                if (api_route_needs_store(rows[i].id) != rows[i].needs)
+                        fail_msg("route %d: needs the store %d, want %d", rows[i].id,
+                                 api_route_needs_store(rows[i].id), rows[i].needs);
+        }
+}
+
 /* The fd part on a real directory below the build directory: links are listed, never followed. */
 static void test_workspace(_unused_ void **state) {
         char root[] = UNIT_TEST_BUILD_DIR "/session-files-XXXXXX", outside[PATH_MAX / 2], buf[64];
@@ -240,6 +279,7 @@ int main(void) {
                 cmocka_unit_test(test_path_too_long),
                 cmocka_unit_test(test_error_rows),
                 cmocka_unit_test(test_route_rows),
+                cmocka_unit_test(test_route_needs_store),
                 cmocka_unit_test(test_workspace),
         };
 
