@@ -40,7 +40,7 @@ struct Node {
         struct { char *name; uint64_t lease_expires_usec; } *taken;
         size_t n_taken;
 
-        StoreCall *heartbeat_call;       /* the renewal under way (store_node_heartbeat_async()) */
+        StoreCall *heartbeat_call;       /* the renewal (or registration) under way */
         StoreCall *registry_call;        /* the registry's read under way (store_node_list_async()) */
         uint64_t heartbeat_sent_usec;    /* CLOCK_REALTIME it was sent at: the lease runs from there */
 
@@ -115,6 +115,16 @@ static uint64_t node_lease_usec(const Node *n) {
         return n->ctx->config->node_lease_sec * USEC_PER_SEC;
 }
 
+static void node_registered(Node *n, uint64_t now, uint64_t epoch) {
+        node_store_ok(n);
+        n->epoch = n->ctx->node_epoch = epoch;
+        n->renewed_since_usec = now;
+        n->lease_expires_usec = now + node_lease_usec(n);
+        log_info("Node '%s' registered, epoch %" PRIu64 ", lease %" PRIu64 " s renewed every %" PRIu64 " s.",
+                 n->name, epoch, n->ctx->config->node_lease_sec, n->ctx->config->node_heartbeat_sec);
+}
+
+/* At start (the loop not running yet). */
 static int node_register(Node *n) {
         uint64_t now = now_usec(CLOCK_REALTIME), epoch = 0;
         int r;
@@ -125,18 +135,43 @@ static int node_register(Node *n) {
                 node_store_error(n, r, "register");
                 return r;
         }
-        node_store_ok(n);
-        n->epoch = n->ctx->node_epoch = epoch;
-        n->renewed_since_usec = now;
-        n->lease_expires_usec = now + node_lease_usec(n);
-        log_info("Node '%s' registered, epoch %" PRIu64 ", lease %" PRIu64 " s renewed every %" PRIu64 " s.",
-                 n->name, epoch, n->ctx->config->node_lease_sec, n->ctx->config->node_heartbeat_sec);
+        node_registered(n, now, epoch);
         return 0;
 }
 
 static void node_after_heartbeat(Node *n);
 
 static void on_heartbeat_done(Node *n, int r);
+
+/* The answer to node_register_async(); never called after node_free() (store_cancel_userdata()). */
+static void on_registered(void *userdata, int r, uint64_t epoch) {
+        Node *n = userdata;
+
+        n->heartbeat_call = NULL;
+        if (r >= 0 && epoch == 0)
+                r = -EBADMSG;
+        if (r < 0)
+                node_store_error(n, r, "register");
+        else
+                node_registered(n, n->heartbeat_sent_usec, epoch);
+        node_after_heartbeat(n);
+}
+
+/* A registration that failed at start (the store away), asked again at each heartbeat without
+ * waiting; one at a time, as the renewals. */
+static void node_register_async(Node *n) {
+        int r;
+
+        if (n->heartbeat_call)
+                return;
+        n->heartbeat_sent_usec = now_usec(CLOCK_REALTIME);
+        r = store_node_register_async(n->ctx->store, n->name, n->heartbeat_sent_usec, node_lease_usec(n),
+                                      n->ctx->config->max_concurrent, on_registered, n, &n->heartbeat_call);
+        if (r < 0) {
+                node_store_error(n, r, "register");
+                node_after_heartbeat(n);
+        }
+}
 
 /* The answer to the lease's renewal (node_heartbeat()). */
 static void on_heartbeat_renewed(void *userdata, int r, StoreRecord *rec) {
@@ -285,10 +320,9 @@ static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
 
         if (n->left)
                 return 0;
-        if (n->epoch == 0) {
-                (void) node_register(n);
-                node_after_heartbeat(n);
-        } else
+        if (n->epoch == 0)
+                node_register_async(n);
+        else
                 node_heartbeat(n);
         /* NodeHeartbeatSec= as in force now: a reload changes it from the next one on. */
         (void) sd_event_source_set_time_relative(s, n->ctx->config->node_heartbeat_sec * USEC_PER_SEC);

@@ -99,6 +99,8 @@ typedef struct StoreOps {
         int (*session_delete_async)(Store *s, const char *session_id, StoreCall *c);
         int (*claim_next_async)(Store *s, const char *node, uint64_t epoch, char *const *skip, size_t n_skip,
                                 StoreCall *c);
+        int (*node_register_async)(Store *s, const char *name, uint64_t now_usec, uint64_t lease_expires_usec,
+                                   uint64_t slots, StoreCall *c);
         int (*node_heartbeat_async)(Store *s, const char *name, uint64_t epoch, uint64_t now_usec,
                                     uint64_t lease_expires_usec, uint64_t running, StoreCall *c);
         int (*node_list_async)(Store *s, StoreCall *c);

@@ -2468,6 +2468,24 @@ static int pg_usage_get_async(Store *s, const char *owner, StoreCall *c) {
 
 /* ---- the node registry ---- */
 
+/* ON CONFLICT DO UPDATE is atomic against another session registering the same name: one of the two
+ * waits for the other's row, and each gets an epoch of its own. */
+static const char sql_node_register[] =
+        "INSERT INTO nodes (node_name, epoch, started_usec, heartbeat_usec, lease_expires_usec, slots, "
+        "running) VALUES ($1, 1, $2, $2, $3, $4, 0) "
+        "ON CONFLICT (node_name) DO UPDATE SET epoch = nodes.epoch + 1, "
+        "started_usec = excluded.started_usec, heartbeat_usec = excluded.heartbeat_usec, "
+        "lease_expires_usec = excluded.lease_expires_usec, slots = excluded.slots, running = 0 "
+        "RETURNING epoch";
+
+static void params_register(PgParams *p, const char *name, uint64_t now_usec, uint64_t lease_expires_usec,
+                            uint64_t slots) {
+        pp_text(p, name);
+        pp_u64(p, now_usec);
+        pp_u64(p, lease_expires_usec);
+        pp_u64(p, slots);
+}
+
 static int pg_node_register(Store *s, const char *name, uint64_t now_usec, uint64_t lease_expires_usec,
                             uint64_t slots, uint64_t *ret_epoch) {
         PGresult *res = NULL;
@@ -2475,20 +2493,8 @@ static int pg_node_register(Store *s, const char *name, uint64_t now_usec, uint6
         uint64_t epoch = 0;
         int r;
 
-        pp_text(&p, name);
-        pp_u64(&p, now_usec);
-        pp_u64(&p, lease_expires_usec);
-        pp_u64(&p, slots);
-        /* ON CONFLICT DO UPDATE is atomic against another session registering the same name: one
-         * of the two waits for the other's row, and each gets an epoch of its own. */
-        r = pg_query(PG_STORE(s),
-                     "INSERT INTO nodes (node_name, epoch, started_usec, heartbeat_usec, lease_expires_usec, slots, "
-                     "running) VALUES ($1, 1, $2, $2, $3, $4, 0) "
-                     "ON CONFLICT (node_name) DO UPDATE SET epoch = nodes.epoch + 1, "
-                     "started_usec = excluded.started_usec, heartbeat_usec = excluded.heartbeat_usec, "
-                     "lease_expires_usec = excluded.lease_expires_usec, slots = excluded.slots, running = 0 "
-                     "RETURNING epoch",
-                     &p, &res);
+        params_register(&p, name, now_usec, lease_expires_usec, slots);
+        r = pg_query(PG_STORE(s), sql_node_register, &p, &res);
         if (r < 0)
                 return r;
         r = PQntuples(res) == 1 ? pg_u64(res, 0, 0, &epoch, NULL) : -EBADMSG;
@@ -2499,6 +2505,15 @@ static int pg_node_register(Store *s, const char *name, uint64_t now_usec, uint6
                 return -EBADMSG;
         *ret_epoch = epoch;
         return 0;
+}
+
+/* The epoch as one number (PG_CALL_U64): 0 if no row came back, which store.c refuses. */
+static int pg_node_register_async(Store *s, const char *name, uint64_t now_usec, uint64_t lease_expires_usec,
+                                  uint64_t slots, StoreCall *c) {
+        PgParams p = {};
+
+        params_register(&p, name, now_usec, lease_expires_usec, slots);
+        return pg_call_queue(PG_STORE(s), c, PG_CALL_U64, sql_node_register, &p);
 }
 
 static const char sql_node_heartbeat[] =
@@ -2669,6 +2684,7 @@ static const StoreOps pg_ops = {
         .put_session_async = pg_put_session_async,
         .session_delete_async = pg_session_delete_async,
         .queue_notify_async = pg_queue_notify_async,
+        .node_register_async = pg_node_register_async,
         .node_heartbeat_async = pg_node_heartbeat_async,
         .cancel_elsewhere_async = pg_cancel_elsewhere_async,
         .async_flush = pg_async_flush_store,

@@ -1701,6 +1701,41 @@ int store_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t no
         return s->ops->node_heartbeat(s, name, epoch, now_usec, end, running);
 }
 
+typedef struct RegisterArgs {
+        const char *name;
+        uint64_t now_usec, lease_expires_usec, slots;
+} RegisterArgs;
+
+static int register_start(Store *s, const void *args, StoreCall *c) {
+        const RegisterArgs *a = args;
+
+        if (!s->ops->node_register_async)
+                return -EOPNOTSUPP;
+        return s->ops->node_register_async(s, a->name, a->now_usec, a->lease_expires_usec, a->slots, c);
+}
+
+static int register_sync(Store *s, const void *args, void **ret, size_t *ret_n) {
+        const RegisterArgs *a = args;
+        uint64_t epoch = 0;
+        int r = s->ops->node_register(s, a->name, a->now_usec, a->lease_expires_usec, a->slots, &epoch);
+
+        return u64_list(r, epoch, ret, ret_n);
+}
+
+int store_node_register_async(Store *s, const char *name, uint64_t now_usec, uint64_t lease_usec, uint64_t slots,
+                              StoreU64DoneFn done, void *userdata, StoreCall **ret_call) {
+        StoreCall how = { .shape = STORE_CALL_U64, .u64_done = done, .userdata = userdata };
+        RegisterArgs a = { .name = name, .now_usec = now_usec, .slots = slots };
+
+        if (!s || !node_name_is_valid(name) || slots > INT64_MAX ||
+            node_lease_end(now_usec, lease_usec, &a.lease_expires_usec) < 0) {
+                if (s)
+                        store_set_error(s, "invalid node");
+                return -EINVAL;
+        }
+        return store_async_run_list(s, register_start, register_sync, &a, &how, ret_call);
+}
+
 typedef struct HeartbeatArgs {
         const char *name;
         uint64_t epoch, now_usec, lease_expires_usec, running;

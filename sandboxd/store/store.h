@@ -459,6 +459,10 @@ struct StoreNode {
  * now, the lease until now + lease_usec, running 0. *ret_epoch: the new epoch. */
 int store_node_register(Store *s, const char *name, uint64_t now_usec, uint64_t lease_usec, uint64_t slots,
                         uint64_t *ret_epoch);
+/* The same without waiting (store_put_async()): done(userdata, r, epoch); an epoch of 0 is no
+ * registration (the caller refuses it, as store_node_register() does with -EBADMSG). */
+int store_node_register_async(Store *s, const char *name, uint64_t now_usec, uint64_t lease_usec, uint64_t slots,
+                              StoreU64DoneFn done, void *userdata, StoreCall **ret_call);
 /* Renew the lease of name's row to now + lease_usec and record running, if the row is still at
  * epoch; -ESTALE if it is not (another registration under the name took over) or is gone. */
 int store_node_heartbeat(Store *s, const char *name, uint64_t epoch, uint64_t now_usec, uint64_t lease_usec,

@@ -1878,6 +1878,49 @@ static void test_async_heartbeat(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+static struct {
+        size_t n;
+        int r[4];
+        uint64_t v[4];
+} registered;
+
+static void on_registered(void *userdata, int r, uint64_t v) {
+        assert_true(registered.n < ELEMENTSOF(registered.r));
+        registered.r[registered.n] = r;
+        registered.v[registered.n++] = v;
+}
+
+/* A registration without waiting: a new name's epoch 1, the same name again epoch 2 (the row's lease
+ * and slots the second's), in the order of the calls; invalid arguments refused at once. */
+static void test_async_register(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        StoreNode *l = NULL;
+        size_t n = 0;
+
+        registered.n = 0;
+        assert_int_equal(store_node_register_async(s, "node-r", BASE_USEC, 30 * USEC_PER_SEC, 4, on_registered, NULL,
+                                                   NULL), 0);
+        assert_int_equal(store_node_register_async(s, "node-r", BASE_USEC + 5, 20 * USEC_PER_SEC, 6, on_registered,
+                                                   NULL, NULL), 0);
+        assert_int_equal(store_node_register_async(s, "a b", BASE_USEC, 1, 1, on_registered, NULL, NULL), -EINVAL);
+        assert_int_equal(registered.n, 0);
+        for (unsigned i = 0; i < 500 && registered.n < 2; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(registered.n, 2);
+        assert_int_equal(registered.r[0], 0);
+        assert_int_equal(registered.v[0], 1);
+        assert_int_equal(registered.r[1], 0);
+        assert_int_equal(registered.v[1], 2);
+        assert_int_equal(store_node_list(s, &l, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(l[0].epoch, 2);
+        assert_int_equal(l[0].slots, 6);
+        assert_int_equal(l[0].lease_expires_usec, BASE_USEC + 5 + 20 * USEC_PER_SEC);
+        store_nodes_free(l, n);
+        close_with_event(s, e);
+}
+
 /* A final record with its callback delivery, asynchronous (one statement on PostgreSQL): written
  * together; fenced (the row another node's at a newer epoch) neither is, -ESTALE through the
  * callback; a retried final write keeps the first delivery. */
@@ -2575,6 +2618,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_sessions, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_nodes, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_heartbeat, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_async_register, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_put_callback, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_put_session, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_claim, setup_dir, teardown_dir),
