@@ -64,7 +64,8 @@ typedef struct PgStore {
         sd_event *event;
         sd_event_source *reconnect_io;  /* the socket, while PQresetPoll() is under way */
         sd_event_source *reconnect_timer;
-        bool reconnecting;
+        bool reconnecting;              /* until the new session's settings are in (pg_setup_send()) */
+        int setup_error;                /* the first failure among the settings' results */
         /* Notifications (store_set_notify()): the idle connection's socket, watched for what the
          * server sends between our queries; what arrives during one is handed on from a defer
          * source, never from inside the call. */
@@ -239,19 +240,32 @@ static void pp_bytes(PgParams *p, const void *b, size_t n) {
  * callers "accepted" after its record's commit, which a server with synchronous_commit=off could
  * lose in a crash. Only "off" is raised, to "on": a stronger setting of the administrator's
  * (remote_write, remote_apply for a standby) is kept. */
+/* A new session's settings, each statement alone (the synchronous setup, pg_session_setup()) or all in
+ * one simple query (after a reconnection on the loop, pg_setup_send()). */
+#define PG_SETUP_LOCK_TIMEOUT "SET lock_timeout = '" LOCK_TIMEOUT "'"
+#define PG_SETUP_SYNCHRONOUS_COMMIT                                             \
+        "SELECT set_config('synchronous_commit', 'on', false) "                 \
+        "WHERE current_setting('synchronous_commit') = 'off'"
+/* A cancel for one of this node's executions, sent by another node (store_cancel_elsewhere());
+ * listened to on every session, handed on only with store_set_notify(). Then the shared queue's
+ * (store.h). */
+#define PG_SETUP_LISTEN_CANCEL "LISTEN " STORE_CHANNEL_CANCEL
+#define PG_SETUP_LISTEN_QUEUE "LISTEN " STORE_CHANNEL_QUEUE
+#define PG_SETUP_LISTEN_CLAIMED "LISTEN " STORE_CHANNEL_CLAIMED
+#define PG_SETUP_LISTEN_FINAL "LISTEN " STORE_CHANNEL_FINAL
+
+static const char sql_session_setup[] =
+        PG_SETUP_LOCK_TIMEOUT "; " PG_SETUP_SYNCHRONOUS_COMMIT "; " PG_SETUP_LISTEN_CANCEL "; "
+        PG_SETUP_LISTEN_QUEUE "; " PG_SETUP_LISTEN_CLAIMED "; " PG_SETUP_LISTEN_FINAL;
+
 static int pg_session_setup(PgStore *ps) {
         static const char *const statements[] = {
-                "SET lock_timeout = '" LOCK_TIMEOUT "'",
-                "SELECT set_config('synchronous_commit', 'on', false) "
-                "WHERE current_setting('synchronous_commit') = 'off'",
-                /* A cancel for one of this node's executions, sent by another node
-                 * (store_cancel_elsewhere()); listened to on every session, handed on only
-                 * with store_set_notify(). */
-                "LISTEN " STORE_CHANNEL_CANCEL,
-                /* The shared queue's (store.h). */
-                "LISTEN " STORE_CHANNEL_QUEUE,
-                "LISTEN " STORE_CHANNEL_CLAIMED,
-                "LISTEN " STORE_CHANNEL_FINAL,
+                PG_SETUP_LOCK_TIMEOUT,
+                PG_SETUP_SYNCHRONOUS_COMMIT,
+                PG_SETUP_LISTEN_CANCEL,
+                PG_SETUP_LISTEN_QUEUE,
+                PG_SETUP_LISTEN_CLAIMED,
+                PG_SETUP_LISTEN_FINAL,
         };
 
         ps->connections++;
@@ -436,6 +450,71 @@ static int pg_reconnect_wait(PgStore *ps, PostgresPollingStatusType st) {
                                on_reconnect_io, ps);
 }
 
+/* The new session's settings are in: the connection is the calls' again. */
+static void pg_setup_done(PgStore *ps) {
+        ps->reconnect_io = sd_event_source_disable_unref(ps->reconnect_io);
+        if (ps->setup_error < 0) {
+                pg_reconnect_retry(ps);     /* the next PQresetStart() closes this one */
+                return;
+        }
+        ps->connections++;
+        ps->reconnecting = false;
+        ps->reconnect_failures = 0;
+        pg_io_update(ps);
+        /* Notifications sent while the connection was down are lost: tell the listener, which looks
+         * in the store for what it may have missed. */
+        if (ps->notify)
+                ps->notify(ps->notify_data, STORE_CHANNEL_RECONNECTED, "");
+        pg_notify_drain(ps);
+}
+
+/* The settings' results, as they come; the end of them ends the reconnection. */
+static int on_setup_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        PgStore *ps = userdata;
+        int f = PQflush(ps->conn);
+
+        if (f < 0 || !PQconsumeInput(ps->conn)) {
+                pg_set_error(ps, PQerrorMessage(ps->conn));
+                pg_reconnect_retry(ps);
+                return 0;
+        }
+        if (f > 0)
+                return 0;       /* more to send: still watched for EPOLLOUT */
+        (void) sd_event_source_set_io_events(ps->reconnect_io, EPOLLIN);
+        while (!PQisBusy(ps->conn)) {
+                PGresult *res = PQgetResult(ps->conn);
+
+                if (!res) {
+                        pg_setup_done(ps);
+                        return 0;
+                }
+                if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK &&
+                    ps->setup_error == 0)
+                        ps->setup_error = pg_fail(ps, res);
+                PQclear(res);
+        }
+        return 0;
+}
+
+/* The new session's settings, without waiting (the reconnection runs on the loop): one simple query
+ * of all of them, its results read as they come (on_setup_io()); calls meanwhile fail at once, as
+ * during the rest of the reconnection. */
+static int pg_setup_send(PgStore *ps) {
+        int fd = PQsocket(ps->conn), f;
+
+        ps->setup_error = 0;
+        if (fd < 0)
+                return -EBADF;
+        if ((!PQisnonblocking(ps->conn) && PQsetnonblocking(ps->conn, 1) < 0) ||
+            !PQsendQuery(ps->conn, sql_session_setup) || (f = PQflush(ps->conn)) < 0) {
+                pg_set_error(ps, PQerrorMessage(ps->conn));
+                return -EIO;
+        }
+        ps->reconnect_io = sd_event_source_disable_unref(ps->reconnect_io);
+        return sd_event_add_io(ps->event, &ps->reconnect_io, fd, f > 0 ? EPOLLIN | EPOLLOUT : EPOLLIN, on_setup_io,
+                               ps);
+}
+
 static void pg_reconnect_step(PgStore *ps, PostgresPollingStatusType st) {
         switch (st) {
         case PGRES_POLLING_READING:
@@ -444,20 +523,9 @@ static void pg_reconnect_step(PgStore *ps, PostgresPollingStatusType st) {
                         pg_reconnect_retry(ps);
                 return;
         case PGRES_POLLING_OK:
-                ps->reconnecting = false;
-                ps->reconnect_io = sd_event_source_disable_unref(ps->reconnect_io);
-                /* One short exchange on the new connection (two SETs) before it is used: blocking,
-                 * but against a server that has just answered. */
-                if (pg_session_setup(ps) < 0) {
+                /* Still reconnecting until the settings are in: no call uses the connection before. */
+                if (pg_setup_send(ps) < 0)
                         pg_reconnect_retry(ps);     /* the next PQresetStart() closes this one */
-                        return;
-                }
-                ps->reconnect_failures = 0;
-                pg_io_update(ps);
-                /* Notifications sent while the connection was down are lost: tell the listener,
-                 * which looks in the store for what it may have missed. */
-                if (ps->notify)
-                        ps->notify(ps->notify_data, STORE_CHANNEL_RECONNECTED, "");
                 return;
         default:
                 pg_reconnect_retry(ps);

@@ -1654,9 +1654,17 @@ static void test_reconnect_backoff_pg(_unused_ void **state) {
         assert_int_equal(n, 0);
 }
 
+static unsigned n_reconnected, n_cancel_after;
+
+static void on_reconnect_notify(_unused_ void *userdata, const char *channel, const char *payload) {
+        n_reconnected += streq(channel, STORE_CHANNEL_RECONNECTED);
+        n_cancel_after += streq(channel, STORE_CHANNEL_CANCEL) && streq(payload, "after-reconnect");
+}
+
 /* With an event loop attached (the daemon's), the reconnection runs there: calls meanwhile fail at
  * once, saying so, and once the database takes connections again the loop alone (no call) brings the
- * connection back, its session settings with it. */
+ * connection back, its session settings with it (sent without waiting, in one query): lock_timeout,
+ * and the LISTENs (a notification sent after it arrives; the listener was told of the reconnection). */
 static void test_reconnect_event_pg(_unused_ void **state) {
         _cleanup_(store_closep) Store *s = open_ok();
         _cleanup_(store_record_freep) StoreRecord *a = record_full("exec_a");
@@ -1667,6 +1675,8 @@ static void test_reconnect_event_pg(_unused_ void **state) {
         assert_int_equal(sd_event_new(&e), 0);
         assert_int_equal(store_attach_event(s, e), 0);
         assert_int_equal(store_attach_event(s, e), -EBUSY);
+        n_reconnected = n_cancel_after = 0;
+        assert_int_equal(store_set_notify(s, on_reconnect_notify, NULL), 0);
         assert_int_equal(store_put(s, a), 0);
         assert_true(asprintf(&deny, "ALTER DATABASE %s ALLOW_CONNECTIONS false", dbpath) >= 0);
         assert_true(asprintf(&allow, "ALTER DATABASE %s ALLOW_CONNECTIONS true", dbpath) >= 0);
@@ -1700,6 +1710,12 @@ static void test_reconnect_event_pg(_unused_ void **state) {
         PQclear(PQexec(c, "BEGIN; SELECT 1 FROM executions WHERE execution_id = 'exec_a' FOR UPDATE"));
         assert_int_equal(store_put(s, a), -EBUSY);
         PQclear(PQexec(c, "ROLLBACK"));
+        assert_int_equal(n_reconnected, 1);
+        assert_int_equal(n_cancel_after, 0);
+        PQclear(PQexec(c, "NOTIFY " STORE_CHANNEL_CANCEL ", 'after-reconnect'"));
+        for (unsigned i = 0; i < 100 && n_cancel_after == 0; i++)
+                assert_true(sd_event_run(e, 20 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(n_cancel_after, 1);
         PQfinish(c);
         store_close(TAKE_PTR(s));
         sd_event_unref(e);
