@@ -381,21 +381,28 @@ static void on_final_rewritten(void *userdata, int k, StoreRecord *rec) {
                 j->events->rewritten(j->events_data, j, k);
 }
 
-int job_rewrite_final_async(Job *j) {
+/* The final record, with its callback delivery, sent without waiting; done(j, ...) answers it. */
+static int job_send_final(Job *j, StoreDoneFn done) {
         _cleanup_free_ char *request = NULL;
-        StoreRecord r;
+        StoreRecord r = job_record_to_write(j, &request);
         int k;
 
-        if (!job_is_final(j) || !j->ctx->store || j->final_rewriting || j->final_writing)
-                return -EBUSY;
-        r = job_record_to_write(j, &request);
-        k = store_put_async(j->ctx->store, &r, on_final_rewritten, j, NULL);
+        k = store_put_async(j->ctx->store, &r, done, j, NULL);
         if (r.callback) {
                 r.callback = store_callback_free(r.callback);
                 if (k >= 0)
                         /* The delivery's first attempt finds the row or waits its turn. */
                         callbacks_kick(j->ctx->callbacks);
         }
+        return k;
+}
+
+int job_rewrite_final_async(Job *j) {
+        int k;
+
+        if (!job_is_final(j) || !j->ctx->store || j->final_rewriting || j->final_writing)
+                return -EBUSY;
+        k = job_send_final(j, on_final_rewritten);
         if (k >= 0)
                 j->final_rewriting = true;
         return k;
@@ -445,19 +452,10 @@ static void on_final_persisted(void *userdata, int k, StoreRecord *rec) {
 /* The final record's first write, without waiting for the store (issue 22): until its answer the job
  * is final but final_writing, its waiters wait, and its owner keeps it. */
 static void job_persist_final_async(Job *j) {
-        _cleanup_free_ char *request = NULL;
-        StoreRecord r;
         int k;
 
         j->final_writing = j->final_in_call = true;
-        r = job_record_to_write(j, &request);
-        k = store_put_async(j->ctx->store, &r, on_final_persisted, j, NULL);
-        if (r.callback) {
-                r.callback = store_callback_free(r.callback);
-                if (k >= 0)
-                        /* The delivery's first attempt finds the row or waits its turn. */
-                        callbacks_kick(j->ctx->callbacks);
-        }
+        k = job_send_final(j, on_final_persisted);
         if (k >= 0) {
                 j->final_in_call = false;
                 return;
