@@ -117,6 +117,8 @@ typedef struct StoreOps {
         int (*callback_count_async)(Store *s, CallbackState st, StoreCall *c);
         /* Optional: wait for every started call to end (store_close(), which keeps no write back). */
         void (*async_flush)(Store *s);
+        /* Optional: hand on the notifications held whose stamp is below store_notify_horizon(). */
+        void (*notify_flush)(Store *s);
 } StoreOps;
 
 /* What an asynchronous call answers with: a record (or nothing), or a list. */
@@ -153,6 +155,7 @@ struct StoreCall {
         bool sort_records;               /* STORE_CALL_RECORDS: oldest first, as the synchronous call */
         void *userdata;
         bool finished;                   /* result, record and error are set */
+        uint64_t finish_seq;             /* finished as the store's finish_seq-th call */
         int result;
         StoreRecord *record;             /* STORE_CALL_RECORD: store_get_async()'s, handed to done */
         void *list;                      /* the other shapes: what they read, n_list entries */
@@ -181,7 +184,15 @@ struct Store {
         sd_event_source *calls_defer;
         StoreCall *calls, *calls_tail;
         size_t n_calls;
+        uint64_t finish_seq;             /* calls finished so far */
 };
+
+/* Notifications are handed on in the order they came with the answers: one read when finish_seq
+ * calls had finished (its stamp) goes before every answer finished after it, and after those finished
+ * before it. The stamps below this are due now: the finish_seq of the first answer not yet delivered,
+ * or UINT64_MAX when none waits. The backend's notify_flush() hands on those, and is called before
+ * each answer's delivery and after the last. */
+uint64_t store_notify_horizon(Store *s);
 
 /* The columns of the executions table, the same in every backend, in the order of the table, and
  * their indexes in a result row / parameters - 1. */

@@ -73,7 +73,8 @@ typedef struct PgStore {
         void *notify_data;
         sd_event_source *io;            /* the socket: notifications, and the asynchronous call's answer */
         sd_event_source *notify_defer;
-        char *held[PG_NOTIFY_HELD_MAX][2];      /* channel, payload: arrived during a call */
+        char *held[PG_NOTIFY_HELD_MAX][2];      /* channel, payload: read, not yet handed on */
+        uint64_t held_seq[PG_NOTIFY_HELD_MAX];  /* ... and the answers finished when each was read */
         size_t n_held;
         bool held_dropped;                      /* more than that: the listener looks in the store */
         /* The asynchronous call whose statement is on the connection (the others wait in
@@ -290,17 +291,6 @@ static void pg_notice(void *userdata, const char *message) {
 
 static void pg_io_update(PgStore *ps);
 
-/* Hand on every notification libpq holds. From the event loop only. */
-static void pg_notify_drain(PgStore *ps) {
-        PGnotify *n;
-
-        while (ps->conn && (n = PQnotifies(ps->conn))) {
-                if (ps->notify && n->relname && n->extra)
-                        ps->notify(ps->notify_data, n->relname, n->extra);
-                PQfreemem(n);
-        }
-}
-
 static void pg_notify_held_free(PgStore *ps) {
         for (size_t i = 0; i < ps->n_held; i++) {
                 free(ps->held[i][0]);
@@ -309,50 +299,77 @@ static void pg_notify_held_free(PgStore *ps) {
         ps->n_held = 0;
 }
 
-static int on_notify_defer(sd_event_source *s, void *userdata) {
-        PgStore *ps = userdata;
-        char *held[PG_NOTIFY_HELD_MAX][2];
-        size_t n = ps->n_held;
-        bool dropped = ps->held_dropped;
+/* Hand on the notifications held that are due: those that came before every answer not yet delivered
+ * (store_notify_horizon(); store.c hands on the rest before each answer, pg_notify_flush_store()).
+ * Taken out first: a listener may call the store, which may hold more. From the event loop only. */
+static void pg_notify_deliver(PgStore *ps) {
+        char *due[PG_NOTIFY_HELD_MAX][2];
+        uint64_t horizon = store_notify_horizon(&ps->base);
+        size_t k = 0;
+        bool dropped;
 
-        ps->notify_defer = sd_event_source_disable_unref(ps->notify_defer);
-        /* Taken out first: a callback may call the store, which may hold more. */
-        memcpy(held, ps->held, sizeof(held));
-        ps->n_held = 0;
-        ps->held_dropped = false;
-        for (size_t i = 0; i < n; i++) {
+        while (k < ps->n_held && ps->held_seq[k] < horizon)
+                k++;
+        memcpy(due, ps->held, k * sizeof(due[0]));
+        memmove(ps->held, ps->held + k, (ps->n_held - k) * sizeof(ps->held[0]));
+        memmove(ps->held_seq, ps->held_seq + k, (ps->n_held - k) * sizeof(ps->held_seq[0]));
+        ps->n_held -= k;
+        /* More arrived than could be held: the listener looks in the store, once the rest is handed on. */
+        dropped = ps->held_dropped && ps->n_held == 0;
+        if (dropped)
+                ps->held_dropped = false;
+        for (size_t i = 0; i < k; i++) {
                 if (ps->notify)
-                        ps->notify(ps->notify_data, held[i][0], held[i][1]);
-                free(held[i][0]);
-                free(held[i][1]);
+                        ps->notify(ps->notify_data, due[i][0], due[i][1]);
+                free(due[i][0]);
+                free(due[i][1]);
         }
         if (dropped && ps->notify)
                 ps->notify(ps->notify_data, STORE_CHANNEL_RECONNECTED, "");
-        pg_notify_drain(ps);
-        return 0;
 }
 
-/* After a call: what arrived during it waits in libpq, and the socket will not wake us for it. It is
- * held, and handed on from a defer source: never from inside the call (the listener may call the
- * store, or free what the caller is using). */
+static void pg_notify_flush_store(Store *s) {
+        pg_notify_deliver(PG_STORE(s));
+}
+
+static int on_notify_defer(sd_event_source *s, void *userdata);
+
+/* A defer source for what is due now; what waits for an answer's delivery goes from there. */
+static void pg_notify_schedule(PgStore *ps) {
+        bool due = (ps->n_held > 0 && ps->held_seq[0] < store_notify_horizon(&ps->base)) ||
+                   (ps->n_held == 0 && ps->held_dropped);
+
+        if (due && !ps->notify_defer)
+                (void) sd_event_add_defer(ps->event, &ps->notify_defer, on_notify_defer, ps);
+}
+
+/* What libpq has read is held, stamped with the answers finished so far (store-internal.h), and
+ * handed on from the loop in that order: never from inside a call (the listener may call the store,
+ * or free what the caller is using), never before an answer that came before it. */
 static void pg_notify_pending(PgStore *ps) {
+        uint64_t stamp = ps->base.finish_seq;
         PGnotify *n;
 
-        if (!ps->notify || !ps->event || !ps->conn)
-                return;
-        while ((n = PQnotifies(ps->conn))) {
-                char *channel = n->relname ? strdup(n->relname) : NULL, *payload = n->extra ? strdup(n->extra) : NULL;
+        while (ps->conn && (n = PQnotifies(ps->conn))) {
+                char *channel, *payload;
+                bool same = false;
 
-                PQfreemem(n);
-                /* The same twice (a burst of STORE_CHANNEL_QUEUE) is handed on once. */
-                for (size_t i = 0; channel && payload && i < ps->n_held; i++)
-                        if (streq(ps->held[i][0], channel) && streq(ps->held[i][1], payload)) {
-                                channel = mfree(channel);
-                                payload = mfree(payload);
-                                break;
-                        }
-                if (!channel && !payload)
+                if (!ps->notify || !ps->event) {
+                        PQfreemem(n);   /* nobody listens */
                         continue;
+                }
+                /* The same twice between two answers (a burst of STORE_CHANNEL_QUEUE) is handed on
+                 * once. */
+                for (size_t i = 0; !same && n->relname && n->extra && i < ps->n_held; i++)
+                        same = ps->held_seq[i] == stamp && streq(ps->held[i][0], n->relname) &&
+                               streq(ps->held[i][1], n->extra);
+                if (same) {
+                        PQfreemem(n);
+                        continue;
+                }
+                channel = n->relname ? strdup(n->relname) : NULL;
+                payload = n->extra ? strdup(n->extra) : NULL;
+                PQfreemem(n);
                 if (!channel || !payload || ps->n_held >= PG_NOTIFY_HELD_MAX) {
                         free(channel);
                         free(payload);
@@ -361,10 +378,20 @@ static void pg_notify_pending(PgStore *ps) {
                 }
                 ps->held[ps->n_held][0] = channel;
                 ps->held[ps->n_held][1] = payload;
+                ps->held_seq[ps->n_held] = stamp;
                 ps->n_held++;
         }
-        if ((ps->n_held > 0 || ps->held_dropped) && !ps->notify_defer)
-                (void) sd_event_add_defer(ps->event, &ps->notify_defer, on_notify_defer, ps);
+        if (ps->event)
+                pg_notify_schedule(ps);
+}
+
+static int on_notify_defer(sd_event_source *s, void *userdata) {
+        PgStore *ps = userdata;
+
+        ps->notify_defer = sd_event_source_disable_unref(ps->notify_defer);
+        pg_notify_pending(ps);
+        pg_notify_deliver(ps);
+        return 0;
 }
 
 static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userdata);
@@ -465,7 +492,7 @@ static void pg_setup_done(PgStore *ps) {
          * in the store for what it may have missed. */
         if (ps->notify)
                 ps->notify(ps->notify_data, STORE_CHANNEL_RECONNECTED, "");
-        pg_notify_drain(ps);
+        pg_notify_pending(ps);
 }
 
 /* The settings' results, as they come; the end of them ends the reconnection. */
@@ -1223,13 +1250,13 @@ static int on_conn_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                                 pg_async_end(ps);
                 }
                 pg_async_kick(ps);
-                pg_notify_drain(ps);
+                pg_notify_pending(ps);
                 return 0;
         }
         pg_async_read(ps);
         pg_async_kick(ps);
         /* Notifications read with the answer, or alone: from the loop, the queue in order again. */
-        pg_notify_drain(ps);
+        pg_notify_pending(ps);
         return 0;
 }
 
@@ -2756,6 +2783,7 @@ static const StoreOps pg_ops = {
         .node_heartbeat_async = pg_node_heartbeat_async,
         .cancel_elsewhere_async = pg_cancel_elsewhere_async,
         .async_flush = pg_async_flush_store,
+        .notify_flush = pg_notify_flush_store,
 };
 
 /* ---- opening ---- */

@@ -442,9 +442,19 @@ static void store_call_unlink(Store *s, StoreCall *c) {
         s->n_calls--;
 }
 
-/* Deliver the finished calls at the head, in order. Only as many as were there when it started: a
- * callback that makes another call (SQLite finishes it at once) is delivered at the next iteration,
- * so that a callback calling again and again cannot hold the loop here. */
+uint64_t store_notify_horizon(Store *s) {
+        return s->calls && s->calls->finished ? s->calls->finish_seq : UINT64_MAX;
+}
+
+static void store_notify_flush(Store *s) {
+        if (s->ops->notify_flush)
+                s->ops->notify_flush(s);
+}
+
+/* Deliver the finished calls at the head, in order, each after the notifications that came before it
+ * (store_notify_horizon()). Only as many as were there when it started: a callback that makes
+ * another call (SQLite finishes it at once) is delivered at the next iteration, so that a callback
+ * calling again and again cannot hold the loop here. */
 static int on_calls_defer(sd_event_source *es, void *userdata) {
         Store *s = userdata;
         size_t budget = s->n_calls;
@@ -452,6 +462,10 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
         while (budget-- > 0 && s->calls && s->calls->finished) {
                 StoreCall *c = s->calls;
 
+                /* What was notified before this answer came goes first. */
+                store_notify_flush(s);
+                if (s->calls != c)
+                        continue;       /* a listener cancelled it */
                 store_call_unlink(s, c);
                 if (c->done || c->nodes_done || c->records_done || c->callbacks_done || c->usage_done ||
                     c->session_done || c->page_done || c->artifacts_done || c->callback_done || c->u64_done) {
@@ -463,6 +477,8 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
         }
         if (s->calls && s->calls->finished)
                 (void) sd_event_source_set_enabled(s->calls_defer, SD_EVENT_ONESHOT);
+        else
+                store_notify_flush(s);
         return 0;
 }
 
@@ -473,6 +489,7 @@ static void store_call_finished(StoreCall *c, int r) {
 
         assert(!c->finished);
         c->finished = true;
+        c->finish_seq = ++s->finish_seq;
         c->result = r;
         if (r < 0)
                 c->error = strdup(store_error_message(s));  /* NULL on OOM: the message at delivery */

@@ -2567,6 +2567,57 @@ static void test_async_wait_pg(_unused_ void **state) {
         close_with_event(s, e);
 }
 
+static char order_log[8];
+static size_t n_order;
+
+static void on_order_done(_unused_ void *userdata, _unused_ int r, StoreRecord *rec) {
+        store_record_free(rec);
+        if (n_order < sizeof(order_log) - 1)
+                order_log[n_order++] = 'A';
+}
+
+static void on_order_notify(_unused_ void *userdata, const char *channel, const char *payload) {
+        if (streq(channel, STORE_CHANNEL_CLAIMED) && streq(payload, "exec_o") && n_order < sizeof(order_log) - 1)
+                order_log[n_order++] = 'N';
+}
+
+/* An answer and a notification that came after it, read together: handed on in that order (the
+ * answer's callback first), as they came. A node's record of a queued run and another node's
+ * "claimed" of it: the claim must not be handed on before the job it names is in the runner. */
+static void test_notify_order_pg(_unused_ void **state) {
+        sd_event *e = NULL;
+        Store *s = open_with_event(&e);
+        _cleanup_(store_record_freep) StoreRecord *r = record_on("exec_o", EXEC_QUEUED, NULL, 0, BASE_USEC);
+        _cleanup_free_ char *conn = NULL;
+        PGconn *c, *other;
+
+        n_order = 0;
+        memset(order_log, 0, sizeof(order_log));
+        assert_int_equal(store_set_notify(s, on_order_notify, NULL), 0);
+        assert_int_equal(store_put(s, r), 0);
+        c = pg_hold_row("exec_o");
+        r->exec->duration_ms = 5;
+        assert_int_equal(store_put_async(s, r, on_order_done, NULL, NULL), 0);
+        for (unsigned i = 0; i < 10; i++)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(n_order, 0);           /* sent, waiting for the lock */
+        /* The lock goes: the answer comes to the socket (the loop does not run, nothing reads it);
+         * then the notification, after it. */
+        PQclear(PQexec(c, "COMMIT"));
+        (void) usleep(200 * 1000);
+        assert_true(asprintf(&conn, "%s dbname=%s", pg_conninfo, dbpath) >= 0);
+        other = PQconnectdb(conn);
+        assert_int_equal(PQstatus(other), CONNECTION_OK);
+        PQclear(PQexec(other, "NOTIFY " STORE_CHANNEL_CLAIMED ", 'exec_o'"));
+        PQfinish(other);
+        (void) usleep(200 * 1000);
+        for (unsigned i = 0; i < 100 && n_order < 2; i++)
+                assert_true(sd_event_run(e, 20 * USEC_PER_MSEC) >= 0);
+        assert_string_equal(order_log, "AN");
+        PQfinish(c);
+        close_with_event(s, e);
+}
+
 /* The connection is cut while an asynchronous write is under way: it fails (-EIO), and so does the
  * one queued behind it, at once; nothing hangs; the store reconnects as ever, and the next
  * asynchronous write is made. */
@@ -2668,6 +2719,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_async_bound, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_no_event, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_wait_pg, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_notify_order_pg, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_async_reconnect_pg, setup_dir, teardown_dir),
         };
 
@@ -2679,7 +2731,7 @@ int main(void) {
         static const char *const pg_only[] = { "test_concurrent_open", "test_disk_full_pg", "test_reconnect_pg",
                                                "test_bad_conninfo_pg", "test_password_file_pg",
                                                "test_reconnect_backoff_pg", "test_reconnect_event_pg",
-                                               "test_error_mapping_pg", "test_async_wait_pg",
+                                               "test_error_mapping_pg", "test_async_wait_pg", "test_notify_order_pg",
                                                "test_async_reconnect_pg", NULL };
 
         return run_store_tests("store", tests, ELEMENTSOF(tests), sqlite_only, pg_only);
