@@ -61,15 +61,13 @@ static void on_session_row(void *userdata, int r, StoreSession *x) {
                 *f->called = true;
         /* Made here meanwhile (a run of that session_id was submitted): this node's. */
         s = find_here(f->ac, f->owner, f->admin, f->id);
-        if (s)
-                ;
-        else if (r >= 0 && x->node && !streq_ptr(x->node, f->ac->ctx->node_name))
+        if (!s && r >= 0 && x->node && !streq_ptr(x->node, f->ac->ctx->node_name))
                 /* Several nodes: the caller's own session lives on another node (its workspace is that
                  * node's memory); say which. */
                 (void) request_error(&err, -ENOENT, API_ERROR_NOT_FOUND, NULL,
                                      "session '%.64s' is held by node '%s' (its workspace is that node's): its "
                                      "state, files and deletion are answered there", f->id, x->node);
-        else
+        else if (!s)
                 /* Not in the store (-ENOENT), or unreadable: as not found, as a single node says. */
                 not_found(&err, f->id);
         store_sessions_free(x, x ? 1 : 0);

@@ -179,7 +179,8 @@ struct Store {
         store_blob_fn_t blob_exists, blob_remove;
         void *blob_userdata;
         /* The asynchronous calls (store_put_async()...): every one not yet delivered, oldest first
-         * (at most STORE_ASYNC_MAX); the finished ones at the head are delivered from calls_defer. */
+         * (never refused; store_is_behind() past STORE_ASYNC_MAX); the finished ones at the head are
+         * delivered from calls_defer. */
         sd_event *event;
         sd_event_source *calls_defer;
         StoreCall *calls, *calls_tail;

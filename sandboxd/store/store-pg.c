@@ -236,13 +236,13 @@ static void pp_bytes(PgParams *p, const void *b, size_t n) {
 
 /* What every session of ours starts with, on the first connection and after a reconnection: how
  * long a statement waits for another session's lock (-EBUSY past it, like SQLite's busy timeout).
- * The encoding is a connection parameter (client_encoding=UTF8), which libpq keeps across resets. */
-/* And a commit is acknowledged only once it is in the server's write-ahead log: the daemon tells its
+ * The encoding is a connection parameter (client_encoding=UTF8), which libpq keeps across resets.
+ * And a commit is acknowledged only once it is in the server's write-ahead log: the daemon tells its
  * callers "accepted" after its record's commit, which a server with synchronous_commit=off could
  * lose in a crash. Only "off" is raised, to "on": a stronger setting of the administrator's
- * (remote_write, remote_apply for a standby) is kept. */
-/* A new session's settings, each statement alone (the synchronous setup, pg_session_setup()) or all in
- * one simple query (after a reconnection on the loop, pg_setup_send()). */
+ * (remote_write, remote_apply for a standby) is kept. Each statement alone (the synchronous setup,
+ * pg_session_setup()), or all in one simple query (after a reconnection on the loop,
+ * pg_setup_send()). */
 #define PG_SETUP_LOCK_TIMEOUT "SET lock_timeout = '" LOCK_TIMEOUT "'"
 #define PG_SETUP_SYNCHRONOUS_COMMIT                                             \
         "SELECT set_config('synchronous_commit', 'on', false) "                 \

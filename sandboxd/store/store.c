@@ -465,7 +465,7 @@ static int on_calls_defer(sd_event_source *es, void *userdata) {
                 /* What was notified before this answer came goes first. */
                 store_notify_flush(s);
                 if (s->calls != c)
-                        continue;       /* a listener cancelled it */
+                        continue;       /* delivered meanwhile (a listener drained the store) */
                 store_call_unlink(s, c);
                 if (c->done || c->nodes_done || c->records_done || c->callbacks_done || c->usage_done ||
                     c->session_done || c->page_done || c->artifacts_done || c->callback_done || c->u64_done) {
