@@ -33,8 +33,10 @@ typedef struct McpCall {
         FindLookup *find;        /* get_execution: the lookup in the store */
         RecordRender *render;    /* the record being read for the answer */
         SessionFind *session;    /* a file tool: the session's lookup */
-        json_object *file_args;  /* ... and its arguments, held until then */
-        const char *file_tool;   /* ... and its name (static) */
+        const char *file_tool;   /* ... its name (static) */
+        json_object *file_args;  /* ... its arguments, held: the parsed ones point into them */
+        McpFileArgs file;        /* ... parsed once (mcp_file_args()) */
+        char file_buf[256];      /* ... and what they point into besides */
         bool suspended;          /* by this file, for find or render (not by a wait or a submission) */
 } McpCall;
 
@@ -44,6 +46,7 @@ static McpCall *mcp_call_free(McpCall *c) {
         (void) find_lookup_cancel(c->find);
         (void) record_render_cancel(c->render);
         (void) session_find_cancel(c->session);
+        mcp_file_args_done(&c->file);
         json_object_put(c->file_args);
         json_object_put(c->id);
         free(c);
@@ -305,31 +308,17 @@ static void call_get_execution(McpCall *c, json_object *args, const char *owner,
         }
 }
 
-/* The arguments of a file tool, or the protocol error answered. */
-static int file_args(McpCall *c, McpFileArgs *a, char *buf, size_t size) {
-        const char *error = NULL;
-        int r;
-
-        r = mcp_file_args(c->file_tool, c->file_args, a, buf, size, &error);
-        if (r < 0)
-                respond(c->req, 200, r == -ENOMEM ? mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory")
-                                                  : mcp_error_response(c->id, MCP_INVALID_PARAMS, error ?: "invalid arguments"));
-        return r;
-}
-
 /* read_file, write_file, list_files: the session file API's functions as the caller, their refusals
  * (404, 400, 403, 409, 413) as isError results with the same message. s is the session found (NULL:
  * ferr says why). */
 static void file_tool_run(McpCall *c, Session *s, const RequestError *ferr) {
-        _cleanup_(mcp_file_args_done) McpFileArgs a = {};
-        char buf[256], msg[sizeof(((RequestError *) NULL)->message) + 64];
+        char msg[sizeof(((RequestError *) NULL)->message) + 64];
         const char *tool = c->file_tool;
+        const McpFileArgs a = c->file;
         RequestError err;
         json_object *o = NULL;
         int r;
 
-        if (file_args(c, &a, buf, sizeof(buf)) < 0)
-                return;
         if (!s) {
                 err = *ferr;
                 goto refused;
@@ -397,17 +386,19 @@ static void on_file_session(void *userdata, Session *s, const RequestError *err)
 /* The session first, without waiting for the store (a session another node holds, session_find_async()):
  * then file_tool_run(). Takes c. */
 static void call_file_tool(McpCall *c, const char *tool, json_object *args, const char *owner, bool admin) {
-        _cleanup_(mcp_file_args_done) McpFileArgs a = {};
-        char buf[256];
+        const char *error = NULL;
         int r;
 
         c->file_tool = tool;
         c->file_args = json_object_get(args);
-        if (file_args(c, &a, buf, sizeof(buf)) < 0) {
+        r = mcp_file_args(tool, c->file_args, &c->file, c->file_buf, sizeof(c->file_buf), &error);
+        if (r < 0) {
+                respond(c->req, 200, r == -ENOMEM ? mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory")
+                                                  : mcp_error_response(c->id, MCP_INVALID_PARAMS, error ?: "invalid arguments"));
                 mcp_call_free(c);
                 return;
         }
-        r = session_find_async(c->ac, owner, admin, a.session_id, on_file_session, c, &c->session);
+        r = session_find_async(c->ac, owner, admin, c->file.session_id, on_file_session, c, &c->session);
         if (r < 0) {
                 respond(c->req, 200, mcp_error_response(c->id, MCP_INTERNAL_ERROR, "out of memory"));
                 mcp_call_free(c);
